@@ -1,0 +1,195 @@
+//! The command line: the one place that turns arguments into [`Options`].
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use fastwrite::options::{CloseMode, Options, Overwrite, default_close_threads};
+
+const EXAMPLES: &str = "\
+Examples:
+  fastwrite extract wheel.whl -o site-packages/
+  fastwrite extract big.zip -o out --stats
+  fastwrite --no-defer-close extract big.zip -o out-inline --stats   (A/B: close inline)
+  fastwrite extract update.zip -o existing/ --overwrite
+
+Exit codes: 0 everything written; 1 some entries failed (each is named on stderr);
+2 the run could not start (bad arguments, unreadable or unrecognised archive).";
+
+#[derive(Debug, Parser)]
+#[command(name = "fastwrite", version, about = "Writes many files fast: extracts archives.", after_help = EXAMPLES)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Close each file in the writer that wrote it, instead of in the close pool (for A/B timing)
+    #[arg(long, global = true)]
+    pub no_defer_close: bool,
+
+    /// Writer threads [default: number of CPUs]
+    #[arg(short = 'j', long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+
+    /// Threads in the close pool [default: 4; 16 on Windows]
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub close_threads: Option<u16>,
+
+    /// Make every file durable (fsync) before it is closed; done in the close pool when deferred
+    #[arg(long, global = true)]
+    pub fsync: bool,
+
+    /// Print nothing but errors
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+
+    /// Print counts and time per phase when done (to stderr)
+    #[arg(long, global = true)]
+    pub stats: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Extract a zip archive into a folder
+    Extract(ExtractArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExtractArgs {
+    /// The archive, recognised by its content
+    pub archive: PathBuf,
+
+    /// The output folder (created if missing)
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+
+    /// Replace files that already exist (each is written aside, then renamed over the old one)
+    #[arg(long, conflicts_with = "skip_existing")]
+    pub overwrite: bool,
+
+    /// Keep files that already exist and skip those entries
+    #[arg(long)]
+    pub skip_existing: bool,
+
+    /// Keep setuid, setgid and sticky bits (dropped by default)
+    #[arg(long)]
+    pub keep_setid: bool,
+}
+
+impl Cli {
+    pub fn options(&self) -> Options {
+        let g = &self.global;
+        let mut opts = Options::default();
+        if let Some(n) = g.threads {
+            opts.threads = usize::from(n);
+        }
+        opts.close = if g.no_defer_close {
+            CloseMode::Inline
+        } else {
+            CloseMode::Deferred {
+                threads: g
+                    .close_threads
+                    .map_or_else(default_close_threads, usize::from),
+            }
+        };
+        opts.fsync = g.fsync;
+        match &self.command {
+            Command::Extract(args) => {
+                opts.overwrite = if args.overwrite {
+                    Overwrite::Replace
+                } else if args.skip_existing {
+                    Overwrite::Skip
+                } else {
+                    Overwrite::Refuse
+                };
+                opts.keep_setid = args.keep_setid;
+            }
+        }
+        opts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn global_flags_work_before_and_after_the_subcommand() {
+        for args in [
+            &[
+                "fastwrite",
+                "--no-defer-close",
+                "-j",
+                "3",
+                "extract",
+                "a.zip",
+                "-o",
+                "out",
+            ][..],
+            &[
+                "fastwrite",
+                "extract",
+                "a.zip",
+                "-o",
+                "out",
+                "--no-defer-close",
+                "-j",
+                "3",
+            ][..],
+        ] {
+            let cli = Cli::try_parse_from(args).unwrap();
+            let opts = cli.options();
+            assert_eq!(opts.close, CloseMode::Inline);
+            assert_eq!(opts.threads, 3);
+        }
+    }
+
+    #[test]
+    fn flags_become_options() {
+        let cli = Cli::try_parse_from([
+            "fastwrite",
+            "extract",
+            "a.zip",
+            "-o",
+            "out",
+            "--close-threads",
+            "7",
+            "--fsync",
+            "--skip-existing",
+            "--keep-setid",
+        ])
+        .unwrap();
+        let opts = cli.options();
+        assert_eq!(opts.close, CloseMode::Deferred { threads: 7 });
+        assert!(opts.fsync && opts.keep_setid);
+        assert_eq!(opts.overwrite, Overwrite::Skip);
+    }
+
+    #[test]
+    fn contradictions_and_zero_threads_are_refused() {
+        for args in [
+            &[
+                "fastwrite",
+                "extract",
+                "a.zip",
+                "-o",
+                "o",
+                "--overwrite",
+                "--skip-existing",
+            ][..],
+            &["fastwrite", "extract", "a.zip", "-o", "o", "-j", "0"][..],
+            &["fastwrite", "extract", "a.zip"][..],
+        ] {
+            assert!(Cli::try_parse_from(args).is_err(), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

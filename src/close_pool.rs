@@ -1,0 +1,349 @@
+//! The close pool: dedicated threads that close written files while the writers go on.
+//!
+//! Closing a written file can take milliseconds (Windows Defender scans inside CloseHandle; NFS
+//! and FUSE flush on close; `--fsync` waits for the disk). Writers hand each open handle over a
+//! bounded queue to these threads, so that latency overlaps with writing. The bound gives
+//! backpressure and caps open handles, so no run can hit the descriptor limit.
+//!
+//! Unlike std's `File` drop, close_already, rustup and xcp, nothing here drops the result of a
+//! close: every failure comes back with its path, the file is removed so nothing half-written
+//! stays under a final name, and the failure is counted in the report. The threads are plain
+//! `std` threads, not rayon's, because they block in the kernel and must not starve the writers.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::platform;
+use crate::report::Failure;
+
+/// Closes one handle and says whether that worked: the seam where tests make closing slow or
+/// failing.
+pub trait Closer: Send + Sync {
+    fn close(&self, file: File, path: &Path) -> io::Result<()>;
+}
+
+/// The real thing: optionally fsync, then close, reporting the first error.
+#[derive(Debug, Clone, Copy)]
+pub struct SystemCloser {
+    pub fsync: bool,
+}
+
+impl Closer for SystemCloser {
+    fn close(&self, file: File, _path: &Path) -> io::Result<()> {
+        let synced = if self.fsync {
+            file.sync_all().context("fsync")
+        } else {
+            Ok(())
+        };
+        let closed = platform::close(file).context("close");
+        // The handle is closed either way; the first failure is the one worth reporting.
+        synced.and(closed).map_err(io::Error::other)
+    }
+}
+
+/// What happens to a file once it is closed successfully.
+#[derive(Debug)]
+pub enum Finalize {
+    /// It was written under its final name.
+    Keep,
+    /// It was written under a temporary name (in the same directory) to be renamed into place.
+    RenameTo(PathBuf),
+}
+
+/// A written file waiting to be closed.
+#[derive(Debug)]
+pub struct CloseJob {
+    pub file: File,
+    /// Where the handle's file is on disk now.
+    pub path: PathBuf,
+    /// The entry's name, for messages.
+    pub name: String,
+    pub finalize: Finalize,
+}
+
+/// Closes the job's handle and completes its file. On failure the file is removed, so a file
+/// whose content may not have reached the disk never stays under its final name.
+pub fn complete(job: CloseJob, closer: &dyn Closer) -> Result<(), Failure> {
+    let CloseJob {
+        file,
+        path,
+        name,
+        finalize,
+    } = job;
+    let result = closer
+        .close(file, &path)
+        .with_context(|| format!("closing '{}'", path.display()))
+        .and_then(|()| match &finalize {
+            Finalize::Keep => Ok(()),
+            Finalize::RenameTo(dest) => std::fs::rename(&path, dest).with_context(|| {
+                format!(
+                    "renaming '{}' into place as '{}'",
+                    path.display(),
+                    dest.display()
+                )
+            }),
+        });
+    result.map_err(|error| {
+        // Best effort: the failure is what gets reported, whether or not the removal works.
+        let _ = std::fs::remove_file(&path);
+        Failure { name, error }
+    })
+}
+
+/// What the close threads did, summed over all of them.
+#[derive(Debug, Default)]
+pub struct CloseTally {
+    pub closed: u64,
+    /// Time spent inside closes, summed over threads.
+    pub busy: Duration,
+    pub failures: Vec<Failure>,
+    /// The most handles that were ever waiting in the queue.
+    pub peak_queue: usize,
+}
+
+impl CloseTally {
+    fn merge(&mut self, other: CloseTally) {
+        self.closed += other.closed;
+        self.busy += other.busy;
+        self.failures.extend(other.failures);
+    }
+
+    /// Closes one job on the calling thread, counting it like a pool thread would.
+    pub fn close_inline(&mut self, job: CloseJob, closer: &dyn Closer) {
+        let start = Instant::now();
+        let result = complete(job, closer);
+        self.busy += start.elapsed();
+        self.closed += 1;
+        if let Err(failure) = result {
+            self.failures.push(failure);
+        }
+    }
+}
+
+pub struct ClosePool {
+    tx: Sender<CloseJob>,
+    threads: Vec<JoinHandle<CloseTally>>,
+    closer: Arc<dyn Closer>,
+    peak_queue: AtomicUsize,
+    /// Closes that had to be done by the submitter because every pool thread had gone.
+    orphans: std::sync::Mutex<CloseTally>,
+}
+
+impl ClosePool {
+    /// Starts `threads` close threads behind a queue of at most `bound` handles.
+    pub fn new(threads: usize, bound: usize, closer: Arc<dyn Closer>) -> io::Result<ClosePool> {
+        let (tx, rx) = crossbeam_channel::bounded(bound.max(1));
+        let threads = (0..threads.max(1))
+            .map(|i| {
+                let rx: Receiver<CloseJob> = rx.clone();
+                let closer = Arc::clone(&closer);
+                std::thread::Builder::new()
+                    .name(format!("fastwrite-close-{i}"))
+                    .spawn(move || {
+                        let mut tally = CloseTally::default();
+                        for job in rx {
+                            tally.close_inline(job, closer.as_ref());
+                        }
+                        tally
+                    })
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(ClosePool {
+            tx,
+            threads,
+            closer,
+            peak_queue: AtomicUsize::new(0),
+            orphans: Default::default(),
+        })
+    }
+
+    /// Queues a handle for closing; blocks while the queue is full.
+    pub fn submit(&self, job: CloseJob) {
+        match self.tx.send(job) {
+            Ok(()) => {
+                self.peak_queue.fetch_max(self.tx.len(), Ordering::Relaxed);
+            }
+            // Only possible if every close thread died; the close must still happen and count.
+            Err(crossbeam_channel::SendError(job)) => {
+                let mut orphans = self.orphans.lock().unwrap_or_else(|e| e.into_inner());
+                orphans.close_inline(job, self.closer.as_ref());
+            }
+        }
+    }
+
+    /// Waits for every queued close and returns what happened to all of them.
+    pub fn finish(self) -> CloseTally {
+        let ClosePool {
+            tx,
+            threads,
+            peak_queue,
+            orphans,
+            ..
+        } = self;
+        drop(tx);
+        let mut total = orphans.into_inner().unwrap_or_else(|e| e.into_inner());
+        for handle in threads {
+            match handle.join() {
+                Ok(tally) => total.merge(tally),
+                Err(_) => total.failures.push(Failure {
+                    name: "(close pool)".into(),
+                    error: anyhow::anyhow!(
+                        "a close thread panicked; the files it was closing are unaccounted for"
+                    ),
+                }),
+            }
+        }
+        total.peak_queue = peak_queue.into_inner();
+        total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+    use std::sync::atomic::AtomicU64;
+
+    /// A closer that takes its time, fails the closes it is told to, and records the order.
+    struct FakeCloser {
+        delay: Duration,
+        fail_names: Vec<String>,
+        closed: Mutex<Vec<PathBuf>>,
+        in_flight: AtomicU64,
+        max_in_flight: AtomicU64,
+    }
+
+    impl FakeCloser {
+        fn new(delay_ms: u64, fail_names: &[&str]) -> Arc<FakeCloser> {
+            Arc::new(FakeCloser {
+                delay: Duration::from_millis(delay_ms),
+                fail_names: fail_names.iter().map(|s| s.to_string()).collect(),
+                closed: Mutex::new(Vec::new()),
+                in_flight: AtomicU64::new(0),
+                max_in_flight: AtomicU64::new(0),
+            })
+        }
+    }
+
+    impl Closer for FakeCloser {
+        fn close(&self, file: File, path: &Path) -> io::Result<()> {
+            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(self.delay);
+            drop(file);
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            self.closed.lock().unwrap().push(path.to_path_buf());
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if self.fail_names.contains(&name) {
+                Err(io::Error::other("injected close failure"))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    fn job(dir: &std::path::Path, name: &str) -> CloseJob {
+        let path = dir.join(name);
+        let file = File::create(&path).unwrap();
+        CloseJob {
+            file,
+            path,
+            name: name.to_string(),
+            finalize: Finalize::Keep,
+        }
+    }
+
+    #[test]
+    fn every_close_result_comes_back_and_failed_files_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let closer = FakeCloser::new(1, &["f3", "f7"]);
+        let pool = ClosePool::new(3, 4, closer.clone()).unwrap();
+        for i in 0..10 {
+            pool.submit(job(dir.path(), &format!("f{i}")));
+        }
+        let tally = pool.finish();
+        assert_eq!(tally.closed, 10);
+        assert_eq!(closer.closed.lock().unwrap().len(), 10);
+        let mut failed: Vec<_> = tally.failures.iter().map(|f| f.name.clone()).collect();
+        failed.sort();
+        assert_eq!(failed, ["f3", "f7"]);
+        assert!(format!("{:#}", tally.failures[0].error).contains("injected close failure"));
+        assert!(
+            !dir.path().join("f3").exists(),
+            "a file whose close failed must be removed"
+        );
+        assert!(dir.path().join("f4").exists());
+    }
+
+    #[test]
+    fn the_queue_bound_holds_back_writers() {
+        let dir = tempfile::tempdir().unwrap();
+        let closer = FakeCloser::new(5, &[]);
+        let bound = 2;
+        let pool = ClosePool::new(2, bound, closer.clone()).unwrap();
+        for i in 0..20 {
+            pool.submit(job(dir.path(), &format!("f{i}")));
+        }
+        let tally = pool.finish();
+        assert_eq!(tally.closed, 20);
+        assert!(
+            tally.peak_queue <= bound,
+            "queue held {} > bound {bound}",
+            tally.peak_queue
+        );
+        assert!(closer.max_in_flight.load(Ordering::SeqCst) <= 2);
+    }
+
+    #[test]
+    fn closes_overlap_across_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let closer = FakeCloser::new(20, &[]);
+        let pool = ClosePool::new(4, 16, closer.clone()).unwrap();
+        for i in 0..8 {
+            pool.submit(job(dir.path(), &format!("f{i}")));
+        }
+        pool.finish();
+        // Several closes were in flight at once: the point of the pool. (A count, not a time.)
+        assert!(closer.max_in_flight.load(Ordering::SeqCst) >= 2);
+    }
+
+    #[test]
+    fn a_temporary_is_renamed_into_place_only_after_a_good_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let closer = FakeCloser::new(0, &["bad.tmp"]);
+        let mut tally = CloseTally::default();
+        for (tmp, dest) in [("good.tmp", "good"), ("bad.tmp", "bad")] {
+            let mut j = job(dir.path(), tmp);
+            j.finalize = Finalize::RenameTo(dir.path().join(dest));
+            tally.close_inline(j, closer.as_ref());
+        }
+        assert!(dir.path().join("good").exists());
+        assert!(!dir.path().join("good.tmp").exists());
+        assert!(!dir.path().join("bad").exists());
+        assert!(!dir.path().join("bad.tmp").exists());
+        assert_eq!(tally.failures.len(), 1);
+        assert_eq!(tally.failures[0].name, "bad.tmp");
+    }
+
+    #[test]
+    fn system_closer_closes_and_syncs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tally = CloseTally::default();
+        for fsync in [false, true] {
+            tally.close_inline(
+                job(dir.path(), &format!("f{fsync}")),
+                &SystemCloser { fsync },
+            );
+        }
+        assert_eq!(tally.closed, 2);
+        assert!(tally.failures.is_empty());
+    }
+}

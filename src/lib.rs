@@ -1,0 +1,33 @@
+//! fastwrite writes many files fast: it extracts archives into a folder.
+//!
+//! The data goes one way: a source (`extract::*`) turns its input into a validated
+//! [`plan::Plan`] -> the write stage ([`sink::Sink`]) creates directories, then writes files on
+//! a rayon pool -> a separate [`close_pool::ClosePool`] closes the handles so slow closes
+//! overlap with writing -> every result, close results included, ends up in a
+//! [`report::Report`].
+
+pub mod close_pool;
+pub mod extract;
+pub mod options;
+pub mod plan;
+mod platform;
+pub mod progress;
+pub mod report;
+pub mod sink;
+
+use std::path::Path;
+
+pub use options::{CloseMode, Options, Overwrite};
+pub use progress::Reporter;
+pub use report::Report;
+
+/// Extracts `archive` into `out`. `Err` means the run could not start; failed entries are in
+/// the report.
+pub fn extract(
+    archive: &Path,
+    out: &Path,
+    opts: &Options,
+    reporter: &dyn Reporter,
+) -> anyhow::Result<Report> {
+    extract::extract(archive, out, opts, reporter)
+}

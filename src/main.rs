@@ -1,0 +1,56 @@
+//! Thin: parse arguments, run, print what happened, map it to an exit code.
+
+mod cli;
+
+use std::io::IsTerminal;
+
+use clap::Parser;
+use fastwrite::progress::{Bar, Reporter, Silent};
+use fastwrite::report::exit;
+
+use crate::cli::{Cli, Command};
+
+fn main() {
+    std::process::exit(run(Cli::parse()));
+}
+
+fn run(cli: Cli) -> i32 {
+    let opts = cli.options();
+    let reporter: Box<dyn Reporter> = if !cli.global.quiet && std::io::stderr().is_terminal() {
+        Box::new(Bar::new())
+    } else {
+        Box::new(Silent)
+    };
+    let result = match &cli.command {
+        Command::Extract(args) => {
+            fastwrite::extract(&args.archive, &args.output, &opts, reporter.as_ref())
+        }
+    };
+    let mut report = match result {
+        Ok(report) => report,
+        Err(error) => {
+            reporter.finished();
+            eprintln!("fastwrite: {error:#}");
+            return exit::CANNOT_START;
+        }
+    };
+    if !cli.global.quiet {
+        for warning in &report.warnings {
+            eprintln!("fastwrite: warning: {warning}");
+        }
+    }
+    let failed = report.failures.len();
+    for line in report.failure_lines() {
+        eprintln!("fastwrite: {line}");
+    }
+    if failed > 0 {
+        eprintln!(
+            "fastwrite: {failed} entries failed; {} files written",
+            report.files
+        );
+    }
+    if cli.global.stats {
+        eprintln!("{}", report.stats());
+    }
+    report.exit_code()
+}

@@ -1,0 +1,81 @@
+//! Options for a run: everything the engine needs to know, and nothing about how it was asked.
+//!
+//! `cli.rs` is the one place that builds these from arguments; tests and library users build
+//! them directly.
+
+/// How file handles are closed once their content is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseMode {
+    /// Closed by a dedicated pool of this many threads, overlapping with writing.
+    Deferred { threads: usize },
+    /// Closed by the writer right after writing (for A/B timing).
+    Inline,
+}
+
+/// What to do when a file to be written already exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Overwrite {
+    /// The entry fails and the existing file is left untouched.
+    #[default]
+    Refuse,
+    /// The new file replaces it (written under a temporary name, then renamed over it).
+    Replace,
+    /// The existing file is kept and the entry skipped.
+    Skip,
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Threads in the write stage.
+    pub threads: usize,
+    pub close: CloseMode,
+    /// Make every file durable (fsync) before closing it.
+    pub fsync: bool,
+    pub overwrite: Overwrite,
+    /// Keep setuid, setgid and sticky bits from the source (dropped by default).
+    pub keep_setid: bool,
+}
+
+impl Options {
+    /// Handles in the close queue at most: enough to keep every close thread busy while writers
+    /// run ahead, few enough that open handles stay far below any descriptor limit.
+    pub fn close_queue_bound(&self) -> usize {
+        match self.close {
+            CloseMode::Deferred { threads } => (threads * 4).max(16),
+            CloseMode::Inline => 0,
+        }
+    }
+
+    /// The permission bits to apply, given what the source records.
+    pub fn mode_bits(&self, mode: u32) -> u32 {
+        if self.keep_setid {
+            mode & 0o7777
+        } else {
+            mode & 0o777
+        }
+    }
+}
+
+/// Close threads by default: closes are cheap on a local Linux or macOS disk, and a few threads
+/// keep up with any writer there; on Windows a close costs milliseconds, so more of them overlap.
+pub fn default_close_threads() -> usize {
+    if cfg!(windows) { 16 } else { 4 }
+}
+
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            threads: default_threads(),
+            close: CloseMode::Deferred {
+                threads: default_close_threads(),
+            },
+            fsync: false,
+            overwrite: Overwrite::Refuse,
+            keep_setid: false,
+        }
+    }
+}

@@ -1,0 +1,336 @@
+//! The validated plan: what a source wants written, in terms the write stage trusts.
+//!
+//! Every source (zip, tar, a directory walk) turns untrusted names into [`Entry`] values here,
+//! before anything touches the disk. An entry's path is relative, has no `..`, no root, no drive
+//! letter and no empty or `.` components, so `out.join(path)` always names a place inside the
+//! output folder. What a path cannot guarantee on its own (an ancestor that is a symlink) is
+//! checked across the whole plan by [`Plan::refuse_paths_through_symlinks`], and against the
+//! disk by the directory stage.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::report::Failure;
+
+/// What kind of thing an entry creates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EntryKind {
+    Dir,
+    File,
+    /// A symbolic link; the target is kept exactly as the archive spells it.
+    Symlink {
+        target: PathBuf,
+    },
+}
+
+/// One thing to create under the output folder.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The name as the source spells it: what the user sees in messages.
+    pub name: String,
+    /// Validated relative path (see [`safe_relative_path`]).
+    pub path: PathBuf,
+    pub kind: EntryKind,
+    /// Permission bits (`0o7777` at most), if the source records them.
+    pub mode: Option<u32>,
+    pub mtime: Option<SystemTime>,
+    /// Uncompressed size in bytes as the source declares it (files only).
+    pub size: u64,
+    /// The source's own handle on the entry (the zip index, for instance).
+    pub index: usize,
+}
+
+/// Why an entry was not accepted into the plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal(pub String);
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+fn refuse(reason: impl Into<String>) -> Refusal {
+    Refusal(reason.into())
+}
+
+/// Splits an archive name into components. Both `/` and `\` separate components: an archive
+/// made on Windows uses `\`, and a name that keeps `\` as a character on Unix would extract to a
+/// different tree on Windows, or climb out of it there (`..\..\x`).
+fn components(name: &str) -> impl Iterator<Item = &str> {
+    name.split(['/', '\\'])
+}
+
+fn has_drive_prefix(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':'
+}
+
+/// Turns an untrusted entry name into a relative path that stays inside the output folder, or
+/// says why it cannot.
+pub fn safe_relative_path(name: &str) -> Result<PathBuf, Refusal> {
+    if name.contains('\0') {
+        return Err(refuse("name contains a NUL byte"));
+    }
+    if name.starts_with(['/', '\\']) {
+        return Err(refuse("absolute path"));
+    }
+    if has_drive_prefix(name) {
+        return Err(refuse("path starts with a drive letter"));
+    }
+    let mut path = PathBuf::new();
+    for part in components(name) {
+        match part {
+            "" | "." => {}
+            ".." => return Err(refuse("path escapes the output folder ('..' component)")),
+            _ => {
+                crate::platform::check_component(part).map_err(refuse)?;
+                path.push(part);
+            }
+        }
+    }
+    if path.as_os_str().is_empty() {
+        return Err(refuse("empty path"));
+    }
+    Ok(path)
+}
+
+/// Why Windows cannot hold `part` as a file or directory name, if it cannot. Used on Windows
+/// only, but kept portable so it is tested everywhere.
+pub fn windows_name_problem(part: &str) -> Option<&'static str> {
+    if part.ends_with(['.', ' ']) {
+        return Some("ends with a dot or a space, which Windows drops");
+    }
+    if part
+        .chars()
+        .any(|c| matches!(c, '<' | '>' | ':' | '"' | '|' | '?' | '*') || c < ' ')
+    {
+        return Some(
+            "contains a character Windows does not allow in names (<>:\"|?* or a control character)",
+        );
+    }
+    let stem = part.split('.').next().unwrap_or(part).trim_end();
+    let reserved = matches!(
+        stem.to_ascii_uppercase().as_str(),
+        "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$"
+    ) || {
+        let upper = stem.to_ascii_uppercase();
+        (upper.starts_with("COM") || upper.starts_with("LPT"))
+            && upper.len() == 4
+            && matches!(upper.as_bytes()[3], b'1'..=b'9')
+    };
+    reserved.then_some("is a reserved device name on Windows")
+}
+
+/// Checks that a symlink at `link` (a validated relative path) with this `target` resolves
+/// inside the output folder. Only leading `..` components are accepted: after a name, a `..`
+/// would be resolved through whatever that name is on disk (possibly another link), so a
+/// lexical check could not vouch for it.
+pub fn check_symlink_target(link: &Path, target: &str) -> Result<(), Refusal> {
+    if target.is_empty() {
+        return Err(refuse("symlink has an empty target"));
+    }
+    if target.contains('\0') {
+        return Err(refuse("symlink target contains a NUL byte"));
+    }
+    if target.starts_with(['/', '\\']) || has_drive_prefix(target) {
+        return Err(refuse(format!(
+            "symlink target '{target}' is an absolute path outside the output folder"
+        )));
+    }
+    // How deep the link's own directory is below the output folder.
+    let mut depth = link.components().count() as isize - 1;
+    let mut seen_name = false;
+    for part in components(target) {
+        match part {
+            "" | "." => {}
+            ".." if seen_name => {
+                return Err(refuse(format!(
+                    "symlink target '{target}' has '..' after a name, which cannot be checked safely"
+                )));
+            }
+            ".." => {
+                depth -= 1;
+                if depth < 0 {
+                    return Err(refuse(format!(
+                        "symlink target '{target}' points outside the output folder"
+                    )));
+                }
+            }
+            _ => {
+                seen_name = true;
+                depth += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Everything a source asks for, already validated, plus what it refused.
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub entries: Vec<Entry>,
+    pub rejected: Vec<Failure>,
+    /// Things worth telling the user that are not failures.
+    pub warnings: Vec<String>,
+}
+
+impl Plan {
+    pub fn reject(&mut self, name: impl Into<String>, reason: impl Into<anyhow::Error>) {
+        self.rejected.push(Failure {
+            name: name.into(),
+            error: reason.into(),
+        });
+    }
+
+    /// Refuses every entry that would be created below a symlink of the same plan: writing
+    /// `link/file` after creating `link -> /etc` is the classic way out of an extractor.
+    /// Symlinks are also created last, so nothing is written through them during the run.
+    pub fn refuse_paths_through_symlinks(&mut self) {
+        let links: HashSet<PathBuf> = self
+            .entries
+            .iter()
+            .filter(|e| matches!(e.kind, EntryKind::Symlink { .. }))
+            .map(|e| e.path.clone())
+            .collect();
+        if links.is_empty() {
+            return;
+        }
+        let mut kept = Vec::with_capacity(self.entries.len());
+        for entry in std::mem::take(&mut self.entries) {
+            match entry.path.ancestors().skip(1).find(|a| links.contains(*a)) {
+                Some(link) => {
+                    let reason = anyhow::anyhow!(
+                        "refused: its parent '{}' is a symlink in this archive",
+                        link.display()
+                    );
+                    self.reject(entry.name, reason);
+                }
+                None => kept.push(entry),
+            }
+        }
+        self.entries = kept;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_ordinary_names() {
+        assert_eq!(
+            safe_relative_path("a/b/c.txt").unwrap(),
+            Path::new("a/b/c.txt")
+        );
+        assert_eq!(safe_relative_path("./a//b/").unwrap(), Path::new("a/b"));
+        assert_eq!(
+            safe_relative_path("dir\\file").unwrap(),
+            Path::new("dir/file")
+        );
+        assert_eq!(
+            safe_relative_path("a..b/..c").unwrap(),
+            Path::new("a..b/..c")
+        );
+    }
+
+    #[test]
+    fn refuses_escapes() {
+        for name in [
+            "../x",
+            "a/../../x",
+            "a/..",
+            "/etc/passwd",
+            "\\x",
+            "..\\..\\Temp\\evil.txt",
+            "C:/Windows/x",
+            "c:x",
+            "",
+            ".",
+            "./",
+            "a\0b",
+        ] {
+            assert!(
+                safe_relative_path(name).is_err(),
+                "{name:?} must be refused"
+            );
+        }
+    }
+
+    #[test]
+    fn symlink_targets_inside_are_accepted() {
+        check_symlink_target(Path::new("a/b/link"), "../c").unwrap();
+        check_symlink_target(Path::new("a/b/link"), "../../c/d").unwrap();
+        check_symlink_target(Path::new("link"), "dir/file").unwrap();
+        check_symlink_target(Path::new("link"), "./x").unwrap();
+    }
+
+    #[test]
+    fn symlink_targets_outside_are_refused() {
+        for (link, target) in [
+            ("link", ".."),
+            ("link", "../x"),
+            ("a/link", "../../x"),
+            ("link", "/etc"),
+            ("link", "C:\\x"),
+            ("link", "x/../.."),
+            ("link", "x/../y"),
+            ("link", ""),
+        ] {
+            assert!(
+                check_symlink_target(Path::new(link), target).is_err(),
+                "{link} -> {target:?} must be refused"
+            );
+        }
+    }
+
+    #[test]
+    fn names_windows_cannot_hold() {
+        for bad in [
+            "CON", "nul.txt", "Com1", "lpt9.log", "a.", "b ", "a:b", "q?", "t\u{1}",
+        ] {
+            assert!(
+                windows_name_problem(bad).is_some(),
+                "{bad:?} must be refused"
+            );
+        }
+        for good in ["CONSOLE", "com10", "lpt", "a.b", ".hidden", "nul_", "x y"] {
+            assert_eq!(windows_name_problem(good), None, "{good:?} is fine");
+        }
+    }
+
+    fn entry(path: &str, kind: EntryKind) -> Entry {
+        Entry {
+            name: path.to_string(),
+            path: PathBuf::from(path),
+            kind,
+            mode: None,
+            mtime: None,
+            size: 0,
+            index: 0,
+        }
+    }
+
+    #[test]
+    fn entries_below_a_planned_symlink_are_refused() {
+        let mut plan = Plan::default();
+        plan.entries.push(entry(
+            "link",
+            EntryKind::Symlink {
+                target: "dir".into(),
+            },
+        ));
+        plan.entries.push(entry("link/evil", EntryKind::File));
+        plan.entries.push(entry("link/deeper/evil", EntryKind::Dir));
+        plan.entries.push(entry("linked", EntryKind::File));
+        plan.refuse_paths_through_symlinks();
+        let kept: Vec<_> = plan.entries.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(kept, ["link", "linked"]);
+        let refused: Vec<_> = plan.rejected.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(refused, ["link/evil", "link/deeper/evil"]);
+    }
+}

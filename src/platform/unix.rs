@@ -1,0 +1,97 @@
+//! Unix: closes through close(2) so its result is seen, and modes are set at creation.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::io::IntoRawFd;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The process's file-creation mask. Read once at the start of a run, while single-threaded:
+/// the only way to read it is to set it and put it back.
+pub fn current_umask() -> u32 {
+    // SAFETY: umask(2) cannot fail; the old mask is restored at once.
+    unsafe {
+        let old = libc::umask(0o022);
+        libc::umask(old);
+        old as u32
+    }
+}
+
+/// Creates a new file for writing; fails if anything (even a dangling symlink) has the name.
+/// `mode` is applied at creation, so a file is never readable by others in between; a separate
+/// chmod is needed only for bits the umask removes (see [`fix_mode`]).
+pub fn create_new(path: &Path, mode: u32) -> io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+}
+
+/// Gives an open file exactly `mode` when the umask took bits away at creation.
+pub fn fix_mode(file: &File, mode: u32, umask: u32) -> io::Result<()> {
+    if mode & umask != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    }
+    Ok(())
+}
+
+pub fn set_path_mode(path: &Path, mode: u32) -> io::Result<()> {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+/// Closes the handle and returns what close(2) said, which `File`'s drop throws away.
+pub fn close(file: File) -> io::Result<()> {
+    let fd = file.into_raw_fd();
+    // SAFETY: `fd` was just taken out of a `File`, so it is open and owned by nobody else.
+    // On Linux the descriptor is released even when close reports EINTR or EIO; it must not be
+    // closed again, and the error means the data may not have been written.
+    if unsafe { libc::close(fd) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+pub fn symlink(target: &Path, link: &Path) -> io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
+}
+
+/// Names every Unix filesystem can hold; nothing more to check here.
+pub fn check_component(_part: &str) -> Result<(), String> {
+    Ok(())
+}
+
+/// Converts a local calendar time (as in a zip's DOS timestamp) to a point in time.
+pub fn local_time(
+    year: u16,
+    month: u8,
+    day: u8,
+    hour: u8,
+    minute: u8,
+    second: u8,
+) -> Option<SystemTime> {
+    // SAFETY: `tm` is fully initialised (zeroed, then the fields mktime reads are set).
+    let secs = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        tm.tm_year = i32::from(year) - 1900;
+        tm.tm_mon = i32::from(month) - 1;
+        tm.tm_mday = i32::from(day);
+        tm.tm_hour = i32::from(hour);
+        tm.tm_min = i32::from(minute);
+        tm.tm_sec = i32::from(second);
+        tm.tm_isdst = -1;
+        libc::mktime(&mut tm)
+    };
+    if secs == -1 {
+        return None;
+    }
+    #[allow(clippy::useless_conversion)] // time_t is narrower than i64 on some targets
+    let secs = i64::from(secs);
+    if secs >= 0 {
+        Some(UNIX_EPOCH + Duration::from_secs(secs as u64))
+    } else {
+        UNIX_EPOCH.checked_sub(Duration::from_secs(secs.unsigned_abs()))
+    }
+}

@@ -1,0 +1,118 @@
+//! Windows: closes through CloseHandle so its result is seen; names Windows cannot hold are
+//! refused before anything is written.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::windows::io::IntoRawHandle;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use windows_sys::Win32::Foundation::{CloseHandle, FILETIME, SYSTEMTIME};
+use windows_sys::Win32::System::Time::{SystemTimeToFileTime, TzSpecificLocalTimeToSystemTime};
+
+/// Windows has no umask.
+pub fn current_umask() -> u32 {
+    0
+}
+
+pub fn create_new(path: &Path, _mode: u32) -> io::Result<File> {
+    OpenOptions::new().write(true).create_new(true).open(path)
+}
+
+/// Windows keeps only "read-only"; it is applied once the content is written, because a
+/// read-only file cannot be written through a new handle.
+pub fn fix_mode(file: &File, mode: u32, _umask: u32) -> io::Result<()> {
+    if mode & 0o222 == 0 {
+        let mut perms = file.metadata()?.permissions();
+        perms.set_readonly(true);
+        file.set_permissions(perms)?;
+    }
+    Ok(())
+}
+
+pub fn set_path_mode(path: &Path, mode: u32) -> io::Result<()> {
+    let mut perms = std::fs::metadata(path)?.permissions();
+    perms.set_readonly(mode & 0o222 == 0);
+    std::fs::set_permissions(path, perms)
+}
+
+/// Closes the handle and returns what CloseHandle said, which `File`'s drop throws away.
+pub fn close(file: File) -> io::Result<()> {
+    let handle = file.into_raw_handle();
+    // SAFETY: the handle was just taken out of a `File`, so it is open and owned by nobody else.
+    if unsafe { CloseHandle(handle as _) } != 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Creates a file or directory symlink, as the target (relative to the link) turns out to be.
+pub fn symlink(target: &Path, link: &Path) -> io::Result<()> {
+    let resolved = link
+        .parent()
+        .map_or_else(|| target.to_path_buf(), |p| p.join(target));
+    let result = if resolved.is_dir() {
+        std::os::windows::fs::symlink_dir(target, link)
+    } else {
+        std::os::windows::fs::symlink_file(target, link)
+    };
+    result.map_err(|e| {
+        if e.raw_os_error() == Some(1314) {
+            // ERROR_PRIVILEGE_NOT_HELD
+            io::Error::new(
+                e.kind(),
+                "creating symlinks needs a privilege: enable Developer Mode or run from an elevated shell",
+            )
+        } else {
+            e
+        }
+    })
+}
+
+pub fn check_component(part: &str) -> Result<(), String> {
+    match crate::plan::windows_name_problem(part) {
+        Some(problem) => Err(format!("'{part}' {problem}")),
+        None => Ok(()),
+    }
+}
+
+/// Converts a local calendar time (as in a zip's DOS timestamp) to a point in time.
+pub fn local_time(
+    year: u16,
+    month: u8,
+    day: u8,
+    hour: u8,
+    minute: u8,
+    second: u8,
+) -> Option<SystemTime> {
+    let local = SYSTEMTIME {
+        wYear: year,
+        wMonth: u16::from(month),
+        wDayOfWeek: 0,
+        wDay: u16::from(day),
+        wHour: u16::from(hour),
+        wMinute: u16::from(minute),
+        wSecond: u16::from(second),
+        wMilliseconds: 0,
+    };
+    // SAFETY: plain out-parameters on the stack.
+    let ticks = unsafe {
+        let mut utc: SYSTEMTIME = std::mem::zeroed();
+        if TzSpecificLocalTimeToSystemTime(std::ptr::null(), &local, &mut utc) == 0 {
+            return None;
+        }
+        let mut ft: FILETIME = std::mem::zeroed();
+        if SystemTimeToFileTime(&utc, &mut ft) == 0 {
+            return None;
+        }
+        (u64::from(ft.dwHighDateTime) << 32) | u64::from(ft.dwLowDateTime)
+    };
+    // FILETIME counts 100 ns ticks since 1601-01-01.
+    const EPOCH_DIFF_TICKS: u64 = 116_444_736_000_000_000;
+    if ticks >= EPOCH_DIFF_TICKS {
+        Some(UNIX_EPOCH + Duration::from_nanos((ticks - EPOCH_DIFF_TICKS) * 100))
+    } else {
+        UNIX_EPOCH.checked_sub(Duration::from_nanos((EPOCH_DIFF_TICKS - ticks) * 100))
+    }
+}

@@ -1,0 +1,134 @@
+//! What happened in a run: counts, bytes, time per phase, and every entry that failed.
+//!
+//! A failure is data: it travels with its entry's name from wherever it happened (validation,
+//! the write stage, a close thread) to here, is counted, and sets the exit code.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// Exit codes, as documented in the README.
+pub mod exit {
+    /// Everything was written.
+    pub const SUCCESS: i32 = 0;
+    /// The run finished, but some entries failed (each one is reported).
+    pub const SOME_FAILED: i32 = 1;
+    /// The run could not start: bad arguments, an unreadable or unrecognised archive.
+    pub const CANNOT_START: i32 = 2;
+}
+
+/// One entry that was not written, and why.
+#[derive(Debug)]
+pub struct Failure {
+    /// The entry's name as the source spells it.
+    pub name: String,
+    pub error: anyhow::Error,
+}
+
+#[derive(Debug, Default)]
+pub struct Report {
+    pub files: u64,
+    pub dirs: u64,
+    pub symlinks: u64,
+    pub bytes: u64,
+    /// Existing files kept because of `--skip-existing`.
+    pub skipped: u64,
+    pub failures: Vec<Failure>,
+    pub warnings: Vec<String>,
+    pub wall: Duration,
+    /// Time spent creating and writing files, summed over writer threads.
+    pub write_time: Duration,
+    /// Time spent closing files, summed over the threads that closed them.
+    pub close_time: Duration,
+    pub peak_close_queue: usize,
+}
+
+impl Report {
+    pub fn exit_code(&self) -> i32 {
+        if self.failures.is_empty() {
+            exit::SUCCESS
+        } else {
+            exit::SOME_FAILED
+        }
+    }
+
+    /// One line per failure, in a stable order (by entry name).
+    pub fn failure_lines(&mut self) -> Vec<String> {
+        self.failures.sort_by(|a, b| a.name.cmp(&b.name));
+        self.failures
+            .iter()
+            .map(|f| format!("'{}': {:#}", f.name, f.error))
+            .collect()
+    }
+
+    /// The `--stats` block: what someone timing A/B runs needs.
+    pub fn stats(&self) -> String {
+        let secs = self.wall.as_secs_f64();
+        let rate = if secs > 0.0 {
+            self.files as f64 / secs
+        } else {
+            0.0
+        };
+        let mut s = String::new();
+        let _ = writeln!(s, "files:             {}", self.files);
+        let _ = writeln!(s, "directories:       {}", self.dirs);
+        let _ = writeln!(s, "symlinks:          {}", self.symlinks);
+        let _ = writeln!(s, "skipped:           {}", self.skipped);
+        let _ = writeln!(s, "failed:            {}", self.failures.len());
+        let _ = writeln!(
+            s,
+            "bytes:             {} ({:.1} MiB)",
+            self.bytes,
+            self.bytes as f64 / (1024.0 * 1024.0)
+        );
+        let _ = writeln!(s, "wall time:         {:.3} s ({rate:.0} files/s)", secs);
+        let _ = writeln!(
+            s,
+            "write time:        {:.3} s (summed over writer threads)",
+            self.write_time.as_secs_f64()
+        );
+        let _ = writeln!(
+            s,
+            "close time:        {:.3} s (summed over closing threads)",
+            self.close_time.as_secs_f64()
+        );
+        let _ = write!(s, "peak close queue:  {}", self.peak_close_queue);
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_code_follows_failures() {
+        let mut report = Report::default();
+        assert_eq!(report.exit_code(), exit::SUCCESS);
+        report.failures.push(Failure {
+            name: "b".into(),
+            error: anyhow::anyhow!("second"),
+        });
+        report.failures.push(Failure {
+            name: "a".into(),
+            error: anyhow::anyhow!("first"),
+        });
+        assert_eq!(report.exit_code(), exit::SOME_FAILED);
+        assert_eq!(report.failure_lines(), ["'a': first", "'b': second"]);
+    }
+
+    #[test]
+    fn stats_name_every_figure() {
+        let stats = Report::default().stats();
+        for word in [
+            "files:",
+            "directories:",
+            "bytes:",
+            "wall time:",
+            "write time:",
+            "close time:",
+            "peak close queue:",
+        ] {
+            assert!(stats.contains(word), "missing {word}");
+        }
+    }
+}

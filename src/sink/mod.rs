@@ -1,0 +1,495 @@
+//! The write stage: turns a validated plan into files under the output folder.
+//!
+//! A run goes through it in one direction:
+//! 1. [`Sink::prepare`] creates every directory once, parents first, before any file, and checks
+//!    what is already on disk (a pre-existing symlink or file where a directory must go blocks
+//!    everything below it; existing files conflict according to the overwrite policy).
+//! 2. [`Sink::write_file`] is called by the source from many writer threads at once: create,
+//!    write, set mtime and mode on the open handle, then hand the handle to the close stage
+//!    (the [`ClosePool`], or an inline close with `--no-defer-close`).
+//! 3. [`Sink::finish`] waits for every close, creates symlinks (last, so nothing is ever written
+//!    through one), then applies directory modes and mtimes deepest first, and builds the report.
+//!
+//! Files are created with `O_CREAT | O_EXCL` (`create_new`): that never follows a symlink, never
+//! truncates anything, and costs nothing over a plain create, so an empty output folder needs no
+//! other check. Replacing (`--overwrite`) writes to a temporary name and renames it into place
+//! after a good close.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use filetime::FileTime;
+
+use crate::close_pool::{CloseJob, ClosePool, CloseTally, Closer, Finalize, complete};
+use crate::options::{CloseMode, Options, Overwrite};
+use crate::plan::{Entry, EntryKind, Plan};
+use crate::platform;
+use crate::progress::Reporter;
+use crate::report::{Failure, Report};
+
+/// Files are copied through a per-writer buffer of this size: a smaller file takes one read and
+/// one write; a larger one is streamed in chunks of this size and never held whole.
+pub const CHUNK: usize = 1 << 20;
+
+pub struct Sink<'a> {
+    root: PathBuf,
+    opts: &'a Options,
+    reporter: &'a dyn Reporter,
+    umask: u32,
+    /// Whether the output folder was missing or empty at the start: then nothing can be in the
+    /// way, and no file needs checking before it is written.
+    fresh: bool,
+    closer: Arc<dyn Closer>,
+    pool: Option<ClosePool>,
+    failures: Mutex<Vec<Failure>>,
+    dirs_created: u64,
+    files: AtomicU64,
+    bytes: AtomicU64,
+    skipped: AtomicU64,
+    write_nanos: AtomicU64,
+    inline_close_nanos: AtomicU64,
+    temp_counter: AtomicU64,
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn to_filetime(t: std::time::SystemTime) -> FileTime {
+    FileTime::from_system_time(t)
+}
+
+impl<'a> Sink<'a> {
+    /// Opens the output folder (creating it if needed) and starts the close stage.
+    pub fn new(
+        root: &Path,
+        opts: &'a Options,
+        reporter: &'a dyn Reporter,
+        closer: Arc<dyn Closer>,
+    ) -> anyhow::Result<Sink<'a>> {
+        let fresh = match std::fs::read_dir(root) {
+            Ok(mut entries) => entries.next().is_none(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(root)
+                    .with_context(|| format!("cannot create output folder '{}'", root.display()))?;
+                true
+            }
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("cannot use output folder '{}'", root.display()));
+            }
+        };
+        let pool = match opts.close {
+            CloseMode::Deferred { threads } => Some(
+                ClosePool::new(threads, opts.close_queue_bound(), Arc::clone(&closer))
+                    .context("cannot start the close threads")?,
+            ),
+            CloseMode::Inline => None,
+        };
+        Ok(Sink {
+            root: root.to_path_buf(),
+            opts,
+            reporter,
+            umask: platform::current_umask(),
+            fresh,
+            closer,
+            pool,
+            failures: Mutex::new(Vec::new()),
+            dirs_created: 0,
+            files: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
+            write_nanos: AtomicU64::new(0),
+            inline_close_nanos: AtomicU64::new(0),
+            temp_counter: AtomicU64::new(0),
+        })
+    }
+
+    /// Records a failed entry. Any thread may call this.
+    pub fn fail(&self, entry: &Entry, error: anyhow::Error) {
+        self.failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Failure {
+                name: entry.name.clone(),
+                error,
+            });
+    }
+
+    /// Creates every directory the plan needs and drops from the plan whatever cannot be
+    /// written (recording why). Runs before any file is written.
+    pub fn prepare(&mut self, plan: &mut Plan) {
+        let mut needed = BTreeSet::new();
+        for entry in &plan.entries {
+            if entry.kind == EntryKind::Dir {
+                needed.insert(entry.path.clone());
+            }
+            let mut parent = entry.path.parent();
+            while let Some(dir) = parent.filter(|p| !p.as_os_str().is_empty()) {
+                if !needed.insert(dir.to_path_buf()) {
+                    break;
+                }
+                parent = dir.parent();
+            }
+        }
+
+        // BTreeSet order puts every directory after its parent.
+        let mut blocked: HashMap<PathBuf, String> = HashMap::new();
+        for dir in &needed {
+            if let Some(reason) = dir.parent().and_then(|p| blocked.get(p)).cloned() {
+                blocked.insert(dir.clone(), reason);
+                continue;
+            }
+            match self.create_dir(dir) {
+                Ok(created) => self.dirs_created += u64::from(created),
+                Err(e) => {
+                    blocked.insert(dir.clone(), format!("{e:#}"));
+                }
+            }
+        }
+
+        let check_existing = !self.fresh && self.opts.overwrite != Overwrite::Replace;
+        let mut kept = Vec::with_capacity(plan.entries.len());
+        for entry in std::mem::take(&mut plan.entries) {
+            let blocker = entry
+                .path
+                .ancestors()
+                .skip(1)
+                .find_map(|a| blocked.get(a).map(|r| (a, r)));
+            if let Some((dir, reason)) = blocker {
+                self.fail(
+                    &entry,
+                    anyhow::anyhow!("cannot create directory '{}': {reason}", dir.display()),
+                );
+                continue;
+            }
+            if entry.kind == EntryKind::Dir && blocked.contains_key(&entry.path) {
+                let reason = &blocked[&entry.path];
+                self.fail(&entry, anyhow::anyhow!("{reason}"));
+                continue;
+            }
+            // Said before anything is written; the O_EXCL create still guards against races.
+            if check_existing && entry.kind != EntryKind::Dir {
+                let dest = self.root.join(&entry.path);
+                if dest.symlink_metadata().is_ok() {
+                    if self.opts.overwrite == Overwrite::Skip {
+                        self.skipped.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        self.fail(&entry, already_exists(&dest));
+                    }
+                    continue;
+                }
+            }
+            kept.push(entry);
+        }
+        plan.entries = kept;
+    }
+
+    /// Creates one directory whose parent exists. Ok(false) if a real directory is already there.
+    fn create_dir(&self, rel: &Path) -> anyhow::Result<bool> {
+        let path = self.root.join(rel);
+        match std::fs::create_dir(&path) {
+            Ok(()) => return Ok(true),
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
+                return Err(e).with_context(|| format!("creating directory '{}'", path.display()));
+            }
+            Err(_) => {}
+        }
+        let meta = path
+            .symlink_metadata()
+            .with_context(|| format!("inspecting '{}'", path.display()))?;
+        if meta.is_dir() {
+            return Ok(false);
+        }
+        let what = if meta.file_type().is_symlink() {
+            "a symlink"
+        } else {
+            "a file"
+        };
+        if self.opts.overwrite != Overwrite::Replace {
+            bail!(
+                "'{}' is {what}, not a directory (it is never followed; use --overwrite to replace it)",
+                path.display()
+            );
+        }
+        // Removing a symlink removes the link itself, never what it points to.
+        std::fs::remove_file(&path)
+            .with_context(|| format!("removing {what} '{}' to replace it", path.display()))?;
+        std::fs::create_dir(&path)
+            .with_context(|| format!("creating directory '{}'", path.display()))?;
+        Ok(true)
+    }
+
+    /// Writes one file entry from `src`, then hands it to the close stage. Failures are
+    /// recorded, never returned: the other entries go on.
+    pub fn write_file(&self, entry: &Entry, src: &mut dyn Read, buf: &mut Vec<u8>) {
+        let start = Instant::now();
+        let written = self.write_file_inner(entry, src, buf);
+        self.write_nanos
+            .fetch_add(nanos(start.elapsed()), Ordering::Relaxed);
+        match written {
+            Ok(Some((job, bytes))) => {
+                self.files.fetch_add(1, Ordering::Relaxed);
+                self.bytes.fetch_add(bytes, Ordering::Relaxed);
+                self.reporter.file_written(bytes);
+                self.close(job);
+            }
+            Ok(None) => {
+                self.skipped.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(error) => self.fail(entry, error),
+        }
+    }
+
+    fn close(&self, job: CloseJob) {
+        match &self.pool {
+            Some(pool) => pool.submit(job),
+            None => {
+                let start = Instant::now();
+                let result = complete(job, self.closer.as_ref());
+                self.inline_close_nanos
+                    .fetch_add(nanos(start.elapsed()), Ordering::Relaxed);
+                if let Err(failure) = result {
+                    self.failures
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(failure);
+                }
+            }
+        }
+    }
+
+    /// The file's mode as it will be on disk.
+    fn file_mode(&self, entry: &Entry) -> u32 {
+        match entry.mode {
+            Some(mode) => self.opts.mode_bits(mode),
+            None => 0o666 & !self.umask,
+        }
+    }
+
+    fn temp_path(&self, dest: &Path) -> PathBuf {
+        let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
+        let name = dest.file_name().unwrap_or_default().to_string_lossy();
+        dest.with_file_name(format!(".{name}.fastwrite-{}-{n}", std::process::id()))
+    }
+
+    /// Creates the file (honouring the overwrite policy). None: skipped.
+    fn create(
+        &self,
+        dest: PathBuf,
+        mode: u32,
+    ) -> anyhow::Result<Option<(File, PathBuf, Finalize)>> {
+        let err = match platform::create_new(&dest, mode) {
+            Ok(file) => return Ok(Some((file, dest, Finalize::Keep))),
+            Err(err) => err,
+        };
+        if err.kind() != io::ErrorKind::AlreadyExists {
+            return Err(err).with_context(|| format!("creating '{}'", dest.display()));
+        }
+        match self.opts.overwrite {
+            Overwrite::Refuse => Err(already_exists(&dest)),
+            Overwrite::Skip => Ok(None),
+            Overwrite::Replace => {
+                if dest.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+                    bail!("a directory is in the way at '{}'", dest.display());
+                }
+                let temp = self.temp_path(&dest);
+                let file = platform::create_new(&temp, mode)
+                    .with_context(|| format!("creating '{}'", temp.display()))?;
+                Ok(Some((file, temp, Finalize::RenameTo(dest))))
+            }
+        }
+    }
+
+    fn write_file_inner(
+        &self,
+        entry: &Entry,
+        src: &mut dyn Read,
+        buf: &mut Vec<u8>,
+    ) -> anyhow::Result<Option<(CloseJob, u64)>> {
+        let mode = self.file_mode(entry);
+        let Some((file, path, finalize)) = self.create(self.root.join(&entry.path), mode)? else {
+            return Ok(None);
+        };
+        match self.fill(&file, &path, entry, src, buf, mode) {
+            Ok(bytes) => {
+                let job = CloseJob {
+                    file,
+                    path,
+                    name: entry.name.clone(),
+                    finalize,
+                };
+                Ok(Some((job, bytes)))
+            }
+            Err(error) => {
+                // Nothing half-written stays behind, under any name.
+                drop(file);
+                let _ = std::fs::remove_file(&path);
+                Err(error)
+            }
+        }
+    }
+
+    /// Copies the content, then sets mtime and mode on the open handle (no second open).
+    fn fill(
+        &self,
+        mut file: &File,
+        path: &Path,
+        entry: &Entry,
+        src: &mut dyn Read,
+        buf: &mut Vec<u8>,
+        mode: u32,
+    ) -> anyhow::Result<u64> {
+        let mut written = 0u64;
+        loop {
+            buf.clear();
+            let n = src
+                .take(CHUNK as u64)
+                .read_to_end(buf)
+                .context("reading the entry's data")?;
+            if n == 0 {
+                break;
+            }
+            written += n as u64;
+            if written > entry.size {
+                bail!(
+                    "the entry holds more data than its declared size of {} bytes",
+                    entry.size
+                );
+            }
+            file.write_all(buf)
+                .with_context(|| format!("writing '{}'", path.display()))?;
+        }
+        if written != entry.size {
+            bail!(
+                "the entry is truncated: {written} of its {} bytes",
+                entry.size
+            );
+        }
+        if let Some(mtime) = entry.mtime {
+            file.set_modified(mtime)
+                .with_context(|| format!("setting the mtime of '{}'", path.display()))?;
+        }
+        platform::fix_mode(file, mode, self.umask)
+            .with_context(|| format!("setting the mode of '{}'", path.display()))?;
+        Ok(written)
+    }
+
+    fn create_symlink(&self, entry: &Entry, target: &Path) -> anyhow::Result<bool> {
+        let dest = self.root.join(&entry.path);
+        let created = match platform::symlink(target, &dest) {
+            Ok(()) => dest.clone(),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match self.opts.overwrite {
+                Overwrite::Refuse => return Err(already_exists(&dest)),
+                Overwrite::Skip => return Ok(false),
+                Overwrite::Replace => {
+                    let temp = self.temp_path(&dest);
+                    platform::symlink(target, &temp)
+                        .with_context(|| format!("creating symlink '{}'", temp.display()))?;
+                    if let Err(e) = std::fs::rename(&temp, &dest) {
+                        let _ = std::fs::remove_file(&temp);
+                        return Err(e).with_context(|| {
+                            format!("replacing '{}' with a symlink", dest.display())
+                        });
+                    }
+                    dest.clone()
+                }
+            },
+            Err(e) => {
+                return Err(e).with_context(|| format!("creating symlink '{}'", dest.display()));
+            }
+        };
+        if let Some(mtime) = entry.mtime {
+            let t = to_filetime(mtime);
+            filetime::set_symlink_file_times(&created, t, t)
+                .with_context(|| format!("setting the mtime of symlink '{}'", dest.display()))?;
+        }
+        Ok(true)
+    }
+
+    fn apply_dir_metadata(&self, entry: &Entry) -> anyhow::Result<()> {
+        let path = self.root.join(&entry.path);
+        if let Some(mode) = entry.mode {
+            platform::set_path_mode(&path, self.opts.mode_bits(mode))
+                .with_context(|| format!("setting the mode of '{}'", path.display()))?;
+        }
+        if let Some(mtime) = entry.mtime {
+            filetime::set_file_mtime(&path, to_filetime(mtime))
+                .with_context(|| format!("setting the mtime of '{}'", path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Waits for every close, then creates symlinks and applies directory metadata, deepest
+    /// first. Returns the report of everything the sink did.
+    pub fn finish(mut self, plan: &Plan) -> Report {
+        let mut closes = match self.pool.take() {
+            Some(pool) => pool.finish(),
+            None => CloseTally {
+                busy: Duration::from_nanos(*self.inline_close_nanos.get_mut()),
+                ..CloseTally::default()
+            },
+        };
+        let mut failures =
+            std::mem::take(self.failures.get_mut().unwrap_or_else(|e| e.into_inner()));
+        let close_failures = closes.failures.len() as u64;
+        failures.append(&mut closes.failures);
+
+        let mut symlinks = 0;
+        for entry in &plan.entries {
+            if let EntryKind::Symlink { target } = &entry.kind {
+                match self.create_symlink(entry, target) {
+                    Ok(true) => symlinks += 1,
+                    Ok(false) => *self.skipped.get_mut() += 1,
+                    Err(error) => failures.push(Failure {
+                        name: entry.name.clone(),
+                        error,
+                    }),
+                }
+            }
+        }
+
+        let mut dirs: Vec<&Entry> = plan
+            .entries
+            .iter()
+            .filter(|e| e.kind == EntryKind::Dir && (e.mode.is_some() || e.mtime.is_some()))
+            .collect();
+        dirs.sort_by_key(|e| std::cmp::Reverse(e.path.components().count()));
+        for entry in dirs {
+            if let Err(error) = self.apply_dir_metadata(entry) {
+                failures.push(Failure {
+                    name: entry.name.clone(),
+                    error,
+                });
+            }
+        }
+
+        self.reporter.finished();
+        Report {
+            files: self.files.get_mut().saturating_sub(close_failures),
+            dirs: self.dirs_created,
+            symlinks,
+            bytes: *self.bytes.get_mut(),
+            skipped: *self.skipped.get_mut(),
+            failures,
+            warnings: Vec::new(),
+            wall: Duration::ZERO,
+            write_time: Duration::from_nanos(*self.write_nanos.get_mut()),
+            close_time: closes.busy,
+            peak_close_queue: closes.peak_queue,
+        }
+    }
+}
+
+fn already_exists(path: &Path) -> anyhow::Error {
+    anyhow::anyhow!(
+        "'{}' already exists (use --overwrite or --skip-existing)",
+        path.display()
+    )
+}

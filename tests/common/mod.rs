@@ -1,0 +1,981 @@
+//! Test harness shared by the integration tests: temp trees, a seeded tree generator, a tree
+//! comparator, and helpers that run the `fastwrite` binary and the external reference tools.
+//!
+//! Everything here is deterministic: the generator uses its own splitmix64 PRNG, so a failing
+//! seed reproduces exactly on any machine.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::fmt::Write as _;
+use std::fs;
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use filetime::FileTime;
+
+// ---------------------------------------------------------------------------------------------
+// Temp dirs
+// ---------------------------------------------------------------------------------------------
+
+/// A `tempfile::TempDir` that first makes every directory under it writable again, so trees
+/// holding read-only directories (0555) can still be removed when the tests do not run as root.
+pub struct TestDir(Option<tempfile::TempDir>);
+
+impl TestDir {
+    pub fn path(&self) -> &Path {
+        self.0.as_ref().unwrap().path()
+    }
+    pub fn join(&self, p: impl AsRef<Path>) -> PathBuf {
+        self.path().join(p)
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        if let Some(t) = self.0.take() {
+            make_dirs_writable(t.path());
+            drop(t);
+        }
+    }
+}
+
+pub fn tempdir() -> TestDir {
+    TestDir(Some(
+        tempfile::Builder::new().prefix("fastwrite-test-").tempdir().expect("create temp dir"),
+    ))
+}
+
+fn make_dirs_writable(root: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let Ok(md) = fs::symlink_metadata(root) else { return };
+        if !md.is_dir() {
+            return;
+        }
+        let _ = fs::set_permissions(root, fs::Permissions::from_mode(0o700));
+        if let Ok(rd) = fs::read_dir(root) {
+            for e in rd.flatten() {
+                make_dirs_writable(&e.path());
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = root;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tree specification and builder
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone, Debug)]
+pub enum NodeKind {
+    Dir,
+    File(Vec<u8>),
+    Symlink(String),
+}
+
+/// One path of a tree to build. `path` is relative and uses `/`.
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub path: String,
+    pub kind: NodeKind,
+    /// Permission bits (0o7777 range). Ignored for symlinks.
+    pub mode: u32,
+    /// Modification time in whole seconds since the epoch.
+    pub mtime: i64,
+}
+
+/// A tree described in memory; `build` materialises it under a root with exact modes and
+/// mtimes (the umask plays no part: every mode is set with chmod after creation).
+#[derive(Clone, Debug, Default)]
+pub struct TreeSpec {
+    pub nodes: Vec<Node>,
+}
+
+pub const DEFAULT_MTIME: i64 = 1_600_000_000; // 2020-09-13, an even second
+
+impl TreeSpec {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn dir(mut self, path: &str, mode: u32, mtime: i64) -> Self {
+        self.nodes.push(Node { path: path.trim_end_matches('/').to_string(), kind: NodeKind::Dir, mode, mtime });
+        self
+    }
+
+    pub fn file(mut self, path: &str, content: impl Into<Vec<u8>>, mode: u32, mtime: i64) -> Self {
+        self.nodes.push(Node { path: path.to_string(), kind: NodeKind::File(content.into()), mode, mtime });
+        self
+    }
+
+    pub fn symlink(mut self, path: &str, target: &str) -> Self {
+        self.nodes.push(Node {
+            path: path.to_string(),
+            kind: NodeKind::Symlink(target.to_string()),
+            mode: 0o777,
+            mtime: DEFAULT_MTIME,
+        });
+        self
+    }
+
+    pub fn count_files(&self) -> usize {
+        self.nodes.iter().filter(|n| matches!(n.kind, NodeKind::File(_))).count()
+    }
+    pub fn count_dirs(&self) -> usize {
+        self.nodes.iter().filter(|n| matches!(n.kind, NodeKind::Dir)).count()
+    }
+    pub fn count_symlinks(&self) -> usize {
+        self.nodes.iter().filter(|n| matches!(n.kind, NodeKind::Symlink(_))).count()
+    }
+    pub fn total_bytes(&self) -> u64 {
+        self.nodes
+            .iter()
+            .map(|n| if let NodeKind::File(d) = &n.kind { d.len() as u64 } else { 0 })
+            .sum()
+    }
+
+    /// Create the tree under `root` (created if missing). Directories get their modes and mtimes
+    /// last, deepest first, so that creating their children does not disturb them.
+    pub fn build(&self, root: &Path) {
+        fs::create_dir_all(root).unwrap_or_else(|e| panic!("create {}: {e}", root.display()));
+        for n in &self.nodes {
+            let p = root.join(&n.path);
+            if let Some(parent) = p.parent() {
+                fs::create_dir_all(parent).unwrap_or_else(|e| panic!("create {}: {e}", parent.display()));
+            }
+            match &n.kind {
+                NodeKind::Dir => fs::create_dir_all(&p).unwrap_or_else(|e| panic!("mkdir {}: {e}", p.display())),
+                NodeKind::File(data) => fs::write(&p, data).unwrap_or_else(|e| panic!("write {}: {e}", p.display())),
+                NodeKind::Symlink(target) => make_symlink(target, &p),
+            }
+        }
+        for n in &self.nodes {
+            let p = root.join(&n.path);
+            match &n.kind {
+                NodeKind::File(_) => {
+                    set_mode(&p, n.mode);
+                    set_mtime(&p, n.mtime);
+                }
+                NodeKind::Symlink(_) => {
+                    let t = FileTime::from_unix_time(n.mtime, 0);
+                    filetime::set_symlink_file_times(&p, t, t)
+                        .unwrap_or_else(|e| panic!("set symlink times {}: {e}", p.display()));
+                }
+                NodeKind::Dir => {}
+            }
+        }
+        let mut dirs: Vec<&Node> = self.nodes.iter().filter(|n| matches!(n.kind, NodeKind::Dir)).collect();
+        dirs.sort_by_key(|n| std::cmp::Reverse(n.path.matches('/').count()));
+        for n in dirs {
+            let p = root.join(&n.path);
+            set_mode(&p, n.mode);
+            set_mtime(&p, n.mtime);
+        }
+    }
+}
+
+pub fn make_symlink(target: &str, link: &Path) {
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(target, link)
+        .unwrap_or_else(|e| panic!("symlink {} -> {target}: {e}", link.display()));
+    #[cfg(not(unix))]
+    panic!("symlinks in test trees need unix (link {} -> {target})", link.display());
+}
+
+pub fn set_mode(p: &Path, mode: u32) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(p, fs::Permissions::from_mode(mode))
+            .unwrap_or_else(|e| panic!("chmod {:o} {}: {e}", mode, p.display()));
+    }
+    #[cfg(not(unix))]
+    let _ = (p, mode);
+}
+
+pub fn set_mtime(p: &Path, secs: i64) {
+    let t = FileTime::from_unix_time(secs, 0);
+    filetime::set_file_times(p, t, t).unwrap_or_else(|e| panic!("set times {}: {e}", p.display()));
+}
+
+pub fn mtime_of(p: &Path) -> i64 {
+    let md = fs::symlink_metadata(p).unwrap_or_else(|e| panic!("stat {}: {e}", p.display()));
+    FileTime::from_last_modification_time(&md).unix_seconds()
+}
+
+/// Permission bits (0o7777) of a path, not following symlinks.
+#[cfg(unix)]
+pub fn mode_of(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    fs::symlink_metadata(p).unwrap_or_else(|e| panic!("stat {}: {e}", p.display())).permissions().mode() & 0o7777
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seeded generator
+// ---------------------------------------------------------------------------------------------
+
+/// splitmix64: tiny, fast, and good enough to make varied test data reproducibly.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in 0..n (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+    /// Uniform in lo..=hi.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi - lo + 1)
+    }
+    /// True with probability `per_mille`/1000.
+    pub fn chance(&mut self, per_mille: u64) -> bool {
+        self.below(1000) < per_mille
+    }
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        let mut v = Vec::with_capacity(n + 8);
+        while v.len() < n {
+            v.extend_from_slice(&self.next_u64().to_le_bytes());
+        }
+        v.truncate(n);
+        v
+    }
+    /// Compressible text made of words from a small vocabulary.
+    pub fn text(&mut self, n: usize) -> Vec<u8> {
+        const WORDS: &[&str] = &[
+            "the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "archive", "extract",
+            "close", "write", "thread", "queue", "deferred", "entry", "zip", "tar", "lorem", "ipsum",
+        ];
+        let mut v = Vec::with_capacity(n + 16);
+        while v.len() < n {
+            v.extend_from_slice(self.pick(WORDS).as_bytes());
+            v.push(if self.chance(80) { b'\n' } else { b' ' });
+        }
+        v.truncate(n);
+        v
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct GenOptions {
+    /// Number of regular files.
+    pub files: usize,
+    /// Symlinks (relative, pointing inside the tree) are added when true.
+    pub symlinks: bool,
+    /// Allow files of about 1 MiB (at most `max_big_files` of them).
+    pub big_files: bool,
+    pub max_big_files: usize,
+    /// Extra directories that stay empty.
+    pub empty_dirs: usize,
+    pub max_depth: usize,
+    /// Allow read-only directories (0555, 0500). Fine as root; TestDir cleans them up otherwise.
+    pub readonly_dirs: bool,
+}
+
+impl GenOptions {
+    pub fn new(files: usize) -> Self {
+        GenOptions {
+            files,
+            symlinks: true,
+            big_files: true,
+            max_big_files: 3,
+            empty_dirs: 4,
+            max_depth: 4,
+            readonly_dirs: true,
+        }
+    }
+    pub fn no_symlinks(mut self) -> Self {
+        self.symlinks = false;
+        self
+    }
+    pub fn no_big_files(mut self) -> Self {
+        self.big_files = false;
+        self
+    }
+}
+
+/// A random mtime between 1985 and 2037 (inside both the DOS range and a signed 32-bit
+/// extended-timestamp field), odd seconds included.
+fn random_mtime(rng: &mut Rng) -> i64 {
+    rng.range(480_000_000, 2_120_000_000) as i64
+}
+
+/// Generate a tree description from `seed`: the same seed always gives the same tree.
+pub fn generate_tree(seed: u64, opts: &GenOptions) -> TreeSpec {
+    let mut rng = Rng::new(seed);
+    let mut spec = TreeSpec::new();
+
+    let mut dir_modes: Vec<u32> = vec![0o755, 0o755, 0o755, 0o700, 0o750, 0o775, 0o711];
+    if opts.readonly_dirs {
+        dir_modes.extend([0o555, 0o500]);
+    }
+    const FILE_MODES: &[u32] = &[0o644, 0o644, 0o644, 0o644, 0o755, 0o600, 0o444, 0o640, 0o664, 0o400, 0o700];
+    const DIR_WORDS: &[&str] = &["src", "lib", "docs", "assets", "a b", "x-y", "data", ".hidden", "deep", "node_modules"];
+
+    // Directories: (path, depth). The root ("") is implicit.
+    let mut dirs: Vec<(String, usize)> = vec![(String::new(), 0)];
+    let ndirs = opts.files / 8 + 3;
+    for i in 0..ndirs {
+        let parent = loop {
+            let c = rng.pick(&dirs).clone();
+            if c.1 < opts.max_depth {
+                break c;
+            }
+        };
+        let name = format!("{}{}", rng.pick(DIR_WORDS), i);
+        let path = if parent.0.is_empty() { name } else { format!("{}/{}", parent.0, name) };
+        dirs.push((path.clone(), parent.1 + 1));
+        spec.nodes.push(Node { path, kind: NodeKind::Dir, mode: *rng.pick(&dir_modes), mtime: random_mtime(&mut rng) });
+    }
+
+    let mut big = 0;
+    let mut files: Vec<String> = Vec::new();
+    for i in 0..opts.files {
+        let dir = rng.pick(&dirs).0.clone();
+        let name = match rng.below(10) {
+            0 => format!(".dot{i}"),
+            1 => format!("with space {i}.txt"),
+            2 => format!("f{i}"),
+            3 => format!("archive-{i}.tar.gz"),
+            4 => format!("UPPER_{i}.BIN"),
+            _ => format!("file{i}.{}", rng.pick(&["txt", "rs", "json", "bin", "md"])),
+        };
+        let path = if dir.is_empty() { name } else { format!("{dir}/{name}") };
+        let size = match rng.below(100) {
+            0..=9 => 0,
+            10..=49 => rng.range(1, 200) as usize,
+            50..=89 => rng.range(200, 8 * 1024) as usize,
+            _ => {
+                if opts.big_files && big < opts.max_big_files && rng.chance(300) {
+                    big += 1;
+                    rng.range(1 << 20, (1 << 20) + 65_536) as usize
+                } else {
+                    rng.range(8 * 1024, 96 * 1024) as usize
+                }
+            }
+        };
+        let data = if rng.chance(600) { rng.text(size) } else { rng.bytes(size) };
+        files.push(path.clone());
+        spec.nodes.push(Node { path, kind: NodeKind::File(data), mode: *rng.pick(FILE_MODES), mtime: random_mtime(&mut rng) });
+    }
+
+    // Empty directories are added after the files were placed, so nothing lands in them.
+    for i in 0..opts.empty_dirs {
+        let parent = loop {
+            let c = rng.pick(&dirs).clone();
+            if c.1 < opts.max_depth {
+                break c;
+            }
+        };
+        let name = format!("empty{i}");
+        let path = if parent.0.is_empty() { name } else { format!("{}/{}", parent.0, name) };
+        let mode = *rng.pick(&[0o755, 0o700, 0o775, 0o750]);
+        spec.nodes.push(Node { path, kind: NodeKind::Dir, mode, mtime: random_mtime(&mut rng) });
+    }
+
+    if opts.symlinks {
+        let nlinks = (opts.files / 20).max(2);
+        for i in 0..nlinks {
+            let at_dir = rng.pick(&dirs).0.clone();
+            let target = if rng.chance(750) || dirs.len() < 2 {
+                rng.pick(&files).clone()
+            } else {
+                rng.pick(&dirs[1..]).0.clone()
+            };
+            let name = format!("link{i}");
+            let path = if at_dir.is_empty() { name } else { format!("{at_dir}/{name}") };
+            let rel = relative_target(&at_dir, &target);
+            spec.nodes.push(Node { path, kind: NodeKind::Symlink(rel), mode: 0o777, mtime: random_mtime(&mut rng) });
+        }
+    }
+    spec
+}
+
+/// The relative path from directory `from_dir` to `to` (both relative to the same root).
+pub fn relative_target(from_dir: &str, to: &str) -> String {
+    let a: Vec<&str> = from_dir.split('/').filter(|s| !s.is_empty()).collect();
+    let b: Vec<&str> = to.split('/').filter(|s| !s.is_empty()).collect();
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut parts: Vec<&str> = vec![".."; a.len() - common];
+    parts.extend(&b[common..]);
+    if parts.is_empty() { ".".to_string() } else { parts.join("/") }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tree comparator
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    Symlink,
+    Other,
+}
+
+#[derive(Clone, Debug)]
+pub struct Meta {
+    pub kind: Kind,
+    pub perm: u32,
+    pub mtime: i64,
+    pub len: u64,
+    pub target: Option<PathBuf>,
+}
+
+/// What `diff_trees` checks besides the set of paths, kinds, file contents and symlink targets
+/// (which it always checks).
+#[derive(Clone, Copy, Debug)]
+pub struct Compare {
+    /// Permission bits of files and directories.
+    pub modes: bool,
+    /// mtimes of files.
+    pub mtimes: bool,
+    /// mtimes of directories.
+    pub dir_mtimes: bool,
+    /// mtimes of symlinks themselves (unzip does not restore them, so off by default).
+    pub symlink_mtimes: bool,
+    /// Allowed |difference| in seconds (2 for DOS timestamps).
+    pub mtime_tolerance: i64,
+}
+
+impl Compare {
+    /// Everything exact (whole seconds), except symlink mtimes.
+    pub fn exact() -> Self {
+        Compare { modes: true, mtimes: true, dir_mtimes: true, symlink_mtimes: false, mtime_tolerance: 0 }
+    }
+    /// Paths, kinds, contents and symlink targets only.
+    pub fn content_only() -> Self {
+        Compare { modes: false, mtimes: false, dir_mtimes: false, symlink_mtimes: false, mtime_tolerance: 0 }
+    }
+    pub fn tolerance(mut self, secs: i64) -> Self {
+        self.mtime_tolerance = secs;
+        self
+    }
+    pub fn without_dir_mtimes(mut self) -> Self {
+        self.dir_mtimes = false;
+        self
+    }
+    pub fn without_modes(mut self) -> Self {
+        self.modes = false;
+        self
+    }
+}
+
+pub fn meta_of(p: &Path) -> Meta {
+    let md = fs::symlink_metadata(p).unwrap_or_else(|e| panic!("stat {}: {e}", p.display()));
+    let ft = md.file_type();
+    let kind = if ft.is_symlink() {
+        Kind::Symlink
+    } else if ft.is_dir() {
+        Kind::Dir
+    } else if ft.is_file() {
+        Kind::File
+    } else {
+        Kind::Other
+    };
+    #[cfg(unix)]
+    let perm = {
+        use std::os::unix::fs::PermissionsExt;
+        md.permissions().mode() & 0o7777
+    };
+    #[cfg(not(unix))]
+    let perm = if md.permissions().readonly() { 0o444 } else { 0o666 };
+    Meta {
+        kind,
+        perm,
+        mtime: FileTime::from_last_modification_time(&md).unix_seconds(),
+        len: md.len(),
+        target: if kind == Kind::Symlink { fs::read_link(p).ok() } else { None },
+    }
+}
+
+/// Every path under `root` (not `root` itself), relative, without following symlinks.
+pub fn scan_tree(root: &Path) -> BTreeMap<PathBuf, Meta> {
+    fn walk(root: &Path, rel: &Path, out: &mut BTreeMap<PathBuf, Meta>) {
+        let dir = root.join(rel);
+        let rd = fs::read_dir(&dir).unwrap_or_else(|e| panic!("read_dir {}: {e}", dir.display()));
+        for e in rd {
+            let e = e.unwrap_or_else(|e| panic!("read_dir entry in {}: {e}", dir.display()));
+            let r = rel.join(e.file_name());
+            let m = meta_of(&root.join(&r));
+            let is_dir = m.kind == Kind::Dir;
+            out.insert(r.clone(), m);
+            if is_dir {
+                walk(root, &r, out);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, Path::new(""), &mut out);
+    out
+}
+
+/// Compare two trees; returns one human-readable line per difference (empty = same).
+pub fn diff_trees(expected: &Path, actual: &Path, cmp: &Compare) -> Vec<String> {
+    let e = scan_tree(expected);
+    let a = scan_tree(actual);
+    let mut diffs = Vec::new();
+    for (p, em) in &e {
+        let Some(am) = a.get(p) else {
+            diffs.push(format!("missing: {} ({:?})", p.display(), em.kind));
+            continue;
+        };
+        let d = p.display();
+        if em.kind != am.kind {
+            diffs.push(format!("kind differs: {d}: expected {:?}, got {:?}", em.kind, am.kind));
+            continue;
+        }
+        match em.kind {
+            Kind::File => {
+                if em.len != am.len {
+                    diffs.push(format!("size differs: {d}: expected {}, got {}", em.len, am.len));
+                } else {
+                    let eb = fs::read(expected.join(p)).unwrap();
+                    let ab = fs::read(actual.join(p)).unwrap();
+                    if let Some(i) = eb.iter().zip(&ab).position(|(x, y)| x != y) {
+                        diffs.push(format!("content differs: {d}: first difference at byte {i}"));
+                    }
+                }
+            }
+            Kind::Symlink => {
+                if em.target != am.target {
+                    diffs.push(format!("symlink target differs: {d}: expected {:?}, got {:?}", em.target, am.target));
+                }
+            }
+            _ => {}
+        }
+        if cmp.modes && em.kind != Kind::Symlink && em.perm != am.perm {
+            diffs.push(format!("mode differs: {d}: expected {:04o}, got {:04o}", em.perm, am.perm));
+        }
+        let check_time = match em.kind {
+            Kind::File | Kind::Other => cmp.mtimes,
+            Kind::Dir => cmp.dir_mtimes,
+            Kind::Symlink => cmp.symlink_mtimes,
+        };
+        if check_time && (em.mtime - am.mtime).abs() > cmp.mtime_tolerance {
+            diffs.push(format!(
+                "mtime differs: {d} ({:?}): expected {}, got {} (delta {} s, tolerance {} s)",
+                em.kind,
+                em.mtime,
+                am.mtime,
+                am.mtime - em.mtime,
+                cmp.mtime_tolerance
+            ));
+        }
+    }
+    for (p, am) in &a {
+        if !e.contains_key(p) {
+            diffs.push(format!("extra: {} ({:?})", p.display(), am.kind));
+        }
+    }
+    diffs
+}
+
+#[track_caller]
+pub fn assert_same_tree(expected: &Path, actual: &Path, cmp: &Compare, context: &str) {
+    let diffs = diff_trees(expected, actual, cmp);
+    if !diffs.is_empty() {
+        let n = diffs.len();
+        let shown: Vec<&String> = diffs.iter().take(40).collect();
+        let mut msg = format!(
+            "{context}: {n} difference(s) between expected {} and actual {}:\n",
+            expected.display(),
+            actual.display()
+        );
+        for d in shown {
+            let _ = writeln!(msg, "  {d}");
+        }
+        if n > 40 {
+            let _ = writeln!(msg, "  ... and {} more", n - 40);
+        }
+        panic!("{msg}");
+    }
+}
+
+/// A cheap fingerprint of everything under `root` except the paths in `exclude` (relative),
+/// used to prove that a run wrote nothing outside its output folder.
+pub fn snapshot(root: &Path, exclude: &[&Path]) -> BTreeMap<PathBuf, String> {
+    scan_tree(root)
+        .into_iter()
+        .filter(|(p, _)| !exclude.iter().any(|x| p.starts_with(x)))
+        .map(|(p, m)| (p, format!("{:?} {:o} {} {} {:?}", m.kind, m.perm, m.len, m.mtime, m.target)))
+        .collect()
+}
+
+/// State of a single path outside any temp dir (e.g. /tmp/evil.txt) to check it is not touched.
+pub fn path_state(p: &Path) -> Option<String> {
+    fs::symlink_metadata(p).ok().map(|_| {
+        let m = meta_of(p);
+        format!("{:?} {:o} {} {} {:?}", m.kind, m.perm, m.len, m.mtime, m.target)
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running programs
+// ---------------------------------------------------------------------------------------------
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_fastwrite");
+const RUN_TIMEOUT: Duration = Duration::from_secs(180);
+
+#[derive(Debug)]
+pub struct Output {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub cmdline: String,
+}
+
+impl Output {
+    /// The exit code; panics (with the output) if the process died from a signal.
+    #[track_caller]
+    pub fn code(&self) -> i32 {
+        match self.status.code() {
+            Some(c) => c,
+            None => panic!("{} was killed by a signal ({:?})\n{}", self.cmdline, self.status, self.dump()),
+        }
+    }
+
+    pub fn dump(&self) -> String {
+        format!("command: {}\nstatus: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}", self.cmdline, self.status, self.stdout, self.stderr)
+    }
+
+    #[track_caller]
+    pub fn assert_code(&self, expected: i32) -> &Self {
+        let c = self.code();
+        assert_eq!(c, expected, "unexpected exit code {c} (expected {expected})\n{}", self.dump());
+        self
+    }
+
+    #[track_caller]
+    pub fn assert_success(&self) -> &Self {
+        self.assert_code(0)
+    }
+
+    /// The lines of stderr that mention `needle` (case-insensitive).
+    pub fn stderr_lines_with(&self, needle: &str) -> Vec<String> {
+        let n = needle.to_lowercase();
+        self.stderr.lines().filter(|l| l.to_lowercase().contains(&n)).map(str::to_string).collect()
+    }
+
+    /// Assert that one stderr line names `entry` and contains at least one of `keywords`
+    /// (both case-insensitive).
+    #[track_caller]
+    pub fn assert_stderr_names(&self, entry: &str, keywords: &[&str]) -> &Self {
+        let lines = self.stderr_lines_with(entry);
+        assert!(!lines.is_empty(), "stderr does not name entry {entry:?}\n{}", self.dump());
+        let ok = lines.iter().any(|l| {
+            let l = l.to_lowercase();
+            keywords.iter().any(|k| l.contains(&k.to_lowercase()))
+        });
+        assert!(ok, "no stderr line naming {entry:?} contains any of {keywords:?}\n{}", self.dump());
+        self
+    }
+}
+
+fn quote(s: &OsStr) -> String {
+    let s = s.to_string_lossy();
+    if s.is_empty() || s.contains(|c: char| c.is_whitespace() || "'\"\\$`".contains(c)) {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    } else {
+        s.into_owned()
+    }
+}
+
+/// Run a command to completion with a timeout, capturing stdout and stderr.
+pub fn run_command(mut cmd: Command) -> Output {
+    let cmdline = std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(quote)
+        .collect::<Vec<_>>()
+        .join(" ");
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {cmdline}: {e}"));
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = so.read_to_end(&mut v);
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = se.read_to_end(&mut v);
+        v
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for child") {
+            break s;
+        }
+        if start.elapsed() > RUN_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmdline} did not finish within {RUN_TIMEOUT:?} (hang or deadlock?)");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let stdout = String::from_utf8_lossy(&t_out.join().unwrap()).into_owned();
+    let stderr = String::from_utf8_lossy(&t_err.join().unwrap()).into_owned();
+    Output { status, stdout, stderr, cmdline }
+}
+
+/// Build an argument list from mixed strings and paths: `args(["extract"]).path(a)...` is
+/// clumsy, so tests use `osv!["extract", &archive, "-o", &out]`.
+#[macro_export]
+macro_rules! osv {
+    ($($a:expr),* $(,)?) => {
+        vec![$(::std::ffi::OsString::from($a)),*]
+    };
+}
+
+/// Run fastwrite with `args`; always asserts it did not panic.
+#[track_caller]
+pub fn run_fastwrite(args: &[OsString]) -> Output {
+    run_fastwrite_env(args, &[])
+}
+
+#[track_caller]
+pub fn run_fastwrite_env(args: &[OsString], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = run_command(cmd);
+    assert_no_panic(&out);
+    out
+}
+
+#[track_caller]
+pub fn assert_no_panic(out: &Output) {
+    assert!(
+        !out.stderr.contains("panicked") && !out.stderr.contains("RUST_BACKTRACE"),
+        "fastwrite panicked\n{}",
+        out.dump()
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        assert!(out.status.signal().is_none(), "fastwrite died from signal {:?}\n{}", out.status.signal(), out.dump());
+    }
+}
+
+/// `fastwrite extract ARCHIVE -o OUT FLAGS...` (flags after the subcommand, as the contract
+/// allows for global flags too).
+#[track_caller]
+pub fn extract(archive: &Path, out: &Path, flags: &[&str]) -> Output {
+    let mut a = osv!["extract", archive, "-o", out];
+    a.extend(flags.iter().map(OsString::from));
+    run_fastwrite(&a)
+}
+
+/// `fastwrite GLOBALS... extract ARCHIVE -o OUT` (global flags before the subcommand).
+#[track_caller]
+pub fn extract_globals_first(globals: &[&str], archive: &Path, out: &Path) -> Output {
+    let mut a: Vec<OsString> = globals.iter().map(OsString::from).collect();
+    a.extend(osv!["extract", archive, "-o", out]);
+    run_fastwrite(&a)
+}
+
+/// Panic with a clear message if an external tool is not installed. Tests that need one must
+/// fail loudly rather than silently pass: CI installs them.
+#[track_caller]
+pub fn require_tool(name: &str) {
+    let found = std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|d| d.join(name).is_file()))
+        .unwrap_or(false);
+    assert!(
+        found,
+        "required external tool `{name}` not found in PATH; install it (Debian: zip, unzip, p7zip-full, \
+         libarchive-tools, python3) - this test must not pass without it"
+    );
+}
+
+/// Run an external tool that must succeed; returns its output.
+#[track_caller]
+pub fn run_tool(program: &str, args: &[OsString], cwd: Option<&Path>) -> Output {
+    require_tool(program);
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    if let Some(d) = cwd {
+        cmd.current_dir(d);
+    }
+    let out = run_command(cmd);
+    assert!(out.status.success(), "external tool failed\n{}", out.dump());
+    out
+}
+
+/// Zip the contents of `src_dir` with Info-ZIP (`zip -qry archive .` run inside it): keeps the
+/// UT extended-timestamp field, unix modes and symlinks. `extra` adds flags (e.g. "-fz").
+#[track_caller]
+pub fn infozip_dir(src_dir: &Path, archive: &Path, extra: &[&str]) {
+    let archive = std::path::absolute(archive).unwrap();
+    let mut a: Vec<OsString> = vec!["-qry".into()];
+    a.extend(extra.iter().map(OsString::from));
+    a.push(archive.into());
+    a.push(".".into());
+    run_tool("zip", &a, Some(src_dir));
+}
+
+/// Extract with Info-ZIP `unzip -q ARCHIVE -d DEST` (the reference result).
+#[track_caller]
+pub fn unzip_to(archive: &Path, dest: &Path) {
+    run_tool("unzip", &osv!["-q", archive, "-d", dest], None);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing zips with Python's zipfile (precise control of names, modes and methods)
+// ---------------------------------------------------------------------------------------------
+
+/// One entry for `python_zip`.
+#[derive(Clone, Debug)]
+pub struct PyEntry {
+    pub name: String,
+    /// Full st_mode (type bits included, e.g. 0o100644, 0o40755, 0o120777), or None to leave
+    /// external_attr at 0 (no unix mode, as many Windows tools write).
+    pub mode: Option<u32>,
+    pub mtime: i64,
+    /// "stored", "deflated", "bzip2" or "lzma".
+    pub method: &'static str,
+    pub data: Vec<u8>,
+}
+
+impl PyEntry {
+    pub fn file(name: &str, data: impl Into<Vec<u8>>, mode: u32) -> Self {
+        PyEntry { name: name.into(), mode: Some(0o100000 | mode), mtime: DEFAULT_MTIME, method: "deflated", data: data.into() }
+    }
+    pub fn dir(name: &str, mode: u32) -> Self {
+        let name = if name.ends_with('/') { name.to_string() } else { format!("{name}/") };
+        PyEntry { name, mode: Some(0o040000 | mode), mtime: DEFAULT_MTIME, method: "stored", data: Vec::new() }
+    }
+    pub fn symlink(name: &str, target: &str) -> Self {
+        PyEntry { name: name.into(), mode: Some(0o120777), mtime: DEFAULT_MTIME, method: "stored", data: target.as_bytes().to_vec() }
+    }
+    pub fn method(mut self, m: &'static str) -> Self {
+        self.method = m;
+        self
+    }
+    pub fn mtime(mut self, t: i64) -> Self {
+        self.mtime = t;
+        self
+    }
+}
+
+/// Entries for every node of a spec (files with `method`).
+pub fn py_entries_from_spec(spec: &TreeSpec, method: &'static str) -> Vec<PyEntry> {
+    spec.nodes
+        .iter()
+        .map(|n| match &n.kind {
+            NodeKind::Dir => PyEntry::dir(&n.path, n.mode).mtime(n.mtime),
+            NodeKind::File(d) => PyEntry::file(&n.path, d.clone(), n.mode).method(method).mtime(n.mtime),
+            NodeKind::Symlink(t) => PyEntry::symlink(&n.path, t).mtime(n.mtime),
+        })
+        .collect()
+}
+
+const PY_ZIP_SCRIPT: &str = r#"
+import sys, zipfile, time, stat
+manifest, out, stream = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+methods = {"stored": zipfile.ZIP_STORED, "deflated": zipfile.ZIP_DEFLATED,
+           "bzip2": zipfile.ZIP_BZIP2, "lzma": zipfile.ZIP_LZMA}
+class NoSeek:
+    # No tell/seek: zipfile then writes data descriptors, as a streaming writer does.
+    def __init__(self, f): self.f = f
+    def write(self, b): return self.f.write(b)
+    def flush(self): self.f.flush()
+f = open(out, "wb")
+with zipfile.ZipFile(NoSeek(f) if stream else f, "w") as zf:
+    for line in open(manifest, encoding="ascii"):
+        name_hex, mode, mtime, method, data_path = line.rstrip("\n").split("\t")
+        name = bytes.fromhex(name_hex).decode("utf-8")
+        zi = zipfile.ZipInfo(name, time.localtime(int(mtime))[:6])
+        if mode != "-":
+            m = int(mode, 8)
+            zi.create_system = 3
+            zi.external_attr = (m << 16) | (0x10 if stat.S_ISDIR(m) else 0)
+        else:
+            zi.external_attr = 0x10 if name.endswith("/") else 0
+        zi.compress_type = methods[method]
+        with open(data_path, "rb") as d:
+            zf.writestr(zi, d.read())
+f.close()
+"#;
+
+/// Write a zip with Python's zipfile. `stream`: write through a non-seekable wrapper, so every
+/// entry gets a data descriptor.
+#[track_caller]
+pub fn python_zip(archive: &Path, entries: &[PyEntry], stream: bool) {
+    let tmp = tempdir();
+    let mut manifest = String::new();
+    for (i, e) in entries.iter().enumerate() {
+        let data_path = tmp.join(format!("d{i}"));
+        fs::write(&data_path, &e.data).unwrap();
+        let hex: String = e.name.bytes().map(|b| format!("{b:02x}")).collect();
+        let mode = e.mode.map(|m| format!("{m:o}")).unwrap_or_else(|| "-".into());
+        let _ = writeln!(manifest, "{hex}\t{mode}\t{}\t{}\t{}", e.mtime, e.method, data_path.display());
+    }
+    let mpath = tmp.join("manifest");
+    fs::write(&mpath, manifest).unwrap();
+    run_tool(
+        "python3",
+        &osv!["-c", PY_ZIP_SCRIPT, &mpath, archive, if stream { "1" } else { "0" }],
+        None,
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Raw zip surgery
+// ---------------------------------------------------------------------------------------------
+
+/// Offset of the data of entry `name` in `zip` (found through its local header).
+pub fn local_data_offset(zip: &[u8], name: &str) -> usize {
+    let n = name.as_bytes();
+    let mut i = 0;
+    while i + 30 <= zip.len() {
+        if zip[i..i + 4] == *b"PK\x03\x04" {
+            let name_len = u16::from_le_bytes([zip[i + 26], zip[i + 27]]) as usize;
+            let extra_len = u16::from_le_bytes([zip[i + 28], zip[i + 29]]) as usize;
+            if zip.get(i + 30..i + 30 + name_len) == Some(n) {
+                return i + 30 + name_len + extra_len;
+            }
+        }
+        i += 1;
+    }
+    panic!("no local header for {name:?} in zip");
+}
+
+/// Seconds since the epoch of a civil date-time taken as UTC.
+pub fn civil_to_unix(y: i64, mo: i64, d: i64, h: i64, mi: i64, s: i64) -> i64 {
+    // Howard Hinnant's days_from_civil.
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    days * 86_400 + h * 3600 + mi * 60 + s
+}
+
+/// True if `p` has no `..` and is relative (used to double-check test inputs).
+pub fn is_plain_relative(p: &Path) -> bool {
+    p.components().all(|c| matches!(c, Component::Normal(_)))
+}
