@@ -37,11 +37,12 @@ pub struct Options {
 }
 
 impl Options {
-    /// Handles in the close queue at most: enough to keep every close thread busy while writers
-    /// run ahead, few enough that open handles stay far below any descriptor limit.
+    /// Batches in the close queue at most: enough to keep every close thread busy while writers
+    /// run ahead, few enough that open handles stay far below any descriptor limit (see
+    /// `docs/design.md` for the count).
     pub fn close_queue_bound(&self) -> usize {
         match self.close {
-            CloseMode::Deferred { threads } => (threads * 4).max(16),
+            CloseMode::Deferred { threads } => threads * 2,
             CloseMode::Inline => 0,
         }
     }

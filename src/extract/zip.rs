@@ -9,6 +9,7 @@
 //! Writers take contiguous runs of entries (rayon splits the list in ranges), so each reads a
 //! contiguous region of the archive. Every entry's CRC-32 is checked by reading it to its end.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Cursor, Read};
 use std::ops::Deref;
@@ -27,7 +28,7 @@ use crate::plan::{self, Entry, EntryKind, Plan};
 use crate::platform;
 use crate::progress::Reporter;
 use crate::report::Report;
-use crate::sink::{CHUNK, Sink};
+use crate::sink::Sink;
 
 /// The archive's bytes: mapped when possible.
 enum Bytes {
@@ -91,9 +92,9 @@ pub fn extract(
         .context("cannot start the writer threads")?;
     writers.install(|| {
         files.par_iter().for_each_init(
-            || (archive.clone(), Vec::with_capacity(CHUNK)),
-            |(archive, buf), entry| match archive.by_index(entry.index) {
-                Ok(mut reader) => sink.write_file(entry, &mut reader, buf),
+            || (archive.clone(), sink.writer()),
+            |(archive, writer), entry| match archive.by_index(entry.index) {
+                Ok(mut reader) => writer.write_file(entry, &mut reader),
                 Err(e) => sink.fail(
                     entry,
                     anyhow::Error::new(e).context("cannot read the entry"),
@@ -114,6 +115,7 @@ fn build_plan(archive: &mut Archive<'_>) -> Plan {
     let mut plan = Plan::default();
     let mut symlinks = Vec::new();
     let mut unreadable = Vec::new();
+    let mut clock = DosClock::default();
     for index in 0..archive.len() {
         let zf = match archive.by_index_raw(index) {
             Ok(zf) => zf,
@@ -158,7 +160,7 @@ fn build_plan(archive: &mut Archive<'_>) -> Plan {
                 _ => None,
             })
             .map(|secs| UNIX_EPOCH + Duration::from_secs(u64::from(secs)))
-            .or_else(|| zf.last_modified().and_then(dos_time));
+            .or_else(|| zf.last_modified().and_then(|t| clock.convert(t)));
         plan.entries.push(Entry {
             name,
             path,
@@ -225,14 +227,23 @@ fn read_link_target(archive: &mut Archive<'_>, entry: &Entry) -> anyhow::Result<
     Ok(target)
 }
 
-/// A DOS timestamp is a local calendar time with 2-second resolution.
-fn dos_time(t: zip::DateTime) -> Option<SystemTime> {
-    platform::local_time(
-        t.year(),
-        t.month(),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-    )
+/// Converts DOS timestamps (local calendar times, 2-second resolution) to points in time.
+///
+/// The conversion asks the C library for the time zone, which re-reads `/etc/localtime` on
+/// every call; an archive of thousands of entries has few distinct hours, so each hour of each
+/// day is converted once and minutes and seconds are added to it.
+#[derive(Default)]
+struct DosClock {
+    hours: HashMap<(u16, u8), Option<SystemTime>>,
+}
+
+impl DosClock {
+    fn convert(&mut self, t: zip::DateTime) -> Option<SystemTime> {
+        let hour = *self
+            .hours
+            .entry((t.datepart(), t.hour()))
+            .or_insert_with(|| platform::local_time(t.year(), t.month(), t.day(), t.hour(), 0, 0));
+        let within = u64::from(t.minute()) * 60 + u64::from(t.second());
+        Some(hour? + Duration::from_secs(within))
+    }
 }

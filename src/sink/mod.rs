@@ -226,42 +226,26 @@ impl<'a> Sink<'a> {
         Ok(true)
     }
 
-    /// Writes one file entry from `src`, then hands it to the close stage. Failures are
-    /// recorded, never returned: the other entries go on.
-    pub fn write_file(&self, entry: &Entry, src: &mut dyn Read, buf: &mut Vec<u8>) {
-        let start = Instant::now();
-        let written = self.write_file_inner(entry, src, buf);
-        self.write_nanos
-            .fetch_add(nanos(start.elapsed()), Ordering::Relaxed);
-        match written {
-            Ok(Some((job, bytes))) => {
-                self.files.fetch_add(1, Ordering::Relaxed);
-                self.bytes.fetch_add(bytes, Ordering::Relaxed);
-                self.reporter.file_written(bytes);
-                self.close(job);
-            }
-            Ok(None) => {
-                self.skipped.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(error) => self.fail(entry, error),
+    /// A writer thread's handle on the sink. Create one per worker (for instance in rayon's
+    /// `for_each_init`); dropping it hands over the closes it still holds.
+    pub fn writer(&self) -> Writer<'_, 'a> {
+        Writer {
+            sink: self,
+            buf: Vec::with_capacity(CHUNK),
+            batch: Vec::with_capacity(CLOSE_BATCH),
         }
     }
 
-    fn close(&self, job: CloseJob) {
-        match &self.pool {
-            Some(pool) => pool.submit(job),
-            None => {
-                let start = Instant::now();
-                let result = complete(job, self.closer.as_ref());
-                self.inline_close_nanos
-                    .fetch_add(nanos(start.elapsed()), Ordering::Relaxed);
-                if let Err(failure) = result {
-                    self.failures
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(failure);
-                }
-            }
+    fn close_inline(&self, job: CloseJob) {
+        let start = Instant::now();
+        let result = complete(job, self.closer.as_ref());
+        self.inline_close_nanos
+            .fetch_add(nanos(start.elapsed()), Ordering::Relaxed);
+        if let Err(failure) = result {
+            self.failures
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(failure);
         }
     }
 
@@ -483,6 +467,65 @@ impl<'a> Sink<'a> {
             write_time: Duration::from_nanos(*self.write_nanos.get_mut()),
             close_time: closes.busy,
             peak_close_queue: closes.peak_queue,
+        }
+    }
+}
+
+/// Handles a writer collects before handing them to the close pool in one message.
+const CLOSE_BATCH: usize = 8;
+
+/// One writer thread's state: its copy buffer, and written files not yet handed over for closing.
+pub struct Writer<'s, 'a> {
+    sink: &'s Sink<'a>,
+    buf: Vec<u8>,
+    batch: Vec<CloseJob>,
+}
+
+impl Writer<'_, '_> {
+    /// Writes one file entry from `src`, then hands it to the close stage. Failures are
+    /// recorded, never returned: the other entries go on.
+    pub fn write_file(&mut self, entry: &Entry, src: &mut dyn Read) {
+        let sink = self.sink;
+        let start = Instant::now();
+        let written = sink.write_file_inner(entry, src, &mut self.buf);
+        sink.write_nanos
+            .fetch_add(nanos(start.elapsed()), Ordering::Relaxed);
+        match written {
+            Ok(Some((job, bytes))) => {
+                sink.files.fetch_add(1, Ordering::Relaxed);
+                sink.bytes.fetch_add(bytes, Ordering::Relaxed);
+                sink.reporter.file_written(bytes);
+                match &sink.pool {
+                    Some(pool) => {
+                        self.batch.push(job);
+                        if self.batch.len() >= CLOSE_BATCH {
+                            pool.submit(std::mem::replace(
+                                &mut self.batch,
+                                Vec::with_capacity(CLOSE_BATCH),
+                            ));
+                        }
+                    }
+                    None => sink.close_inline(job),
+                }
+            }
+            Ok(None) => {
+                sink.skipped.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(error) => sink.fail(entry, error),
+        }
+    }
+}
+
+impl Drop for Writer<'_, '_> {
+    fn drop(&mut self) {
+        if !self.batch.is_empty() {
+            let batch = std::mem::take(&mut self.batch);
+            match &self.sink.pool {
+                Some(pool) => pool.submit(batch),
+                None => batch
+                    .into_iter()
+                    .for_each(|job| self.sink.close_inline(job)),
+            }
         }
     }
 }

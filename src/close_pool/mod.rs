@@ -1,9 +1,13 @@
 //! The close pool: dedicated threads that close written files while the writers go on.
 //!
 //! Closing a written file can take milliseconds (Windows Defender scans inside CloseHandle; NFS
-//! and FUSE flush on close; `--fsync` waits for the disk). Writers hand each open handle over a
+//! and FUSE flush on close; `--fsync` waits for the disk). Writers hand open handles over a
 //! bounded queue to these threads, so that latency overlaps with writing. The bound gives
 //! backpressure and caps open handles, so no run can hit the descriptor limit.
+//!
+//! Handles travel in small batches: waking a sleeping thread costs system calls (futex, and
+//! the channel's yields before it sleeps), and where closes are fast the pool is always idle,
+//! so one wake-up per file would cost more than the close itself.
 //!
 //! Unlike std's `File` drop, close_already, rustup and xcp, nothing here drops the result of a
 //! close: every failure comes back with its path, the file is removed so nothing half-written
@@ -19,10 +23,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use crossbeam_channel::{Receiver, Sender};
 
 use crate::platform;
+
+mod queue;
 use crate::report::Failure;
+use queue::Queue;
 
 /// Closes one handle and says whether that worked: the seam where tests make closing slow or
 /// failing.
@@ -129,51 +135,78 @@ impl CloseTally {
 }
 
 pub struct ClosePool {
-    tx: Sender<CloseJob>,
+    queue: Arc<Queue<Vec<CloseJob>>>,
     threads: Vec<JoinHandle<CloseTally>>,
     closer: Arc<dyn Closer>,
+    /// Handles waiting in the queue now, and the most there ever were.
+    queued: Arc<AtomicUsize>,
     peak_queue: AtomicUsize,
     /// Closes that had to be done by the submitter because every pool thread had gone.
     orphans: std::sync::Mutex<CloseTally>,
 }
 
 impl ClosePool {
-    /// Starts `threads` close threads behind a queue of at most `bound` handles.
-    pub fn new(threads: usize, bound: usize, closer: Arc<dyn Closer>) -> io::Result<ClosePool> {
-        let (tx, rx) = crossbeam_channel::bounded(bound.max(1));
-        let threads = (0..threads.max(1))
-            .map(|i| {
-                let rx: Receiver<CloseJob> = rx.clone();
-                let closer = Arc::clone(&closer);
-                std::thread::Builder::new()
-                    .name(format!("fastwrite-close-{i}"))
-                    .spawn(move || {
-                        let mut tally = CloseTally::default();
-                        for job in rx {
+    /// Starts `threads` close threads behind a queue of at most `bound_batches` batches.
+    pub fn new(
+        threads: usize,
+        bound_batches: usize,
+        closer: Arc<dyn Closer>,
+    ) -> io::Result<ClosePool> {
+        let threads = threads.max(1);
+        let queue = Arc::new(Queue::new(bound_batches, threads));
+        let queued = Arc::new(AtomicUsize::new(0));
+        let mut handles = Vec::with_capacity(threads);
+        for i in 0..threads {
+            let (q, closer, queued) =
+                (Arc::clone(&queue), Arc::clone(&closer), Arc::clone(&queued));
+            let spawned = std::thread::Builder::new()
+                .name(format!("fastwrite-close-{i}"))
+                .spawn(move || {
+                    // Tells the queue when this thread stops, even by panicking, so that no
+                    // writer waits for it.
+                    let _gone = ReceiverGuard(&q);
+                    let mut tally = CloseTally::default();
+                    while let Some(batch) = q.pop() {
+                        queued.fetch_sub(batch.len(), Ordering::Relaxed);
+                        for job in batch {
                             tally.close_inline(job, closer.as_ref());
                         }
-                        tally
-                    })
-            })
-            .collect::<io::Result<Vec<_>>>()?;
+                    }
+                    tally
+                });
+            match spawned {
+                Ok(handle) => handles.push(handle),
+                Err(e) => {
+                    // Stop the threads already started before giving up.
+                    for _ in i..threads {
+                        queue.receiver_gone();
+                    }
+                    queue.close();
+                    handles.into_iter().for_each(|h| drop(h.join()));
+                    return Err(e);
+                }
+            }
+        }
         Ok(ClosePool {
-            tx,
-            threads,
+            queue,
+            threads: handles,
             closer,
+            queued,
             peak_queue: AtomicUsize::new(0),
             orphans: Default::default(),
         })
     }
 
-    /// Queues a handle for closing; blocks while the queue is full.
-    pub fn submit(&self, job: CloseJob) {
-        match self.tx.send(job) {
-            Ok(()) => {
-                self.peak_queue.fetch_max(self.tx.len(), Ordering::Relaxed);
-            }
-            // Only possible if every close thread died; the close must still happen and count.
-            Err(crossbeam_channel::SendError(job)) => {
-                let mut orphans = self.orphans.lock().unwrap_or_else(|e| e.into_inner());
+    /// Queues handles for closing; blocks while the queue is full.
+    pub fn submit(&self, batch: Vec<CloseJob>) {
+        let n = batch.len();
+        let now = self.queued.fetch_add(n, Ordering::Relaxed) + n;
+        self.peak_queue.fetch_max(now, Ordering::Relaxed);
+        if let Err(batch) = self.queue.push(batch) {
+            // Only possible if every close thread died; the closes must still happen and count.
+            self.queued.fetch_sub(n, Ordering::Relaxed);
+            let mut orphans = self.orphans.lock().unwrap_or_else(|e| e.into_inner());
+            for job in batch {
                 orphans.close_inline(job, self.closer.as_ref());
             }
         }
@@ -182,13 +215,13 @@ impl ClosePool {
     /// Waits for every queued close and returns what happened to all of them.
     pub fn finish(self) -> CloseTally {
         let ClosePool {
-            tx,
+            queue,
             threads,
             peak_queue,
             orphans,
             ..
         } = self;
-        drop(tx);
+        queue.close();
         let mut total = orphans.into_inner().unwrap_or_else(|e| e.into_inner());
         for handle in threads {
             match handle.join() {
@@ -203,6 +236,14 @@ impl ClosePool {
         }
         total.peak_queue = peak_queue.into_inner();
         total
+    }
+}
+
+struct ReceiverGuard<'q>(&'q Queue<Vec<CloseJob>>);
+
+impl Drop for ReceiverGuard<'_> {
+    fn drop(&mut self) {
+        self.0.receiver_gone();
     }
 }
 
@@ -266,8 +307,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let closer = FakeCloser::new(1, &["f3", "f7"]);
         let pool = ClosePool::new(3, 4, closer.clone()).unwrap();
-        for i in 0..10 {
-            pool.submit(job(dir.path(), &format!("f{i}")));
+        for i in 0..5 {
+            let batch = (0..2).map(|j| job(dir.path(), &format!("f{}", i * 2 + j)));
+            pool.submit(batch.collect());
         }
         let tally = pool.finish();
         assert_eq!(tally.closed, 10);
@@ -287,18 +329,25 @@ mod tests {
     fn the_queue_bound_holds_back_writers() {
         let dir = tempfile::tempdir().unwrap();
         let closer = FakeCloser::new(5, &[]);
-        let bound = 2;
+        let (bound, batch) = (2, 3);
         let pool = ClosePool::new(2, bound, closer.clone()).unwrap();
         for i in 0..20 {
-            pool.submit(job(dir.path(), &format!("f{i}")));
+            pool.submit(
+                (0..batch)
+                    .map(|j| job(dir.path(), &format!("f{i}-{j}")))
+                    .collect(),
+            );
         }
         let tally = pool.finish();
-        assert_eq!(tally.closed, 20);
+        assert_eq!(tally.closed, 20 * batch as u64);
+        // Waiting: the bound's batches, plus one batch being handed over by the submitter.
+        let most = (bound + 1) * batch;
         assert!(
-            tally.peak_queue <= bound,
-            "queue held {} > bound {bound}",
+            tally.peak_queue <= most,
+            "queue held {} > {most}",
             tally.peak_queue
         );
+        assert!(tally.peak_queue >= batch);
         assert!(closer.max_in_flight.load(Ordering::SeqCst) <= 2);
     }
 
@@ -308,7 +357,7 @@ mod tests {
         let closer = FakeCloser::new(20, &[]);
         let pool = ClosePool::new(4, 16, closer.clone()).unwrap();
         for i in 0..8 {
-            pool.submit(job(dir.path(), &format!("f{i}")));
+            pool.submit(vec![job(dir.path(), &format!("f{i}"))]);
         }
         pool.finish();
         // Several closes were in flight at once: the point of the pool. (A count, not a time.)
