@@ -74,6 +74,7 @@ if have ripunzip; then add ripunzip ripunzip unzip-file "$WHEEL" -d "$WORK/ripun
 
 # --- the batch ------------------------------------------------------------
 settle_after_cleanup
+warn_if_busy
 
 args=(-N --warmup "$WARMUP" --runs "$RUNS" --export-markdown "$MD" --export-json "$JSON")
 for i in "${!names[@]}"; do

@@ -47,3 +47,13 @@ report_failure() {
         echo "$tag: failed (exit $rc); outputs kept in $work" >&2
     fi
 }
+
+# Timings on a 2-core machine are meaningless while something else (say a
+# cargo build) is busy: warn if the 1-minute load average says so.
+warn_if_busy() {
+    local load
+    load="$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)"
+    if awk -v l="$load" 'BEGIN { exit !(l > 0.5) }'; then
+        echo "bench: WARNING: load average is $load; other work on this machine will skew the timings" >&2
+    fi
+}

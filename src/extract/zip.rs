@@ -153,19 +153,20 @@ fn build_plan(archive: &mut Archive<'_>) -> Plan {
         } else {
             EntryKind::File
         };
+        let dos = zf.last_modified().and_then(|t| clock.convert(t));
         let mtime = zf
             .extra_data_fields()
             .find_map(|field| match field {
                 ExtraField::ExtendedTimestamp(ts) => ts.mod_time(),
                 _ => None,
             })
-            .map(|secs| UNIX_EPOCH + Duration::from_secs(u64::from(secs)))
-            .or_else(|| zf.last_modified().and_then(|t| clock.convert(t)));
+            .map(|secs| extended_time(secs, dos))
+            .or(dos);
         plan.entries.push(Entry {
             name,
             path,
             kind,
-            mode: zf.unix_mode().map(|m| m & 0o7777),
+            mode: unix_mode(&zf),
             mtime,
             size: zf.size(),
             index,
@@ -209,6 +210,17 @@ fn build_plan(archive: &mut Archive<'_>) -> Plan {
     plan
 }
 
+/// The entry's permission bits. The zip crate's `unix_mode` clears setuid, setgid and sticky;
+/// they are taken back from the raw attributes here, and `--keep-setid` decides later.
+fn unix_mode<R: Read>(zf: &zip::read::ZipFile<'_, R>) -> Option<u32> {
+    let mode = zf.unix_mode()?;
+    let specials = match zf.system() {
+        zip::System::Dos => 0,
+        _ => (zf.external_attributes() >> 16) & 0o7000,
+    };
+    Some((mode | specials) & 0o7777)
+}
+
 fn read_link_target(archive: &mut Archive<'_>, entry: &Entry) -> anyhow::Result<String> {
     const MAX_TARGET: u64 = 4096;
     let mut target = Vec::new();
@@ -225,6 +237,27 @@ fn read_link_target(archive: &mut Archive<'_>, entry: &Entry) -> anyhow::Result<
     plan::check_symlink_target(&entry.path, &target)
         .map_err(|r| anyhow::anyhow!("refused: {r}"))?;
     Ok(target)
+}
+
+/// Reads the extended-timestamp field's 32-bit time. Writers store the low 32 bits of a signed
+/// time, so a value of 2^31 or more is either before 1970 or after 2038; the DOS time, which
+/// every entry also has, says which (as Info-ZIP's unzip decides it).
+fn extended_time(secs: u32, dos: Option<SystemTime>) -> SystemTime {
+    let unsigned = UNIX_EPOCH + Duration::from_secs(u64::from(secs));
+    if secs < 1 << 31 {
+        return unsigned;
+    }
+    let Some(before_1970) =
+        UNIX_EPOCH.checked_sub(Duration::from_secs((1u64 << 32) - u64::from(secs)))
+    else {
+        return unsigned;
+    };
+    let distance =
+        |t: SystemTime, d: SystemTime| t.duration_since(d).unwrap_or_else(|e| e.duration());
+    match dos {
+        Some(d) if distance(before_1970, d) < distance(unsigned, d) => before_1970,
+        _ => unsigned,
+    }
 }
 
 /// Converts DOS timestamps (local calendar times, 2-second resolution) to points in time.
@@ -245,5 +278,32 @@ impl DosClock {
             .or_insert_with(|| platform::local_time(t.year(), t.month(), t.day(), t.hour(), 0, 0));
         let within = u64::from(t.minute()) * 60 + u64::from(t.second());
         Some(hour? + Duration::from_secs(within))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extended_times_past_2038_and_before_1970_are_told_apart_by_the_dos_time() {
+        let at = |secs: i64| {
+            if secs >= 0 {
+                UNIX_EPOCH + Duration::from_secs(secs as u64)
+            } else {
+                UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs())
+            }
+        };
+        let dos_1980 = Some(at(315_532_800));
+        assert_eq!(extended_time(1_700_000_000, dos_1980), at(1_700_000_000));
+        // -86400 stored as u32; DOS time clamps to 1980.
+        assert_eq!(extended_time((-86_400i32) as u32, dos_1980), at(-86_400));
+        // 2040-01-01, DOS time agrees.
+        let y2040 = 2_208_988_800u32;
+        assert_eq!(
+            extended_time(y2040, Some(at(2_208_988_800))),
+            at(2_208_988_800)
+        );
+        assert_eq!(extended_time(y2040, None), at(2_208_988_800));
     }
 }

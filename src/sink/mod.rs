@@ -276,13 +276,12 @@ impl<'a> Sink<'a> {
         if err.kind() != io::ErrorKind::AlreadyExists {
             return Err(err).with_context(|| format!("creating '{}'", dest.display()));
         }
+        let is_dir = dest.symlink_metadata().is_ok_and(|m| m.is_dir());
         match self.opts.overwrite {
-            Overwrite::Refuse => Err(already_exists(&dest)),
             Overwrite::Skip => Ok(None),
+            _ if is_dir => bail!("a directory is in the way at '{}'", dest.display()),
+            Overwrite::Refuse => Err(already_exists(&dest)),
             Overwrite::Replace => {
-                if dest.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-                    bail!("a directory is in the way at '{}'", dest.display());
-                }
                 let temp = self.temp_path(&dest);
                 let file = platform::create_new(&temp, mode)
                     .with_context(|| format!("creating '{}'", temp.display()))?;

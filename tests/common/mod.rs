@@ -11,7 +11,7 @@ use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
 use std::fs;
 use std::io::Read;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,11 @@ impl TestDir {
 impl Drop for TestDir {
     fn drop(&mut self) {
         if let Some(t) = self.0.take() {
+            // FASTWRITE_KEEP_TMP=1 keeps every temp tree for debugging a failure.
+            if std::env::var_os("FASTWRITE_KEEP_TMP").is_some() {
+                eprintln!("kept temp dir {}", t.keep().display());
+                return;
+            }
             make_dirs_writable(t.path());
             drop(t);
         }
@@ -45,7 +50,10 @@ impl Drop for TestDir {
 
 pub fn tempdir() -> TestDir {
     TestDir(Some(
-        tempfile::Builder::new().prefix("fastwrite-test-").tempdir().expect("create temp dir"),
+        tempfile::Builder::new()
+            .prefix("fastwrite-test-")
+            .tempdir()
+            .expect("create temp dir"),
     ))
 }
 
@@ -53,7 +61,9 @@ fn make_dirs_writable(root: &Path) {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let Ok(md) = fs::symlink_metadata(root) else { return };
+        let Ok(md) = fs::symlink_metadata(root) else {
+            return;
+        };
         if !md.is_dir() {
             return;
         }
@@ -72,7 +82,7 @@ fn make_dirs_writable(root: &Path) {
 // Tree specification and builder
 // ---------------------------------------------------------------------------------------------
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NodeKind {
     Dir,
     File(Vec<u8>),
@@ -80,7 +90,7 @@ pub enum NodeKind {
 }
 
 /// One path of a tree to build. `path` is relative and uses `/`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Node {
     pub path: String,
     pub kind: NodeKind,
@@ -92,7 +102,7 @@ pub struct Node {
 
 /// A tree described in memory; `build` materialises it under a root with exact modes and
 /// mtimes (the umask plays no part: every mode is set with chmod after creation).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TreeSpec {
     pub nodes: Vec<Node>,
 }
@@ -105,12 +115,22 @@ impl TreeSpec {
     }
 
     pub fn dir(mut self, path: &str, mode: u32, mtime: i64) -> Self {
-        self.nodes.push(Node { path: path.trim_end_matches('/').to_string(), kind: NodeKind::Dir, mode, mtime });
+        self.nodes.push(Node {
+            path: path.trim_end_matches('/').to_string(),
+            kind: NodeKind::Dir,
+            mode,
+            mtime,
+        });
         self
     }
 
     pub fn file(mut self, path: &str, content: impl Into<Vec<u8>>, mode: u32, mtime: i64) -> Self {
-        self.nodes.push(Node { path: path.to_string(), kind: NodeKind::File(content.into()), mode, mtime });
+        self.nodes.push(Node {
+            path: path.to_string(),
+            kind: NodeKind::File(content.into()),
+            mode,
+            mtime,
+        });
         self
     }
 
@@ -125,18 +145,33 @@ impl TreeSpec {
     }
 
     pub fn count_files(&self) -> usize {
-        self.nodes.iter().filter(|n| matches!(n.kind, NodeKind::File(_))).count()
+        self.nodes
+            .iter()
+            .filter(|n| matches!(n.kind, NodeKind::File(_)))
+            .count()
     }
     pub fn count_dirs(&self) -> usize {
-        self.nodes.iter().filter(|n| matches!(n.kind, NodeKind::Dir)).count()
+        self.nodes
+            .iter()
+            .filter(|n| matches!(n.kind, NodeKind::Dir))
+            .count()
     }
     pub fn count_symlinks(&self) -> usize {
-        self.nodes.iter().filter(|n| matches!(n.kind, NodeKind::Symlink(_))).count()
+        self.nodes
+            .iter()
+            .filter(|n| matches!(n.kind, NodeKind::Symlink(_)))
+            .count()
     }
     pub fn total_bytes(&self) -> u64 {
         self.nodes
             .iter()
-            .map(|n| if let NodeKind::File(d) = &n.kind { d.len() as u64 } else { 0 })
+            .map(|n| {
+                if let NodeKind::File(d) = &n.kind {
+                    d.len() as u64
+                } else {
+                    0
+                }
+            })
             .sum()
     }
 
@@ -147,11 +182,16 @@ impl TreeSpec {
         for n in &self.nodes {
             let p = root.join(&n.path);
             if let Some(parent) = p.parent() {
-                fs::create_dir_all(parent).unwrap_or_else(|e| panic!("create {}: {e}", parent.display()));
+                fs::create_dir_all(parent)
+                    .unwrap_or_else(|e| panic!("create {}: {e}", parent.display()));
             }
             match &n.kind {
-                NodeKind::Dir => fs::create_dir_all(&p).unwrap_or_else(|e| panic!("mkdir {}: {e}", p.display())),
-                NodeKind::File(data) => fs::write(&p, data).unwrap_or_else(|e| panic!("write {}: {e}", p.display())),
+                NodeKind::Dir => {
+                    fs::create_dir_all(&p).unwrap_or_else(|e| panic!("mkdir {}: {e}", p.display()))
+                }
+                NodeKind::File(data) => {
+                    fs::write(&p, data).unwrap_or_else(|e| panic!("write {}: {e}", p.display()))
+                }
                 NodeKind::Symlink(target) => make_symlink(target, &p),
             }
         }
@@ -170,7 +210,11 @@ impl TreeSpec {
                 NodeKind::Dir => {}
             }
         }
-        let mut dirs: Vec<&Node> = self.nodes.iter().filter(|n| matches!(n.kind, NodeKind::Dir)).collect();
+        let mut dirs: Vec<&Node> = self
+            .nodes
+            .iter()
+            .filter(|n| matches!(n.kind, NodeKind::Dir))
+            .collect();
         dirs.sort_by_key(|n| std::cmp::Reverse(n.path.matches('/').count()));
         for n in dirs {
             let p = root.join(&n.path);
@@ -185,7 +229,10 @@ pub fn make_symlink(target: &str, link: &Path) {
     std::os::unix::fs::symlink(target, link)
         .unwrap_or_else(|e| panic!("symlink {} -> {target}: {e}", link.display()));
     #[cfg(not(unix))]
-    panic!("symlinks in test trees need unix (link {} -> {target})", link.display());
+    panic!(
+        "symlinks in test trees need unix (link {} -> {target})",
+        link.display()
+    );
 }
 
 pub fn set_mode(p: &Path, mode: u32) {
@@ -213,7 +260,11 @@ pub fn mtime_of(p: &Path) -> i64 {
 #[cfg(unix)]
 pub fn mode_of(p: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
-    fs::symlink_metadata(p).unwrap_or_else(|e| panic!("stat {}: {e}", p.display())).permissions().mode() & 0o7777
+    fs::symlink_metadata(p)
+        .unwrap_or_else(|e| panic!("stat {}: {e}", p.display()))
+        .permissions()
+        .mode()
+        & 0o7777
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -262,7 +313,8 @@ impl Rng {
     pub fn text(&mut self, n: usize) -> Vec<u8> {
         const WORDS: &[&str] = &[
             "the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "archive", "extract",
-            "close", "write", "thread", "queue", "deferred", "entry", "zip", "tar", "lorem", "ipsum",
+            "close", "write", "thread", "queue", "deferred", "entry", "zip", "tar", "lorem",
+            "ipsum",
         ];
         let mut v = Vec::with_capacity(n + 16);
         while v.len() < n {
@@ -327,8 +379,21 @@ pub fn generate_tree(seed: u64, opts: &GenOptions) -> TreeSpec {
     if opts.readonly_dirs {
         dir_modes.extend([0o555, 0o500]);
     }
-    const FILE_MODES: &[u32] = &[0o644, 0o644, 0o644, 0o644, 0o755, 0o600, 0o444, 0o640, 0o664, 0o400, 0o700];
-    const DIR_WORDS: &[&str] = &["src", "lib", "docs", "assets", "a b", "x-y", "data", ".hidden", "deep", "node_modules"];
+    const FILE_MODES: &[u32] = &[
+        0o644, 0o644, 0o644, 0o644, 0o755, 0o600, 0o444, 0o640, 0o664, 0o400, 0o700,
+    ];
+    const DIR_WORDS: &[&str] = &[
+        "src",
+        "lib",
+        "docs",
+        "assets",
+        "a b",
+        "x-y",
+        "data",
+        ".hidden",
+        "deep",
+        "node_modules",
+    ];
 
     // Directories: (path, depth). The root ("") is implicit.
     let mut dirs: Vec<(String, usize)> = vec![(String::new(), 0)];
@@ -341,9 +406,18 @@ pub fn generate_tree(seed: u64, opts: &GenOptions) -> TreeSpec {
             }
         };
         let name = format!("{}{}", rng.pick(DIR_WORDS), i);
-        let path = if parent.0.is_empty() { name } else { format!("{}/{}", parent.0, name) };
+        let path = if parent.0.is_empty() {
+            name
+        } else {
+            format!("{}/{}", parent.0, name)
+        };
         dirs.push((path.clone(), parent.1 + 1));
-        spec.nodes.push(Node { path, kind: NodeKind::Dir, mode: *rng.pick(&dir_modes), mtime: random_mtime(&mut rng) });
+        spec.nodes.push(Node {
+            path,
+            kind: NodeKind::Dir,
+            mode: *rng.pick(&dir_modes),
+            mtime: random_mtime(&mut rng),
+        });
     }
 
     let mut big = 0;
@@ -358,7 +432,11 @@ pub fn generate_tree(seed: u64, opts: &GenOptions) -> TreeSpec {
             4 => format!("UPPER_{i}.BIN"),
             _ => format!("file{i}.{}", rng.pick(&["txt", "rs", "json", "bin", "md"])),
         };
-        let path = if dir.is_empty() { name } else { format!("{dir}/{name}") };
+        let path = if dir.is_empty() {
+            name
+        } else {
+            format!("{dir}/{name}")
+        };
         let size = match rng.below(100) {
             0..=9 => 0,
             10..=49 => rng.range(1, 200) as usize,
@@ -372,9 +450,18 @@ pub fn generate_tree(seed: u64, opts: &GenOptions) -> TreeSpec {
                 }
             }
         };
-        let data = if rng.chance(600) { rng.text(size) } else { rng.bytes(size) };
+        let data = if rng.chance(600) {
+            rng.text(size)
+        } else {
+            rng.bytes(size)
+        };
         files.push(path.clone());
-        spec.nodes.push(Node { path, kind: NodeKind::File(data), mode: *rng.pick(FILE_MODES), mtime: random_mtime(&mut rng) });
+        spec.nodes.push(Node {
+            path,
+            kind: NodeKind::File(data),
+            mode: *rng.pick(FILE_MODES),
+            mtime: random_mtime(&mut rng),
+        });
     }
 
     // Empty directories are added after the files were placed, so nothing lands in them.
@@ -386,9 +473,18 @@ pub fn generate_tree(seed: u64, opts: &GenOptions) -> TreeSpec {
             }
         };
         let name = format!("empty{i}");
-        let path = if parent.0.is_empty() { name } else { format!("{}/{}", parent.0, name) };
+        let path = if parent.0.is_empty() {
+            name
+        } else {
+            format!("{}/{}", parent.0, name)
+        };
         let mode = *rng.pick(&[0o755, 0o700, 0o775, 0o750]);
-        spec.nodes.push(Node { path, kind: NodeKind::Dir, mode, mtime: random_mtime(&mut rng) });
+        spec.nodes.push(Node {
+            path,
+            kind: NodeKind::Dir,
+            mode,
+            mtime: random_mtime(&mut rng),
+        });
     }
 
     if opts.symlinks {
@@ -401,9 +497,18 @@ pub fn generate_tree(seed: u64, opts: &GenOptions) -> TreeSpec {
                 rng.pick(&dirs[1..]).0.clone()
             };
             let name = format!("link{i}");
-            let path = if at_dir.is_empty() { name } else { format!("{at_dir}/{name}") };
+            let path = if at_dir.is_empty() {
+                name
+            } else {
+                format!("{at_dir}/{name}")
+            };
             let rel = relative_target(&at_dir, &target);
-            spec.nodes.push(Node { path, kind: NodeKind::Symlink(rel), mode: 0o777, mtime: random_mtime(&mut rng) });
+            spec.nodes.push(Node {
+                path,
+                kind: NodeKind::Symlink(rel),
+                mode: 0o777,
+                mtime: random_mtime(&mut rng),
+            });
         }
     }
     spec
@@ -416,7 +521,11 @@ pub fn relative_target(from_dir: &str, to: &str) -> String {
     let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
     let mut parts: Vec<&str> = vec![".."; a.len() - common];
     parts.extend(&b[common..]);
-    if parts.is_empty() { ".".to_string() } else { parts.join("/") }
+    if parts.is_empty() {
+        ".".to_string()
+    } else {
+        parts.join("/")
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -444,8 +553,10 @@ pub struct Meta {
 /// (which it always checks).
 #[derive(Clone, Copy, Debug)]
 pub struct Compare {
-    /// Permission bits of files and directories.
+    /// Permission bits of files (and of directories when `dir_modes` is also set).
     pub modes: bool,
+    /// Permission bits of directories.
+    pub dir_modes: bool,
     /// mtimes of files.
     pub mtimes: bool,
     /// mtimes of directories.
@@ -459,17 +570,38 @@ pub struct Compare {
 impl Compare {
     /// Everything exact (whole seconds), except symlink mtimes.
     pub fn exact() -> Self {
-        Compare { modes: true, mtimes: true, dir_mtimes: true, symlink_mtimes: false, mtime_tolerance: 0 }
+        Compare {
+            modes: true,
+            dir_modes: true,
+            mtimes: true,
+            dir_mtimes: true,
+            symlink_mtimes: false,
+            mtime_tolerance: 0,
+        }
     }
     /// Paths, kinds, contents and symlink targets only.
     pub fn content_only() -> Self {
-        Compare { modes: false, mtimes: false, dir_mtimes: false, symlink_mtimes: false, mtime_tolerance: 0 }
+        Compare {
+            modes: false,
+            dir_modes: false,
+            mtimes: false,
+            dir_mtimes: false,
+            symlink_mtimes: false,
+            mtime_tolerance: 0,
+        }
     }
     pub fn tolerance(mut self, secs: i64) -> Self {
         self.mtime_tolerance = secs;
         self
     }
     pub fn without_dir_mtimes(mut self) -> Self {
+        self.dir_mtimes = false;
+        self
+    }
+    /// Directories without archived metadata (implied by file paths) get whatever mode and
+    /// mtime the extractor chooses.
+    pub fn files_metadata_only(mut self) -> Self {
+        self.dir_modes = false;
         self.dir_mtimes = false;
         self
     }
@@ -497,13 +629,21 @@ pub fn meta_of(p: &Path) -> Meta {
         md.permissions().mode() & 0o7777
     };
     #[cfg(not(unix))]
-    let perm = if md.permissions().readonly() { 0o444 } else { 0o666 };
+    let perm = if md.permissions().readonly() {
+        0o444
+    } else {
+        0o666
+    };
     Meta {
         kind,
         perm,
         mtime: FileTime::from_last_modification_time(&md).unix_seconds(),
         len: md.len(),
-        target: if kind == Kind::Symlink { fs::read_link(p).ok() } else { None },
+        target: if kind == Kind::Symlink {
+            fs::read_link(p).ok()
+        } else {
+            None
+        },
     }
 }
 
@@ -540,30 +680,47 @@ pub fn diff_trees(expected: &Path, actual: &Path, cmp: &Compare) -> Vec<String> 
         };
         let d = p.display();
         if em.kind != am.kind {
-            diffs.push(format!("kind differs: {d}: expected {:?}, got {:?}", em.kind, am.kind));
+            diffs.push(format!(
+                "kind differs: {d}: expected {:?}, got {:?}",
+                em.kind, am.kind
+            ));
             continue;
         }
         match em.kind {
             Kind::File => {
                 if em.len != am.len {
-                    diffs.push(format!("size differs: {d}: expected {}, got {}", em.len, am.len));
+                    diffs.push(format!(
+                        "size differs: {d}: expected {}, got {}",
+                        em.len, am.len
+                    ));
                 } else {
                     let eb = fs::read(expected.join(p)).unwrap();
                     let ab = fs::read(actual.join(p)).unwrap();
                     if let Some(i) = eb.iter().zip(&ab).position(|(x, y)| x != y) {
-                        diffs.push(format!("content differs: {d}: first difference at byte {i}"));
+                        diffs.push(format!(
+                            "content differs: {d}: first difference at byte {i}"
+                        ));
                     }
                 }
             }
-            Kind::Symlink => {
-                if em.target != am.target {
-                    diffs.push(format!("symlink target differs: {d}: expected {:?}, got {:?}", em.target, am.target));
-                }
+            Kind::Symlink if em.target != am.target => {
+                diffs.push(format!(
+                    "symlink target differs: {d}: expected {:?}, got {:?}",
+                    em.target, am.target
+                ));
             }
             _ => {}
         }
-        if cmp.modes && em.kind != Kind::Symlink && em.perm != am.perm {
-            diffs.push(format!("mode differs: {d}: expected {:04o}, got {:04o}", em.perm, am.perm));
+        let check_mode = match em.kind {
+            Kind::Symlink => false,
+            Kind::Dir => cmp.modes && cmp.dir_modes,
+            _ => cmp.modes,
+        };
+        if check_mode && em.perm != am.perm {
+            diffs.push(format!(
+                "mode differs: {d}: expected {:04o}, got {:04o}",
+                em.perm, am.perm
+            ));
         }
         let check_time = match em.kind {
             Kind::File | Kind::Other => cmp.mtimes,
@@ -616,7 +773,15 @@ pub fn snapshot(root: &Path, exclude: &[&Path]) -> BTreeMap<PathBuf, String> {
     scan_tree(root)
         .into_iter()
         .filter(|(p, _)| !exclude.iter().any(|x| p.starts_with(x)))
-        .map(|(p, m)| (p, format!("{:?} {:o} {} {} {:?}", m.kind, m.perm, m.len, m.mtime, m.target)))
+        .map(|(p, m)| {
+            (
+                p,
+                format!(
+                    "{:?} {:o} {} {} {:?}",
+                    m.kind, m.perm, m.len, m.mtime, m.target
+                ),
+            )
+        })
         .collect()
 }
 
@@ -624,7 +789,10 @@ pub fn snapshot(root: &Path, exclude: &[&Path]) -> BTreeMap<PathBuf, String> {
 pub fn path_state(p: &Path) -> Option<String> {
     fs::symlink_metadata(p).ok().map(|_| {
         let m = meta_of(p);
-        format!("{:?} {:o} {} {} {:?}", m.kind, m.perm, m.len, m.mtime, m.target)
+        format!(
+            "{:?} {:o} {} {} {:?}",
+            m.kind, m.perm, m.len, m.mtime, m.target
+        )
     })
 }
 
@@ -633,6 +801,11 @@ pub fn path_state(p: &Path) -> Option<String> {
 // ---------------------------------------------------------------------------------------------
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_fastwrite");
+
+/// Every child process (fastwrite and the reference tools) runs with this TZ unless a test
+/// sets its own: DOS timestamps are local time, and a zone with DST would make an mtime in a
+/// repeated hour ambiguous, so results would depend on the machine's zone.
+pub const TEST_TZ: &str = "UTC0";
 const RUN_TIMEOUT: Duration = Duration::from_secs(180);
 
 #[derive(Debug)]
@@ -649,18 +822,31 @@ impl Output {
     pub fn code(&self) -> i32 {
         match self.status.code() {
             Some(c) => c,
-            None => panic!("{} was killed by a signal ({:?})\n{}", self.cmdline, self.status, self.dump()),
+            None => panic!(
+                "{} was killed by a signal ({:?})\n{}",
+                self.cmdline,
+                self.status,
+                self.dump()
+            ),
         }
     }
 
     pub fn dump(&self) -> String {
-        format!("command: {}\nstatus: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}", self.cmdline, self.status, self.stdout, self.stderr)
+        format!(
+            "command: {}\nstatus: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.cmdline, self.status, self.stdout, self.stderr
+        )
     }
 
     #[track_caller]
     pub fn assert_code(&self, expected: i32) -> &Self {
         let c = self.code();
-        assert_eq!(c, expected, "unexpected exit code {c} (expected {expected})\n{}", self.dump());
+        assert_eq!(
+            c,
+            expected,
+            "unexpected exit code {c} (expected {expected})\n{}",
+            self.dump()
+        );
         self
     }
 
@@ -672,7 +858,11 @@ impl Output {
     /// The lines of stderr that mention `needle` (case-insensitive).
     pub fn stderr_lines_with(&self, needle: &str) -> Vec<String> {
         let n = needle.to_lowercase();
-        self.stderr.lines().filter(|l| l.to_lowercase().contains(&n)).map(str::to_string).collect()
+        self.stderr
+            .lines()
+            .filter(|l| l.to_lowercase().contains(&n))
+            .map(str::to_string)
+            .collect()
     }
 
     /// Assert that one stderr line names `entry` and contains at least one of `keywords`
@@ -680,12 +870,20 @@ impl Output {
     #[track_caller]
     pub fn assert_stderr_names(&self, entry: &str, keywords: &[&str]) -> &Self {
         let lines = self.stderr_lines_with(entry);
-        assert!(!lines.is_empty(), "stderr does not name entry {entry:?}\n{}", self.dump());
+        assert!(
+            !lines.is_empty(),
+            "stderr does not name entry {entry:?}\n{}",
+            self.dump()
+        );
         let ok = lines.iter().any(|l| {
             let l = l.to_lowercase();
             keywords.iter().any(|k| l.contains(&k.to_lowercase()))
         });
-        assert!(ok, "no stderr line naming {entry:?} contains any of {keywords:?}\n{}", self.dump());
+        assert!(
+            ok,
+            "no stderr line naming {entry:?} contains any of {keywords:?}\n{}",
+            self.dump()
+        );
         self
     }
 }
@@ -706,8 +904,12 @@ pub fn run_command(mut cmd: Command) -> Output {
         .map(quote)
         .collect::<Vec<_>>()
         .join(" ");
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {cmdline}: {e}"));
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmdline}: {e}"));
     let mut so = child.stdout.take().unwrap();
     let mut se = child.stderr.take().unwrap();
     let t_out = std::thread::spawn(move || {
@@ -734,16 +936,23 @@ pub fn run_command(mut cmd: Command) -> Output {
     };
     let stdout = String::from_utf8_lossy(&t_out.join().unwrap()).into_owned();
     let stderr = String::from_utf8_lossy(&t_err.join().unwrap()).into_owned();
-    Output { status, stdout, stderr, cmdline }
+    Output {
+        status,
+        stdout,
+        stderr,
+        cmdline,
+    }
 }
 
 /// Build an argument list from mixed strings and paths: `args(["extract"]).path(a)...` is
 /// clumsy, so tests use `osv!["extract", &archive, "-o", &out]`.
 #[macro_export]
 macro_rules! osv {
-    ($($a:expr),* $(,)?) => {
-        vec![$(::std::ffi::OsString::from($a)),*]
-    };
+    ($($a:expr),* $(,)?) => {{
+        #[allow(clippy::useless_vec)]
+        let v: Vec<::std::ffi::OsString> = vec![$(::std::ffi::OsString::from($a)),*];
+        v
+    }};
 }
 
 /// Run fastwrite with `args`; always asserts it did not panic.
@@ -756,6 +965,7 @@ pub fn run_fastwrite(args: &[OsString]) -> Output {
 pub fn run_fastwrite_env(args: &[OsString], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(BIN);
     cmd.args(args);
+    cmd.env("TZ", TEST_TZ);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -774,7 +984,12 @@ pub fn assert_no_panic(out: &Output) {
     #[cfg(unix)]
     {
         use std::os::unix::process::ExitStatusExt;
-        assert!(out.status.signal().is_none(), "fastwrite died from signal {:?}\n{}", out.status.signal(), out.dump());
+        assert!(
+            out.status.signal().is_none(),
+            "fastwrite died from signal {:?}\n{}",
+            out.status.signal(),
+            out.dump()
+        );
     }
 }
 
@@ -815,6 +1030,7 @@ pub fn run_tool(program: &str, args: &[OsString], cwd: Option<&Path>) -> Output 
     require_tool(program);
     let mut cmd = Command::new(program);
     cmd.args(args);
+    cmd.env("TZ", TEST_TZ);
     if let Some(d) = cwd {
         cmd.current_dir(d);
     }
@@ -850,7 +1066,7 @@ pub fn unzip_to(archive: &Path, dest: &Path) {
 pub struct PyEntry {
     pub name: String,
     /// Full st_mode (type bits included, e.g. 0o100644, 0o40755, 0o120777), or None to leave
-    /// external_attr at 0 (no unix mode, as many Windows tools write).
+    /// external_attr at 0 (Python's writestr then fills in 0o600 for files).
     pub mode: Option<u32>,
     pub mtime: i64,
     /// "stored", "deflated", "bzip2" or "lzma".
@@ -860,14 +1076,36 @@ pub struct PyEntry {
 
 impl PyEntry {
     pub fn file(name: &str, data: impl Into<Vec<u8>>, mode: u32) -> Self {
-        PyEntry { name: name.into(), mode: Some(0o100000 | mode), mtime: DEFAULT_MTIME, method: "deflated", data: data.into() }
+        PyEntry {
+            name: name.into(),
+            mode: Some(0o100000 | mode),
+            mtime: DEFAULT_MTIME,
+            method: "deflated",
+            data: data.into(),
+        }
     }
     pub fn dir(name: &str, mode: u32) -> Self {
-        let name = if name.ends_with('/') { name.to_string() } else { format!("{name}/") };
-        PyEntry { name, mode: Some(0o040000 | mode), mtime: DEFAULT_MTIME, method: "stored", data: Vec::new() }
+        let name = if name.ends_with('/') {
+            name.to_string()
+        } else {
+            format!("{name}/")
+        };
+        PyEntry {
+            name,
+            mode: Some(0o040000 | mode),
+            mtime: DEFAULT_MTIME,
+            method: "stored",
+            data: Vec::new(),
+        }
     }
     pub fn symlink(name: &str, target: &str) -> Self {
-        PyEntry { name: name.into(), mode: Some(0o120777), mtime: DEFAULT_MTIME, method: "stored", data: target.as_bytes().to_vec() }
+        PyEntry {
+            name: name.into(),
+            mode: Some(0o120777),
+            mtime: DEFAULT_MTIME,
+            method: "stored",
+            data: target.as_bytes().to_vec(),
+        }
     }
     pub fn method(mut self, m: &'static str) -> Self {
         self.method = m;
@@ -885,7 +1123,9 @@ pub fn py_entries_from_spec(spec: &TreeSpec, method: &'static str) -> Vec<PyEntr
         .iter()
         .map(|n| match &n.kind {
             NodeKind::Dir => PyEntry::dir(&n.path, n.mode).mtime(n.mtime),
-            NodeKind::File(d) => PyEntry::file(&n.path, d.clone(), n.mode).method(method).mtime(n.mtime),
+            NodeKind::File(d) => PyEntry::file(&n.path, d.clone(), n.mode)
+                .method(method)
+                .mtime(n.mtime),
             NodeKind::Symlink(t) => PyEntry::symlink(&n.path, t).mtime(n.mtime),
         })
         .collect()
@@ -929,14 +1169,29 @@ pub fn python_zip(archive: &Path, entries: &[PyEntry], stream: bool) {
         let data_path = tmp.join(format!("d{i}"));
         fs::write(&data_path, &e.data).unwrap();
         let hex: String = e.name.bytes().map(|b| format!("{b:02x}")).collect();
-        let mode = e.mode.map(|m| format!("{m:o}")).unwrap_or_else(|| "-".into());
-        let _ = writeln!(manifest, "{hex}\t{mode}\t{}\t{}\t{}", e.mtime, e.method, data_path.display());
+        let mode = e
+            .mode
+            .map(|m| format!("{m:o}"))
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            manifest,
+            "{hex}\t{mode}\t{}\t{}\t{}",
+            e.mtime,
+            e.method,
+            data_path.display()
+        );
     }
     let mpath = tmp.join("manifest");
     fs::write(&mpath, manifest).unwrap();
     run_tool(
         "python3",
-        &osv!["-c", PY_ZIP_SCRIPT, &mpath, archive, if stream { "1" } else { "0" }],
+        &osv![
+            "-c",
+            PY_ZIP_SCRIPT,
+            &mpath,
+            archive,
+            if stream { "1" } else { "0" }
+        ],
         None,
     );
 }
@@ -973,9 +1228,4 @@ pub fn civil_to_unix(y: i64, mo: i64, d: i64, h: i64, mi: i64, s: i64) -> i64 {
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = era * 146_097 + doe - 719_468;
     days * 86_400 + h * 3600 + mi * 60 + s
-}
-
-/// True if `p` has no `..` and is relative (used to double-check test inputs).
-pub fn is_plain_relative(p: &Path) -> bool {
-    p.components().all(|c| matches!(c, Component::Normal(_)))
 }

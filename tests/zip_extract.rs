@@ -1,0 +1,2068 @@
+//! Integration tests for `fastwrite extract` on zip archives.
+//!
+//! Reference results come from the tools users already trust: Info-ZIP `zip`/`unzip`, 7-Zip and
+//! Python's zipfile. Archives that need exact control (hostile names, corrupt data, zstd/xz
+//! methods) are written by Python or by the `zip` crate inside the test.
+
+#[macro_use]
+mod common;
+
+use std::ffi::OsString;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use common::*;
+use zip::write::{FullFileOptions, SimpleFileOptions};
+use zip::{CompressionMethod, DateTime, ZipWriter};
+
+// -------------------------------------------------------------------------------------------
+// Helpers local to the zip tests
+// -------------------------------------------------------------------------------------------
+
+/// 2021-03-04 05:06:08, an even second (DOS time has 2 s granularity).
+const DOS_Y: u16 = 2021;
+const DOS_MO: u8 = 3;
+const DOS_D: u8 = 4;
+const DOS_H: u8 = 5;
+const DOS_MI: u8 = 6;
+const DOS_S: u8 = 8;
+
+fn dos_time() -> DateTime {
+    DateTime::from_date_and_time(DOS_Y, DOS_MO, DOS_D, DOS_H, DOS_MI, DOS_S).unwrap()
+}
+
+/// The DOS time above, read as UTC.
+#[cfg_attr(not(unix), allow(dead_code))] // used by unix-only tests
+fn dos_time_as_utc() -> i64 {
+    civil_to_unix(
+        DOS_Y as i64,
+        DOS_MO as i64,
+        DOS_D as i64,
+        DOS_H as i64,
+        DOS_MI as i64,
+        DOS_S as i64,
+    )
+}
+
+enum Z<'a> {
+    File(&'a str, Vec<u8>, u32, CompressionMethod),
+    Dir(&'a str, u32),
+}
+
+/// Write a zip with the `zip` crate (works on every platform, no external tool).
+fn crate_zip(path: &Path, entries: &[Z]) {
+    let f = fs::File::create(path).unwrap();
+    let mut w = ZipWriter::new(f);
+    for e in entries {
+        match e {
+            Z::File(name, data, mode, method) => {
+                let opts = SimpleFileOptions::default()
+                    .compression_method(*method)
+                    .unix_permissions(*mode)
+                    .last_modified_time(dos_time())
+                    .large_file(data.len() > u32::MAX as usize);
+                w.start_file(*name, opts).unwrap();
+                w.write_all(data).unwrap();
+            }
+            Z::Dir(name, mode) => {
+                let opts = SimpleFileOptions::default()
+                    .unix_permissions(*mode)
+                    .last_modified_time(dos_time());
+                w.add_directory(*name, opts).unwrap();
+            }
+        }
+    }
+    w.finish().unwrap();
+}
+
+fn text(seed: u64, n: usize) -> Vec<u8> {
+    Rng::new(seed).text(n)
+}
+
+fn random(seed: u64, n: usize) -> Vec<u8> {
+    Rng::new(seed).bytes(n)
+}
+
+/// Names of the direct children of `dir` (sorted); empty if `dir` does not exist.
+fn children(dir: &Path) -> Vec<String> {
+    let Ok(rd) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut v: Vec<String> = rd
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every path under `dir`, relative, as strings with `/` (sorted).
+fn all_paths(dir: &Path) -> Vec<String> {
+    if !dir.exists() {
+        return Vec::new();
+    }
+    scan_tree(dir)
+        .keys()
+        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .collect()
+}
+
+/// Flags bit 3 (data descriptor) of every local header in a zip.
+#[cfg_attr(not(unix), allow(dead_code))] // used by unix-only tests
+fn local_header_flags(zip: &[u8]) -> Vec<(String, u16)> {
+    let mut v = Vec::new();
+    let mut i = 0;
+    while i + 30 <= zip.len() {
+        if zip[i..i + 4] == *b"PK\x03\x04" {
+            let flags = u16::from_le_bytes([zip[i + 6], zip[i + 7]]);
+            let n = u16::from_le_bytes([zip[i + 26], zip[i + 27]]) as usize;
+            if let Some(name) = zip.get(i + 30..i + 30 + n) {
+                v.push((String::from_utf8_lossy(name).into_owned(), flags));
+            }
+            i += 30;
+        } else {
+            i += 1;
+        }
+    }
+    v
+}
+
+/// A temp layout for hostile archives:
+///   ROOT/archives/   the archives
+///   ROOT/outside/    a folder a broken extractor could be tricked into writing to
+///   ROOT/work/out    OUT
+/// `snapshot()` fingerprints everything except OUT, so a test can prove nothing else changed.
+struct Sandbox {
+    dir: TestDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        let dir = tempdir();
+        for d in ["archives", "outside", "work"] {
+            fs::create_dir(dir.join(d)).unwrap();
+        }
+        Sandbox { dir }
+    }
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+    fn out(&self) -> PathBuf {
+        self.dir.join("work/out")
+    }
+    fn outside(&self) -> PathBuf {
+        self.dir.join("outside")
+    }
+    fn archive(&self, name: &str) -> PathBuf {
+        self.dir.join("archives").join(name)
+    }
+    fn snapshot(&self) -> std::collections::BTreeMap<PathBuf, String> {
+        let mut s = snapshot(self.root(), &[Path::new("work/out")]);
+        // Creating OUT legitimately changes work/'s mtime; its contents are checked apart.
+        s.remove(Path::new("work"));
+        s
+    }
+    #[track_caller]
+    fn assert_unchanged_outside(
+        &self,
+        before: &std::collections::BTreeMap<PathBuf, String>,
+        out: &Output,
+    ) {
+        let after = self.snapshot();
+        assert_eq!(
+            before,
+            &after,
+            "something outside OUT changed (before vs after)\n{}",
+            out.dump()
+        );
+        let work = children(&self.dir.join("work"));
+        assert!(
+            work.is_empty() || work == ["out"],
+            "unexpected entries next to OUT: {work:?}\n{}",
+            out.dump()
+        );
+        assert!(
+            children(&self.outside()).is_empty(),
+            "files appeared in the outside folder\n{}",
+            out.dump()
+        );
+    }
+}
+
+fn shared_zip_slip(name: &str) -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/zip-slip")
+        .join(name);
+    assert!(
+        p.is_file(),
+        "sample archive {} is missing (shared/zip-slip must sit beside the repo)",
+        p.display()
+    );
+    p
+}
+
+/// A unique name, so tests that probe shared system folders (/tmp, /etc) cannot collide.
+#[cfg_attr(not(unix), allow(dead_code))] // used by unix-only tests
+fn unique(tag: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("fastwrite-{tag}-{}-{nanos}", std::process::id())
+}
+
+const REFUSAL_WORDS: &[&str] = &[
+    "refus",
+    "escape",
+    "outside",
+    "unsafe",
+    "not allowed",
+    "absolute",
+    "invalid",
+    "forbidden",
+    "reject",
+];
+
+// -------------------------------------------------------------------------------------------
+// Round trips: seeded tree -> Info-ZIP zip -> fastwrite, compared with the source and unzip
+// -------------------------------------------------------------------------------------------
+
+/// Generate a tree, zip it with `zip -qry` (UT mtimes, unix modes, symlinks), extract it with
+/// fastwrite using `globals` before the subcommand and `flags` after it, and require the result
+/// to equal both the source tree and unzip's extraction of the same archive.
+#[cfg(unix)] // Info-ZIP tools, unix modes and symlinks
+fn roundtrip(seed: u64, files: usize, globals: &[&str], flags: &[&str]) {
+    let t = tempdir();
+    let src = t.join("src");
+    let spec = generate_tree(seed, &GenOptions::new(files));
+    spec.build(&src);
+    let archive = t.join("tree.zip");
+    infozip_dir(&src, &archive, &[]);
+
+    let reference = t.join("unzip");
+    unzip_to(&archive, &reference);
+    // If this fails the reference tool disagrees with the source: an environment problem.
+    assert_same_tree(
+        &src,
+        &reference,
+        &Compare::exact(),
+        "sanity: unzip vs source",
+    );
+
+    let out = t.join("out");
+    let mut args: Vec<OsString> = globals.iter().map(OsString::from).collect();
+    args.extend(osv!["extract", &archive, "-o", &out]);
+    args.extend(flags.iter().map(OsString::from));
+    let r = run_fastwrite(&args);
+    r.assert_success();
+    let ctx = format!("seed {seed}, {}", r.cmdline);
+    assert_same_tree(
+        &src,
+        &out,
+        &Compare::exact(),
+        &format!("fastwrite vs source ({ctx})"),
+    );
+    assert_same_tree(
+        &reference,
+        &out,
+        &Compare::exact(),
+        &format!("fastwrite vs unzip ({ctx})"),
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn roundtrip_default_flags() {
+    roundtrip(1, 300, &[], &[]);
+}
+
+#[cfg(unix)]
+#[test]
+fn roundtrip_defer_threads_1() {
+    roundtrip(11, 250, &["-j", "1"], &[]);
+}
+
+#[cfg(unix)]
+#[test]
+fn roundtrip_defer_threads_2() {
+    roundtrip(12, 250, &["--threads", "2"], &[]);
+}
+
+#[cfg(unix)]
+#[test]
+fn roundtrip_defer_threads_8() {
+    roundtrip(13, 400, &["-j", "8"], &[]);
+}
+
+#[cfg(unix)]
+#[test]
+fn roundtrip_no_defer_threads_1() {
+    roundtrip(21, 250, &[], &["--no-defer-close", "-j", "1"]);
+}
+
+#[cfg(unix)]
+#[test]
+fn roundtrip_no_defer_threads_2() {
+    roundtrip(22, 250, &["--no-defer-close"], &["--threads", "2"]);
+}
+
+#[cfg(unix)]
+#[test]
+fn roundtrip_no_defer_threads_8() {
+    roundtrip(23, 400, &["--no-defer-close", "-j", "8"], &[]);
+}
+
+#[cfg(unix)]
+#[test]
+fn roundtrip_close_threads_1() {
+    roundtrip(31, 300, &["--close-threads", "1"], &["-j", "8"]);
+}
+
+#[cfg(unix)]
+#[test]
+fn roundtrip_close_threads_16() {
+    roundtrip(32, 300, &[], &["--close-threads", "16", "-j", "2"]);
+}
+
+#[cfg(unix)]
+#[test]
+fn roundtrip_fsync_deferred_and_inline() {
+    roundtrip(41, 120, &["--fsync"], &[]);
+    roundtrip(42, 120, &["--fsync", "--no-defer-close"], &["-j", "2"]);
+}
+
+/// Zip64 records forced with `zip -fz` (zip64 local extra fields and end records).
+#[cfg(unix)] // Info-ZIP tools, unix modes and symlinks
+#[test]
+fn zip64_archive_forced_with_fz() {
+    let t = tempdir();
+    let src = t.join("src");
+    generate_tree(51, &GenOptions::new(60)).build(&src);
+    let archive = t.join("z64.zip");
+    infozip_dir(&src, &archive, &["-fz"]);
+    let bytes = fs::read(&archive).unwrap();
+    assert!(
+        bytes.windows(4).any(|w| w == b"PK\x06\x06"),
+        "test setup: zip -fz wrote no zip64 end record"
+    );
+    for flags in [&[][..], &["--no-defer-close", "-j", "1"][..]] {
+        let out = t.join(format!("out{}", flags.len()));
+        extract(&archive, &out, flags).assert_success();
+        assert_same_tree(&src, &out, &Compare::exact(), "zip64 archive vs source");
+    }
+}
+
+/// Info-ZIP writing to a pipe: every file entry has a data descriptor (flag bit 3) and zero
+/// sizes/CRC in its local header, so the extractor must trust the central directory.
+#[cfg(unix)] // Info-ZIP tools, sh, unix modes and symlinks
+#[test]
+fn infozip_streamed_archive_with_data_descriptors() {
+    let t = tempdir();
+    let src = t.join("src");
+    // No symlinks: Info-ZIP cannot store them when writing to a pipe ("zip -0 not supported").
+    generate_tree(52, &GenOptions::new(80).no_symlinks()).build(&src);
+    let archive = t.join("streamed.zip");
+    require_tool("zip");
+    run_tool(
+        "bash",
+        &osv![
+            "-c",
+            "set -o pipefail; zip -qry - . | cat > \"$1\"",
+            "bash",
+            &archive
+        ],
+        Some(&src),
+    );
+    let flags = local_header_flags(&fs::read(&archive).unwrap());
+    assert!(
+        flags.iter().any(|(n, f)| !n.ends_with('/') && f & 8 != 0),
+        "test setup: streamed zip has no data-descriptor entries: {flags:?}"
+    );
+    let out = t.join("out");
+    extract(&archive, &out, &["-j", "4"]).assert_success();
+    let reference = t.join("unzip");
+    unzip_to(&archive, &reference);
+    assert_same_tree(&src, &out, &Compare::exact(), "streamed zip vs source");
+    assert_same_tree(&reference, &out, &Compare::exact(), "streamed zip vs unzip");
+}
+
+/// Archives without directory entries (`zip -D`): parents must be created implicitly.
+#[cfg(unix)] // Info-ZIP tools, unix modes and symlinks
+#[test]
+fn archive_without_directory_entries() {
+    let t = tempdir();
+    let src = t.join("src");
+    generate_tree(53, &GenOptions::new(100).no_big_files()).build(&src);
+    let archive = t.join("nodirs.zip");
+    infozip_dir(&src, &archive, &["-D"]);
+    let out = t.join("out");
+    extract(&archive, &out, &[]).assert_success();
+    let reference = t.join("unzip");
+    unzip_to(&archive, &reference);
+    // Implied directories have no archived mode or mtime: only files are held to them.
+    assert_same_tree(
+        &reference,
+        &out,
+        &Compare::exact().files_metadata_only(),
+        "zip -D: fastwrite vs unzip",
+    );
+}
+
+/// Extracting the same archive twice: the default refuses the existing files (exit 1) and
+/// leaves them as they were; --skip-existing succeeds without change; --overwrite rewrites
+/// everything and the tree is still identical to the source.
+#[cfg(unix)] // Info-ZIP tools, unix modes and symlinks
+#[test]
+fn extract_twice_into_same_output() {
+    let t = tempdir();
+    let src = t.join("src");
+    generate_tree(61, &GenOptions::new(150)).build(&src);
+    let archive = t.join("tree.zip");
+    infozip_dir(&src, &archive, &[]);
+    let out = t.join("out");
+    extract(&archive, &out, &[]).assert_success();
+    assert_same_tree(&src, &out, &Compare::exact(), "first extraction");
+
+    let r = extract(&archive, &out, &[]);
+    r.assert_code(1);
+    assert!(
+        r.stderr.to_lowercase().contains("exist"),
+        "second extraction should report existing files\n{}",
+        r.dump()
+    );
+    assert_same_tree(
+        &src,
+        &out,
+        &Compare::exact(),
+        "after refused second extraction",
+    );
+
+    extract(&archive, &out, &["--skip-existing"]).assert_success();
+    assert_same_tree(&src, &out, &Compare::exact(), "after --skip-existing");
+
+    extract(&archive, &out, &["--overwrite", "-j", "8"]).assert_success();
+    assert_same_tree(&src, &out, &Compare::exact(), "after --overwrite");
+    extract(&archive, &out, &["--overwrite", "--no-defer-close"]).assert_success();
+    assert_same_tree(&src, &out, &Compare::exact(), "after second --overwrite");
+}
+
+// -------------------------------------------------------------------------------------------
+// Other producers and methods
+// -------------------------------------------------------------------------------------------
+
+/// Python zipfile, one archive per method; DOS timestamps only (2 s granularity, local time).
+#[cfg(unix)] // python3, unzip, unix modes and symlinks
+fn python_method(method: &'static str, seed: u64, unzip_can_read: bool, stream: bool) {
+    let t = tempdir();
+    let src = t.join("src");
+    let spec = generate_tree(seed, &GenOptions::new(40).no_big_files());
+    spec.build(&src);
+    let archive = t.join(format!("{method}.zip"));
+    python_zip(&archive, &py_entries_from_spec(&spec, method), stream);
+    if stream {
+        let flags = local_header_flags(&fs::read(&archive).unwrap());
+        assert!(
+            flags.iter().any(|(_, f)| f & 8 != 0),
+            "test setup: no data descriptors in streamed python zip"
+        );
+    }
+    let out = t.join("out");
+    extract(&archive, &out, &[]).assert_success();
+    assert_same_tree(
+        &src,
+        &out,
+        &Compare::exact().tolerance(2),
+        &format!("python {method} vs source"),
+    );
+    if unzip_can_read {
+        let reference = t.join("unzip");
+        unzip_to(&archive, &reference);
+        assert_same_tree(
+            &reference,
+            &out,
+            &Compare::exact(),
+            &format!("python {method} vs unzip"),
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn python_zipfile_stored() {
+    python_method("stored", 71, true, false);
+}
+
+#[cfg(unix)]
+#[test]
+fn python_zipfile_deflated() {
+    python_method("deflated", 72, true, false);
+}
+
+#[cfg(unix)]
+#[test]
+fn python_zipfile_bzip2() {
+    python_method("bzip2", 73, true, false);
+}
+
+#[cfg(unix)]
+#[test]
+fn python_zipfile_lzma() {
+    // Debian's unzip 6.0 has no LZMA: compare with the source only.
+    python_method("lzma", 74, false, false);
+}
+
+/// Python writing to a non-seekable stream: data descriptors on every entry.
+#[cfg(unix)]
+#[test]
+fn python_zipfile_streamed_data_descriptors() {
+    python_method("deflated", 75, true, true);
+}
+
+/// 7-Zip's zip methods that Info-ZIP does not write. 7-Zip stores unix modes and DOS times
+/// (plus an NTFS time field, which the contract does not use): 2 s tolerance.
+#[cfg(unix)] // 7z, unix modes
+fn sevenzip_method(method: &str, seed: u64) {
+    let t = tempdir();
+    let src = t.join("src");
+    let spec = generate_tree(seed, &GenOptions::new(40).no_symlinks().no_big_files());
+    spec.build(&src);
+    let archive = std::path::absolute(t.join("7z.zip")).unwrap();
+    run_tool(
+        "7z",
+        &osv!["a", "-tzip", format!("-mm={method}"), &archive, "."],
+        Some(&src),
+    );
+    let out = t.join("out");
+    extract(&archive, &out, &[]).assert_success();
+    assert_same_tree(
+        &src,
+        &out,
+        &Compare::exact().tolerance(2),
+        &format!("7z {method} vs source"),
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn sevenzip_deflate64() {
+    sevenzip_method("Deflate64", 81);
+}
+
+#[cfg(unix)]
+#[test]
+fn sevenzip_ppmd() {
+    sevenzip_method("PPMd", 82);
+}
+
+#[cfg(unix)]
+#[test]
+fn sevenzip_bzip2() {
+    sevenzip_method("BZip2", 83);
+}
+
+#[cfg(unix)]
+#[test]
+fn sevenzip_lzma() {
+    sevenzip_method("LZMA", 84);
+}
+
+/// zstd and xz entries written by the zip crate: contents, modes and DOS mtimes.
+fn crate_method(method: CompressionMethod) {
+    let t = tempdir();
+    let archive = t.join("m.zip");
+    let entries = vec![
+        Z::Dir("d/", 0o750),
+        Z::File("d/empty", Vec::new(), 0o644, method),
+        Z::File(
+            "d/small.txt",
+            b"hello zstd and xz\n".to_vec(),
+            0o600,
+            method,
+        ),
+        Z::File("text.txt", text(1, 1_500_000), 0o644, method),
+        Z::File("d/random.bin", random(2, 300_000), 0o755, method),
+        Z::File("d/e/nested.txt", text(3, 5000), 0o444, method),
+    ];
+    crate_zip(&archive, &entries);
+    let out = t.join("out");
+    extract(&archive, &out, &["-j", "4"]).assert_success();
+    assert_eq!(
+        all_paths(&out),
+        [
+            "d",
+            "d/e",
+            "d/e/nested.txt",
+            "d/empty",
+            "d/random.bin",
+            "d/small.txt",
+            "text.txt"
+        ]
+    );
+    for e in &entries {
+        if let Z::File(name, data, mode, _) = e {
+            let p = out.join(name);
+            let got = fs::read(&p)
+                .unwrap_or_else(|err| panic!("{method:?}: read {}: {err}", p.display()));
+            assert!(
+                got == *data,
+                "{method:?}: content of {name} differs ({} vs {} bytes)",
+                got.len(),
+                data.len()
+            );
+            #[cfg(unix)]
+            assert_eq!(mode_of(&p), *mode, "{method:?}: mode of {name}");
+            #[cfg(not(unix))]
+            let _ = mode;
+        }
+    }
+    #[cfg(unix)]
+    assert_eq!(
+        mode_of(&out.join("d")),
+        0o750,
+        "{method:?}: mode of directory d"
+    );
+}
+
+#[test]
+fn zip_crate_zstd_entries() {
+    crate_method(CompressionMethod::Zstd);
+}
+
+#[test]
+fn zip_crate_xz_entries() {
+    crate_method(CompressionMethod::Xz);
+}
+
+/// A file of several MiB, stored and deflated, to exercise chunked writes.
+#[test]
+fn large_files_stored_and_deflated() {
+    let t = tempdir();
+    let archive = t.join("big.zip");
+    let a = text(5, 6 * 1024 * 1024 + 123);
+    let b = random(6, 5 * 1024 * 1024 + 7);
+    crate_zip(
+        &archive,
+        &[
+            Z::File(
+                "big-deflated.txt",
+                a.clone(),
+                0o644,
+                CompressionMethod::Deflated,
+            ),
+            Z::File(
+                "big-stored.bin",
+                b.clone(),
+                0o644,
+                CompressionMethod::Stored,
+            ),
+        ],
+    );
+    for flags in [&["-j", "8"][..], &["--no-defer-close", "-j", "1"][..]] {
+        let out = t.join(format!("out-{}", flags.len()));
+        extract(&archive, &out, flags).assert_success();
+        assert!(
+            fs::read(out.join("big-deflated.txt")).unwrap() == a,
+            "big-deflated.txt differs ({flags:?})"
+        );
+        assert!(
+            fs::read(out.join("big-stored.bin")).unwrap() == b,
+            "big-stored.bin differs ({flags:?})"
+        );
+    }
+}
+
+/// UTF-8 names (general purpose bit 11, set by Python for non-ASCII names).
+#[cfg(unix)] // python3
+#[test]
+fn utf8_entry_names() {
+    let t = tempdir();
+    let archive = t.join("utf8.zip");
+    python_zip(
+        &archive,
+        &[
+            PyEntry::dir("ünïcødé", 0o755),
+            PyEntry::file("ünïcødé/日本語.txt", "konnichiwa", 0o644),
+            PyEntry::file("emoji 🎉.txt", "party", 0o600),
+        ],
+        false,
+    );
+    let out = t.join("out");
+    extract(&archive, &out, &[]).assert_success();
+    assert_eq!(
+        fs::read_to_string(out.join("ünïcødé/日本語.txt")).unwrap(),
+        "konnichiwa"
+    );
+    assert_eq!(
+        fs::read_to_string(out.join("emoji 🎉.txt")).unwrap(),
+        "party"
+    );
+    assert_eq!(mode_of(&out.join("emoji 🎉.txt")), 0o600);
+}
+
+// -------------------------------------------------------------------------------------------
+// Timestamps
+// -------------------------------------------------------------------------------------------
+
+/// Without an extended-timestamp field, the DOS time is local time: the same archive gives
+/// mtimes 5 hours apart under TZ=UTC0 and TZ=EST5 (UTC-5, no DST rules).
+#[cfg(unix)] // TZ semantics of the C library
+#[test]
+fn dos_time_is_local_time() {
+    let t = tempdir();
+    let archive = t.join("dos.zip");
+    crate_zip(
+        &archive,
+        &[
+            Z::File("f.txt", b"x".to_vec(), 0o644, CompressionMethod::Deflated),
+            Z::Dir("d/", 0o755),
+        ],
+    );
+    for (tz, offset) in [("UTC0", 0), ("EST5", 5 * 3600)] {
+        let out = t.join(format!("out-{tz}"));
+        run_fastwrite_env(&osv!["extract", &archive, "-o", &out], &[("TZ", tz)]).assert_success();
+        let expected = dos_time_as_utc() + offset;
+        assert_eq!(
+            mtime_of(&out.join("f.txt")),
+            expected,
+            "file mtime under TZ={tz}"
+        );
+        assert_eq!(
+            mtime_of(&out.join("d")),
+            expected,
+            "dir mtime under TZ={tz}"
+        );
+    }
+}
+
+/// An Info-ZIP extended-timestamp field (0x5455) wins over the DOS time and is exact to the
+/// second (odd seconds too), whatever the time zone.
+#[test]
+fn extended_timestamp_field_wins() {
+    let t = tempdir();
+    let archive = t.join("ut.zip");
+    let ut: i64 = 1_234_567_891; // 2009-02-13 23:31:31 UTC, odd second
+    {
+        let mut w = ZipWriter::new(fs::File::create(&archive).unwrap());
+        let mut data = vec![1u8]; // flags: mtime present
+        data.extend_from_slice(&(ut as i32).to_le_bytes());
+        let mut opts = FullFileOptions::default()
+            .compression_method(CompressionMethod::Deflated)
+            .unix_permissions(0o644)
+            .last_modified_time(dos_time());
+        opts.add_extra_field(0x5455, data, false).unwrap();
+        w.start_file("ut.txt", opts).unwrap();
+        w.write_all(b"timestamped").unwrap();
+        w.finish().unwrap();
+    }
+    for tz in ["UTC0", "EST5"] {
+        let out = t.join(format!("out-{tz}"));
+        run_fastwrite_env(&osv!["extract", &archive, "-o", &out], &[("TZ", tz)]).assert_success();
+        assert_eq!(mtime_of(&out.join("ut.txt")), ut, "UT mtime under TZ={tz}");
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// Hostile archives
+// -------------------------------------------------------------------------------------------
+
+fn zip_slip_case(archive_name: &str, evil_entry_tail: &str, outside_probes: &[&str]) {
+    let sb = Sandbox::new();
+    let archive = sb.archive(archive_name);
+    fs::copy(shared_zip_slip(archive_name), &archive).unwrap();
+    let probes: Vec<(PathBuf, Option<String>)> = outside_probes
+        .iter()
+        .map(|p| (PathBuf::from(p), path_state(Path::new(p))))
+        .collect();
+    let before = sb.snapshot();
+
+    let r = extract(&archive, &sb.out(), &[]);
+    r.assert_code(1);
+    assert_eq!(
+        all_paths(&sb.out()),
+        ["good.txt"],
+        "only good.txt may be extracted\n{}",
+        r.dump()
+    );
+    assert!(!fs::read(sb.out().join("good.txt")).unwrap().is_empty());
+    // The entry is named as written in the archive (the full ../../ or ..\..\ form).
+    let evil = zip::ZipArchive::new(fs::File::open(&archive).unwrap())
+        .unwrap()
+        .file_names()
+        .filter_map(Result::ok)
+        .find(|n| n.ends_with(evil_entry_tail))
+        .unwrap()
+        .to_string();
+    r.assert_stderr_names(&evil, REFUSAL_WORDS);
+    sb.assert_unchanged_outside(&before, &r);
+    for (p, st) in probes {
+        assert_eq!(
+            path_state(&p),
+            st,
+            "{} was created or changed by the run\n{}",
+            p.display(),
+            r.dump()
+        );
+    }
+}
+
+#[test]
+fn zip_slip_sample_refused() {
+    zip_slip_case("zip-slip.zip", "tmp/evil.txt", &["/tmp/evil.txt"]);
+}
+
+#[test]
+fn zip_slip_windows_sample_refused() {
+    zip_slip_case(
+        "zip-slip-win.zip",
+        "Temp\\evil.txt",
+        &["/Temp/evil.txt", "/tmp/evil.txt"],
+    );
+}
+
+/// Absolute paths and drive letters are refused, not stripped and extracted.
+#[cfg(unix)] // python3
+#[test]
+fn absolute_and_drive_letter_paths_refused() {
+    let sb = Sandbox::new();
+    let abs = format!("/tmp/{}.txt", unique("abs"));
+    let bad = [
+        abs.as_str(),
+        "C:/x.txt",
+        "D:\\y.txt",
+        "E:z.txt",
+        "//server/share/w.txt",
+        "\\\\server\\share\\v.txt",
+    ];
+    let mut entries = vec![PyEntry::file("good.txt", "good", 0o644)];
+    entries.extend(bad.iter().map(|n| PyEntry::file(n, "evil", 0o644)));
+    let archive = sb.archive("abs.zip");
+    python_zip(&archive, &entries, false);
+    let before = sb.snapshot();
+    let r = extract(&archive, &sb.out(), &[]);
+    let abs_created = Path::new(&abs).exists();
+    if abs_created {
+        let _ = fs::remove_file(&abs);
+    }
+    assert!(!abs_created, "{abs} was written outside OUT\n{}", r.dump());
+    r.assert_code(1);
+    for n in bad {
+        r.assert_stderr_names(n, REFUSAL_WORDS);
+    }
+    assert_eq!(
+        all_paths(&sb.out()),
+        ["good.txt"],
+        "refused entries must not be extracted in any form\n{}",
+        r.dump()
+    );
+    sb.assert_unchanged_outside(&before, &r);
+}
+
+/// Any `..` component is refused, with `/` or `\` as separator, even one that stays inside.
+#[cfg(unix)] // python3
+#[test]
+fn dotdot_components_refused() {
+    let sb = Sandbox::new();
+    let bad = [
+        "a/../../escape.txt",
+        "a/../inside.txt",
+        "..\\..\\win.txt",
+        "sub\\..\\..\\mixed.txt",
+        "../dirup/",
+        "x/..",
+    ];
+    let mut entries = vec![PyEntry::file("good.txt", "good", 0o644)];
+    for n in bad {
+        entries.push(if n.ends_with('/') {
+            PyEntry::dir(n, 0o755)
+        } else {
+            PyEntry::file(n, "evil", 0o644)
+        });
+    }
+    let archive = sb.archive("dotdot.zip");
+    python_zip(&archive, &entries, false);
+    let before = sb.snapshot();
+    let r = extract(&archive, &sb.out(), &["-j", "4"]);
+    r.assert_code(1);
+    for n in bad {
+        r.assert_stderr_names(n, REFUSAL_WORDS);
+    }
+    assert_eq!(all_paths(&sb.out()), ["good.txt"], "{}", r.dump());
+    sb.assert_unchanged_outside(&before, &r);
+    assert!(!sb.root().join("escape.txt").exists() && !sb.root().join("work/escape.txt").exists());
+}
+
+/// `\` in a zip name is a path separator: `dir\file.txt` lands in `dir/file.txt`.
+#[cfg(unix)] // python3
+#[test]
+fn backslash_is_a_path_separator() {
+    let t = tempdir();
+    let archive = t.join("bs.zip");
+    python_zip(
+        &archive,
+        &[
+            PyEntry::file("dir\\sub\\file.txt", "bs", 0o644),
+            PyEntry::file("plain.txt", "p", 0o644),
+        ],
+        false,
+    );
+    let out = t.join("out");
+    extract(&archive, &out, &[]).assert_success();
+    assert_eq!(
+        all_paths(&out),
+        ["dir", "dir/sub", "dir/sub/file.txt", "plain.txt"]
+    );
+    assert_eq!(
+        fs::read_to_string(out.join("dir/sub/file.txt")).unwrap(),
+        "bs"
+    );
+}
+
+/// Symlink entries whose target leaves OUT (relative or absolute) are refused; a file entry
+/// written "through" them must not land outside. A symlink that stays inside is kept.
+#[cfg(unix)] // python3, symlinks
+#[test]
+fn escaping_symlink_entries_refused() {
+    let sb = Sandbox::new();
+    let outside_abs = sb.outside().display().to_string();
+    let entries = vec![
+        PyEntry::file("good.txt", "good", 0o644),
+        PyEntry::symlink("escape_rel_link", "../../outside"),
+        PyEntry::file("escape_rel_link/through.txt", "evil", 0o644),
+        PyEntry::symlink("escape_abs_link", &outside_abs),
+        PyEntry::file("escape_abs_link/through_abs.txt", "evil", 0o644),
+        PyEntry::dir("d", 0o755),
+        PyEntry::symlink("d/escape_nested_link", "../../x"),
+        PyEntry::symlink("ok_link", "good.txt"),
+        PyEntry::symlink("d/ok_up_link", "../good.txt"),
+    ];
+    let archive = sb.archive("links.zip");
+    python_zip(&archive, &entries, false);
+    let before = sb.snapshot();
+    for flags in [&["-j", "1"][..], &["-j", "8", "--no-defer-close"][..]] {
+        let _ = fs::remove_dir_all(sb.out());
+        let r = extract(&archive, &sb.out(), flags);
+        r.assert_code(1);
+        for n in ["escape_rel_link", "escape_abs_link", "d/escape_nested_link"] {
+            r.assert_stderr_names(n, REFUSAL_WORDS);
+        }
+        sb.assert_unchanged_outside(&before, &r);
+        for n in ["escape_rel_link", "escape_abs_link", "d/escape_nested_link"] {
+            assert!(
+                !sb.out().join(n).is_symlink(),
+                "{n} was created as a symlink\n{}",
+                r.dump()
+            );
+        }
+        assert_eq!(
+            fs::read_link(sb.out().join("ok_link")).unwrap(),
+            Path::new("good.txt")
+        );
+        assert_eq!(
+            fs::read_link(sb.out().join("d/ok_up_link")).unwrap(),
+            Path::new("../good.txt")
+        );
+        assert_eq!(
+            fs::read_to_string(sb.out().join("good.txt")).unwrap(),
+            "good"
+        );
+    }
+}
+
+/// The classic: a symlink to /etc, then a file through it. Nothing may appear in /etc.
+#[cfg(unix)] // python3, symlinks
+#[test]
+fn symlink_to_etc_then_file_through_it() {
+    let sb = Sandbox::new();
+    let probe = unique("probe");
+    let archive = sb.archive("etc.zip");
+    python_zip(
+        &archive,
+        &[
+            PyEntry::symlink("etc_link", "/etc"),
+            PyEntry::file(&format!("etc_link/{probe}"), "evil", 0o644),
+            PyEntry::file("good.txt", "good", 0o644),
+        ],
+        false,
+    );
+    let r = extract(&archive, &sb.out(), &[]);
+    let leaked = Path::new("/etc").join(&probe);
+    let was_written = leaked.exists();
+    if was_written {
+        let _ = fs::remove_file(&leaked);
+    }
+    assert!(
+        !was_written,
+        "{} was written through the symlink\n{}",
+        leaked.display(),
+        r.dump()
+    );
+    r.assert_code(1);
+    r.assert_stderr_names("etc_link", REFUSAL_WORDS);
+    assert!(
+        !sb.out().join("etc_link").is_symlink(),
+        "etc_link was created\n{}",
+        r.dump()
+    );
+    assert_eq!(
+        fs::read_to_string(sb.out().join("good.txt")).unwrap(),
+        "good"
+    );
+}
+
+/// Even a symlink that stays inside OUT is never written through: `alias -> sub` plus
+/// `alias/x.txt` must not put x.txt in sub/, in whatever order the entries are processed.
+#[cfg(unix)] // python3, symlinks
+#[test]
+fn file_entry_never_written_through_archived_symlink() {
+    for flags in [&["-j", "1"][..], &["-j", "8"][..], &["--overwrite"][..]] {
+        let t = tempdir();
+        let archive = t.join("alias.zip");
+        python_zip(
+            &archive,
+            &[
+                PyEntry::dir("sub", 0o755),
+                PyEntry::symlink("alias", "sub"),
+                PyEntry::file("alias/x.txt", "through", 0o644),
+                PyEntry::file("good.txt", "good", 0o644),
+            ],
+            false,
+        );
+        let out = t.join("out");
+        let r = extract(&archive, &out, flags);
+        assert!(
+            !out.join("sub/x.txt").exists(),
+            "alias/x.txt was written through the symlink ({flags:?})\n{}",
+            r.dump()
+        );
+        r.assert_code(1);
+        assert_eq!(fs::read_to_string(out.join("good.txt")).unwrap(), "good");
+    }
+}
+
+/// A symlink already in OUT pointing outside must not be followed by an entry below it. By
+/// default (and with --skip-existing) the entry fails; --overwrite may instead replace the
+/// link itself with a real directory, but never write through it.
+#[cfg(unix)] // symlinks
+#[test]
+fn preexisting_symlink_parent_in_out_not_followed() {
+    for flags in [&[][..], &["--skip-existing"][..], &["--overwrite"][..]] {
+        let sb = Sandbox::new();
+        let archive = sb.archive("through.zip");
+        crate_zip(
+            &archive,
+            &[
+                Z::File(
+                    "plink/x.txt",
+                    b"evil".to_vec(),
+                    0o644,
+                    CompressionMethod::Deflated,
+                ),
+                Z::File(
+                    "plink/sub/y.txt",
+                    b"evil".to_vec(),
+                    0o644,
+                    CompressionMethod::Stored,
+                ),
+                Z::File(
+                    "good.txt",
+                    b"good".to_vec(),
+                    0o644,
+                    CompressionMethod::Deflated,
+                ),
+            ],
+        );
+        fs::create_dir_all(sb.out()).unwrap();
+        make_symlink(&sb.outside().display().to_string(), &sb.out().join("plink"));
+        let before = sb.snapshot();
+        let r = extract(&archive, &sb.out(), flags);
+        sb.assert_unchanged_outside(&before, &r);
+        assert_eq!(
+            fs::read_to_string(sb.out().join("good.txt")).unwrap(),
+            "good",
+            "{flags:?}"
+        );
+        let plink = sb.out().join("plink");
+        if flags == ["--overwrite"] && r.code() == 0 {
+            // The link was replaced, not followed.
+            assert!(
+                !plink.is_symlink() && plink.is_dir(),
+                "exit 0 but plink is not a real directory\n{}",
+                r.dump()
+            );
+            assert_eq!(fs::read_to_string(plink.join("x.txt")).unwrap(), "evil");
+            continue;
+        }
+        r.assert_code(1);
+        r.assert_stderr_names(
+            "plink/x.txt",
+            &[
+                "symlink",
+                "link",
+                "refus",
+                "escape",
+                "outside",
+                "exist",
+                "not a directory",
+            ],
+        );
+        assert!(
+            plink.is_symlink(),
+            "the existing symlink was removed although the entry failed ({flags:?})"
+        );
+    }
+}
+
+/// A symlink already in OUT at the path of a file entry: the default refuses (exists),
+/// --overwrite replaces the link itself, --skip-existing keeps it; the link's target outside is
+/// never written, and a dangling link is never used to create a file outside.
+#[cfg(unix)] // symlinks
+#[test]
+fn preexisting_symlink_at_file_path_not_written_through() {
+    for (flags, code) in [
+        (&[][..], 1),
+        (&["--overwrite"][..], 0),
+        (&["--skip-existing"][..], 0),
+    ] {
+        let sb = Sandbox::new();
+        let target = sb.outside().join("target.txt");
+        fs::write(&target, "ORIGINAL").unwrap();
+        let archive = sb.archive("f.zip");
+        crate_zip(
+            &archive,
+            &[
+                Z::File(
+                    "link_to_target",
+                    b"NEW".to_vec(),
+                    0o644,
+                    CompressionMethod::Deflated,
+                ),
+                Z::File(
+                    "dangling_link",
+                    b"NEW".to_vec(),
+                    0o644,
+                    CompressionMethod::Stored,
+                ),
+            ],
+        );
+        fs::create_dir_all(sb.out()).unwrap();
+        make_symlink(
+            &target.display().to_string(),
+            &sb.out().join("link_to_target"),
+        );
+        let dangling = sb.outside().join("created.txt");
+        make_symlink(
+            &dangling.display().to_string(),
+            &sb.out().join("dangling_link"),
+        );
+        let r = extract(&archive, &sb.out(), flags);
+        r.assert_code(code);
+        assert_eq!(
+            fs::read_to_string(&target).unwrap(),
+            "ORIGINAL",
+            "written through symlink link_to_target ({flags:?})\n{}",
+            r.dump()
+        );
+        assert!(
+            !dangling.exists(),
+            "created a file through dangling symlink dangling_link ({flags:?})\n{}",
+            r.dump()
+        );
+        match flags.first().copied() {
+            None => {
+                r.assert_stderr_names("link_to_target", &["exist"]);
+                r.assert_stderr_names("dangling_link", &["exist"]);
+                assert!(
+                    sb.out().join("link_to_target").is_symlink()
+                        && sb.out().join("dangling_link").is_symlink()
+                );
+            }
+            Some("--overwrite") => {
+                for n in ["link_to_target", "dangling_link"] {
+                    let p = sb.out().join(n);
+                    assert!(!p.is_symlink(), "{n} still a symlink after --overwrite");
+                    assert_eq!(fs::read_to_string(&p).unwrap(), "NEW");
+                }
+            }
+            _ => assert!(
+                sb.out().join("link_to_target").is_symlink()
+                    && sb.out().join("dangling_link").is_symlink()
+            ),
+        }
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// Overwrite policy
+// -------------------------------------------------------------------------------------------
+
+fn policy_setup(t: &TestDir) -> (PathBuf, PathBuf) {
+    let archive = t.join("p.zip");
+    crate_zip(
+        &archive,
+        &[
+            Z::File("a.txt", b"new".to_vec(), 0o640, CompressionMethod::Deflated),
+            Z::File("b.txt", b"bee".to_vec(), 0o644, CompressionMethod::Deflated),
+        ],
+    );
+    let out = t.join("out");
+    fs::create_dir(&out).unwrap();
+    fs::write(out.join("a.txt"), "old").unwrap();
+    set_mode(&out.join("a.txt"), 0o600);
+    set_mtime(&out.join("a.txt"), 1_000_000_000);
+    (archive, out)
+}
+
+#[test]
+fn existing_file_is_an_error_by_default() {
+    let t = tempdir();
+    let (archive, out) = policy_setup(&t);
+    let r = extract(&archive, &out, &[]);
+    r.assert_code(1);
+    r.assert_stderr_names("a.txt", &["exist"]);
+    assert_eq!(
+        fs::read_to_string(out.join("a.txt")).unwrap(),
+        "old",
+        "existing file was modified"
+    );
+    assert_eq!(
+        mtime_of(&out.join("a.txt")),
+        1_000_000_000,
+        "existing file's mtime was touched"
+    );
+    #[cfg(unix)]
+    assert_eq!(
+        mode_of(&out.join("a.txt")),
+        0o600,
+        "existing file's mode was touched"
+    );
+    assert_eq!(
+        fs::read_to_string(out.join("b.txt")).unwrap(),
+        "bee",
+        "other entries must still be extracted"
+    );
+    assert!(
+        r.stderr_lines_with("b.txt").is_empty(),
+        "b.txt reported as failed\n{}",
+        r.dump()
+    );
+}
+
+#[test]
+fn overwrite_replaces_existing_file() {
+    let t = tempdir();
+    let (archive, out) = policy_setup(&t);
+    extract(&archive, &out, &["--overwrite"]).assert_success();
+    assert_eq!(fs::read_to_string(out.join("a.txt")).unwrap(), "new");
+    // Both entries carry the same DOS time, whatever the local time zone makes of it.
+    assert_eq!(
+        mtime_of(&out.join("a.txt")),
+        mtime_of(&out.join("b.txt")),
+        "--overwrite must apply the archived mtime"
+    );
+    assert_ne!(mtime_of(&out.join("a.txt")), 1_000_000_000);
+    #[cfg(unix)]
+    assert_eq!(
+        mode_of(&out.join("a.txt")),
+        0o640,
+        "--overwrite must apply the archived mode"
+    );
+    assert_eq!(fs::read_to_string(out.join("b.txt")).unwrap(), "bee");
+}
+
+#[test]
+fn skip_existing_keeps_existing_file() {
+    let t = tempdir();
+    let (archive, out) = policy_setup(&t);
+    extract(&archive, &out, &["--skip-existing"]).assert_success();
+    assert_eq!(fs::read_to_string(out.join("a.txt")).unwrap(), "old");
+    assert_eq!(mtime_of(&out.join("a.txt")), 1_000_000_000);
+    assert_eq!(fs::read_to_string(out.join("b.txt")).unwrap(), "bee");
+}
+
+#[test]
+fn overwrite_and_skip_existing_conflict() {
+    let t = tempdir();
+    let (archive, out) = policy_setup(&t);
+    let r = extract(&archive, &out, &["--overwrite", "--skip-existing"]);
+    r.assert_code(2);
+    assert_eq!(fs::read_to_string(out.join("a.txt")).unwrap(), "old");
+    assert!(
+        !out.join("b.txt").exists(),
+        "a run with bad arguments must not extract anything"
+    );
+}
+
+/// Directory entries merge into existing directories without error.
+#[test]
+fn existing_directories_are_merged() {
+    let t = tempdir();
+    let archive = t.join("d.zip");
+    crate_zip(
+        &archive,
+        &[
+            Z::Dir("d/", 0o755),
+            Z::File(
+                "d/new.txt",
+                b"n".to_vec(),
+                0o644,
+                CompressionMethod::Deflated,
+            ),
+        ],
+    );
+    let out = t.join("out");
+    fs::create_dir_all(out.join("d")).unwrap();
+    fs::write(out.join("d/keep.txt"), "k").unwrap();
+    extract(&archive, &out, &[]).assert_success();
+    assert_eq!(all_paths(&out), ["d", "d/keep.txt", "d/new.txt"]);
+    assert_eq!(fs::read_to_string(out.join("d/keep.txt")).unwrap(), "k");
+}
+
+// -------------------------------------------------------------------------------------------
+// Corrupt and unusable input
+// -------------------------------------------------------------------------------------------
+
+/// An archive that cannot be used: exit 2, a message naming the archive, nothing extracted.
+#[track_caller]
+fn assert_unusable(archive: &Path, t: &TestDir) {
+    let out = t.join("out");
+    let r = extract(archive, &out, &[]);
+    r.assert_code(2);
+    let name = archive.file_name().unwrap().to_string_lossy();
+    assert!(
+        r.stderr.contains(&*name),
+        "stderr does not name the archive {name}\n{}",
+        r.dump()
+    );
+    assert!(
+        all_paths(&out).is_empty(),
+        "files were extracted from an unusable archive: {:?}",
+        all_paths(&out)
+    );
+}
+
+#[test]
+fn not_a_zip_file() {
+    let t = tempdir();
+    let p = t.join("notzip.bin");
+    fs::write(&p, "this is plain text, not a zip archive\n".repeat(50)).unwrap();
+    assert_unusable(&p, &t);
+}
+
+#[test]
+fn empty_file() {
+    let t = tempdir();
+    let p = t.join("empty.zip");
+    fs::write(&p, "").unwrap();
+    assert_unusable(&p, &t);
+}
+
+#[test]
+fn nonexistent_archive() {
+    let t = tempdir();
+    assert_unusable(&t.join("does-not-exist.zip"), &t);
+}
+
+#[test]
+fn archive_is_a_directory() {
+    let t = tempdir();
+    let p = t.join("dir.zip");
+    fs::create_dir(&p).unwrap();
+    assert_unusable(&p, &t);
+}
+
+fn sample_archive(path: &Path) {
+    crate_zip(
+        path,
+        &[
+            Z::Dir("d/", 0o755),
+            Z::File(
+                "d/a.txt",
+                text(7, 40_000),
+                0o644,
+                CompressionMethod::Deflated,
+            ),
+            Z::File(
+                "d/b.bin",
+                random(8, 60_000),
+                0o644,
+                CompressionMethod::Stored,
+            ),
+            Z::File("c.txt", text(9, 30_000), 0o644, CompressionMethod::Deflated),
+        ],
+    );
+}
+
+#[test]
+fn truncated_in_half() {
+    let t = tempdir();
+    let full = t.join("full.zip");
+    sample_archive(&full);
+    let bytes = fs::read(&full).unwrap();
+    let p = t.join("half.zip");
+    fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
+    assert_unusable(&p, &t);
+}
+
+#[test]
+fn truncated_end_record() {
+    let t = tempdir();
+    let full = t.join("full.zip");
+    sample_archive(&full);
+    let bytes = fs::read(&full).unwrap();
+    let p = t.join("cut.zip");
+    fs::write(&p, &bytes[..bytes.len() - 10]).unwrap();
+    assert_unusable(&p, &t);
+}
+
+/// A flipped byte in a stored entry's data: the CRC check fails. Exit 1, that file absent
+/// (not left half-written, not under a temp name either), the others extracted.
+#[test]
+fn crc_mismatch_in_stored_entry() {
+    let t = tempdir();
+    let archive = t.join("crc.zip");
+    let bad = random(10, 300_000);
+    crate_zip(
+        &archive,
+        &[
+            Z::File(
+                "good1.txt",
+                text(11, 10_000),
+                0o644,
+                CompressionMethod::Deflated,
+            ),
+            Z::File("bad.bin", bad, 0o644, CompressionMethod::Stored),
+            Z::File(
+                "good2.txt",
+                text(12, 10_000),
+                0o644,
+                CompressionMethod::Stored,
+            ),
+        ],
+    );
+    let mut bytes = fs::read(&archive).unwrap();
+    let off = local_data_offset(&bytes, "bad.bin") + 250_000;
+    bytes[off] ^= 0x55;
+    fs::write(&archive, &bytes).unwrap();
+    for flags in [
+        &["-j", "1"][..],
+        &["-j", "8"][..],
+        &["--no-defer-close", "-j", "2"][..],
+    ] {
+        let out = t.join(format!("out{}", flags.join("")));
+        let r = extract(&archive, &out, flags);
+        r.assert_code(1);
+        r.assert_stderr_names("bad.bin", &["crc", "checksum"]);
+        assert_eq!(
+            r.stderr_lines_with("bad.bin").len(),
+            1,
+            "one line per failed entry\n{}",
+            r.dump()
+        );
+        assert_eq!(
+            all_paths(&out),
+            ["good1.txt", "good2.txt"],
+            "{flags:?}\n{}",
+            r.dump()
+        );
+        assert_eq!(fs::read(out.join("good1.txt")).unwrap(), text(11, 10_000));
+        assert_eq!(fs::read(out.join("good2.txt")).unwrap(), text(12, 10_000));
+    }
+}
+
+/// With --overwrite, an entry that fails its CRC check must not leave its bad data under the
+/// final name: the old file stays (or is gone), it is never replaced by corrupt content.
+#[test]
+fn crc_failure_with_overwrite_keeps_old_file() {
+    let t = tempdir();
+    let archive = t.join("crc.zip");
+    crate_zip(
+        &archive,
+        &[
+            Z::File(
+                "bad.bin",
+                random(15, 200_000),
+                0o644,
+                CompressionMethod::Stored,
+            ),
+            Z::File(
+                "fine.txt",
+                b"fine".to_vec(),
+                0o644,
+                CompressionMethod::Stored,
+            ),
+        ],
+    );
+    let mut bytes = fs::read(&archive).unwrap();
+    let off = local_data_offset(&bytes, "bad.bin") + 150_000;
+    bytes[off] ^= 0x01;
+    fs::write(&archive, &bytes).unwrap();
+    for flags in [
+        &["--overwrite"][..],
+        &["--overwrite", "--no-defer-close"][..],
+    ] {
+        let out = t.join(format!("out{}", flags.len()));
+        fs::create_dir(&out).unwrap();
+        fs::write(out.join("bad.bin"), "OLD").unwrap();
+        fs::write(out.join("fine.txt"), "OLD").unwrap();
+        let r = extract(&archive, &out, flags);
+        r.assert_code(1);
+        r.assert_stderr_names("bad.bin", &["crc", "checksum"]);
+        match fs::read(out.join("bad.bin")) {
+            Ok(d) => assert_eq!(
+                d,
+                b"OLD",
+                "bad.bin holds new (corrupt) data after a CRC failure\n{}",
+                r.dump()
+            ),
+            Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::NotFound),
+        }
+        assert_eq!(fs::read_to_string(out.join("fine.txt")).unwrap(), "fine");
+        let mut names = all_paths(&out);
+        names.retain(|n| n != "bad.bin");
+        assert_eq!(
+            names,
+            ["fine.txt"],
+            "leftover temporary files\n{}",
+            r.dump()
+        );
+    }
+}
+
+/// Damaged deflate data (the decoder fails or the CRC does): exit 1, the entry named, its file
+/// absent, the other entries extracted.
+#[test]
+fn corrupt_deflate_stream() {
+    let t = tempdir();
+    let archive = t.join("deflate.zip");
+    crate_zip(
+        &archive,
+        &[
+            Z::File(
+                "ok.txt",
+                text(13, 5_000),
+                0o644,
+                CompressionMethod::Deflated,
+            ),
+            Z::File(
+                "broken.txt",
+                text(14, 2_000_000),
+                0o644,
+                CompressionMethod::Deflated,
+            ),
+        ],
+    );
+    let mut bytes = fs::read(&archive).unwrap();
+    let start = local_data_offset(&bytes, "broken.txt");
+    for i in 0..64 {
+        bytes[start + 2_000 + i * 7] ^= 0xA5;
+    }
+    fs::write(&archive, &bytes).unwrap();
+    let out = t.join("out");
+    let r = extract(&archive, &out, &[]);
+    r.assert_code(1);
+    r.assert_stderr_names(
+        "broken.txt",
+        &[
+            "crc",
+            "checksum",
+            "corrupt",
+            "invalid",
+            "inflate",
+            "deflate",
+            "decompress",
+            "data",
+            "error",
+        ],
+    );
+    assert_eq!(all_paths(&out), ["ok.txt"], "{}", r.dump());
+}
+
+/// A damaged local header with an intact central directory: that entry fails (exit 1, named),
+/// the others are extracted.
+#[test]
+fn damaged_local_header_fails_only_that_entry() {
+    let t = tempdir();
+    let archive = t.join("lh.zip");
+    crate_zip(
+        &archive,
+        &[
+            Z::File("a.txt", text(30, 3000), 0o644, CompressionMethod::Deflated),
+            Z::File("b.txt", text(31, 3000), 0o644, CompressionMethod::Deflated),
+            Z::File("c.txt", text(32, 3000), 0o644, CompressionMethod::Stored),
+        ],
+    );
+    let mut bytes = fs::read(&archive).unwrap();
+    let data = local_data_offset(&bytes, "b.txt");
+    let header = data - 30 - "b.txt".len();
+    assert_eq!(&bytes[header..header + 4], b"PK\x03\x04");
+    bytes[header..header + 4].copy_from_slice(b"XXXX");
+    fs::write(&archive, &bytes).unwrap();
+    let out = t.join("out");
+    let r = extract(&archive, &out, &[]);
+    r.assert_code(1);
+    assert_eq!(
+        r.stderr_lines_with("b.txt").len(),
+        1,
+        "one line naming b.txt\n{}",
+        r.dump()
+    );
+    assert_eq!(all_paths(&out), ["a.txt", "c.txt"], "{}", r.dump());
+    assert_eq!(fs::read(out.join("c.txt")).unwrap(), text(32, 3000));
+}
+
+/// An entry with a compression method nobody implements (97): exit 1, named, others extracted.
+#[test]
+fn unsupported_method_fails_only_that_entry() {
+    let t = tempdir();
+    let archive = t.join("m97.zip");
+    crate_zip(
+        &archive,
+        &[
+            Z::File(
+                "weird.bin",
+                b"abc".repeat(100),
+                0o644,
+                CompressionMethod::Stored,
+            ),
+            Z::File("ok.txt", b"ok".to_vec(), 0o644, CompressionMethod::Stored),
+        ],
+    );
+    let mut bytes = fs::read(&archive).unwrap();
+    // Method field: offset 8 in the local header, 10 in the central header (weird.bin is first).
+    let lh = bytes.windows(4).position(|w| w == b"PK\x03\x04").unwrap();
+    bytes[lh + 8..lh + 10].copy_from_slice(&97u16.to_le_bytes());
+    let ch = bytes.windows(4).position(|w| w == b"PK\x01\x02").unwrap();
+    bytes[ch + 10..ch + 12].copy_from_slice(&97u16.to_le_bytes());
+    fs::write(&archive, &bytes).unwrap();
+    let out = t.join("out");
+    let r = extract(&archive, &out, &[]);
+    r.assert_code(1);
+    r.assert_stderr_names("weird.bin", &["method", "unsupported", "not supported"]);
+    assert_eq!(all_paths(&out), ["ok.txt"], "{}", r.dump());
+}
+
+/// Encrypted entries (Info-ZIP `-P`): refused with a message, the rest extracted.
+#[cfg(unix)] // Info-ZIP zip
+#[test]
+fn encrypted_entry_fails_only_that_entry() {
+    let t = tempdir();
+    let src = t.join("src");
+    TreeSpec::new()
+        .file("secret.txt", "secret\n", 0o644, DEFAULT_MTIME)
+        .file("open.txt", "open\n", 0o644, DEFAULT_MTIME)
+        .build(&src);
+    let archive = std::path::absolute(t.join("enc.zip")).unwrap();
+    run_tool(
+        "zip",
+        &osv!["-q", "-P", "pw", &archive, "secret.txt"],
+        Some(&src),
+    );
+    run_tool("zip", &osv!["-q", &archive, "open.txt"], Some(&src));
+    let out = t.join("out");
+    let r = extract(&archive, &out, &[]);
+    r.assert_code(1);
+    r.assert_stderr_names("secret.txt", &["encrypt", "password"]);
+    assert_eq!(all_paths(&out), ["open.txt"], "{}", r.dump());
+}
+
+/// OUT exists but is a regular file: the run cannot start (exit 2), the file is untouched.
+#[test]
+fn output_path_is_a_file() {
+    let t = tempdir();
+    let archive = small_archive(&t);
+    let out = t.join("out");
+    fs::write(&out, "i am a file").unwrap();
+    let r = extract(&archive, &out, &[]);
+    r.assert_code(2);
+    assert!(
+        r.stderr.contains("out"),
+        "stderr does not name the output path\n{}",
+        r.dump()
+    );
+    assert_eq!(fs::read_to_string(&out).unwrap(), "i am a file");
+}
+
+/// An empty (but valid) archive: nothing to do, success, OUT created.
+#[test]
+fn empty_archive_succeeds() {
+    let t = tempdir();
+    let archive = t.join("none.zip");
+    let mut eocd = b"PK\x05\x06".to_vec();
+    eocd.extend([0u8; 18]);
+    fs::write(&archive, eocd).unwrap();
+    let out = t.join("out");
+    extract(&archive, &out, &[]).assert_success();
+    assert!(out.is_dir(), "OUT was not created");
+    assert!(all_paths(&out).is_empty());
+}
+
+// -------------------------------------------------------------------------------------------
+// setuid/setgid/sticky
+// -------------------------------------------------------------------------------------------
+
+#[cfg(unix)] // unix modes, python3
+#[test]
+fn setid_bits_cleared_unless_keep_setid() {
+    let t = tempdir();
+    let archive = t.join("suid.zip");
+    python_zip(
+        &archive,
+        &[
+            PyEntry::file("suid", "#!/bin/sh\n", 0o4755),
+            PyEntry::file("sgid", "#!/bin/sh\n", 0o2750),
+            PyEntry::file("plain", "x", 0o751),
+            PyEntry::dir("sticky", 0o1777),
+            PyEntry::file("sticky/inner", "y", 0o644),
+        ],
+        false,
+    );
+    let out = t.join("default");
+    extract(&archive, &out, &[]).assert_success();
+    assert_eq!(
+        mode_of(&out.join("suid")),
+        0o755,
+        "setuid must be cleared by default"
+    );
+    assert_eq!(
+        mode_of(&out.join("sgid")),
+        0o750,
+        "setgid must be cleared by default"
+    );
+    assert_eq!(mode_of(&out.join("plain")), 0o751);
+    assert_eq!(
+        mode_of(&out.join("sticky")),
+        0o777,
+        "sticky must be cleared by default"
+    );
+
+    let keep = t.join("keep");
+    extract(&archive, &keep, &["--keep-setid"]).assert_success();
+    assert_eq!(
+        mode_of(&keep.join("suid")),
+        0o4755,
+        "--keep-setid keeps setuid"
+    );
+    assert_eq!(
+        mode_of(&keep.join("sgid")),
+        0o2750,
+        "--keep-setid keeps setgid"
+    );
+    assert_eq!(mode_of(&keep.join("plain")), 0o751);
+    assert_eq!(
+        mode_of(&keep.join("sticky")),
+        0o1777,
+        "--keep-setid keeps sticky"
+    );
+    assert_eq!(fs::read_to_string(keep.join("sticky/inner")).unwrap(), "y");
+}
+
+// -------------------------------------------------------------------------------------------
+// Output and arguments
+// -------------------------------------------------------------------------------------------
+
+fn small_archive(t: &TestDir) -> PathBuf {
+    let archive = t.join("s.zip");
+    crate_zip(
+        &archive,
+        &[
+            Z::Dir("d1/", 0o755),
+            Z::Dir("d1/d2/", 0o755),
+            Z::Dir("empty/", 0o700),
+            Z::File(
+                "d1/a.txt",
+                text(20, 1000),
+                0o644,
+                CompressionMethod::Deflated,
+            ),
+            Z::File(
+                "d1/d2/b.txt",
+                text(21, 2000),
+                0o644,
+                CompressionMethod::Deflated,
+            ),
+            Z::File("c.bin", random(22, 3000), 0o644, CompressionMethod::Stored),
+            Z::File("e.txt", Vec::new(), 0o644, CompressionMethod::Stored),
+            Z::File("f.txt", b"f".to_vec(), 0o644, CompressionMethod::Deflated),
+            Z::File(
+                "d1/g.txt",
+                b"g".to_vec(),
+                0o644,
+                CompressionMethod::Deflated,
+            ),
+            Z::File("h.txt", b"h".to_vec(), 0o644, CompressionMethod::Deflated),
+        ],
+    );
+    archive
+}
+
+/// Whole-number tokens of a line ("files: 7, 1,234 bytes" -> [7, 1, 234]).
+fn numbers(line: &str) -> Vec<u64> {
+    line.split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .filter_map(|s| s.parse().ok())
+        .collect()
+}
+
+#[test]
+fn stats_reports_counts_and_timings() {
+    let t = tempdir();
+    let archive = small_archive(&t);
+    for (i, before) in [true, false].into_iter().enumerate() {
+        let out = t.join(format!("out{i}"));
+        let r = if before {
+            extract_globals_first(&["--stats"], &archive, &out)
+        } else {
+            extract(&archive, &out, &["--stats"])
+        };
+        r.assert_success();
+        let err = r.stderr.to_lowercase();
+        for word in [
+            "files", "director", "bytes", "wall", "write", "close", "peak",
+        ] {
+            assert!(
+                err.contains(word),
+                "--stats output lacks {word:?}\n{}",
+                r.dump()
+            );
+        }
+        // 7 files, 3 directories in the archive.
+        let file_lines = r.stderr_lines_with("files");
+        assert!(
+            file_lines.iter().any(|l| numbers(l).contains(&7)),
+            "--stats does not report 7 files\n{}",
+            r.dump()
+        );
+        let dir_lines = r.stderr_lines_with("director");
+        assert!(
+            dir_lines.iter().any(|l| numbers(l).contains(&3)),
+            "--stats does not report 3 directories\n{}",
+            r.dump()
+        );
+        assert_eq!(fs::read(out.join("d1/d2/b.txt")).unwrap(), text(21, 2000));
+    }
+}
+
+#[test]
+fn quiet_prints_nothing_on_success() {
+    let t = tempdir();
+    let archive = small_archive(&t);
+    let r = extract_globals_first(&["-q"], &archive, &t.join("out1"));
+    r.assert_success();
+    assert!(
+        r.stdout.is_empty() && r.stderr.is_empty(),
+        "-q printed output\n{}",
+        r.dump()
+    );
+    let r = extract(&archive, &t.join("out2"), &["--quiet"]);
+    r.assert_success();
+    assert!(
+        r.stdout.is_empty() && r.stderr.is_empty(),
+        "--quiet printed output\n{}",
+        r.dump()
+    );
+    assert_eq!(fs::read(t.join("out2/c.bin")).unwrap(), random(22, 3000));
+}
+
+/// -q silences progress and summaries, not errors: a failed entry is still named.
+#[test]
+fn quiet_still_reports_failed_entries() {
+    let t = tempdir();
+    let archive = small_archive(&t);
+    let out = t.join("out");
+    fs::create_dir(&out).unwrap();
+    fs::write(out.join("h.txt"), "mine").unwrap();
+    let r = extract(&archive, &out, &["-q"]);
+    r.assert_code(1);
+    r.assert_stderr_names("h.txt", &["exist"]);
+    assert!(r.stdout.is_empty(), "-q printed to stdout\n{}", r.dump());
+    assert_eq!(fs::read_to_string(out.join("h.txt")).unwrap(), "mine");
+}
+
+#[test]
+fn output_folder_created_with_missing_parents() {
+    let t = tempdir();
+    let archive = small_archive(&t);
+    let out = t.join("a/b/c/out");
+    extract(&archive, &out, &[]).assert_success();
+    assert_eq!(fs::read_to_string(out.join("h.txt")).unwrap(), "h");
+    assert!(
+        out.join("empty").is_dir(),
+        "empty directory entry not created"
+    );
+    #[cfg(unix)]
+    assert_eq!(mode_of(&out.join("empty")), 0o700);
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    let t = tempdir();
+    let archive = small_archive(&t);
+    let out = t.join("out");
+    let cases: Vec<Vec<OsString>> = vec![
+        osv![],
+        osv!["extract"],
+        osv!["extract", &archive, "-o", &out, "--no-such-flag"],
+        osv!["-j", "lots", "extract", &archive, "-o", &out],
+        osv!["extract", &archive, "-o", &out, "--close-threads", "-3"],
+        osv!["no-such-subcommand", &archive],
+    ];
+    for args in cases {
+        let r = run_fastwrite(&args);
+        r.assert_code(2);
+        assert!(
+            !r.stderr.trim().is_empty(),
+            "no message for bad arguments\n{}",
+            r.dump()
+        );
+    }
+    assert!(
+        all_paths(&out).is_empty(),
+        "bad arguments still extracted files"
+    );
+}
+
+// -------------------------------------------------------------------------------------------
+// Harness self-checks: a comparator that saw nothing would make every test above pass
+// -------------------------------------------------------------------------------------------
+
+#[cfg(unix)] // modes and symlinks
+#[test]
+fn harness_generator_is_deterministic_and_varied() {
+    let opts = GenOptions::new(300);
+    let a = generate_tree(7, &opts);
+    assert!(
+        a == generate_tree(7, &opts),
+        "same seed must give the same tree"
+    );
+    assert!(
+        a != generate_tree(8, &opts),
+        "different seeds must give different trees"
+    );
+    assert_eq!(a.count_files(), 300);
+    assert!(a.count_symlinks() >= 2, "no symlinks generated");
+    let sizes: Vec<usize> = a
+        .nodes
+        .iter()
+        .filter_map(|n| match &n.kind {
+            NodeKind::File(d) => Some(d.len()),
+            _ => None,
+        })
+        .collect();
+    assert!(sizes.contains(&0), "no empty files");
+    assert!(
+        sizes.iter().any(|&s| (1..200).contains(&s)),
+        "no tiny files"
+    );
+    assert!(
+        sizes.iter().any(|&s| (1024..96 * 1024).contains(&s)),
+        "no KiB-sized files"
+    );
+    assert!(sizes.iter().any(|&s| s >= 1 << 20), "no ~1 MiB files");
+    let file_modes: std::collections::BTreeSet<u32> = a
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.kind, NodeKind::File(_)))
+        .map(|n| n.mode)
+        .collect();
+    assert!(file_modes.len() >= 5, "too few file modes: {file_modes:?}");
+    assert!(
+        a.nodes.iter().any(|n| n.mtime % 2 == 1),
+        "no odd-second mtimes"
+    );
+
+    let t = tempdir();
+    a.build(&t.join("tree"));
+    let scanned = scan_tree(&t.join("tree"));
+    let empty_dirs = scanned
+        .iter()
+        .filter(|(p, m)| {
+            m.kind == Kind::Dir
+                && fs::read_dir(t.join("tree").join(p))
+                    .unwrap()
+                    .next()
+                    .is_none()
+        })
+        .count();
+    assert!(
+        empty_dirs >= 4,
+        "expected empty directories, found {empty_dirs}"
+    );
+    for n in &a.nodes {
+        let m = &scanned[Path::new(&n.path)];
+        match &n.kind {
+            NodeKind::Symlink(t) => assert_eq!(m.target.as_deref(), Some(Path::new(t))),
+            _ => {
+                assert_eq!(m.perm, n.mode, "mode of {}", n.path);
+                assert_eq!(m.mtime, n.mtime, "mtime of {}", n.path);
+            }
+        }
+    }
+}
+
+#[cfg(unix)] // modes and symlinks
+#[test]
+fn harness_comparator_reports_each_kind_of_difference() {
+    let spec = TreeSpec::new()
+        .dir("d", 0o755, 1_500_000_000)
+        .dir("d/e", 0o700, 1_500_000_001)
+        .file("d/content.txt", "abcdef", 0o644, 1_500_000_002)
+        .file("mode.txt", "m", 0o644, 1_500_000_003)
+        .file("time1.txt", "t", 0o644, 1_500_000_004)
+        .file("gone.txt", "g", 0o644, 1_500_000_005)
+        .file("kind", "k", 0o644, 1_500_000_006)
+        .symlink("link", "d/content.txt");
+    let t = tempdir();
+    let (a, b) = (t.join("a"), t.join("b"));
+    spec.build(&a);
+    spec.build(&b);
+    assert!(
+        diff_trees(&a, &b, &Compare::exact()).is_empty(),
+        "identical trees reported different"
+    );
+
+    fs::write(b.join("d/content.txt"), "abcXef").unwrap();
+    set_mtime(&b.join("d/content.txt"), 1_500_000_002);
+    set_mode(&b.join("mode.txt"), 0o600);
+    set_mtime(&b.join("time1.txt"), 1_500_000_005);
+    fs::remove_file(b.join("gone.txt")).unwrap();
+    fs::write(b.join("extra.txt"), "x").unwrap();
+    fs::remove_file(b.join("kind")).unwrap();
+    fs::create_dir(b.join("kind")).unwrap();
+    fs::remove_file(b.join("link")).unwrap();
+    make_symlink("mode.txt", &b.join("link"));
+    set_mtime(&b.join("d/e"), 1_500_000_011);
+    set_mtime(&b.join("d"), 1_500_000_000);
+    set_mtime(&b, 0);
+
+    let d = diff_trees(&a, &b, &Compare::exact()).join("\n");
+    for want in [
+        "content differs: d/content.txt",
+        "mode differs: mode.txt",
+        "mtime differs: time1.txt",
+        "missing: gone.txt",
+        "extra: extra.txt",
+        "kind differs: kind",
+        "symlink target differs: link",
+        "mtime differs: d/e",
+    ] {
+        assert!(
+            d.contains(want),
+            "comparator missed {want:?}; it reported:\n{d}"
+        );
+    }
+    let tol = diff_trees(&a, &b, &Compare::exact().tolerance(2)).join("\n");
+    assert!(
+        !tol.contains("time1.txt"),
+        "1 s difference reported despite 2 s tolerance:\n{tol}"
+    );
+    assert!(
+        tol.contains("mtime differs: d/e"),
+        "10 s difference hidden by 2 s tolerance:\n{tol}"
+    );
+    let content = diff_trees(&a, &b, &Compare::content_only()).join("\n");
+    assert!(
+        !content.contains("mode differs") && !content.contains("mtime differs"),
+        "{content}"
+    );
+    assert!(content.contains("content differs: d/content.txt"));
+}
