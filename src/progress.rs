@@ -15,8 +15,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 pub trait Reporter: Sync {
     /// The plan is known: this many files and bytes will be written.
     fn planned(&self, _files: u64, _bytes: u64) {}
-    /// One file's content is written.
-    fn file_written(&self, _bytes: u64) {}
+    /// Some of a file's content is written (called per chunk, so big files show progress).
+    fn bytes_written(&self, _bytes: u64) {}
+    /// One file is written.
+    fn file_written(&self) {}
     /// The run is over (successfully or not).
     fn finished(&self) {}
 }
@@ -75,6 +77,7 @@ impl Reporter for Bar {
                     let done = counters.files.load(Ordering::Relaxed);
                     bar.set_position(counters.bytes.load(Ordering::Relaxed));
                     bar.set_message(format!("{done}/{files} files"));
+                    bar.tick();
                     std::thread::sleep(Duration::from_millis(100));
                 }
             });
@@ -84,9 +87,12 @@ impl Reporter for Bar {
         }
     }
 
-    fn file_written(&self, bytes: u64) {
-        self.counters.files.fetch_add(1, Ordering::Relaxed);
+    fn bytes_written(&self, bytes: u64) {
         self.counters.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    fn file_written(&self) {
+        self.counters.files.fetch_add(1, Ordering::Relaxed);
     }
 
     fn finished(&self) {

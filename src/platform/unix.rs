@@ -54,6 +54,11 @@ pub fn close(file: File) -> io::Result<()> {
     }
 }
 
+/// Makes a directory's entries durable.
+pub fn sync_dir(path: &Path) -> io::Result<()> {
+    File::open(path)?.sync_all()
+}
+
 pub fn symlink(target: &Path, link: &Path) -> io::Result<()> {
     std::os::unix::fs::symlink(target, link)
 }

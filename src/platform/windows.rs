@@ -47,6 +47,12 @@ pub fn close(file: File) -> io::Result<()> {
     }
 }
 
+/// Windows cannot flush a directory through an ordinary handle; NTFS journals the directory
+/// changes themselves, and each file's content is flushed before its close.
+pub fn sync_dir(_path: &Path) -> io::Result<()> {
+    Ok(())
+}
+
 /// Creates a file or directory symlink, as the target (relative to the link) turns out to be.
 pub fn symlink(target: &Path, link: &Path) -> io::Result<()> {
     let resolved = link

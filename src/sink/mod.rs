@@ -49,6 +49,8 @@ pub struct Sink<'a> {
     pool: Option<ClosePool>,
     failures: Mutex<Vec<Failure>>,
     dirs_created: u64,
+    /// Every directory the plan needed, parents first (kept for `--fsync`).
+    dirs: Vec<PathBuf>,
     files: AtomicU64,
     bytes: AtomicU64,
     skipped: AtomicU64,
@@ -102,6 +104,7 @@ impl<'a> Sink<'a> {
             pool,
             failures: Mutex::new(Vec::new()),
             dirs_created: 0,
+            dirs: Vec::new(),
             files: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
@@ -189,6 +192,12 @@ impl<'a> Sink<'a> {
             kept.push(entry);
         }
         plan.entries = kept;
+        if self.opts.fsync {
+            self.dirs = needed
+                .into_iter()
+                .filter(|d| !blocked.contains_key(d))
+                .collect();
+        }
     }
 
     /// Creates one directory whose parent exists. Ok(false) if a real directory is already there.
@@ -348,6 +357,7 @@ impl<'a> Sink<'a> {
             }
             file.write_all(buf)
                 .with_context(|| format!("writing '{}'", path.display()))?;
+            self.reporter.bytes_written(n as u64);
         }
         if written != entry.size {
             bail!(
@@ -453,6 +463,22 @@ impl<'a> Sink<'a> {
             }
         }
 
+        // A file is durable only once the directory entry naming it is: with --fsync, every
+        // directory written into is synced after its files, deepest first, the root last.
+        if self.opts.fsync {
+            let root = PathBuf::new();
+            for dir in self.dirs.iter().rev().chain(std::iter::once(&root)) {
+                let path = self.root.join(dir);
+                if let Err(error) = platform::sync_dir(&path) {
+                    failures.push(Failure {
+                        name: dir.display().to_string(),
+                        error: anyhow::Error::new(error)
+                            .context(format!("syncing directory '{}'", path.display())),
+                    });
+                }
+            }
+        }
+
         self.reporter.finished();
         Report {
             files: self.files.get_mut().saturating_sub(close_failures),
@@ -493,7 +519,7 @@ impl Writer<'_, '_> {
             Ok(Some((job, bytes))) => {
                 sink.files.fetch_add(1, Ordering::Relaxed);
                 sink.bytes.fetch_add(bytes, Ordering::Relaxed);
-                sink.reporter.file_written(bytes);
+                sink.reporter.file_written();
                 match &sink.pool {
                     Some(pool) => {
                         self.batch.push(job);
