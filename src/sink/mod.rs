@@ -56,6 +56,7 @@ pub struct Sink<'a> {
     skipped: AtomicU64,
     write_nanos: AtomicU64,
     inline_close_nanos: AtomicU64,
+    inline_close_failures: AtomicU64,
     temp_counter: AtomicU64,
 }
 
@@ -110,6 +111,7 @@ impl<'a> Sink<'a> {
             skipped: AtomicU64::new(0),
             write_nanos: AtomicU64::new(0),
             inline_close_nanos: AtomicU64::new(0),
+            inline_close_failures: AtomicU64::new(0),
             temp_counter: AtomicU64::new(0),
         })
     }
@@ -251,6 +253,7 @@ impl<'a> Sink<'a> {
         self.inline_close_nanos
             .fetch_add(nanos(start.elapsed()), Ordering::Relaxed);
         if let Err(failure) = result {
+            self.inline_close_failures.fetch_add(1, Ordering::Relaxed);
             self.failures
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -431,7 +434,7 @@ impl<'a> Sink<'a> {
         };
         let mut failures =
             std::mem::take(self.failures.get_mut().unwrap_or_else(|e| e.into_inner()));
-        let close_failures = closes.failures.len() as u64;
+        let close_failures = closes.failures.len() as u64 + *self.inline_close_failures.get_mut();
         failures.append(&mut closes.failures);
 
         let mut symlinks = 0;
@@ -560,4 +563,118 @@ fn already_exists(path: &Path) -> anyhow::Error {
         "'{}' already exists (use --overwrite or --skip-existing)",
         path.display()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::progress::Silent;
+    use std::io::Cursor;
+
+    /// Fails the close of every file whose name starts with "bad".
+    struct FailingCloser;
+
+    impl Closer for FailingCloser {
+        fn close(&self, file: File, path: &Path) -> io::Result<()> {
+            drop(file);
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            if name.starts_with("bad") {
+                Err(io::Error::other("injected EIO"))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    fn file_entry(name: &str, content: &[u8]) -> Entry {
+        Entry {
+            name: name.to_string(),
+            path: PathBuf::from(name),
+            kind: EntryKind::File,
+            mode: Some(0o640),
+            mtime: None,
+            size: content.len() as u64,
+            index: 0,
+        }
+    }
+
+    #[test]
+    fn a_failed_close_is_reported_with_its_name_in_both_close_modes() {
+        for close in [CloseMode::Deferred { threads: 2 }, CloseMode::Inline] {
+            let dir = tempfile::tempdir().unwrap();
+            let opts = Options {
+                close,
+                ..Options::default()
+            };
+            let mut plan = Plan::default();
+            let files = [("good1", &b"one"[..]), ("bad", b"two"), ("good2", b"three")];
+            for (name, content) in files {
+                plan.entries.push(file_entry(name, content));
+            }
+            let mut sink = Sink::new(dir.path(), &opts, &Silent, Arc::new(FailingCloser)).unwrap();
+            sink.prepare(&mut plan);
+            {
+                let mut writer = sink.writer();
+                for ((_, content), entry) in files.iter().zip(&plan.entries) {
+                    writer.write_file(entry, &mut Cursor::new(content));
+                }
+            }
+            let report = sink.finish(&plan);
+            assert_eq!(
+                report.exit_code(),
+                crate::report::exit::SOME_FAILED,
+                "{close:?}"
+            );
+            assert_eq!(report.failures.len(), 1);
+            assert_eq!(report.failures[0].name, "bad");
+            let message = format!("{:#}", report.failures[0].error);
+            assert!(
+                message.contains("injected EIO") && message.contains("bad"),
+                "{message}"
+            );
+            assert!(
+                !dir.path().join("bad").exists(),
+                "the file of a failed close is removed"
+            );
+            assert_eq!(std::fs::read(dir.path().join("good2")).unwrap(), b"three");
+            assert_eq!(report.files, 2);
+        }
+    }
+
+    #[test]
+    fn data_beyond_or_short_of_the_declared_size_fails_the_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options::default();
+        let mut plan = Plan::default();
+        let mut long = file_entry("long", b"12");
+        long.size = 1;
+        let mut short = file_entry("short", b"12");
+        short.size = 3;
+        plan.entries.extend([long, short]);
+        let mut sink = Sink::new(
+            dir.path(),
+            &opts,
+            &Silent,
+            Arc::new(crate::close_pool::SystemCloser { fsync: false }),
+        )
+        .unwrap();
+        sink.prepare(&mut plan);
+        {
+            let mut writer = sink.writer();
+            for entry in &plan.entries {
+                writer.write_file(entry, &mut Cursor::new(b"12"));
+            }
+        }
+        let mut report = sink.finish(&plan);
+        let lines = report.failure_lines();
+        assert!(
+            lines[0].contains("'long'") && lines[0].contains("more data"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].contains("'short'") && lines[1].contains("truncated"),
+            "{lines:?}"
+        );
+        assert!(!dir.path().join("long").exists() && !dir.path().join("short").exists());
+    }
 }
