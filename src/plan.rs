@@ -23,6 +23,10 @@ pub enum EntryKind {
     Symlink {
         target: PathBuf,
     },
+    /// A hard link to an earlier entry; the target is a validated relative path.
+    Hardlink {
+        target: PathBuf,
+    },
 }
 
 /// One thing to create under the output folder.

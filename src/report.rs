@@ -29,6 +29,7 @@ pub struct Report {
     pub files: u64,
     pub dirs: u64,
     pub symlinks: u64,
+    pub hardlinks: u64,
     pub bytes: u64,
     /// Existing files kept because of `--skip-existing`.
     pub skipped: u64,
@@ -72,6 +73,7 @@ impl Report {
         let _ = writeln!(s, "files:             {}", self.files);
         let _ = writeln!(s, "directories:       {}", self.dirs);
         let _ = writeln!(s, "symlinks:          {}", self.symlinks);
+        let _ = writeln!(s, "hard links:        {}", self.hardlinks);
         let _ = writeln!(s, "skipped:           {}", self.skipped);
         let _ = writeln!(s, "failed:            {}", self.failures.len());
         let _ = writeln!(

@@ -103,7 +103,7 @@ pub fn extract(
         );
     });
 
-    let mut report = sink.finish(&plan);
+    let mut report = sink.finish();
     report.failures.append(&mut plan.rejected);
     report.warnings.append(&mut plan.warnings);
     report.wall = start.elapsed();

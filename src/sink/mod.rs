@@ -1,26 +1,29 @@
-//! The write stage: turns a validated plan into files under the output folder.
+//! The write stage: turns validated entries into files under the output folder.
 //!
 //! A run goes through it in one direction:
-//! 1. [`Sink::prepare`] creates every directory once, parents first, before any file, and checks
-//!    what is already on disk (a pre-existing symlink or file where a directory must go blocks
-//!    everything below it; existing files conflict according to the overwrite policy).
-//! 2. [`Sink::write_file`] is called by the source from many writer threads at once: create,
-//!    write, set mtime and mode on the open handle, then hand the handle to the close stage
-//!    (the [`ClosePool`], or an inline close with `--no-defer-close`).
-//! 3. [`Sink::finish`] waits for every close, creates symlinks (last, so nothing is ever written
-//!    through one), then applies directory modes and mtimes deepest first, and builds the report.
+//! 1. Directories first: a source registers each entry before its data is written
+//!    ([`Sink::prepare`] for a whole plan, or [`Sink::add_dir`], [`Sink::add_link`] and
+//!    [`Sink::prepare_file`] one entry at a time for a stream). Every directory is created once,
+//!    parents first, before any file in it; one that exists as a symlink or a file blocks
+//!    everything below it, and existing files conflict according to the overwrite policy.
+//! 2. [`Writer::write_file`] is called from many writer threads at once: create, write, set
+//!    mtime and mode on the open handle, then hand the handle to the close stage (the
+//!    [`ClosePool`], or an inline close with `--no-defer-close`).
+//! 3. [`Sink::finish`] waits for every close, creates hard links and symlinks (last, so nothing
+//!    is ever written through one), applies directory modes and mtimes deepest first, and
+//!    builds the report.
 //!
 //! Files are created with `O_CREAT | O_EXCL` (`create_new`): that never follows a symlink, never
 //! truncates anything, and costs nothing over a plain create, so an empty output folder needs no
 //! other check. Replacing (`--overwrite`) writes to a temporary name and renames it into place
 //! after a good close.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -48,9 +51,9 @@ pub struct Sink<'a> {
     closer: Arc<dyn Closer>,
     pool: Option<ClosePool>,
     failures: Mutex<Vec<Failure>>,
-    dirs_created: u64,
-    /// Every directory the plan needed, parents first (kept for `--fsync`).
-    dirs: Vec<PathBuf>,
+    dirs: Mutex<Dirs>,
+    /// Entries whose work waits until every file is closed: links, and directory metadata.
+    deferred: Mutex<Deferred>,
     files: AtomicU64,
     bytes: AtomicU64,
     skipped: AtomicU64,
@@ -58,6 +61,31 @@ pub struct Sink<'a> {
     inline_close_nanos: AtomicU64,
     inline_close_failures: AtomicU64,
     temp_counter: AtomicU64,
+}
+
+/// What the directory stage knows about directories under the output folder.
+#[derive(Default)]
+struct Dirs {
+    /// Real directories (created now, or found), never symlinks.
+    ready: HashSet<PathBuf>,
+    /// Directories that cannot be used, with why.
+    blocked: HashMap<PathBuf, String>,
+    created: u64,
+    /// Every ready directory, parents first (for `--fsync`).
+    order: Vec<PathBuf>,
+}
+
+#[derive(Default)]
+struct Deferred {
+    /// Symlinks and hard links, in the source's order.
+    links: Vec<Entry>,
+    /// Directories with a mode or mtime to apply once their content is complete.
+    dirs: Vec<Entry>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section leaves its data consistent, so a panic elsewhere does not taint it.
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -104,8 +132,8 @@ impl<'a> Sink<'a> {
             closer,
             pool,
             failures: Mutex::new(Vec::new()),
-            dirs_created: 0,
-            dirs: Vec::new(),
+            dirs: Mutex::default(),
+            deferred: Mutex::default(),
             files: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
@@ -127,79 +155,114 @@ impl<'a> Sink<'a> {
             });
     }
 
-    /// Creates every directory the plan needs and drops from the plan whatever cannot be
-    /// written (recording why). Runs before any file is written.
+    /// Registers a whole plan before any file is written: directories are created, links and
+    /// directory metadata deferred, and conflicts with existing files said up front. Leaves in
+    /// the plan only the files to write.
     pub fn prepare(&mut self, plan: &mut Plan) {
-        let mut needed = BTreeSet::new();
-        for entry in &plan.entries {
-            if entry.kind == EntryKind::Dir {
-                needed.insert(entry.path.clone());
-            }
-            let mut parent = entry.path.parent();
-            while let Some(dir) = parent.filter(|p| !p.as_os_str().is_empty()) {
-                if !needed.insert(dir.to_path_buf()) {
-                    break;
-                }
-                parent = dir.parent();
-            }
-        }
-
-        // BTreeSet order puts every directory after its parent.
-        let mut blocked: HashMap<PathBuf, String> = HashMap::new();
-        for dir in &needed {
-            if let Some(reason) = dir.parent().and_then(|p| blocked.get(p)).cloned() {
-                blocked.insert(dir.clone(), reason);
-                continue;
-            }
-            match self.create_dir(dir) {
-                Ok(created) => self.dirs_created += u64::from(created),
-                Err(e) => {
-                    blocked.insert(dir.clone(), format!("{e:#}"));
-                }
-            }
-        }
-
-        let check_existing = !self.fresh && self.opts.overwrite != Overwrite::Replace;
-        let mut kept = Vec::with_capacity(plan.entries.len());
+        let mut files = Vec::with_capacity(plan.entries.len());
         for entry in std::mem::take(&mut plan.entries) {
-            let blocker = entry
-                .path
-                .ancestors()
-                .skip(1)
-                .find_map(|a| blocked.get(a).map(|r| (a, r)));
-            if let Some((dir, reason)) = blocker {
-                self.fail(
-                    &entry,
-                    anyhow::anyhow!("cannot create directory '{}': {reason}", dir.display()),
-                );
-                continue;
-            }
-            if entry.kind == EntryKind::Dir && blocked.contains_key(&entry.path) {
-                let reason = &blocked[&entry.path];
-                self.fail(&entry, anyhow::anyhow!("{reason}"));
-                continue;
-            }
-            // Said before anything is written; the O_EXCL create still guards against races.
-            if check_existing && entry.kind != EntryKind::Dir {
-                let dest = self.root.join(&entry.path);
-                if dest.symlink_metadata().is_ok() {
-                    if self.opts.overwrite == Overwrite::Skip {
-                        self.skipped.fetch_add(1, Ordering::Relaxed);
-                    } else {
-                        self.fail(&entry, already_exists(&dest));
+            match entry.kind {
+                EntryKind::Dir => self.add_dir(entry),
+                EntryKind::File => {
+                    if self.prepare_file(&entry) {
+                        files.push(entry);
                     }
-                    continue;
                 }
+                EntryKind::Symlink { .. } | EntryKind::Hardlink { .. } => self.add_link(entry),
             }
-            kept.push(entry);
         }
-        plan.entries = kept;
-        if self.opts.fsync {
-            self.dirs = needed
-                .into_iter()
-                .filter(|d| !blocked.contains_key(d))
-                .collect();
+        plan.entries = files;
+    }
+
+    /// Makes sure `rel`'s parent directories exist, creating them parents first.
+    pub fn ensure_parents(&self, rel: &Path) -> anyhow::Result<()> {
+        match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) => {
+                let mut dirs = lock(&self.dirs);
+                if dirs.ready.contains(parent) {
+                    return Ok(());
+                }
+                self.make_dir(&mut dirs, parent)
+            }
+            None => Ok(()),
         }
+    }
+
+    fn make_dir(&self, dirs: &mut Dirs, dir: &Path) -> anyhow::Result<()> {
+        if dirs.ready.contains(dir) {
+            return Ok(());
+        }
+        if let Some(reason) = dirs.blocked.get(dir) {
+            bail!("cannot create directory '{}': {reason}", dir.display());
+        }
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            self.make_dir(dirs, parent)?;
+        }
+        match self.create_dir(dir) {
+            Ok(created) => {
+                dirs.created += u64::from(created);
+                dirs.ready.insert(dir.to_path_buf());
+                dirs.order.push(dir.to_path_buf());
+                Ok(())
+            }
+            Err(e) => {
+                let reason = format!("{e:#}");
+                dirs.blocked.insert(dir.to_path_buf(), reason.clone());
+                bail!("cannot create directory '{}': {reason}", dir.display());
+            }
+        }
+    }
+
+    /// Creates a directory entry's directory now; its mode and mtime are applied at the end.
+    pub fn add_dir(&self, entry: Entry) {
+        let made = self.make_dir(&mut lock(&self.dirs), &entry.path);
+        match made {
+            Err(error) => self.fail(&entry, error),
+            Ok(()) if entry.mode.is_some() || entry.mtime.is_some() => {
+                lock(&self.deferred).dirs.push(entry);
+            }
+            Ok(()) => {}
+        }
+    }
+
+    /// Registers a symlink or hard link, created after every file is closed.
+    pub fn add_link(&self, entry: Entry) {
+        if let Err(error) = self.ensure_parents(&entry.path) {
+            return self.fail(&entry, error);
+        }
+        if self.conflicts(&entry) {
+            return;
+        }
+        lock(&self.deferred).links.push(entry);
+    }
+
+    /// Gets ready to write a file: its parents exist, and nothing is in its way (or the
+    /// overwrite policy says what to do). False: the entry was skipped or has failed.
+    pub fn prepare_file(&self, entry: &Entry) -> bool {
+        if let Err(error) = self.ensure_parents(&entry.path) {
+            self.fail(entry, error);
+            return false;
+        }
+        !self.conflicts(entry)
+    }
+
+    /// Says before anything is written whether an entry would hit an existing file: only
+    /// needed when the output folder was not empty (the O_EXCL create still guards against
+    /// anything that appears meanwhile). True: skipped or failed.
+    fn conflicts(&self, entry: &Entry) -> bool {
+        if self.fresh || self.opts.overwrite == Overwrite::Replace {
+            return false;
+        }
+        let dest = self.root.join(&entry.path);
+        if dest.symlink_metadata().is_err() {
+            return false;
+        }
+        if self.opts.overwrite == Overwrite::Skip {
+            self.skipped.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.fail(entry, already_exists(&dest));
+        }
+        true
     }
 
     /// Creates one directory whose parent exists. Ok(false) if a real directory is already there.
@@ -377,36 +440,60 @@ impl<'a> Sink<'a> {
         Ok(written)
     }
 
-    fn create_symlink(&self, entry: &Entry, target: &Path) -> anyhow::Result<bool> {
+    /// Creates a link at the entry's path with `make`, honouring the overwrite policy (a
+    /// replacement is made under a temporary name and renamed over). False: skipped.
+    fn place_link(
+        &self,
+        entry: &Entry,
+        make: impl Fn(&Path) -> io::Result<()>,
+    ) -> anyhow::Result<bool> {
         let dest = self.root.join(&entry.path);
-        let created = match platform::symlink(target, &dest) {
-            Ok(()) => dest.clone(),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match self.opts.overwrite {
-                Overwrite::Refuse => return Err(already_exists(&dest)),
-                Overwrite::Skip => return Ok(false),
-                Overwrite::Replace => {
-                    let temp = self.temp_path(&dest);
-                    platform::symlink(target, &temp)
-                        .with_context(|| format!("creating symlink '{}'", temp.display()))?;
-                    if let Err(e) = std::fs::rename(&temp, &dest) {
-                        let _ = std::fs::remove_file(&temp);
-                        return Err(e).with_context(|| {
-                            format!("replacing '{}' with a symlink", dest.display())
-                        });
-                    }
-                    dest.clone()
-                }
-            },
-            Err(e) => {
-                return Err(e).with_context(|| format!("creating symlink '{}'", dest.display()));
-            }
+        let err = match make(&dest) {
+            Ok(()) => return Ok(true),
+            Err(err) => err,
         };
+        if err.kind() != io::ErrorKind::AlreadyExists {
+            return Err(err).with_context(|| format!("creating '{}'", dest.display()));
+        }
+        match self.opts.overwrite {
+            Overwrite::Refuse => Err(already_exists(&dest)),
+            Overwrite::Skip => Ok(false),
+            Overwrite::Replace => {
+                let temp = self.temp_path(&dest);
+                make(&temp).with_context(|| format!("creating '{}'", temp.display()))?;
+                std::fs::rename(&temp, &dest).map_err(|e| {
+                    let _ = std::fs::remove_file(&temp);
+                    anyhow::Error::new(e).context(format!("replacing '{}'", dest.display()))
+                })?;
+                Ok(true)
+            }
+        }
+    }
+
+    fn create_symlink(&self, entry: &Entry, target: &Path) -> anyhow::Result<bool> {
+        if !self.place_link(entry, |at| platform::symlink(target, at))? {
+            return Ok(false);
+        }
         if let Some(mtime) = entry.mtime {
+            let dest = self.root.join(&entry.path);
             let t = to_filetime(mtime);
-            filetime::set_symlink_file_times(&created, t, t)
+            filetime::set_symlink_file_times(&dest, t, t)
                 .with_context(|| format!("setting the mtime of symlink '{}'", dest.display()))?;
         }
         Ok(true)
+    }
+
+    /// A hard link may only name a regular file already extracted under the output folder.
+    fn create_hardlink(&self, entry: &Entry, target: &Path) -> anyhow::Result<bool> {
+        let original = self.root.join(target);
+        match original.symlink_metadata() {
+            Ok(meta) if meta.is_file() => {}
+            _ => bail!(
+                "refused: hard link target '{}' is not a file extracted into the output folder",
+                target.display()
+            ),
+        }
+        self.place_link(entry, |at| std::fs::hard_link(&original, at))
     }
 
     fn apply_dir_metadata(&self, entry: &Entry) -> anyhow::Result<()> {
@@ -422,9 +509,9 @@ impl<'a> Sink<'a> {
         Ok(())
     }
 
-    /// Waits for every close, then creates symlinks and applies directory metadata, deepest
+    /// Waits for every close, then creates links and applies directory metadata, deepest
     /// first. Returns the report of everything the sink did.
-    pub fn finish(mut self, plan: &Plan) -> Report {
+    pub fn finish(mut self) -> Report {
         let mut closes = match self.pool.take() {
             Some(pool) => pool.finish(),
             None => CloseTally {
@@ -436,28 +523,29 @@ impl<'a> Sink<'a> {
             std::mem::take(self.failures.get_mut().unwrap_or_else(|e| e.into_inner()));
         let close_failures = closes.failures.len() as u64 + *self.inline_close_failures.get_mut();
         failures.append(&mut closes.failures);
+        let deferred = std::mem::take(self.deferred.get_mut().unwrap_or_else(|e| e.into_inner()));
 
-        let mut symlinks = 0;
-        for entry in &plan.entries {
-            if let EntryKind::Symlink { target } = &entry.kind {
-                match self.create_symlink(entry, target) {
-                    Ok(true) => symlinks += 1,
-                    Ok(false) => *self.skipped.get_mut() += 1,
-                    Err(error) => failures.push(Failure {
-                        name: entry.name.clone(),
-                        error,
-                    }),
-                }
+        let (mut symlinks, mut hardlinks) = (0, 0);
+        for entry in &deferred.links {
+            let made = match &entry.kind {
+                EntryKind::Symlink { target } => self.create_symlink(entry, target),
+                EntryKind::Hardlink { target } => self.create_hardlink(entry, target),
+                _ => continue,
+            };
+            match made {
+                Ok(true) if matches!(entry.kind, EntryKind::Symlink { .. }) => symlinks += 1,
+                Ok(true) => hardlinks += 1,
+                Ok(false) => *self.skipped.get_mut() += 1,
+                Err(error) => failures.push(Failure {
+                    name: entry.name.clone(),
+                    error,
+                }),
             }
         }
 
-        let mut dirs: Vec<&Entry> = plan
-            .entries
-            .iter()
-            .filter(|e| e.kind == EntryKind::Dir && (e.mode.is_some() || e.mtime.is_some()))
-            .collect();
+        let mut dirs = deferred.dirs;
         dirs.sort_by_key(|e| std::cmp::Reverse(e.path.components().count()));
-        for entry in dirs {
+        for entry in &dirs {
             if let Err(error) = self.apply_dir_metadata(entry) {
                 failures.push(Failure {
                     name: entry.name.clone(),
@@ -466,11 +554,12 @@ impl<'a> Sink<'a> {
             }
         }
 
+        let made_dirs = std::mem::take(self.dirs.get_mut().unwrap_or_else(|e| e.into_inner()));
         // A file is durable only once the directory entry naming it is: with --fsync, every
         // directory written into is synced after its files, deepest first, the root last.
         if self.opts.fsync {
             let root = PathBuf::new();
-            for dir in self.dirs.iter().rev().chain(std::iter::once(&root)) {
+            for dir in made_dirs.order.iter().rev().chain(std::iter::once(&root)) {
                 let path = self.root.join(dir);
                 if let Err(error) = platform::sync_dir(&path) {
                     failures.push(Failure {
@@ -485,8 +574,9 @@ impl<'a> Sink<'a> {
         self.reporter.finished();
         Report {
             files: self.files.get_mut().saturating_sub(close_failures),
-            dirs: self.dirs_created,
+            dirs: made_dirs.created,
             symlinks,
+            hardlinks,
             bytes: *self.bytes.get_mut(),
             skipped: *self.skipped.get_mut(),
             failures,
@@ -619,7 +709,7 @@ mod tests {
                     writer.write_file(entry, &mut Cursor::new(content));
                 }
             }
-            let report = sink.finish(&plan);
+            let report = sink.finish();
             assert_eq!(
                 report.exit_code(),
                 crate::report::exit::SOME_FAILED,
@@ -665,7 +755,7 @@ mod tests {
                 writer.write_file(entry, &mut Cursor::new(b"12"));
             }
         }
-        let mut report = sink.finish(&plan);
+        let mut report = sink.finish();
         let lines = report.failure_lines();
         assert!(
             lines[0].contains("'long'") && lines[0].contains("more data"),
