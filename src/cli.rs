@@ -3,11 +3,15 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use fastwrite::options::{CloseMode, Options, Overwrite, default_close_threads};
+use fastwrite::options::{
+    CloseMode, DEFAULT_MEMORY_BUDGET, Options, Overwrite, default_close_threads,
+};
 
 const EXAMPLES: &str = "\
 Examples:
   fastwrite extract wheel.whl -o site-packages/
+  fastwrite extract linux-6.1.tar.xz -o src/
+  curl -sL URL | fastwrite extract - -o out        (a tar stream, compressed or not)
   fastwrite extract big.zip -o out --stats
   fastwrite --no-defer-close extract big.zip -o out-inline --stats   (A/B: close inline)
   fastwrite extract update.zip -o existing/ --overwrite
@@ -16,7 +20,7 @@ Exit codes: 0 everything written; 1 some entries failed (each is named on stderr
 2 the run could not start (bad arguments, unreadable or unrecognised archive).";
 
 #[derive(Debug, Parser)]
-#[command(name = "fastwrite", version, about = "Writes many files fast: extracts archives.", after_help = EXAMPLES)]
+#[command(name = "fastwrite", version, about = "Writes many files fast: extracts zip and tar archives.", after_help = EXAMPLES)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
@@ -53,13 +57,13 @@ pub struct Global {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Extract a zip archive into a folder
+    /// Extract a zip or tar archive (tar, tar.gz, tar.zst, tar.xz, tar.bz2; `-` for standard input)
     Extract(ExtractArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct ExtractArgs {
-    /// The archive, recognised by its content
+    /// The archive, recognised by its content; `-` reads a tar stream from standard input
     pub archive: PathBuf,
 
     /// The output folder (created if missing)
@@ -77,6 +81,10 @@ pub struct ExtractArgs {
     /// Keep setuid, setgid and sticky bits (dropped by default)
     #[arg(long)]
     pub keep_setid: bool,
+
+    /// Memory for file contents in flight when streaming a tar archive, in MiB
+    #[arg(long, value_name = "MIB", default_value_t = DEFAULT_MEMORY_BUDGET >> 20, value_parser = clap::value_parser!(u64).range(4..))]
+    pub memory_budget: u64,
 }
 
 impl Cli {
@@ -106,6 +114,7 @@ impl Cli {
                     Overwrite::Refuse
                 };
                 opts.keep_setid = args.keep_setid;
+                opts.memory_budget = args.memory_budget << 20;
             }
         }
         opts

@@ -12,6 +12,7 @@ pub mod options;
 pub mod plan;
 mod platform;
 pub mod progress;
+mod queue;
 pub mod report;
 pub mod sink;
 

@@ -34,7 +34,13 @@ pub struct Options {
     pub overwrite: Overwrite,
     /// Keep setuid, setgid and sticky bits from the source (dropped by default).
     pub keep_setid: bool,
+    /// Bytes of file content a streamed archive may hold in memory between its reader and the
+    /// writers.
+    pub memory_budget: u64,
 }
+
+/// 64 MiB holds hundreds of typical small files in flight, on any machine.
+pub const DEFAULT_MEMORY_BUDGET: u64 = 64 << 20;
 
 impl Options {
     /// Batches in the close queue at most: enough to keep every close thread busy while writers
@@ -77,6 +83,7 @@ impl Default for Options {
             fsync: false,
             overwrite: Overwrite::Refuse,
             keep_setid: false,
+            memory_budget: DEFAULT_MEMORY_BUDGET,
         }
     }
 }

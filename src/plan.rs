@@ -44,6 +44,8 @@ pub struct Entry {
     pub size: u64,
     /// The source's own handle on the entry (the zip index, for instance).
     pub index: usize,
+    /// The source says the file is sparse: runs of zero blocks are written as holes.
+    pub sparse: bool,
 }
 
 /// Why an entry was not accepted into the plan.
@@ -316,6 +318,7 @@ mod tests {
             mtime: None,
             size: 0,
             index: 0,
+            sparse: false,
         }
     }
 

@@ -4,10 +4,11 @@
 //! contents to the shared write stage ([`Sink`](crate::sink::Sink)), so every format gets the
 //! same safety rules, overwrite policy, close pool and report.
 
+mod tar;
 mod zip;
 
 use std::fs::File;
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use anyhow::{Context, bail};
@@ -27,19 +28,6 @@ pub enum Format {
     Bzip2,
 }
 
-impl Format {
-    fn describe(self) -> &'static str {
-        match self {
-            Format::Zip => "zip archive",
-            Format::Tar => "tar archive",
-            Format::Gzip => "gzip stream",
-            Format::Zstd => "zstd stream",
-            Format::Xz => "xz stream",
-            Format::Bzip2 => "bzip2 stream",
-        }
-    }
-}
-
 /// Recognises a format from an input's first bytes (up to 512, a tar header's size).
 pub fn detect(head: &[u8]) -> Option<Format> {
     let starts = |magic: &[u8]| head.starts_with(magic);
@@ -53,15 +41,46 @@ pub fn detect(head: &[u8]) -> Option<Format> {
         Some(Format::Xz)
     } else if starts(b"BZh") {
         Some(Format::Bzip2)
-    } else if head.len() >= 262 && &head[257..262] == b"ustar" {
+    } else if is_tar_header(head) {
         Some(Format::Tar)
     } else {
         None
     }
 }
 
-/// Extracts `archive` into `out`. An `Err` means the run could not start (exit code 2); a
-/// report with failures means some entries were not written (exit code 1).
+/// A tar header is recognised by its checksum, which old v7 archives (with no `ustar` magic)
+/// have too: the sum of the header's bytes, with the checksum field itself counted as spaces.
+fn is_tar_header(head: &[u8]) -> bool {
+    let Some(header) = head.get(..512) else {
+        return false;
+    };
+    let field = &header[148..156];
+    let digits: String = field
+        .iter()
+        .map(|&b| b as char)
+        .take_while(|c| *c != '\0' && *c != ' ')
+        .skip_while(|c| *c == ' ')
+        .collect();
+    let Ok(stored) = u32::from_str_radix(digits.trim(), 8) else {
+        return false;
+    };
+    let sum: u32 = header
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            if (148..156).contains(&i) {
+                u32::from(b' ')
+            } else {
+                u32::from(b)
+            }
+        })
+        .sum();
+    sum == stored && header[0] != 0
+}
+
+/// Extracts `archive` into `out`; `-` reads a tar stream (plain or compressed) from standard
+/// input. An `Err` means the run could not start (exit code 2); a report with failures means
+/// some entries were not written (exit code 1).
 pub fn extract(
     archive: &Path,
     out: &Path,
@@ -69,10 +88,25 @@ pub fn extract(
     reporter: &dyn Reporter,
 ) -> anyhow::Result<Report> {
     if archive == Path::new("-") {
-        bail!(
-            "reading an archive from standard input needs a tar stream, which this version cannot extract yet"
-        );
+        let mut input = BufReader::with_capacity(INPUT_BUFFER, std::io::stdin());
+        let head = input.fill_buf().context("cannot read standard input")?;
+        return match detect(head) {
+            _ if head.is_empty() => bail!("standard input is empty, not an archive"),
+            Some(Format::Zip) => bail!(
+                "standard input holds a zip archive, which must be read from its end: save it to a file first"
+            ),
+            Some(format) => tar::extract(
+                Box::new(input),
+                format,
+                "standard input",
+                out,
+                opts,
+                reporter,
+            ),
+            None => bail!("standard input is not a tar stream (plain, gzip, zstd, xz or bzip2)"),
+        };
     }
+
     let mut file = File::open(archive)
         .with_context(|| format!("cannot open archive '{}'", archive.display()))?;
     let mut head = Vec::with_capacity(512);
@@ -87,17 +121,33 @@ pub fn extract(
         // Anything unrecognised may still be a zip with a prefix (a self-extracting archive):
         // the zip reader finds the central directory from the end, or says it is not a zip.
         Some(Format::Zip) | None => zip::extract(archive, file, out, opts, reporter),
-        Some(other) => bail!(
-            "'{}' is a {}; this version extracts zip archives only",
-            archive.display(),
-            other.describe()
-        ),
+        Some(format) => {
+            std::io::Seek::rewind(&mut file)
+                .with_context(|| format!("cannot read archive '{}'", archive.display()))?;
+            let input = BufReader::with_capacity(INPUT_BUFFER, file);
+            let label = archive.display().to_string();
+            tar::extract(Box::new(input), format, &label, out, opts, reporter)
+        }
     }
 }
+
+/// Reads of a streamed archive are this large: one system call per MiB.
+const INPUT_BUFFER: usize = 1 << 20;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn tar_header(magic: &[u8; 6]) -> Vec<u8> {
+        let mut h = vec![0u8; 512];
+        h[..5].copy_from_slice(b"a.txt");
+        h[100..107].copy_from_slice(b"0000644");
+        h[257..263].copy_from_slice(magic);
+        h[148..156].copy_from_slice(b"        ");
+        let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
+        h[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
+        h
+    }
 
     #[test]
     fn formats_are_recognised_by_content() {
@@ -107,9 +157,12 @@ mod tests {
         assert_eq!(detect(b"\x28\xb5\x2f\xfd"), Some(Format::Zstd));
         assert_eq!(detect(b"\xfd7zXZ\x00\x00"), Some(Format::Xz));
         assert_eq!(detect(b"BZh91AY"), Some(Format::Bzip2));
-        let mut tar = vec![0u8; 512];
-        tar[257..263].copy_from_slice(b"ustar\0");
-        assert_eq!(detect(&tar), Some(Format::Tar));
+        assert_eq!(detect(&tar_header(b"ustar\0")), Some(Format::Tar));
+        // Old v7 headers have no magic; the checksum gives them away.
+        assert_eq!(detect(&tar_header(b"\0\0\0\0\0\0")), Some(Format::Tar));
+        let mut bad = tar_header(b"ustar\0");
+        bad[0] ^= 1;
+        assert_eq!(detect(&bad), None, "a wrong checksum is not a tar header");
         assert_eq!(detect(b"hello world"), None);
     }
 }

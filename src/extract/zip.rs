@@ -170,6 +170,7 @@ fn build_plan(archive: &mut Archive<'_>) -> Plan {
             mtime,
             size: zf.size(),
             index,
+            sparse: false,
         });
     }
     for (index, e) in unreadable {

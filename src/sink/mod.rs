@@ -20,7 +20,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -146,13 +146,15 @@ impl<'a> Sink<'a> {
 
     /// Records a failed entry. Any thread may call this.
     pub fn fail(&self, entry: &Entry, error: anyhow::Error) {
-        self.failures
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Failure {
-                name: entry.name.clone(),
-                error,
-            });
+        self.fail_named(&entry.name, error);
+    }
+
+    /// Records a failure for an entry the source could not even turn into an [`Entry`].
+    pub fn fail_named(&self, name: &str, error: anyhow::Error) {
+        lock(&self.failures).push(Failure {
+            name: name.to_string(),
+            error,
+        });
     }
 
     /// Registers a whole plan before any file is written: directories are created, links and
@@ -368,14 +370,14 @@ impl<'a> Sink<'a> {
     fn write_file_inner(
         &self,
         entry: &Entry,
-        src: &mut dyn Read,
+        content: Content<'_>,
         buf: &mut Vec<u8>,
     ) -> anyhow::Result<Option<(CloseJob, u64)>> {
         let mode = self.file_mode(entry);
         let Some((file, path, finalize)) = self.create(self.root.join(&entry.path), mode)? else {
             return Ok(None);
         };
-        match self.fill(&file, &path, entry, src, buf, mode) {
+        match self.fill(&file, &path, entry, content, buf, mode) {
             Ok(bytes) => {
                 let job = CloseJob {
                     file,
@@ -400,37 +402,62 @@ impl<'a> Sink<'a> {
         mut file: &File,
         path: &Path,
         entry: &Entry,
-        src: &mut dyn Read,
+        content: Content<'_>,
         buf: &mut Vec<u8>,
         mode: u32,
     ) -> anyhow::Result<u64> {
-        let mut written = 0u64;
-        loop {
-            buf.clear();
-            let n = src
-                .take(CHUNK as u64)
-                .read_to_end(buf)
-                .context("reading the entry's data")?;
-            if n == 0 {
-                break;
-            }
-            written += n as u64;
-            if written > entry.size {
-                bail!(
-                    "the entry holds more data than its declared size of {} bytes",
-                    entry.size
-                );
-            }
-            file.write_all(buf)
-                .with_context(|| format!("writing '{}'", path.display()))?;
-            self.reporter.bytes_written(n as u64);
-        }
-        if written != entry.size {
-            bail!(
-                "the entry is truncated: {written} of its {} bytes",
+        let mut out = ChunkWriter {
+            file: &mut file,
+            sparse: entry.sparse,
+            pending_hole: false,
+        };
+        let written = match content {
+            Content::Bytes(data) => {
+                if data.len() as u64 != entry.size {
+                    bail!(
+                        "the entry holds {} bytes, not its declared {}",
+                        data.len(),
+                        entry.size
+                    );
+                }
+                out.write(data)
+                    .with_context(|| format!("writing '{}'", path.display()))?;
+                self.reporter.bytes_written(entry.size);
                 entry.size
-            );
-        }
+            }
+            Content::Reader(src) => {
+                let mut written = 0u64;
+                loop {
+                    buf.clear();
+                    let n = src
+                        .take(CHUNK as u64)
+                        .read_to_end(buf)
+                        .context("reading the entry's data")?;
+                    if n == 0 {
+                        break;
+                    }
+                    written += n as u64;
+                    if written > entry.size {
+                        bail!(
+                            "the entry holds more data than its declared size of {} bytes",
+                            entry.size
+                        );
+                    }
+                    out.write(buf)
+                        .with_context(|| format!("writing '{}'", path.display()))?;
+                    self.reporter.bytes_written(n as u64);
+                }
+                if written != entry.size {
+                    bail!(
+                        "the entry is truncated: {written} of its {} bytes",
+                        entry.size
+                    );
+                }
+                written
+            }
+        };
+        out.finish(written)
+            .with_context(|| format!("writing '{}'", path.display()))?;
         if let Some(mtime) = entry.mtime {
             file.set_modified(mtime)
                 .with_context(|| format!("setting the mtime of '{}'", path.display()))?;
@@ -589,6 +616,63 @@ impl<'a> Sink<'a> {
     }
 }
 
+/// Where a file's content comes from.
+pub enum Content<'a> {
+    /// Read (and checked against the declared size) in chunks.
+    Reader(&'a mut dyn Read),
+    /// Already in memory.
+    Bytes(&'a [u8]),
+}
+
+/// Writes a file's content; for a sparse entry, blocks of zeros become holes (skipped with a
+/// seek, the file's length set at the end), as GNU tar restores them.
+struct ChunkWriter<'f, 'a> {
+    file: &'f mut &'a File,
+    sparse: bool,
+    /// The last bytes were skipped, so the file must be extended to its length at the end.
+    pending_hole: bool,
+}
+
+impl ChunkWriter<'_, '_> {
+    const BLOCK: usize = 4096;
+
+    fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        if !self.sparse {
+            return self.file.write_all(data);
+        }
+        let mut rest = data;
+        while !rest.is_empty() {
+            let zeros = rest
+                .chunks(Self::BLOCK)
+                .take_while(|b| b.iter().all(|&x| x == 0))
+                .map(<[u8]>::len)
+                .sum::<usize>();
+            if zeros > 0 {
+                self.file.seek(SeekFrom::Current(zeros as i64))?;
+                self.pending_hole = true;
+                rest = &rest[zeros..];
+                continue;
+            }
+            let data_len = rest
+                .chunks(Self::BLOCK)
+                .take_while(|b| b.iter().any(|&x| x != 0))
+                .map(<[u8]>::len)
+                .sum::<usize>();
+            self.file.write_all(&rest[..data_len])?;
+            self.pending_hole = false;
+            rest = &rest[data_len..];
+        }
+        Ok(())
+    }
+
+    fn finish(self, len: u64) -> io::Result<()> {
+        if self.pending_hole {
+            self.file.set_len(len)?;
+        }
+        Ok(())
+    }
+}
+
 /// Handles a writer collects before handing them to the close pool in one message.
 const CLOSE_BATCH: usize = 8;
 
@@ -603,9 +687,18 @@ impl Writer<'_, '_> {
     /// Writes one file entry from `src`, then hands it to the close stage. Failures are
     /// recorded, never returned: the other entries go on.
     pub fn write_file(&mut self, entry: &Entry, src: &mut dyn Read) {
+        self.write(entry, Content::Reader(src));
+    }
+
+    /// Writes one file entry whose content is already in memory.
+    pub fn write_bytes(&mut self, entry: &Entry, data: &[u8]) {
+        self.write(entry, Content::Bytes(data));
+    }
+
+    fn write(&mut self, entry: &Entry, content: Content<'_>) {
         let sink = self.sink;
         let start = Instant::now();
-        let written = sink.write_file_inner(entry, src, &mut self.buf);
+        let written = sink.write_file_inner(entry, content, &mut self.buf);
         sink.write_nanos
             .fetch_add(nanos(start.elapsed()), Ordering::Relaxed);
         match written {
@@ -685,6 +778,7 @@ mod tests {
             mtime: None,
             size: content.len() as u64,
             index: 0,
+            sparse: false,
         }
     }
 

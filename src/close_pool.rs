@@ -25,10 +25,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use crate::platform;
-
-mod queue;
+use crate::queue::Queue;
 use crate::report::Failure;
-use queue::Queue;
 
 /// Closes one handle and says whether that worked: the seam where tests make closing slow or
 /// failing.

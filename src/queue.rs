@@ -2,8 +2,8 @@
 //!
 //! General-purpose channels (crossbeam, std's mpsc) spin and call `sched_yield` a few times
 //! before a receiver sleeps. That is right for latency-sensitive messaging, but here a close
-//! thread is idle most of the time on a fast disk, and every yield is a system call paid for
-//! each batch of handles. This queue puts a waiting thread to sleep at once, and wakes one only
+//! thread (or a writer waiting for a streamed archive) is idle most of the time, and every
+//! yield is a system call paid per hand-over. This queue puts a waiting thread to sleep at once, and wakes one only
 //! when somebody is actually asleep, so a hand-over costs no system call when nobody waits.
 
 use std::collections::VecDeque;

@@ -1,0 +1,428 @@
+//! The tar source: one thread reads and decodes the stream; writers and closers work behind it.
+//!
+//! A tar stream (plain, or inside gzip, zstd, xz or bzip2) can only be read in order, so this
+//! thread decodes it and parses its headers, creates directories as they come (parents before
+//! children, before any file in them), and hands each small file's content, read into memory,
+//! to the writer threads over a bounded queue. Memory is bounded by a budget: a file is buffered
+//! only while the bytes in flight stay under it, and a file too large to buffer is streamed by
+//! this thread itself, in 1 MiB chunks, while the writers drain the queue. Peak memory is the
+//! budget plus one chunk per writer, however large the archive or its entries.
+//!
+//! Names and link targets get the same checks as zip entries; in addition an entry below a
+//! symlink seen earlier in the stream is refused, and a hard link may only name a file that came
+//! earlier in this archive. Device nodes and FIFOs are skipped with a warning.
+
+use std::collections::HashSet;
+use std::io::{self, BufRead, Read};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, anyhow};
+use tar::EntryType;
+
+use super::Format;
+use crate::close_pool::SystemCloser;
+use crate::options::Options;
+use crate::plan::{self, Entry, EntryKind};
+use crate::progress::Reporter;
+use crate::queue::Queue;
+use crate::report::{Failure, Report};
+use crate::sink::{CHUNK, Sink};
+
+/// Wraps the input in the decoder its format needs. Every decoder reads concatenated members
+/// or frames (pigz and `cat a.gz b.gz` make them) to the end.
+fn decoder<'a>(format: Format, input: Box<dyn BufRead + Send + 'a>) -> Box<dyn Read + Send + 'a> {
+    match format {
+        Format::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(input)),
+        Format::Zstd => match zstd::stream::read::Decoder::with_buffer(input) {
+            Ok(decoder) => Box::new(decoder),
+            Err(e) => Box::new(FailingReader(Some(e))),
+        },
+        Format::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(input)),
+        Format::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(input)),
+        Format::Tar | Format::Zip => input,
+    }
+}
+
+/// A reader that reports why its decoder could not be made, on first use.
+struct FailingReader(Option<io::Error>);
+
+impl Read for FailingReader {
+    fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+        Err(self
+            .0
+            .take()
+            .unwrap_or_else(|| io::Error::other("decoder unavailable")))
+    }
+}
+
+/// Bytes of file content in flight between the reader and the writers, at most `limit`.
+struct Budget {
+    limit: u64,
+    used: Mutex<u64>,
+    freed: Condvar,
+}
+
+impl Budget {
+    fn new(limit: u64) -> Budget {
+        Budget {
+            limit,
+            used: Mutex::new(0),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// Waits until `n` more bytes fit (`n` is never more than the limit).
+    fn acquire(&self, n: u64) {
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        while *used + n > self.limit {
+            used = self.freed.wait(used).unwrap_or_else(|e| e.into_inner());
+        }
+        *used += n;
+    }
+
+    fn release(&self, n: u64) {
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        *used -= n;
+        self.freed.notify_one();
+    }
+}
+
+/// A file read into memory, waiting for a writer.
+struct Job {
+    entry: Entry,
+    data: Vec<u8>,
+}
+
+pub fn extract(
+    input: Box<dyn BufRead + Send + '_>,
+    format: Format,
+    label: &str,
+    out: &Path,
+    opts: &Options,
+    reporter: &dyn Reporter,
+) -> anyhow::Result<Report> {
+    let start = Instant::now();
+    let closer = Arc::new(SystemCloser { fsync: opts.fsync });
+    let sink = Sink::new(out, opts, reporter, closer)?;
+    let threads = opts.threads.max(1);
+    let writers = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("fastwrite-write-{i}"))
+        .build()
+        .context("cannot start the writer threads")?;
+    // A file is buffered only if it takes at most a quarter of the budget, so several are
+    // always in flight; a larger one is streamed by the reader.
+    let budget = Budget::new(opts.memory_budget.max(4 * CHUNK as u64));
+    let buffer_limit = budget.limit / 4;
+    let queue: Queue<Job> = Queue::new(threads * 16, threads);
+
+    let mut stream = Stream {
+        sink: &sink,
+        queue: &queue,
+        budget: &budget,
+        buffer_limit,
+        files: HashSet::new(),
+        symlinks: HashSet::new(),
+        warnings: Vec::new(),
+        last_name: None,
+    };
+    let outcome = writers.in_place_scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|_| {
+                let _gone = ReceiverGuard(&queue);
+                let mut writer = sink.writer();
+                while let Some(job) = queue.pop() {
+                    writer.write_bytes(&job.entry, &job.data);
+                    budget.release(job.data.len() as u64);
+                }
+            });
+        }
+        let outcome = stream.read_all(decoder(format, input));
+        queue.close();
+        outcome
+    });
+    let warnings = std::mem::take(&mut stream.warnings);
+    let last_name = stream.last_name.take();
+
+    let mut report = sink.finish();
+    if let Err(error) = outcome {
+        let place = match last_name {
+            Some(name) => format!("after entry '{name}'"),
+            None => "before its first entry".to_string(),
+        };
+        report.failures.push(Failure {
+            name: label.to_string(),
+            error: error.context(format!("the archive is corrupt or truncated {place}; the entries after it were not extracted")),
+        });
+    }
+    report.warnings = warnings;
+    report.wall = start.elapsed();
+    Ok(report)
+}
+
+struct ReceiverGuard<'q>(&'q Queue<Job>);
+
+impl Drop for ReceiverGuard<'_> {
+    fn drop(&mut self) {
+        self.0.receiver_gone();
+    }
+}
+
+/// The reader's state while it walks the stream.
+struct Stream<'s, 'a> {
+    sink: &'s Sink<'a>,
+    queue: &'s Queue<Job>,
+    budget: &'s Budget,
+    buffer_limit: u64,
+    /// Files seen so far: a hard link may only name one of these.
+    files: HashSet<PathBuf>,
+    /// Symlinks seen so far: nothing may be extracted below one.
+    symlinks: HashSet<PathBuf>,
+    warnings: Vec<String>,
+    /// The last entry read whole, to say where a broken stream broke.
+    last_name: Option<String>,
+}
+
+impl Stream<'_, '_> {
+    /// Reads every entry. An `Err` means the stream itself is broken (corrupt or truncated);
+    /// problems with single entries are recorded in the sink and the walk goes on.
+    fn read_all(&mut self, input: Box<dyn Read + Send + '_>) -> anyhow::Result<()> {
+        let mut archive = tar::Archive::new(input);
+        let mut writer = self.sink.writer();
+        for item in archive.entries().context("cannot read the archive")? {
+            let mut raw = item.context("cannot read the next header")?;
+            let name = String::from_utf8_lossy(&raw.path_bytes()).into_owned();
+            match self.entry(&mut raw, &name) {
+                Ok(Some(entry)) => self.dispatch(entry, &mut raw, &mut writer)?,
+                Ok(None) => {}
+                Err(error) => self.sink.fail_named(&name, error),
+            }
+            self.last_name = Some(name);
+        }
+        Ok(())
+    }
+
+    /// Validates one header into an entry. `Ok(None)`: nothing to extract (skipped).
+    fn entry<R: Read>(
+        &mut self,
+        raw: &mut tar::Entry<'_, R>,
+        name: &str,
+    ) -> anyhow::Result<Option<Entry>> {
+        let header = raw.header();
+        let entry_type = header.entry_type();
+        let kind = match entry_type {
+            EntryType::Regular | EntryType::Continuous | EntryType::GNUSparse => EntryKind::File,
+            EntryType::Directory => EntryKind::Dir,
+            EntryType::Symlink | EntryType::Link => {
+                let target = raw
+                    .link_name_bytes()
+                    .ok_or_else(|| anyhow!("the link has no target"))?;
+                let target = std::str::from_utf8(&target)
+                    .context("the link target is not UTF-8")?
+                    .to_string();
+                if entry_type == EntryType::Symlink {
+                    EntryKind::Symlink {
+                        target: target.into(),
+                    }
+                } else {
+                    EntryKind::Hardlink {
+                        target: plan::safe_relative_path(&target)
+                            .map_err(|r| anyhow!("refused: hard link target '{target}': {r}"))?,
+                    }
+                }
+            }
+            EntryType::Char | EntryType::Block | EntryType::Fifo => {
+                let what = match entry_type {
+                    EntryType::Char => "character device",
+                    EntryType::Block => "block device",
+                    _ => "FIFO",
+                };
+                self.warnings.push(format!("skipped '{name}': a {what}"));
+                return Ok(None);
+            }
+            // Global pax headers carry defaults for the whole archive, not a file.
+            EntryType::XGlobalHeader => return Ok(None),
+            other => {
+                self.warnings.push(format!(
+                    "skipped '{name}': unsupported entry type {:?}",
+                    other.as_byte() as char
+                ));
+                return Ok(None);
+            }
+        };
+        if std::str::from_utf8(&raw.path_bytes()).is_err() {
+            anyhow::bail!("refused: the name is not UTF-8");
+        }
+        let path = plan::safe_relative_path(name).map_err(|r| anyhow!("refused: {r}"))?;
+        if let Some(link) = path
+            .ancestors()
+            .skip(1)
+            .find(|a| self.symlinks.contains(*a))
+        {
+            anyhow::bail!(
+                "refused: its parent '{}' is a symlink in this archive",
+                link.display()
+            );
+        }
+        match &kind {
+            EntryKind::Symlink { target } => {
+                plan::check_symlink_target(&path, &target.to_string_lossy())
+                    .map_err(|r| anyhow!("refused: {r}"))?;
+                self.symlinks.insert(path.clone());
+            }
+            EntryKind::Hardlink { target } if !self.files.contains(target) => anyhow::bail!(
+                "refused: hard link target '{}' is not a file earlier in this archive",
+                target.display()
+            ),
+            _ => {}
+        }
+        let mode = header.mode().ok().map(|m| m & 0o7777);
+        let mut mtime = header
+            .mtime()
+            .ok()
+            .map(|secs| UNIX_EPOCH + Duration::from_secs(secs));
+        if let Some(precise) = pax_mtime(raw) {
+            mtime = Some(precise);
+        }
+        Ok(Some(Entry {
+            name: name.to_string(),
+            sparse: entry_type == EntryType::GNUSparse,
+            path,
+            kind,
+            mode,
+            mtime,
+            size: raw.size(),
+            index: 0,
+        }))
+    }
+
+    /// Hands an entry to the sink: directories and links now, file content to a writer (or,
+    /// for a file too large to buffer, written here).
+    fn dispatch<R: Read>(
+        &mut self,
+        entry: Entry,
+        raw: &mut tar::Entry<'_, R>,
+        writer: &mut crate::sink::Writer<'_, '_>,
+    ) -> anyhow::Result<()> {
+        match entry.kind {
+            EntryKind::Dir => self.sink.add_dir(entry),
+            EntryKind::Symlink { .. } | EntryKind::Hardlink { .. } => self.sink.add_link(entry),
+            EntryKind::File => {
+                if !self.files.insert(entry.path.clone()) {
+                    self.sink.fail(
+                        &entry,
+                        anyhow!(
+                            "the archive holds this path more than once; the first copy was kept"
+                        ),
+                    );
+                    return Ok(());
+                }
+                if !self.sink.prepare_file(&entry) {
+                    return Ok(());
+                }
+                if entry.size > self.buffer_limit {
+                    writer.write_file(&entry, raw);
+                    // If the stream broke inside this file, the next header read says so.
+                    return Ok(());
+                }
+                self.budget.acquire(entry.size);
+                let mut data = Vec::with_capacity(entry.size as usize);
+                if let Err(e) = raw.read_to_end(&mut data) {
+                    self.budget.release(entry.size);
+                    self.sink.fail(
+                        &entry,
+                        anyhow::Error::new(e).context("reading the entry's data"),
+                    );
+                    return Err(anyhow!("the stream broke inside '{}'", entry.name));
+                }
+                let len = data.len() as u64;
+                if let Err(job) = self.queue.push(Job { entry, data }) {
+                    // Every writer is gone (only after a panic): write it here instead.
+                    writer.write_bytes(&job.entry, &job.data);
+                    self.budget.release(len);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The mtime with its fraction of a second, from a pax header (`mtime=1700000000.25`).
+fn pax_mtime<R: Read>(raw: &mut tar::Entry<'_, R>) -> Option<SystemTime> {
+    let extensions = raw.pax_extensions().ok()??;
+    let value = extensions
+        .filter_map(Result::ok)
+        .find(|ext| ext.key() == Ok("mtime"))?
+        .value()
+        .ok()?
+        .to_string();
+    parse_pax_time(&value)
+}
+
+fn parse_pax_time(value: &str) -> Option<SystemTime> {
+    let (secs, frac) = value.split_once('.').unwrap_or((value, ""));
+    let negative = secs.starts_with('-');
+    let whole: u64 = secs.trim_start_matches('-').parse().ok()?;
+    let digits: String = frac.chars().take(9).collect();
+    if !digits.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let nanos: u64 = if digits.is_empty() {
+        0
+    } else {
+        format!("{digits:0<9}").parse().ok()?
+    };
+    let offset = Duration::from_secs(whole) + Duration::from_nanos(nanos);
+    if negative {
+        UNIX_EPOCH.checked_sub(offset)
+    } else {
+        UNIX_EPOCH.checked_add(offset)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pax_times_keep_their_fraction() {
+        let t = parse_pax_time("1700000000.25").unwrap();
+        assert_eq!(
+            t.duration_since(UNIX_EPOCH).unwrap(),
+            Duration::new(1_700_000_000, 250_000_000)
+        );
+        let t = parse_pax_time("1700000000.123456789123").unwrap();
+        assert_eq!(
+            t.duration_since(UNIX_EPOCH).unwrap().subsec_nanos(),
+            123_456_789
+        );
+        assert_eq!(
+            parse_pax_time("42"),
+            Some(UNIX_EPOCH + Duration::from_secs(42))
+        );
+        let before = parse_pax_time("-1.5").unwrap();
+        assert_eq!(
+            UNIX_EPOCH.duration_since(before).unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(parse_pax_time("x"), None);
+        assert_eq!(parse_pax_time("1.2e3"), None);
+    }
+
+    #[test]
+    fn the_budget_holds_a_reader_back_until_writers_free_memory() {
+        let budget = Arc::new(Budget::new(10));
+        budget.acquire(8);
+        let waiter = {
+            let budget = Arc::clone(&budget);
+            std::thread::spawn(move || budget.acquire(5))
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(!waiter.is_finished(), "8 + 5 bytes must not fit in 10");
+        budget.release(8);
+        waiter.join().unwrap();
+        assert_eq!(*budget.used.lock().unwrap(), 5);
+    }
+}
