@@ -60,32 +60,57 @@ impl Read for FailingReader {
 /// Bytes of file content in flight between the reader and the writers, at most `limit`.
 struct Budget {
     limit: u64,
-    used: Mutex<u64>,
+    state: Mutex<BudgetState>,
     freed: Condvar,
+}
+
+#[derive(Default)]
+struct BudgetState {
+    used: u64,
+    /// The reader is asleep waiting for room: only then is a release worth a wake-up call.
+    reader_waiting: bool,
 }
 
 impl Budget {
     fn new(limit: u64) -> Budget {
         Budget {
             limit,
-            used: Mutex::new(0),
+            state: Mutex::default(),
             freed: Condvar::new(),
         }
     }
 
+    fn lock(&self) -> std::sync::MutexGuard<'_, BudgetState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes `n` bytes if they fit now.
+    fn try_acquire(&self, n: u64) -> bool {
+        let mut state = self.lock();
+        let fits = state.used + n <= self.limit;
+        if fits {
+            state.used += n;
+        }
+        fits
+    }
+
     /// Waits until `n` more bytes fit (`n` is never more than the limit).
     fn acquire(&self, n: u64) {
-        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
-        while *used + n > self.limit {
-            used = self.freed.wait(used).unwrap_or_else(|e| e.into_inner());
+        let mut state = self.lock();
+        while state.used + n > self.limit {
+            state.reader_waiting = true;
+            state = self.freed.wait(state).unwrap_or_else(|e| e.into_inner());
         }
-        *used += n;
+        state.reader_waiting = false;
+        state.used += n;
     }
 
     fn release(&self, n: u64) {
-        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
-        *used -= n;
-        self.freed.notify_one();
+        let mut state = self.lock();
+        state.used -= n;
+        if state.reader_waiting {
+            self.freed.notify_one();
+        }
     }
 }
 
@@ -94,6 +119,12 @@ struct Job {
     entry: Entry,
     data: Vec<u8>,
 }
+
+/// Files travel to the writers in batches: a hand-over that wakes a sleeping writer costs
+/// system calls, and writers mostly wait for the decoder, so one wake-up per file would cost
+/// more than writing a small file.
+const BATCH_FILES: usize = 32;
+const BATCH_BYTES: u64 = 4 << 20;
 
 pub fn extract(
     input: Box<dyn BufRead + Send + '_>,
@@ -116,7 +147,7 @@ pub fn extract(
     // always in flight; a larger one is streamed by the reader.
     let budget = Budget::new(opts.memory_budget.max(4 * CHUNK as u64));
     let buffer_limit = budget.limit / 4;
-    let queue: Queue<Job> = Queue::new(threads * 16, threads);
+    let queue: Queue<Vec<Job>> = Queue::new(threads * 4, threads);
 
     let mut stream = Stream {
         sink: &sink,
@@ -127,15 +158,22 @@ pub fn extract(
         symlinks: HashSet::new(),
         warnings: Vec::new(),
         last_name: None,
+        pending: Vec::new(),
+        pending_bytes: 0,
     };
     let outcome = writers.in_place_scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|_| {
                 let _gone = ReceiverGuard(&queue);
                 let mut writer = sink.writer();
-                while let Some(job) = queue.pop() {
-                    writer.write_bytes(&job.entry, &job.data);
-                    budget.release(job.data.len() as u64);
+                while let Some(batch) = queue.pop() {
+                    let mut bytes = 0;
+                    for job in batch {
+                        writer.write_bytes(&job.entry, &job.data);
+                        // What the reader took: the declared size (a short read is an error).
+                        bytes += job.entry.size;
+                    }
+                    budget.release(bytes);
                 }
             });
         }
@@ -162,7 +200,7 @@ pub fn extract(
     Ok(report)
 }
 
-struct ReceiverGuard<'q>(&'q Queue<Job>);
+struct ReceiverGuard<'q>(&'q Queue<Vec<Job>>);
 
 impl Drop for ReceiverGuard<'_> {
     fn drop(&mut self) {
@@ -173,7 +211,7 @@ impl Drop for ReceiverGuard<'_> {
 /// The reader's state while it walks the stream.
 struct Stream<'s, 'a> {
     sink: &'s Sink<'a>,
-    queue: &'s Queue<Job>,
+    queue: &'s Queue<Vec<Job>>,
     budget: &'s Budget,
     buffer_limit: u64,
     /// Files seen so far: a hard link may only name one of these.
@@ -183,19 +221,32 @@ struct Stream<'s, 'a> {
     warnings: Vec<String>,
     /// The last entry read whole, to say where a broken stream broke.
     last_name: Option<String>,
+    /// Files read but not yet handed to the writers, and their bytes.
+    pending: Vec<Job>,
+    pending_bytes: u64,
 }
 
 impl Stream<'_, '_> {
     /// Reads every entry. An `Err` means the stream itself is broken (corrupt or truncated);
     /// problems with single entries are recorded in the sink and the walk goes on.
     fn read_all(&mut self, input: Box<dyn Read + Send + '_>) -> anyhow::Result<()> {
-        let mut archive = tar::Archive::new(input);
         let mut writer = self.sink.writer();
+        let outcome = self.walk(input, &mut writer);
+        self.flush(&mut writer);
+        outcome
+    }
+
+    fn walk(
+        &mut self,
+        input: Box<dyn Read + Send + '_>,
+        writer: &mut crate::sink::Writer<'_, '_>,
+    ) -> anyhow::Result<()> {
+        let mut archive = tar::Archive::new(input);
         for item in archive.entries().context("cannot read the archive")? {
             let mut raw = item.context("cannot read the next header")?;
             let name = String::from_utf8_lossy(&raw.path_bytes()).into_owned();
             match self.entry(&mut raw, &name) {
-                Ok(Some(entry)) => self.dispatch(entry, &mut raw, &mut writer)?,
+                Ok(Some(entry)) => self.dispatch(entry, &mut raw, writer)?,
                 Ok(None) => {}
                 Err(error) => self.sink.fail_named(&name, error),
             }
@@ -323,11 +374,17 @@ impl Stream<'_, '_> {
                     return Ok(());
                 }
                 if entry.size > self.buffer_limit {
+                    // Give the writers what is pending before this thread gets busy.
+                    self.flush(writer);
                     writer.write_file(&entry, raw);
                     // If the stream broke inside this file, the next header read says so.
                     return Ok(());
                 }
-                self.budget.acquire(entry.size);
+                if !self.budget.try_acquire(entry.size) {
+                    // What this thread holds must reach the writers before it waits for them.
+                    self.flush(writer);
+                    self.budget.acquire(entry.size);
+                }
                 let mut data = Vec::with_capacity(entry.size as usize);
                 if let Err(e) = raw.read_to_end(&mut data) {
                     self.budget.release(entry.size);
@@ -337,15 +394,32 @@ impl Stream<'_, '_> {
                     );
                     return Err(anyhow!("the stream broke inside '{}'", entry.name));
                 }
-                let len = data.len() as u64;
-                if let Err(job) = self.queue.push(Job { entry, data }) {
-                    // Every writer is gone (only after a panic): write it here instead.
-                    writer.write_bytes(&job.entry, &job.data);
-                    self.budget.release(len);
+                self.pending_bytes += entry.size;
+                self.pending.push(Job { entry, data });
+                if self.pending.len() >= BATCH_FILES || self.pending_bytes >= BATCH_BYTES {
+                    self.flush(writer);
                 }
             }
         }
         Ok(())
+    }
+}
+
+impl Stream<'_, '_> {
+    /// Hands the pending files to the writers (or, if none is left, writes them here).
+    fn flush(&mut self, writer: &mut crate::sink::Writer<'_, '_>) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let batch = std::mem::take(&mut self.pending);
+        let bytes = std::mem::take(&mut self.pending_bytes);
+        if let Err(batch) = self.queue.push(batch) {
+            // Every writer is gone (only after a panic): write them here instead.
+            for job in batch {
+                writer.write_bytes(&job.entry, &job.data);
+            }
+            self.budget.release(bytes);
+        }
     }
 }
 
@@ -423,6 +497,8 @@ mod tests {
         assert!(!waiter.is_finished(), "8 + 5 bytes must not fit in 10");
         budget.release(8);
         waiter.join().unwrap();
-        assert_eq!(*budget.used.lock().unwrap(), 5);
+        assert_eq!(budget.lock().used, 5);
+        assert!(!budget.try_acquire(6));
+        assert!(budget.try_acquire(5));
     }
 }

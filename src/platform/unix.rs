@@ -37,6 +37,49 @@ pub fn fix_mode(file: &File, mode: u32, umask: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// Sets the mtime of a path without following a final symlink (directories and symlinks, which
+/// are done after their content, by path: one system call, no open).
+pub fn set_path_mtime(path: &Path, mtime: SystemTime) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    let (sec, nsec) = match mtime.duration_since(UNIX_EPOCH) {
+        Ok(d) => (d.as_secs() as i64, i64::from(d.subsec_nanos())),
+        Err(e) => {
+            let d = e.duration();
+            let (s, n) = (-(d.as_secs() as i64), i64::from(d.subsec_nanos()));
+            if n == 0 {
+                (s, 0)
+            } else {
+                (s - 1, 1_000_000_000 - n)
+            }
+        }
+    };
+    let omit = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: libc::UTIME_OMIT,
+    };
+    // SAFETY: an all-zero timespec is valid; its fields are set below.
+    let mut modified: libc::timespec = unsafe { std::mem::zeroed() };
+    modified.tv_sec = sec as libc::time_t;
+    modified.tv_nsec = nsec as _;
+    let times = [omit, modified];
+    // SAFETY: `c_path` is a valid C string and `times` holds two timespecs, as required.
+    let rc = unsafe {
+        libc::utimensat(
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            times.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 pub fn set_path_mode(path: &Path, mode: u32) -> io::Result<()> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
 }

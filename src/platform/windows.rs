@@ -30,6 +30,20 @@ pub fn fix_mode(file: &File, mode: u32, _umask: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// Sets the mtime of a directory or symlink (never following the link).
+pub fn set_path_mtime(path: &Path, mtime: SystemTime) -> io::Result<()> {
+    use std::os::windows::fs::OpenOptionsExt;
+    use windows_sys::Win32::Storage::FileSystem::{
+        FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, FILE_WRITE_ATTRIBUTES,
+    };
+    let file = OpenOptions::new()
+        .access_mode(FILE_WRITE_ATTRIBUTES)
+        .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)
+        .open(path)?;
+    file.set_modified(mtime)?;
+    close(file)
+}
+
 pub fn set_path_mode(path: &Path, mode: u32) -> io::Result<()> {
     let mut perms = std::fs::metadata(path)?.permissions();
     perms.set_readonly(mode & 0o222 == 0);

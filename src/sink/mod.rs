@@ -27,7 +27,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use filetime::FileTime;
 
 use crate::close_pool::{CloseJob, ClosePool, CloseTally, Closer, Finalize, complete};
 use crate::options::{CloseMode, Options, Overwrite};
@@ -90,10 +89,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-fn to_filetime(t: std::time::SystemTime) -> FileTime {
-    FileTime::from_system_time(t)
 }
 
 impl<'a> Sink<'a> {
@@ -503,8 +498,7 @@ impl<'a> Sink<'a> {
         }
         if let Some(mtime) = entry.mtime {
             let dest = self.root.join(&entry.path);
-            let t = to_filetime(mtime);
-            filetime::set_symlink_file_times(&dest, t, t)
+            platform::set_path_mtime(&dest, mtime)
                 .with_context(|| format!("setting the mtime of symlink '{}'", dest.display()))?;
         }
         Ok(true)
@@ -530,7 +524,7 @@ impl<'a> Sink<'a> {
                 .with_context(|| format!("setting the mode of '{}'", path.display()))?;
         }
         if let Some(mtime) = entry.mtime {
-            filetime::set_file_mtime(&path, to_filetime(mtime))
+            platform::set_path_mtime(&path, mtime)
                 .with_context(|| format!("setting the mtime of '{}'", path.display()))?;
         }
         Ok(())
