@@ -76,6 +76,12 @@ fn has_drive_prefix(name: &str) -> bool {
     bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':'
 }
 
+/// Whether a name means the output folder itself (`./`, `.`): archives made with
+/// `tar -C dir .` start with such a directory entry, which is simply skipped.
+pub fn is_root(name: &str) -> bool {
+    !name.is_empty() && components(name).all(|part| part.is_empty() || part == ".")
+}
+
 /// Turns an untrusted entry name into a relative path that stays inside the output folder, or
 /// says why it cannot.
 pub fn safe_relative_path(name: &str) -> Result<PathBuf, Refusal> {
@@ -242,6 +248,16 @@ mod tests {
             safe_relative_path("a..b/..c").unwrap(),
             Path::new("a..b/..c")
         );
+    }
+
+    #[test]
+    fn the_root_is_recognised() {
+        for root in ["./", ".", "./.", ".//"] {
+            assert!(is_root(root), "{root:?}");
+        }
+        for other in ["", "./a", "..", "a/"] {
+            assert!(!is_root(other), "{other:?}");
+        }
     }
 
     #[test]

@@ -265,6 +265,8 @@ impl Stream<'_, '_> {
         let entry_type = header.entry_type();
         let kind = match entry_type {
             EntryType::Regular | EntryType::Continuous | EntryType::GNUSparse => EntryKind::File,
+            // `./` is the output folder itself: nothing to create.
+            EntryType::Directory if plan::is_root(name) => return Ok(None),
             EntryType::Directory => EntryKind::Dir,
             EntryType::Symlink | EntryType::Link => {
                 let target = raw

@@ -132,6 +132,9 @@ fn build_plan(archive: &mut Archive<'_>) -> Plan {
                 continue;
             }
         };
+        if zf.is_dir() && plan::is_root(&name) {
+            continue;
+        }
         let path = match plan::safe_relative_path(&name) {
             Ok(path) => path,
             Err(refusal) => {
