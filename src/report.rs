@@ -36,6 +36,8 @@ pub struct Report {
     pub failures: Vec<Failure>,
     pub warnings: Vec<String>,
     pub wall: Duration,
+    /// Time spent creating directories.
+    pub dir_time: Duration,
     /// Time spent creating and writing files, summed over writer threads.
     pub write_time: Duration,
     /// Time spent closing files, summed over the threads that closed them.
@@ -83,6 +85,7 @@ impl Report {
             self.bytes as f64 / (1024.0 * 1024.0)
         );
         let _ = writeln!(s, "wall time:         {:.3} s ({rate:.0} files/s)", secs);
+        let _ = writeln!(s, "directory time:    {:.3} s", self.dir_time.as_secs_f64());
         let _ = writeln!(
             s,
             "write time:        {:.3} s (summed over writer threads)",

@@ -169,7 +169,10 @@ pub fn extract(
                 while let Some(batch) = queue.pop() {
                     let mut bytes = 0;
                     for job in batch {
-                        writer.write_bytes(&job.entry, &job.data);
+                        // Directories are made here, by the writers, off the reader's path.
+                        if sink.prepare_file(&job.entry) {
+                            writer.write_bytes(&job.entry, &job.data);
+                        }
                         // What the reader took: the declared size (a short read is an error).
                         bytes += job.entry.size;
                     }
@@ -184,7 +187,7 @@ pub fn extract(
     let warnings = std::mem::take(&mut stream.warnings);
     let last_name = stream.last_name.take();
 
-    let mut report = sink.finish();
+    let mut report = writers.install(|| sink.finish());
     if let Err(error) = outcome {
         let place = match last_name {
             Some(name) => format!("after entry '{name}'"),
@@ -372,13 +375,12 @@ impl Stream<'_, '_> {
                     );
                     return Ok(());
                 }
-                if !self.sink.prepare_file(&entry) {
-                    return Ok(());
-                }
                 if entry.size > self.buffer_limit {
                     // Give the writers what is pending before this thread gets busy.
                     self.flush(writer);
-                    writer.write_file(&entry, raw);
+                    if self.sink.prepare_file(&entry) {
+                        writer.write_file(&entry, raw);
+                    }
                     // If the stream broke inside this file, the next header read says so.
                     return Ok(());
                 }
@@ -418,7 +420,9 @@ impl Stream<'_, '_> {
         if let Err(batch) = self.queue.push(batch) {
             // Every writer is gone (only after a panic): write them here instead.
             for job in batch {
-                writer.write_bytes(&job.entry, &job.data);
+                if self.sink.prepare_file(&job.entry) {
+                    writer.write_bytes(&job.entry, &job.data);
+                }
             }
             self.budget.release(bytes);
         }

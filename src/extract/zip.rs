@@ -76,7 +76,12 @@ pub fn extract(
 
     let closer = Arc::new(SystemCloser { fsync: opts.fsync });
     let mut sink = Sink::new(out, opts, reporter, closer)?;
-    sink.prepare(&mut plan);
+    let writers = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.threads.max(1))
+        .thread_name(|i| format!("fastwrite-write-{i}"))
+        .build()
+        .context("cannot start the writer threads")?;
+    writers.install(|| sink.prepare(&mut plan));
 
     let files: Vec<&Entry> = plan
         .entries
@@ -85,11 +90,6 @@ pub fn extract(
         .collect();
     reporter.planned(files.len() as u64, files.iter().map(|e| e.size).sum());
 
-    let writers = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.threads.max(1))
-        .thread_name(|i| format!("fastwrite-write-{i}"))
-        .build()
-        .context("cannot start the writer threads")?;
     writers.install(|| {
         files.par_iter().for_each_init(
             || (archive.clone(), sink.writer()),
@@ -103,7 +103,7 @@ pub fn extract(
         );
     });
 
-    let mut report = sink.finish();
+    let mut report = writers.install(|| sink.finish());
     report.failures.append(&mut plan.rejected);
     report.warnings.append(&mut plan.warnings);
     report.wall = start.elapsed();

@@ -1,0 +1,90 @@
+# shellcheck shell=bash
+# One hyperfine batch of extractors side by side, verified (sourced by benches/*-peers.sh).
+#
+# The caller fills two arrays with `add NAME CMD...`, where each CMD extracts into $WORK/NAME,
+# then calls `run_batch TAG EXPECTED_FILES REFERENCE`. Every timed run writes into a fresh,
+# never-used directory (lib/fresh-dir.sh as hyperfine's --prepare), nothing is deleted during
+# the batch, every exit status must be 0, and every output tree must hold EXPECTED_FILES
+# regular files and the same content as the REFERENCE tool's.
+#
+# Needs: lib/common.sh sourced, and $here, $WORK, $RESULTS, $RUNS, $WARMUP set.
+
+names=()
+cmds=()
+
+add() {  # add NAME CMD...   (CMD words are quoted for hyperfine -N)
+    local name="$1" word cmd=""
+    shift
+    for word in "$@"; do cmd+="${cmd:+ }$(q "$word")"; done
+    names+=("$name")
+    cmds+=("$cmd")
+}
+
+have() {
+    if command -v "$1" >/dev/null; then return 0; fi
+    echo "bench: $1 not installed; skipping it" >&2
+    return 1
+}
+
+reset_batch() { names=(); cmds=(); }
+
+run_batch() {  # run_batch TAG EXPECTED_FILES REFERENCE
+    local tag="$1" expected="$2" reference="$3" stamp md json
+    stamp="$(date +%Y%m%d-%H%M%S)"
+    md="$RESULTS/$tag-$stamp.md"
+    json="$RESULTS/$tag-$stamp.json"
+    warn_if_busy
+    wait_for_fast_creates "$WORK"
+
+    local args=(-N --warmup "$WARMUP" --runs "$RUNS" --export-markdown "$md" --export-json "$json")
+    local i
+    for i in "${!names[@]}"; do
+        args+=(--command-name "${names[$i]}" --prepare "$(q "$here/lib/fresh-dir.sh") $(q "$WORK/${names[$i]}")")
+    done
+    echo "$tag: $expected files per run, $RUNS runs + $WARMUP warmup per tool" >&2
+    # No -i: hyperfine stops (and so does the script) if any run exits non-zero.
+    hyperfine "${args[@]}" "${cmds[@]}"
+    local after_ms
+    after_ms="$(probe_creates "$WORK/.probe/after-$tag")"
+    if (( after_ms > ${BENCH_PROBE_MS:-120} )); then
+        echo "$tag: WARNING: file creation got slow during the batch (${after_ms} ms per 2000 files): treat these timings with suspicion" >&2
+    fi
+
+    local bad=0 name d got dirs
+    for name in "${names[@]}"; do
+        BENCH_SYNC=0 "$here/lib/fresh-dir.sh" "$WORK/$name" --finish
+        dirs=("$WORK/$name.runs"/*)
+        if (( ${#dirs[@]} != RUNS + WARMUP )); then
+            echo "$tag: VERIFY $name: ${#dirs[@]} output dirs, expected $((RUNS + WARMUP))" >&2
+            bad=1
+        fi
+        for d in "${dirs[@]}"; do
+            got="$(find "$d" -type f | wc -l)"
+            if (( got != expected )); then
+                echo "$tag: VERIFY $name: $d has $got files, expected $expected" >&2
+                bad=1
+            fi
+        done
+        if [[ "$name" != "$reference" ]] && ! diff -rq --no-dereference "$WORK/$reference.runs/1" "${dirs[0]}" >/dev/null; then
+            echo "$tag: VERIFY $name: content differs from $reference's" >&2
+            bad=1
+        fi
+    done
+    if (( bad )); then
+        echo "$tag: verification FAILED" >&2
+        return 1
+    fi
+    echo "$tag: verified $(( ${#names[@]} * (RUNS + WARMUP) )) output trees: $expected files each, all exits 0" >&2
+
+    echo
+    echo "$tag: ratios (mean time / fastest fastwrite mean; > 1 = slower than fastwrite)"
+    python3 - "$json" <<'PY'
+import json, sys
+res = json.load(open(sys.argv[1]))["results"]
+fw = min((r for r in res if r["command"].startswith("fastwrite")), key=lambda r: r["mean"])
+print(f"{'tool':<28} {'mean s':>8} {'± s':>6} {'ratio':>6}")
+for r in sorted(res, key=lambda r: r["mean"]):
+    print(f"{r['command']:<28} {r['mean']:8.3f} {r['stddev']:6.3f} {r['mean']/fw['mean']:6.2f}")
+PY
+    echo "results: $md"
+}
