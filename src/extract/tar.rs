@@ -28,7 +28,7 @@ use crate::plan::{self, Entry, EntryKind};
 use crate::progress::Reporter;
 use crate::queue::Queue;
 use crate::report::{Failure, Report};
-use crate::sink::{CHUNK, Sink};
+use crate::sink::{self, CHUNK, Sink};
 
 /// Wraps the input in the decoder its format needs. Every decoder reads concatenated members
 /// or frames (pigz and `cat a.gz b.gz` make them) to the end.
@@ -138,11 +138,7 @@ pub fn extract(
     let closer = Arc::new(SystemCloser { fsync: opts.fsync });
     let sink = Sink::new(out, opts, reporter, closer)?;
     let threads = opts.threads.max(1);
-    let writers = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("fastwrite-write-{i}"))
-        .build()
-        .context("cannot start the writer threads")?;
+    let writers = sink::writer_pool(opts)?;
     // A file is buffered only if it takes at most a quarter of the budget, so several are
     // always in flight; a larger one is streamed by the reader.
     let budget = Budget::new(opts.memory_budget.max(4 * CHUNK as u64));

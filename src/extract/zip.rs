@@ -28,7 +28,7 @@ use crate::plan::{self, Entry, EntryKind, Plan};
 use crate::platform;
 use crate::progress::Reporter;
 use crate::report::Report;
-use crate::sink::Sink;
+use crate::sink::{self, Sink};
 
 /// The archive's bytes: mapped when possible.
 enum Bytes {
@@ -76,11 +76,7 @@ pub fn extract(
 
     let closer = Arc::new(SystemCloser { fsync: opts.fsync });
     let mut sink = Sink::new(out, opts, reporter, closer)?;
-    let writers = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.threads.max(1))
-        .thread_name(|i| format!("fastwrite-write-{i}"))
-        .build()
-        .context("cannot start the writer threads")?;
+    let writers = sink::writer_pool(opts)?;
     writers.install(|| sink.prepare(&mut plan));
 
     let files: Vec<&Entry> = plan

@@ -36,6 +36,15 @@ use crate::platform;
 use crate::progress::Reporter;
 use crate::report::{Failure, Report};
 
+/// The write stage's threads: a rayon pool of its own (`-j`), named for profilers.
+pub fn writer_pool(opts: &Options) -> anyhow::Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.threads.max(1))
+        .thread_name(|i| format!("fastwrite-write-{i}"))
+        .build()
+        .context("cannot start the writer threads")
+}
+
 /// Files are copied through a per-writer buffer of this size: a smaller file takes one read and
 /// one write; a larger one is streamed in chunks of this size and never held whole.
 pub const CHUNK: usize = 1 << 20;
