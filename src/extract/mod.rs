@@ -54,6 +54,10 @@ fn is_tar_header(head: &[u8]) -> bool {
     let Some(header) = head.get(..512) else {
         return false;
     };
+    // An archive with no entries is just its end-of-archive blocks of zeros.
+    if header.iter().all(|&b| b == 0) {
+        return true;
+    }
     let field = &header[148..156];
     let digits: String = field
         .iter()
@@ -75,7 +79,7 @@ fn is_tar_header(head: &[u8]) -> bool {
             }
         })
         .sum();
-    sum == stored && header[0] != 0
+    sum == stored
 }
 
 /// Extracts `archive` into `out`; `-` reads a tar stream (plain or compressed) from standard
@@ -164,5 +168,10 @@ mod tests {
         bad[0] ^= 1;
         assert_eq!(detect(&bad), None, "a wrong checksum is not a tar header");
         assert_eq!(detect(b"hello world"), None);
+        assert_eq!(
+            detect(&[0u8; 1024]),
+            Some(Format::Tar),
+            "an empty tar is its end blocks"
+        );
     }
 }

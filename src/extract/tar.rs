@@ -176,9 +176,9 @@ pub fn extract(
                 }
             });
         }
-        let outcome = stream.read_all(decoder(format, input));
-        queue.close();
-        outcome
+        // Closed however the reader ends (even by unwinding), so the writers always stop.
+        let _close = CloseOnDrop(&queue);
+        stream.read_all(decoder(format, input))
     });
     let warnings = std::mem::take(&mut stream.warnings);
     let last_name = stream.last_name.take();
@@ -197,6 +197,14 @@ pub fn extract(
     report.warnings = warnings;
     report.wall = start.elapsed();
     Ok(report)
+}
+
+struct CloseOnDrop<'q>(&'q Queue<Vec<Job>>);
+
+impl Drop for CloseOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.close();
+    }
 }
 
 struct ReceiverGuard<'q>(&'q Queue<Vec<Job>>);
@@ -244,13 +252,22 @@ impl Stream<'_, '_> {
         for item in archive.entries().context("cannot read the archive")? {
             let mut raw = item.context("cannot read the next header")?;
             let name = String::from_utf8_lossy(&raw.path_bytes()).into_owned();
-            match self.entry(&mut raw, &name) {
+            let complete = match self.entry(&mut raw, &name) {
                 Ok(Some(entry)) => self.dispatch(entry, &mut raw, writer)?,
-                Ok(None) => {}
-                Err(error) => self.sink.fail_named(&name, error),
+                Ok(None) => true,
+                Err(error) => {
+                    self.sink.fail_named(&name, error);
+                    true
+                }
+            };
+            if complete {
+                self.last_name = Some(name);
             }
-            self.last_name = Some(name);
         }
+        // The tar ends at its end-of-archive blocks, but a compressor's checksum (gzip's CRC,
+        // zstd's and xz's checks) comes after them: read to the end so that it is verified.
+        std::io::copy(&mut archive.into_inner(), &mut std::io::sink())
+            .context("the data after the last entry is corrupt")?;
         Ok(())
     }
 
@@ -304,6 +321,11 @@ impl Stream<'_, '_> {
                 return Ok(None);
             }
         };
+        if kind == EntryKind::File && is_pax_sparse(raw) {
+            anyhow::bail!(
+                "pax-format sparse files (GNU.sparse.* records, as `tar --format=pax --sparse` makes) are not supported; GNU-format sparse files are"
+            );
+        }
         if std::str::from_utf8(&raw.path_bytes()).is_err() {
             anyhow::bail!("refused: the name is not UTF-8");
         }
@@ -320,9 +342,10 @@ impl Stream<'_, '_> {
         }
         match &kind {
             EntryKind::Symlink { target } => {
+                // Recorded even if refused: what the archive puts below it is refused too.
+                self.symlinks.insert(path.clone());
                 plan::check_symlink_target(&path, &target.to_string_lossy())
                     .map_err(|r| anyhow!("refused: {r}"))?;
-                self.symlinks.insert(path.clone());
             }
             EntryKind::Hardlink { target } if !self.files.contains(target) => anyhow::bail!(
                 "refused: hard link target '{}' is not a file earlier in this archive",
@@ -330,11 +353,8 @@ impl Stream<'_, '_> {
             ),
             _ => {}
         }
-        let mode = header.mode().ok().map(|m| m & 0o7777);
-        let mut mtime = header
-            .mtime()
-            .ok()
-            .map(|secs| UNIX_EPOCH + Duration::from_secs(secs));
+        let mode = raw.header().mode().ok().map(|m| m & 0o7777);
+        let mut mtime = raw.header().mtime().ok().and_then(header_time);
         if let Some(precise) = pax_mtime(raw) {
             mtime = Some(precise);
         }
@@ -351,13 +371,14 @@ impl Stream<'_, '_> {
     }
 
     /// Hands an entry to the sink: directories and links now, file content to a writer (or,
-    /// for a file too large to buffer, written here).
+    /// for a file too large to buffer, written here). `Ok(false)`: the entry's data may not
+    /// have been read whole (a failed streamed write); `Err`: the stream broke.
     fn dispatch<R: Read>(
         &mut self,
         entry: Entry,
         raw: &mut tar::Entry<'_, R>,
         writer: &mut crate::sink::Writer<'_, '_>,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<bool> {
         match entry.kind {
             EntryKind::Dir => self.sink.add_dir(entry),
             EntryKind::Symlink { .. } | EntryKind::Hardlink { .. } => self.sink.add_link(entry),
@@ -369,16 +390,16 @@ impl Stream<'_, '_> {
                             "the archive holds this path more than once; the first copy was kept"
                         ),
                     );
-                    return Ok(());
+                    return Ok(true);
                 }
                 if entry.size > self.buffer_limit {
                     // Give the writers what is pending before this thread gets busy.
                     self.flush(writer);
-                    if self.sink.prepare_file(&entry) {
-                        writer.write_file(&entry, raw);
+                    if !self.sink.prepare_file(&entry) {
+                        return Ok(true);
                     }
                     // If the stream broke inside this file, the next header read says so.
-                    return Ok(());
+                    return Ok(writer.write_file(&entry, raw));
                 }
                 if !self.budget.try_acquire(entry.size) {
                     // What this thread holds must reach the writers before it waits for them.
@@ -386,12 +407,14 @@ impl Stream<'_, '_> {
                     self.budget.acquire(entry.size);
                 }
                 let mut data = Vec::with_capacity(entry.size as usize);
-                if let Err(e) = raw.read_to_end(&mut data) {
+                let read = raw.read_to_end(&mut data);
+                if read.is_err() || data.len() as u64 != entry.size {
                     self.budget.release(entry.size);
-                    self.sink.fail(
-                        &entry,
-                        anyhow::Error::new(e).context("reading the entry's data"),
-                    );
+                    let error = match read {
+                        Err(e) => anyhow::Error::new(e).context("reading the entry's data"),
+                        Ok(n) => anyhow!("the entry is truncated: {n} of its {} bytes", entry.size),
+                    };
+                    self.sink.fail(&entry, error);
                     return Err(anyhow!("the stream broke inside '{}'", entry.name));
                 }
                 self.pending_bytes += entry.size;
@@ -401,7 +424,7 @@ impl Stream<'_, '_> {
                 }
             }
         }
-        Ok(())
+        Ok(true)
     }
 }
 
@@ -423,6 +446,28 @@ impl Stream<'_, '_> {
             self.budget.release(bytes);
         }
     }
+}
+
+/// A header's mtime: tar stores it as a signed number (GNU's base-256 form can be negative), which
+/// the tar crate hands over as its two's-complement `u64`.
+fn header_time(raw: u64) -> Option<SystemTime> {
+    let secs = raw as i64;
+    if secs >= 0 {
+        UNIX_EPOCH.checked_add(Duration::from_secs(secs.unsigned_abs()))
+    } else {
+        UNIX_EPOCH.checked_sub(Duration::from_secs(secs.unsigned_abs()))
+    }
+}
+
+/// Whether a pax header describes a sparse file in GNU's pax encodings (0.x or 1.0), whose data
+/// the tar crate would hand over as the raw map and chunks.
+fn is_pax_sparse<R: Read>(raw: &mut tar::Entry<'_, R>) -> bool {
+    let Ok(Some(extensions)) = raw.pax_extensions() else {
+        return false;
+    };
+    extensions
+        .filter_map(Result::ok)
+        .any(|ext| ext.key().is_ok_and(|k| k.starts_with("GNU.sparse.")))
 }
 
 /// The mtime with its fraction of a second, from a pax header (`mtime=1700000000.25`).
@@ -461,6 +506,15 @@ fn parse_pax_time(value: &str) -> Option<SystemTime> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn negative_header_times_are_before_1970() {
+        assert_eq!(header_time(60), Some(UNIX_EPOCH + Duration::from_secs(60)));
+        assert_eq!(
+            header_time((-100i64) as u64),
+            Some(UNIX_EPOCH - Duration::from_secs(100))
+        );
+    }
 
     #[test]
     fn pax_times_keep_their_fraction() {

@@ -90,7 +90,9 @@ pub fn extract(
         files.par_iter().for_each_init(
             || (archive.clone(), sink.writer()),
             |(archive, writer), entry| match archive.by_index(entry.index) {
-                Ok(mut reader) => writer.write_file(entry, &mut reader),
+                Ok(mut reader) => {
+                    writer.write_file(entry, &mut reader);
+                }
                 Err(e) => sink.fail(
                     entry,
                     anyhow::Error::new(e).context("cannot read the entry"),

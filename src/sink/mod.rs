@@ -572,15 +572,27 @@ impl<'a> Sink<'a> {
         Ok(true)
     }
 
-    /// A hard link may only name a regular file already extracted under the output folder.
+    /// A hard link may only name a regular file under the output folder, reached through
+    /// directories this run has checked are real (never through a symlink: `link(2)` follows
+    /// symlinks in the middle of a path).
     fn create_hardlink(&self, entry: &Entry, target: &Path) -> anyhow::Result<bool> {
+        let refuse = || {
+            anyhow::anyhow!(
+                "refused: hard link target '{}' is not a file extracted into the output folder",
+                target.display()
+            )
+        };
+        let through_real_dirs = match target.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) => lock(&self.dirs).ready.contains(parent),
+            None => true,
+        };
+        if !through_real_dirs {
+            return Err(refuse());
+        }
         let original = self.root.join(target);
         match original.symlink_metadata() {
             Ok(meta) if meta.is_file() => {}
-            _ => bail!(
-                "refused: hard link target '{}' is not a file extracted into the output folder",
-                target.display()
-            ),
+            _ => return Err(refuse()),
         }
         self.place_link(entry, |at| std::fs::hard_link(&original, at))
     }
@@ -773,17 +785,17 @@ pub struct Writer<'s, 'a> {
 
 impl Writer<'_, '_> {
     /// Writes one file entry from `src`, then hands it to the close stage. Failures are
-    /// recorded, never returned: the other entries go on.
-    pub fn write_file(&mut self, entry: &Entry, src: &mut dyn Read) {
-        self.write(entry, Content::Reader(src));
+    /// recorded in the sink (the other entries go on); false says this one failed.
+    pub fn write_file(&mut self, entry: &Entry, src: &mut dyn Read) -> bool {
+        self.write(entry, Content::Reader(src))
     }
 
-    /// Writes one file entry whose content is already in memory.
-    pub fn write_bytes(&mut self, entry: &Entry, data: &[u8]) {
-        self.write(entry, Content::Bytes(data));
+    /// Writes one file entry whose content is already in memory; false if it failed.
+    pub fn write_bytes(&mut self, entry: &Entry, data: &[u8]) -> bool {
+        self.write(entry, Content::Bytes(data))
     }
 
-    fn write(&mut self, entry: &Entry, content: Content<'_>) {
+    fn write(&mut self, entry: &Entry, content: Content<'_>) -> bool {
         let sink = self.sink;
         let start = Instant::now();
         let written = sink.write_file_inner(entry, content, &mut self.buf);
@@ -810,8 +822,12 @@ impl Writer<'_, '_> {
             Ok(None) => {
                 sink.skipped.fetch_add(1, Ordering::Relaxed);
             }
-            Err(error) => sink.fail(entry, error),
+            Err(error) => {
+                sink.fail(entry, error);
+                return false;
+            }
         }
+        true
     }
 }
 

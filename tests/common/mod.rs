@@ -528,6 +528,68 @@ pub fn relative_target(from_dir: &str, to: &str) -> String {
     }
 }
 
+/// Add `count` hard links to files of a tree built from `spec` under `root`: each one named
+/// `hardlink{i}` in a directory of the tree, linking to a file chosen with `seed` (some files get
+/// several). The directories written into keep their mode and mtime. Returns (link, file) pairs.
+#[cfg(unix)]
+pub fn add_hard_links(
+    root: &Path,
+    spec: &TreeSpec,
+    seed: u64,
+    count: usize,
+) -> Vec<(String, String)> {
+    let mut rng = Rng::new(seed ^ 0x4841_5244);
+    let files: Vec<&Node> = spec
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.kind, NodeKind::File(_)))
+        .collect();
+    let mut dirs: Vec<&str> = vec![""];
+    dirs.extend(
+        spec.nodes
+            .iter()
+            .filter(|n| matches!(n.kind, NodeKind::Dir))
+            .map(|n| n.path.as_str()),
+    );
+    let mut links = Vec::new();
+    for i in 0..count {
+        let target = rng.pick(&files).path.clone();
+        let dir = *rng.pick(&dirs);
+        let link = if dir.is_empty() {
+            format!("hardlink{i}")
+        } else {
+            format!("{dir}/hardlink{i}")
+        };
+        let dir_path = root.join(dir);
+        let (mode, mtime) = (mode_of(&dir_path), meta_of(&dir_path));
+        set_mode(&dir_path, 0o755);
+        fs::hard_link(root.join(&target), root.join(&link))
+            .unwrap_or_else(|e| panic!("hard link {link} -> {target}: {e}"));
+        set_mode(&dir_path, mode);
+        let t = FileTime::from_unix_time(mtime.mtime, mtime.mtime_nsec);
+        filetime::set_file_mtime(&dir_path, t)
+            .unwrap_or_else(|e| panic!("set mtime {}: {e}", dir_path.display()));
+        links.push((link, target));
+    }
+    links
+}
+
+/// Give every path under `root` (symlinks too, not followed) a random sub-second part in its
+/// mtime, keeping the whole seconds. Call it last: creating anything afterwards changes the
+/// mtime of the directory it is created in.
+pub fn set_subsecond_mtimes(root: &Path, seed: u64) {
+    let mut rng = Rng::new(seed ^ 0x4E41_4E4F);
+    for (rel, m) in scan_tree(root) {
+        let p = root.join(&rel);
+        // Never a whole second, so a dropped fraction always shows.
+        let nanos = rng.range(1, 999_999_999) as u32;
+        let t = FileTime::from_unix_time(m.mtime, nanos);
+        let at = FileTime::from_unix_time(DEFAULT_MTIME, 0);
+        filetime::set_symlink_file_times(&p, at, t)
+            .unwrap_or_else(|e| panic!("set times {}: {e}", p.display()));
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tree comparator
 // ---------------------------------------------------------------------------------------------
@@ -545,8 +607,14 @@ pub struct Meta {
     pub kind: Kind,
     pub perm: u32,
     pub mtime: i64,
+    /// The sub-second part of the mtime, in nanoseconds.
+    pub mtime_nsec: u32,
     pub len: u64,
     pub target: Option<PathBuf>,
+    /// (device, inode): paths that share it are hard links to one file. (0, 0) off Unix.
+    pub file_id: (u64, u64),
+    /// Bytes the file occupies on disk (st_blocks * 512); `len` off Unix.
+    pub disk_bytes: u64,
 }
 
 /// What `diff_trees` checks besides the set of paths, kinds, file contents and symlink targets
@@ -565,6 +633,11 @@ pub struct Compare {
     pub symlink_mtimes: bool,
     /// Allowed |difference| in seconds (2 for DOS timestamps).
     pub mtime_tolerance: i64,
+    /// Compare mtimes to the nanosecond, not in whole seconds (with a zero tolerance).
+    pub mtime_nanos: bool,
+    /// Paths that are hard links to one file in the expected tree must be hard links to one
+    /// file in the actual tree, and no others.
+    pub hardlinks: bool,
 }
 
 impl Compare {
@@ -577,6 +650,8 @@ impl Compare {
             dir_mtimes: true,
             symlink_mtimes: false,
             mtime_tolerance: 0,
+            mtime_nanos: false,
+            hardlinks: false,
         }
     }
     /// Paths, kinds, contents and symlink targets only.
@@ -588,6 +663,18 @@ impl Compare {
             dir_mtimes: false,
             symlink_mtimes: false,
             mtime_tolerance: 0,
+            mtime_nanos: false,
+            hardlinks: false,
+        }
+    }
+    /// Everything exact: modes, mtimes of every kind (symlinks too) to the nanosecond, and
+    /// hard-link identity. For extractors that restore all of it, such as `tar -xp`.
+    pub fn strict() -> Self {
+        Compare {
+            symlink_mtimes: true,
+            mtime_nanos: true,
+            hardlinks: true,
+            ..Compare::exact()
         }
     }
     pub fn tolerance(mut self, secs: i64) -> Self {
@@ -634,17 +721,46 @@ pub fn meta_of(p: &Path) -> Meta {
     } else {
         0o666
     };
+    #[cfg(unix)]
+    let (file_id, disk_bytes) = {
+        use std::os::unix::fs::MetadataExt;
+        ((md.dev(), md.ino()), md.blocks() * 512)
+    };
+    #[cfg(not(unix))]
+    let (file_id, disk_bytes) = ((0, 0), md.len());
+    let mtime = FileTime::from_last_modification_time(&md);
     Meta {
         kind,
         perm,
-        mtime: FileTime::from_last_modification_time(&md).unix_seconds(),
+        mtime: mtime.unix_seconds(),
+        mtime_nsec: mtime.nanoseconds(),
         len: md.len(),
         target: if kind == Kind::Symlink {
             fs::read_link(p).ok()
         } else {
             None
         },
+        file_id,
+        disk_bytes,
     }
+}
+
+/// For every regular file that has other hard links in the tree, the sorted list of all the
+/// paths of its inode (itself included). Files with a single path are left out.
+pub fn hardlink_groups(tree: &BTreeMap<PathBuf, Meta>) -> BTreeMap<PathBuf, Vec<PathBuf>> {
+    let mut by_id: BTreeMap<(u64, u64), Vec<PathBuf>> = BTreeMap::new();
+    for (p, m) in tree {
+        if m.kind == Kind::File {
+            by_id.entry(m.file_id).or_default().push(p.clone());
+        }
+    }
+    let mut out = BTreeMap::new();
+    for group in by_id.into_values().filter(|g| g.len() > 1) {
+        for p in &group {
+            out.insert(p.clone(), group.clone());
+        }
+    }
+    out
 }
 
 /// Every path under `root` (not `root` itself), relative, without following symlinks.
@@ -727,7 +843,15 @@ pub fn diff_trees(expected: &Path, actual: &Path, cmp: &Compare) -> Vec<String> 
             Kind::Dir => cmp.dir_mtimes,
             Kind::Symlink => cmp.symlink_mtimes,
         };
-        if check_time && (em.mtime - am.mtime).abs() > cmp.mtime_tolerance {
+        if check_time && cmp.mtime_nanos {
+            let ns = |m: &Meta| i128::from(m.mtime) * 1_000_000_000 + i128::from(m.mtime_nsec);
+            if (ns(em) - ns(am)).abs() > i128::from(cmp.mtime_tolerance) * 1_000_000_000 {
+                diffs.push(format!(
+                    "mtime differs: {d} ({:?}): expected {}.{:09}, got {}.{:09}",
+                    em.kind, em.mtime, em.mtime_nsec, am.mtime, am.mtime_nsec
+                ));
+            }
+        } else if check_time && (em.mtime - am.mtime).abs() > cmp.mtime_tolerance {
             diffs.push(format!(
                 "mtime differs: {d} ({:?}): expected {}, got {} (delta {} s, tolerance {} s)",
                 em.kind,
@@ -741,6 +865,23 @@ pub fn diff_trees(expected: &Path, actual: &Path, cmp: &Compare) -> Vec<String> 
     for (p, am) in &a {
         if !e.contains_key(p) {
             diffs.push(format!("extra: {} ({:?})", p.display(), am.kind));
+        }
+    }
+    if cmp.hardlinks {
+        let (eg, ag) = (hardlink_groups(&e), hardlink_groups(&a));
+        for (p, em) in &e {
+            if em.kind != Kind::File || a.get(p).is_none_or(|am| am.kind != Kind::File) {
+                continue;
+            }
+            let (want, got) = (eg.get(p), ag.get(p));
+            if want != got {
+                diffs.push(format!(
+                    "hard links differ: {}: expected the same file as {:?}, got {:?}",
+                    p.display(),
+                    want.map_or(&[][..], Vec::as_slice),
+                    got.map_or(&[][..], Vec::as_slice)
+                ));
+            }
         }
     }
     diffs
@@ -898,13 +1039,25 @@ fn quote(s: &OsStr) -> String {
 }
 
 /// Run a command to completion with a timeout, capturing stdout and stderr.
-pub fn run_command(mut cmd: Command) -> Output {
+pub fn run_command(cmd: Command) -> Output {
+    run_command_with_stdin(cmd, Stdio::null())
+}
+
+/// `run_command` with the child's standard input taken from `stdin` (a file, or the stdout of
+/// another child for a real pipe).
+pub fn run_command_with_stdin(cmd: Command, stdin: Stdio) -> Output {
+    run_command_full(cmd, stdin, RUN_TIMEOUT)
+}
+
+/// `run_command` with its standard input and timeout chosen: a run that outlives `timeout` is
+/// killed and the test fails with a message saying so.
+pub fn run_command_full(mut cmd: Command, stdin: Stdio, timeout: Duration) -> Output {
     let cmdline = std::iter::once(cmd.get_program())
         .chain(cmd.get_args())
         .map(quote)
         .collect::<Vec<_>>()
         .join(" ");
-    cmd.stdin(Stdio::null())
+    cmd.stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = cmd
@@ -927,10 +1080,10 @@ pub fn run_command(mut cmd: Command) -> Output {
         if let Some(s) = child.try_wait().expect("wait for child") {
             break s;
         }
-        if start.elapsed() > RUN_TIMEOUT {
+        if start.elapsed() > timeout {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("{cmdline} did not finish within {RUN_TIMEOUT:?} (hang or deadlock?)");
+            panic!("{cmdline} did not finish within {timeout:?} (hang or deadlock?)");
         }
         std::thread::sleep(Duration::from_millis(5));
     };
@@ -971,6 +1124,48 @@ pub fn run_fastwrite_env(args: &[OsString], env: &[(&str, &str)]) -> Output {
     }
     let out = run_command(cmd);
     assert_no_panic(&out);
+    out
+}
+
+/// Run fastwrite with `args`, killed after `timeout` (for inputs that could make it hang);
+/// asserts it did not panic.
+#[track_caller]
+pub fn run_fastwrite_timeout(args: &[OsString], timeout: Duration) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args);
+    cmd.env("TZ", TEST_TZ);
+    let out = run_command_full(cmd, Stdio::null(), timeout);
+    assert_no_panic(&out);
+    out
+}
+
+/// Run fastwrite with `args` and its standard input from `stdin`; asserts it did not panic.
+#[track_caller]
+pub fn run_fastwrite_stdin(args: &[OsString], stdin: Stdio) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args);
+    cmd.env("TZ", TEST_TZ);
+    let out = run_command_with_stdin(cmd, stdin);
+    assert_no_panic(&out);
+    out
+}
+
+/// Run fastwrite with `args`, feeding `input` through a real pipe (`cat FILE |`), as a shell
+/// pipeline would: no seeking, no size known in advance.
+#[track_caller]
+pub fn run_fastwrite_piped(args: &[OsString], input: &Path) -> Output {
+    require_tool("cat");
+    let mut cat = Command::new("cat")
+        .arg(input)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start cat: {e}"));
+    let pipe = cat.stdout.take().unwrap();
+    let out = run_fastwrite_stdin(args, Stdio::from(pipe));
+    // cat may die of SIGPIPE if fastwrite stops reading early; only reap it.
+    let _ = cat.wait();
     out
 }
 
@@ -1020,7 +1215,8 @@ pub fn require_tool(name: &str) {
     assert!(
         found,
         "required external tool `{name}` not found in PATH; install it (Debian: zip, unzip, p7zip-full, \
-         libarchive-tools, python3) - this test must not pass without it"
+         libarchive-tools, python3, tar, gzip, pigz, zstd, xz-utils, bzip2; .ci/setup does) - this \
+         test must not pass without it"
     );
 }
 
@@ -1228,4 +1424,126 @@ pub fn civil_to_unix(y: i64, mo: i64, d: i64, h: i64, mi: i64, s: i64) -> i64 {
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = era * 146_097 + doe - 719_468;
     days * 86_400 + h * 3600 + mi * 60 + s
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hostile-archive helpers shared by the format tests
+// ---------------------------------------------------------------------------------------------
+
+/// Words one of which a refusal message must contain.
+pub const REFUSAL_WORDS: &[&str] = &[
+    "refus",
+    "escape",
+    "outside",
+    "unsafe",
+    "not allowed",
+    "absolute",
+    "invalid",
+    "forbidden",
+    "reject",
+];
+
+/// Names of the direct children of `dir` (sorted); empty if `dir` does not exist.
+pub fn children(dir: &Path) -> Vec<String> {
+    let Ok(rd) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut v: Vec<String> = rd
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every path under `dir`, relative, as strings with `/` (sorted); empty if `dir` is missing.
+pub fn all_paths(dir: &Path) -> Vec<String> {
+    if !dir.exists() {
+        return Vec::new();
+    }
+    scan_tree(dir)
+        .keys()
+        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .collect()
+}
+
+/// A unique name, so tests that probe shared system folders (/tmp, /etc) cannot collide.
+pub fn unique_name(tag: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("fastwrite-{tag}-{}-{nanos}", std::process::id())
+}
+
+/// A sample archive from `../shared/zip-slip` (beside the repository).
+#[track_caller]
+pub fn shared_zip_slip(name: &str) -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/zip-slip")
+        .join(name);
+    assert!(
+        p.is_file(),
+        "sample archive {} is missing (shared/zip-slip must sit beside the repo)",
+        p.display()
+    );
+    p
+}
+
+/// A temp layout for hostile archives:
+///   ROOT/archives/   the archives
+///   ROOT/outside/    a folder a broken extractor could be tricked into writing to
+///   ROOT/work/out    OUT
+/// `snapshot()` fingerprints everything except OUT, so a test can prove nothing else changed.
+pub struct Sandbox {
+    dir: TestDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        let dir = tempdir();
+        for d in ["archives", "outside", "work"] {
+            fs::create_dir(dir.join(d)).unwrap();
+        }
+        Sandbox { dir }
+    }
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+    pub fn out(&self) -> PathBuf {
+        self.dir.join("work/out")
+    }
+    pub fn outside(&self) -> PathBuf {
+        self.dir.join("outside")
+    }
+    pub fn archive(&self, name: &str) -> PathBuf {
+        self.dir.join("archives").join(name)
+    }
+    pub fn snapshot(&self) -> BTreeMap<PathBuf, String> {
+        let mut s = snapshot(self.root(), &[Path::new("work/out")]);
+        // Creating OUT legitimately changes work/'s mtime; its contents are checked apart.
+        s.remove(Path::new("work"));
+        s
+    }
+    #[track_caller]
+    pub fn assert_unchanged_outside(&self, before: &BTreeMap<PathBuf, String>, out: &Output) {
+        let after = self.snapshot();
+        assert_eq!(
+            before,
+            &after,
+            "something outside OUT changed (before vs after)\n{}",
+            out.dump()
+        );
+        let work = children(&self.dir.join("work"));
+        assert!(
+            work.is_empty() || work == ["out"],
+            "unexpected entries next to OUT: {work:?}\n{}",
+            out.dump()
+        );
+    }
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Self::new()
+    }
 }
