@@ -91,7 +91,13 @@ pub fn extract(
             || (archive.clone(), sink.writer()),
             |(archive, writer), entry| match archive.by_index(entry.index) {
                 Ok(mut reader) => {
-                    writer.write_file(entry, &mut reader);
+                    match sink.ensure_parents(&entry.path) {
+                        Ok(()) => writer.write_file(entry, &mut reader),
+                        Err(error) => {
+                            sink.fail(entry, error);
+                            false
+                        }
+                    };
                 }
                 Err(e) => sink.fail(
                     entry,

@@ -164,20 +164,28 @@ impl<'a> Sink<'a> {
         });
     }
 
-    /// Registers a whole plan before any file is written: directories are created, links and
-    /// directory metadata deferred, and conflicts with existing files said up front. Leaves in
-    /// the plan only the files to write.
+    /// Registers a whole plan before any file is written: links and directory metadata are
+    /// deferred, and conflicts with existing files said up front. Leaves in the plan only the
+    /// files to write; a writer calls [`Sink::ensure_parents`] before each.
+    ///
+    /// Into a missing or empty output folder nothing can be in the way, so nothing is checked
+    /// and no directory made here: the writers make each file's parents as they go (see
+    /// [`Sink::ensure_parents`]), which overlaps directory creation with writing. Otherwise
+    /// every directory is made first and every file checked, so conflicts are said before
+    /// anything is written.
     pub fn prepare(&mut self, plan: &mut Plan) {
-        self.create_dirs(plan.entries.iter().map(|e| match e.kind {
-            EntryKind::Dir => e.path.as_path(),
-            _ => e.path.parent().unwrap_or(Path::new("")),
-        }));
+        if !self.fresh {
+            self.create_dirs(plan.entries.iter().map(|e| match e.kind {
+                EntryKind::Dir => e.path.as_path(),
+                _ => e.path.parent().unwrap_or(Path::new("")),
+            }));
+        }
         let mut files = Vec::with_capacity(plan.entries.len());
         for entry in std::mem::take(&mut plan.entries) {
             match entry.kind {
                 EntryKind::Dir => self.add_dir(entry),
                 EntryKind::File => {
-                    if self.prepare_file(&entry) {
+                    if self.fresh || self.prepare_file(&entry) {
                         files.push(entry);
                     }
                 }
@@ -241,38 +249,39 @@ impl<'a> Sink<'a> {
         lock(&self.dirs).busy += start.elapsed();
     }
 
-    /// Makes sure `rel`'s parent directories exist, creating them parents first.
+    /// Makes sure `rel`'s parent directories exist, creating them parents first. Any writer
+    /// may call it: no lock is held during a system call, so writers never wait for each
+    /// other's `mkdir` (two racing for the same directory both find it a real directory).
     pub fn ensure_parents(&self, rel: &Path) -> anyhow::Result<()> {
         match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-            Some(parent) => {
-                let mut dirs = lock(&self.dirs);
-                if dirs.ready.contains(parent) {
-                    return Ok(());
-                }
-                self.make_dir(&mut dirs, parent)
-            }
+            Some(parent) => self.make_dir(parent),
             None => Ok(()),
         }
     }
 
-    fn make_dir(&self, dirs: &mut Dirs, dir: &Path) -> anyhow::Result<()> {
-        if dirs.ready.contains(dir) {
-            return Ok(());
-        }
-        if let Some(reason) = dirs.blocked.get(dir) {
-            bail!("cannot create directory '{}': {reason}", dir.display());
+    fn make_dir(&self, dir: &Path) -> anyhow::Result<()> {
+        {
+            let dirs = lock(&self.dirs);
+            if dirs.ready.contains(dir) {
+                return Ok(());
+            }
+            if let Some(reason) = dirs.blocked.get(dir) {
+                bail!("cannot create directory '{}': {reason}", dir.display());
+            }
         }
         if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-            self.make_dir(dirs, parent)?;
+            self.make_dir(parent)?;
         }
         let start = Instant::now();
         let made = self.create_dir(dir);
+        let mut dirs = lock(&self.dirs);
         dirs.busy += start.elapsed();
         match made {
             Ok(created) => {
-                dirs.created += u64::from(created);
-                dirs.ready.insert(dir.to_path_buf());
-                dirs.order.push(dir.to_path_buf());
+                if dirs.ready.insert(dir.to_path_buf()) {
+                    dirs.created += u64::from(created);
+                    dirs.order.push(dir.to_path_buf());
+                }
                 Ok(())
             }
             Err(e) => {
