@@ -20,6 +20,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(dirname "$here")"
 # shellcheck source-path=SCRIPTDIR source=lib/common.sh
 source "$here/lib/common.sh"
+bench_lock  # one bench at a time on this machine
 
 CACHE="${FASTWRITE_BENCH_CACHE:-$HOME/.cache/fastwrite-bench}"
 TOP="${SYSCALLS_TOP:-15}"

@@ -11,7 +11,13 @@
 #   BENCH_RUNS             timed runs per command (default 10; plus 1 warmup)
 #   FASTWRITE_BENCH_CACHE  corpus, work and results dir (default ~/.cache/fastwrite-bench)
 #   BENCH_SYNC=0           don't `sync` between runs (default: sync, untimed)
-#   BENCH_SETTLE           seconds to wait after an earlier bench's cleanup (default 90)
+#   BENCH_SETTLE           seconds to wait after an earlier bench deleted its outputs
+#                          (default 370: file creation is slow for up to 6 minutes
+#                          after a big delete on this ext4; see lib/common.sh)
+#   BENCH_PROBE_MS         then also wait until creating 2000 empty files takes at
+#                          most this many ms (default 120; ~40 when healthy) ...
+#   BENCH_SETTLE_MAX       ... for at most this many seconds (default 400)
+#   BENCH_DROP_CACHES=0    don't drop clean page cache when < 4 GiB is free (default: drop)
 #   KEEP_WORK=1            keep the extracted outputs instead of deleting them
 #
 # Results (markdown + JSON) go to $FASTWRITE_BENCH_CACHE/results/, never the repo.
@@ -22,6 +28,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(dirname "$here")"
 # shellcheck source-path=SCRIPTDIR source=lib/common.sh
 source "$here/lib/common.sh"
+bench_lock  # one bench at a time on this machine
 
 CACHE="${FASTWRITE_BENCH_CACHE:-$HOME/.cache/fastwrite-bench}"
 RUNS="${BENCH_RUNS:-10}"
@@ -73,7 +80,8 @@ if have 7z; then add 7z 7z x -y "-o$WORK/7z" "$WHEEL"; fi
 if have ripunzip; then add ripunzip ripunzip unzip-file "$WHEEL" -d "$WORK/ripunzip"; fi
 
 # --- the batch ------------------------------------------------------------
-settle_after_cleanup
+wait_for_fast_creates "$WORK"  # first waits out our own recent deletes
+free_memory_for_batch "$WHEEL"
 warn_if_busy
 
 args=(-N --warmup "$WARMUP" --runs "$RUNS" --export-markdown "$MD" --export-json "$JSON")
@@ -84,6 +92,12 @@ echo "zip-peers: $WHEEL ($EXPECTED_FILES files), $RUNS runs + $WARMUP warmup eac
 echo "zip-peers: fastwrite = $FW" >&2
 # No -i: hyperfine aborts (and so does this script) if any run exits non-zero.
 hyperfine "${args[@]}" "${cmds[@]}"
+# Same probe again: if it is now slow, something deleted files during the batch.
+after_ms="$(probe_creates "$WORK/.probe/after")"
+echo "zip-peers: file-creation probe after the batch: ${after_ms} ms for 2000 files" >&2
+if (( after_ms > ${BENCH_PROBE_MS:-120} )); then
+    echo "zip-peers: WARNING: file creation got slow during the batch (files deleted elsewhere?); treat these timings with suspicion" >&2
+fi
 
 # --- verify every run's output --------------------------------------------
 bad=0

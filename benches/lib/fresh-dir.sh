@@ -9,9 +9,9 @@
 # command needs no wrapper process that would add to its time.
 # With --finish it only parks the last run's output (call it after the batch).
 #
-# Why not `rm -rf SLOT`: on this journal-less ext4 (mounted with `discard`)
-# freeing thousands of inodes makes file creation 4-14x slower for about a
-# minute afterwards, which would poison the following runs.
+# Why not `rm -rf SLOT`: on this journal-less ext4, deleting thousands of files
+# makes file creation 4-14x slower for 1-6 minutes afterwards (see
+# lib/common.sh), which would poison the following runs.
 #
 # Env: BENCH_SYNC=1 (default) runs `sync` so the previous run's dirty pages are
 # written back here, untimed, rather than during the next timed run.
