@@ -2,7 +2,7 @@
 # One hyperfine batch of extractors side by side, verified (sourced by benches/*-peers.sh).
 #
 # The caller fills two arrays with `add NAME CMD...`, where each CMD extracts into $WORK/NAME,
-# then calls `run_batch TAG EXPECTED_FILES REFERENCE`. Every timed run writes into a fresh,
+# then calls `run_batch TAG EXPECTED_FILES REFERENCE ARCHIVE`. Every timed run writes into a fresh,
 # never-used directory (lib/fresh-dir.sh as hyperfine's --prepare), nothing is deleted during
 # the batch, every exit status must be 0, and every output tree must hold EXPECTED_FILES
 # regular files and the same content as the REFERENCE tool's.
@@ -28,13 +28,14 @@ have() {
 
 reset_batch() { names=(); cmds=(); }
 
-run_batch() {  # run_batch TAG EXPECTED_FILES REFERENCE
-    local tag="$1" expected="$2" reference="$3" stamp md json
+run_batch() {  # run_batch TAG EXPECTED_FILES REFERENCE ARCHIVE
+    local tag="$1" expected="$2" reference="$3" archive="$4" stamp md json
     stamp="$(date +%Y%m%d-%H%M%S)"
     md="$RESULTS/$tag-$stamp.md"
     json="$RESULTS/$tag-$stamp.json"
+    wait_for_fast_creates "$WORK"  # first waits out our own recent deletes
+    free_memory_for_batch "$archive"
     warn_if_busy
-    wait_for_fast_creates "$WORK"
 
     local args=(-N --warmup "$WARMUP" --runs "$RUNS" --export-markdown "$md" --export-json "$json")
     local i
@@ -70,6 +71,14 @@ run_batch() {  # run_batch TAG EXPECTED_FILES REFERENCE
             bad=1
         fi
     done
+    # hyperfine already refuses non-zero exits; double-check from its JSON.
+    python3 - "$json" <<'PY' || bad=1
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    if any(c != 0 for c in r.get("exit_codes", [])):
+        print(f"VERIFY {r['command']}: non-zero exit codes {r['exit_codes']}", file=sys.stderr)
+        sys.exit(1)
+PY
     if (( bad )); then
         echo "$tag: verification FAILED" >&2
         return 1
@@ -87,4 +96,5 @@ for r in sorted(res, key=lambda r: r["mean"]):
     print(f"{r['command']:<28} {r['mean']:8.3f} {r['stddev']:6.3f} {r['mean']/fw['mean']:6.2f}")
 PY
     echo "results: $md"
+    echo "         $json"
 }
