@@ -18,7 +18,6 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -136,9 +135,6 @@ pub struct ClosePool {
     queue: Arc<Queue<Vec<CloseJob>>>,
     threads: Vec<JoinHandle<CloseTally>>,
     closer: Arc<dyn Closer>,
-    /// Handles waiting in the queue now, and the most there ever were.
-    queued: Arc<AtomicUsize>,
-    peak_queue: AtomicUsize,
     /// Closes that had to be done by the submitter because every pool thread had gone.
     orphans: std::sync::Mutex<CloseTally>,
 }
@@ -151,12 +147,10 @@ impl ClosePool {
         closer: Arc<dyn Closer>,
     ) -> io::Result<ClosePool> {
         let threads = threads.max(1);
-        let queue = Arc::new(Queue::new(bound_batches, threads));
-        let queued = Arc::new(AtomicUsize::new(0));
+        let queue = Arc::new(Queue::new(bound_batches, threads, Vec::len));
         let mut handles = Vec::with_capacity(threads);
         for i in 0..threads {
-            let (q, closer, queued) =
-                (Arc::clone(&queue), Arc::clone(&closer), Arc::clone(&queued));
+            let (q, closer) = (Arc::clone(&queue), Arc::clone(&closer));
             let spawned = std::thread::Builder::new()
                 .name(format!("fastwrite-close-{i}"))
                 .spawn(move || {
@@ -165,7 +159,6 @@ impl ClosePool {
                     let _gone = ReceiverGuard(&q);
                     let mut tally = CloseTally::default();
                     while let Some(batch) = q.pop() {
-                        queued.fetch_sub(batch.len(), Ordering::Relaxed);
                         for job in batch {
                             tally.close_inline(job, closer.as_ref());
                         }
@@ -189,20 +182,14 @@ impl ClosePool {
             queue,
             threads: handles,
             closer,
-            queued,
-            peak_queue: AtomicUsize::new(0),
             orphans: Default::default(),
         })
     }
 
     /// Queues handles for closing; blocks while the queue is full.
     pub fn submit(&self, batch: Vec<CloseJob>) {
-        let n = batch.len();
-        let now = self.queued.fetch_add(n, Ordering::Relaxed) + n;
-        self.peak_queue.fetch_max(now, Ordering::Relaxed);
         if let Err(batch) = self.queue.push(batch) {
             // Only possible if every close thread died; the closes must still happen and count.
-            self.queued.fetch_sub(n, Ordering::Relaxed);
             let mut orphans = self.orphans.lock().unwrap_or_else(|e| e.into_inner());
             for job in batch {
                 orphans.close_inline(job, self.closer.as_ref());
@@ -215,7 +202,6 @@ impl ClosePool {
         let ClosePool {
             queue,
             threads,
-            peak_queue,
             orphans,
             ..
         } = self;
@@ -232,7 +218,7 @@ impl ClosePool {
                 }),
             }
         }
-        total.peak_queue = peak_queue.into_inner();
+        total.peak_queue = queue.peak_weight();
         total
     }
 }
@@ -249,7 +235,7 @@ impl Drop for ReceiverGuard<'_> {
 mod tests {
     use super::*;
     use std::sync::Mutex;
-    use std::sync::atomic::AtomicU64;
+    use std::sync::atomic::{AtomicU64, Ordering};
 
     /// A closer that takes its time, fails the closes it is told to, and records the order.
     struct FakeCloser {
@@ -338,8 +324,8 @@ mod tests {
         }
         let tally = pool.finish();
         assert_eq!(tally.closed, 20 * batch as u64);
-        // Waiting: the bound's batches, plus one batch being handed over by the submitter.
-        let most = (bound + 1) * batch;
+        // Waiting: at most the bound's batches.
+        let most = bound * batch;
         assert!(
             tally.peak_queue <= most,
             "queue held {} > {most}",

@@ -17,6 +17,9 @@ struct State<T> {
     receivers: usize,
     sleeping_receivers: usize,
     sleeping_senders: usize,
+    /// The weight of what is queued now, and the most it has been.
+    weight: usize,
+    peak_weight: usize,
 }
 
 pub struct Queue<T> {
@@ -24,10 +27,14 @@ pub struct Queue<T> {
     not_empty: Condvar,
     not_full: Condvar,
     bound: usize,
+    /// How much an item counts towards the peak (a batch of handles counts its handles).
+    weigh: fn(&T) -> usize,
 }
 
 impl<T> Queue<T> {
-    pub fn new(bound: usize, receivers: usize) -> Queue<T> {
+    /// A queue of at most `bound` items for `receivers` threads; `weigh` says what an item
+    /// counts for in [`Queue::peak_weight`].
+    pub fn new(bound: usize, receivers: usize, weigh: fn(&T) -> usize) -> Queue<T> {
         Queue {
             state: Mutex::new(State {
                 items: VecDeque::with_capacity(bound),
@@ -35,10 +42,13 @@ impl<T> Queue<T> {
                 receivers,
                 sleeping_receivers: 0,
                 sleeping_senders: 0,
+                weight: 0,
+                peak_weight: 0,
             }),
             not_empty: Condvar::new(),
             not_full: Condvar::new(),
             bound: bound.max(1),
+            weigh,
         }
     }
 
@@ -59,6 +69,8 @@ impl<T> Queue<T> {
         if state.receivers == 0 {
             return Err(item);
         }
+        state.weight += (self.weigh)(&item);
+        state.peak_weight = state.peak_weight.max(state.weight);
         state.items.push_back(item);
         if state.sleeping_receivers > 0 {
             self.not_empty.notify_one();
@@ -71,6 +83,7 @@ impl<T> Queue<T> {
         let mut state = self.lock();
         loop {
             if let Some(item) = state.items.pop_front() {
+                state.weight -= (self.weigh)(&item);
                 if state.sleeping_senders > 0 {
                     self.not_full.notify_one();
                 }
@@ -103,6 +116,11 @@ impl<T> Queue<T> {
         }
     }
 
+    /// The most weight that was ever waiting in the queue at once.
+    pub fn peak_weight(&self) -> usize {
+        self.lock().peak_weight
+    }
+
     #[cfg(test)]
     fn len(&self) -> usize {
         self.lock().items.len()
@@ -116,7 +134,7 @@ mod tests {
 
     #[test]
     fn items_come_out_in_order_and_close_drains() {
-        let q = Queue::new(4, 1);
+        let q = Queue::new(4, 1, |_| 1);
         for i in 0..3 {
             q.push(i).unwrap();
         }
@@ -129,7 +147,7 @@ mod tests {
 
     #[test]
     fn a_full_queue_holds_the_sender_until_an_item_is_taken() {
-        let q = Arc::new(Queue::new(2, 1));
+        let q = Arc::new(Queue::new(2, 1, |_| 1));
         q.push(0).unwrap();
         q.push(1).unwrap();
         let sender = {
@@ -144,11 +162,12 @@ mod tests {
         assert_eq!(q.pop(), Some(0));
         sender.join().unwrap().unwrap();
         assert_eq!(q.len(), 2);
+        assert_eq!(q.peak_weight(), 2, "never more than the bound waiting");
     }
 
     #[test]
     fn with_no_receiver_left_a_push_gives_the_item_back() {
-        let q = Arc::new(Queue::new(1, 1));
+        let q = Arc::new(Queue::new(1, 1, |_| 1));
         q.push(0).unwrap();
         let sender = {
             let q = Arc::clone(&q);
@@ -163,7 +182,7 @@ mod tests {
 
     #[test]
     fn many_producers_and_consumers_lose_nothing() {
-        let q = Arc::new(Queue::new(3, 3));
+        let q = Arc::new(Queue::new(3, 3, |_| 1));
         let consumers: Vec<_> = (0..3)
             .map(|_| {
                 let q = Arc::clone(&q);

@@ -143,7 +143,7 @@ pub fn extract(
     // always in flight; a larger one is streamed by the reader.
     let budget = Budget::new(opts.memory_budget.max(4 * CHUNK as u64));
     let buffer_limit = budget.limit / 4;
-    let queue: Queue<Vec<Job>> = Queue::new(threads * 4, threads);
+    let queue: Queue<Vec<Job>> = Queue::new(threads * 4, threads, Vec::len);
 
     let mut stream = Stream {
         sink: &sink,
@@ -221,8 +221,10 @@ struct Stream<'s, 'a> {
     queue: &'s Queue<Vec<Job>>,
     budget: &'s Budget,
     buffer_limit: u64,
-    /// Files seen so far: a hard link may only name one of these.
-    files: HashSet<PathBuf>,
+    /// Files seen so far (their paths' 64-bit hashes, so that memory grows by a few bytes per
+    /// entry, not by its path): a hard link may only name one of these, and a second copy of a
+    /// path is an error.
+    files: HashSet<u64>,
     /// Symlinks seen so far: nothing may be extracted below one.
     symlinks: HashSet<PathBuf>,
     warnings: Vec<String>,
@@ -347,10 +349,12 @@ impl Stream<'_, '_> {
                 plan::check_symlink_target(&path, &target.to_string_lossy())
                     .map_err(|r| anyhow!("refused: {r}"))?;
             }
-            EntryKind::Hardlink { target } if !self.files.contains(target) => anyhow::bail!(
-                "refused: hard link target '{}' is not a file earlier in this archive",
-                target.display()
-            ),
+            EntryKind::Hardlink { target } if !self.files.contains(&path_key(target)) => {
+                anyhow::bail!(
+                    "refused: hard link target '{}' is not a file earlier in this archive",
+                    target.display()
+                )
+            }
             _ => {}
         }
         let mode = raw.header().mode().ok().map(|m| m & 0o7777);
@@ -383,7 +387,7 @@ impl Stream<'_, '_> {
             EntryKind::Dir => self.sink.add_dir(entry),
             EntryKind::Symlink { .. } | EntryKind::Hardlink { .. } => self.sink.add_link(entry),
             EntryKind::File => {
-                if !self.files.insert(entry.path.clone()) {
+                if !self.files.insert(path_key(&entry.path)) {
                     self.sink.fail(
                         &entry,
                         anyhow!(
@@ -446,6 +450,16 @@ impl Stream<'_, '_> {
             self.budget.release(bytes);
         }
     }
+}
+
+/// A path's key in the set of files seen. A collision (odds of about 1 in 10^19 per pair) could
+/// only wrongly refuse a file or allow a hard link to a file that is in OUT anyway (the sink
+/// checks every link target on disk).
+fn path_key(path: &Path) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    path.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// A header's mtime: tar stores it as a signed number (GNU's base-256 form can be negative), which
