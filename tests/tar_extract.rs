@@ -26,14 +26,6 @@ use common::*;
 // Helpers local to the tar tests
 // -------------------------------------------------------------------------------------------
 
-fn text(seed: u64, n: usize) -> Vec<u8> {
-    Rng::new(seed).text(n)
-}
-
-fn random(seed: u64, n: usize) -> Vec<u8> {
-    Rng::new(seed).bytes(n)
-}
-
 /// Run `program args` with `input` on its standard input; returns its standard output.
 #[track_caller]
 fn pipe_through(program: &str, args: &[&str], input: &[u8]) -> Vec<u8> {

@@ -1466,6 +1466,15 @@ pub fn all_paths(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Seeded text and bytes, for file contents.
+pub fn text(seed: u64, n: usize) -> Vec<u8> {
+    Rng::new(seed).text(n)
+}
+
+pub fn random(seed: u64, n: usize) -> Vec<u8> {
+    Rng::new(seed).bytes(n)
+}
+
 /// A unique name, so tests that probe shared system folders (/tmp, /etc) cannot collide.
 pub fn unique_name(tag: &str) -> String {
     let nanos = std::time::SystemTime::now()
