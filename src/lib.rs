@@ -16,19 +16,7 @@ mod queue;
 pub mod report;
 pub mod sink;
 
-use std::path::Path;
-
+pub use extract::extract;
 pub use options::{CloseMode, Options, Overwrite};
 pub use progress::Reporter;
 pub use report::Report;
-
-/// Extracts `archive` into `out`. `Err` means the run could not start; failed entries are in
-/// the report.
-pub fn extract(
-    archive: &Path,
-    out: &Path,
-    opts: &Options,
-    reporter: &dyn Reporter,
-) -> anyhow::Result<Report> {
-    extract::extract(archive, out, opts, reporter)
-}

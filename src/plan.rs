@@ -10,9 +10,20 @@
 use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::report::Failure;
+
+/// A point in time from whole seconds since 1970, before it too; `None` if it cannot be
+/// represented.
+pub fn unix_time(secs: i64) -> Option<SystemTime> {
+    let offset = Duration::from_secs(secs.unsigned_abs());
+    if secs >= 0 {
+        UNIX_EPOCH.checked_add(offset)
+    } else {
+        UNIX_EPOCH.checked_sub(offset)
+    }
+}
 
 /// What kind of thing an entry creates.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -465,12 +465,7 @@ fn path_key(path: &Path) -> u64 {
 /// A header's mtime: tar stores it as a signed number (GNU's base-256 form can be negative), which
 /// the tar crate hands over as its two's-complement `u64`.
 fn header_time(raw: u64) -> Option<SystemTime> {
-    let secs = raw as i64;
-    if secs >= 0 {
-        UNIX_EPOCH.checked_add(Duration::from_secs(secs.unsigned_abs()))
-    } else {
-        UNIX_EPOCH.checked_sub(Duration::from_secs(secs.unsigned_abs()))
-    }
+    plan::unix_time(raw as i64)
 }
 
 /// Whether a pax header describes a sparse file in GNU's pax encodings (0.x or 1.0), whose data

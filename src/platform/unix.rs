@@ -5,7 +5,7 @@ use std::io;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::io::IntoRawFd;
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The process's file-creation mask. Read once at the start of a run, while single-threaded:
 /// the only way to read it is to set it and put it back.
@@ -136,10 +136,5 @@ pub fn local_time(
         return None;
     }
     #[allow(clippy::useless_conversion)] // time_t is narrower than i64 on some targets
-    let secs = i64::from(secs);
-    if secs >= 0 {
-        Some(UNIX_EPOCH + Duration::from_secs(secs as u64))
-    } else {
-        UNIX_EPOCH.checked_sub(Duration::from_secs(secs.unsigned_abs()))
-    }
+    crate::plan::unix_time(i64::from(secs))
 }
