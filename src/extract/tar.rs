@@ -166,7 +166,7 @@ pub fn extract(
                     let mut bytes = 0;
                     for job in batch {
                         // Directories are made here, by the writers, off the reader's path.
-                        if sink.prepare_file(&job.entry) {
+                        if sink.make_parents(&job.entry) {
                             writer.write_bytes(&job.entry, &job.data);
                         }
                         // What the reader took: the declared size (a short read is an error).
@@ -399,7 +399,7 @@ impl Stream<'_, '_> {
                 if entry.size > self.buffer_limit {
                     // Give the writers what is pending before this thread gets busy.
                     self.flush(writer);
-                    if !self.sink.prepare_file(&entry) {
+                    if !self.sink.make_parents(&entry) {
                         return Ok(true);
                     }
                     // If the stream broke inside this file, the next header read says so.
@@ -443,7 +443,7 @@ impl Stream<'_, '_> {
         if let Err(batch) = self.queue.push(batch) {
             // Every writer is gone (only after a panic): write them here instead.
             for job in batch {
-                if self.sink.prepare_file(&job.entry) {
+                if self.sink.make_parents(&job.entry) {
                     writer.write_bytes(&job.entry, &job.data);
                 }
             }

@@ -91,13 +91,9 @@ pub fn extract(
             || (archive.clone(), sink.writer()),
             |(archive, writer), entry| match archive.by_index(entry.index) {
                 Ok(mut reader) => {
-                    match sink.ensure_parents(&entry.path) {
-                        Ok(()) => writer.write_file(entry, &mut reader),
-                        Err(error) => {
-                            sink.fail(entry, error);
-                            false
-                        }
-                    };
+                    if sink.make_parents(entry) {
+                        writer.write_file(entry, &mut reader);
+                    }
                 }
                 Err(e) => sink.fail(
                     entry,

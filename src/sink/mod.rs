@@ -310,14 +310,22 @@ impl<'a> Sink<'a> {
         lock(&self.deferred).links.push(entry);
     }
 
-    /// Gets ready to write a file: its parents exist, and nothing is in its way (or the
-    /// overwrite policy says what to do). False: the entry was skipped or has failed.
-    pub fn prepare_file(&self, entry: &Entry) -> bool {
-        if let Err(error) = self.ensure_parents(&entry.path) {
-            self.fail(entry, error);
-            return false;
+    /// Makes an entry's parent directories, recording the failure if it cannot. What a writer
+    /// calls right before writing: the O_EXCL create then settles any conflict.
+    pub fn make_parents(&self, entry: &Entry) -> bool {
+        match self.ensure_parents(&entry.path) {
+            Ok(()) => true,
+            Err(error) => {
+                self.fail(entry, error);
+                false
+            }
         }
-        !self.conflicts(entry)
+    }
+
+    /// Gets ready to write a file ahead of time: its parents exist, and nothing is in its way
+    /// (or the overwrite policy says what to do). False: the entry was skipped or has failed.
+    pub fn prepare_file(&self, entry: &Entry) -> bool {
+        self.make_parents(entry) && !self.conflicts(entry)
     }
 
     /// Says before anything is written whether an entry would hit an existing file: only
