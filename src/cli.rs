@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use fastwrite::options::{
-    CloseMode, DEFAULT_MEMORY_BUDGET, Options, Overwrite, default_close_threads,
+    CloseMode, DEFAULT_MEMORY_BUDGET, MirrorOptions, Options, Overwrite, default_close_threads,
 };
 
 const EXAMPLES: &str = "\
@@ -15,12 +15,14 @@ Examples:
   fastwrite extract big.zip -o out --stats
   fastwrite --no-defer-close extract big.zip -o out-inline --stats   (A/B: close inline)
   fastwrite extract update.zip -o existing/ --overwrite
+  fastwrite mirror src/ backup/ --delete      (backup/ becomes an exact copy of src/)
+  fastwrite mirror src/ backup/ --delete -n   (say what would change, change nothing)
 
 Exit codes: 0 everything written; 1 some entries failed (each is named on stderr);
 2 the run could not start (bad arguments, unreadable or unrecognised archive).";
 
 #[derive(Debug, Parser)]
-#[command(name = "fastwrite", version, about = "Writes many files fast: extracts zip and tar archives.", after_help = EXAMPLES)]
+#[command(name = "fastwrite", version, about = "Writes many files fast: extracts zip and tar archives, mirrors folders.", after_help = EXAMPLES)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
@@ -59,6 +61,42 @@ pub struct Global {
 pub enum Command {
     /// Extract a zip or tar archive (tar, tar.gz, tar.zst, tar.xz, tar.bz2; `-` for standard input)
     Extract(ExtractArgs),
+    /// Make DST an exact copy of the contents of SRC (like `rsync -a SRC/ DST/`), incrementally
+    Mirror(MirrorArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MirrorArgs {
+    /// The folder to copy
+    pub src: PathBuf,
+
+    /// The folder to make a copy of SRC (created if missing)
+    pub dst: PathBuf,
+
+    /// Delete what DST has and SRC does not (never excluded paths)
+    #[arg(long)]
+    pub delete: bool,
+
+    /// Print what would be copied, replaced, updated and deleted (to stdout); change nothing
+    #[arg(short = 'n', long)]
+    pub dry_run: bool,
+
+    /// Compare the contents of same-size files instead of trusting size and mtime
+    #[arg(short, long)]
+    pub checksum: bool,
+
+    /// Keep files that are hard-linked together in SRC hard-linked together in DST
+    #[arg(short = 'H', long)]
+    pub hard_links: bool,
+
+    /// Follow symlinks in SRC and copy what they point to (by default a symlink is copied as one)
+    #[arg(short = 'L', long)]
+    pub copy_links: bool,
+
+    /// Leave out paths matching GLOB (repeatable): `NAME` matches at any depth, `a/b` from the
+    /// root of SRC, a trailing `/` only directories; `*` stops at `/`, `**` does not
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -116,8 +154,27 @@ impl Cli {
                 opts.keep_setid = args.keep_setid;
                 opts.memory_budget = args.memory_budget << 20;
             }
+            Command::Mirror(_) => {
+                // The destination is made to match: what is there is replaced. The source is
+                // the user's own tree, so its setuid/setgid bits are kept, as cp -a does.
+                opts.overwrite = Overwrite::Replace;
+                opts.keep_setid = true;
+            }
         }
         opts
+    }
+}
+
+impl MirrorArgs {
+    pub fn options(&self) -> MirrorOptions {
+        MirrorOptions {
+            delete: self.delete,
+            dry_run: self.dry_run,
+            checksum: self.checksum,
+            hard_links: self.hard_links,
+            copy_links: self.copy_links,
+            excludes: self.exclude.clone(),
+        }
     }
 }
 

@@ -1,6 +1,6 @@
-//! fastwrite writes many files fast: it extracts archives into a folder.
+//! fastwrite writes many files fast: it extracts archives into a folder, and mirrors folders.
 //!
-//! The data goes one way: a source (`extract::*`) turns its input into a validated
+//! The data goes one way: a source (`extract::*`, or the walk of `mirror`) turns its input into a validated
 //! [`plan::Plan`] -> the write stage ([`sink::Sink`]) creates directories, then writes files on
 //! a rayon pool -> a separate [`close_pool::ClosePool`] closes the handles so slow closes
 //! overlap with writing -> every result, close results included, ends up in a
@@ -8,6 +8,7 @@
 
 pub mod close_pool;
 pub mod extract;
+pub mod mirror;
 pub mod options;
 pub mod plan;
 mod platform;
@@ -17,6 +18,7 @@ pub mod report;
 pub mod sink;
 
 pub use extract::extract;
-pub use options::{CloseMode, Options, Overwrite};
+pub use mirror::mirror;
+pub use options::{CloseMode, MirrorOptions, Options, Overwrite};
 pub use progress::Reporter;
 pub use report::Report;

@@ -2,7 +2,7 @@
 
 mod cli;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 
 use clap::Parser;
 use fastwrite::progress::{Bar, Reporter, Silent};
@@ -25,6 +25,13 @@ fn run(cli: Cli) -> i32 {
         Command::Extract(args) => {
             fastwrite::extract(&args.archive, &args.output, &opts, reporter.as_ref())
         }
+        Command::Mirror(args) => fastwrite::mirror(
+            &args.src,
+            &args.dst,
+            &opts,
+            &args.options(),
+            reporter.as_ref(),
+        ),
     };
     let mut report = match result {
         Ok(report) => report,
@@ -37,6 +44,14 @@ fn run(cli: Cli) -> i32 {
     if !cli.global.quiet {
         for warning in &report.warnings {
             eprintln!("fastwrite: warning: {warning}");
+        }
+    }
+    if let Some(mirror) = &report.mirror {
+        let mut out = std::io::stdout().lock();
+        for line in &mirror.actions {
+            if writeln!(out, "{line}").is_err() {
+                break;
+            }
         }
     }
     let failed = report.failures.len();

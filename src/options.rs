@@ -87,3 +87,20 @@ impl Default for Options {
         }
     }
 }
+
+/// What `mirror` does beyond copying (the engine's [`Options`] still apply).
+#[derive(Debug, Clone, Default)]
+pub struct MirrorOptions {
+    /// Remove from the destination what the source does not have (never excluded paths).
+    pub delete: bool,
+    /// Say what would be done, and do nothing.
+    pub dry_run: bool,
+    /// Compare the content of same-size files instead of trusting size and mtime.
+    pub checksum: bool,
+    /// Files hard-linked together in the source are hard-linked together in the copy.
+    pub hard_links: bool,
+    /// Follow symlinks in the source and copy what they point to.
+    pub copy_links: bool,
+    /// Glob patterns of paths left out (see `mirror::exclude`).
+    pub excludes: Vec<String>,
+}

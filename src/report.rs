@@ -43,6 +43,24 @@ pub struct Report {
     /// Time spent closing files, summed over the threads that closed them.
     pub close_time: Duration,
     pub peak_close_queue: usize,
+    /// Files copied as reflinks (sharing the source's blocks).
+    pub reflinked: u64,
+    /// What a mirror found already in place, or changed without writing files.
+    pub mirror: Option<MirrorCounts>,
+}
+
+/// The part of a mirror's report that an extraction has no use for.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct MirrorCounts {
+    /// Files, links and directories already as in the source: left alone.
+    pub unchanged: u64,
+    /// Entries whose content was right, but whose mode or mtime was set.
+    pub updated: u64,
+    /// Entries removed from the destination (`--delete`, or replaced by another kind); a
+    /// directory counts once with everything in it.
+    pub deleted: u64,
+    /// With `--dry-run`: what would be done, one line each, in path order.
+    pub actions: Vec<String>,
 }
 
 impl Report {
@@ -76,7 +94,14 @@ impl Report {
         let _ = writeln!(s, "directories:       {}", self.dirs);
         let _ = writeln!(s, "symlinks:          {}", self.symlinks);
         let _ = writeln!(s, "hard links:        {}", self.hardlinks);
-        let _ = writeln!(s, "skipped:           {}", self.skipped);
+        if let Some(m) = &self.mirror {
+            let _ = writeln!(s, "unchanged:         {}", m.unchanged);
+            let _ = writeln!(s, "updated:           {}", m.updated);
+            let _ = writeln!(s, "deleted:           {}", m.deleted);
+            let _ = writeln!(s, "reflinked:         {}", self.reflinked);
+        } else {
+            let _ = writeln!(s, "skipped:           {}", self.skipped);
+        }
         let _ = writeln!(s, "failed:            {}", self.failures.len());
         let _ = writeln!(
             s,

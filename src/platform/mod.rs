@@ -12,3 +12,12 @@ pub use unix::*;
 mod windows;
 #[cfg(windows)]
 pub use windows::*;
+
+/// What tells hard-linked files apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileIdentity {
+    pub dev: u64,
+    pub ino: u64,
+    /// How many names the file has.
+    pub links: u64,
+}

@@ -7,6 +7,8 @@ use std::os::unix::io::IntoRawFd;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::FileIdentity;
+
 /// The process's file-creation mask. Read once at the start of a run, while single-threaded:
 /// the only way to read it is to set it and put it back.
 pub fn current_umask() -> u32 {
@@ -137,4 +139,137 @@ pub fn local_time(
     }
     #[allow(clippy::useless_conversion)] // time_t is narrower than i64 on some targets
     crate::plan::unix_time(i64::from(secs))
+}
+
+/// Opens a file of the source tree for reading. Unless links are to be followed, a symlink
+/// swapped in since the walk is refused (`O_NOFOLLOW`); `O_NONBLOCK` keeps a FIFO swapped in
+/// from blocking the run (it is ignored for regular files).
+pub fn open_source(path: &Path, follow_links: bool) -> io::Result<File> {
+    let mut flags = libc::O_NONBLOCK;
+    if !follow_links {
+        flags |= libc::O_NOFOLLOW;
+    }
+    OpenOptions::new().read(true).custom_flags(flags).open(path)
+}
+
+/// Permission bits (with setuid, setgid and sticky) as the source has them.
+pub fn mode_of(meta: &std::fs::Metadata) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    meta.mode() & 0o7777
+}
+
+/// What tells hard-linked files apart: the device, the inode, and how many names it has.
+pub fn file_identity(meta: &std::fs::Metadata) -> Option<FileIdentity> {
+    use std::os::unix::fs::MetadataExt;
+    Some(FileIdentity {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        links: meta.nlink(),
+    })
+}
+
+/// Whether a file has holes: fewer blocks allocated than its length needs.
+pub fn has_holes(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    meta.blocks().saturating_mul(512) < meta.len()
+}
+
+/// Makes `dst` share `src`'s blocks (a reflink, `FICLONE`): no data is copied, and the copy
+/// takes no space until one of them changes. Btrfs, XFS and bcachefs can; others say
+/// `EOPNOTSUPP` (or `EXDEV` across filesystems, `EINVAL`/`ENOTTY` for odd files).
+#[cfg(target_os = "linux")]
+pub fn reflink(src: &File, dst: &File) -> io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: both descriptors are open for as long as the borrows last.
+    if unsafe { libc::ioctl(dst.as_raw_fd(), libc::FICLONE, src.as_raw_fd()) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn reflink(_src: &File, _dst: &File) -> io::Result<()> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+/// Copies `len` bytes at `offset` from `src` to the same offset in `dst` inside the kernel
+/// (`copy_file_range`): no trip through user space, and one system call for a small file.
+/// Returns the bytes copied; fewer than `len` means the source ended early.
+#[cfg(target_os = "linux")]
+pub fn copy_range(src: &File, dst: &File, offset: u64, len: u64) -> io::Result<u64> {
+    use std::os::unix::io::AsRawFd;
+    let mut done = 0u64;
+    while done < len {
+        let mut off_in = (offset + done) as libc::loff_t;
+        let mut off_out = off_in;
+        let want = usize::try_from(len - done)
+            .unwrap_or(usize::MAX)
+            .min(1 << 30);
+        // SAFETY: both descriptors are open; the offsets point at live locals.
+        let n = unsafe {
+            libc::copy_file_range(
+                src.as_raw_fd(),
+                &mut off_in,
+                dst.as_raw_fd(),
+                &mut off_out,
+                want,
+                0,
+            )
+        };
+        match n {
+            0 => break,
+            n if n > 0 => done += n as u64,
+            _ => {
+                let err = io::Error::last_os_error();
+                if err.kind() != io::ErrorKind::Interrupted {
+                    return Err(err);
+                }
+            }
+        }
+    }
+    Ok(done)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn copy_range(_src: &File, _dst: &File, _offset: u64, _len: u64) -> io::Result<u64> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+/// The next stretch of data in a file with holes, at or after `offset`: `(start, end)`, or
+/// `None` past the last one (`SEEK_DATA` / `SEEK_HOLE`).
+#[cfg(target_os = "linux")]
+pub fn next_data(file: &File, offset: u64, len: u64) -> io::Result<Option<(u64, u64)>> {
+    use std::os::unix::io::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: lseek on an open descriptor.
+    let start = unsafe { libc::lseek(fd, offset as libc::off_t, libc::SEEK_DATA) };
+    if start < 0 {
+        let err = io::Error::last_os_error();
+        return if err.raw_os_error() == Some(libc::ENXIO) {
+            Ok(None)
+        } else {
+            Err(err)
+        };
+    }
+    // SAFETY: as above.
+    let end = unsafe { libc::lseek(fd, start, libc::SEEK_HOLE) };
+    if end < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(Some(((start as u64).min(len), (end as u64).min(len))))
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn next_data(_file: &File, _offset: u64, _len: u64) -> io::Result<Option<(u64, u64)>> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+/// Whether an error from [`reflink`] or [`copy_range`] only means "not here": the caller falls
+/// back to the next way of copying.
+pub fn is_unsupported(err: &io::Error) -> bool {
+    matches!(
+        err.raw_os_error(),
+        Some(libc::EOPNOTSUPP | libc::ENOTTY | libc::EINVAL | libc::EXDEV | libc::ENOSYS)
+    ) || err.kind() == io::ErrorKind::Unsupported
 }

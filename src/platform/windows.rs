@@ -8,6 +8,8 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use windows_sys::Win32::Foundation::{CloseHandle, FILETIME, SYSTEMTIME};
+
+use super::FileIdentity;
 use windows_sys::Win32::System::Time::{SystemTimeToFileTime, TzSpecificLocalTimeToSystemTime};
 
 /// Windows has no umask.
@@ -135,4 +137,45 @@ pub fn local_time(
     } else {
         UNIX_EPOCH.checked_sub(Duration::from_nanos((EPOCH_DIFF_TICKS - ticks) * 100))
     }
+}
+
+/// Opens a file of the source tree for reading. Windows resolves a symlink on open either way;
+/// the walk has already said what each path is.
+pub fn open_source(path: &Path, _follow_links: bool) -> io::Result<File> {
+    File::open(path)
+}
+
+/// Windows keeps only "read-only": reported as the Unix bits it amounts to.
+pub fn mode_of(meta: &std::fs::Metadata) -> u32 {
+    match (meta.is_dir(), meta.permissions().readonly()) {
+        (true, _) => 0o777,
+        (false, true) => 0o444,
+        (false, false) => 0o666,
+    }
+}
+
+/// Std exposes no stable file index on Windows, so hard links cannot be told apart here.
+pub fn file_identity(_meta: &std::fs::Metadata) -> Option<FileIdentity> {
+    None
+}
+
+pub fn has_holes(_meta: &std::fs::Metadata) -> bool {
+    false
+}
+
+/// Block cloning (ReFS) is not used: every copy goes through the writer's buffer.
+pub fn reflink(_src: &File, _dst: &File) -> io::Result<()> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+pub fn copy_range(_src: &File, _dst: &File, _offset: u64, _len: u64) -> io::Result<u64> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+pub fn next_data(_file: &File, _offset: u64, _len: u64) -> io::Result<Option<(u64, u64)>> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+pub fn is_unsupported(err: &io::Error) -> bool {
+    err.kind() == io::ErrorKind::Unsupported
 }

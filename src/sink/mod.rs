@@ -36,6 +36,8 @@ use crate::platform;
 use crate::progress::Reporter;
 use crate::report::{Failure, Report};
 
+mod copy;
+
 /// The write stage's threads: a rayon pool of its own (`-j`), named for profilers.
 pub fn writer_pool(opts: &Options) -> anyhow::Result<rayon::ThreadPool> {
     rayon::ThreadPoolBuilder::new()
@@ -70,6 +72,7 @@ pub struct Sink<'a> {
     inline_close_nanos: AtomicU64,
     inline_close_failures: AtomicU64,
     temp_counter: AtomicU64,
+    copier: copy::Copier,
 }
 
 /// What the directory stage knows about directories under the output folder.
@@ -148,6 +151,7 @@ impl<'a> Sink<'a> {
             inline_close_nanos: AtomicU64::new(0),
             inline_close_failures: AtomicU64::new(0),
             temp_counter: AtomicU64::new(0),
+            copier: copy::Copier::default(),
         })
     }
 
@@ -505,35 +509,18 @@ impl<'a> Sink<'a> {
                 self.reporter.bytes_written(entry.size);
                 entry.size
             }
-            Content::Reader(src) => {
-                let mut written = 0u64;
-                loop {
-                    buf.clear();
-                    let n = src
-                        .take(CHUNK as u64)
-                        .read_to_end(buf)
-                        .context("reading the entry's data")?;
-                    if n == 0 {
-                        break;
-                    }
-                    written += n as u64;
-                    if written > entry.size {
-                        bail!(
-                            "the entry holds more data than its declared size of {} bytes",
-                            entry.size
-                        );
-                    }
-                    out.write(buf)
-                        .with_context(|| format!("writing '{}'", path.display()))?;
-                    self.reporter.bytes_written(n as u64);
+            Content::Reader(src) => self.pump(&mut out, src, path, entry, buf)?,
+            Content::File(mut src) => {
+                let fast = self
+                    .copier
+                    .copy(src, out.file, entry.size, entry.sparse)
+                    .with_context(|| format!("copying into '{}'", path.display()))?;
+                if fast {
+                    self.reporter.bytes_written(entry.size);
+                    entry.size
+                } else {
+                    self.pump(&mut out, &mut src, path, entry, buf)?
                 }
-                if written != entry.size {
-                    bail!(
-                        "the entry is truncated: {written} of its {} bytes",
-                        entry.size
-                    );
-                }
-                written
             }
         };
         out.finish(written)
@@ -544,6 +531,46 @@ impl<'a> Sink<'a> {
         }
         platform::fix_mode(file, mode, self.umask)
             .with_context(|| format!("setting the mode of '{}'", path.display()))?;
+        Ok(written)
+    }
+
+    /// Copies the entry's content from `src` through the buffer, checking it against the declared
+    /// size.
+    fn pump(
+        &self,
+        out: &mut ChunkWriter<'_, '_>,
+        src: &mut dyn Read,
+        path: &Path,
+        entry: &Entry,
+        buf: &mut Vec<u8>,
+    ) -> anyhow::Result<u64> {
+        let mut written = 0u64;
+        loop {
+            buf.clear();
+            let n = src
+                .take(CHUNK as u64)
+                .read_to_end(buf)
+                .context("reading the entry's data")?;
+            if n == 0 {
+                break;
+            }
+            written += n as u64;
+            if written > entry.size {
+                bail!(
+                    "the entry holds more data than its declared size of {} bytes",
+                    entry.size
+                );
+            }
+            out.write(buf)
+                .with_context(|| format!("writing '{}'", path.display()))?;
+            self.reporter.bytes_written(n as u64);
+        }
+        if written != entry.size {
+            bail!(
+                "the entry is truncated: {written} of its {} bytes",
+                entry.size
+            );
+        }
         Ok(written)
     }
 
@@ -729,6 +756,8 @@ impl<'a> Sink<'a> {
             write_time: Duration::from_nanos(*self.write_nanos.get_mut()),
             close_time: closes.busy,
             peak_close_queue: closes.peak_queue,
+            reflinked: *self.copier.reflinked.get_mut(),
+            ..Report::default()
         }
     }
 }
@@ -739,6 +768,8 @@ pub enum Content<'a> {
     Reader(&'a mut dyn Read),
     /// Already in memory.
     Bytes(&'a [u8]),
+    /// A file of a source tree, copied in the kernel where it can be (see `copy.rs`).
+    File(&'a File),
 }
 
 /// Writes a file's content; for a sparse entry, blocks of zeros become holes (skipped with a
@@ -805,6 +836,12 @@ impl Writer<'_, '_> {
     /// recorded in the sink (the other entries go on); false says this one failed.
     pub fn write_file(&mut self, entry: &Entry, src: &mut dyn Read) -> bool {
         self.write(entry, Content::Reader(src))
+    }
+
+    /// Writes one file entry as a copy of `src` (opened for reading, at its start); false if
+    /// it failed.
+    pub fn copy_file(&mut self, entry: &Entry, src: &File) -> bool {
+        self.write(entry, Content::File(src))
     }
 
     /// Writes one file entry whose content is already in memory; false if it failed.

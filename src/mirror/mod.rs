@@ -1,0 +1,304 @@
+//! `mirror`: makes a destination folder an exact copy of a source folder's contents, on the same
+//! write stage, close pool and report as an extraction.
+//!
+//! A run goes one way:
+//! 1. The roots are checked before anything is touched: the source must be a directory, and
+//!    neither folder may contain the other (a copy into itself never ends; a `--delete` of a
+//!    folder holding the source would eat it).
+//! 2. One parallel walk over both trees ([`walk`]) decides per path: copy, replace, update mode
+//!    or mtime in place, link, delete, or leave alone (rsync's quick check: same size and mtime;
+//!    `--checksum` compares contents).
+//! 3. Deletions (`--delete`, or a directory standing where the source has a file), then the
+//!    write stage: each file copied by reflink, `copy_file_range` or a buffer, written under a
+//!    temporary name and renamed into place when it replaces something, so no reader ever sees
+//!    half a file and an interrupted run leaves the old one intact. Its handle is closed by the
+//!    close pool like any other.
+//! 4. Links, then directory modes and mtimes, deepest first; the destination root last.
+//!
+//! Ownership is not copied (the copy belongs to whoever runs it); permission bits are, setuid
+//! and setgid included, as `cp -a` and `rsync -a` do for a tree one owns.
+
+mod exclude;
+mod walk;
+
+use std::fs;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use anyhow::{Context, anyhow, bail};
+use rayon::prelude::*;
+
+use crate::close_pool::SystemCloser;
+use crate::options::{MirrorOptions, Options};
+use crate::plan::{Entry, EntryKind, Plan};
+use crate::platform;
+use crate::progress::Reporter;
+use crate::report::{Failure, MirrorCounts, Report};
+use crate::sink::{self, Sink};
+
+pub use exclude::Exclude;
+use walk::{Action, Found, Walk};
+
+/// Makes `dst` an exact copy of the contents of `src`. With `mopts.dry_run`, changes nothing
+/// and returns what it would do in the report's [`MirrorCounts::actions`].
+pub fn mirror(
+    src: &Path,
+    dst: &Path,
+    opts: &Options,
+    mopts: &MirrorOptions,
+    reporter: &dyn Reporter,
+) -> anyhow::Result<Report> {
+    let start = Instant::now();
+    let (root_meta, dst_exists) = check_roots(src, dst)?;
+    if mopts.hard_links && platform::file_identity(&root_meta).is_none() {
+        bail!("--hard-links is not supported on this platform (no file identities)");
+    }
+    let exclude = Exclude::new(&mopts.excludes)?;
+    let writers = sink::writer_pool(opts)?;
+
+    let walk = Walk {
+        src,
+        dst,
+        opts: mopts,
+        exclude: &exclude,
+        found: Default::default(),
+    };
+    writers.install(|| walk.run(root_meta, dst_exists));
+    let mut found = walk.found.into_inner().unwrap_or_else(|e| e.into_inner());
+    walk::settle_links(&mut found);
+    found.actions.sort_by(|a, b| a.path().cmp(b.path()));
+
+    let mut report = if mopts.dry_run {
+        dry_run(&mut found)
+    } else {
+        writers.install(|| apply(src, dst, opts, mopts, &mut found, reporter))?
+    };
+    report.failures.append(&mut found.failures);
+    report.warnings.append(&mut found.warnings);
+    if let Some(m) = &mut report.mirror {
+        m.unchanged = found.unchanged;
+    }
+    report.wall = start.elapsed();
+    Ok(report)
+}
+
+/// Refuses, before anything is written, a pair of folders that cannot be mirrored. Returns the
+/// source root's metadata, and whether the destination exists.
+fn check_roots(src: &Path, dst: &Path) -> anyhow::Result<(fs::Metadata, bool)> {
+    let src_meta = fs::metadata(src).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => anyhow!("source '{}' does not exist", src.display()),
+        _ => anyhow!(e).context(format!("cannot read source '{}'", src.display())),
+    })?;
+    if !src_meta.is_dir() {
+        bail!("source '{}' is not a directory", src.display());
+    }
+    let src_real = fs::canonicalize(src)
+        .with_context(|| format!("cannot resolve source '{}'", src.display()))?;
+    let (dst_real, dst_exists) = match fs::metadata(dst) {
+        Ok(m) if m.is_dir() => (
+            fs::canonicalize(dst)
+                .with_context(|| format!("cannot resolve destination '{}'", dst.display()))?,
+            true,
+        ),
+        Ok(_) => bail!(
+            "destination '{}' exists and is not a directory",
+            dst.display()
+        ),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if dst.symlink_metadata().is_ok() {
+                bail!("destination '{}' is a symlink to nothing", dst.display());
+            }
+            (resolve_missing(dst)?, false)
+        }
+        Err(e) => {
+            return Err(e).with_context(|| format!("cannot read destination '{}'", dst.display()));
+        }
+    };
+    if dst_real == src_real {
+        bail!(
+            "source '{}' and destination '{}' are the same directory",
+            src.display(),
+            dst.display()
+        );
+    }
+    if dst_real.starts_with(&src_real) {
+        bail!(
+            "destination '{}' is inside source '{}': the copy would copy itself",
+            dst.display(),
+            src.display()
+        );
+    }
+    if src_real.starts_with(&dst_real) {
+        bail!(
+            "source '{}' is inside destination '{}': mirroring would overwrite or delete it",
+            src.display(),
+            dst.display()
+        );
+    }
+    Ok((src_meta, dst_exists))
+}
+
+/// Where a destination that does not exist yet will be: its deepest existing ancestor,
+/// resolved, with the rest of the path after it.
+fn resolve_missing(dst: &Path) -> anyhow::Result<PathBuf> {
+    let abs = std::path::absolute(dst)
+        .with_context(|| format!("cannot resolve destination '{}'", dst.display()))?;
+    let parts: Vec<Component<'_>> = abs.components().collect();
+    for known in (1..=parts.len()).rev() {
+        let base: PathBuf = parts[..known].iter().collect();
+        let Ok(mut real) = fs::canonicalize(&base) else {
+            continue;
+        };
+        for part in &parts[known..] {
+            match part {
+                Component::ParentDir => {
+                    real.pop();
+                }
+                Component::Normal(name) => real.push(name),
+                _ => {}
+            }
+        }
+        return Ok(real);
+    }
+    bail!("cannot resolve destination '{}'", dst.display())
+}
+
+/// A dry run: what would be done, one line each, in path order.
+fn dry_run(found: &mut Found) -> Report {
+    let actions = found.actions.iter().filter_map(Action::describe).collect();
+    Report {
+        mirror: Some(MirrorCounts {
+            actions,
+            ..MirrorCounts::default()
+        }),
+        ..Report::default()
+    }
+}
+
+/// Carries out the decided actions. Runs on the writers' pool.
+fn apply(
+    src: &Path,
+    dst: &Path,
+    opts: &Options,
+    mopts: &MirrorOptions,
+    found: &mut Found,
+    reporter: &dyn Reporter,
+) -> anyhow::Result<Report> {
+    let mut deletes = Vec::new();
+    let mut updates = Vec::new();
+    let mut plan = Plan::default();
+    let mut root = None;
+    for action in std::mem::take(&mut found.actions) {
+        match action {
+            Action::Delete { path, dir } => deletes.push((path, dir)),
+            Action::Update { entry } => updates.push(entry),
+            Action::Dir { entry, .. } if entry.path.as_os_str().is_empty() => root = Some(entry),
+            Action::Dir { entry, .. } | Action::Copy { entry, .. } | Action::Link { entry, .. } => {
+                plan.entries.push(entry)
+            }
+        }
+    }
+
+    // Deletions come first: they make way for what replaces them, and free space.
+    let deleted = AtomicU64::new(0);
+    let delete_failures: Vec<Failure> = deletes
+        .par_iter()
+        .filter_map(|(rel, dir)| {
+            let path = dst.join(rel);
+            // remove_dir_all removes a symlink as a link and never follows one out.
+            let removed = if *dir {
+                fs::remove_dir_all(&path)
+            } else {
+                fs::remove_file(&path)
+            };
+            match removed {
+                Ok(()) => {
+                    deleted.fetch_add(1, Ordering::Relaxed);
+                    None
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                Err(e) => Some(Failure {
+                    name: rel.to_string_lossy().into_owned(),
+                    error: anyhow!(e).context(format!("deleting '{}'", path.display())),
+                }),
+            }
+        })
+        .collect();
+
+    let closer = Arc::new(SystemCloser { fsync: opts.fsync });
+    let mut sink = Sink::new(dst, opts, reporter, closer)?;
+    sink.prepare(&mut plan);
+    for link in plan.entries.iter() {
+        if let EntryKind::Hardlink { target } = &link.kind {
+            // The link is made through directories the sink has checked are real.
+            let _ = sink.ensure_parents(target);
+        }
+    }
+    let files: Vec<&Entry> = plan
+        .entries
+        .iter()
+        .filter(|e| e.kind == EntryKind::File)
+        .collect();
+    reporter.planned(files.len() as u64, files.iter().map(|e| e.size).sum());
+    let follow = mopts.copy_links;
+    files.par_iter().for_each_init(
+        || sink.writer(),
+        |writer, entry| {
+            let path = src.join(&entry.path);
+            match platform::open_source(&path, follow) {
+                Ok(file) => {
+                    if sink.make_parents(entry) {
+                        writer.copy_file(entry, &file);
+                    }
+                }
+                Err(e) => sink.fail(entry, walk::source_context(&path)(e)),
+            }
+        },
+    );
+
+    let updated = AtomicU64::new(0);
+    updates.par_iter().for_each(|entry| {
+        let path = dst.join(&entry.path);
+        let done = set_metadata(&path, entry, opts);
+        match done {
+            Ok(()) => {
+                updated.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(error) => sink.fail(entry, error),
+        }
+    });
+
+    let mut report = sink.finish();
+    if let Some(root) = root
+        && let Err(error) = set_metadata(dst, &root, opts)
+    {
+        report.failures.push(Failure {
+            name: ".".into(),
+            error,
+        });
+    }
+    report.failures.extend(delete_failures);
+    report.mirror = Some(MirrorCounts {
+        updated: updated.into_inner(),
+        deleted: deleted.into_inner(),
+        ..MirrorCounts::default()
+    });
+    Ok(report)
+}
+
+/// Sets what an entry records of mode and mtime on an existing path, without following a
+/// final symlink.
+fn set_metadata(path: &Path, entry: &Entry, opts: &Options) -> anyhow::Result<()> {
+    if let Some(mode) = entry.mode {
+        platform::set_path_mode(path, opts.mode_bits(mode))
+            .with_context(|| format!("setting the mode of '{}'", path.display()))?;
+    }
+    if let Some(mtime) = entry.mtime {
+        platform::set_path_mtime(path, mtime)
+            .with_context(|| format!("setting the mtime of '{}'", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,747 @@
+//! The comparison: one walk over the source and the destination together, directory by
+//! directory, in parallel, deciding for every path what (if anything) must change.
+//!
+//! Each directory is read on both sides; only names present on both sides cost a `stat` of the
+//! destination, so a fresh copy reads nothing of the destination, and a second run of an
+//! unchanged tree costs two `stat`s per file and no write. The destination is never read
+//! through a symlink: a directory there is only walked when `lstat` says it is a real one.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::fs::{self, DirEntry, Metadata};
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::anyhow;
+
+use super::exclude::Exclude;
+use crate::options::MirrorOptions;
+use crate::plan::{Entry, EntryKind};
+use crate::platform::{self, FileIdentity};
+use crate::report::Failure;
+
+/// How a directory of the source stands in the destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirChange {
+    /// Nothing is there: create it.
+    Create,
+    /// Something that is not a directory is there: replace it.
+    Replace,
+    /// It is there, with another mode or mtime.
+    Meta,
+    /// It is there as it should be, but its content changes, which changes its mtime: set it
+    /// again at the end.
+    Touched,
+}
+
+/// One change to the destination.
+#[derive(Debug)]
+pub enum Action {
+    Dir {
+        entry: Entry,
+        change: DirChange,
+    },
+    /// Copy a file; `exists`: something is at its path and is replaced.
+    Copy {
+        entry: Entry,
+        exists: bool,
+    },
+    /// Create a symlink or a hard link.
+    Link {
+        entry: Entry,
+        exists: bool,
+    },
+    /// Set mode and/or mtime in place; the content is right.
+    Update {
+        entry: Entry,
+    },
+    /// Remove a path of the destination (a directory with everything in it).
+    Delete {
+        path: PathBuf,
+        dir: bool,
+    },
+}
+
+impl Action {
+    pub fn path(&self) -> &Path {
+        match self {
+            Action::Dir { entry, .. }
+            | Action::Copy { entry, .. }
+            | Action::Link { entry, .. }
+            | Action::Update { entry } => &entry.path,
+            Action::Delete { path, .. } => path,
+        }
+    }
+
+    /// The `--dry-run` line, or None for a change that is only a side effect.
+    pub fn describe(&self) -> Option<String> {
+        let shown = |p: &Path| match p.to_string_lossy().replace('\\', "/") {
+            s if s.is_empty() => ".".to_string(),
+            s => s,
+        };
+        let path = shown(self.path());
+        Some(match self {
+            Action::Dir { change, .. } => match change {
+                DirChange::Create => format!("mkdir {path}/"),
+                DirChange::Replace => format!("replace {path}/"),
+                DirChange::Meta => format!("update {path}/"),
+                DirChange::Touched => return None,
+            },
+            Action::Copy { exists, .. } => {
+                format!("{} {path}", if *exists { "replace" } else { "copy" })
+            }
+            Action::Link { entry, exists } => match &entry.kind {
+                EntryKind::Symlink { target } => format!(
+                    "{} {path} -> {}",
+                    if *exists { "replace" } else { "symlink" },
+                    target.display()
+                ),
+                EntryKind::Hardlink { target } => format!(
+                    "{} {path} => {}",
+                    if *exists { "replace" } else { "hardlink" },
+                    shown(target)
+                ),
+                _ => return None,
+            },
+            Action::Update { .. } => format!("update {path}"),
+            Action::Delete { dir, .. } => format!("delete {path}{}", if *dir { "/" } else { "" }),
+        })
+    }
+}
+
+/// A file with other names: its fate is decided once all of them are known (`-H`).
+#[derive(Debug)]
+pub struct Linked {
+    pub entry: Entry,
+    pub identity: FileIdentity,
+    pub dst: Option<Metadata>,
+    /// What the file alone would need.
+    pub action: Option<Action>,
+}
+
+#[derive(Debug, Default)]
+pub struct Found {
+    pub actions: Vec<Action>,
+    pub failures: Vec<Failure>,
+    pub warnings: Vec<String>,
+    pub unchanged: u64,
+    pub linked: Vec<Linked>,
+}
+
+/// How the destination directory for a source directory stands.
+enum DstDir {
+    Missing,
+    NotADir,
+    Exists(Metadata),
+}
+
+pub struct Walk<'a> {
+    pub src: &'a Path,
+    pub dst: &'a Path,
+    pub opts: &'a MirrorOptions,
+    pub exclude: &'a Exclude,
+    pub found: Mutex<Found>,
+}
+
+fn split(t: SystemTime) -> (i128, u32) {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => (i128::from(d.as_secs()), d.subsec_nanos()),
+        Err(e) => {
+            let d = e.duration();
+            match d.subsec_nanos() {
+                0 => (-i128::from(d.as_secs()), 0),
+                n => (-i128::from(d.as_secs()) - 1, 1_000_000_000 - n),
+            }
+        }
+    }
+}
+
+/// Whether two mtimes are the same, allowing for a destination that keeps them coarser (NTFS
+/// keeps 100 ns, some filesystems microseconds, milliseconds or whole seconds): the
+/// destination's must then be the source's, cut short.
+pub fn same_mtime(src: &Metadata, dst: &Metadata) -> bool {
+    let (Ok(a), Ok(b)) = (src.modified(), dst.modified()) else {
+        return false;
+    };
+    let ((sa, na), (sb, nb)) = (split(a), split(b));
+    sa == sb
+        && (na == nb
+            || [100, 1_000, 1_000_000, 1_000_000_000]
+                .iter()
+                .any(|g| nb == na - na % g))
+}
+
+/// Compares two files byte by byte (`--checksum`): on a local disk reading both is cheaper
+/// than hashing them, and the first difference ends it.
+fn same_content(a: &Path, b: &Path) -> io::Result<bool> {
+    const BUF: usize = 256 << 10;
+    let (mut fa, mut fb) = (fs::File::open(a)?, fs::File::open(b)?);
+    let (mut ba, mut bb) = (vec![0u8; BUF], vec![0u8; BUF]);
+    loop {
+        let na = read_full(&mut fa, &mut ba)?;
+        let nb = read_full(&mut fb, &mut bb)?;
+        if na != nb || ba[..na] != bb[..nb] {
+            return Ok(false);
+        }
+        if na < BUF {
+            return Ok(true);
+        }
+    }
+}
+
+fn read_full(f: &mut fs::File, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+fn name_of(rel: &Path) -> String {
+    rel.to_string_lossy().into_owned()
+}
+
+fn entry(rel: &Path, kind: EntryKind, meta: &Metadata) -> Entry {
+    Entry {
+        name: name_of(rel),
+        path: rel.to_path_buf(),
+        mode: match kind {
+            EntryKind::Symlink { .. } => None,
+            _ => Some(platform::mode_of(meta)),
+        },
+        kind,
+        mtime: meta.modified().ok(),
+        size: if meta.is_file() { meta.len() } else { 0 },
+        index: 0,
+        sparse: meta.is_file() && platform::has_holes(meta),
+    }
+}
+
+/// What the source holds at a path: a type name for messages.
+fn what(meta: &Metadata) -> &'static str {
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_file() {
+        "a file"
+    } else if t.is_symlink() {
+        "a symlink"
+    } else {
+        "a special file"
+    }
+}
+
+impl Walk<'_> {
+    fn fail(&self, rel: &Path, error: anyhow::Error) {
+        let mut found = self.found.lock().unwrap_or_else(|e| e.into_inner());
+        found.failures.push(Failure {
+            name: name_of(rel),
+            error,
+        });
+    }
+
+    /// Walks the whole tree from the root; what it decides ends up in `self.found`.
+    pub fn run(&self, root_meta: Metadata, dst_exists: bool) {
+        let dst = if dst_exists {
+            match fs::symlink_metadata(self.dst).and_then(|_| fs::metadata(self.dst)) {
+                Ok(m) => DstDir::Exists(m),
+                Err(e) => {
+                    self.fail(Path::new(""), anyhow!(e).context("reading the destination"));
+                    return;
+                }
+            }
+        } else {
+            DstDir::Missing
+        };
+        let ancestors = Vec::new();
+        rayon::scope(|s| self.visit(s, PathBuf::new(), root_meta, dst, ancestors));
+    }
+
+    fn visit<'s>(
+        &'s self,
+        scope: &rayon::Scope<'s>,
+        rel: PathBuf,
+        meta: Metadata,
+        dst: DstDir,
+        mut ancestors: Vec<FileIdentity>,
+    ) {
+        let mut local = Found::default();
+        let mut changed = false;
+        if self.opts.copy_links
+            && let Some(id) = platform::file_identity(&meta)
+        {
+            ancestors.push(id);
+        }
+        let src_dir = self.src.join(&rel);
+        let dst_dir = self.dst.join(&rel);
+        let listing = fs::read_dir(&src_dir).and_then(|rd| rd.collect::<io::Result<Vec<_>>>());
+        match listing {
+            Ok(entries) => {
+                let mut theirs = match &dst {
+                    DstDir::Exists(_) => match fs::read_dir(&dst_dir)
+                        .and_then(|rd| rd.collect::<io::Result<Vec<_>>>())
+                    {
+                        Ok(list) => Some(
+                            list.into_iter()
+                                .map(|e| (e.file_name(), e))
+                                .collect::<HashMap<OsString, DirEntry>>(),
+                        ),
+                        Err(e) => {
+                            local.failures.push(Failure {
+                                name: name_of(&rel),
+                                error: anyhow!(e).context(format!(
+                                    "reading destination directory '{}' (nothing in it is deleted)",
+                                    dst_dir.display()
+                                )),
+                            });
+                            None
+                        }
+                    },
+                    _ => None,
+                };
+                for e in entries {
+                    let name = e.file_name();
+                    let theirs_entry = theirs.as_mut().and_then(|t| t.remove(&name));
+                    changed |= self.compare(scope, &mut local, &rel, e, theirs_entry, &ancestors);
+                }
+                if let Some(extra) = theirs {
+                    for (name, e) in extra {
+                        let path = rel.join(name);
+                        let dir = e.file_type().is_ok_and(|t| t.is_dir());
+                        if self.opts.delete && !self.exclude.excludes(&path, dir) {
+                            local.actions.push(Action::Delete { path, dir });
+                            changed = true;
+                        }
+                    }
+                }
+            }
+            Err(e) => local.failures.push(Failure {
+                name: name_of(&rel),
+                error: anyhow!(e).context(format!(
+                    "reading directory '{}' (its copy is left as it is)",
+                    src_dir.display()
+                )),
+            }),
+        }
+
+        let entry = entry(&rel, EntryKind::Dir, &meta);
+        let change = match &dst {
+            DstDir::Missing => Some(DirChange::Create),
+            DstDir::NotADir => Some(DirChange::Replace),
+            DstDir::Exists(theirs) => {
+                if platform::mode_of(theirs) != platform::mode_of(&meta)
+                    || !same_mtime(&meta, theirs)
+                {
+                    Some(DirChange::Meta)
+                } else if changed {
+                    Some(DirChange::Touched)
+                } else {
+                    local.unchanged += 1;
+                    None
+                }
+            }
+        };
+        if let Some(change) = change {
+            local.actions.push(Action::Dir { entry, change });
+        }
+
+        let mut found = self.found.lock().unwrap_or_else(|e| e.into_inner());
+        found.actions.append(&mut local.actions);
+        found.failures.append(&mut local.failures);
+        found.warnings.append(&mut local.warnings);
+        found.linked.append(&mut local.linked);
+        found.unchanged += local.unchanged;
+    }
+
+    /// Decides for one name of a source directory; true if the destination directory's
+    /// content changes (which changes its mtime).
+    fn compare<'s>(
+        &'s self,
+        scope: &rayon::Scope<'s>,
+        local: &mut Found,
+        parent: &Path,
+        src: DirEntry,
+        theirs: Option<DirEntry>,
+        ancestors: &[FileIdentity],
+    ) -> bool {
+        let rel = parent.join(src.file_name());
+        let src_path = self.src.join(&rel);
+        let fail = |local: &mut Found, error: anyhow::Error| {
+            local.failures.push(Failure {
+                name: name_of(&rel),
+                error,
+            });
+            false
+        };
+        let mut meta = match src.metadata() {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return fail(local, anyhow!("'{}' vanished", src_path.display()));
+            }
+            Err(e) => {
+                return fail(
+                    local,
+                    anyhow!(e).context(format!("reading '{}'", src_path.display())),
+                );
+            }
+        };
+        if self.opts.copy_links && meta.file_type().is_symlink() {
+            meta = match fs::metadata(&src_path) {
+                Ok(m) => m,
+                Err(e) => {
+                    let why = if e.kind() == io::ErrorKind::NotFound {
+                        anyhow!("symlink '{}' points to nothing", src_path.display())
+                    } else {
+                        anyhow!(e).context(format!("following symlink '{}'", src_path.display()))
+                    };
+                    return fail(local, why);
+                }
+            };
+        }
+        let is_dir = meta.is_dir();
+        if self.exclude.excludes(&rel, is_dir) {
+            return false;
+        }
+        let dst_path = self.dst.join(&rel);
+        let dst_meta = match theirs.map(|t| t.metadata()) {
+            None => None,
+            Some(Ok(m)) => Some(m),
+            Some(Err(e)) if e.kind() == io::ErrorKind::NotFound => None,
+            Some(Err(e)) => {
+                return fail(
+                    local,
+                    anyhow!(e).context(format!("reading '{}'", dst_path.display())),
+                );
+            }
+        };
+        let t = meta.file_type();
+        if is_dir {
+            if let Some(id) = platform::file_identity(&meta)
+                && self.opts.copy_links
+                && ancestors.iter().any(|a| a.dev == id.dev && a.ino == id.ino)
+            {
+                return fail(
+                    local,
+                    anyhow!(
+                        "symlink '{}' leads back to a directory above it (a loop)",
+                        src_path.display()
+                    ),
+                );
+            }
+            let (dst, changed) = match dst_meta {
+                None => (DstDir::Missing, true),
+                Some(m) if m.is_dir() => (DstDir::Exists(m), false),
+                Some(_) => (DstDir::NotADir, true),
+            };
+            let ancestors = ancestors.to_vec();
+            scope.spawn(move |s| self.visit(s, rel, meta, dst, ancestors));
+            return changed;
+        }
+        if !(t.is_file() || t.is_symlink()) {
+            local.warnings.push(format!(
+                "skipped '{}': {} is not copied (only files, directories and symlinks are)",
+                src_path.display(),
+                what(&meta)
+            ));
+            return false;
+        }
+        // Something that is not a directory goes where a directory may be.
+        if let Some(m) = &dst_meta
+            && m.is_dir()
+        {
+            if !self.make_way(local, &rel, &dst_path) {
+                return false;
+            }
+            return self.decide_new(local, &rel, &src_path, meta, None);
+        }
+        self.decide_new(local, &rel, &src_path, meta, dst_meta)
+    }
+
+    /// A directory of the destination stands where the source has something else: it goes
+    /// with `--delete`, or if it is empty; otherwise that path fails.
+    fn make_way(&self, local: &mut Found, rel: &Path, dst_path: &Path) -> bool {
+        let empty = fs::read_dir(dst_path).is_ok_and(|mut d| d.next().is_none());
+        if self.opts.delete || empty {
+            local.actions.push(Action::Delete {
+                path: rel.to_path_buf(),
+                dir: true,
+            });
+            true
+        } else {
+            local.failures.push(Failure {
+                name: name_of(rel),
+                error: anyhow!(
+                    "'{}' is a directory where the source has something else; --delete replaces it",
+                    dst_path.display()
+                ),
+            });
+            false
+        }
+    }
+
+    /// Decides for a file or symlink given what the destination has at its path (never a
+    /// directory here).
+    fn decide_new(
+        &self,
+        local: &mut Found,
+        rel: &Path,
+        src_path: &Path,
+        meta: Metadata,
+        dst: Option<Metadata>,
+    ) -> bool {
+        if meta.file_type().is_symlink() {
+            return self.decide_symlink(local, rel, src_path, &meta, dst);
+        }
+        let entry = entry(rel, EntryKind::File, &meta);
+        let action = match self.decide_file(rel, src_path, &meta, dst.as_ref(), entry) {
+            Ok(action) => action,
+            Err(error) => {
+                local.failures.push(Failure {
+                    name: name_of(rel),
+                    error,
+                });
+                return false;
+            }
+        };
+        if self.opts.hard_links
+            && let Some(identity) = platform::file_identity(&meta)
+            && identity.links > 1
+        {
+            let entry = match &action {
+                Ok(Action::Copy { entry, .. } | Action::Update { entry }) => entry.clone(),
+                _ => self::entry(rel, EntryKind::File, &meta),
+            };
+            local.linked.push(Linked {
+                entry,
+                identity,
+                dst,
+                action: action.ok(),
+            });
+            // Counted once the group is settled.
+            return false;
+        }
+        match action {
+            Ok(action) => {
+                let changed = matches!(action, Action::Copy { .. });
+                local.actions.push(action);
+                changed
+            }
+            Err(()) => {
+                local.unchanged += 1;
+                false
+            }
+        }
+    }
+
+    /// Err(()) means unchanged.
+    fn decide_file(
+        &self,
+        rel: &Path,
+        src_path: &Path,
+        meta: &Metadata,
+        dst: Option<&Metadata>,
+        mut entry: Entry,
+    ) -> anyhow::Result<Result<Action, ()>> {
+        let Some(theirs) = dst.filter(|d| d.is_file()) else {
+            return Ok(Ok(Action::Copy {
+                entry,
+                exists: dst.is_some(),
+            }));
+        };
+        let same_time = same_mtime(meta, theirs);
+        let same = theirs.len() == meta.len()
+            && if self.opts.checksum {
+                let dst_path = self.dst.join(rel);
+                match same_content(src_path, &dst_path) {
+                    Ok(same) => same,
+                    // Unreadable on the source side is this path's failure; on the
+                    // destination side the copy simply replaces it.
+                    Err(_) => match fs::File::open(src_path) {
+                        Ok(_) => false,
+                        Err(e) => {
+                            return Err(
+                                anyhow!(e).context(format!("reading '{}'", src_path.display()))
+                            );
+                        }
+                    },
+                }
+            } else {
+                same_time
+            };
+        if !same {
+            return Ok(Ok(Action::Copy {
+                entry,
+                exists: true,
+            }));
+        }
+        let mode_differs = platform::mode_of(theirs) != platform::mode_of(meta);
+        if !mode_differs && same_time {
+            return Ok(Err(()));
+        }
+        if !mode_differs {
+            entry.mode = None;
+        }
+        if same_time {
+            entry.mtime = None;
+        }
+        Ok(Ok(Action::Update { entry }))
+    }
+
+    fn decide_symlink(
+        &self,
+        local: &mut Found,
+        rel: &Path,
+        src_path: &Path,
+        meta: &Metadata,
+        dst: Option<Metadata>,
+    ) -> bool {
+        let target = match fs::read_link(src_path) {
+            Ok(t) => t,
+            Err(e) => {
+                local.failures.push(Failure {
+                    name: name_of(rel),
+                    error: anyhow!(e).context(format!("reading symlink '{}'", src_path.display())),
+                });
+                return false;
+            }
+        };
+        let entry = entry(rel, EntryKind::Symlink { target }, meta);
+        if let Some(theirs) = &dst
+            && theirs.file_type().is_symlink()
+        {
+            let dst_path = self.dst.join(rel);
+            let EntryKind::Symlink { target } = &entry.kind else {
+                unreachable!("made as a symlink just above")
+            };
+            if fs::read_link(&dst_path).is_ok_and(|t| &t == target) {
+                if same_mtime(meta, theirs) {
+                    local.unchanged += 1;
+                } else {
+                    local.actions.push(Action::Update { entry });
+                }
+                return false;
+            }
+        }
+        local.actions.push(Action::Link {
+            entry,
+            exists: dst.is_some(),
+        });
+        true
+    }
+}
+
+/// Settles files with several names (`-H`): in each group of names of one source file, the
+/// first path (in order) is copied as a file and the others become hard links to it, unless
+/// the destination already has them linked to an unchanged copy.
+pub fn settle_links(found: &mut Found) {
+    let mut groups: HashMap<(u64, u64), Vec<Linked>> = HashMap::new();
+    for l in std::mem::take(&mut found.linked) {
+        groups
+            .entry((l.identity.dev, l.identity.ino))
+            .or_default()
+            .push(l);
+    }
+    for (_, mut group) in groups {
+        group.sort_by(|a, b| a.entry.path.cmp(&b.entry.path));
+        let mut members = group.into_iter();
+        let Some(leader) = members.next() else {
+            continue;
+        };
+        let leader_kept = !matches!(leader.action, Some(Action::Copy { .. }));
+        let leader_ino = leader
+            .dst
+            .as_ref()
+            .and_then(platform::file_identity)
+            .map(|i| (i.dev, i.ino));
+        match leader.action {
+            Some(action) => found.actions.push(action),
+            None => found.unchanged += 1,
+        }
+        for member in members {
+            let member_ino = member
+                .dst
+                .as_ref()
+                .filter(|m| m.is_file())
+                .and_then(platform::file_identity)
+                .map(|i| (i.dev, i.ino));
+            if leader_kept && member_ino.is_some() && member_ino == leader_ino {
+                found.unchanged += 1;
+                continue;
+            }
+            let mut entry = member.entry;
+            entry.kind = EntryKind::Hardlink {
+                target: leader.entry.path.clone(),
+            };
+            found.actions.push(Action::Link {
+                entry,
+                exists: member.dst.is_some(),
+            });
+        }
+    }
+}
+
+/// Context for a source path in messages.
+pub fn source_context(path: &Path) -> impl Fn(io::Error) -> anyhow::Error + '_ {
+    move |e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            anyhow!("'{}' vanished before it could be copied", path.display())
+        } else {
+            anyhow!(e).context(format!("opening '{}'", path.display()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mtimes_match_when_the_destination_keeps_them_coarser() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        fs::write(&a, b"x").unwrap();
+        fs::write(&b, b"x").unwrap();
+        let set = |p: &Path, nanos: u64| {
+            let t = UNIX_EPOCH + std::time::Duration::from_nanos(nanos);
+            fs::File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+            fs::metadata(p).unwrap()
+        };
+        let src = set(&a, 1_700_000_000_123_456_789);
+        for (dst, same) in [
+            (1_700_000_000_123_456_789, true),
+            (1_700_000_000_123_456_700, true),
+            (1_700_000_000_123_000_000, true),
+            (1_700_000_000_000_000_000, true),
+            (1_700_000_000_123_456_788, false),
+            (1_700_000_001_123_456_789, false),
+        ] {
+            let dst_meta = set(&b, dst);
+            assert_eq!(same_mtime(&src, &dst_meta), same, "{dst}");
+        }
+    }
+
+    #[test]
+    fn contents_are_compared_to_the_last_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let mut data = vec![7u8; 600 << 10];
+        fs::write(&a, &data).unwrap();
+        fs::write(&b, &data).unwrap();
+        assert!(same_content(&a, &b).unwrap());
+        *data.last_mut().unwrap() = 8;
+        fs::write(&b, &data).unwrap();
+        assert!(!same_content(&a, &b).unwrap());
+    }
+}
