@@ -273,3 +273,10 @@ pub fn is_unsupported(err: &io::Error) -> bool {
         Some(libc::EOPNOTSUPP | libc::ENOTTY | libc::EINVAL | libc::EXDEV | libc::ENOSYS)
     ) || err.kind() == io::ErrorKind::Unsupported
 }
+
+/// Whether new subdirectories of `dir` inherit its setgid bit (and so differ from a plain
+/// mkdir's mode).
+pub fn is_setgid_dir(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(dir).map_or(true, |m| m.mode() & 0o2000 != 0)
+}

@@ -179,3 +179,8 @@ pub fn next_data(_file: &File, _offset: u64, _len: u64) -> io::Result<Option<(u6
 pub fn is_unsupported(err: &io::Error) -> bool {
     err.kind() == io::ErrorKind::Unsupported
 }
+
+/// Windows has no setgid bit to inherit.
+pub fn is_setgid_dir(_dir: &Path) -> bool {
+    false
+}

@@ -73,6 +73,9 @@ pub struct Sink<'a> {
     inline_close_failures: AtomicU64,
     temp_counter: AtomicU64,
     copier: copy::Copier,
+    /// New directories get exactly 0o777 less the umask: not so under a setgid directory,
+    /// whose new subdirectories inherit the bit.
+    plain_mkdir: bool,
 }
 
 /// What the directory stage knows about directories under the output folder.
@@ -83,6 +86,8 @@ struct Dirs {
     /// Directories that cannot be used, with why.
     blocked: HashMap<PathBuf, String>,
     created: u64,
+    /// Directories this run created (with mode 0o777 less the umask).
+    made_here: HashSet<PathBuf>,
     /// Time spent creating (or inspecting) directories.
     busy: Duration,
     /// Every ready directory, parents first (for `--fsync`).
@@ -152,6 +157,7 @@ impl<'a> Sink<'a> {
             inline_close_failures: AtomicU64::new(0),
             temp_counter: AtomicU64::new(0),
             copier: copy::Copier::default(),
+            plain_mkdir: !platform::is_setgid_dir(root),
         })
     }
 
@@ -241,6 +247,9 @@ impl<'a> Sink<'a> {
                 match made {
                     Ok(created) => {
                         dirs.created += u64::from(created);
+                        if created {
+                            dirs.made_here.insert(dir.clone());
+                        }
                         dirs.ready.insert(dir.clone());
                         dirs.order.push(dir);
                     }
@@ -284,6 +293,9 @@ impl<'a> Sink<'a> {
             Ok(created) => {
                 if dirs.ready.insert(dir.to_path_buf()) {
                     dirs.created += u64::from(created);
+                    if created {
+                        dirs.made_here.insert(dir.to_path_buf());
+                    }
                     dirs.order.push(dir.to_path_buf());
                 }
                 Ok(())
@@ -643,8 +655,17 @@ impl<'a> Sink<'a> {
 
     fn apply_dir_metadata(&self, entry: &Entry) -> anyhow::Result<()> {
         let path = self.root.join(&entry.path);
-        if let Some(mode) = entry.mode {
-            platform::set_path_mode(&path, self.opts.mode_bits(mode))
+        // A directory this run made already has the usual mode (0o777 less the umask): most
+        // do, and a chmod per directory is worth saving.
+        let made_with = |mode: u32| {
+            self.plain_mkdir
+                && mode == 0o777 & !self.umask
+                && lock(&self.dirs).made_here.contains(&entry.path)
+        };
+        if let Some(mode) = entry.mode.map(|m| self.opts.mode_bits(m))
+            && !made_with(mode)
+        {
+            platform::set_path_mode(&path, mode)
                 .with_context(|| format!("setting the mode of '{}'", path.display()))?;
         }
         if let Some(mtime) = entry.mtime {
