@@ -52,7 +52,7 @@ pub struct Report {
 /// The part of a mirror's report that an extraction has no use for.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct MirrorCounts {
-    /// Files, links and directories already as in the source: left alone.
+    /// Files already as in the source: left alone.
     pub unchanged: u64,
     /// Entries whose content was right, but whose mode or mtime was set.
     pub updated: u64,

@@ -68,7 +68,7 @@ pub fn mirror(
     };
     writers.install(|| walk.run(root_meta, dst_exists));
     let mut found = walk.found.into_inner().unwrap_or_else(|e| e.into_inner());
-    walk::settle_links(&mut found);
+    walk::settle_links(&mut found, src);
     found.actions.sort_by(|a, b| a.path().cmp(b.path()));
 
     let mut report = if mopts.dry_run {
@@ -193,7 +193,7 @@ fn apply(
     let mut root = None;
     for action in std::mem::take(&mut found.actions) {
         match action {
-            Action::Delete { path, dir } => deletes.push((path, dir)),
+            Action::Delete { path, dir, .. } => deletes.push((path, dir)),
             Action::Update { entry } => updates.push(entry),
             Action::Dir { entry, .. } if entry.path.as_os_str().is_empty() => root = Some(entry),
             Action::Dir { entry, .. } | Action::Copy { entry, .. } | Action::Link { entry, .. } => {
@@ -230,13 +230,15 @@ fn apply(
 
     let closer = Arc::new(SystemCloser { fsync: opts.fsync });
     let mut sink = Sink::new(dst, opts, reporter, closer)?;
-    sink.prepare(&mut plan);
-    for link in plan.entries.iter() {
-        if let EntryKind::Hardlink { target } = &link.kind {
-            // The link is made through directories the sink has checked are real.
+    for entry in &plan.entries {
+        if let EntryKind::Hardlink { target } = &entry.kind {
+            // A hard link is only made through directories the sink has checked are real;
+            // its target may be a file this run leaves alone, in a directory it does not
+            // otherwise touch. (A failure here is the link's, said when it is made.)
             let _ = sink.ensure_parents(target);
         }
     }
+    sink.prepare(&mut plan);
     let files: Vec<&Entry> = plan
         .entries
         .iter()

@@ -57,10 +57,13 @@ pub enum Action {
     Update {
         entry: Entry,
     },
-    /// Remove a path of the destination (a directory with everything in it).
+    /// Remove a path of the destination (a directory with everything in it). `making_way`: a
+    /// directory removed for something else of the same name, which the dry run shows as one
+    /// `replace`.
     Delete {
         path: PathBuf,
         dir: bool,
+        making_way: bool,
     },
 }
 
@@ -106,6 +109,9 @@ impl Action {
                 _ => return None,
             },
             Action::Update { .. } => format!("update {path}"),
+            Action::Delete {
+                making_way: true, ..
+            } => return None,
             Action::Delete { dir, .. } => format!("delete {path}{}", if *dir { "/" } else { "" }),
         })
     }
@@ -316,7 +322,11 @@ impl Walk<'_> {
                         let path = rel.join(name);
                         let dir = e.file_type().is_ok_and(|t| t.is_dir());
                         if self.opts.delete && !self.exclude.excludes(&path, dir) {
-                            local.actions.push(Action::Delete { path, dir });
+                            local.actions.push(Action::Delete {
+                                path,
+                                dir,
+                                making_way: false,
+                            });
                             changed = true;
                         }
                     }
@@ -343,7 +353,6 @@ impl Walk<'_> {
                 } else if changed {
                     Some(DirChange::Touched)
                 } else {
-                    local.unchanged += 1;
                     None
                 }
             }
@@ -459,7 +468,15 @@ impl Walk<'_> {
             if !self.make_way(local, &rel, &dst_path) {
                 return false;
             }
-            return self.decide_new(local, &rel, &src_path, meta, None);
+            let changed = self.decide_new(local, &rel, &src_path, meta, None);
+            // What takes the directory's place replaces it (for the dry run's words).
+            if let Some(Action::Copy { entry, exists } | Action::Link { entry, exists }) =
+                local.actions.last_mut()
+                && entry.path == rel
+            {
+                *exists = true;
+            }
+            return changed;
         }
         self.decide_new(local, &rel, &src_path, meta, dst_meta)
     }
@@ -472,6 +489,7 @@ impl Walk<'_> {
             local.actions.push(Action::Delete {
                 path: rel.to_path_buf(),
                 dir: true,
+                making_way: true,
             });
             true
         } else {
@@ -556,8 +574,11 @@ impl Walk<'_> {
             }));
         };
         let same_time = same_mtime(meta, theirs);
+        // Same size and mtime: the quick check trusts the content. Same size, other mtime (a
+        // file touched, or rewritten with the same bytes): reading both is cheaper than a
+        // copy, and keeps the file's inode and anything linked to it.
         let same = theirs.len() == meta.len()
-            && if self.opts.checksum {
+            && if self.opts.checksum || !same_time {
                 let dst_path = self.dst.join(rel);
                 match same_content(src_path, &dst_path) {
                     Ok(same) => same,
@@ -573,7 +594,7 @@ impl Walk<'_> {
                     },
                 }
             } else {
-                same_time
+                true
             };
         if !same {
             return Ok(Ok(Action::Copy {
@@ -612,22 +633,16 @@ impl Walk<'_> {
                 return false;
             }
         };
+        let same_link = dst.as_ref().is_some_and(|theirs| {
+            theirs.file_type().is_symlink()
+                && fs::read_link(self.dst.join(rel)).is_ok_and(|t| t == target)
+        });
         let entry = entry(rel, EntryKind::Symlink { target }, meta);
-        if let Some(theirs) = &dst
-            && theirs.file_type().is_symlink()
-        {
-            let dst_path = self.dst.join(rel);
-            let EntryKind::Symlink { target } = &entry.kind else {
-                unreachable!("made as a symlink just above")
-            };
-            if fs::read_link(&dst_path).is_ok_and(|t| &t == target) {
-                if same_mtime(meta, theirs) {
-                    local.unchanged += 1;
-                } else {
-                    local.actions.push(Action::Update { entry });
-                }
-                return false;
+        if let Some(theirs) = dst.as_ref().filter(|_| same_link) {
+            if !same_mtime(meta, theirs) {
+                local.actions.push(Action::Update { entry });
             }
+            return false;
         }
         local.actions.push(Action::Link {
             entry,
@@ -639,8 +654,13 @@ impl Walk<'_> {
 
 /// Settles files with several names (`-H`): in each group of names of one source file, the
 /// first path (in order) is copied as a file and the others become hard links to it, unless
-/// the destination already has them linked to an unchanged copy.
-pub fn settle_links(found: &mut Found) {
+/// the destination already has them linked to an unchanged copy. A directory that gains a
+/// file or link this way has its mtime set again at the end, like any other that changes.
+pub fn settle_links(found: &mut Found, src: &Path) {
+    if found.linked.is_empty() {
+        return;
+    }
+    let first_new = found.actions.len();
     let mut groups: HashMap<(u64, u64), Vec<Linked>> = HashMap::new();
     for l in std::mem::take(&mut found.linked) {
         groups
@@ -683,6 +703,34 @@ pub fn settle_links(found: &mut Found) {
                 entry,
                 exists: member.dst.is_some(),
             });
+        }
+    }
+
+    let mut dirs_known: std::collections::HashSet<PathBuf> = found
+        .actions
+        .iter()
+        .filter(|a| matches!(a, Action::Dir { .. }))
+        .map(|a| a.path().to_path_buf())
+        .collect();
+    let touched: Vec<PathBuf> = found.actions[first_new..]
+        .iter()
+        .filter(|a| matches!(a, Action::Copy { .. } | Action::Link { .. }))
+        .filter_map(|a| a.path().parent().map(Path::to_path_buf))
+        .collect();
+    for dir in touched {
+        if !dirs_known.insert(dir.clone()) {
+            continue;
+        }
+        match fs::metadata(src.join(&dir)) {
+            Ok(meta) => found.actions.push(Action::Dir {
+                entry: entry(&dir, EntryKind::Dir, &meta),
+                change: DirChange::Touched,
+            }),
+            Err(e) => found.failures.push(Failure {
+                name: name_of(&dir),
+                error: anyhow!(e)
+                    .context(format!("reading directory '{}'", src.join(&dir).display())),
+            }),
         }
     }
 }

@@ -634,7 +634,7 @@ impl<'a> Sink<'a> {
     fn create_hardlink(&self, entry: &Entry, target: &Path) -> anyhow::Result<bool> {
         let refuse = || {
             anyhow::anyhow!(
-                "refused: hard link target '{}' is not a file extracted into the output folder",
+                "refused: hard link target '{}' is not a regular file written into the output folder",
                 target.display()
             )
         };

@@ -926,6 +926,84 @@ pub fn snapshot(root: &Path, exclude: &[&Path]) -> BTreeMap<PathBuf, String> {
         .collect()
 }
 
+/// Everything a run could change under `root`, `root` itself included (as the empty path):
+/// kind, mode, size, mtime and ctime to the nanosecond, inode, symlink target and a hash of the
+/// content. Two equal fingerprints mean nothing was written, not even metadata.
+#[cfg(unix)]
+pub fn deep_snapshot(root: &Path) -> BTreeMap<PathBuf, String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut paths: Vec<PathBuf> = vec![PathBuf::new()];
+    paths.extend(scan_tree(root).into_keys());
+    paths
+        .into_iter()
+        .map(|rel| {
+            let p = root.join(&rel);
+            let md =
+                fs::symlink_metadata(&p).unwrap_or_else(|e| panic!("stat {}: {e}", p.display()));
+            let m = meta_of(&p);
+            let content = if m.kind == Kind::File {
+                let data = fs::read(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
+                format!(" content={:016x}", fnv1a(&data))
+            } else {
+                String::new()
+            };
+            let state = format!(
+                "{:?} mode={:o} len={} ino={} mtime={}.{:09} ctime={}.{:09} target={:?}{content}",
+                m.kind,
+                m.perm,
+                m.len,
+                md.ino(),
+                m.mtime,
+                m.mtime_nsec,
+                md.ctime(),
+                md.ctime_nsec(),
+                m.target
+            );
+            (rel, state)
+        })
+        .collect()
+}
+
+/// Assert two `deep_snapshot`s are equal, listing only the paths that differ.
+#[track_caller]
+pub fn assert_same_snapshot(
+    before: &BTreeMap<PathBuf, String>,
+    after: &BTreeMap<PathBuf, String>,
+    context: &str,
+) {
+    let mut diffs = Vec::new();
+    for (p, b) in before {
+        match after.get(p) {
+            None => diffs.push(format!("  gone: {}\n    was {b}", p.display())),
+            Some(a) if a != b => diffs.push(format!(
+                "  changed: {}\n    was {b}\n    now {a}",
+                p.display()
+            )),
+            _ => {}
+        }
+    }
+    for (p, a) in after {
+        if !before.contains_key(p) {
+            diffs.push(format!("  new: {}\n    now {a}", p.display()));
+        }
+    }
+    if !diffs.is_empty() {
+        let n = diffs.len();
+        diffs.truncate(40);
+        panic!(
+            "{context}: {n} path(s) changed (root shown as \"\"):\n{}",
+            diffs.join("\n")
+        );
+    }
+}
+
+/// 64-bit FNV-1a: a content fingerprint for snapshots, not a defence against anything.
+pub fn fnv1a(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// State of a single path outside any temp dir (e.g. /tmp/evil.txt) to check it is not touched.
 pub fn path_state(p: &Path) -> Option<String> {
     fs::symlink_metadata(p).ok().map(|_| {
@@ -994,6 +1072,23 @@ impl Output {
     #[track_caller]
     pub fn assert_success(&self) -> &Self {
         self.assert_code(0)
+    }
+
+    /// The number on the `--stats` line that starts with `key` (e.g. `"files:"`); panics with
+    /// the output if there is no such line.
+    #[track_caller]
+    pub fn stat(&self, key: &str) -> u64 {
+        let line = self
+            .stderr
+            .lines()
+            .map(str::trim_start)
+            .find(|l| l.starts_with(key))
+            .unwrap_or_else(|| panic!("no `{key}` line in the --stats block\n{}", self.dump()));
+        line[key.len()..]
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no number on the stats line {line:?}\n{}", self.dump()))
     }
 
     /// The lines of stderr that mention `needle` (case-insensitive).
@@ -1186,6 +1281,71 @@ pub fn assert_no_panic(out: &Output) {
             out.dump()
         );
     }
+}
+
+/// The uid and gid the tests drop to when they need permission checks that root bypasses.
+pub const NOBODY: u32 = 65534;
+
+#[cfg(unix)]
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Give everything under `root` (itself included, symlinks not followed) to `NOBODY`, so that
+/// `run_fastwrite_unprivileged` can read and write it. Does nothing when not root.
+#[cfg(unix)]
+pub fn give_to_nobody(root: &Path) {
+    if !is_root() {
+        return;
+    }
+    let mut paths = vec![root.to_path_buf()];
+    paths.extend(scan_tree(root).into_keys().map(|r| root.join(r)));
+    for p in paths {
+        std::os::unix::fs::lchown(&p, Some(NOBODY), Some(NOBODY))
+            .unwrap_or_else(|e| panic!("chown {}: {e}", p.display()));
+    }
+}
+
+/// Run fastwrite where permission bits are enforced: as `NOBODY` through `setpriv` when the
+/// tests run as root (chmod 000 denies root nothing), as is otherwise. The paths it works on
+/// must be accessible to that user (see `give_to_nobody`). `None`, after printing why, when
+/// the binary cannot be run unprivileged here (e.g. it sits under a folder only root can enter).
+#[cfg(unix)]
+#[track_caller]
+pub fn run_fastwrite_unprivileged(args: &[OsString]) -> Option<Output> {
+    let command = |args: &[OsString]| {
+        let mut c = if is_root() {
+            require_tool("setpriv");
+            let mut c = Command::new("setpriv");
+            c.args([
+                "--reuid",
+                "65534",
+                "--regid",
+                "65534",
+                "--clear-groups",
+                "--",
+            ]);
+            c.arg(BIN);
+            c
+        } else {
+            Command::new(BIN)
+        };
+        c.args(args);
+        c.env("TZ", TEST_TZ);
+        c
+    };
+    let probe = run_command(command(&osv!["--version"]));
+    if !probe.status.success() {
+        eprintln!(
+            "SKIPPED: cannot run {BIN} as uid {NOBODY} here\n{}",
+            probe.dump()
+        );
+        return None;
+    }
+    let out = run_command(command(args));
+    assert_no_panic(&out);
+    Some(out)
 }
 
 /// `fastwrite extract ARCHIVE -o OUT FLAGS...` (flags after the subcommand, as the contract
