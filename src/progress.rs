@@ -13,7 +13,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Told what the engine is doing. Called from many threads at once.
 pub trait Reporter: Sync {
-    /// The plan is known: this many files and bytes will be written.
+    /// The plan is known: this many files and bytes will be written (0 and 0: not known up
+    /// front).
     fn planned(&self, _files: u64, _bytes: u64) {}
     /// Some of a file's content is written (called per chunk, so big files show progress).
     fn bytes_written(&self, _bytes: u64) {}
@@ -76,7 +77,12 @@ impl Reporter for Bar {
                 while !counters.done.load(Ordering::Relaxed) {
                     let done = counters.files.load(Ordering::Relaxed);
                     bar.set_position(counters.bytes.load(Ordering::Relaxed));
-                    bar.set_message(format!("{done}/{files} files"));
+                    // Zero: the total is not known up front (a mirror into an empty folder).
+                    if files == 0 {
+                        bar.set_message(format!("{done} files"));
+                    } else {
+                        bar.set_message(format!("{done}/{files} files"));
+                    }
                     bar.tick();
                     std::thread::sleep(Duration::from_millis(100));
                 }

@@ -37,7 +37,7 @@ use crate::plan::{Entry, EntryKind, Plan};
 use crate::platform;
 use crate::progress::Reporter;
 use crate::report::{Failure, MirrorCounts, Report};
-use crate::sink::{self, Sink};
+use crate::sink::{self, Sink, Writer};
 
 pub use exclude::Exclude;
 use walk::{Action, Found, Walk};
@@ -58,12 +58,25 @@ pub fn mirror(
     }
     let exclude = Exclude::new(&mopts.excludes)?;
     let writers = sink::writer_pool(opts)?;
+    let sink = if mopts.dry_run {
+        None
+    } else {
+        let closer = Arc::new(SystemCloser { fsync: opts.fsync });
+        Some(Sink::new(dst, opts, reporter, closer)?)
+    };
+    // Into an empty destination nothing needs comparing or deleting first, so each directory's
+    // files are copied as soon as it is read: walking overlaps with writing.
+    let stream = sink.as_ref().filter(|s| s.is_fresh());
+    if stream.is_some() {
+        reporter.planned(0, 0);
+    }
 
     let walk = Walk {
         src,
         dst,
         opts: mopts,
         exclude: &exclude,
+        stream,
         found: Default::default(),
     };
     writers.install(|| walk.run(root_meta, dst_exists));
@@ -71,10 +84,12 @@ pub fn mirror(
     walk::settle_links(&mut found, src);
     found.actions.sort_by(|a, b| a.path().cmp(b.path()));
 
-    let mut report = if mopts.dry_run {
-        dry_run(&mut found)
-    } else {
-        writers.install(|| apply(src, dst, opts, mopts, &mut found, reporter))?
+    let streamed = stream.is_some();
+    let mut report = match sink {
+        None => dry_run(&mut found),
+        Some(sink) => {
+            writers.install(|| apply(src, dst, opts, mopts, sink, streamed, &mut found, reporter))
+        }
     };
     report.failures.append(&mut found.failures);
     report.warnings.append(&mut found.warnings);
@@ -178,15 +193,38 @@ fn dry_run(found: &mut Found) -> Report {
     }
 }
 
-/// Carries out the decided actions. Runs on the writers' pool.
+/// Copies one file of the source with a writer of the sink; failures are recorded there.
+pub(crate) fn copy_file(
+    sink: &Sink<'_>,
+    writer: &mut Writer<'_, '_>,
+    src: &Path,
+    entry: &Entry,
+    follow: bool,
+) {
+    let path = src.join(&entry.path);
+    match platform::open_source(&path, follow) {
+        Ok(file) => {
+            if sink.make_parents(entry) {
+                writer.copy_file(entry, &file);
+            }
+        }
+        Err(e) => sink.fail(entry, walk::source_context(&path)(e)),
+    }
+}
+
+/// Carries out the decided actions (what the walk has not already copied). Runs on the
+/// writers' pool.
+#[allow(clippy::too_many_arguments)]
 fn apply(
     src: &Path,
     dst: &Path,
     opts: &Options,
     mopts: &MirrorOptions,
+    mut sink: Sink<'_>,
+    streamed: bool,
     found: &mut Found,
     reporter: &dyn Reporter,
-) -> anyhow::Result<Report> {
+) -> Report {
     let mut deletes = Vec::new();
     let mut updates = Vec::new();
     let mut plan = Plan::default();
@@ -228,8 +266,6 @@ fn apply(
         })
         .collect();
 
-    let closer = Arc::new(SystemCloser { fsync: opts.fsync });
-    let mut sink = Sink::new(dst, opts, reporter, closer)?;
     for entry in &plan.entries {
         if let EntryKind::Hardlink { target } = &entry.kind {
             // A hard link is only made through directories the sink has checked are real;
@@ -244,21 +280,12 @@ fn apply(
         .iter()
         .filter(|e| e.kind == EntryKind::File)
         .collect();
-    reporter.planned(files.len() as u64, files.iter().map(|e| e.size).sum());
-    let follow = mopts.copy_links;
+    if !streamed {
+        reporter.planned(files.len() as u64, files.iter().map(|e| e.size).sum());
+    }
     files.par_iter().for_each_init(
         || sink.writer(),
-        |writer, entry| {
-            let path = src.join(&entry.path);
-            match platform::open_source(&path, follow) {
-                Ok(file) => {
-                    if sink.make_parents(entry) {
-                        writer.copy_file(entry, &file);
-                    }
-                }
-                Err(e) => sink.fail(entry, walk::source_context(&path)(e)),
-            }
-        },
+        |writer, entry| copy_file(&sink, writer, src, entry, mopts.copy_links),
     );
 
     let updated = AtomicU64::new(0);
@@ -288,7 +315,7 @@ fn apply(
         deleted: deleted.into_inner(),
         ..MirrorCounts::default()
     });
-    Ok(report)
+    report
 }
 
 /// Sets what an entry records of mode and mtime on an existing path, without following a

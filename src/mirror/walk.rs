@@ -21,6 +21,7 @@ use crate::options::MirrorOptions;
 use crate::plan::{Entry, EntryKind};
 use crate::platform::{self, FileIdentity};
 use crate::report::Failure;
+use crate::sink::Sink;
 
 /// How a directory of the source stands in the destination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,6 +149,8 @@ pub struct Walk<'a> {
     pub dst: &'a Path,
     pub opts: &'a MirrorOptions,
     pub exclude: &'a Exclude,
+    /// Copy new files right away, directory by directory, with this sink (a fresh destination).
+    pub stream: Option<&'a Sink<'a>>,
     pub found: Mutex<Found>,
 }
 
@@ -317,6 +320,9 @@ impl Walk<'_> {
                     let theirs_entry = theirs.as_mut().and_then(|t| t.remove(&name));
                     changed |= self.compare(scope, &mut local, &rel, e, theirs_entry, &ancestors);
                 }
+                if let Some(sink) = self.stream {
+                    self.copy_now(sink, &mut local);
+                }
                 if let Some(extra) = theirs {
                     for (name, e) in extra {
                         let path = rel.join(name);
@@ -367,6 +373,23 @@ impl Walk<'_> {
         found.warnings.append(&mut local.warnings);
         found.linked.append(&mut local.linked);
         found.unchanged += local.unchanged;
+    }
+
+    /// Copies the files decided so far in this directory (into a fresh destination).
+    fn copy_now(&self, sink: &Sink<'_>, local: &mut Found) {
+        let (copies, rest): (Vec<Action>, Vec<Action>) = std::mem::take(&mut local.actions)
+            .into_iter()
+            .partition(|a| matches!(a, Action::Copy { exists: false, .. }));
+        local.actions = rest;
+        if copies.is_empty() {
+            return;
+        }
+        let mut writer = sink.writer();
+        for action in copies {
+            if let Action::Copy { entry, .. } = action {
+                super::copy_file(sink, &mut writer, self.src, &entry, self.opts.copy_links);
+            }
+        }
     }
 
     /// Decides for one name of a source directory; true if the destination directory's

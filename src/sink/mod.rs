@@ -161,6 +161,11 @@ impl<'a> Sink<'a> {
         })
     }
 
+    /// Whether the output folder was missing or empty at the start.
+    pub fn is_fresh(&self) -> bool {
+        self.fresh
+    }
+
     /// Records a failed entry. Any thread may call this.
     pub fn fail(&self, entry: &Entry, error: anyhow::Error) {
         self.fail_named(&entry.name, error);
@@ -403,7 +408,9 @@ impl<'a> Sink<'a> {
     pub fn writer(&self) -> Writer<'_, 'a> {
         Writer {
             sink: self,
-            buf: Vec::with_capacity(CHUNK),
+            // Allocated on first use: a mirror makes a writer per directory, and copies in the
+            // kernel, where the buffer is only a fallback.
+            buf: Vec::new(),
             batch: Vec::with_capacity(CLOSE_BATCH),
         }
     }
@@ -557,6 +564,8 @@ impl<'a> Sink<'a> {
         buf: &mut Vec<u8>,
     ) -> anyhow::Result<u64> {
         let mut written = 0u64;
+        buf.clear();
+        buf.reserve(CHUNK);
         loop {
             buf.clear();
             let n = src
