@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# Usage: benches/syscalls.sh
+# Usage: benches/syscalls.sh [zip|mirror]   (default: zip)
 #
-# Counts the system calls each extractor makes on the benchmark wheel (see
-# fetch-corpus.sh), with `strace -f -c`, and prints syscalls per extracted
-# file, then fastwrite's busiest syscalls.  Syscall counts do not depend on
-# timing noise, so this is a cheap, stable way to see where a tool does extra
-# work per file (stat, mkdir, fchmod, utimensat, ...).
+# Counts the system calls each tool makes, with `strace -f -c`, and prints
+# syscalls per file, then fastwrite's busiest syscalls.  Syscall counts do not
+# depend on timing noise, so this is a cheap, stable way to see where a tool
+# does extra work per file (stat, mkdir, fchmod, utimensat, ...).
+#   zip     each extractor on the benchmark wheel (see fetch-corpus.sh).
+#   mirror  a fresh copy of a subtree of the kernel tree (fetch-trees.sh kernel;
+#           fs/: 2,078 files) into an empty dir: `fastwrite mirror` against
+#           `cp -a`, `rsync -a`, xcp and fcp, in the forms mirror-peers.sh uses;
+#           every copy must have the source's file count and content.
 #
 # Env:
 #   FASTWRITE              fastwrite binary (default: target/release/fastwrite)
 #   FASTWRITE_BENCH_CACHE  corpus and work dir (default ~/.cache/fastwrite-bench)
 #   SYSCALLS_TOP           rows of fastwrite's per-syscall table to show (default 15)
+#   SYSCALLS_DETAIL        regex: tools whose per-syscall table to show (default ^fastwrite)
+#   MIRROR_SUBTREE         mirror: the kernel subtree to copy (default fs)
+#   MIRROR_FASTWRITE=0     mirror: leave out fastwrite (peers only)
 #   KEEP_WORK=1            keep strace summaries and outputs instead of deleting them
 #
 # Peer tools that are not installed are skipped with a message.
@@ -24,13 +31,38 @@ bench_lock  # one bench at a time on this machine
 
 CACHE="${FASTWRITE_BENCH_CACHE:-$HOME/.cache/fastwrite-bench}"
 TOP="${SYSCALLS_TOP:-15}"
+DETAIL="${SYSCALLS_DETAIL:-^fastwrite}"
+MODE="${1:-zip}"
 
 command -v strace >/dev/null || { echo "syscalls: strace is required (apt-get install -y strace)" >&2; exit 1; }
-FW="$(resolve_fastwrite "$repo")"
-WHEEL="$("$here/fetch-corpus.sh")"
-EXPECTED_FILES="$(unzip -Z1 "$WHEEL" | grep -vc '/$')"
+case "$MODE" in
+zip)
+    FW="$(resolve_fastwrite "$repo")"
+    WHEEL="$("$here/fetch-corpus.sh")"
+    EXPECTED_FILES="$(unzip -Z1 "$WHEEL" | grep -vc '/$')"
+    VERB=extracted
+    ;;
+mirror)
+    FW=""
+    if [[ "${MIRROR_FASTWRITE:-1}" != 0 ]]; then
+        FW="$(resolve_fastwrite "$repo")"
+        "$FW" mirror --help >/dev/null 2>&1 || {
+            echo "syscalls: $FW has no mirror subcommand (or MIRROR_FASTWRITE=0 for the peers alone)" >&2
+            exit 1
+        }
+    fi
+    SRC="$("$here/fetch-trees.sh" kernel)/${MIRROR_SUBTREE:-fs}"
+    [[ -d "$SRC" ]] || { echo "syscalls: no $SRC" >&2; exit 1; }
+    EXPECTED_FILES="$(find "$SRC" -type f | wc -l)"
+    VERB=copied
+    ;;
+*)
+    echo "syscalls: unknown mode '$MODE' (zip or mirror)" >&2
+    exit 2
+    ;;
+esac
 
-WORK="$CACHE/work/syscalls-$(date +%Y%m%d-%H%M%S)"
+WORK="$CACHE/work/syscalls-$MODE-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$WORK"
 trap 'report_failure syscalls "$WORK"' EXIT
 
@@ -53,7 +85,11 @@ trace() {
     local got
     got="$(find "$out" -type f | wc -l)"
     if (( got != EXPECTED_FILES )); then
-        echo "syscalls: $name extracted $got files, expected $EXPECTED_FILES" >&2
+        echo "syscalls: $name $VERB $got files, expected $EXPECTED_FILES" >&2
+        return 1
+    fi
+    if [[ "$MODE" == mirror ]] && ! diff -rq --no-dereference "$SRC" "$out" >/dev/null; then
+        echo "syscalls: $name: $out differs from $SRC" >&2
         return 1
     fi
     names+=("$name")
@@ -64,23 +100,41 @@ have() {
     return 1
 }
 
-echo "syscalls: $WHEEL ($EXPECTED_FILES files), fastwrite = $FW" >&2
-trace fastwrite "$FW" extract "$WHEEL" -o @OUT@
-if "$FW" --help 2>&1 | grep -q -- '--no-defer-close'; then
-    trace fastwrite-no-defer-close "$FW" --no-defer-close extract "$WHEEL" -o @OUT@
+if [[ "$MODE" == zip ]]; then
+    echo "syscalls: $WHEEL ($EXPECTED_FILES files), fastwrite = $FW" >&2
+    trace fastwrite "$FW" extract "$WHEEL" -o @OUT@
+    if "$FW" --help 2>&1 | grep -q -- '--no-defer-close'; then
+        trace fastwrite-no-defer-close "$FW" --no-defer-close extract "$WHEEL" -o @OUT@
+    else
+        echo "syscalls: $FW has no --no-defer-close flag; skipping that variant" >&2
+    fi
+    trace unzip unzip -q "$WHEEL" -d @OUT@
+    if have bsdtar; then trace bsdtar bsdtar -xf "$WHEEL" -C @OUT@; fi
+    if have ripunzip; then trace ripunzip ripunzip unzip-file "$WHEEL" -d @OUT@; fi
+    if have 7z; then trace 7z 7z x -y -o@OUT@ "$WHEEL"; fi
 else
-    echo "syscalls: $FW has no --no-defer-close flag; skipping that variant" >&2
+    # The same forms as mirror-peers.sh (which says why): each fills the empty @OUT@ with
+    # SRC's contents.
+    echo "syscalls: $SRC ($EXPECTED_FILES files), fastwrite = ${FW:-left out}" >&2
+    tops=()
+    while IFS= read -r -d '' e; do tops+=("$e"); done \
+        < <(find "$SRC" -mindepth 1 -maxdepth 1 -print0 | sort -z)
+    if [[ -n "$FW" ]]; then
+        trace fastwrite "$FW" mirror "$SRC" @OUT@
+        trace fastwrite-no-defer-close "$FW" --no-defer-close mirror "$SRC" @OUT@
+    fi
+    trace cp cp -a "$SRC/." @OUT@
+    trace rsync rsync -a "$SRC/" @OUT@/
+    if have xcp; then trace xcp xcp -r -T --no-progress "$SRC" @OUT@; fi
+    if have fcp; then trace fcp fcp "${tops[@]}" @OUT@; fi
 fi
-trace unzip unzip -q "$WHEEL" -d @OUT@
-if have bsdtar; then trace bsdtar bsdtar -xf "$WHEEL" -C @OUT@; fi
-if have ripunzip; then trace ripunzip ripunzip unzip-file "$WHEEL" -d @OUT@; fi
-if have 7z; then trace 7z 7z x -y -o@OUT@ "$WHEEL"; fi
 
 # strace -c's last line is "100.00 SECONDS [USECS/CALL] CALLS [ERRORS] total";
 # the calls column is the 4th field.
-python3 - "$WORK" "$EXPECTED_FILES" "$TOP" "${names[@]}" <<'PY'
-import sys
-work, nfiles, top, names = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+python3 - "$WORK" "$EXPECTED_FILES" "$TOP" "$VERB" "$DETAIL" "${names[@]}" <<'PY'
+import re, sys
+work, nfiles, top, verb, detail = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+names = sys.argv[6:]
 
 def parse(name):
     """Return ({syscall: (calls, errors)}, total_calls) from a strace -c file."""
@@ -100,7 +154,7 @@ def parse(name):
     return rows, total
 
 data = {n: parse(n) for n in names}
-print(f"\nSyscalls per extracted file ({nfiles} files)")
+print(f"\nSyscalls per {verb} file ({nfiles} files)")
 print(f"{'tool':<26} {'syscalls':>9} {'failed':>7} {'per file':>9}")
 for n in names:
     rows, total = data[n]
@@ -108,7 +162,7 @@ for n in names:
     print(f"{n:<26} {total:>9} {failed:>7} {total / nfiles:>9.2f}")
 
 for n in names:
-    if not n.startswith("fastwrite"):
+    if not re.search(detail, n):
         continue
     rows = sorted(data[n][0].items(), key=lambda kv: -kv[1][0])
     print(f"\n{n}: top {top} syscalls")

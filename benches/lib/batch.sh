@@ -35,6 +35,7 @@ run_batch() {  # run_batch TAG EXPECTED_FILES REFERENCE ARCHIVE
     json="$RESULTS/$tag-$stamp.json"
     wait_for_fast_creates "$WORK"  # first waits out our own recent deletes
     free_memory_for_batch "$archive"
+    if [[ "${BENCH_FILL_MEMORY:-0}" == 1 ]]; then fill_free_memory "$WORK"; fi
     warn_if_busy
 
     local args=(-N --warmup "$WARMUP" --runs "$RUNS" --export-markdown "$md" --export-json "$json")
@@ -86,15 +87,24 @@ PY
     echo "$tag: verified $(( ${#names[@]} * (RUNS + WARMUP) )) output trees: $expected files each, all exits 0" >&2
 
     echo
-    echo "$tag: ratios (mean time / fastest fastwrite mean; > 1 = slower than fastwrite)"
-    python3 - "$json" <<'PY'
-import json, sys
-res = json.load(open(sys.argv[1]))["results"]
-fw = min((r for r in res if r["command"].startswith("fastwrite")), key=lambda r: r["mean"])
-print(f"{'tool':<28} {'mean s':>8} {'± s':>6} {'ratio':>6}")
-for r in sorted(res, key=lambda r: r["mean"]):
-    print(f"{r['command']:<28} {r['mean']:8.3f} {r['stddev']:6.3f} {r['mean']/fw['mean']:6.2f}")
-PY
+    print_ratios "$tag" "$json"
     echo "results: $md"
     echo "         $json"
+}
+
+# print_ratios TAG JSON: each command's mean time as a ratio to the fastest fastwrite variant's
+# (to the fastest command's when the batch has no fastwrite row, e.g. peers only).
+print_ratios() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+tag, path = sys.argv[1], sys.argv[2]
+res = json.load(open(path))["results"]
+fws = [r for r in res if r["command"].startswith("fastwrite")]
+base = min(fws or res, key=lambda r: r["mean"])
+what = "fastest fastwrite" if fws else f"fastest tool, {base['command']}: no fastwrite row"
+print(f"{tag}: ratios (mean time / {what}; > 1 = slower)")
+print(f"{'tool':<28} {'mean s':>8} {'± s':>6} {'ratio':>6}")
+for r in sorted(res, key=lambda r: r["mean"]):
+    print(f"{r['command']:<28} {r['mean']:8.3f} {r['stddev']:6.3f} {r['mean']/base['mean']:6.2f}")
+PY
 }

@@ -87,7 +87,7 @@ cleanup_workdir() {
 # not fully isolated from other noise, but cheap to rule out).  So, as root and unless
 # BENCH_DROP_CACHES=0, start a batch by dropping clean page cache when less
 # than 4 GiB is free (a batch needs ~1.5 GiB), then re-read FILE (the archive)
-# so that it is hot again.
+# so that it is hot again (or, for a directory such as a copy's source tree, every file in it).
 free_memory_for_batch() {
     local file="$1" free_kb
     free_kb="$(awk '/^MemFree:/ { print $2 }' /proc/meminfo)"
@@ -101,7 +101,39 @@ free_memory_for_batch() {
     echo "bench: only $((free_kb / 1024)) MiB free; dropping clean page cache so runs do not pay for reclaim (BENCH_DROP_CACHES=0 to skip)" >&2
     sync
     echo 1 >/proc/sys/vm/drop_caches
-    cat -- "$file" >/dev/null
+    if [[ -d "$file" ]]; then
+        find "$file" -type f -exec cat -- {} + >/dev/null
+    else
+        cat -- "$file" >/dev/null
+    fi
+}
+
+# Copy benchmarks write GBs per batch, so the free memory runs out during the batch whatever
+# was dropped first, and which runs get it depends on the order. On these VMs that decides the
+# timing: memory that sat free for a while is slow to touch again (reading a 4 GiB sparse file
+# into the page cache ran at 0.8 GB/s, all of it system time), memory reused by reclaiming page
+# cache is not. Measured with hyperfine on the 1 GiB "bigfiles" tree (fcp, cp -a, fcp again,
+# xcp; 3 runs + 1 warmup each) starting with ~18 GiB free: cp took 2.7-3.2 s per run and the
+# second fcp 1.4-1.5 s against 0.17 s for the first (the same in 3 batches out of 3). After
+# fill_free_memory, in two batches: cp 0.36-0.6 s, fcp 0.17-0.22 s, the second fcp 0.23-0.65 s.
+# So fill_free_memory DIR reads a sparse file (no disk blocks, no disk I/O) the size of all free
+# memory but BENCH_FILL_FREE_MIB (default 1024) into the page cache, untimed (~1 s per GiB):
+# every timed run then gets its pages by reclaiming those clean, recently touched pages, the
+# same way for every tool. Page cache rather than memory held by a process, so the dirty-page
+# limits (a share of the free and page-cache memory) stay what they were. The file stays in DIR
+# until the bench's cleanup. lib/batch.sh does this when BENCH_FILL_MEMORY=1.
+fill_free_memory() {
+    local keep="${BENCH_FILL_FREE_MIB:-1024}" free_mib fill n=1
+    free_mib=$(( $(awk '/^MemFree:/ { print $2 }' /proc/meminfo) / 1024 ))
+    fill=$(( free_mib - keep ))
+    if (( fill < 256 )); then
+        echo "bench: ${free_mib} MiB free; no need to fill it" >&2
+        return 0
+    fi
+    while [[ -e "$1/.fill-$n" ]]; do n=$((n + 1)); done
+    truncate -s "${fill}M" "$1/.fill-$n"
+    dd if="$1/.fill-$n" of=/dev/null bs=1M status=none
+    echo "bench: read ${fill} MiB of zeros into the page cache (${free_mib} MiB were free; now $(( $(awk '/^MemFree:/ { print $2 }' /proc/meminfo) / 1024 ))), so every run's pages come from reclaim (BENCH_FILL_MEMORY=0 to skip)" >&2
 }
 
 # Two benches at once ruin each other's timings (and one's cleanup slows the
