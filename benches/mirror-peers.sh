@@ -26,7 +26,8 @@
 # lib/common.sh). Each fresh-copy batch starts with all free memory but 1 GiB filled with
 # clean page cache (lib/common.sh, fill_free_memory: a batch writes 4-36 GB, and without this
 # the runs that happened to get long-free memory were up to 8x slower than the same tool's runs
-# that did not), and so without dropping caches first. Defaults take about 10-15 minutes.
+# that did not), and so without dropping caches first. Defaults take about 6-10 minutes, plus
+# up to ~6 minutes waiting out an earlier bench's delete.
 #
 # Env:
 #   FASTWRITE              fastwrite binary (default: target/release/fastwrite)
@@ -42,7 +43,8 @@
 #   FASTWRITE_BENCH_CACHE, BENCH_SYNC, BENCH_SETTLE, BENCH_PROBE_MS, BENCH_SETTLE_MAX,
 #   KEEP_WORK=1: as in zip-peers.sh.
 # Disk: a fresh-copy batch holds (runs + warmup) x tools x the tree until it ends (kernel: 6
-# tools x 4 x 1.5 GB = ~36 GB by default; bigfiles ~26 GB), besides the two trees (~2.6 GB).
+# tools x 4 x 1.5 GB = ~36 GB by default; bigfiles ~26 GB), besides the two trees (~2.6 GB);
+# a batch that would not fit is refused before it starts.
 #
 # Results (markdown + JSON) go to $FASTWRITE_BENCH_CACHE/results/, never the repo.
 # Peer tools that are not installed are skipped with a message (cargo install xcp fcp;
@@ -134,6 +136,14 @@ for corpus in "${corpora[@]}"; do
     if [[ -n "$FW" ]]; then
         add fastwrite-no-defer-close "$FW" --no-defer-close mirror "$SRC" "$WORK/fastwrite-no-defer-close"
         add fastwrite "$FW" mirror "$SRC" "$WORK/fastwrite"
+    fi
+    # Every output stays until the batch ends: refuse to start what the disk cannot hold (a full
+    # disk fails the last rows, fastwrite's, after minutes of runs).
+    need_kb=$(( $(du -sk "$SRC" | cut -f1) * (RUNS + WARMUP) * ${#names[@]} + 2 * 1024 * 1024 ))
+    avail_kb="$(df -Pk "$WORK" | awk 'NR == 2 { print $4 }')"
+    if (( avail_kb < need_kb )); then
+        echo "mirror-peers-$corpus: needs $((need_kb >> 20)) GiB of disk ($(( RUNS + WARMUP )) runs x ${#names[@]} tools x $(du -sh "$SRC" | cut -f1), plus 2 GiB), only $((avail_kb >> 20)) GiB free (lower BENCH_RUNS or free some space)" >&2
+        exit 1
     fi
     run_batch "mirror-peers-$corpus" "$EXPECTED_FILES" cp "$SRC"
 
