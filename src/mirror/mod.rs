@@ -318,16 +318,7 @@ fn apply(
     report
 }
 
-/// Sets what an entry records of mode and mtime on an existing path, without following a
-/// final symlink.
+/// Sets what an entry records of mode and mtime on an existing path.
 fn set_metadata(path: &Path, entry: &Entry, opts: &Options) -> anyhow::Result<()> {
-    if let Some(mode) = entry.mode {
-        platform::set_path_mode(path, opts.mode_bits(mode))
-            .with_context(|| format!("setting the mode of '{}'", path.display()))?;
-    }
-    if let Some(mtime) = entry.mtime {
-        platform::set_path_mtime(path, mtime)
-            .with_context(|| format!("setting the mtime of '{}'", path.display()))?;
-    }
-    Ok(())
+    sink::set_path_metadata(path, entry.mode.map(|m| opts.mode_bits(m)), entry.mtime)
 }

@@ -137,6 +137,15 @@ pub struct Found {
     pub linked: Vec<Linked>,
 }
 
+impl Found {
+    fn fail(&mut self, rel: &Path, error: anyhow::Error) {
+        self.failures.push(Failure {
+            name: name_of(rel),
+            error,
+        });
+    }
+}
+
 /// How the destination directory for a source directory stands.
 enum DstDir {
     Missing,
@@ -250,10 +259,7 @@ fn what(meta: &Metadata) -> &'static str {
 impl Walk<'_> {
     fn fail(&self, rel: &Path, error: anyhow::Error) {
         let mut found = self.found.lock().unwrap_or_else(|e| e.into_inner());
-        found.failures.push(Failure {
-            name: name_of(rel),
-            error,
-        });
+        found.fail(rel, error);
     }
 
     /// Walks the whole tree from the root; what it decides ends up in `self.found`.
@@ -293,28 +299,26 @@ impl Walk<'_> {
         let listing = fs::read_dir(&src_dir).and_then(|rd| rd.collect::<io::Result<Vec<_>>>());
         match listing {
             Ok(entries) => {
-                let mut theirs = match &dst {
-                    DstDir::Exists(_) => match fs::read_dir(&dst_dir)
-                        .and_then(|rd| rd.collect::<io::Result<Vec<_>>>())
-                    {
-                        Ok(list) => Some(
-                            list.into_iter()
-                                .map(|e| (e.file_name(), e))
-                                .collect::<HashMap<OsString, DirEntry>>(),
-                        ),
-                        Err(e) => {
-                            local.failures.push(Failure {
-                                name: name_of(&rel),
-                                error: anyhow!(e).context(format!(
+                let mut theirs =
+                    match &dst {
+                        DstDir::Exists(_) => match fs::read_dir(&dst_dir)
+                            .and_then(|rd| rd.collect::<io::Result<Vec<_>>>())
+                        {
+                            Ok(list) => Some(
+                                list.into_iter()
+                                    .map(|e| (e.file_name(), e))
+                                    .collect::<HashMap<OsString, DirEntry>>(),
+                            ),
+                            Err(e) => {
+                                local.fail(&rel, anyhow!(e).context(format!(
                                     "reading destination directory '{}' (nothing in it is deleted)",
                                     dst_dir.display()
-                                )),
-                            });
-                            None
-                        }
-                    },
-                    _ => None,
-                };
+                                )));
+                                None
+                            }
+                        },
+                        _ => None,
+                    };
                 for e in entries {
                     let name = e.file_name();
                     let theirs_entry = theirs.as_mut().and_then(|t| t.remove(&name));
@@ -338,13 +342,13 @@ impl Walk<'_> {
                     }
                 }
             }
-            Err(e) => local.failures.push(Failure {
-                name: name_of(&rel),
-                error: anyhow!(e).context(format!(
+            Err(e) => local.fail(
+                &rel,
+                anyhow!(e).context(format!(
                     "reading directory '{}' (its copy is left as it is)",
                     src_dir.display()
                 )),
-            }),
+            ),
         }
 
         let entry = entry(&rel, EntryKind::Dir, &meta);
@@ -406,10 +410,7 @@ impl Walk<'_> {
         let rel = parent.join(src.file_name());
         let src_path = self.src.join(&rel);
         let fail = |local: &mut Found, error: anyhow::Error| {
-            local.failures.push(Failure {
-                name: name_of(&rel),
-                error,
-            });
+            local.fail(&rel, error);
             false
         };
         let mut meta = match src.metadata() {
@@ -516,13 +517,13 @@ impl Walk<'_> {
             });
             true
         } else {
-            local.failures.push(Failure {
-                name: name_of(rel),
-                error: anyhow!(
+            local.fail(
+                rel,
+                anyhow!(
                     "'{}' is a directory where the source has something else; --delete replaces it",
                     dst_path.display()
                 ),
-            });
+            );
             false
         }
     }
@@ -544,10 +545,7 @@ impl Walk<'_> {
         let action = match self.decide_file(rel, src_path, &meta, dst.as_ref(), entry) {
             Ok(action) => action,
             Err(error) => {
-                local.failures.push(Failure {
-                    name: name_of(rel),
-                    error,
-                });
+                local.fail(rel, error);
                 return false;
             }
         };
@@ -649,10 +647,10 @@ impl Walk<'_> {
         let target = match fs::read_link(src_path) {
             Ok(t) => t,
             Err(e) => {
-                local.failures.push(Failure {
-                    name: name_of(rel),
-                    error: anyhow!(e).context(format!("reading symlink '{}'", src_path.display())),
-                });
+                local.fail(
+                    rel,
+                    anyhow!(e).context(format!("reading symlink '{}'", src_path.display())),
+                );
                 return false;
             }
         };
@@ -749,11 +747,10 @@ pub fn settle_links(found: &mut Found, src: &Path) {
                 entry: entry(&dir, EntryKind::Dir, &meta),
                 change: DirChange::Touched,
             }),
-            Err(e) => found.failures.push(Failure {
-                name: name_of(&dir),
-                error: anyhow!(e)
-                    .context(format!("reading directory '{}'", src.join(&dir).display())),
-            }),
+            Err(e) => found.fail(
+                &dir,
+                anyhow!(e).context(format!("reading directory '{}'", src.join(&dir).display())),
+            ),
         }
     }
 }

@@ -671,17 +671,11 @@ impl<'a> Sink<'a> {
                 && mode == 0o777 & !self.umask
                 && lock(&self.dirs).made_here.contains(&entry.path)
         };
-        if let Some(mode) = entry.mode.map(|m| self.opts.mode_bits(m))
-            && !made_with(mode)
-        {
-            platform::set_path_mode(&path, mode)
-                .with_context(|| format!("setting the mode of '{}'", path.display()))?;
-        }
-        if let Some(mtime) = entry.mtime {
-            platform::set_path_mtime(&path, mtime)
-                .with_context(|| format!("setting the mtime of '{}'", path.display()))?;
-        }
-        Ok(())
+        let mode = entry
+            .mode
+            .map(|m| self.opts.mode_bits(m))
+            .filter(|&m| !made_with(m));
+        set_path_metadata(&path, mode, entry.mtime)
     }
 
     /// Waits for every close, then creates the remaining (empty) directories and the links,
@@ -927,6 +921,24 @@ impl Drop for Writer<'_, '_> {
             }
         }
     }
+}
+
+/// Sets a mode and an mtime on an existing path, by path, never following a final symlink's
+/// mtime (directories, symlinks, and files a mirror updates in place).
+pub fn set_path_metadata(
+    path: &Path,
+    mode: Option<u32>,
+    mtime: Option<std::time::SystemTime>,
+) -> anyhow::Result<()> {
+    if let Some(mode) = mode {
+        platform::set_path_mode(path, mode)
+            .with_context(|| format!("setting the mode of '{}'", path.display()))?;
+    }
+    if let Some(mtime) = mtime {
+        platform::set_path_mtime(path, mtime)
+            .with_context(|| format!("setting the mtime of '{}'", path.display()))?;
+    }
+    Ok(())
 }
 
 fn already_exists(path: &Path) -> anyhow::Error {
