@@ -792,7 +792,8 @@ mod tests {
             (1_700_000_000_123_456_700, true),
             (1_700_000_000_123_000_000, true),
             (1_700_000_000_000_000_000, true),
-            (1_700_000_000_123_456_788, false),
+            // 100 ns apart: the finest step NTFS (and Windows' SystemTime) can tell apart.
+            (1_700_000_000_123_456_689, false),
             (1_700_000_001_123_456_789, false),
         ] {
             let dst_meta = set(&b, dst);
