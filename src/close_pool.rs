@@ -86,7 +86,7 @@ pub fn complete(job: CloseJob, closer: &dyn Closer) -> Result<(), Failure> {
         .with_context(|| format!("closing '{}'", path.display()))
         .and_then(|()| match &finalize {
             Finalize::Keep => Ok(()),
-            Finalize::RenameTo(dest) => std::fs::rename(&path, dest).with_context(|| {
+            Finalize::RenameTo(dest) => crate::platform::replace(&path, dest).with_context(|| {
                 format!(
                     "renaming '{}' into place as '{}'",
                     path.display(),

@@ -7,7 +7,7 @@
 //! checked across the whole plan by [`Plan::refuse_paths_through_symlinks`], and against the
 //! disk by the directory stage.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -136,17 +136,111 @@ pub fn windows_name_problem(part: &str) -> Option<&'static str> {
             "contains a character Windows does not allow in names (<>:\"|?* or a control character)",
         );
     }
+    // `nul.txt` and `nul .tar.gz` name the device too: only the part before the first dot counts.
     let stem = part.split('.').next().unwrap_or(part).trim_end();
+    let upper = stem.to_ascii_uppercase();
     let reserved = matches!(
-        stem.to_ascii_uppercase().as_str(),
+        upper.as_str(),
         "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$"
-    ) || {
-        let upper = stem.to_ascii_uppercase();
-        (upper.starts_with("COM") || upper.starts_with("LPT"))
-            && upper.len() == 4
-            && matches!(upper.as_bytes()[3], b'1'..=b'9')
+    ) || match upper
+        .strip_prefix("COM")
+        .or_else(|| upper.strip_prefix("LPT"))
+    {
+        // COM0-9 and LPT0-9, and the superscript digits Windows also maps to them.
+        Some(number) => matches!(
+            number,
+            "0" | "1"
+                | "2"
+                | "3"
+                | "4"
+                | "5"
+                | "6"
+                | "7"
+                | "8"
+                | "9"
+                | "\u{b9}"
+                | "\u{b2}"
+                | "\u{b3}"
+        ),
+        None => false,
     };
     reserved.then_some("is a reserved device name on Windows")
+}
+
+/// Whether names in the output folder ignore case, as NTFS and APFS do by default: there,
+/// `README` and `readme` are one file.
+pub const NAMES_IGNORE_CASE: bool = cfg!(any(windows, target_os = "macos"));
+
+/// Refuses an entry whose path differs from an earlier entry's only by case, where names ignore
+/// case: otherwise the later one would land on the earlier one (merged into its directory, or
+/// overwriting its file with `--overwrite`) and the user would never know.
+#[derive(Debug, Default)]
+pub struct CaseGuard {
+    active: bool,
+    /// Each path seen, as spelled, by the hash of its case-folded form: a few dozen bytes per
+    /// entry, and only where names ignore case.
+    seen: HashMap<u64, Box<str>>,
+}
+
+impl CaseGuard {
+    /// A guard for this system's output folders (active where [`NAMES_IGNORE_CASE`]).
+    pub fn new() -> Self {
+        Self::with_case_folding(NAMES_IGNORE_CASE)
+    }
+
+    pub fn with_case_folding(active: bool) -> Self {
+        Self {
+            active,
+            seen: HashMap::new(),
+        }
+    }
+
+    /// Records `path`; an error if an earlier path is the same but for case. The same path
+    /// spelled the same way twice is not a collision here (the sources deal with duplicates).
+    pub fn check(&mut self, path: &Path) -> Result<(), Refusal> {
+        use std::hash::{BuildHasher, Hasher};
+        if !self.active {
+            return Ok(());
+        }
+        let spelled: String = path
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        let mut hasher =
+            std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default().build_hasher();
+        for c in spelled.chars() {
+            hasher.write_u32(fold_case(c) as u32);
+        }
+        match self.seen.entry(hasher.finish()) {
+            std::collections::hash_map::Entry::Occupied(earlier) if **earlier.get() != *spelled => {
+                Err(refuse(format!(
+                    "collides with '{}': the names differ only by case, and names here ignore case",
+                    earlier.get()
+                )))
+            }
+            std::collections::hash_map::Entry::Occupied(_) => Ok(()),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(spelled.into());
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A name as a case-insensitive file system compares it.
+pub fn fold_name(name: &std::ffi::OsStr) -> String {
+    name.to_string_lossy().chars().map(fold_case).collect()
+}
+
+/// One character as a case-insensitive file system compares it: its simple uppercase (NTFS
+/// keeps a one-to-one upcase table, so `ß` stays `ß` rather than becoming `SS`).
+fn fold_case(c: char) -> char {
+    let mut upper = c.to_uppercase();
+    match (upper.next(), upper.next()) {
+        (Some(u), None) => u,
+        _ => c,
+    }
 }
 
 /// Checks that a symlink at `link` (a validated relative path) with this `target` resolves
@@ -331,9 +425,61 @@ mod tests {
                 "{bad:?} must be refused"
             );
         }
-        for good in ["CONSOLE", "com10", "lpt", "a.b", ".hidden", "nul_", "x y"] {
+        for bad in [
+            "COM0",
+            "lpt0.txt",
+            "com\u{b9}",
+            "LPT\u{b3}.x",
+            "nul .tar.gz",
+            "conin$",
+        ] {
+            assert!(
+                windows_name_problem(bad).is_some(),
+                "{bad:?} must be refused"
+            );
+        }
+        for good in [
+            "CONSOLE",
+            "com10",
+            "lpt",
+            "a.b",
+            ".hidden",
+            "nul_",
+            "x y",
+            "com\u{b4}",
+        ] {
             assert_eq!(windows_name_problem(good), None, "{good:?} is fine");
         }
+    }
+
+    #[test]
+    fn names_that_differ_only_by_case_collide_where_case_is_ignored() {
+        let mut guard = CaseGuard::with_case_folding(true);
+        for ok in ["README", "dir/a", "dir/b", "straße", "Ǆ"] {
+            assert_eq!(guard.check(Path::new(ok)), Ok(()), "{ok}");
+        }
+        // The same spelling again is a duplicate, not a case collision.
+        assert_eq!(guard.check(Path::new("README")), Ok(()));
+        for (later, earlier) in [
+            ("readme", "README"),
+            ("DIR/A", "dir/a"),
+            ("Dir/b", "dir/b"),
+            ("STRAßE", "straße"),
+            ("ǆ", "Ǆ"),
+        ] {
+            let refusal = guard.check(Path::new(later)).unwrap_err().0;
+            assert!(
+                refusal.contains(&format!("'{earlier}'")),
+                "{later}: {refusal}"
+            );
+            assert!(refusal.contains("case"), "{refusal}");
+        }
+        // Not folded to "STRASSE": NTFS maps one character to one character.
+        assert_eq!(guard.check(Path::new("strasse")), Ok(()));
+
+        let mut case_sensitive = CaseGuard::with_case_folding(false);
+        assert_eq!(case_sensitive.check(Path::new("README")), Ok(()));
+        assert_eq!(case_sensitive.check(Path::new("readme")), Ok(()));
     }
 
     fn entry(path: &str, kind: EntryKind) -> Entry {

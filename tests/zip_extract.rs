@@ -50,7 +50,10 @@ enum Z<'a> {
     Dir(&'a str, u32),
 }
 
-/// Write a zip with the `zip` crate (works on every platform, no external tool).
+const STORED: CompressionMethod = CompressionMethod::Stored;
+
+/// Write a zip with the `zip` crate (works on every platform, no external tool). Entries are
+/// marked as made on Unix whatever the host, so their modes mean the same everywhere.
 fn crate_zip(path: &Path, entries: &[Z]) {
     let f = fs::File::create(path).unwrap();
     let mut w = ZipWriter::new(f);
@@ -58,6 +61,7 @@ fn crate_zip(path: &Path, entries: &[Z]) {
         match e {
             Z::File(name, data, mode, method) => {
                 let opts = SimpleFileOptions::default()
+                    .system(zip::System::Unix)
                     .compression_method(*method)
                     .unix_permissions(*mode)
                     .last_modified_time(dos_time())
@@ -67,6 +71,7 @@ fn crate_zip(path: &Path, entries: &[Z]) {
             }
             Z::Dir(name, mode) => {
                 let opts = SimpleFileOptions::default()
+                    .system(zip::System::Unix)
                     .unix_permissions(*mode)
                     .last_modified_time(dos_time());
                 w.add_directory(*name, opts).unwrap();
@@ -153,61 +158,61 @@ fn roundtrip(seed: u64, files: usize, globals: &[&str], flags: &[&str]) {
     );
 }
 
-#[cfg(unix)]
+#[cfg(unix)] // Info-ZIP zip makes the archive (Wine cannot wait for a Unix process)
 #[test]
 fn roundtrip_default_flags() {
     roundtrip(1, 300, &[], &[]);
 }
 
-#[cfg(unix)]
+#[cfg(unix)] // Info-ZIP zip makes the archive (Wine cannot wait for a Unix process)
 #[test]
 fn roundtrip_defer_threads_1() {
     roundtrip(11, 250, &["-j", "1"], &[]);
 }
 
-#[cfg(unix)]
+#[cfg(unix)] // Info-ZIP zip makes the archive (Wine cannot wait for a Unix process)
 #[test]
 fn roundtrip_defer_threads_2() {
     roundtrip(12, 250, &["--threads", "2"], &[]);
 }
 
-#[cfg(unix)]
+#[cfg(unix)] // Info-ZIP zip makes the archive (Wine cannot wait for a Unix process)
 #[test]
 fn roundtrip_defer_threads_8() {
     roundtrip(13, 400, &["-j", "8"], &[]);
 }
 
-#[cfg(unix)]
+#[cfg(unix)] // Info-ZIP zip makes the archive (Wine cannot wait for a Unix process)
 #[test]
 fn roundtrip_no_defer_threads_1() {
     roundtrip(21, 250, &[], &["--no-defer-close", "-j", "1"]);
 }
 
-#[cfg(unix)]
+#[cfg(unix)] // Info-ZIP zip makes the archive (Wine cannot wait for a Unix process)
 #[test]
 fn roundtrip_no_defer_threads_2() {
     roundtrip(22, 250, &["--no-defer-close"], &["--threads", "2"]);
 }
 
-#[cfg(unix)]
+#[cfg(unix)] // Info-ZIP zip makes the archive (Wine cannot wait for a Unix process)
 #[test]
 fn roundtrip_no_defer_threads_8() {
     roundtrip(23, 400, &["--no-defer-close", "-j", "8"], &[]);
 }
 
-#[cfg(unix)]
+#[cfg(unix)] // Info-ZIP zip makes the archive (Wine cannot wait for a Unix process)
 #[test]
 fn roundtrip_close_threads_1() {
     roundtrip(31, 300, &["--close-threads", "1"], &["-j", "8"]);
 }
 
-#[cfg(unix)]
+#[cfg(unix)] // Info-ZIP zip makes the archive (Wine cannot wait for a Unix process)
 #[test]
 fn roundtrip_close_threads_16() {
     roundtrip(32, 300, &[], &["--close-threads", "16", "-j", "2"]);
 }
 
-#[cfg(unix)]
+#[cfg(unix)] // Info-ZIP zip makes the archive (Wine cannot wait for a Unix process)
 #[test]
 fn roundtrip_fsync_deferred_and_inline() {
     roundtrip(41, 120, &["--fsync"], &[]);
@@ -369,25 +374,25 @@ fn python_method(method: &'static str, seed: u64, unzip_can_read: bool, stream: 
     }
 }
 
-#[cfg(unix)]
+#[cfg(unix)] // python3 makes the archive (Wine cannot wait for a Unix process)
 #[test]
 fn python_zipfile_stored() {
     python_method("stored", 71, true, false);
 }
 
-#[cfg(unix)]
+#[cfg(unix)] // python3 makes the archive (Wine cannot wait for a Unix process)
 #[test]
 fn python_zipfile_deflated() {
     python_method("deflated", 72, true, false);
 }
 
-#[cfg(unix)]
+#[cfg(unix)] // python3 makes the archive (Wine cannot wait for a Unix process)
 #[test]
 fn python_zipfile_bzip2() {
     python_method("bzip2", 73, true, false);
 }
 
-#[cfg(unix)]
+#[cfg(unix)] // python3 makes the archive (Wine cannot wait for a Unix process)
 #[test]
 fn python_zipfile_lzma() {
     // Debian's unzip 6.0 has no LZMA: compare with the source only.
@@ -395,7 +400,7 @@ fn python_zipfile_lzma() {
 }
 
 /// Python writing to a non-seekable stream: data descriptors on every entry.
-#[cfg(unix)]
+#[cfg(unix)] // python3 makes the archive (Wine cannot wait for a Unix process)
 #[test]
 fn python_zipfile_streamed_data_descriptors() {
     python_method("deflated", 75, true, true);
@@ -425,25 +430,25 @@ fn sevenzip_method(method: &str, seed: u64) {
     );
 }
 
-#[cfg(unix)]
+#[cfg(unix)] // 7z makes the archive (Wine cannot wait for a Unix process)
 #[test]
 fn sevenzip_deflate64() {
     sevenzip_method("Deflate64", 81);
 }
 
-#[cfg(unix)]
+#[cfg(unix)] // 7z makes the archive (Wine cannot wait for a Unix process)
 #[test]
 fn sevenzip_ppmd() {
     sevenzip_method("PPMd", 82);
 }
 
-#[cfg(unix)]
+#[cfg(unix)] // 7z makes the archive (Wine cannot wait for a Unix process)
 #[test]
 fn sevenzip_bzip2() {
     sevenzip_method("BZip2", 83);
 }
 
-#[cfg(unix)]
+#[cfg(unix)] // 7z makes the archive (Wine cannot wait for a Unix process)
 #[test]
 fn sevenzip_lzma() {
     sevenzip_method("LZMA", 84);
@@ -492,13 +497,13 @@ fn crate_method(method: CompressionMethod) {
                 got.len(),
                 data.len()
             );
-            #[cfg(unix)]
+            #[cfg(unix)] // Unix modes; Windows keeps only a read-only attribute
             assert_eq!(mode_of(&p), *mode, "{method:?}: mode of {name}");
             #[cfg(not(unix))]
             let _ = mode;
         }
     }
-    #[cfg(unix)]
+    #[cfg(unix)] // Unix modes; Windows keeps only a read-only attribute
     assert_eq!(
         mode_of(&out.join("d")),
         0o750,
@@ -703,7 +708,6 @@ fn zip_slip_windows_sample_refused() {
 }
 
 /// Absolute paths and drive letters are refused, not stripped and extracted.
-#[cfg(unix)] // python3
 #[test]
 fn absolute_and_drive_letter_paths_refused() {
     let sb = Sandbox::new();
@@ -716,10 +720,13 @@ fn absolute_and_drive_letter_paths_refused() {
         "//server/share/w.txt",
         "\\\\server\\share\\v.txt",
     ];
-    let mut entries = vec![PyEntry::file("good.txt", "good", 0o644)];
-    entries.extend(bad.iter().map(|n| PyEntry::file(n, "evil", 0o644)));
+    let mut entries = vec![Z::File("good.txt", b"good".to_vec(), 0o644, STORED)];
+    entries.extend(
+        bad.iter()
+            .map(|n| Z::File(n, b"evil".to_vec(), 0o644, STORED)),
+    );
     let archive = sb.archive("abs.zip");
-    python_zip(&archive, &entries, false);
+    crate_zip(&archive, &entries);
     let before = sb.snapshot();
     let r = extract(&archive, &sb.out(), &[]);
     let abs_created = Path::new(&abs).exists();
@@ -741,7 +748,6 @@ fn absolute_and_drive_letter_paths_refused() {
 }
 
 /// Any `..` component is refused, with `/` or `\` as separator, even one that stays inside.
-#[cfg(unix)] // python3
 #[test]
 fn dotdot_components_refused() {
     let sb = Sandbox::new();
@@ -753,16 +759,16 @@ fn dotdot_components_refused() {
         "../dirup/",
         "x/..",
     ];
-    let mut entries = vec![PyEntry::file("good.txt", "good", 0o644)];
+    let mut entries = vec![Z::File("good.txt", b"good".to_vec(), 0o644, STORED)];
     for n in bad {
         entries.push(if n.ends_with('/') {
-            PyEntry::dir(n, 0o755)
+            Z::Dir(n, 0o755)
         } else {
-            PyEntry::file(n, "evil", 0o644)
+            Z::File(n, b"evil".to_vec(), 0o644, STORED)
         });
     }
     let archive = sb.archive("dotdot.zip");
-    python_zip(&archive, &entries, false);
+    crate_zip(&archive, &entries);
     let before = sb.snapshot();
     let r = extract(&archive, &sb.out(), &["-j", "4"]);
     r.assert_code(1);
@@ -774,35 +780,11 @@ fn dotdot_components_refused() {
     assert!(!sb.root().join("escape.txt").exists() && !sb.root().join("work/escape.txt").exists());
 }
 
-/// `\` in a zip name is a path separator: `dir\file.txt` lands in `dir/file.txt`.
-#[cfg(unix)] // python3
-#[test]
-fn backslash_is_a_path_separator() {
-    let t = tempdir();
-    let archive = t.join("bs.zip");
-    python_zip(
-        &archive,
-        &[
-            PyEntry::file("dir\\sub\\file.txt", "bs", 0o644),
-            PyEntry::file("plain.txt", "p", 0o644),
-        ],
-        false,
-    );
-    let out = t.join("out");
-    extract(&archive, &out, &[]).assert_success();
-    assert_eq!(
-        all_paths(&out),
-        ["dir", "dir/sub", "dir/sub/file.txt", "plain.txt"]
-    );
-    assert_eq!(
-        fs::read_to_string(out.join("dir/sub/file.txt")).unwrap(),
-        "bs"
-    );
-}
+// `\` as a separator: tests/portable.rs (backslash_in_a_zip_name_is_a_separator).
 
 /// Symlink entries whose target leaves OUT (relative or absolute) are refused; a file entry
 /// written "through" them must not land outside. A symlink that stays inside is kept.
-#[cfg(unix)] // python3, symlinks
+#[cfg(unix)] // python3 makes the archive; Wine (8.0) cannot make symlinks
 #[test]
 fn escaping_symlink_entries_refused() {
     let sb = Sandbox::new();
@@ -1112,7 +1094,7 @@ fn existing_file_is_an_error_by_default() {
         1_000_000_000,
         "existing file's mtime was touched"
     );
-    #[cfg(unix)]
+    #[cfg(unix)] // Unix modes; Windows keeps only a read-only attribute
     assert_eq!(
         mode_of(&out.join("a.txt")),
         0o600,
@@ -1143,7 +1125,7 @@ fn overwrite_replaces_existing_file() {
         "--overwrite must apply the archived mtime"
     );
     assert_ne!(mtime_of(&out.join("a.txt")), 1_000_000_000);
-    #[cfg(unix)]
+    #[cfg(unix)] // Unix modes; Windows keeps only a read-only attribute
     assert_eq!(
         mode_of(&out.join("a.txt")),
         0o640,
@@ -1772,7 +1754,7 @@ fn output_folder_created_with_missing_parents() {
         out.join("empty").is_dir(),
         "empty directory entry not created"
     );
-    #[cfg(unix)]
+    #[cfg(unix)] // Unix modes; Windows keeps only a read-only attribute
     assert_eq!(mode_of(&out.join("empty")), 0o700);
 }
 

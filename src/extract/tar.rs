@@ -152,6 +152,7 @@ pub fn extract(
         buffer_limit,
         files: HashSet::new(),
         symlinks: HashSet::new(),
+        case: plan::CaseGuard::new(),
         warnings: Vec::new(),
         last_name: None,
         pending: Vec::new(),
@@ -227,6 +228,8 @@ struct Stream<'s, 'a> {
     files: HashSet<u64>,
     /// Symlinks seen so far: nothing may be extracted below one.
     symlinks: HashSet<PathBuf>,
+    /// Paths that differ only by case, where names ignore case.
+    case: plan::CaseGuard,
     warnings: Vec<String>,
     /// The last entry read whole, to say where a broken stream broke.
     last_name: Option<String>,
@@ -332,6 +335,9 @@ impl Stream<'_, '_> {
             anyhow::bail!("refused: the name is not UTF-8");
         }
         let path = plan::safe_relative_path(name).map_err(|r| anyhow!("refused: {r}"))?;
+        self.case
+            .check(&path)
+            .map_err(|r| anyhow!("refused: {r}"))?;
         if let Some(link) = path
             .ancestors()
             .skip(1)
@@ -534,7 +540,11 @@ mod tests {
         );
         let t = parse_pax_time("1700000000.123456789123").unwrap();
         // Windows' SystemTime counts 100 ns ticks, so the last two digits cannot be kept there.
-        let kept = if cfg!(windows) { 123_456_700 } else { 123_456_789 };
+        let kept = if cfg!(windows) {
+            123_456_700
+        } else {
+            123_456_789
+        };
         assert_eq!(t.duration_since(UNIX_EPOCH).unwrap().subsec_nanos(), kept);
         assert_eq!(
             parse_pax_time("42"),

@@ -116,6 +116,7 @@ fn build_plan(archive: &mut Archive<'_>) -> Plan {
     let mut symlinks = Vec::new();
     let mut unreadable = Vec::new();
     let mut clock = DosClock::default();
+    let mut case = plan::CaseGuard::new();
     for index in 0..archive.len() {
         let zf = match archive.by_index_raw(index) {
             Ok(zf) => zf,
@@ -135,7 +136,10 @@ fn build_plan(archive: &mut Archive<'_>) -> Plan {
         if zf.is_dir() && plan::is_root(&name) {
             continue;
         }
-        let path = match plan::safe_relative_path(&name) {
+        let path = match plan::safe_relative_path(&name).and_then(|path| {
+            case.check(&path)?;
+            Ok(path)
+        }) {
             Ok(path) => path,
             Err(refusal) => {
                 plan.reject(name, anyhow::anyhow!("refused: {refusal}"));

@@ -212,6 +212,17 @@ pub(crate) fn copy_file(
     }
 }
 
+/// Renames `from` to `to`, which differ only in case, through a temporary name: a direct
+/// rename is a no-op on some systems (Wine, some network file systems), which see one name.
+fn rename_case(from: &Path, to: &Path) -> io::Result<()> {
+    let mut temp = to.as_os_str().to_owned();
+    temp.push(format!(".fastwrite-case-{}", std::process::id()));
+    fs::rename(from, &temp)?;
+    fs::rename(&temp, to).inspect_err(|_| {
+        let _ = fs::rename(&temp, from);
+    })
+}
+
 /// Carries out the decided actions (what the walk has not already copied). Runs on the
 /// writers' pool.
 #[allow(clippy::too_many_arguments)]
@@ -226,17 +237,38 @@ fn apply(
     reporter: &dyn Reporter,
 ) -> Report {
     let mut deletes = Vec::new();
+    let mut renames = Vec::new();
     let mut updates = Vec::new();
     let mut plan = Plan::default();
     let mut root = None;
     for action in std::mem::take(&mut found.actions) {
         match action {
             Action::Delete { path, dir, .. } => deletes.push((path, dir)),
+            Action::Rename { from, to } => renames.push((from, to)),
             Action::Update { entry } => updates.push(entry),
             Action::Dir { entry, .. } if entry.path.as_os_str().is_empty() => root = Some(entry),
             Action::Dir { entry, .. } | Action::Copy { entry, .. } | Action::Link { entry, .. } => {
                 plan.entries.push(entry)
             }
+        }
+    }
+
+    // Names spelled otherwise than in the source (only where names ignore case), parents
+    // first, before anything else uses the new spelling.
+    let updated = AtomicU64::new(0);
+    let mut rename_failures = Vec::new();
+    for (from, to) in renames {
+        match rename_case(&dst.join(&from), &dst.join(&to)) {
+            Ok(()) => {
+                updated.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => rename_failures.push(Failure {
+                name: to.to_string_lossy().into_owned(),
+                error: anyhow!(e).context(format!(
+                    "renaming '{}' to the source's spelling",
+                    dst.join(&from).display()
+                )),
+            }),
         }
     }
 
@@ -250,7 +282,7 @@ fn apply(
             let removed = if *dir {
                 fs::remove_dir_all(&path)
             } else {
-                fs::remove_file(&path)
+                platform::remove_file(&path)
             };
             match removed {
                 Ok(()) => {
@@ -288,7 +320,6 @@ fn apply(
         |writer, entry| copy_file(&sink, writer, src, entry, mopts.copy_links),
     );
 
-    let updated = AtomicU64::new(0);
     updates.par_iter().for_each(|entry| {
         let path = dst.join(&entry.path);
         let done = set_metadata(&path, entry, opts);
@@ -310,6 +341,7 @@ fn apply(
         });
     }
     report.failures.extend(delete_failures);
+    report.failures.extend(rename_failures);
     report.mirror = Some(MirrorCounts {
         updated: updated.into_inner(),
         deleted: deleted.into_inner(),

@@ -18,7 +18,7 @@ use anyhow::anyhow;
 
 use super::exclude::Exclude;
 use crate::options::MirrorOptions;
-use crate::plan::{Entry, EntryKind};
+use crate::plan::{self, Entry, EntryKind};
 use crate::platform::{self, FileIdentity};
 use crate::report::Failure;
 use crate::sink::Sink;
@@ -58,6 +58,12 @@ pub enum Action {
     Update {
         entry: Entry,
     },
+    /// Give a destination entry the source's spelling: where names ignore case, `name.txt`
+    /// is found for `Name.txt` but must be renamed to match.
+    Rename {
+        from: PathBuf,
+        to: PathBuf,
+    },
     /// Remove a path of the destination (a directory with everything in it). `making_way`: a
     /// directory removed for something else of the same name, which the dry run shows as one
     /// `replace`.
@@ -76,6 +82,7 @@ impl Action {
             | Action::Link { entry, .. }
             | Action::Update { entry } => &entry.path,
             Action::Delete { path, .. } => path,
+            Action::Rename { to, .. } => to,
         }
     }
 
@@ -110,12 +117,36 @@ impl Action {
                 _ => return None,
             },
             Action::Update { .. } => format!("update {path}"),
+            Action::Rename { from, .. } => format!("rename {} -> {path}", shown(from)),
             Action::Delete {
                 making_way: true, ..
             } => return None,
             Action::Delete { dir, .. } => format!("delete {path}{}", if *dir { "/" } else { "" }),
         })
     }
+}
+
+/// The destination's name for `name` where names ignore case and it is spelled otherwise
+/// (`name.txt` for `Name.txt`), if it is still unclaimed. `folded` indexes the listing by
+/// folded name, made on the first name that has no exact match.
+fn spelled_otherwise(
+    theirs: &HashMap<OsString, DirEntry>,
+    folded: &mut Option<HashMap<String, OsString>>,
+    name: &OsString,
+) -> Option<OsString> {
+    if theirs.is_empty() {
+        return None;
+    }
+    let index = folded.get_or_insert_with(|| {
+        theirs
+            .keys()
+            .map(|k| (plan::fold_name(k), k.clone()))
+            .collect()
+    });
+    index
+        .get(&plan::fold_name(name))
+        .filter(|old| theirs.contains_key(*old))
+        .cloned()
 }
 
 /// A file with other names: its fate is decided once all of them are known (`-H`).
@@ -319,9 +350,25 @@ impl Walk<'_> {
                         },
                         _ => None,
                     };
+                let mut folded = None;
                 for e in entries {
                     let name = e.file_name();
-                    let theirs_entry = theirs.as_mut().and_then(|t| t.remove(&name));
+                    let mut theirs_entry = theirs.as_mut().and_then(|t| t.remove(&name));
+                    if theirs_entry.is_none()
+                        && plan::NAMES_IGNORE_CASE
+                        && let Some(theirs) = theirs.as_mut()
+                        && let Some(old) = spelled_otherwise(theirs, &mut folded, &name)
+                        && !self
+                            .exclude
+                            .excludes(&rel.join(&name), e.file_type().is_ok_and(|t| t.is_dir()))
+                    {
+                        theirs_entry = theirs.remove(&old);
+                        local.actions.push(Action::Rename {
+                            from: rel.join(&old),
+                            to: rel.join(&name),
+                        });
+                        changed = true;
+                    }
                     changed |= self.compare(scope, &mut local, &rel, e, theirs_entry, &ancestors);
                 }
                 if let Some(sink) = self.stream {

@@ -280,3 +280,12 @@ pub fn is_setgid_dir(dir: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata(dir).map_or(true, |m| m.mode() & 0o2000 != 0)
 }
+
+/// Renames `from` over `to` (the directory's permissions decide, not the file's).
+pub fn replace(from: &Path, to: &Path) -> io::Result<()> {
+    std::fs::rename(from, to)
+}
+
+pub fn remove_file(path: &Path) -> io::Result<()> {
+    std::fs::remove_file(path)
+}

@@ -63,6 +63,40 @@ pub fn close(file: File) -> io::Result<()> {
     }
 }
 
+/// Runs `op`, and if Windows refuses it because `path` is a read-only file, runs it once more
+/// with the attribute cleared (put back if that fails too). Renaming over or deleting a
+/// read-only file is refused on NTFS, where Unix only asks for write access to the directory.
+fn despite_read_only(path: &Path, op: impl Fn() -> io::Result<()>) -> io::Result<()> {
+    let err = match op() {
+        Ok(()) => return Ok(()),
+        Err(err) if err.kind() == io::ErrorKind::PermissionDenied => err,
+        Err(err) => return Err(err),
+    };
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Err(err);
+    };
+    if !meta.is_file() || !meta.permissions().readonly() {
+        return Err(err);
+    }
+    let mut writable = meta.permissions();
+    #[allow(clippy::permissions_set_readonly_false)] // Windows: clears only the attribute
+    writable.set_readonly(false);
+    std::fs::set_permissions(path, writable)?;
+    op().inspect_err(|_| {
+        let _ = std::fs::set_permissions(path, meta.permissions());
+    })
+}
+
+/// Renames `from` over `to`, even if `to` is a read-only file.
+pub fn replace(from: &Path, to: &Path) -> io::Result<()> {
+    despite_read_only(to, || std::fs::rename(from, to))
+}
+
+/// Deletes a file, even a read-only one.
+pub fn remove_file(path: &Path) -> io::Result<()> {
+    despite_read_only(path, || std::fs::remove_file(path))
+}
+
 /// Windows cannot flush a directory through an ordinary handle; NTFS journals the directory
 /// changes themselves, and each file's content is flushed before its close.
 pub fn sync_dir(_path: &Path) -> io::Result<()> {
@@ -79,17 +113,21 @@ pub fn symlink(target: &Path, link: &Path) -> io::Result<()> {
     } else {
         std::os::windows::fs::symlink_file(target, link)
     };
-    result.map_err(|e| {
-        if e.raw_os_error() == Some(1314) {
-            // ERROR_PRIVILEGE_NOT_HELD
-            io::Error::new(
-                e.kind(),
-                "creating symlinks needs a privilege: enable Developer Mode or run from an elevated shell",
-            )
-        } else {
-            e
-        }
-    })
+    result.map_err(explain_symlink_error)
+}
+
+/// Without the symlink privilege Windows says only "A required privilege is not held by the
+/// client"; the user needs to know what grants it.
+fn explain_symlink_error(e: io::Error) -> io::Error {
+    const ERROR_PRIVILEGE_NOT_HELD: i32 = 1314;
+    if e.raw_os_error() == Some(ERROR_PRIVILEGE_NOT_HELD) {
+        io::Error::new(
+            e.kind(),
+            "creating symlinks needs a privilege: enable Developer Mode (Settings > System > For developers) or run from an elevated shell",
+        )
+    } else {
+        e
+    }
 }
 
 pub fn check_component(part: &str) -> Result<(), String> {
@@ -183,4 +221,19 @@ pub fn is_unsupported(err: &io::Error) -> bool {
 /// Windows has no setgid bit to inherit.
 pub fn is_setgid_dir(_dir: &Path) -> bool {
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_symlink_privilege_names_the_fix() {
+        let e = explain_symlink_error(io::Error::from_raw_os_error(1314));
+        assert!(e.to_string().contains("Developer Mode"), "{e}");
+        assert!(e.to_string().contains("elevated"), "{e}");
+        // Any other error is left as it was.
+        let other = explain_symlink_error(io::Error::from_raw_os_error(5));
+        assert_eq!(other.raw_os_error(), Some(5));
+    }
 }

@@ -616,7 +616,7 @@ impl<'a> Sink<'a> {
             Overwrite::Replace => {
                 let temp = self.temp_path(&dest);
                 make(&temp).with_context(|| format!("creating '{}'", temp.display()))?;
-                std::fs::rename(&temp, &dest).map_err(|e| {
+                platform::replace(&temp, &dest).map_err(|e| {
                     let _ = std::fs::remove_file(&temp);
                     anyhow::Error::new(e).context(format!("replacing '{}'", dest.display()))
                 })?;

@@ -1245,22 +1245,33 @@ pub fn run_fastwrite_stdin(args: &[OsString], stdin: Stdio) -> Output {
     out
 }
 
-/// Run fastwrite with `args`, feeding `input` through a real pipe (`cat FILE |`), as a shell
-/// pipeline would: no seeking, no size known in advance.
+/// Run fastwrite with `args`, feeding the bytes of `input` to its standard input through a real
+/// pipe, as a shell pipeline would (`cat FILE | fastwrite ...`): no seeking, no size known in
+/// advance. A thread of this process writes into the pipe, so no external program is needed
+/// (under Wine, the Windows tests cannot start Unix ones). fastwrite may stop reading early on
+/// bad input: the writer then meets a broken pipe, which is not an error. The run has the same
+/// timeout as every other (`run_command_full`).
 #[track_caller]
 pub fn run_fastwrite_piped(args: &[OsString], input: &Path) -> Output {
-    require_tool("cat");
-    let mut cat = Command::new("cat")
-        .arg(input)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start cat: {e}"));
-    let pipe = cat.stdout.take().unwrap();
-    let out = run_fastwrite_stdin(args, Stdio::from(pipe));
-    // cat may die of SIGPIPE if fastwrite stops reading early; only reap it.
-    let _ = cat.wait();
+    use std::io::Write as _;
+    let data = fs::read(input).unwrap_or_else(|e| panic!("read {}: {e}", input.display()));
+    let (reader, mut writer) = std::io::pipe().expect("create a pipe");
+    let feeder = std::thread::spawn(move || match writer.write_all(&data) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e),
+        _ => Ok(()), // the write end closes here: fastwrite then reads the end of its input
+    });
+    // The read end goes to the child; this process's copy is dropped with the `Command` once
+    // the child has ended, so a writer still blocked on a full pipe then fails and returns.
+    let out = run_fastwrite_stdin(args, Stdio::from(reader));
+    match feeder.join() {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => panic!(
+            "feeding {} to the pipe failed: {e}\n{}",
+            input.display(),
+            out.dump()
+        ),
+        Err(_) => panic!("the thread feeding {} panicked", input.display()),
+    }
     out
 }
 
