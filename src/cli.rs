@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use fastwrite::options::{
-    CloseMode, DEFAULT_MEMORY_BUDGET, MirrorOptions, Options, Overwrite, default_close_threads,
+    AUTO_MAX_CLOSE_THREADS, CloseMode, DEFAULT_MEMORY_BUDGET, MirrorOptions, Options, Overwrite,
+    default_close_threads,
 };
 
 const EXAMPLES: &str = "\
@@ -19,7 +20,8 @@ Examples:
   fastwrite mirror src/ backup/ --delete -n   (say what would change, change nothing)
 
 Exit codes: 0 everything written; 1 some entries failed (each is named on stderr);
-2 the run could not start (bad arguments, unreadable or unrecognised archive).";
+2 the run could not start (bad arguments, unreadable or unrecognised archive);
+130 interrupted by Ctrl-C (what was written is complete).";
 
 #[derive(Debug, Parser)]
 #[command(name = "fastwrite", version, about = "Writes many files fast: extracts zip and tar archives, mirrors folders.", after_help = EXAMPLES)]
@@ -30,17 +32,35 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// `--defer-close`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DeferClose {
+    /// Defer where it pays, measured as the run goes
+    Auto,
+    /// Always close in the pool (--close-threads of them)
+    Always,
+    /// Always close in the writer (as --no-defer-close)
+    Never,
+}
+
 #[derive(Debug, Args)]
 pub struct Global {
-    /// Close each file in the writer that wrote it, instead of in the close pool (for A/B timing)
-    #[arg(long, global = true)]
+    /// When to close files in the close pool instead of in the writer that wrote them: auto
+    /// defers where closes are slow (always on Windows and with --fsync; elsewhere once the
+    /// closes measured so far are slow)
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = DeferClose::Auto)]
+    pub defer_close: DeferClose,
+
+    /// Same as --defer-close never (for A/B timing)
+    #[arg(long, global = true, conflicts_with = "defer_close")]
     pub no_defer_close: bool,
 
     /// Writer threads [default: number of CPUs]
     #[arg(short = 'j', long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 
-    /// Threads in the close pool [default: 4; 16 on Windows]
+    /// Threads in the close pool: with --defer-close always, how many [default: 4; 16 on
+    /// Windows]; with auto, the most it may start [default: 64]
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub close_threads: Option<u16>,
 
@@ -132,14 +152,21 @@ impl Cli {
         if let Some(n) = g.threads {
             opts.threads = usize::from(n);
         }
-        opts.close = if g.no_defer_close {
-            CloseMode::Inline
+        let when = if g.no_defer_close {
+            DeferClose::Never
         } else {
-            CloseMode::Deferred {
+            g.defer_close
+        };
+        opts.close = match when {
+            DeferClose::Never => CloseMode::Inline,
+            DeferClose::Always => CloseMode::Deferred {
                 threads: g
                     .close_threads
                     .map_or_else(default_close_threads, usize::from),
-            }
+            },
+            DeferClose::Auto => CloseMode::Auto {
+                max_threads: g.close_threads.map_or(AUTO_MAX_CLOSE_THREADS, usize::from),
+            },
         };
         opts.fsync = g.fsync;
         match &self.command {
@@ -229,9 +256,49 @@ mod tests {
         ])
         .unwrap();
         let opts = cli.options();
-        assert_eq!(opts.close, CloseMode::Deferred { threads: 7 });
+        // Under auto, --close-threads is the most it may start.
+        assert_eq!(opts.close, CloseMode::Auto { max_threads: 7 });
         assert!(opts.fsync && opts.keep_setid);
         assert_eq!(opts.overwrite, Overwrite::Skip);
+    }
+
+    #[test]
+    fn defer_close_chooses_the_close_mode() {
+        let close = |args: &[&str]| {
+            let mut all = vec!["fastwrite", "extract", "a.zip", "-o", "o"];
+            all.extend(args);
+            Cli::try_parse_from(all).unwrap().options().close
+        };
+        assert_eq!(
+            close(&[]),
+            CloseMode::Auto {
+                max_threads: AUTO_MAX_CLOSE_THREADS
+            }
+        );
+        assert_eq!(close(&["--defer-close", "never"]), CloseMode::Inline);
+        assert_eq!(close(&["--no-defer-close"]), CloseMode::Inline);
+        assert_eq!(
+            close(&["--defer-close", "always"]),
+            CloseMode::Deferred {
+                threads: default_close_threads()
+            }
+        );
+        assert_eq!(
+            close(&["--defer-close=always", "--close-threads", "3"]),
+            CloseMode::Deferred { threads: 3 }
+        );
+        // Saying both ways at once is refused, even when they agree.
+        for both in [
+            ["--no-defer-close", "--defer-close=never"],
+            ["--no-defer-close", "--defer-close=always"],
+        ] {
+            let mut all = vec!["fastwrite", "extract", "a.zip", "-o", "o"];
+            all.extend(both);
+            assert!(Cli::try_parse_from(all).is_err(), "{both:?}");
+        }
+        let mut bad = vec!["fastwrite", "extract", "a.zip", "-o", "o"];
+        bad.extend(["--defer-close", "sometimes"]);
+        assert!(Cli::try_parse_from(bad).is_err());
     }
 
     #[test]

@@ -17,7 +17,8 @@
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -110,6 +111,8 @@ pub struct CloseTally {
     pub failures: Vec<Failure>,
     /// The most handles that were ever waiting in the queue.
     pub peak_queue: usize,
+    /// Threads the pool had (0: none, closed inline).
+    pub threads: usize,
 }
 
 impl CloseTally {
@@ -131,12 +134,35 @@ impl CloseTally {
     }
 }
 
+/// How many close threads keep up: by Little's law the closes in flight are the rate files
+/// arrive times how long each close takes. `writers` threads each finish a file every
+/// `write` (measured without closing), so files arrive at `writers / write` per second. One
+/// thread more than that, so the pool is not the bottleneck, within `1..=max`.
+pub fn threads_for(writers: usize, write: Duration, close: Duration, max: usize) -> usize {
+    let max = max.max(1);
+    if write.is_zero() {
+        return max;
+    }
+    let in_flight = writers as f64 * close.as_secs_f64() / write.as_secs_f64();
+    (in_flight.ceil() as usize).saturating_add(1).clamp(1, max)
+}
+
+/// Closes done by the pool so far and the time they took, shared with whoever sizes the pool.
+#[derive(Debug, Default)]
+struct Measured {
+    closes: AtomicU64,
+    nanos: AtomicU64,
+}
+
 pub struct ClosePool {
     queue: Arc<Queue<Vec<CloseJob>>>,
-    threads: Vec<JoinHandle<CloseTally>>,
+    threads: Mutex<Vec<JoinHandle<CloseTally>>>,
+    /// Threads started, for `grow_to` (a lock-free read on the writers' path).
+    started: AtomicUsize,
     closer: Arc<dyn Closer>,
+    measured: Arc<Measured>,
     /// Closes that had to be done by the submitter because every pool thread had gone.
-    orphans: std::sync::Mutex<CloseTally>,
+    orphans: Mutex<CloseTally>,
 }
 
 impl ClosePool {
@@ -146,13 +172,38 @@ impl ClosePool {
         bound_batches: usize,
         closer: Arc<dyn Closer>,
     ) -> io::Result<ClosePool> {
-        let threads = threads.max(1);
-        let queue = Arc::new(Queue::new(bound_batches, threads, Vec::len));
-        let mut handles = Vec::with_capacity(threads);
-        for i in 0..threads {
-            let (q, closer) = (Arc::clone(&queue), Arc::clone(&closer));
+        let pool = ClosePool {
+            queue: Arc::new(Queue::new(bound_batches, 0, Vec::len)),
+            threads: Mutex::new(Vec::new()),
+            started: AtomicUsize::new(0),
+            closer,
+            measured: Arc::default(),
+            orphans: Default::default(),
+        };
+        if let Err(e) = pool.grow_to(threads.max(1)) {
+            // Stop the threads already started before giving up.
+            pool.finish();
+            return Err(e);
+        }
+        Ok(pool)
+    }
+
+    /// Starts threads until there are `threads` (never fewer than now). Any thread may call
+    /// this while the pool runs.
+    pub fn grow_to(&self, threads: usize) -> io::Result<()> {
+        if self.started.load(Ordering::Relaxed) >= threads {
+            return Ok(());
+        }
+        let mut handles = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        while handles.len() < threads {
+            let (q, closer, measured) = (
+                Arc::clone(&self.queue),
+                Arc::clone(&self.closer),
+                Arc::clone(&self.measured),
+            );
+            self.queue.add_receiver();
             let spawned = std::thread::Builder::new()
-                .name(format!("fastwrite-close-{i}"))
+                .name(format!("fastwrite-close-{}", handles.len()))
                 .spawn(move || {
                     // Tells the queue when this thread stops, even by panicking, so that no
                     // writer waits for it.
@@ -160,7 +211,11 @@ impl ClosePool {
                     let mut tally = CloseTally::default();
                     while let Some(batch) = q.pop() {
                         for job in batch {
+                            let before = tally.busy;
                             tally.close_inline(job, closer.as_ref());
+                            let took = (tally.busy - before).as_nanos() as u64;
+                            measured.nanos.fetch_add(took, Ordering::Relaxed);
+                            measured.closes.fetch_add(1, Ordering::Relaxed);
                         }
                     }
                     tally
@@ -168,22 +223,25 @@ impl ClosePool {
             match spawned {
                 Ok(handle) => handles.push(handle),
                 Err(e) => {
-                    // Stop the threads already started before giving up.
-                    for _ in i..threads {
-                        queue.receiver_gone();
-                    }
-                    queue.close();
-                    handles.into_iter().for_each(|h| drop(h.join()));
+                    self.queue.receiver_gone();
                     return Err(e);
                 }
             }
+            self.started.store(handles.len(), Ordering::Relaxed);
         }
-        Ok(ClosePool {
-            queue,
-            threads: handles,
-            closer,
-            orphans: Default::default(),
-        })
+        Ok(())
+    }
+
+    /// Threads running now.
+    pub fn threads(&self) -> usize {
+        self.started.load(Ordering::Relaxed)
+    }
+
+    /// The mean time of the closes done so far, once there are `at_least` of them.
+    pub fn mean_close(&self, at_least: u64) -> Option<Duration> {
+        let closes = self.measured.closes.load(Ordering::Relaxed);
+        (closes >= at_least.max(1))
+            .then(|| Duration::from_nanos(self.measured.nanos.load(Ordering::Relaxed) / closes))
     }
 
     /// Queues handles for closing; blocks while the queue is full.
@@ -207,6 +265,8 @@ impl ClosePool {
         } = self;
         queue.close();
         let mut total = orphans.into_inner().unwrap_or_else(|e| e.into_inner());
+        let threads = threads.into_inner().unwrap_or_else(|e| e.into_inner());
+        total.threads = threads.len();
         for handle in threads {
             match handle.join() {
                 Ok(tally) => total.merge(tally),
@@ -234,8 +294,6 @@ impl Drop for ReceiverGuard<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicU64, Ordering};
 
     /// A closer that takes its time, fails the closes it is told to, and records the order.
     struct FakeCloser {
@@ -364,6 +422,50 @@ mod tests {
         assert!(!dir.path().join("bad.tmp").exists());
         assert_eq!(tally.failures.len(), 1);
         assert_eq!(tally.failures[0].name, "bad.tmp");
+    }
+
+    #[test]
+    fn little_law_sizes_the_pool() {
+        let us = Duration::from_micros;
+        // Fast closes: one thread (plus one) is plenty.
+        assert_eq!(threads_for(2, us(100), us(5), 64), 2);
+        // 2 writers x 5 ms / 100 us = 100 in flight: capped.
+        assert_eq!(threads_for(2, us(100), us(5000), 64), 64);
+        // 2 writers x 1 ms / 200 us = 10 in flight, plus one.
+        assert_eq!(threads_for(2, us(200), us(1000), 64), 11);
+        assert_eq!(threads_for(2, Duration::ZERO, us(1000), 8), 8);
+        assert_eq!(threads_for(1, us(100), us(10), 0), 1);
+    }
+
+    #[test]
+    fn a_running_pool_grows_and_still_closes_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let closer = FakeCloser::new(2, &["f7"]);
+        let pool = ClosePool::new(1, 8, closer.clone()).unwrap();
+        for i in 0..6 {
+            pool.submit(vec![job(dir.path(), &format!("f{i}"))]);
+        }
+        pool.grow_to(4).unwrap();
+        pool.grow_to(2).unwrap(); // never shrinks
+        assert_eq!(pool.threads(), 4);
+        for i in 6..12 {
+            pool.submit(vec![job(dir.path(), &format!("f{i}"))]);
+        }
+        let mut mean = pool.mean_close(1);
+        for _ in 0..500 {
+            if mean.is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            mean = pool.mean_close(1);
+        }
+        let mean = mean.expect("closes were measured");
+        assert!(mean >= Duration::from_millis(2), "{mean:?}");
+        let tally = pool.finish();
+        assert_eq!(tally.closed, 12);
+        assert_eq!(tally.failures.len(), 1);
+        assert_eq!(tally.failures[0].name, "f7");
+        assert!(closer.max_in_flight.load(Ordering::SeqCst) <= 4);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 pub mod close_pool;
 pub mod extract;
+pub mod interrupt;
 pub mod mirror;
 pub mod options;
 pub mod plan;

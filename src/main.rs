@@ -16,6 +16,10 @@ fn main() {
 
 fn run(cli: Cli) -> i32 {
     let opts = cli.options();
+    if let Err(error) = fastwrite::interrupt::install() {
+        // Still safe to go on: Ctrl-C then stops the process the default way.
+        eprintln!("fastwrite: warning: cannot catch Ctrl-C: {error}");
+    }
     let reporter: Box<dyn Reporter> = if !cli.global.quiet && std::io::stderr().is_terminal() {
         Box::new(Bar::new())
     } else {
@@ -66,6 +70,13 @@ fn run(cli: Cli) -> i32 {
     }
     if cli.global.stats {
         eprintln!("{}", report.stats());
+    }
+    if let Some(signal) = fastwrite::interrupt::signal() {
+        eprintln!(
+            "fastwrite: interrupted: {} files written and closed; the rest left out, and no file left half-written",
+            report.files
+        );
+        return 128 + signal;
     }
     report.exit_code()
 }

@@ -6,6 +6,12 @@
 /// How file handles are closed once their content is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CloseMode {
+    /// Deferred where it pays: from the start on Windows and with `--fsync` (closes there
+    /// take milliseconds), elsewhere once the closes measured so far are slow; inline while
+    /// they are fast (a local Linux disk closes in microseconds, less than a hand-over costs).
+    /// The pool is sized by Little's law from the measured close time and write rate, and
+    /// grows as they change, up to `max_threads`.
+    Auto { max_threads: usize },
     /// Closed by a dedicated pool of this many threads, overlapping with writing.
     Deferred { threads: usize },
     /// Closed by the writer right after writing (for A/B timing).
@@ -48,7 +54,10 @@ impl Options {
     /// `docs/design.md` for the count).
     pub fn close_queue_bound(&self) -> usize {
         match self.close {
-            CloseMode::Deferred { threads } => threads * 2,
+            CloseMode::Auto {
+                max_threads: threads,
+            }
+            | CloseMode::Deferred { threads } => threads * 2,
             CloseMode::Inline => 0,
         }
     }
@@ -63,11 +72,18 @@ impl Options {
     }
 }
 
-/// Close threads by default: closes are cheap on a local Linux or macOS disk, and a few threads
-/// keep up with any writer there; on Windows a close costs milliseconds, so more of them overlap.
+/// Close threads of `--defer-close always` by default: closes are cheap on a local Linux or
+/// macOS disk, and a few threads keep up with any writer there; on Windows a close costs
+/// milliseconds, so more of them overlap.
 pub fn default_close_threads() -> usize {
     if cfg!(windows) { 16 } else { 4 }
 }
+
+/// The most close threads `--defer-close auto` starts. A close thread mostly sleeps in the
+/// kernel; 64 of them hide 5 ms closes from two writers that each write a small file every
+/// 100 us (Little's law: 2 x 5 ms / 100 us = 100 in flight, so the writers wait a little),
+/// and keep open handles (threads plus the queue's 2 per thread) far below any descriptor limit.
+pub const AUTO_MAX_CLOSE_THREADS: usize = 64;
 
 pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
@@ -77,8 +93,8 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             threads: default_threads(),
-            close: CloseMode::Deferred {
-                threads: default_close_threads(),
+            close: CloseMode::Auto {
+                max_threads: AUTO_MAX_CLOSE_THREADS,
             },
             fsync: false,
             overwrite: Overwrite::Refuse,

@@ -107,6 +107,11 @@ impl<T> Queue<T> {
         self.not_empty.notify_all();
     }
 
+    /// One more receiver will take items (a thread added to a running pool).
+    pub fn add_receiver(&self) {
+        self.lock().receivers += 1;
+    }
+
     /// A receiver has stopped (normally or by panicking); senders must not wait for it.
     pub fn receiver_gone(&self) {
         let mut state = self.lock();

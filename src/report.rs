@@ -43,6 +43,8 @@ pub struct Report {
     /// Time spent closing files, summed over the threads that closed them.
     pub close_time: Duration,
     pub peak_close_queue: usize,
+    /// Threads the close pool had at the end; 0: every file was closed by its writer.
+    pub close_threads: usize,
     /// Files copied as reflinks (sharing the source's blocks).
     pub reflinked: u64,
     /// What a mirror found already in place, or changed without writing files.
@@ -121,6 +123,14 @@ impl Report {
             "close time:        {:.3} s (summed over closing threads)",
             self.close_time.as_secs_f64()
         );
+        let _ = writeln!(
+            s,
+            "close threads:     {}",
+            match self.close_threads {
+                0 => "none (closed by the writers)".to_string(),
+                n => n.to_string(),
+            }
+        );
         let _ = write!(s, "peak close queue:  {}", self.peak_close_queue);
         s
     }
@@ -156,6 +166,7 @@ mod tests {
             "wall time:",
             "write time:",
             "close time:",
+            "close threads:",
             "peak close queue:",
         ] {
             assert!(stats.contains(word), "missing {word}");

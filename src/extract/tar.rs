@@ -255,6 +255,10 @@ impl Stream<'_, '_> {
     ) -> anyhow::Result<()> {
         let mut archive = tar::Archive::new(input);
         for item in archive.entries().context("cannot read the archive")? {
+            if crate::interrupt::interrupted() {
+                // The rest of the stream is neither read nor checked.
+                return Ok(());
+            }
             let mut raw = item.context("cannot read the next header")?;
             let name = String::from_utf8_lossy(&raw.path_bytes()).into_owned();
             let complete = match self.entry(&mut raw, &name) {

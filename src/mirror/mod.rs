@@ -277,6 +277,9 @@ fn apply(
     let delete_failures: Vec<Failure> = deletes
         .par_iter()
         .filter_map(|(rel, dir)| {
+            if crate::interrupt::interrupted() {
+                return None;
+            }
             let path = dst.join(rel);
             // remove_dir_all removes a symlink as a link and never follows one out.
             let removed = if *dir {

@@ -318,6 +318,9 @@ impl Walk<'_> {
         dst: DstDir,
         mut ancestors: Vec<FileIdentity>,
     ) {
+        if crate::interrupt::interrupted() {
+            return;
+        }
         let mut local = Found::default();
         let mut changed = false;
         if self.opts.copy_links

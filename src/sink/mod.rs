@@ -23,14 +23,15 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use rayon::prelude::*;
 
-use crate::close_pool::{CloseJob, ClosePool, CloseTally, Closer, Finalize, complete};
-use crate::options::{CloseMode, Options, Overwrite};
+use crate::close_pool::{CloseJob, ClosePool, CloseTally, Closer, Finalize, complete, threads_for};
+use crate::interrupt;
+use crate::options::{CloseMode, Options, Overwrite, default_close_threads};
 use crate::plan::{Entry, EntryKind, Plan};
 use crate::platform;
 use crate::progress::Reporter;
@@ -60,7 +61,17 @@ pub struct Sink<'a> {
     /// way, and no file needs checking before it is written.
     fresh: bool,
     closer: Arc<dyn Closer>,
-    pool: Option<ClosePool>,
+    /// The close pool: started with the sink, or by `--defer-close auto` once closes prove
+    /// slow (`None` inside: it could not be started, so closes stay inline). Unset: inline.
+    pool: OnceLock<Option<ClosePool>>,
+    /// Handles a writer hands to the pool at once.
+    close_batch: usize,
+    /// `--defer-close auto`: the most close threads, and the inline closes measured since the
+    /// last look (count, nanoseconds).
+    auto: Option<usize>,
+    window: (AtomicU64, AtomicU64),
+    /// Files written since the pool's size was last checked against its measured closes.
+    since_sized: AtomicU64,
     failures: Mutex<Vec<Failure>>,
     dirs: Mutex<Dirs>,
     /// Entries whose work waits until every file is closed: links, and directory metadata.
@@ -131,13 +142,24 @@ impl<'a> Sink<'a> {
                     .with_context(|| format!("cannot use output folder '{}'", root.display()));
             }
         };
-        let pool = match opts.close {
-            CloseMode::Deferred { threads } => Some(
-                ClosePool::new(threads, opts.close_queue_bound(), Arc::clone(&closer))
-                    .context("cannot start the close threads")?,
+        // Closes take milliseconds on Windows and with --fsync: auto defers from the start
+        // there, and sizes the pool from what it measures.
+        let (start, threads, close_batch, auto) = match opts.close {
+            CloseMode::Deferred { threads } => (true, threads, CLOSE_BATCH, None),
+            CloseMode::Auto { max_threads } => (
+                cfg!(windows) || opts.fsync,
+                default_close_threads().min(max_threads),
+                1,
+                Some(max_threads),
             ),
-            CloseMode::Inline => None,
+            CloseMode::Inline => (false, 0, 1, None),
         };
+        let pool = OnceLock::new();
+        if start {
+            let started = ClosePool::new(threads, opts.close_queue_bound(), Arc::clone(&closer))
+                .context("cannot start the close threads")?;
+            let _ = pool.set(Some(started));
+        }
         Ok(Sink {
             root: root.to_path_buf(),
             opts,
@@ -146,6 +168,10 @@ impl<'a> Sink<'a> {
             fresh,
             closer,
             pool,
+            close_batch,
+            auto,
+            window: Default::default(),
+            since_sized: AtomicU64::new(0),
             failures: Mutex::new(Vec::new()),
             dirs: Mutex::default(),
             deferred: Mutex::default(),
@@ -411,15 +437,92 @@ impl<'a> Sink<'a> {
             // Allocated on first use: a mirror makes a writer per directory, and copies in the
             // kernel, where the buffer is only a fallback.
             buf: Vec::new(),
-            batch: Vec::with_capacity(CLOSE_BATCH),
+            batch: Vec::new(),
         }
     }
 
-    fn close_inline(&self, job: CloseJob) {
+    /// The close pool, if closes go there now.
+    fn running_pool(&self) -> Option<&ClosePool> {
+        self.pool.get().and_then(Option::as_ref)
+    }
+
+    /// Hands a written file to the close stage: the writer's batch for the pool, or closed
+    /// here and now (which `--defer-close auto` measures).
+    fn hand_over(&self, batch: &mut Vec<CloseJob>, job: CloseJob) {
+        match self.running_pool() {
+            Some(pool) => {
+                batch.push(job);
+                if batch.len() >= self.close_batch {
+                    pool.submit(std::mem::take(batch));
+                }
+                self.resize_auto_pool(pool);
+            }
+            None => {
+                let took = self.close_inline(job);
+                self.measure_inline_close(took);
+            }
+        }
+    }
+
+    /// `--defer-close auto`, closing inline: every few closes, looks at how long they took,
+    /// and starts the pool if closing is slow. Slow means it could be overlapped with writing
+    /// profitably: at least 50 us (a hand-over to the pool costs a few) and at least half the
+    /// time a file takes to write.
+    fn measure_inline_close(&self, took: Duration) {
+        const WINDOW: u64 = 8;
+        const SLOW: Duration = Duration::from_micros(50);
+        let Some(max_threads) = self.auto else {
+            return;
+        };
+        let (count, total) = &self.window;
+        total.fetch_add(nanos(took), Ordering::Relaxed);
+        if count.fetch_add(1, Ordering::Relaxed) + 1 < WINDOW {
+            return;
+        }
+        let seen = count.swap(0, Ordering::Relaxed);
+        let close = Duration::from_nanos(total.swap(0, Ordering::Relaxed) / seen.max(1));
+        let write = self.mean_write();
+        if close >= SLOW && close * 2 >= write && self.pool.get().is_none() {
+            let threads = threads_for(self.opts.threads, write, close, max_threads);
+            self.pool.get_or_init(|| {
+                ClosePool::new(
+                    threads,
+                    self.opts.close_queue_bound(),
+                    Arc::clone(&self.closer),
+                )
+                .ok()
+            });
+        }
+    }
+
+    /// `--defer-close auto`, closing in the pool: every 32 files, grows the pool to what the
+    /// closes measured there and the write rate need (Little's law).
+    fn resize_auto_pool(&self, pool: &ClosePool) {
+        let Some(max_threads) = self.auto else {
+            return;
+        };
+        if self.since_sized.fetch_add(1, Ordering::Relaxed) % 32 != 31 {
+            return;
+        }
+        if let Some(close) = pool.mean_close(16) {
+            let threads = threads_for(self.opts.threads, self.mean_write(), close, max_threads);
+            // A thread that cannot be started leaves the pool as it is: it still works.
+            let _ = pool.grow_to(threads);
+        }
+    }
+
+    /// The mean time a writer takes to write one file (without closing it).
+    fn mean_write(&self) -> Duration {
+        let files = self.files.load(Ordering::Relaxed).max(1);
+        Duration::from_nanos(self.write_nanos.load(Ordering::Relaxed) / files)
+    }
+
+    fn close_inline(&self, job: CloseJob) -> Duration {
         let start = Instant::now();
         let result = complete(job, self.closer.as_ref());
+        let took = start.elapsed();
         self.inline_close_nanos
-            .fetch_add(nanos(start.elapsed()), Ordering::Relaxed);
+            .fetch_add(nanos(took), Ordering::Relaxed);
         if let Err(failure) = result {
             self.inline_close_failures.fetch_add(1, Ordering::Relaxed);
             self.failures
@@ -427,6 +530,7 @@ impl<'a> Sink<'a> {
                 .unwrap_or_else(|e| e.into_inner())
                 .push(failure);
         }
+        took
     }
 
     /// The file's mode as it will be on disk.
@@ -567,6 +671,9 @@ impl<'a> Sink<'a> {
         buf.clear();
         buf.reserve(CHUNK);
         loop {
+            if interrupt::interrupted() {
+                return Err(interrupt::Interrupted.into());
+            }
             buf.clear();
             let n = src
                 .take(CHUNK as u64)
@@ -682,18 +789,23 @@ impl<'a> Sink<'a> {
     /// and applies directory metadata, deepest first. Returns the report of everything the sink
     /// did. Call it on the writers' rayon pool (`install`): empty directories are created on it.
     pub fn finish(mut self) -> Report {
-        let mut closes = match self.pool.take() {
+        let mut closes = match self.pool.take().flatten() {
             Some(pool) => pool.finish(),
-            None => CloseTally {
-                busy: Duration::from_nanos(*self.inline_close_nanos.get_mut()),
-                ..CloseTally::default()
-            },
+            None => CloseTally::default(),
         };
+        // Auto closes inline until it defers: both count.
+        closes.busy += Duration::from_nanos(*self.inline_close_nanos.get_mut());
         let mut failures =
             std::mem::take(self.failures.get_mut().unwrap_or_else(|e| e.into_inner()));
         let close_failures = closes.failures.len() as u64 + *self.inline_close_failures.get_mut();
         failures.append(&mut closes.failures);
-        let deferred = std::mem::take(self.deferred.get_mut().unwrap_or_else(|e| e.into_inner()));
+        let mut deferred =
+            std::mem::take(self.deferred.get_mut().unwrap_or_else(|e| e.into_inner()));
+        if interrupt::interrupted() {
+            // Stop here: what was written is complete and closed; links, empty directories
+            // and directory metadata for the rest would only be work the user cancelled.
+            deferred = Deferred::default();
+        }
 
         // Directories that are still empty are made now, before links may go into them.
         self.create_dirs(deferred.dirs.iter().map(|e| e.path.as_path()));
@@ -780,6 +892,7 @@ impl<'a> Sink<'a> {
             write_time: Duration::from_nanos(*self.write_nanos.get_mut()),
             close_time: closes.busy,
             peak_close_queue: closes.peak_queue,
+            close_threads: closes.threads,
             reflinked: *self.copier.reflinked.get_mut(),
             ..Report::default()
         }
@@ -875,6 +988,10 @@ impl Writer<'_, '_> {
 
     fn write(&mut self, entry: &Entry, content: Content<'_>) -> bool {
         let sink = self.sink;
+        if interrupt::interrupted() {
+            // Not started, so nothing to undo; not a failure of the entry.
+            return true;
+        }
         let start = Instant::now();
         let written = sink.write_file_inner(entry, content, &mut self.buf);
         sink.write_nanos
@@ -884,22 +1001,12 @@ impl Writer<'_, '_> {
                 sink.files.fetch_add(1, Ordering::Relaxed);
                 sink.bytes.fetch_add(bytes, Ordering::Relaxed);
                 sink.reporter.file_written();
-                match &sink.pool {
-                    Some(pool) => {
-                        self.batch.push(job);
-                        if self.batch.len() >= CLOSE_BATCH {
-                            pool.submit(std::mem::replace(
-                                &mut self.batch,
-                                Vec::with_capacity(CLOSE_BATCH),
-                            ));
-                        }
-                    }
-                    None => sink.close_inline(job),
-                }
+                sink.hand_over(&mut self.batch, job);
             }
             Ok(None) => {
                 sink.skipped.fetch_add(1, Ordering::Relaxed);
             }
+            Err(error) if interrupt::is_interruption(&error) => {}
             Err(error) => {
                 sink.fail(entry, error);
                 return false;
@@ -913,11 +1020,11 @@ impl Drop for Writer<'_, '_> {
     fn drop(&mut self) {
         if !self.batch.is_empty() {
             let batch = std::mem::take(&mut self.batch);
-            match &self.sink.pool {
+            match self.sink.running_pool() {
                 Some(pool) => pool.submit(batch),
-                None => batch
-                    .into_iter()
-                    .for_each(|job| self.sink.close_inline(job)),
+                None => batch.into_iter().for_each(|job| {
+                    self.sink.close_inline(job);
+                }),
             }
         }
     }
@@ -984,7 +1091,11 @@ mod tests {
 
     #[test]
     fn a_failed_close_is_reported_with_its_name_in_both_close_modes() {
-        for close in [CloseMode::Deferred { threads: 2 }, CloseMode::Inline] {
+        for close in [
+            CloseMode::Deferred { threads: 2 },
+            CloseMode::Inline,
+            CloseMode::Auto { max_threads: 4 },
+        ] {
             let dir = tempfile::tempdir().unwrap();
             let opts = Options {
                 close,
@@ -1023,6 +1134,71 @@ mod tests {
             assert_eq!(std::fs::read(dir.path().join("good2")).unwrap(), b"three");
             assert_eq!(report.files, 2);
         }
+    }
+
+    /// Takes `0` to close, like a local disk, or milliseconds, like Windows or NFS.
+    struct TimedCloser(Duration);
+
+    impl Closer for TimedCloser {
+        fn close(&self, file: File, _path: &Path) -> io::Result<()> {
+            drop(file);
+            std::thread::sleep(self.0);
+            Ok(())
+        }
+    }
+
+    /// Writes `n` small files with one writer and says how many close threads were used.
+    fn close_threads_after(n: usize, close: CloseMode, closer: TimedCloser) -> (usize, u64) {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options {
+            close,
+            threads: 2,
+            ..Options::default()
+        };
+        let mut plan = Plan::default();
+        for i in 0..n {
+            plan.entries.push(file_entry(&format!("f{i}"), b"x"));
+        }
+        let mut sink = Sink::new(dir.path(), &opts, &Silent, Arc::new(closer)).unwrap();
+        sink.prepare(&mut plan);
+        {
+            let mut writer = sink.writer();
+            for entry in &plan.entries {
+                writer.write_file(entry, &mut Cursor::new(b"x"));
+            }
+        }
+        let report = sink.finish();
+        assert!(report.failures.is_empty());
+        (report.close_threads, report.files)
+    }
+
+    #[test]
+    fn auto_defers_only_once_closes_are_slow() {
+        let auto = CloseMode::Auto { max_threads: 16 };
+        // Fast closes: the writer keeps closing (not on Windows, where auto always defers).
+        let (threads, files) = close_threads_after(64, auto, TimedCloser(Duration::ZERO));
+        assert_eq!(files, 64);
+        assert_eq!(
+            threads,
+            if cfg!(windows) {
+                default_close_threads()
+            } else {
+                0
+            }
+        );
+        // 3 ms closes, writes of microseconds: a pool, grown to the most allowed (Little's
+        // law asks for 2 writers x 3 ms / a few us), and every file still closed.
+        let (threads, files) =
+            close_threads_after(200, auto, TimedCloser(Duration::from_millis(3)));
+        assert_eq!(files, 200);
+        assert_eq!(threads, 16);
+        // Never and always do what they say, whatever the closes cost.
+        let slow = || TimedCloser(Duration::from_millis(1));
+        assert_eq!(close_threads_after(16, CloseMode::Inline, slow()).0, 0);
+        assert_eq!(
+            close_threads_after(16, CloseMode::Deferred { threads: 3 }, slow()).0,
+            3
+        );
     }
 
     #[test]
