@@ -92,27 +92,18 @@ pub fn extract(
     reporter: &dyn Reporter,
 ) -> anyhow::Result<Report> {
     if archive == Path::new("-") {
-        let mut input = BufReader::with_capacity(INPUT_BUFFER, std::io::stdin());
-        let head = input.fill_buf().context("cannot read standard input")?;
-        return match detect(head) {
-            _ if head.is_empty() => bail!("standard input is empty, not an archive"),
-            Some(Format::Zip) => bail!(
-                "standard input holds a zip archive, which must be read from its end: save it to a file first"
-            ),
-            Some(format) => tar::extract(
-                Box::new(input),
-                format,
-                "standard input",
-                out,
-                opts,
-                reporter,
-            ),
-            None => bail!("standard input is not a tar stream (plain, gzip, zstd, xz or bzip2)"),
-        };
+        return extract_stream(std::io::stdin(), "standard input", out, opts, reporter);
     }
 
     let mut file = File::open(archive)
         .with_context(|| format!("cannot open archive '{}'", archive.display()))?;
+    let regular = file.metadata().is_ok_and(|m| m.is_file());
+    if !regular && !archive.is_dir() {
+        // A pipe (`<(curl ...)`, a FIFO) cannot be rewound after its format is told, nor read
+        // from its end: it is read as a stream, like standard input.
+        let label = format!("'{}'", archive.display());
+        return extract_stream(file, &label, out, opts, reporter);
+    }
     let mut head = Vec::with_capacity(512);
     (&mut file)
         .take(512)
@@ -132,6 +123,29 @@ pub fn extract(
             let label = archive.display().to_string();
             tar::extract(Box::new(input), format, &label, out, opts, reporter)
         }
+    }
+}
+
+/// Extracts a tar stream (plain or compressed) that can be read only once, from its start:
+/// standard input, a pipe. `label` names it in messages.
+fn extract_stream(
+    input: impl Read + Send + 'static,
+    label: &str,
+    out: &Path,
+    opts: &Options,
+    reporter: &dyn Reporter,
+) -> anyhow::Result<Report> {
+    let mut input = BufReader::with_capacity(INPUT_BUFFER, input);
+    let head = input
+        .fill_buf()
+        .with_context(|| format!("cannot read {label}"))?;
+    match detect(head) {
+        _ if head.is_empty() => bail!("{label} is empty, not an archive"),
+        Some(Format::Zip) => bail!(
+            "{label} holds a zip archive, which must be read from its end: save it to a file first"
+        ),
+        Some(format) => tar::extract(Box::new(input), format, label, out, opts, reporter),
+        None => bail!("{label} is not a tar stream (plain, gzip, zstd, xz or bzip2)"),
     }
 }
 

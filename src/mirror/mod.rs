@@ -110,6 +110,9 @@ fn check_roots(src: &Path, dst: &Path) -> anyhow::Result<(fs::Metadata, bool)> {
     if !src_meta.is_dir() {
         bail!("source '{}' is not a directory", src.display());
     }
+    // A source that cannot be listed gives nothing to copy: said now, before the destination
+    // is made (an unreadable directory deeper down fails alone, in the walk).
+    fs::read_dir(src).with_context(|| format!("cannot read source '{}'", src.display()))?;
     let src_real = fs::canonicalize(src)
         .with_context(|| format!("cannot resolve source '{}'", src.display()))?;
     let (dst_real, dst_exists) = match fs::metadata(dst) {

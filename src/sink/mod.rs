@@ -259,12 +259,23 @@ impl<'a> Sink<'a> {
         }
         for level in levels {
             let todo: Vec<PathBuf> = {
-                let dirs = lock(&self.dirs);
-                level
-                    .into_iter()
-                    .filter(|d| !dirs.ready.contains(d))
-                    .filter(|d| !d.parent().is_some_and(|p| dirs.blocked.contains_key(p)))
-                    .collect()
+                let mut dirs = lock(&self.dirs);
+                let mut todo = Vec::with_capacity(level.len());
+                for dir in level {
+                    if dirs.ready.contains(&dir) {
+                        continue;
+                    }
+                    // Below a directory that could not be made: blocked for the same reason
+                    // (trying would only say "No such file or directory").
+                    let parent = dir.parent().and_then(|p| dirs.blocked.get(p)).cloned();
+                    match parent {
+                        Some(reason) => {
+                            dirs.blocked.insert(dir, reason);
+                        }
+                        None => todo.push(dir),
+                    }
+                }
+                todo
             };
             let made: Vec<(PathBuf, anyhow::Result<bool>)> = todo
                 .into_par_iter()
@@ -322,11 +333,13 @@ impl<'a> Sink<'a> {
         dirs.busy += start.elapsed();
         match made {
             Ok(created) => {
+                // Two writers may race for one directory: the one whose mkdir made it counts it,
+                // whichever of them gets here first.
+                dirs.created += u64::from(created);
+                if created {
+                    dirs.made_here.insert(dir.to_path_buf());
+                }
                 if dirs.ready.insert(dir.to_path_buf()) {
-                    dirs.created += u64::from(created);
-                    if created {
-                        dirs.made_here.insert(dir.to_path_buf());
-                    }
                     dirs.order.push(dir.to_path_buf());
                 }
                 Ok(())

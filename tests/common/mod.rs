@@ -1727,3 +1727,52 @@ impl Default for Sandbox {
         Self::new()
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The close-latency lab (lab/slowclose.c)
+// ---------------------------------------------------------------------------------------------
+
+/// The lab's LD_PRELOAD library, which makes closes of written files slow or failing
+/// (`FASTWRITE_LAB_CLOSE_MS`, `FASTWRITE_LAB_FAIL_CLOSE`, `FASTWRITE_LAB_FAIL_EVERY`: see the
+/// header of lab/slowclose.c). Built by `lab/build` (into target/lab, only when the source is
+/// newer) at most once per test process; returns the library's absolute path. Set it as
+/// `LD_PRELOAD` in a child's environment only, never in the test process's own.
+///
+/// Panics, saying what to install, when there is no C compiler: the tests that need the lab
+/// must fail loudly rather than pass without it (`.ci/setup` installs gcc).
+#[cfg(target_os = "linux")]
+#[track_caller]
+pub fn lab_library() -> PathBuf {
+    static LIB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    LIB.get_or_init(|| {
+        let has_cc = std::env::var_os("PATH")
+            .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join("cc").is_file()));
+        assert!(
+            has_cc,
+            "the close-latency lab (lab/slowclose.c) needs a C compiler: `cc` is not in PATH; \
+             install gcc (Debian: apt-get install gcc; .ci/setup does) - the fault tests must \
+             not pass without it"
+        );
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let out = Command::new(root.join("lab/build"))
+            .current_dir(root)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run lab/build: {e}"));
+        assert!(
+            out.status.success(),
+            "lab/build failed ({:?})\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        assert!(
+            path.is_absolute() && path.is_file(),
+            "lab/build did not print the path of a built library: {:?}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        path
+    })
+    .clone()
+}
