@@ -204,6 +204,9 @@ impl ClosePool {
             self.queue.add_receiver();
             let spawned = std::thread::Builder::new()
                 .name(format!("fastwrite-close-{}", handles.len()))
+                // A close, a rename, an error message: a small stack is plenty, and hundreds
+                // of these threads may run where closes are slow.
+                .stack_size(256 << 10)
                 .spawn(move || {
                     // Tells the queue when this thread stops, even by panicking, so that no
                     // writer waits for it.

@@ -21,5 +21,9 @@ pub mod sink;
 pub use extract::extract;
 pub use mirror::mirror;
 pub use options::{CloseMode, MirrorOptions, Options, Overwrite};
+/// Raises this process's soft limit on open files as far as the hard limit allows (Unix; a
+/// no-op on Windows). The command line calls it at start; the close pool sizes itself within
+/// whatever limit it finds.
+pub use platform::raise_open_file_limit;
 pub use progress::Reporter;
 pub use report::Report;

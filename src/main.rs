@@ -16,6 +16,7 @@ fn main() {
 
 fn run(cli: Cli) -> i32 {
     let opts = cli.options();
+    fastwrite::raise_open_file_limit();
     if let Err(error) = fastwrite::interrupt::install() {
         // Still safe to go on: Ctrl-C then stops the process the default way.
         eprintln!("fastwrite: warning: cannot catch Ctrl-C: {error}");

@@ -54,10 +54,9 @@ impl Options {
     /// `docs/design.md` for the count).
     pub fn close_queue_bound(&self) -> usize {
         match self.close {
-            CloseMode::Auto {
-                max_threads: threads,
-            }
-            | CloseMode::Deferred { threads } => threads * 2,
+            // Single handles, as many as the threads: together at most 2 x threads open.
+            CloseMode::Auto { max_threads } => max_threads,
+            CloseMode::Deferred { threads } => threads * 2,
             CloseMode::Inline => 0,
         }
     }
@@ -79,11 +78,11 @@ pub fn default_close_threads() -> usize {
     if cfg!(windows) { 16 } else { 4 }
 }
 
-/// The most close threads `--defer-close auto` starts. A close thread mostly sleeps in the
-/// kernel; 64 of them hide 5 ms closes from two writers that each write a small file every
-/// 100 us (Little's law: 2 x 5 ms / 100 us = 100 in flight, so the writers wait a little),
-/// and keep open handles (threads plus the queue's 2 per thread) far below any descriptor limit.
-pub const AUTO_MAX_CLOSE_THREADS: usize = 64;
+/// The most close threads `--defer-close auto` starts (fewer where the open-file limit is
+/// low). A close thread mostly sleeps in the kernel on a small stack; two writers that each
+/// write a small file every 30 us, behind 5 ms closes, need 2 x 5 ms / 30 us = 333 in flight
+/// never to wait (Little's law), so there the bound is what limits.
+pub const AUTO_MAX_CLOSE_THREADS: usize = 256;
 
 pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())

@@ -289,3 +289,38 @@ pub fn replace(from: &Path, to: &Path) -> io::Result<()> {
 pub fn remove_file(path: &Path) -> io::Result<()> {
     std::fs::remove_file(path)
 }
+
+/// Raises the soft limit on open files to the hard limit (at most 65,536; macOS refuses more
+/// than `OPEN_MAX`, 10,240): the close pool keeps hundreds of handles in flight where closes
+/// are slow, and macOS starts programs with a soft limit of 256.
+pub fn raise_open_file_limit() {
+    const CAP: libc::rlim_t = if cfg!(target_os = "macos") {
+        10_240
+    } else {
+        65_536
+    };
+    // SAFETY: plain out-parameter and in-parameter structs.
+    unsafe {
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return;
+        }
+        let wanted = limit.rlim_max.min(CAP);
+        if limit.rlim_cur < wanted {
+            limit.rlim_cur = wanted;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
+/// How many files this process may have open at once.
+pub fn open_file_limit() -> Option<u64> {
+    // SAFETY: plain out-parameter struct.
+    unsafe {
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return None;
+        }
+        Some(limit.rlim_cur as u64)
+    }
+}

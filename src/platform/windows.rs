@@ -223,6 +223,13 @@ pub fn is_setgid_dir(_dir: &Path) -> bool {
     false
 }
 
+/// Windows counts handles per process in the millions: nothing to raise.
+pub fn raise_open_file_limit() {}
+
+pub fn open_file_limit() -> Option<u64> {
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -146,12 +146,15 @@ impl<'a> Sink<'a> {
         // there, and sizes the pool from what it measures.
         let (start, threads, close_batch, auto) = match opts.close {
             CloseMode::Deferred { threads } => (true, threads, CLOSE_BATCH, None),
-            CloseMode::Auto { max_threads } => (
-                cfg!(windows) || opts.fsync,
-                default_close_threads().min(max_threads),
-                1,
-                Some(max_threads),
-            ),
+            CloseMode::Auto { max_threads } => {
+                let max_threads = within_open_file_limit(max_threads, opts.threads);
+                (
+                    cfg!(windows) || opts.fsync,
+                    default_close_threads().min(max_threads),
+                    1,
+                    Some(max_threads),
+                )
+            }
             CloseMode::Inline => (false, 0, 1, None),
         };
         let pool = OnceLock::new();
@@ -967,6 +970,19 @@ impl ChunkWriter<'_, '_> {
             self.file.set_len(len)?;
         }
         Ok(())
+    }
+}
+
+/// The most close threads `auto` may start within the open-file limit: each has a handle in
+/// its hands and one waiting in the queue, and each writer holds a source and a destination,
+/// with room for everything else the process has open.
+fn within_open_file_limit(max_threads: usize, writers: usize) -> usize {
+    match platform::open_file_limit() {
+        Some(limit) => {
+            let spare = (limit as usize).saturating_sub(64 + 2 * writers) / 2;
+            max_threads.min(spare).max(1)
+        }
+        None => max_threads,
     }
 }
 
