@@ -60,7 +60,7 @@ pub struct Global {
     pub threads: Option<u16>,
 
     /// Threads in the close pool: with --defer-close always, how many [default: 4; 16 on
-    /// Windows]; with auto, the most it may start [default: 64]
+    /// Windows]; with auto, the most it may start [default: 256]
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub close_threads: Option<u16>,
 
