@@ -69,7 +69,7 @@ pub struct Sink<'a> {
     /// `--defer-close auto`: the most close threads, and the inline closes measured since the
     /// last look (count, nanoseconds).
     auto: Option<usize>,
-    window: (AtomicU64, AtomicU64),
+    window: CloseWindow,
     /// Files written since the pool's size was last checked against its measured closes.
     since_sized: AtomicU64,
     failures: Mutex<Vec<Failure>>,
@@ -173,7 +173,7 @@ impl<'a> Sink<'a> {
             pool,
             close_batch,
             auto,
-            window: Default::default(),
+            window: CloseWindow::default(),
             since_sized: AtomicU64::new(0),
             failures: Mutex::new(Vec::new()),
             dirs: Mutex::default(),
@@ -480,33 +480,43 @@ impl<'a> Sink<'a> {
         }
     }
 
-    /// `--defer-close auto`, closing inline: every few closes, looks at how long they took,
-    /// and starts the pool if closing is slow: 50 us or more, when handing a handle to the
-    /// pool costs a few (a local disk closes in 2-10 us, Windows, NFS and FUSE in milliseconds).
-    /// Whatever the write time, a slow close overlapped with the next write is time saved.
+    /// `--defer-close auto`, closing inline: every 4 closes, looks at how long they took, and
+    /// starts the pool if each took 50 us or more, when handing a handle to the pool costs a
+    /// few (a local disk closes in 2-10 us; Windows, NFS and FUSE take milliseconds). Whatever
+    /// the write time, a slow close overlapped with the next write is time saved.
     fn measure_inline_close(&self, took: Duration) {
-        const WINDOW: u64 = 8;
+        const WINDOW: u64 = 4;
         const SLOW: Duration = Duration::from_micros(50);
         let Some(max_threads) = self.auto else {
             return;
         };
-        let (count, total) = &self.window;
-        total.fetch_add(nanos(took), Ordering::Relaxed);
-        if count.fetch_add(1, Ordering::Relaxed) + 1 < WINDOW {
+        let w = &self.window;
+        w.total.fetch_add(nanos(took), Ordering::Relaxed);
+        w.fastest.fetch_min(nanos(took), Ordering::Relaxed);
+        if w.count.fetch_add(1, Ordering::Relaxed) + 1 < WINDOW {
             return;
         }
-        let seen = count.swap(0, Ordering::Relaxed);
-        let close = Duration::from_nanos(total.swap(0, Ordering::Relaxed) / seen.max(1));
-        if close >= SLOW && self.pool.get().is_none() {
+        let seen = w.count.swap(0, Ordering::Relaxed);
+        let close = Duration::from_nanos(w.total.swap(0, Ordering::Relaxed) / seen.max(1));
+        let fastest = Duration::from_nanos(w.fastest.swap(u64::MAX, Ordering::Relaxed));
+        // Slow means every close of the window was: one slow close among fast ones (a journal
+        // commit on a local disk) is not a slow filesystem.
+        if fastest >= SLOW && self.pool.get().is_none() {
             let threads = threads_for(self.opts.threads, self.mean_write(), close, max_threads);
-            self.pool.get_or_init(|| {
+            // A few threads first, so the other writers can hand over at once; then the rest,
+            // which takes a while when it is hundreds.
+            let pool = self.pool.get_or_init(|| {
                 ClosePool::new(
-                    threads,
+                    threads.min(8),
                     self.opts.close_queue_bound(),
                     Arc::clone(&self.closer),
                 )
                 .ok()
             });
+            if let Some(pool) = pool {
+                // A thread that cannot be started leaves the pool as it is: it still works.
+                let _ = pool.grow_to(threads);
+            }
         }
     }
 
@@ -970,6 +980,24 @@ impl ChunkWriter<'_, '_> {
             self.file.set_len(len)?;
         }
         Ok(())
+    }
+}
+
+/// Inline closes measured since `auto` last looked: how many, their total and the fastest
+/// (nanoseconds).
+struct CloseWindow {
+    count: AtomicU64,
+    total: AtomicU64,
+    fastest: AtomicU64,
+}
+
+impl Default for CloseWindow {
+    fn default() -> Self {
+        CloseWindow {
+            count: AtomicU64::new(0),
+            total: AtomicU64::new(0),
+            fastest: AtomicU64::new(u64::MAX),
+        }
     }
 }
 
