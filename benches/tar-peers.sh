@@ -3,11 +3,14 @@
 #
 # Times fastwrite against GNU tar, bsdtar, `pigz -dc | tar -x`, `zstd -dc | tar -x` and
 # `xz -dc -T2 | tar -x` on the Linux kernel tree (benches/fetch-linux.sh: ~78,000 files,
-# 1.3 GB), one hyperfine batch per format, each run into a fresh folder, every exit status
+# 1.3 GB) or, with TAR_CORPUS=npm, on an npm package tarball (benches/fetch-npm.sh:
+# @mui/icons-material, 43,010 small files, no directory entries), one hyperfine batch per
+# format, each run into a fresh folder, every exit status
 # and every output tree checked (lib/batch.sh). Between batches the outputs are deleted and
 # the next batch waits until file creation is fast again (lib/common.sh explains why).
 #
-# Env: FASTWRITE (binary), BENCH_RUNS (default 3), BENCH_WARMUP (default 1),
+# Env: TAR_CORPUS (linux, the default, or npm), FASTWRITE (binary), BENCH_RUNS (default 3),
+#      BENCH_WARMUP (default 1),
 #      FASTWRITE_BENCH_CACHE, BENCH_PROBE_MS, BENCH_SETTLE_MAX, KEEP_WORK=1.
 # Disk: each batch holds (runs + warmup) x tools x 1.3 GB until it ends (~21 GB by default).
 set -euo pipefail
@@ -25,8 +28,13 @@ RUNS="${BENCH_RUNS:-3}"
 WARMUP="${BENCH_WARMUP:-1}"
 command -v hyperfine >/dev/null || { echo "tar-peers: hyperfine is required (apt-get install -y hyperfine)" >&2; exit 1; }
 FW="$(resolve_fastwrite "$repo")"
-LINUX="$("$here/fetch-linux.sh")"
-EXPECTED_FILES="$(tar -tvf "$LINUX/linux.tar" | grep -c '^[-h]')"  # regular files + hard links
+CORPUS="${TAR_CORPUS:-linux}"
+case "$CORPUS" in
+    linux) DIR="$("$here/fetch-linux.sh")"; tag=tar-peers ;;
+    npm) DIR="$("$here/fetch-npm.sh")"; tag=tar-peers-npm ;;
+    *) echo "tar-peers: unknown TAR_CORPUS '$CORPUS' (linux or npm)" >&2; exit 2 ;;
+esac
+EXPECTED_FILES="$(tar -tvf "$DIR/$CORPUS.tar" | grep -c '^[-h]')"  # regular files + hard links
 RESULTS="$CACHE/results"
 mkdir -p "$RESULTS"
 
@@ -37,9 +45,9 @@ formats=("$@")
 pipe() { add "$1" bash -c "set -o pipefail; $2"; }
 
 for fmt in "${formats[@]}"; do
-    A="$LINUX/linux.$fmt"
+    A="$DIR/$CORPUS.$fmt"
     [[ -s "$A" ]] || { echo "tar-peers: no $A" >&2; exit 1; }
-    WORK="$CACHE/work/tar-peers-$fmt-$(date +%Y%m%d-%H%M%S)"
+    WORK="$CACHE/work/$tag-$fmt-$(date +%Y%m%d-%H%M%S)"
     mkdir -p "$WORK"
     trap 'report_failure tar-peers "$WORK"' EXIT
     reset_batch
@@ -54,7 +62,7 @@ for fmt in "${formats[@]}"; do
     esac
     add fastwrite-no-defer-close "$FW" --no-defer-close extract "$A" -o "$WORK/fastwrite-no-defer-close"
     add fastwrite "$FW" extract "$A" -o "$WORK/fastwrite"
-    run_batch "tar-peers-$fmt" "$EXPECTED_FILES" gnu-tar "$A"
+    run_batch "$tag-$fmt" "$EXPECTED_FILES" gnu-tar "$A"
     if [[ "${KEEP_WORK:-0}" != 1 ]]; then
         cleanup_workdir "$WORK"
     fi

@@ -105,6 +105,6 @@ what = "fastest fastwrite" if fws else f"fastest tool, {base['command']}: no fas
 print(f"{tag}: ratios (mean time / {what}; > 1 = slower)")
 print(f"{'tool':<28} {'mean s':>8} {'± s':>6} {'ratio':>6}")
 for r in sorted(res, key=lambda r: r["mean"]):
-    print(f"{r['command']:<28} {r['mean']:8.3f} {r['stddev']:6.3f} {r['mean']/base['mean']:6.2f}")
+    print(f"{r['command']:<28} {r['mean']:8.3f} {r['stddev'] or 0:6.3f} {r['mean']/base['mean']:6.2f}")
 PY
 }
