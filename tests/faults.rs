@@ -324,17 +324,7 @@ impl Tmpfs {
 
 impl Drop for Tmpfs {
     fn drop(&mut self) {
-        for args in [&["umount"][..], &["umount", "-l"]] {
-            let ok = Command::new(args[0])
-                .args(&args[1..])
-                .arg(&self.dir)
-                .status()
-                .is_ok_and(|s| s.success());
-            if ok {
-                return;
-            }
-        }
-        eprintln!("could not unmount {}", self.dir.display());
+        unmount(&self.dir);
     }
 }
 

@@ -2245,17 +2245,7 @@ impl LoopMount {
 #[cfg(unix)]
 impl Drop for LoopMount {
     fn drop(&mut self) {
-        for args in [&["umount"][..], &["umount", "-l"]] {
-            let ok = std::process::Command::new(args[0])
-                .args(&args[1..])
-                .arg(&self.dir)
-                .status()
-                .is_ok_and(|s| s.success());
-            if ok {
-                return;
-            }
-        }
-        eprintln!("could not unmount {}", self.dir.display());
+        unmount(&self.dir);
     }
 }
 

@@ -1776,3 +1776,20 @@ pub fn lab_library() -> PathBuf {
     })
     .clone()
 }
+
+/// Unmounts a test's mount point, lazily if it is busy; says so if neither works (a leftover
+/// mount must not fail the test that made it, but must not go unnoticed either).
+#[cfg(unix)]
+pub fn unmount(dir: &Path) {
+    for args in [&["umount"][..], &["umount", "-l"]] {
+        let ok = Command::new(args[0])
+            .args(&args[1..])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return;
+        }
+    }
+    eprintln!("could not unmount {}", dir.display());
+}
