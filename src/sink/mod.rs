@@ -1242,12 +1242,13 @@ mod tests {
                 0
             }
         );
-        // 3 ms closes, writes of microseconds: a pool, grown to the most allowed (Little's
-        // law asks for 2 writers x 3 ms / a few us), and every file still closed.
+        // 3 ms closes: a pool (how big depends on the write time measured, so only its
+        // bounds are checked: at least Little's law's "+1", at most the bound), and every
+        // file still closed.
         let (threads, files) =
             close_threads_after(200, auto, TimedCloser(Duration::from_millis(3)));
         assert_eq!(files, 200);
-        assert_eq!(threads, 16);
+        assert!((2..=16).contains(&threads), "{threads} close threads");
         // Never and always do what they say, whatever the closes cost.
         let slow = || TimedCloser(Duration::from_millis(1));
         assert_eq!(close_threads_after(16, CloseMode::Inline, slow()).0, 0);
