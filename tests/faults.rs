@@ -79,16 +79,11 @@ impl Format {
                 w.finish().unwrap();
             }
             Format::Tar => {
-                let mut b = tar::Builder::new(fs::File::create(path).unwrap());
-                for (name, data) in files {
-                    let mut h = tar::Header::new_gnu();
-                    h.set_size(data.len() as u64);
-                    h.set_mode(0o644);
-                    h.set_mtime(DEFAULT_MTIME as u64);
-                    h.set_entry_type(tar::EntryType::Regular);
-                    b.append_data(&mut h, name, data.as_slice()).unwrap();
-                }
-                b.into_inner().unwrap().flush().unwrap();
+                let entries: Vec<(&str, &[u8])> = files
+                    .iter()
+                    .map(|(name, data)| (name.as_str(), data.as_slice()))
+                    .collect();
+                fs::write(path, crate_tar(&entries)).unwrap();
             }
         }
     }

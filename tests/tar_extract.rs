@@ -533,20 +533,6 @@ fn entry_names(tar: &[u8]) -> Vec<String> {
         .collect()
 }
 
-/// A plain tar (GNU headers) made with the `tar` crate: files with mode 0o644 and a fixed mtime.
-fn crate_tar(files: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut b = tar::Builder::new(Vec::new());
-    for (name, data) in files {
-        let mut h = tar::Header::new_gnu();
-        h.set_size(data.len() as u64);
-        h.set_mode(0o644);
-        h.set_mtime(DEFAULT_MTIME as u64);
-        h.set_entry_type(tar::EntryType::Regular);
-        b.append_data(&mut h, name, *data).unwrap();
-    }
-    b.into_inner().unwrap()
-}
-
 /// One entry for `make_tar`: any name, any type, any mode, mtime as Python reads it.
 #[derive(Clone, Debug)]
 struct TarEntry {
