@@ -96,9 +96,9 @@ fn vs_rsync_update() -> Compare {
     }
 }
 
-/// `Compare::strict()`, less hard-link identity off Unix: common's `Meta` has no file identity
-/// there, so every file would count as linked to every other and two trees with different
-/// files would differ on every path. (The Windows tests check identities with `file_id`.)
+/// `Compare::strict()`, less hard-link identity off Unix: there `mirror` keeps no hard links
+/// (`-H` is refused), so a linked source becomes separate files. (The Windows tests check
+/// identities with `file_id`.)
 fn strict() -> Compare {
     Compare {
         hardlinks: cfg!(unix),
@@ -136,12 +136,9 @@ fn mark_readonly(root: &Path, spec: &TreeSpec) {
 }
 
 /// What identifies a file (hard links share it): (device, inode) on unix, (volume serial,
-/// file index) on Windows, where std has no stable way to tell.
+/// file index) on Windows.
 fn file_id(p: &Path) -> (u64, u64) {
-    #[cfg(unix)]
-    return meta_of(p).file_id;
-    #[cfg(windows)]
-    return win::info(p).id;
+    meta_of(p).file_id
 }
 
 /// The identity of every path under `root`, with its kind.
@@ -153,96 +150,6 @@ fn file_ids(root: &Path) -> BTreeMap<PathBuf, (Kind, (u64, u64))> {
             (rel, (m.kind, id))
         })
         .collect()
-}
-
-/// The Windows counterpart of common's (unix) `deep_snapshot`: kind, read-only, size, mtime (to
-/// the 100 ns NTFS keeps), file index, change time and a hash of the content of every path
-/// under `root`, `root` itself included (as the empty path).
-#[cfg(windows)]
-fn deep_snapshot(root: &Path) -> BTreeMap<PathBuf, String> {
-    let mut paths: Vec<PathBuf> = vec![PathBuf::new()];
-    paths.extend(scan_tree(root).into_keys());
-    paths
-        .into_iter()
-        .map(|rel| {
-            let p = root.join(&rel);
-            let m = meta_of(&p);
-            let info = win::info(&p);
-            let content = if m.kind == Kind::File {
-                let data = fs::read(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
-                format!(" content={:016x}", fnv1a(&data))
-            } else {
-                String::new()
-            };
-            let state = format!(
-                "{:?} mode={:o} len={} id={:?} mtime={}.{:09} ctime={}{content}",
-                m.kind, m.perm, m.len, info.id, m.mtime, m.mtime_nsec, info.change_time
-            );
-            (rel, state)
-        })
-        .collect()
-}
-
-/// What the Windows tests read through a handle: std gives no file index and no change time.
-#[cfg(windows)]
-mod win {
-    use std::fs;
-    use std::os::windows::fs::OpenOptionsExt;
-    use std::os::windows::io::AsRawHandle;
-    use std::path::Path;
-
-    use windows_sys::Win32::Storage::FileSystem::{
-        BY_HANDLE_FILE_INFORMATION, FILE_BASIC_INFO, FILE_FLAG_BACKUP_SEMANTICS,
-        FILE_FLAG_OPEN_REPARSE_POINT, FILE_READ_ATTRIBUTES, FileBasicInfo,
-        GetFileInformationByHandle, GetFileInformationByHandleEx,
-    };
-
-    pub struct Info {
-        /// (volume serial number, file index).
-        pub id: (u64, u64),
-        /// When the file's data or metadata last changed (100 ns ticks), as ctime on unix.
-        pub change_time: i64,
-    }
-
-    pub fn info(p: &Path) -> Info {
-        let f = fs::OpenOptions::new()
-            .access_mode(FILE_READ_ATTRIBUTES)
-            .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)
-            .open(p)
-            .unwrap_or_else(|e| panic!("open {}: {e}", p.display()));
-        let h = f.as_raw_handle() as _;
-        // SAFETY: `h` is an open handle for the duration of the calls; the out-parameters
-        // are plain structs on the stack, of the size given.
-        unsafe {
-            let mut by_handle: BY_HANDLE_FILE_INFORMATION = std::mem::zeroed();
-            assert!(
-                GetFileInformationByHandle(h, &mut by_handle) != 0,
-                "GetFileInformationByHandle {}: {}",
-                p.display(),
-                std::io::Error::last_os_error()
-            );
-            let mut basic: FILE_BASIC_INFO = std::mem::zeroed();
-            assert!(
-                GetFileInformationByHandleEx(
-                    h,
-                    FileBasicInfo,
-                    (&raw mut basic).cast(),
-                    std::mem::size_of::<FILE_BASIC_INFO>() as u32,
-                ) != 0,
-                "GetFileInformationByHandleEx {}: {}",
-                p.display(),
-                std::io::Error::last_os_error()
-            );
-            Info {
-                id: (
-                    u64::from(by_handle.dwVolumeSerialNumber),
-                    (u64::from(by_handle.nFileIndexHigh) << 32)
-                        | u64::from(by_handle.nFileIndexLow),
-                ),
-                change_time: basic.ChangeTime,
-            }
-        }
-    }
 }
 
 /// A `TestDir` that on Windows first takes the read-only attribute off everything under it:

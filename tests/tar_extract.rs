@@ -354,22 +354,11 @@ fn file_identity(p: &Path) -> FileId {
     }
     #[cfg(windows)] // no file ids in std: ask Windows
     {
-        use std::os::windows::io::AsRawHandle;
-        use windows_sys::Win32::Storage::FileSystem::{
-            BY_HANDLE_FILE_INFORMATION, GetFileInformationByHandle,
-        };
-        let f = fs::File::open(p).unwrap_or_else(|e| panic!("open {}: {e}", p.display()));
-        // SAFETY: an open handle, and a plain out-parameter.
-        let info = unsafe {
-            let mut info: BY_HANDLE_FILE_INFORMATION = std::mem::zeroed();
-            let ok = GetFileInformationByHandle(f.as_raw_handle() as _, &mut info);
-            assert!(ok != 0, "GetFileInformationByHandle {}", p.display());
-            info
-        };
+        let info = win::info(p);
         FileId {
-            volume: u64::from(info.dwVolumeSerialNumber),
-            index: (u64::from(info.nFileIndexHigh) << 32) | u64::from(info.nFileIndexLow),
-            links: u64::from(info.nNumberOfLinks),
+            volume: info.id.0,
+            index: info.id.1,
+            links: info.links,
         }
     }
 }

@@ -611,7 +611,8 @@ pub struct Meta {
     pub mtime_nsec: u32,
     pub len: u64,
     pub target: Option<PathBuf>,
-    /// (device, inode): paths that share it are hard links to one file. (0, 0) off Unix.
+    /// (device, inode), or (volume serial, file index) on Windows: paths that share it are hard
+    /// links to one file.
     pub file_id: (u64, u64),
     /// Bytes the file occupies on disk (st_blocks * 512); `len` off Unix.
     pub disk_bytes: u64,
@@ -726,7 +727,9 @@ pub fn meta_of(p: &Path) -> Meta {
         use std::os::unix::fs::MetadataExt;
         ((md.dev(), md.ino()), md.blocks() * 512)
     };
-    #[cfg(not(unix))]
+    #[cfg(windows)]
+    let (file_id, disk_bytes) = (win::info(p).id, md.len());
+    #[cfg(not(any(unix, windows)))]
     let (file_id, disk_bytes) = ((0, 0), md.len());
     let mtime = FileTime::from_last_modification_time(&md);
     Meta {
@@ -929,17 +932,13 @@ pub fn snapshot(root: &Path, exclude: &[&Path]) -> BTreeMap<PathBuf, String> {
 /// Everything a run could change under `root`, `root` itself included (as the empty path):
 /// kind, mode, size, mtime and ctime to the nanosecond, inode, symlink target and a hash of the
 /// content. Two equal fingerprints mean nothing was written, not even metadata.
-#[cfg(unix)]
 pub fn deep_snapshot(root: &Path) -> BTreeMap<PathBuf, String> {
-    use std::os::unix::fs::MetadataExt;
     let mut paths: Vec<PathBuf> = vec![PathBuf::new()];
     paths.extend(scan_tree(root).into_keys());
     paths
         .into_iter()
         .map(|rel| {
             let p = root.join(&rel);
-            let md =
-                fs::symlink_metadata(&p).unwrap_or_else(|e| panic!("stat {}: {e}", p.display()));
             let m = meta_of(&p);
             let content = if m.kind == Kind::File {
                 let data = fs::read(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
@@ -948,20 +947,33 @@ pub fn deep_snapshot(root: &Path) -> BTreeMap<PathBuf, String> {
                 String::new()
             };
             let state = format!(
-                "{:?} mode={:o} len={} ino={} mtime={}.{:09} ctime={}.{:09} target={:?}{content}",
+                "{:?} mode={:o} len={} id={:?} mtime={}.{:09} ctime={} target={:?}{content}",
                 m.kind,
                 m.perm,
                 m.len,
-                md.ino(),
+                m.file_id,
                 m.mtime,
                 m.mtime_nsec,
-                md.ctime(),
-                md.ctime_nsec(),
+                change_time(&p),
                 m.target
             );
             (rel, state)
         })
         .collect()
+}
+
+/// When a path's data or metadata last changed (ctime; Windows' change time), as text.
+fn change_time(p: &Path) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let md = fs::symlink_metadata(p).unwrap_or_else(|e| panic!("stat {}: {e}", p.display()));
+        format!("{}.{:09}", md.ctime(), md.ctime_nsec())
+    }
+    #[cfg(windows)]
+    {
+        win::info(p).change_time.to_string()
+    }
 }
 
 /// Assert two `deep_snapshot`s are equal, listing only the paths that differ.
@@ -1806,4 +1818,70 @@ pub fn crate_tar(files: &[(&str, &[u8])]) -> Vec<u8> {
         b.append_data(&mut h, name, *data).unwrap();
     }
     b.into_inner().unwrap()
+}
+
+/// What the Windows tests read through a handle: std gives no file index, link count or change
+/// time there.
+#[cfg(windows)]
+pub mod win {
+    use std::fs;
+    use std::os::windows::fs::OpenOptionsExt;
+    use std::os::windows::io::AsRawHandle;
+    use std::path::Path;
+
+    use windows_sys::Win32::Storage::FileSystem::{
+        BY_HANDLE_FILE_INFORMATION, FILE_BASIC_INFO, FILE_FLAG_BACKUP_SEMANTICS,
+        FILE_FLAG_OPEN_REPARSE_POINT, FILE_READ_ATTRIBUTES, FileBasicInfo,
+        GetFileInformationByHandle, GetFileInformationByHandleEx,
+    };
+
+    pub struct Info {
+        /// (volume serial number, file index).
+        pub id: (u64, u64),
+        /// How many names the file has.
+        pub links: u64,
+        /// When the file's data or metadata last changed (100 ns ticks), as ctime on unix.
+        pub change_time: i64,
+    }
+
+    pub fn info(p: &Path) -> Info {
+        let f = fs::OpenOptions::new()
+            .access_mode(FILE_READ_ATTRIBUTES)
+            .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)
+            .open(p)
+            .unwrap_or_else(|e| panic!("open {}: {e}", p.display()));
+        let h = f.as_raw_handle() as _;
+        // SAFETY: `h` is an open handle for the duration of the calls; the out-parameters
+        // are plain structs on the stack, of the size given.
+        unsafe {
+            let mut by_handle: BY_HANDLE_FILE_INFORMATION = std::mem::zeroed();
+            assert!(
+                GetFileInformationByHandle(h, &mut by_handle) != 0,
+                "GetFileInformationByHandle {}: {}",
+                p.display(),
+                std::io::Error::last_os_error()
+            );
+            let mut basic: FILE_BASIC_INFO = std::mem::zeroed();
+            assert!(
+                GetFileInformationByHandleEx(
+                    h,
+                    FileBasicInfo,
+                    (&raw mut basic).cast(),
+                    std::mem::size_of::<FILE_BASIC_INFO>() as u32,
+                ) != 0,
+                "GetFileInformationByHandleEx {}: {}",
+                p.display(),
+                std::io::Error::last_os_error()
+            );
+            Info {
+                id: (
+                    u64::from(by_handle.dwVolumeSerialNumber),
+                    (u64::from(by_handle.nFileIndexHigh) << 32)
+                        | u64::from(by_handle.nFileIndexLow),
+                ),
+                links: u64::from(by_handle.nNumberOfLinks),
+                change_time: basic.ChangeTime,
+            }
+        }
+    }
 }
