@@ -3,6 +3,8 @@
 //! `cli.rs` is the one place that builds these from arguments; tests and library users build
 //! them directly.
 
+use crate::close_pool::CLOSE_BATCH;
+
 /// How file handles are closed once their content is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CloseMode {
@@ -49,14 +51,15 @@ pub struct Options {
 pub const DEFAULT_MEMORY_BUDGET: u64 = 64 << 20;
 
 impl Options {
-    /// Batches in the close queue at most: enough to keep every close thread busy while writers
+    /// Handles in the close queue at most: enough to keep every close thread busy while writers
     /// run ahead, few enough that open handles stay far below any descriptor limit (see
     /// `docs/design.md` for the count).
     pub fn close_queue_bound(&self) -> usize {
         match self.close {
-            // Single handles, as many as the threads: together at most 2 x threads open.
+            // As many as the threads: with those in their hands, 2 x threads.
             CloseMode::Auto { max_threads } => max_threads,
-            CloseMode::Deferred { threads } => threads * 2,
+            // Two batches a thread: it never waits for a writer's next batch.
+            CloseMode::Deferred { threads } => threads * 2 * CLOSE_BATCH,
             CloseMode::Inline => 0,
         }
     }

@@ -29,7 +29,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use rayon::prelude::*;
 
-use crate::close_pool::{CloseJob, ClosePool, CloseTally, Closer, Finalize, complete, threads_for};
+use crate::close_pool::{
+    CLOSE_BATCH, CloseJob, ClosePool, CloseTally, Closer, Finalize, complete, threads_for,
+};
 use crate::interrupt;
 use crate::options::{CloseMode, Options, Overwrite, default_close_threads};
 use crate::plan::{Entry, EntryKind, Plan};
@@ -64,8 +66,6 @@ pub struct Sink<'a> {
     /// The close pool: started with the sink, or by `--defer-close auto` once closes prove
     /// slow (`None` inside: it could not be started, so closes stay inline). Unset: inline.
     pool: OnceLock<Option<ClosePool>>,
-    /// Handles a writer hands to the pool at once.
-    close_batch: usize,
     /// `--defer-close auto`: the most close threads, and the inline closes measured since the
     /// last look (count, nanoseconds).
     auto: Option<usize>,
@@ -144,18 +144,17 @@ impl<'a> Sink<'a> {
         };
         // Closes take milliseconds on Windows and with --fsync: auto defers from the start
         // there, and sizes the pool from what it measures.
-        let (start, threads, close_batch, auto) = match opts.close {
-            CloseMode::Deferred { threads } => (true, threads, CLOSE_BATCH, None),
+        let (start, threads, auto) = match opts.close {
+            CloseMode::Deferred { threads } => (true, threads, None),
             CloseMode::Auto { max_threads } => {
                 let max_threads = within_open_file_limit(max_threads, opts.threads);
                 (
                     cfg!(windows) || opts.fsync,
                     default_close_threads().min(max_threads),
-                    1,
                     Some(max_threads),
                 )
             }
-            CloseMode::Inline => (false, 0, 1, None),
+            CloseMode::Inline => (false, 0, None),
         };
         let pool = OnceLock::new();
         if start {
@@ -171,7 +170,6 @@ impl<'a> Sink<'a> {
             fresh,
             closer,
             pool,
-            close_batch,
             auto,
             window: CloseWindow::default(),
             since_sized: AtomicU64::new(0),
@@ -468,8 +466,8 @@ impl<'a> Sink<'a> {
         match self.running_pool() {
             Some(pool) => {
                 batch.push(job);
-                if batch.len() >= self.close_batch {
-                    pool.submit(std::mem::take(batch));
+                if batch.len() >= CLOSE_BATCH {
+                    pool.submit(batch);
                 }
                 self.resize_auto_pool(pool);
             }
@@ -1002,20 +1000,19 @@ impl Default for CloseWindow {
 }
 
 /// The most close threads `auto` may start within the open-file limit: each has a handle in
-/// its hands and one waiting in the queue, and each writer holds a source and a destination,
+/// its hands and one waiting in the queue (the queue's bound is the thread count); each writer
+/// holds a source, its unsent batch, and may take the queue past its bound by a batch less one;
 /// with room for everything else the process has open.
 fn within_open_file_limit(max_threads: usize, writers: usize) -> usize {
     match platform::open_file_limit() {
         Some(limit) => {
-            let spare = (limit as usize).saturating_sub(64 + 2 * writers) / 2;
+            let per_writer = 1 + 2 * CLOSE_BATCH;
+            let spare = (limit as usize).saturating_sub(64 + per_writer * writers) / 2;
             max_threads.min(spare).max(1)
         }
         None => max_threads,
     }
 }
-
-/// Handles a writer collects before handing them to the close pool in one message.
-const CLOSE_BATCH: usize = 8;
 
 /// One writer thread's state: its copy buffer, and written files not yet handed over for closing.
 pub struct Writer<'s, 'a> {
@@ -1075,10 +1072,9 @@ impl Writer<'_, '_> {
 impl Drop for Writer<'_, '_> {
     fn drop(&mut self) {
         if !self.batch.is_empty() {
-            let batch = std::mem::take(&mut self.batch);
             match self.sink.running_pool() {
-                Some(pool) => pool.submit(batch),
-                None => batch.into_iter().for_each(|job| {
+                Some(pool) => pool.submit(&mut self.batch),
+                None => self.batch.drain(..).for_each(|job| {
                     self.sink.close_inline(job);
                 }),
             }
