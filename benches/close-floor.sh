@@ -3,11 +3,12 @@
 #
 # What hiding close latency costs on THIS machine, at best: the floor under close-lab.sh's
 # "auto vs no latency" ratio. lab/floor.c models perfect deferral without a filesystem: writers
-# spend fastwrite's CPU time per file, hand every "file" to a pool of 256 close threads the way
-# fastwrite does (batches of 8, one wake-up per batch, chained), and each close sleeps the
-# emulated latency, as lab/slowclose.c does. Whatever the model takes over its run without
-# latency is the price of the wake-ups, timers and context switches that thousands of slow
-# closes cost here; no deferral can pay less.
+# spend fastwrite's CPU time per file, hand every "file" to a pool of close threads the way
+# fastwrite does (batches of 8, one wake-up per batch, chained; as many threads as auto starts,
+# by Little's law, at most 256, started before the first file, their start-up timed), and each close
+# sleeps the emulated latency, as lab/slowclose.c does. Whatever the model takes over its run
+# without latency is the price of the wake-ups, timers and context switches that thousands of
+# slow closes cost here: fastwrite makes the same hand-overs, plus real files.
 #
 # Calibration: fastwrite extracts close-lab's small zip (2,000 files, generated once by
 # close-lab.sh's corpus step, or here) 5 times without the preload library (hyperfine); its mean
@@ -54,13 +55,15 @@ hyperfine -N --warmup 1 --runs 5 --export-json "$WORK/calibrate.json" \
     --prepare "$(q "$here/lib/fresh-dir.sh") $(q "$WORK/calibrate/out")" \
     "$(q "$FW") extract $(q "$ARCHIVE") -o $(q "$WORK/calibrate/out")" >/dev/null
 WORK_US="$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["results"][0]; print(round((r["user"] + r["system"]) * 1e6 / int(sys.argv[2])))' "$WORK/calibrate.json" "$FILES")"
-echo "close-floor: fastwrite takes ${WORK_US} us of CPU per file here (user + system, mean of 5 runs); model: $WRITERS writers, 256 close threads" >&2
+echo "close-floor: fastwrite takes ${WORK_US} us of CPU per file here (user + system, mean of 5 runs); model: $WRITERS writers, close threads by Little's law as auto sizes them" >&2
 
 # --- one hyperfine run, side by side ---------------------------------------------------------
 names=(floor@none) cmds=("$(q "$FLOOR") $FILES $WRITERS $WORK_US 0 0")
 names+=(fw-auto@none) cmds+=("$(q "$FW") extract $(q "$ARCHIVE") -o")
 for lat in "${LATENCIES[@]}"; do
-    names+=("floor@${lat}ms") cmds+=("$(q "$FLOOR") $FILES $WRITERS $WORK_US $lat 256")
+    # As many close threads as fastwrite's auto would start (Little's law, + 1, at most 256).
+    threads="$(awk -v w="$WRITERS" -v l="$lat" -v u="$WORK_US" 'BEGIN { t = w * l * 1000 / u; t = (t == int(t) ? t : int(t) + 1) + 1; print (t > 256 ? 256 : t) }')"
+    names+=("floor@${lat}ms") cmds+=("$(q "$FLOOR") $FILES $WRITERS $WORK_US $lat $threads")
     names+=("fw-auto@${lat}ms") cmds+=("env $(q "LD_PRELOAD=$LAB") FASTWRITE_LAB_CLOSE_MS=$lat $(q "$FW") extract $(q "$ARCHIVE") -o")
 done
 args=(-N --warmup 1 --runs "$RUNS" --export-json "$WORK/floor.json")
