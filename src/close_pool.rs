@@ -149,11 +149,25 @@ pub fn threads_for(writers: usize, write: Duration, close: Duration, max: usize)
     (in_flight.ceil() as usize).saturating_add(1).clamp(1, max)
 }
 
+/// A close this slow or slower is worth a hand-over to another thread: handing a handle over
+/// costs a few microseconds (a queue operation, a futex wake when the thread sleeps), and a
+/// local disk closes in 2-10 us, where Windows, NFS and FUSE take milliseconds.
+pub const SLOW_CLOSE: Duration = Duration::from_micros(50);
+
 /// Closes done by the pool so far and the time they took, shared with whoever sizes the pool.
 #[derive(Debug, Default)]
 struct Measured {
     closes: AtomicU64,
     nanos: AtomicU64,
+}
+
+impl Measured {
+    /// The mean time of the closes done so far, once there are `at_least` of them.
+    fn mean(&self, at_least: u64) -> Option<Duration> {
+        let closes = self.closes.load(Ordering::Relaxed);
+        (closes >= at_least.max(1))
+            .then(|| Duration::from_nanos(self.nanos.load(Ordering::Relaxed) / closes))
+    }
 }
 
 /// Handles a writer collects before handing them to the close pool in one go.
@@ -214,7 +228,14 @@ impl ClosePool {
                     // writer waits for it.
                     let _gone = ReceiverGuard(&q);
                     let mut tally = CloseTally::default();
-                    while let Some(job) = q.pop() {
+                    // Slow closes (or none measured yet): wake the next thread for what is
+                    // left of the batch, so the closes overlap. Fast ones: this thread takes
+                    // the rest itself, sooner than another could be woken.
+                    let next = || match measured.mean(1) {
+                        Some(mean) if mean < SLOW_CLOSE => q.pop_unspread(),
+                        _ => q.pop(),
+                    };
+                    while let Some(job) = next() {
                         let before = tally.busy;
                         tally.close_inline(job, closer.as_ref());
                         let took = (tally.busy - before).as_nanos() as u64;
@@ -242,9 +263,7 @@ impl ClosePool {
 
     /// The mean time of the closes done so far, once there are `at_least` of them.
     pub fn mean_close(&self, at_least: u64) -> Option<Duration> {
-        let closes = self.measured.closes.load(Ordering::Relaxed);
-        (closes >= at_least.max(1))
-            .then(|| Duration::from_nanos(self.measured.nanos.load(Ordering::Relaxed) / closes))
+        self.measured.mean(at_least)
     }
 
     /// Queues handles for closing, emptying `batch` (its allocation stays with the caller);

@@ -125,12 +125,26 @@ impl<T> Queue<T> {
     /// Takes the oldest item, waiting for one; `None` once the queue is closed and empty. If
     /// items are left and a receiver sleeps, wakes it: the chain that spreads a batch.
     pub fn pop(&self) -> Option<T> {
+        self.take(true)
+    }
+
+    /// As `pop`, but leaves the items behind for the receivers already awake, this one's next
+    /// turn included: for items done sooner than a sleeping receiver could be woken.
+    pub fn pop_unspread(&self) -> Option<T> {
+        self.take(false)
+    }
+
+    fn take(&self, spread: bool) -> Option<T> {
         let mut state = self.lock();
         loop {
             if let Some(item) = state.items.pop_front() {
                 state.weight -= (self.weigh)(&item);
                 let wake_sender = state.sleeping_senders > 0;
-                self.wake_receiver(state);
+                if spread {
+                    self.wake_receiver(state);
+                } else {
+                    drop(state);
+                }
                 if wake_sender {
                     self.not_full.notify_one();
                 }
@@ -279,6 +293,43 @@ mod tests {
             .collect();
         got.sort();
         assert_eq!(got, [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn an_unspread_pop_wakes_nobody_else() {
+        // Two receivers asleep, a batch of two: the one woken takes the first item without
+        // spreading, so the second is still waiting for it, and the other receiver still sleeps.
+        let q = Arc::new(Queue::new(4, 2, |_| 1));
+        let sleepers: Vec<_> = (0..2)
+            .map(|_| {
+                let q = Arc::clone(&q);
+                std::thread::spawn(move || {
+                    let first = q.pop_unspread();
+                    (first, q.pop_unspread())
+                })
+            })
+            .collect();
+        while q.lock().sleeping_receivers < 2 {
+            std::thread::yield_now();
+        }
+        assert!(q.push_all(&mut vec![1, 2]));
+        // The one woken takes both (its first pop did not pass the second item on) and is
+        // done; the other was never woken. Spreading would have given each one item, and both
+        // would wait for a second.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !sleepers.iter().any(|t| t.is_finished()) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "both receivers still wait"
+            );
+            std::thread::yield_now();
+        }
+        assert_eq!(q.len(), 0);
+        assert_eq!(q.lock().sleeping_receivers, 1);
+        q.close();
+        let mut got: Vec<_> = sleepers.into_iter().map(|t| t.join().unwrap()).collect();
+        got.sort();
+        assert_eq!(got, [(None, None), (Some(1), Some(2))]);
     }
 
     #[test]

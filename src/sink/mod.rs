@@ -30,7 +30,8 @@ use anyhow::{Context, bail};
 use rayon::prelude::*;
 
 use crate::close_pool::{
-    CLOSE_BATCH, CloseJob, ClosePool, CloseTally, Closer, Finalize, complete, threads_for,
+    CLOSE_BATCH, CloseJob, ClosePool, CloseTally, Closer, Finalize, SLOW_CLOSE, complete,
+    threads_for,
 };
 use crate::interrupt;
 use crate::options::{CloseMode, Options, Overwrite, default_close_threads};
@@ -479,12 +480,11 @@ impl<'a> Sink<'a> {
     }
 
     /// `--defer-close auto`, closing inline: every 4 closes, looks at how long they took, and
-    /// starts the pool if each took 50 us or more, when handing a handle to the pool costs a
+    /// starts the pool if each took `SLOW_CLOSE` (50 us) or more, when handing a handle over costs a
     /// few (a local disk closes in 2-10 us; Windows, NFS and FUSE take milliseconds). Whatever
     /// the write time, a slow close overlapped with the next write is time saved.
     fn measure_inline_close(&self, took: Duration) {
         const WINDOW: u64 = 4;
-        const SLOW: Duration = Duration::from_micros(50);
         let Some(max_threads) = self.auto else {
             return;
         };
@@ -499,7 +499,7 @@ impl<'a> Sink<'a> {
         let fastest = Duration::from_nanos(w.fastest.swap(u64::MAX, Ordering::Relaxed));
         // Slow means every close of the window was: one slow close among fast ones (a journal
         // commit on a local disk) is not a slow filesystem.
-        if fastest >= SLOW && self.pool.get().is_none() {
+        if fastest >= SLOW_CLOSE && self.pool.get().is_none() {
             let threads = threads_for(self.opts.threads, self.mean_write(), close, max_threads);
             // A few threads first, so the other writers can hand over at once; then the rest,
             // which takes a while when it is hundreds.
