@@ -3,10 +3,14 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use fastwrite::options::{
-    AUTO_MAX_CLOSE_THREADS, CloseMode, DEFAULT_MEMORY_BUDGET, MirrorOptions, Options, Overwrite,
-    default_close_threads,
-};
+use fastwrite::{CloseMode, MirrorOptions, Options, Overwrite};
+
+const AUTO_MAX_CLOSE_THREADS: usize = CloseMode::AUTO_MAX_THREADS;
+const DEFAULT_MEMORY_BUDGET: u64 = Options::DEFAULT_MEMORY_BUDGET;
+
+fn default_close_threads() -> usize {
+    CloseMode::default_deferred_threads()
+}
 
 const EXAMPLES: &str = "\
 Examples:

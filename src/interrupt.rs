@@ -1,26 +1,30 @@
-//! Ctrl-C and SIGTERM: the run stops starting files, removes the one each writer is in the
-//! middle of, waits for the closes in flight, and reports that it was interrupted.
+//! Ctrl-C and SIGTERM (the command line's, not the library's): the run's [`Cancel`] flag is
+//! set, so it stops starting files, removes the one each writer is in the middle of, waits
+//! for the closes in flight, and the process reports that it was interrupted.
 //!
 //! Without this, the default action kills the process at once: files half-written under their
-//! final names, handles in the close pool never checked. The handler only records the signal
-//! (all a signal handler may safely do); the writers, the readers and the walk look at it.
+//! final names, handles in the close pool never checked. The handler only stores to atomics
+//! (all a signal handler may safely do); the engine looks at the flag.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, Ordering};
+
+use fastwrite::Cancel;
 
 /// The signal that interrupted the run, or 0.
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
+/// The run's flag, set by the handler.
+static RUN: OnceLock<Cancel> = OnceLock::new();
+
 /// SIGINT's number, which Windows' Ctrl-C and Ctrl-Break are reported as.
-pub const SIGINT: i32 = 2;
+#[cfg(windows)]
+const SIGINT: i32 = 2;
 
-/// Catches Ctrl-C (and SIGTERM on Unix) from now on. Call once, at start.
-pub fn install() -> std::io::Result<()> {
+/// Catches Ctrl-C (and SIGTERM on Unix) from now on, cancelling `run`. Call once, at start.
+pub fn install(run: &Cancel) -> std::io::Result<()> {
+    let _ = RUN.set(run.clone());
     imp::install()
-}
-
-/// Whether the run was interrupted.
-pub fn interrupted() -> bool {
-    SIGNAL.load(Ordering::Relaxed) != 0
 }
 
 /// The signal that interrupted the run.
@@ -31,26 +35,13 @@ pub fn signal() -> Option<i32> {
     }
 }
 
-/// Marks the run as interrupted by `signal`, as the handler does (and as tests may).
-pub fn raise(signal: i32) {
+/// Marks the run as interrupted by `signal`: what the handler does.
+fn raise(signal: i32) {
     SIGNAL.store(signal, Ordering::Relaxed);
-}
-
-/// The error of work abandoned because the run was interrupted: not an entry's failure.
-#[derive(Debug)]
-pub struct Interrupted;
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("interrupted")
+    // An atomic load and an atomic store: safe in a signal handler.
+    if let Some(run) = RUN.get() {
+        run.cancel();
     }
-}
-
-impl std::error::Error for Interrupted {}
-
-/// Whether an error is (or was caused by) an interruption.
-pub fn is_interruption(error: &anyhow::Error) -> bool {
-    error.chain().any(|e| e.is::<Interrupted>())
 }
 
 #[cfg(unix)]

@@ -1,29 +1,66 @@
-//! fastwrite writes many files fast: it extracts archives into a folder, and mirrors folders.
+//! fastwrite writes many files fast, and returns every error: extracting archives, mirroring
+//! folders, and, for programs, writing thousands of files of their own.
 //!
-//! The data goes one way: a source (`extract::*`, or the walk of `mirror`) turns its input into a validated
-//! [`plan::Plan`] -> the write stage ([`sink::Sink`]) creates directories, then writes files on
-//! a rayon pool -> a separate [`close_pool::ClosePool`] closes the handles so slow closes
-//! overlap with writing -> every result, close results included, ends up in a
-//! [`report::Report`].
+//! ```
+//! use rayon::prelude::*;
+//!
+//! let out = tempfile::tempdir()?;
+//! let batch = fastwrite::Batch::new(out.path().join("MyFont.ufo"))?;
+//! batch.write("metainfo.plist", "<plist/>")?;
+//! (0..2300).into_par_iter().try_for_each(|i| {
+//!     batch.write(format!("glyphs/g{i}.glif"), format!("<glyph name='g{i}'/>"))
+//! })?;
+//! let report = batch.finish()?; // waits for every close; any failure is an Err
+//! assert_eq!(report.files, 2301);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! [`Batch`] replaces `std::fs::write` in a loop: files are written from any number of threads,
+//! and closed where the measured close policy says — inline on a fast local disk, on a pool of
+//! close threads where closing is slow (Windows Defender scans inside CloseHandle; NFS and FUSE
+//! flush on close; `fsync` waits for the disk) — so close latency overlaps with writing. Unlike
+//! `File`'s drop (and close_already, which defers closes on Windows only), every close result
+//! comes back: an [`Error`] with the path and an [`ErrorKind`] to match on.
+//!
+//! [`extract`] unpacks a zip or tar archive (plain, gzip, zstd, xz, bzip2) into a folder and
+//! [`mirror`] makes a folder an exact copy of another; both are what the `fastwrite` command
+//! runs, on the same engine, and return a [`Report`].
+//!
+//! Inside, data goes one way: a source (the zip or tar reader, the mirror's walk, or a
+//! [`Batch`]) turns its input into validated entries; the engine makes directories and writes
+//! files (on a rayon pool for the command line, on the caller's threads for a batch); the close
+//! stage closes every handle, inline or on its own threads; every result ends up in the report.
+//! `docs/library.md` has the guarantees and the cost model, `docs/design.md` the layout.
 
-pub mod close_pool;
-pub mod extract;
-pub mod interrupt;
-pub mod mirror;
-pub mod options;
-pub mod plan;
+#![warn(missing_docs)]
+
+mod batch;
+mod cancel;
+mod close;
+mod engine;
+mod error;
+mod extract;
+mod mirror;
+mod options;
+mod plan;
 mod platform;
 pub mod progress;
 mod queue;
-pub mod report;
-pub mod sink;
+mod report;
 
+pub use batch::{Batch, BatchBuilder, FileMeta, FileWriter, FinishError};
+pub use cancel::Cancel;
+pub use error::{Error, ErrorKind};
 pub use extract::extract;
 pub use mirror::mirror;
 pub use options::{CloseMode, MirrorOptions, Options, Overwrite};
-/// Raises this process's soft limit on open files as far as the hard limit allows (Unix; a
-/// no-op on Windows). The command line calls it at start; the close pool sizes itself within
-/// whatever limit it finds.
-pub use platform::raise_open_file_limit;
 pub use progress::Reporter;
-pub use report::Report;
+pub use report::{MirrorCounts, Report, exit};
+
+/// Raises this process's soft limit on open files as far as the hard limit allows (Unix; a
+/// no-op on Windows). The command line calls it at start; a program writing through a
+/// [`Batch`] with slow closes may too. The close pool sizes itself within whatever limit it
+/// finds.
+pub fn raise_open_file_limit() {
+    platform::raise_open_file_limit();
+}

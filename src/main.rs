@@ -1,12 +1,14 @@
 //! Thin: parse arguments, run, print what happened, map it to an exit code.
 
 mod cli;
+mod interrupt;
 
 use std::io::{IsTerminal, Write};
+use std::sync::Arc;
 
 use clap::Parser;
-use fastwrite::progress::{Bar, Reporter, Silent};
-use fastwrite::report::exit;
+use fastwrite::exit;
+use fastwrite::progress::Bar;
 
 use crate::cli::{Cli, Command};
 
@@ -15,33 +17,25 @@ fn main() {
 }
 
 fn run(cli: Cli) -> i32 {
-    let opts = cli.options();
+    let mut opts = cli.options();
     fastwrite::raise_open_file_limit();
-    if let Err(error) = fastwrite::interrupt::install() {
+    if let Err(error) = interrupt::install(&opts.cancel) {
         // Still safe to go on: Ctrl-C then stops the process the default way.
         eprintln!("fastwrite: warning: cannot catch Ctrl-C: {error}");
     }
-    let reporter: Box<dyn Reporter> = if !cli.global.quiet && std::io::stderr().is_terminal() {
-        Box::new(Bar::new())
-    } else {
-        Box::new(Silent)
-    };
+    if !cli.global.quiet && std::io::stderr().is_terminal() {
+        opts.progress = Some(Arc::new(Bar::new()));
+    }
     let result = match &cli.command {
-        Command::Extract(args) => {
-            fastwrite::extract(&args.archive, &args.output, &opts, reporter.as_ref())
-        }
-        Command::Mirror(args) => fastwrite::mirror(
-            &args.src,
-            &args.dst,
-            &opts,
-            &args.options(),
-            reporter.as_ref(),
-        ),
+        Command::Extract(args) => fastwrite::extract(&args.archive, &args.output, &opts),
+        Command::Mirror(args) => fastwrite::mirror(&args.src, &args.dst, &opts, &args.options()),
     };
     let mut report = match result {
         Ok(report) => report,
         Err(error) => {
-            reporter.finished();
+            if let Some(bar) = &opts.progress {
+                bar.finished();
+            }
             eprintln!("fastwrite: {error:#}");
             return exit::CANNOT_START;
         }
@@ -72,7 +66,7 @@ fn run(cli: Cli) -> i32 {
     if cli.global.stats {
         eprintln!("{}", report.stats());
     }
-    if let Some(signal) = fastwrite::interrupt::signal() {
+    if let Some(signal) = interrupt::signal() {
         eprintln!(
             "fastwrite: interrupted: {} files written and closed; the rest left out, and no file left half-written",
             report.files

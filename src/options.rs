@@ -1,71 +1,104 @@
 //! Options for a run: everything the engine needs to know, and nothing about how it was asked.
 //!
-//! `cli.rs` is the one place that builds these from arguments; tests and library users build
-//! them directly.
+//! `cli.rs` is the one place that builds these from arguments; programs build them directly
+//! (or through [`Batch::builder`](crate::Batch::builder)).
 
-use crate::close_pool::CLOSE_BATCH;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::cancel::Cancel;
+use crate::progress::Reporter;
 
 /// How file handles are closed once their content is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CloseMode {
-    /// Deferred where it pays: from the start on Windows and with `--fsync` (closes there
+    /// Deferred where it pays: from the start on Windows and with `fsync` (closes there
     /// take milliseconds), elsewhere once the closes measured so far are slow; inline while
     /// they are fast (a local Linux disk closes in microseconds, less than a hand-over costs).
     /// The pool is sized by Little's law from the measured close time and write rate, and
     /// grows as they change, up to `max_threads`.
-    Auto { max_threads: usize },
+    Auto {
+        /// The most close threads it may start (fewer where the open-file limit is low).
+        max_threads: usize,
+    },
     /// Closed by a dedicated pool of this many threads, overlapping with writing.
-    Deferred { threads: usize },
-    /// Closed by the writer right after writing (for A/B timing).
+    Deferred {
+        /// Close threads, started with the run.
+        threads: usize,
+    },
+    /// Closed by the thread that wrote the file, right after writing (for A/B timing).
     Inline,
+}
+
+impl CloseMode {
+    /// The most close threads [`CloseMode::Auto`] starts by default. A close thread mostly
+    /// sleeps in the kernel on a small stack; two writers that each write a small file every
+    /// 30 us, behind 5 ms closes, need 2 x 5 ms / 30 us = 333 in flight never to wait
+    /// (Little's law), so there the bound is what limits.
+    pub const AUTO_MAX_THREADS: usize = 256;
+
+    /// Close threads of [`CloseMode::Deferred`] by default: closes are cheap on a local Linux
+    /// or macOS disk, and a few threads keep up with any writer there; on Windows a close
+    /// costs milliseconds, so more of them overlap.
+    pub fn default_deferred_threads() -> usize {
+        if cfg!(windows) { 16 } else { 4 }
+    }
+}
+
+impl Default for CloseMode {
+    /// [`CloseMode::Auto`] with [`CloseMode::AUTO_MAX_THREADS`].
+    fn default() -> Self {
+        CloseMode::Auto {
+            max_threads: CloseMode::AUTO_MAX_THREADS,
+        }
+    }
 }
 
 /// What to do when a file to be written already exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Overwrite {
-    /// The entry fails and the existing file is left untouched.
+    /// The entry fails ([`ErrorKind::AlreadyExists`](crate::ErrorKind::AlreadyExists)) and
+    /// the existing file is left untouched.
     #[default]
     Refuse,
-    /// The new file replaces it (written under a temporary name, then renamed over it).
+    /// The new file replaces it: written under a temporary name in the same folder, then
+    /// renamed over the old one after a good close, so nobody sees half a file.
     Replace,
     /// The existing file is kept and the entry skipped.
     Skip,
 }
 
-#[derive(Debug, Clone)]
+/// How a run writes: threads, closing, durability, what to do with existing files.
+#[derive(Clone)]
 pub struct Options {
-    /// Threads in the write stage.
+    /// Threads in the write stage of [`extract`](crate::extract) and
+    /// [`mirror`](crate::mirror); a [`Batch`](crate::Batch) writes on its callers' threads
+    /// and uses this only to size its close pool.
     pub threads: usize,
+    /// How written files are closed.
     pub close: CloseMode,
-    /// Make every file durable (fsync) before closing it.
+    /// Make every file durable (fsync) before closing it, and every directory written into
+    /// at the end.
     pub fsync: bool,
+    /// What to do with files that already exist.
     pub overwrite: Overwrite,
     /// Keep setuid, setgid and sticky bits from the source (dropped by default).
     pub keep_setid: bool,
     /// Bytes of file content a streamed archive may hold in memory between its reader and the
     /// writers.
     pub memory_budget: u64,
+    /// Stops the run when cancelled.
+    pub cancel: Cancel,
+    /// Told how the run progresses; `None`: nobody.
+    pub progress: Option<Arc<dyn Reporter>>,
 }
 
-/// 64 MiB holds hundreds of typical small files in flight, on any machine.
-pub const DEFAULT_MEMORY_BUDGET: u64 = 64 << 20;
-
 impl Options {
-    /// Handles in the close queue at most: enough to keep every close thread busy while writers
-    /// run ahead, few enough that open handles stay far below any descriptor limit (see
-    /// `docs/design.md` for the count).
-    pub fn close_queue_bound(&self) -> usize {
-        match self.close {
-            // As many as the threads: with those in their hands, 2 x threads.
-            CloseMode::Auto { max_threads } => max_threads,
-            // Two batches a thread: it never waits for a writer's next batch.
-            CloseMode::Deferred { threads } => threads * 2 * CLOSE_BATCH,
-            CloseMode::Inline => 0,
-        }
-    }
+    /// 64 MiB holds hundreds of typical small files in flight, on any machine.
+    pub const DEFAULT_MEMORY_BUDGET: u64 = 64 << 20;
 
     /// The permission bits to apply, given what the source records.
-    pub fn mode_bits(&self, mode: u32) -> u32 {
+    pub(crate) fn mode_bits(&self, mode: u32) -> u32 {
         if self.keep_setid {
             mode & 0o7777
         } else {
@@ -74,20 +107,8 @@ impl Options {
     }
 }
 
-/// Close threads of `--defer-close always` by default: closes are cheap on a local Linux or
-/// macOS disk, and a few threads keep up with any writer there; on Windows a close costs
-/// milliseconds, so more of them overlap.
-pub fn default_close_threads() -> usize {
-    if cfg!(windows) { 16 } else { 4 }
-}
-
-/// The most close threads `--defer-close auto` starts (fewer where the open-file limit is
-/// low). A close thread mostly sleeps in the kernel on a small stack; two writers that each
-/// write a small file every 30 us, behind 5 ms closes, need 2 x 5 ms / 30 us = 333 in flight
-/// never to wait (Little's law), so there the bound is what limits.
-pub const AUTO_MAX_CLOSE_THREADS: usize = 256;
-
-pub fn default_threads() -> usize {
+/// Writer threads by default: one per CPU.
+pub(crate) fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
@@ -95,18 +116,33 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             threads: default_threads(),
-            close: CloseMode::Auto {
-                max_threads: AUTO_MAX_CLOSE_THREADS,
-            },
+            close: CloseMode::default(),
             fsync: false,
             overwrite: Overwrite::Refuse,
             keep_setid: false,
-            memory_budget: DEFAULT_MEMORY_BUDGET,
+            memory_budget: Options::DEFAULT_MEMORY_BUDGET,
+            cancel: Cancel::new(),
+            progress: None,
         }
     }
 }
 
-/// What `mirror` does beyond copying (the engine's [`Options`] still apply).
+impl fmt::Debug for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Options")
+            .field("threads", &self.threads)
+            .field("close", &self.close)
+            .field("fsync", &self.fsync)
+            .field("overwrite", &self.overwrite)
+            .field("keep_setid", &self.keep_setid)
+            .field("memory_budget", &self.memory_budget)
+            .field("cancel", &self.cancel)
+            .field("progress", &self.progress.as_ref().map(|_| "..."))
+            .finish()
+    }
+}
+
+/// What [`mirror`](crate::mirror) does beyond copying (the engine's [`Options`] still apply).
 #[derive(Debug, Clone, Default)]
 pub struct MirrorOptions {
     /// Remove from the destination what the source does not have (never excluded paths).
@@ -119,6 +155,7 @@ pub struct MirrorOptions {
     pub hard_links: bool,
     /// Follow symlinks in the source and copy what they point to.
     pub copy_links: bool,
-    /// Glob patterns of paths left out (see `mirror::exclude`).
+    /// Glob patterns of paths left out: `NAME` at any depth, `a/b` from the source's root,
+    /// `dir/` directories only; `*` stops at `/`, `**` does not.
     pub excludes: Vec<String>,
 }

@@ -12,7 +12,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::report::Failure;
+use crate::error::{Error, ErrorKind};
 
 /// A point in time from whole seconds since 1970, before it too; `None` if it cannot be
 /// represented.
@@ -122,8 +122,42 @@ pub fn safe_relative_path(name: &str) -> Result<PathBuf, Refusal> {
     Ok(path)
 }
 
+/// [`safe_relative_path`] for a path a program gives: the same rules where it is Unicode; a
+/// Unix name that is not (any bytes but `/` and NUL are a name there) is checked by its
+/// components, so that only `..`, a root or an empty path are refused.
+pub fn safe_relative_os_path(path: &Path) -> Result<PathBuf, Refusal> {
+    if let Some(name) = path.to_str() {
+        return safe_relative_path(name);
+    }
+    let mut rel = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::Normal(name) => {
+                match name.to_str() {
+                    Some(spelled) => crate::platform::check_component(spelled).map_err(refuse)?,
+                    None if cfg!(windows) => return Err(refuse("the name is not valid Unicode")),
+                    None => {}
+                }
+                rel.push(name);
+            }
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                return Err(refuse("path escapes the output folder ('..' component)"));
+            }
+            std::path::Component::RootDir | std::path::Component::Prefix(_) => {
+                return Err(refuse("absolute path"));
+            }
+        }
+    }
+    if rel.as_os_str().is_empty() {
+        return Err(refuse("empty path"));
+    }
+    Ok(rel)
+}
+
 /// Why Windows cannot hold `part` as a file or directory name, if it cannot. Used on Windows
 /// only, but kept portable so it is tested everywhere.
+#[cfg_attr(not(windows), allow(dead_code))]
 pub fn windows_name_problem(part: &str) -> Option<&'static str> {
     if part.ends_with(['.', ' ']) {
         return Some("ends with a dot or a space, which Windows drops");
@@ -291,17 +325,21 @@ pub fn check_symlink_target(link: &Path, target: &str) -> Result<(), Refusal> {
 #[derive(Debug, Default)]
 pub struct Plan {
     pub entries: Vec<Entry>,
-    pub rejected: Vec<Failure>,
+    pub rejected: Vec<Error>,
     /// Things worth telling the user that are not failures.
     pub warnings: Vec<String>,
 }
 
 impl Plan {
-    pub fn reject(&mut self, name: impl Into<String>, reason: impl Into<anyhow::Error>) {
-        self.rejected.push(Failure {
-            name: name.into(),
-            error: reason.into(),
-        });
+    /// Records an entry left out: [`ErrorKind::Refused`] for what would be unsafe to write,
+    /// [`ErrorKind::Source`] for what cannot be read.
+    pub fn reject(
+        &mut self,
+        name: impl AsRef<str>,
+        kind: ErrorKind,
+        reason: impl Into<anyhow::Error>,
+    ) {
+        self.rejected.push(Error::new(name.as_ref(), kind, reason));
     }
 
     /// Refuses every entry that would be created below a symlink of the same plan: writing
@@ -325,7 +363,7 @@ impl Plan {
                         "refused: its parent '{}' is a symlink in this archive",
                         link.display()
                     );
-                    self.reject(entry.name, reason);
+                    self.reject(entry.name, ErrorKind::Refused, reason);
                 }
                 None => kept.push(entry),
             }
@@ -510,7 +548,11 @@ mod tests {
         plan.refuse_paths_through_symlinks();
         let kept: Vec<_> = plan.entries.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(kept, ["link", "linked"]);
-        let refused: Vec<_> = plan.rejected.iter().map(|r| r.name.as_str()).collect();
-        assert_eq!(refused, ["link/evil", "link/deeper/evil"]);
+        let refused: Vec<_> = plan.rejected.iter().map(|r| r.path()).collect();
+        assert_eq!(
+            refused,
+            [Path::new("link/evil"), Path::new("link/deeper/evil")]
+        );
+        assert!(plan.rejected.iter().all(|r| r.kind() == ErrorKind::Refused));
     }
 }

@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// Told what the engine is doing. Called from many threads at once.
-pub trait Reporter: Sync {
+/// Told what the engine is doing. Called from many threads at once, so an implementation
+/// should only bump counters and draw elsewhere (as [`Bar`] does).
+pub trait Reporter: Send + Sync {
     /// The plan is known: this many files and bytes will be written (0 and 0: not known up
     /// front).
     fn planned(&self, _files: u64, _bytes: u64) {}
@@ -44,6 +45,7 @@ pub struct Bar {
 }
 
 impl Bar {
+    /// A bar that draws itself once the run's plan is known.
     pub fn new() -> Bar {
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
         bar.set_style(

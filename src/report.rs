@@ -3,6 +3,8 @@
 //! A failure is data: it travels with its entry's name from wherever it happened (validation,
 //! the write stage, a close thread) to here, is counted, and sets the exit code.
 
+use crate::error::Error;
+
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -16,25 +18,26 @@ pub mod exit {
     pub const CANNOT_START: i32 = 2;
 }
 
-/// One entry that was not written, and why.
-#[derive(Debug)]
-pub struct Failure {
-    /// The entry's name as the source spells it.
-    pub name: String,
-    pub error: anyhow::Error,
-}
-
+/// What a run did: counts, bytes, time per phase, and every failure.
 #[derive(Debug, Default)]
 pub struct Report {
+    /// Files written and closed successfully.
     pub files: u64,
+    /// Directories created.
     pub dirs: u64,
+    /// Symlinks created.
     pub symlinks: u64,
+    /// Hard links created.
     pub hardlinks: u64,
+    /// Bytes of file content written.
     pub bytes: u64,
-    /// Existing files kept because of `--skip-existing`.
+    /// Existing files kept because of [`Overwrite::Skip`](crate::Overwrite::Skip).
     pub skipped: u64,
-    pub failures: Vec<Failure>,
+    /// Every entry that failed, with its path and kind.
+    pub failures: Vec<Error>,
+    /// Things worth telling that are not failures (an entry type skipped, duplicate names).
     pub warnings: Vec<String>,
+    /// Wall-clock time of the whole run.
     pub wall: Duration,
     /// Time spent creating directories.
     pub dir_time: Duration,
@@ -42,6 +45,7 @@ pub struct Report {
     pub write_time: Duration,
     /// Time spent closing files, summed over the threads that closed them.
     pub close_time: Duration,
+    /// The most written files that were ever waiting in the close queue.
     pub peak_close_queue: usize,
     /// Threads the close pool had at the end; 0: every file was closed by its writer.
     pub close_threads: usize,
@@ -66,6 +70,8 @@ pub struct MirrorCounts {
 }
 
 impl Report {
+    /// The command line's exit code for this report: [`exit::SUCCESS`] or
+    /// [`exit::SOME_FAILED`].
     pub fn exit_code(&self) -> i32 {
         if self.failures.is_empty() {
             exit::SUCCESS
@@ -74,13 +80,11 @@ impl Report {
         }
     }
 
-    /// One line per failure, in a stable order (by entry name).
+    /// One line per failure, in a stable order (by path).
     pub fn failure_lines(&mut self) -> Vec<String> {
-        self.failures.sort_by(|a, b| a.name.cmp(&b.name));
         self.failures
-            .iter()
-            .map(|f| format!("'{}': {:#}", f.name, f.error))
-            .collect()
+            .sort_by(|a, b| a.path().as_os_str().cmp(b.path().as_os_str()));
+        self.failures.iter().map(Error::to_string).collect()
     }
 
     /// The `--stats` block: what someone timing A/B runs needs.
@@ -144,14 +148,13 @@ mod tests {
     fn exit_code_follows_failures() {
         let mut report = Report::default();
         assert_eq!(report.exit_code(), exit::SUCCESS);
-        report.failures.push(Failure {
-            name: "b".into(),
-            error: anyhow::anyhow!("second"),
-        });
-        report.failures.push(Failure {
-            name: "a".into(),
-            error: anyhow::anyhow!("first"),
-        });
+        let kind = crate::ErrorKind::Write;
+        report
+            .failures
+            .push(Error::new("b", kind, anyhow::anyhow!("second")));
+        report
+            .failures
+            .push(Error::new("a", kind, anyhow::anyhow!("first")));
         assert_eq!(report.exit_code(), exit::SOME_FAILED);
         assert_eq!(report.failure_lines(), ["'a': first", "'b': second"]);
     }

@@ -1,8 +1,8 @@
 //! Extraction: recognise the archive by its content, then hand it to that format's source.
 //!
-//! Each source turns its input into a validated [`Plan`](crate::plan::Plan) and feeds file
-//! contents to the shared write stage ([`Sink`](crate::sink::Sink)), so every format gets the
-//! same safety rules, overwrite policy, close pool and report.
+//! Each source turns its input into validated entries and feeds them, with their contents, to
+//! the engine (`crate::engine`) through the same door a program's [`Batch`](crate::Batch)
+//! uses, so every format gets the same safety rules, overwrite policy, close stage and report.
 
 mod tar;
 mod zip;
@@ -10,16 +10,16 @@ mod zip;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use std::time::Instant;
 
 use anyhow::{Context, bail};
 
 use crate::options::Options;
-use crate::progress::Reporter;
 use crate::report::Report;
 
 /// What the first bytes of an input say it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     Zip,
     Tar,
     Gzip,
@@ -29,7 +29,7 @@ pub enum Format {
 }
 
 /// Recognises a format from an input's first bytes (up to 512, a tar header's size).
-pub fn detect(head: &[u8]) -> Option<Format> {
+pub(crate) fn detect(head: &[u8]) -> Option<Format> {
     let starts = |magic: &[u8]| head.starts_with(magic);
     if starts(b"PK\x03\x04") || starts(b"PK\x05\x06") || starts(b"PK\x07\x08") {
         Some(Format::Zip)
@@ -82,17 +82,30 @@ fn is_tar_header(head: &[u8]) -> bool {
     sum == stored
 }
 
-/// Extracts `archive` into `out`; `-` reads a tar stream (plain or compressed) from standard
-/// input. An `Err` means the run could not start (exit code 2); a report with failures means
-/// some entries were not written (exit code 1).
-pub fn extract(
-    archive: &Path,
-    out: &Path,
-    opts: &Options,
-    reporter: &dyn Reporter,
-) -> anyhow::Result<Report> {
+/// Extracts `archive` into the folder `out` (created if missing): a zip, or a tar plain or
+/// compressed (gzip, zstd, xz, bzip2), recognised by its content; `-` reads a tar stream from
+/// standard input.
+///
+/// An `Err` means the run could not start (the command line's exit code 2): the archive is
+/// missing, unreadable or unrecognised, or `out` cannot be made. Otherwise every entry that
+/// failed is in the report's [`failures`](Report::failures), with its path and kind, and the
+/// rest were written.
+///
+/// ```no_run
+/// let report = fastwrite::extract("wheel.whl".as_ref(), "site-packages".as_ref(), &Default::default())?;
+/// println!("{} files written, {} failed", report.files, report.failures.len());
+/// # Ok::<(), anyhow::Error>(())
+/// ```
+pub fn extract(archive: &Path, out: &Path, opts: &Options) -> anyhow::Result<Report> {
+    let start = Instant::now();
+    let mut report = extract_any(archive, out, opts)?;
+    report.wall = start.elapsed();
+    Ok(report)
+}
+
+fn extract_any(archive: &Path, out: &Path, opts: &Options) -> anyhow::Result<Report> {
     if archive == Path::new("-") {
-        return extract_stream(std::io::stdin(), "standard input", out, opts, reporter);
+        return extract_stream(std::io::stdin(), "standard input", out, opts);
     }
 
     let mut file = File::open(archive)
@@ -102,7 +115,7 @@ pub fn extract(
         // A pipe (`<(curl ...)`, a FIFO) cannot be rewound after its format is told, nor read
         // from its end: it is read as a stream, like standard input.
         let label = format!("'{}'", archive.display());
-        return extract_stream(file, &label, out, opts, reporter);
+        return extract_stream(file, &label, out, opts);
     }
     let mut head = Vec::with_capacity(512);
     (&mut file)
@@ -115,13 +128,13 @@ pub fn extract(
     match detect(&head) {
         // Anything unrecognised may still be a zip with a prefix (a self-extracting archive):
         // the zip reader finds the central directory from the end, or says it is not a zip.
-        Some(Format::Zip) | None => zip::extract(archive, file, out, opts, reporter),
+        Some(Format::Zip) | None => zip::extract(archive, file, out, opts),
         Some(format) => {
             std::io::Seek::rewind(&mut file)
                 .with_context(|| format!("cannot read archive '{}'", archive.display()))?;
             let input = BufReader::with_capacity(INPUT_BUFFER, file);
             let label = archive.display().to_string();
-            tar::extract(Box::new(input), format, &label, out, opts, reporter)
+            tar::extract(Box::new(input), format, &label, out, opts)
         }
     }
 }
@@ -133,7 +146,6 @@ fn extract_stream(
     label: &str,
     out: &Path,
     opts: &Options,
-    reporter: &dyn Reporter,
 ) -> anyhow::Result<Report> {
     let mut input = BufReader::with_capacity(INPUT_BUFFER, input);
     let head = input
@@ -144,7 +156,7 @@ fn extract_stream(
         Some(Format::Zip) => bail!(
             "{label} holds a zip archive, which must be read from its end: save it to a file first"
         ),
-        Some(format) => tar::extract(Box::new(input), format, label, out, opts, reporter),
+        Some(format) => tar::extract(Box::new(input), format, label, out, opts),
         None => bail!("{label} is not a tar stream (plain, gzip, zstd, xz or bzip2)"),
     }
 }

@@ -15,20 +15,19 @@
 use std::collections::HashSet;
 use std::io::{self, BufRead, Read};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, anyhow};
 use tar::EntryType;
 
 use super::Format;
-use crate::close_pool::SystemCloser;
+use crate::engine::{self, CHUNK, Content, Engine, Writer};
+use crate::error::{Error, ErrorKind, Tag};
 use crate::options::Options;
 use crate::plan::{self, Entry, EntryKind};
-use crate::progress::Reporter;
 use crate::queue::Queue;
-use crate::report::{Failure, Report};
-use crate::sink::{self, CHUNK, Sink};
+use crate::report::Report;
 
 /// Wraps the input in the decoder its format needs. Every decoder reads concatenated members
 /// or frames (pigz and `cat a.gz b.gz` make them) to the end.
@@ -126,77 +125,71 @@ struct Job {
 const BATCH_FILES: usize = 32;
 const BATCH_BYTES: u64 = 4 << 20;
 
-pub fn extract(
+/// Extracts the tar stream `input` (in `format`; `label` names it in messages) into `out`.
+pub(super) fn extract(
     input: Box<dyn BufRead + Send + '_>,
     format: Format,
     label: &str,
     out: &Path,
     opts: &Options,
-    reporter: &dyn Reporter,
 ) -> anyhow::Result<Report> {
-    let start = Instant::now();
-    let closer = Arc::new(SystemCloser { fsync: opts.fsync });
-    let sink = Sink::new(out, opts, reporter, closer)?;
     let threads = opts.threads.max(1);
-    let writers = sink::writer_pool(opts)?;
     // A file is buffered only if it takes at most a quarter of the budget, so several are
     // always in flight; a larger one is streamed by the reader.
     let budget = Budget::new(opts.memory_budget.max(4 * CHUNK as u64));
     let buffer_limit = budget.limit / 4;
     let queue: Queue<Vec<Job>> = Queue::new(threads * 4, threads, Vec::len);
 
-    let mut stream = Stream {
-        sink: &sink,
-        queue: &queue,
-        budget: &budget,
-        buffer_limit,
-        files: HashSet::new(),
-        symlinks: HashSet::new(),
-        case: plan::CaseGuard::new(),
-        warnings: Vec::new(),
-        last_name: None,
-        pending: Vec::new(),
-        pending_bytes: 0,
-    };
-    let outcome = writers.in_place_scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|_| {
-                let _gone = ReceiverGuard(&queue);
-                let mut writer = sink.writer();
-                while let Some(batch) = queue.pop() {
-                    let mut bytes = 0;
-                    for job in batch {
-                        // Directories are made here, by the writers, off the reader's path.
-                        if sink.make_parents(&job.entry) {
-                            writer.write_bytes(&job.entry, &job.data);
+    let (mut report, (outcome, warnings, last_name)) =
+        engine::run(out, opts, |engine, writers| {
+            let mut stream = Stream {
+                engine,
+                queue: &queue,
+                budget: &budget,
+                buffer_limit,
+                files: HashSet::new(),
+                symlinks: HashSet::new(),
+                case: plan::CaseGuard::new(),
+                warnings: Vec::new(),
+                last_name: None,
+                pending: Vec::new(),
+                pending_bytes: 0,
+            };
+            let outcome = writers.in_place_scope(|scope| {
+                for _ in 0..threads {
+                    scope.spawn(|_| {
+                        let _gone = ReceiverGuard(&queue);
+                        let mut writer = engine.writer();
+                        while let Some(batch) = queue.pop() {
+                            let mut bytes = 0;
+                            for job in batch {
+                                // Directories are made here, by the writers, off the reader's path.
+                                writer.write(&job.entry, Content::Bytes(&job.data));
+                                // What the reader took: the declared size (a short read is an error).
+                                bytes += job.entry.size;
+                            }
+                            budget.release(bytes);
                         }
-                        // What the reader took: the declared size (a short read is an error).
-                        bytes += job.entry.size;
-                    }
-                    budget.release(bytes);
+                    });
                 }
+                // Closed however the reader ends (even by unwinding), so the writers always stop.
+                let _close = CloseOnDrop(&queue);
+                stream.read_all(decoder(format, input))
             });
-        }
-        // Closed however the reader ends (even by unwinding), so the writers always stop.
-        let _close = CloseOnDrop(&queue);
-        stream.read_all(decoder(format, input))
-    });
-    let warnings = std::mem::take(&mut stream.warnings);
-    let last_name = stream.last_name.take();
-
-    let mut report = writers.install(|| sink.finish());
+            (outcome, stream.warnings, stream.last_name)
+        })?;
     if let Err(error) = outcome {
         let place = match last_name {
             Some(name) => format!("after entry '{name}'"),
             None => "before its first entry".to_string(),
         };
-        report.failures.push(Failure {
-            name: label.to_string(),
-            error: error.context(format!("the archive is corrupt or truncated {place}; the entries after it were not extracted")),
-        });
+        report.failures.push(Error::new(
+            label,
+            ErrorKind::Source,
+            error.context(format!("the archive is corrupt or truncated {place}; the entries after it were not extracted")),
+        ));
     }
     report.warnings = warnings;
-    report.wall = start.elapsed();
     Ok(report)
 }
 
@@ -217,8 +210,8 @@ impl Drop for ReceiverGuard<'_> {
 }
 
 /// The reader's state while it walks the stream.
-struct Stream<'s, 'a> {
-    sink: &'s Sink<'a>,
+struct Stream<'s> {
+    engine: &'s Engine,
     queue: &'s Queue<Vec<Job>>,
     budget: &'s Budget,
     buffer_limit: u64,
@@ -238,11 +231,11 @@ struct Stream<'s, 'a> {
     pending_bytes: u64,
 }
 
-impl Stream<'_, '_> {
+impl Stream<'_> {
     /// Reads every entry. An `Err` means the stream itself is broken (corrupt or truncated);
-    /// problems with single entries are recorded in the sink and the walk goes on.
+    /// problems with single entries are recorded in the run and the walk goes on.
     fn read_all(&mut self, input: Box<dyn Read + Send + '_>) -> anyhow::Result<()> {
-        let mut writer = self.sink.writer();
+        let mut writer = self.engine.writer();
         let outcome = self.walk(input, &mut writer);
         self.flush(&mut writer);
         outcome
@@ -251,11 +244,11 @@ impl Stream<'_, '_> {
     fn walk(
         &mut self,
         input: Box<dyn Read + Send + '_>,
-        writer: &mut crate::sink::Writer<'_, '_>,
+        writer: &mut Writer<'_>,
     ) -> anyhow::Result<()> {
         let mut archive = tar::Archive::new(input);
         for item in archive.entries().context("cannot read the archive")? {
-            if crate::interrupt::interrupted() {
+            if self.engine.cancelled() {
                 // The rest of the stream is neither read nor checked.
                 return Ok(());
             }
@@ -265,7 +258,7 @@ impl Stream<'_, '_> {
                 Ok(Some(entry)) => self.dispatch(entry, &mut raw, writer)?,
                 Ok(None) => true,
                 Err(error) => {
-                    self.sink.fail_named(&name, error);
+                    self.engine.record(error);
                     true
                 }
             };
@@ -285,7 +278,9 @@ impl Stream<'_, '_> {
         &mut self,
         raw: &mut tar::Entry<'_, R>,
         name: &str,
-    ) -> anyhow::Result<Option<Entry>> {
+    ) -> Result<Option<Entry>, Error> {
+        let refused = |error: anyhow::Error| Error::new(name, ErrorKind::Refused, error);
+        let unreadable = |error: anyhow::Error| Error::new(name, ErrorKind::Source, error);
         let header = raw.header();
         let entry_type = header.entry_type();
         let kind = match entry_type {
@@ -296,9 +291,10 @@ impl Stream<'_, '_> {
             EntryType::Symlink | EntryType::Link => {
                 let target = raw
                     .link_name_bytes()
-                    .ok_or_else(|| anyhow!("the link has no target"))?;
+                    .ok_or_else(|| unreadable(anyhow!("the link has no target")))?;
                 let target = std::str::from_utf8(&target)
-                    .context("the link target is not UTF-8")?
+                    .context("the link target is not UTF-8")
+                    .tag(name, ErrorKind::Source)?
                     .to_string();
                 if entry_type == EntryType::Symlink {
                     EntryKind::Symlink {
@@ -306,8 +302,9 @@ impl Stream<'_, '_> {
                     }
                 } else {
                     EntryKind::Hardlink {
-                        target: plan::safe_relative_path(&target)
-                            .map_err(|r| anyhow!("refused: hard link target '{target}': {r}"))?,
+                        target: plan::safe_relative_path(&target).map_err(|r| {
+                            refused(anyhow!("refused: hard link target '{target}': {r}"))
+                        })?,
                     }
                 }
             }
@@ -331,39 +328,39 @@ impl Stream<'_, '_> {
             }
         };
         if kind == EntryKind::File && is_pax_sparse(raw) {
-            anyhow::bail!(
+            return Err(unreadable(anyhow!(
                 "pax-format sparse files (GNU.sparse.* records, as `tar --format=pax --sparse` makes) are not supported; GNU-format sparse files are"
-            );
+            )));
         }
         if std::str::from_utf8(&raw.path_bytes()).is_err() {
-            anyhow::bail!("refused: the name is not UTF-8");
+            return Err(refused(anyhow!("refused: the name is not UTF-8")));
         }
-        let path = plan::safe_relative_path(name).map_err(|r| anyhow!("refused: {r}"))?;
+        let path = plan::safe_relative_path(name).map_err(|r| refused(anyhow!("refused: {r}")))?;
         self.case
             .check(&path)
-            .map_err(|r| anyhow!("refused: {r}"))?;
+            .map_err(|r| refused(anyhow!("refused: {r}")))?;
         if let Some(link) = path
             .ancestors()
             .skip(1)
             .find(|a| self.symlinks.contains(*a))
         {
-            anyhow::bail!(
+            return Err(refused(anyhow!(
                 "refused: its parent '{}' is a symlink in this archive",
                 link.display()
-            );
+            )));
         }
         match &kind {
             EntryKind::Symlink { target } => {
                 // Recorded even if refused: what the archive puts below it is refused too.
                 self.symlinks.insert(path.clone());
                 plan::check_symlink_target(&path, &target.to_string_lossy())
-                    .map_err(|r| anyhow!("refused: {r}"))?;
+                    .map_err(|r| refused(anyhow!("refused: {r}")))?;
             }
             EntryKind::Hardlink { target } if !self.files.contains(&path_key(target)) => {
-                anyhow::bail!(
+                return Err(refused(anyhow!(
                     "refused: hard link target '{}' is not a file earlier in this archive",
                     target.display()
-                )
+                )));
             }
             _ => {}
         }
@@ -384,36 +381,34 @@ impl Stream<'_, '_> {
         }))
     }
 
-    /// Hands an entry to the sink: directories and links now, file content to a writer (or,
+    /// Hands an entry to the engine: directories and links now, file content to a writer (or,
     /// for a file too large to buffer, written here). `Ok(false)`: the entry's data may not
     /// have been read whole (a failed streamed write); `Err`: the stream broke.
     fn dispatch<R: Read>(
         &mut self,
         entry: Entry,
         raw: &mut tar::Entry<'_, R>,
-        writer: &mut crate::sink::Writer<'_, '_>,
+        writer: &mut Writer<'_>,
     ) -> anyhow::Result<bool> {
         match entry.kind {
-            EntryKind::Dir => self.sink.add_dir(entry),
-            EntryKind::Symlink { .. } | EntryKind::Hardlink { .. } => self.sink.add_link(entry),
+            EntryKind::Dir => self.engine.add_dir(entry),
+            EntryKind::Symlink { .. } | EntryKind::Hardlink { .. } => self.engine.add_link(entry),
             EntryKind::File => {
                 if !self.files.insert(path_key(&entry.path)) {
-                    self.sink.fail(
-                        &entry,
+                    self.engine.record(Error::new(
+                        &entry.name,
+                        ErrorKind::AlreadyExists,
                         anyhow!(
                             "the archive holds this path more than once; the first copy was kept"
                         ),
-                    );
+                    ));
                     return Ok(true);
                 }
                 if entry.size > self.buffer_limit {
                     // Give the writers what is pending before this thread gets busy.
                     self.flush(writer);
-                    if !self.sink.make_parents(&entry) {
-                        return Ok(true);
-                    }
                     // If the stream broke inside this file, the next header read says so.
-                    return Ok(writer.write_file(&entry, raw));
+                    return Ok(writer.write(&entry, Content::Reader(raw)));
                 }
                 if !self.budget.try_acquire(entry.size) {
                     // What this thread holds must reach the writers before it waits for them.
@@ -428,7 +423,8 @@ impl Stream<'_, '_> {
                         Err(e) => anyhow::Error::new(e).context("reading the entry's data"),
                         Ok(n) => anyhow!("the entry is truncated: {n} of its {} bytes", entry.size),
                     };
-                    self.sink.fail(&entry, error);
+                    self.engine
+                        .record(Error::new(&entry.name, ErrorKind::Source, error));
                     return Err(anyhow!("the stream broke inside '{}'", entry.name));
                 }
                 self.pending_bytes += entry.size;
@@ -442,9 +438,9 @@ impl Stream<'_, '_> {
     }
 }
 
-impl Stream<'_, '_> {
+impl Stream<'_> {
     /// Hands the pending files to the writers (or, if none is left, writes them here).
-    fn flush(&mut self, writer: &mut crate::sink::Writer<'_, '_>) {
+    fn flush(&mut self, writer: &mut Writer<'_>) {
         if self.pending.is_empty() {
             return;
         }
@@ -453,9 +449,7 @@ impl Stream<'_, '_> {
         if let Err(batch) = self.queue.push(batch) {
             // Every writer is gone (only after a panic): write them here instead.
             for job in batch {
-                if self.sink.make_parents(&job.entry) {
-                    writer.write_bytes(&job.entry, &job.data);
-                }
+                writer.write(&job.entry, Content::Bytes(&job.data));
             }
             self.budget.release(bytes);
         }
@@ -463,7 +457,7 @@ impl Stream<'_, '_> {
 }
 
 /// A path's key in the set of files seen. A collision (odds of about 1 in 10^19 per pair) could
-/// only wrongly refuse a file or allow a hard link to a file that is in OUT anyway (the sink
+/// only wrongly refuse a file or allow a hard link to a file that is in OUT anyway (the engine
 /// checks every link target on disk).
 fn path_key(path: &Path) -> u64 {
     use std::hash::{Hash, Hasher};
@@ -525,6 +519,7 @@ fn parse_pax_time(value: &str) -> Option<SystemTime> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     #[test]
     fn negative_header_times_are_before_1970() {

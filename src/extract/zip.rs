@@ -14,21 +14,19 @@ use std::fs::File;
 use std::io::{Cursor, Read};
 use std::ops::Deref;
 use std::path::Path;
-use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use rayon::prelude::*;
 use zip::ExtraField;
 use zip::ZipArchive;
 
-use crate::close_pool::SystemCloser;
+use crate::engine::{self, Content};
+use crate::error::{Error, ErrorKind, Tag};
 use crate::options::Options;
 use crate::plan::{self, Entry, EntryKind, Plan};
 use crate::platform;
-use crate::progress::Reporter;
 use crate::report::Report;
-use crate::sink::{self, Sink};
 
 /// The archive's bytes: mapped when possible.
 enum Bytes {
@@ -61,52 +59,45 @@ fn load(path: &Path, mut file: File) -> anyhow::Result<Bytes> {
 
 type Archive<'a> = ZipArchive<Cursor<&'a [u8]>>;
 
-pub fn extract(
+/// Extracts the zip `file` (named `path` in messages) into `out`.
+pub(super) fn extract(
     path: &Path,
     file: File,
     out: &Path,
     opts: &Options,
-    reporter: &dyn Reporter,
 ) -> anyhow::Result<Report> {
-    let start = Instant::now();
     let bytes = load(path, file)?;
     let archive = ZipArchive::new(Cursor::new(&bytes[..]))
         .with_context(|| format!("'{}' is not a readable zip archive", path.display()))?;
     let mut plan = build_plan(&mut archive.clone());
 
-    let closer = Arc::new(SystemCloser { fsync: opts.fsync });
-    let mut sink = Sink::new(out, opts, reporter, closer)?;
-    let writers = sink::writer_pool(opts)?;
-    writers.install(|| sink.prepare(&mut plan));
-
-    let files: Vec<&Entry> = plan
-        .entries
-        .iter()
-        .filter(|e| e.kind == EntryKind::File)
-        .collect();
-    reporter.planned(files.len() as u64, files.iter().map(|e| e.size).sum());
-
-    writers.install(|| {
-        files.par_iter().for_each_init(
-            || (archive.clone(), sink.writer()),
-            |(archive, writer), entry| match archive.by_index(entry.index) {
-                Ok(mut reader) => {
-                    if sink.make_parents(entry) {
-                        writer.write_file(entry, &mut reader);
+    let (mut report, ()) = engine::run(out, opts, |engine, writers| {
+        writers.install(|| engine.prepare(&mut plan));
+        let files: Vec<&Entry> = plan
+            .entries
+            .iter()
+            .filter(|e| e.kind == EntryKind::File)
+            .collect();
+        engine
+            .reporter()
+            .planned(files.len() as u64, files.iter().map(|e| e.size).sum());
+        writers.install(|| {
+            files.par_iter().for_each_init(
+                || (archive.clone(), engine.writer()),
+                |(archive, writer), entry| match archive.by_index(entry.index) {
+                    Ok(mut reader) => {
+                        writer.write(entry, Content::Reader(&mut reader));
                     }
-                }
-                Err(e) => sink.fail(
-                    entry,
-                    anyhow::Error::new(e).context("cannot read the entry"),
-                ),
-            },
-        );
-    });
-
-    let mut report = writers.install(|| sink.finish());
-    report.failures.append(&mut plan.rejected);
-    report.warnings.append(&mut plan.warnings);
-    report.wall = start.elapsed();
+                    Err(e) => engine.record(Error::new(
+                        &entry.name,
+                        ErrorKind::Source,
+                        anyhow::Error::new(e).context("cannot read the entry"),
+                    )),
+                },
+            );
+        });
+    })?;
+    engine::add_plan(&mut report, &mut plan);
     Ok(report)
 }
 
@@ -129,7 +120,8 @@ fn build_plan(archive: &mut Archive<'_>) -> Plan {
             Ok(name) => name.into_owned(),
             Err(e) => {
                 let raw = String::from_utf8_lossy(zf.name_raw()).into_owned();
-                plan.reject(raw, anyhow::Error::new(e).context("undecodable name"));
+                let error = anyhow::Error::new(e).context("undecodable name");
+                plan.reject(raw, ErrorKind::Source, error);
                 continue;
             }
         };
@@ -142,12 +134,17 @@ fn build_plan(archive: &mut Archive<'_>) -> Plan {
         }) {
             Ok(path) => path,
             Err(refusal) => {
-                plan.reject(name, anyhow::anyhow!("refused: {refusal}"));
+                plan.reject(
+                    name,
+                    ErrorKind::Refused,
+                    anyhow::anyhow!("refused: {refusal}"),
+                );
                 continue;
             }
         };
         if zf.encrypted() {
-            plan.reject(name, anyhow::anyhow!("encrypted entries are not supported"));
+            let error = anyhow::anyhow!("encrypted entries are not supported");
+            plan.reject(name, ErrorKind::Source, error);
             continue;
         }
         let kind = if zf.is_symlink() {
@@ -185,10 +182,8 @@ fn build_plan(archive: &mut Archive<'_>) -> Plan {
             .name_for_index(index)
             .and_then(Result::ok)
             .map_or_else(|| format!("entry #{index}"), |n| n.into_owned());
-        plan.reject(
-            name,
-            anyhow::Error::new(e).context("unreadable entry header"),
-        );
+        let error = anyhow::Error::new(e).context("unreadable entry header");
+        plan.reject(name, ErrorKind::Source, error);
     }
     if archive.has_duplicate_names() {
         plan.warnings.push(
@@ -211,8 +206,8 @@ fn build_plan(archive: &mut Archive<'_>) -> Plan {
         }
     }
     for (i, error) in refused.into_iter().rev() {
-        let entry = plan.entries.remove(i);
-        plan.reject(entry.name, error);
+        plan.entries.remove(i);
+        plan.rejected.push(error);
     }
     plan.refuse_paths_through_symlinks();
     plan
@@ -229,21 +224,27 @@ fn unix_mode<R: Read>(zf: &zip::read::ZipFile<'_, R>) -> Option<u32> {
     Some((mode | specials) & 0o7777)
 }
 
-fn read_link_target(archive: &mut Archive<'_>, entry: &Entry) -> anyhow::Result<String> {
+fn read_link_target(archive: &mut Archive<'_>, entry: &Entry) -> Result<String, Error> {
     const MAX_TARGET: u64 = 4096;
     let mut target = Vec::new();
     archive
         .by_index(entry.index)
-        .context("cannot read the symlink")?
+        .context("cannot read the symlink")
+        .tag(&entry.name, ErrorKind::Source)?
         .take(MAX_TARGET + 1)
         .read_to_end(&mut target)
-        .context("cannot read the symlink's target")?;
+        .context("cannot read the symlink's target")
+        .tag(&entry.name, ErrorKind::Source)?;
     if target.len() as u64 > MAX_TARGET {
-        anyhow::bail!("symlink target is longer than {MAX_TARGET} bytes");
+        let error = anyhow::anyhow!("symlink target is longer than {MAX_TARGET} bytes");
+        return Err(Error::new(&entry.name, ErrorKind::Source, error));
     }
-    let target = String::from_utf8(target).context("symlink target is not UTF-8")?;
+    let target = String::from_utf8(target)
+        .context("symlink target is not UTF-8")
+        .tag(&entry.name, ErrorKind::Source)?;
     plan::check_symlink_target(&entry.path, &target)
-        .map_err(|r| anyhow::anyhow!("refused: {r}"))?;
+        .map_err(|r| anyhow::anyhow!("refused: {r}"))
+        .tag(&entry.name, ErrorKind::Refused)?;
     Ok(target)
 }
 

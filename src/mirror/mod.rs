@@ -24,32 +24,43 @@ mod walk;
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, anyhow, bail};
 use rayon::prelude::*;
 
-use crate::close_pool::SystemCloser;
+use crate::engine::{self, Content, Engine, Writer};
+use crate::error::{Error, ErrorKind};
 use crate::options::{MirrorOptions, Options};
 use crate::plan::{Entry, EntryKind, Plan};
 use crate::platform;
-use crate::progress::Reporter;
-use crate::report::{Failure, MirrorCounts, Report};
-use crate::sink::{self, Sink, Writer};
+use crate::report::{MirrorCounts, Report};
 
-pub use exclude::Exclude;
+use exclude::Exclude;
 use walk::{Action, Found, Walk};
 
-/// Makes `dst` an exact copy of the contents of `src`. With `mopts.dry_run`, changes nothing
-/// and returns what it would do in the report's [`MirrorCounts::actions`].
+/// Makes `dst` an exact copy of the contents of `src`, like `rsync -a src/ dst/`: files, modes,
+/// mtimes, symlinks, empty directories; a second run copies only what changed. With
+/// `mopts.dry_run`, changes nothing and returns what it would do in the report's
+/// [`MirrorCounts::actions`].
+///
+/// An `Err` means nothing was done: `src` is missing or not a directory, `dst` is not a
+/// directory, or one lies inside the other. Otherwise every path that failed is in the
+/// report's [`failures`](Report::failures).
+///
+/// ```no_run
+/// use fastwrite::{MirrorOptions, Options};
+/// let mopts = MirrorOptions { delete: true, ..MirrorOptions::default() };
+/// let report = fastwrite::mirror("src".as_ref(), "backup".as_ref(), &Options::default(), &mopts)?;
+/// assert!(report.failures.is_empty());
+/// # Ok::<(), anyhow::Error>(())
+/// ```
 pub fn mirror(
     src: &Path,
     dst: &Path,
     opts: &Options,
     mopts: &MirrorOptions,
-    reporter: &dyn Reporter,
 ) -> anyhow::Result<Report> {
     let start = Instant::now();
     let (root_meta, dst_exists) = check_roots(src, dst)?;
@@ -57,47 +68,75 @@ pub fn mirror(
         bail!("--hard-links is not supported on this platform (no file identities)");
     }
     let exclude = Exclude::new(&mopts.excludes)?;
-    let writers = sink::writer_pool(opts)?;
-    let sink = if mopts.dry_run {
-        None
-    } else {
-        let closer = Arc::new(SystemCloser { fsync: opts.fsync });
-        Some(Sink::new(dst, opts, reporter, closer)?)
-    };
-    // Into an empty destination nothing needs comparing or deleting first, so each directory's
-    // files are copied as soon as it is read: walking overlaps with writing.
-    let stream = sink.as_ref().filter(|s| s.is_fresh());
-    if stream.is_some() {
-        reporter.planned(0, 0);
-    }
-
-    let walk = Walk {
+    let walk = || Walk {
         src,
         dst,
         opts: mopts,
         exclude: &exclude,
-        stream,
+        cancel: &opts.cancel,
+        stream: None,
         found: Default::default(),
     };
-    writers.install(|| walk.run(root_meta, dst_exists));
+    let mut report = if mopts.dry_run {
+        let walk = walk();
+        engine::writer_pool(opts)?.install(|| walk.run(root_meta, dst_exists));
+        let mut found = walked(walk, src);
+        let mut report = dry_run(&mut found);
+        add_found(&mut report, found);
+        report
+    } else {
+        let (mut report, (found, applied)) = engine::run(dst, opts, |engine, writers| {
+            // Into an empty destination nothing needs comparing or deleting first, so each
+            // directory's files are copied as soon as it is read: walking overlaps with
+            // writing.
+            let stream = engine.is_fresh();
+            if stream {
+                engine.reporter().planned(0, 0);
+            }
+            let mut walk = walk();
+            walk.stream = stream.then_some(engine);
+            writers.install(|| walk.run(root_meta, dst_exists));
+            let mut found = walked(walk, src);
+            let applied = writers.install(|| apply(src, opts, mopts, engine, stream, &mut found));
+            (found, applied)
+        })?;
+        // The root's mode and mtime last: making links and directories at the end of the run
+        // changes its mtime.
+        if let Some(root) = applied.root
+            && let Err(error) = set_metadata(dst, &root, opts)
+        {
+            report
+                .failures
+                .push(Error::new(".", ErrorKind::Metadata, error));
+        }
+        report.failures.extend(applied.failures);
+        report.mirror = Some(MirrorCounts {
+            updated: applied.updated,
+            deleted: applied.deleted,
+            ..MirrorCounts::default()
+        });
+        add_found(&mut report, found);
+        report
+    };
+    report.wall = start.elapsed();
+    Ok(report)
+}
+
+/// What the walk decided, with its links settled and its actions in path order.
+fn walked(walk: Walk<'_>, src: &Path) -> Found {
     let mut found = walk.found.into_inner().unwrap_or_else(|e| e.into_inner());
     walk::settle_links(&mut found, src);
     found.actions.sort_by(|a, b| a.path().cmp(b.path()));
+    found
+}
 
-    let streamed = stream.is_some();
-    let mut report = match sink {
-        None => dry_run(&mut found),
-        Some(sink) => {
-            writers.install(|| apply(src, dst, opts, mopts, sink, streamed, &mut found, reporter))
-        }
-    };
+/// Adds what the walk found itself (unreadable sources, warnings, unchanged files).
+fn add_found(report: &mut Report, mut found: Found) {
     report.failures.append(&mut found.failures);
     report.warnings.append(&mut found.warnings);
     if let Some(m) = &mut report.mirror {
         m.unchanged = found.unchanged;
     }
-    report.wall = start.elapsed();
-    Ok(report)
 }
 
 /// Refuses, before anything is written, a pair of folders that cannot be mirrored. Returns the
@@ -196,10 +235,10 @@ fn dry_run(found: &mut Found) -> Report {
     }
 }
 
-/// Copies one file of the source with a writer of the sink; failures are recorded there.
+/// Copies one file of the source with a writer of the engine; failures are recorded there.
 pub(crate) fn copy_file(
-    sink: &Sink<'_>,
-    writer: &mut Writer<'_, '_>,
+    engine: &Engine,
+    writer: &mut Writer<'_>,
     src: &Path,
     entry: &Entry,
     follow: bool,
@@ -207,11 +246,12 @@ pub(crate) fn copy_file(
     let path = src.join(&entry.path);
     match platform::open_source(&path, follow) {
         Ok(file) => {
-            if sink.make_parents(entry) {
-                writer.copy_file(entry, &file);
-            }
+            writer.write(entry, Content::File(&file));
         }
-        Err(e) => sink.fail(entry, walk::source_context(&path)(e)),
+        Err(e) => {
+            let error = walk::source_context(&path)(e);
+            engine.record(Error::new(&entry.name, ErrorKind::Source, error));
+        }
     }
 }
 
@@ -226,19 +266,26 @@ fn rename_case(from: &Path, to: &Path) -> io::Result<()> {
     })
 }
 
+/// What [`apply`] did besides writing: the root's entry (its metadata is set after the run),
+/// failures to delete or rename, and counts.
+struct Applied {
+    root: Option<Entry>,
+    failures: Vec<Error>,
+    updated: u64,
+    deleted: u64,
+}
+
 /// Carries out the decided actions (what the walk has not already copied). Runs on the
 /// writers' pool.
-#[allow(clippy::too_many_arguments)]
 fn apply(
     src: &Path,
-    dst: &Path,
     opts: &Options,
     mopts: &MirrorOptions,
-    mut sink: Sink<'_>,
+    engine: &Engine,
     streamed: bool,
     found: &mut Found,
-    reporter: &dyn Reporter,
-) -> Report {
+) -> Applied {
+    let dst = engine.root();
     let mut deletes = Vec::new();
     let mut renames = Vec::new();
     let mut updates = Vec::new();
@@ -259,28 +306,29 @@ fn apply(
     // Names spelled otherwise than in the source (only where names ignore case), parents
     // first, before anything else uses the new spelling.
     let updated = AtomicU64::new(0);
-    let mut rename_failures = Vec::new();
+    let mut failures = Vec::new();
     for (from, to) in renames {
         match rename_case(&dst.join(&from), &dst.join(&to)) {
             Ok(()) => {
                 updated.fetch_add(1, Ordering::Relaxed);
             }
-            Err(e) => rename_failures.push(Failure {
-                name: to.to_string_lossy().into_owned(),
-                error: anyhow!(e).context(format!(
+            Err(e) => failures.push(Error::new(
+                &to,
+                ErrorKind::Delete,
+                anyhow!(e).context(format!(
                     "renaming '{}' to the source's spelling",
                     dst.join(&from).display()
                 )),
-            }),
+            )),
         }
     }
 
     // Deletions come first: they make way for what replaces them, and free space.
     let deleted = AtomicU64::new(0);
-    let delete_failures: Vec<Failure> = deletes
+    let delete_failures: Vec<Error> = deletes
         .par_iter()
         .filter_map(|(rel, dir)| {
-            if crate::interrupt::interrupted() {
+            if engine.cancelled() {
                 return None;
             }
             let path = dst.join(rel);
@@ -296,67 +344,51 @@ fn apply(
                     None
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-                Err(e) => Some(Failure {
-                    name: rel.to_string_lossy().into_owned(),
-                    error: anyhow!(e).context(format!("deleting '{}'", path.display())),
-                }),
+                Err(e) => Some(Error::new(
+                    rel,
+                    ErrorKind::Delete,
+                    anyhow!(e).context(format!("deleting '{}'", path.display())),
+                )),
             }
         })
         .collect();
+    failures.extend(delete_failures);
 
-    for entry in &plan.entries {
-        if let EntryKind::Hardlink { target } = &entry.kind {
-            // A hard link is only made through directories the sink has checked are real;
-            // its target may be a file this run leaves alone, in a directory it does not
-            // otherwise touch. (A failure here is the link's, said when it is made.)
-            let _ = sink.ensure_parents(target);
-        }
-    }
-    sink.prepare(&mut plan);
+    engine.prepare(&mut plan);
     let files: Vec<&Entry> = plan
         .entries
         .iter()
         .filter(|e| e.kind == EntryKind::File)
         .collect();
     if !streamed {
-        reporter.planned(files.len() as u64, files.iter().map(|e| e.size).sum());
+        engine
+            .reporter()
+            .planned(files.len() as u64, files.iter().map(|e| e.size).sum());
     }
     files.par_iter().for_each_init(
-        || sink.writer(),
-        |writer, entry| copy_file(&sink, writer, src, entry, mopts.copy_links),
+        || engine.writer(),
+        |writer, entry| copy_file(engine, writer, src, entry, mopts.copy_links),
     );
 
     updates.par_iter().for_each(|entry| {
         let path = dst.join(&entry.path);
-        let done = set_metadata(&path, entry, opts);
-        match done {
+        match set_metadata(&path, entry, opts) {
             Ok(()) => {
                 updated.fetch_add(1, Ordering::Relaxed);
             }
-            Err(error) => sink.fail(entry, error),
+            Err(error) => engine.record(Error::new(&entry.name, ErrorKind::Metadata, error)),
         }
     });
 
-    let mut report = sink.finish();
-    if let Some(root) = root
-        && let Err(error) = set_metadata(dst, &root, opts)
-    {
-        report.failures.push(Failure {
-            name: ".".into(),
-            error,
-        });
-    }
-    report.failures.extend(delete_failures);
-    report.failures.extend(rename_failures);
-    report.mirror = Some(MirrorCounts {
+    Applied {
+        root,
+        failures,
         updated: updated.into_inner(),
         deleted: deleted.into_inner(),
-        ..MirrorCounts::default()
-    });
-    report
+    }
 }
 
 /// Sets what an entry records of mode and mtime on an existing path.
 fn set_metadata(path: &Path, entry: &Entry, opts: &Options) -> anyhow::Result<()> {
-    sink::set_path_metadata(path, entry.mode.map(|m| opts.mode_bits(m)), entry.mtime)
+    engine::set_path_metadata(path, entry.mode.map(|m| opts.mode_bits(m)), entry.mtime)
 }

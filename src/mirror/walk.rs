@@ -17,11 +17,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::anyhow;
 
 use super::exclude::Exclude;
+use crate::cancel::Cancel;
+use crate::engine::Engine;
+use crate::error::{Error, ErrorKind};
 use crate::options::MirrorOptions;
 use crate::plan::{self, Entry, EntryKind};
 use crate::platform::{self, FileIdentity};
-use crate::report::Failure;
-use crate::sink::Sink;
 
 /// How a directory of the source stands in the destination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,7 +163,7 @@ pub struct Linked {
 #[derive(Debug, Default)]
 pub struct Found {
     pub actions: Vec<Action>,
-    pub failures: Vec<Failure>,
+    pub failures: Vec<Error>,
     pub warnings: Vec<String>,
     pub unchanged: u64,
     pub linked: Vec<Linked>,
@@ -170,10 +171,8 @@ pub struct Found {
 
 impl Found {
     fn fail(&mut self, rel: &Path, error: anyhow::Error) {
-        self.failures.push(Failure {
-            name: name_of(rel),
-            error,
-        });
+        self.failures
+            .push(Error::new(name_of(rel), ErrorKind::Source, error));
     }
 }
 
@@ -189,8 +188,10 @@ pub struct Walk<'a> {
     pub dst: &'a Path,
     pub opts: &'a MirrorOptions,
     pub exclude: &'a Exclude,
-    /// Copy new files right away, directory by directory, with this sink (a fresh destination).
-    pub stream: Option<&'a Sink<'a>>,
+    pub cancel: &'a Cancel,
+    /// Copy new files right away, directory by directory, with this engine (a fresh
+    /// destination).
+    pub stream: Option<&'a Engine>,
     pub found: Mutex<Found>,
 }
 
@@ -318,7 +319,7 @@ impl Walk<'_> {
         dst: DstDir,
         mut ancestors: Vec<FileIdentity>,
     ) {
-        if crate::interrupt::interrupted() {
+        if self.cancel.is_cancelled() {
             return;
         }
         let mut local = Found::default();
@@ -374,8 +375,8 @@ impl Walk<'_> {
                     }
                     changed |= self.compare(scope, &mut local, &rel, e, theirs_entry, &ancestors);
                 }
-                if let Some(sink) = self.stream {
-                    self.copy_now(sink, &mut local);
+                if let Some(engine) = self.stream {
+                    self.copy_now(engine, &mut local);
                 }
                 if let Some(extra) = theirs {
                     for (name, e) in extra {
@@ -430,7 +431,7 @@ impl Walk<'_> {
     }
 
     /// Copies the files decided so far in this directory (into a fresh destination).
-    fn copy_now(&self, sink: &Sink<'_>, local: &mut Found) {
+    fn copy_now(&self, engine: &Engine, local: &mut Found) {
         let (copies, rest): (Vec<Action>, Vec<Action>) = std::mem::take(&mut local.actions)
             .into_iter()
             .partition(|a| matches!(a, Action::Copy { exists: false, .. }));
@@ -438,10 +439,10 @@ impl Walk<'_> {
         if copies.is_empty() {
             return;
         }
-        let mut writer = sink.writer();
+        let mut writer = engine.writer();
         for action in copies {
             if let Action::Copy { entry, .. } = action {
-                super::copy_file(sink, &mut writer, self.src, &entry, self.opts.copy_links);
+                super::copy_file(engine, &mut writer, self.src, &entry, self.opts.copy_links);
             }
         }
     }

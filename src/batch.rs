@@ -1,0 +1,654 @@
+//! The library's front door: a [`Batch`] of files written under one folder, from any number of
+//! threads, through the same engine as `fastwrite extract` and `fastwrite mirror`.
+//!
+//! It is shaped like `std::fs::write` in a loop, because that is what it replaces: a program
+//! that writes thousands of small files (a font's glyphs, an installer's payload, a build's
+//! outputs) calls [`Batch::write`] or streams into [`Batch::create`], from rayon tasks if it
+//! likes, and calls [`Batch::finish`] at the end. Handles are closed where the measured close
+//! policy says (inline on a fast local disk; on a pool of close threads where closes are slow:
+//! Windows, NFS, FUSE, `fsync`), and every close result comes back.
+
+use std::fmt;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Instant, SystemTime};
+
+use anyhow::anyhow;
+
+use crate::cancel::Cancel;
+use crate::close::SystemCloser;
+use crate::engine::{Content, Engine, OpenFile, WriterState, cancelled};
+use crate::error::{Error, ErrorKind, Tag};
+use crate::options::{CloseMode, Options, Overwrite};
+use crate::plan::{self, Entry, EntryKind};
+use crate::progress::Reporter;
+use crate::report::Report;
+
+/// A file's optional permission bits and modification time.
+///
+/// ```
+/// use std::time::{Duration, UNIX_EPOCH};
+/// let meta = fastwrite::FileMeta::new()
+///     .mode(0o644)
+///     .mtime(UNIX_EPOCH + Duration::from_secs(1_700_000_000));
+/// assert_eq!(meta.get_mode(), Some(0o644));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FileMeta {
+    mode: Option<u32>,
+    mtime: Option<SystemTime>,
+}
+
+impl FileMeta {
+    /// Neither: the file gets `0o666` (a directory `0o777`) less the umask, and the time it
+    /// is written.
+    pub fn new() -> FileMeta {
+        FileMeta::default()
+    }
+
+    /// Unix permission bits, applied exactly (setuid, setgid and sticky included), whatever
+    /// the umask. Ignored on Windows but for the owner's write bit: without it the file is
+    /// made read-only.
+    pub fn mode(mut self, mode: u32) -> FileMeta {
+        self.mode = Some(mode & 0o7777);
+        self
+    }
+
+    /// The modification time to set (on the open handle, before the close).
+    pub fn mtime(mut self, mtime: SystemTime) -> FileMeta {
+        self.mtime = Some(mtime);
+        self
+    }
+
+    /// The permission bits, if set.
+    pub fn get_mode(&self) -> Option<u32> {
+        self.mode
+    }
+
+    /// The modification time, if set.
+    pub fn get_mtime(&self) -> Option<SystemTime> {
+        self.mtime
+    }
+}
+
+/// Configures a [`Batch`]; made by [`Batch::builder`].
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct BatchBuilder {
+    root: PathBuf,
+    opts: Options,
+}
+
+impl BatchBuilder {
+    /// Where and how files are closed (default [`CloseMode::Auto`]: inline while closes are
+    /// fast, on a pool sized by Little's law once they are slow).
+    pub fn close(mut self, mode: CloseMode) -> BatchBuilder {
+        self.opts.close = mode;
+        self
+    }
+
+    /// Make every file durable (fsync) before closing it, and every directory written into
+    /// at [`Batch::finish`] (default: no). Under [`CloseMode::Auto`] the fsyncs are done by
+    /// the close pool from the start, so they overlap with writing.
+    pub fn fsync(mut self, fsync: bool) -> BatchBuilder {
+        self.opts.fsync = fsync;
+        self
+    }
+
+    /// What to do with a file that already exists (default [`Overwrite::Refuse`]: an
+    /// [`ErrorKind::AlreadyExists`] error, the file untouched; `std::fs::write` would replace
+    /// it, which is [`Overwrite::Replace`]).
+    pub fn overwrite(mut self, policy: Overwrite) -> BatchBuilder {
+        self.opts.overwrite = policy;
+        self
+    }
+
+    /// How many threads will write at once (default: rayon's thread count). Only sizes the
+    /// close pool (Little's law); any number of threads may write.
+    pub fn writers(mut self, threads: usize) -> BatchBuilder {
+        self.opts.threads = threads.max(1);
+        self
+    }
+
+    /// Tells `reporter` about every byte and file written (default: nobody).
+    pub fn progress(mut self, reporter: Arc<dyn Reporter>) -> BatchBuilder {
+        self.opts.progress = Some(reporter);
+        self
+    }
+
+    /// Shares a cancellation flag with the caller (default: the batch's own, see
+    /// [`Batch::cancel`]).
+    pub fn cancel(mut self, cancel: Cancel) -> BatchBuilder {
+        self.opts.cancel = cancel;
+        self
+    }
+
+    /// Opens the folder (creating it and its parents if missing) and starts the close stage.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Directory`] if the folder cannot be made or read, or the close threads
+    /// cannot be started.
+    pub fn build(self) -> Result<Batch, Error> {
+        let started = Instant::now();
+        let closer = Arc::new(SystemCloser {
+            fsync: self.opts.fsync,
+        });
+        let engine =
+            Engine::new(&self.root, &self.opts, closer).tag(&self.root, ErrorKind::Directory)?;
+        engine.reporter().planned(0, 0);
+        Ok(Batch {
+            engine: Some(engine),
+            cancel: self.opts.cancel,
+            idle: Mutex::new(Vec::new()),
+            started,
+        })
+    }
+}
+
+/// Files written under one folder, fast, from any number of threads, with every error
+/// returned.
+///
+/// Paths are relative to the folder and checked as extraction checks archive names: an
+/// absolute path, a `..` component, a drive letter or a name the system cannot hold is
+/// refused ([`ErrorKind::Refused`]) before anything is written. Parent directories are made
+/// as needed. Each file is created new (never through an existing symlink), written, given
+/// its mode and mtime on the open handle, and handed to the close stage.
+///
+/// **Where errors come back.** A call returns what it met itself: a refused path, an existing
+/// file, a full disk. What happens after the call returned comes back from
+/// [`Batch::take_errors`] (as it happens) or [`Batch::finish`]: a failed close (the file is
+/// then removed: nothing unverified stays under its name), a [`FileWriter`] dropped without
+/// [`finish`](FileWriter::finish), a symlink or directory mode that could not be applied at
+/// the end. Each error comes back exactly once.
+///
+/// **Dropping** a batch without calling [`finish`](Batch::finish) (an early return, a
+/// panic) does everything `finish` does — waits for every close, makes the symlinks, applies
+/// directory metadata — and never panics; the errors of that work are then lost, as with
+/// std's `File`, but a file whose close failed is still removed. Call `finish` to see them.
+///
+/// ```
+/// use rayon::prelude::*;
+///
+/// let out = tempfile::tempdir()?;
+/// let batch = fastwrite::Batch::new(out.path())?;
+/// (0..1000).into_par_iter().try_for_each(|i| {
+///     batch.write(format!("glyphs/g{i}.glif"), format!("<glyph n='{i}'/>"))
+/// })?;
+/// let report = batch.finish()?; // every close checked
+/// assert_eq!(report.files, 1000);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Batch {
+    /// `None` once finished.
+    engine: Option<Engine>,
+    cancel: Cancel,
+    /// Writer states not in use: each holds a copy buffer and closes not yet handed over. A
+    /// call takes one and puts it back, so a batch has as many as threads ever wrote at once.
+    idle: Mutex<Vec<WriterState>>,
+    started: Instant,
+}
+
+impl Batch {
+    /// A batch with the default options (see [`BatchBuilder`]) rooted at `root`, which is
+    /// created if missing.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Directory`] if the folder cannot be made or read.
+    pub fn new(root: impl AsRef<Path>) -> Result<Batch, Error> {
+        Batch::builder(root).build()
+    }
+
+    /// A batch rooted at `root`, configured before it starts.
+    ///
+    /// ```
+    /// use fastwrite::{Batch, CloseMode, Overwrite};
+    /// let out = tempfile::tempdir()?;
+    /// let batch = Batch::builder(out.path())
+    ///     .close(CloseMode::Deferred { threads: 8 })
+    ///     .overwrite(Overwrite::Replace)
+    ///     .fsync(true)
+    ///     .build()?;
+    /// batch.write("a.txt", "one")?;
+    /// batch.write("a.txt", "two")?; // replaced, through a temporary name
+    /// batch.finish()?;
+    /// assert_eq!(std::fs::read(out.path().join("a.txt"))?, b"two");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder(root: impl AsRef<Path>) -> BatchBuilder {
+        let opts = Options {
+            threads: rayon::current_num_threads(),
+            // A program's modes are meant as given.
+            keep_setid: true,
+            ..Options::default()
+        };
+        BatchBuilder {
+            root: root.as_ref().to_path_buf(),
+            opts,
+        }
+    }
+
+    fn engine(&self) -> &Engine {
+        // Only `finish` and `drop` take it, and both consume the batch.
+        self.engine
+            .as_ref()
+            .expect("the engine lives as long as the batch")
+    }
+
+    /// The folder files are written under.
+    pub fn root(&self) -> &Path {
+        self.engine().root()
+    }
+
+    /// Writes `contents` to the file at `path` (relative to the root), making its parents.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Refused`] (a path leaving the root), [`ErrorKind::AlreadyExists`] (under
+    /// [`Overwrite::Refuse`]), [`ErrorKind::Directory`], [`ErrorKind::Write`],
+    /// [`ErrorKind::Metadata`], [`ErrorKind::Cancelled`]. Nothing is left of a file that
+    /// failed. Its close comes later: see [`Batch`] for where those errors come back.
+    pub fn write(&self, path: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> Result<(), Error> {
+        self.write_with(path, contents, FileMeta::new())
+    }
+
+    /// [`Batch::write`], with a mode and an mtime.
+    ///
+    /// # Errors
+    /// As [`Batch::write`].
+    pub fn write_with(
+        &self,
+        path: impl AsRef<Path>,
+        contents: impl AsRef<[u8]>,
+        meta: FileMeta,
+    ) -> Result<(), Error> {
+        let data = contents.as_ref();
+        let entry = file_entry(path.as_ref(), EntryKind::File, meta, data.len() as u64)?;
+        self.with_state(|engine, state| engine.write_file(state, &entry, Content::Bytes(data)))
+            .map(|_| ())
+    }
+
+    /// Creates the file at `path` to be written through [`io::Write`] (for serializers:
+    /// quick-xml, serde writers, `write!`). Writes are buffered; nothing is kept until
+    /// [`FileWriter::finish`].
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// let out = tempfile::tempdir()?;
+    /// let batch = fastwrite::Batch::new(out.path())?;
+    /// let mut file = batch.create("fontinfo.plist")?;
+    /// writeln!(file, "<plist version=\"1.0\">")?;
+    /// writeln!(file, "</plist>")?;
+    /// file.finish()?;
+    /// batch.finish()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Batch::write`], for creating the file.
+    pub fn create(&self, path: impl AsRef<Path>) -> Result<FileWriter<'_>, Error> {
+        self.create_with(path, FileMeta::new())
+    }
+
+    /// [`Batch::create`], with a mode and an mtime (set when it is finished).
+    ///
+    /// # Errors
+    /// As [`Batch::create`].
+    pub fn create_with(
+        &self,
+        path: impl AsRef<Path>,
+        meta: FileMeta,
+    ) -> Result<FileWriter<'_>, Error> {
+        let entry = file_entry(path.as_ref(), EntryKind::File, meta, 0)?;
+        let engine = self.engine();
+        if engine.cancelled() {
+            return Err(cancelled(&entry));
+        }
+        engine.make_parents(&entry)?;
+        let open = engine.open(&entry)?;
+        Ok(FileWriter {
+            batch: self,
+            entry,
+            open,
+            buf: Vec::new(),
+            written: 0,
+            failed: None,
+        })
+    }
+
+    /// Creates the directory at `path` now (and its parents); its mode and mtime, if given,
+    /// are applied at [`Batch::finish`], once everything inside it is written.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Refused`], or [`ErrorKind::Directory`] if it cannot be made (or something
+    /// that is not a directory is there).
+    pub fn create_dir(&self, path: impl AsRef<Path>, meta: FileMeta) -> Result<(), Error> {
+        let entry = file_entry(path.as_ref(), EntryKind::Dir, meta, 0)?;
+        let engine = self.engine();
+        engine.make_dir(&entry)?;
+        if meta != FileMeta::new() {
+            engine.add_dir(entry);
+        }
+        Ok(())
+    }
+
+    /// Makes a symlink at `path` pointing to `target`, at [`Batch::finish`] (after every file
+    /// is written, so nothing is ever written through it). The target must stay inside the
+    /// root, as for an extracted archive.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Refused`] now; what happens at the end (an existing file, the system's
+    /// refusal) comes back from [`Batch::finish`].
+    pub fn symlink(&self, path: impl AsRef<Path>, target: impl AsRef<Path>) -> Result<(), Error> {
+        let path = path.as_ref();
+        let target = target.as_ref();
+        let kind = EntryKind::Symlink {
+            target: target.to_path_buf(),
+        };
+        let entry = file_entry(path, kind, FileMeta::new(), 0)?;
+        let spelled = target.to_str().ok_or_else(|| {
+            let error = anyhow!("refused: the symlink target is not valid Unicode");
+            Error::new(path, ErrorKind::Refused, error)
+        })?;
+        plan::check_symlink_target(&entry.path, spelled)
+            .map_err(|r| anyhow!("refused: {r}"))
+            .tag(path, ErrorKind::Refused)?;
+        self.engine().add_link(entry);
+        Ok(())
+    }
+
+    /// Stops the batch: every later write fails with [`ErrorKind::Cancelled`], a
+    /// [`FileWriter`] stops at its next buffer flush, and [`Batch::finish`] makes no links
+    /// and applies no directory metadata. What was written is still closed and checked.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// The batch's cancellation flag, to cancel it from elsewhere.
+    pub fn cancel_flag(&self) -> Cancel {
+        self.cancel.clone()
+    }
+
+    /// The errors that happened out of sight since the last call: failed closes (as the
+    /// close threads meet them), dropped [`FileWriter`]s. They are not returned again by
+    /// [`Batch::finish`]. The closes of the last few files a thread wrote may still be
+    /// pending; `finish` waits for them.
+    pub fn take_errors(&self) -> Vec<Error> {
+        self.engine().take_failures()
+    }
+
+    /// Waits for every close, makes the symlinks, applies directory metadata (deepest first),
+    /// and reports.
+    ///
+    /// # Errors
+    /// A [`FinishError`] holding the report and every error not already returned by a call
+    /// or by [`Batch::take_errors`].
+    pub fn finish(mut self) -> Result<Report, FinishError> {
+        let report = self.end();
+        if report.failures.is_empty() {
+            Ok(report)
+        } else {
+            Err(FinishError {
+                report: Box::new(report),
+            })
+        }
+    }
+
+    fn end(&mut self) -> Report {
+        let Some(engine) = self.engine.take() else {
+            return Report::default();
+        };
+        let idle = self.idle.get_mut().unwrap_or_else(|e| e.into_inner());
+        for mut state in idle.drain(..) {
+            engine.flush(&mut state);
+        }
+        let mut report = engine.finish();
+        report.wall = self.started.elapsed();
+        report
+    }
+
+    /// Runs `f` with a writer state of its own, taken from the idle ones (or a new one), and
+    /// puts it back afterwards, even if `f` panics (its pending closes must not be lost).
+    fn with_state<R>(&self, f: impl FnOnce(&Engine, &mut WriterState) -> R) -> R {
+        struct Lent<'b> {
+            idle: &'b Mutex<Vec<WriterState>>,
+            state: Option<WriterState>,
+        }
+        impl Drop for Lent<'_> {
+            fn drop(&mut self) {
+                if let Some(state) = self.state.take() {
+                    lock(self.idle).push(state);
+                }
+            }
+        }
+        let state = lock(&self.idle).pop().unwrap_or_default();
+        let mut lent = Lent {
+            idle: &self.idle,
+            state: Some(state),
+        };
+        let state = lent.state.as_mut().expect("just put there");
+        f(self.engine(), state)
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        // Everything `finish` does; its errors have nowhere to go (see the type's docs).
+        drop(self.end());
+    }
+}
+
+impl fmt::Debug for Batch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Batch")
+            .field("root", &self.engine.as_ref().map(Engine::root))
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The list of idle states stays consistent whatever panics elsewhere.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// An entry for a path a program gave, checked like an archive's names.
+fn file_entry(path: &Path, kind: EntryKind, meta: FileMeta, size: u64) -> Result<Entry, Error> {
+    let rel = plan::safe_relative_os_path(path)
+        .map_err(|r| anyhow!("refused: {r}"))
+        .tag(path, ErrorKind::Refused)?;
+    Ok(Entry {
+        name: path.to_string_lossy().into_owned(),
+        path: rel,
+        kind,
+        mode: meta.mode,
+        mtime: meta.mtime,
+        size,
+        index: 0,
+        sparse: false,
+    })
+}
+
+/// The error of [`Batch::finish`]: the run's report, whose
+/// [`failures`](Report::failures) are the errors not returned before.
+#[derive(Debug)]
+pub struct FinishError {
+    report: Box<Report>,
+}
+
+impl FinishError {
+    /// The errors, with their paths and kinds.
+    pub fn errors(&self) -> &[Error] {
+        &self.report.failures
+    }
+
+    /// What the batch did, failures included.
+    pub fn report(&self) -> &Report {
+        &self.report
+    }
+
+    /// The report, to keep.
+    pub fn into_report(self) -> Report {
+        *self.report
+    }
+}
+
+impl fmt::Display for FinishError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let errors = self.errors();
+        match errors {
+            [] => f.write_str("no errors"),
+            [one] => write!(f, "{one}"),
+            [first, rest @ ..] => write!(f, "{first} (and {} more errors)", rest.len()),
+        }
+    }
+}
+
+impl std::error::Error for FinishError {}
+
+/// A file being written through [`io::Write`]; made by [`Batch::create`].
+///
+/// Writes are collected in a buffer and written in large pieces, so a serializer's many small
+/// writes cost few system calls. Call [`FileWriter::finish`] at the end: only then is the file
+/// kept (mode and mtime set, handed to the close stage). Dropped without it (a `?` on a
+/// serializer's error, a panic), the file is removed and an [`ErrorKind::Unfinished`] error
+/// comes back from [`Batch::finish`].
+pub struct FileWriter<'b> {
+    batch: &'b Batch,
+    entry: Entry,
+    /// `None`: the existing file is kept ([`Overwrite::Skip`]); what is written is discarded.
+    open: Option<OpenFile>,
+    buf: Vec<u8>,
+    written: u64,
+    /// A write that failed: the file cannot be finished.
+    failed: Option<io::ErrorKind>,
+}
+
+/// Writes are gathered into pieces of this size: 64 KiB holds a typical small file whole.
+const PIECE: usize = 64 << 10;
+
+impl FileWriter<'_> {
+    /// The path this file was created for, as given.
+    pub fn path(&self) -> &Path {
+        Path::new(&self.entry.name)
+    }
+
+    /// Writes what is buffered, sets the mode and mtime, and hands the file to the close stage.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Write`] (including a write that already failed), [`ErrorKind::Metadata`],
+    /// [`ErrorKind::Cancelled`] (the batch was cancelled meanwhile). The file is then removed.
+    pub fn finish(mut self) -> Result<(), Error> {
+        let drained = self.drain();
+        let Some(open) = self.open.take() else {
+            return Ok(());
+        };
+        let engine = self.batch.engine();
+        let failed = if engine.cancelled() {
+            Some(cancelled(&self.entry))
+        } else if let Err(e) = drained {
+            Some(Error::new(&self.entry.name, ErrorKind::Write, e))
+        } else {
+            self.failed.map(|kind| {
+                let error = anyhow!("an earlier write failed ({kind}); the file is incomplete");
+                Error::new(&self.entry.name, ErrorKind::Write, error)
+            })
+        };
+        if let Some(error) = failed {
+            engine.discard(open);
+            return Err(error);
+        }
+        self.entry.size = self.written;
+        let (entry, written) = (&self.entry, self.written);
+        self.batch
+            .with_state(|engine, state| engine.seal(state, open, entry, written))
+    }
+
+    /// Writes the buffer to the file.
+    fn drain(&mut self) -> io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let mut buf = std::mem::take(&mut self.buf);
+        let result = self.put(&buf);
+        buf.clear();
+        self.buf = buf;
+        result
+    }
+
+    /// Writes `data` to the file (or discards it, for a skipped file).
+    fn put(&mut self, data: &[u8]) -> io::Result<()> {
+        if self.batch.engine().cancelled() {
+            return Err(io::Error::new(
+                io::ErrorKind::Interrupted,
+                "the batch was cancelled",
+            ));
+        }
+        let Some(open) = &self.open else {
+            return Ok(());
+        };
+        let result = (&open.file).write_all(data).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                anyhow!(e).context(format!("writing '{}'", open.path.display())),
+            )
+        });
+        match &result {
+            Ok(()) => {
+                self.written += data.len() as u64;
+                self.batch
+                    .engine()
+                    .reporter()
+                    .bytes_written(data.len() as u64);
+            }
+            Err(e) => self.failed = Some(e.kind()),
+        }
+        result
+    }
+}
+
+impl Write for FileWriter<'_> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if let Some(kind) = self.failed {
+            return Err(io::Error::new(kind, "an earlier write to this file failed"));
+        }
+        if self.buf.len() + data.len() > PIECE {
+            self.drain()?;
+            if data.len() >= PIECE {
+                self.put(data)?;
+                return Ok(data.len());
+            }
+        }
+        if self.buf.capacity() == 0 {
+            self.buf.reserve(PIECE);
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    /// Writes what is buffered to the file (it is still not kept until `finish`).
+    fn flush(&mut self) -> io::Result<()> {
+        self.drain()
+    }
+}
+
+impl Drop for FileWriter<'_> {
+    fn drop(&mut self) {
+        if let Some(open) = self.open.take() {
+            let engine = self.batch.engine();
+            engine.discard(open);
+            engine.record(Error::new(
+                &self.entry.name,
+                ErrorKind::Unfinished,
+                anyhow!("dropped before `finish`: the file was removed"),
+            ));
+        }
+    }
+}
+
+impl fmt::Debug for FileWriter<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FileWriter")
+            .field("path", &self.entry.name)
+            .field("written", &self.written)
+            .finish_non_exhaustive()
+    }
+}

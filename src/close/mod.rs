@@ -1,0 +1,479 @@
+//! The close stage, all of its policy in one place: when a written file is closed by its writer
+//! and when by the close pool, how big the pool grows, and what happens to each close's result.
+//!
+//! Closing a written file can take milliseconds (Windows Defender scans inside CloseHandle; NFS
+//! and FUSE flush on close; `fsync` waits for the disk), where a local Linux disk closes in
+//! microseconds. [`CloseMode::Auto`] therefore closes inline while closes are fast and starts a
+//! pool of close threads ([`pool::ClosePool`]) once they prove slow, sized by Little's law from
+//! the measured close time and write rate; [`CloseMode::Deferred`] always uses the pool and
+//! [`CloseMode::Inline`] never does.
+//!
+//! Unlike std's `File` drop, close_already, rustup and xcp, nothing here drops the result of a
+//! close: every failure is recorded with its path the moment it happens, the file is removed so
+//! nothing half-written stays under a final name, and it is counted in the report.
+
+mod pool;
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use crate::error::{Error, ErrorKind, Failures};
+use crate::options::{CloseMode, Options};
+use crate::platform;
+use pool::ClosePool;
+
+/// Closes one handle and says whether that worked: the seam where tests make closing slow or
+/// failing.
+pub(crate) trait Closer: Send + Sync {
+    fn close(&self, file: File, path: &Path) -> io::Result<()>;
+}
+
+/// The real thing: optionally fsync, then close, reporting the first error.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SystemCloser {
+    pub fsync: bool,
+}
+
+impl Closer for SystemCloser {
+    fn close(&self, file: File, _path: &Path) -> io::Result<()> {
+        let synced = if self.fsync {
+            file.sync_all().context("fsync")
+        } else {
+            Ok(())
+        };
+        let closed = platform::close(file).context("close");
+        // The handle is closed either way; the first failure is the one worth reporting.
+        synced.and(closed).map_err(io::Error::other)
+    }
+}
+
+/// What happens to a file once it is closed successfully.
+#[derive(Debug)]
+pub(crate) enum Finalize {
+    /// It was written under its final name.
+    Keep,
+    /// It was written under a temporary name (in the same directory) to be renamed into place.
+    RenameTo(PathBuf),
+}
+
+/// A written file waiting to be closed.
+#[derive(Debug)]
+pub(crate) struct CloseJob {
+    pub file: File,
+    /// Where the handle's file is on disk now.
+    pub path: PathBuf,
+    /// The entry's name, for messages.
+    pub name: PathBuf,
+    pub finalize: Finalize,
+}
+
+/// Closes the job's handle and completes its file. On failure the file is removed, so a file
+/// whose content may not have reached the disk never stays under its final name.
+pub(crate) fn complete(job: CloseJob, closer: &dyn Closer) -> Result<(), Error> {
+    let CloseJob {
+        file,
+        path,
+        name,
+        finalize,
+    } = job;
+    let result = closer
+        .close(file, &path)
+        .with_context(|| format!("closing '{}'", path.display()))
+        .and_then(|()| match &finalize {
+            Finalize::Keep => Ok(()),
+            Finalize::RenameTo(dest) => platform::replace(&path, dest).with_context(|| {
+                format!(
+                    "renaming '{}' into place as '{}'",
+                    path.display(),
+                    dest.display()
+                )
+            }),
+        });
+    result.map_err(|error| {
+        // Best effort: the failure is what gets reported, whether or not the removal works.
+        let _ = std::fs::remove_file(&path);
+        Error::new(name, ErrorKind::Close, error)
+    })
+}
+
+/// What the closes of a run came to.
+#[derive(Debug, Default)]
+pub(crate) struct CloseTally {
+    pub closed: u64,
+    /// Closes that failed (each recorded as a failure when it happened).
+    pub failed: u64,
+    /// Time spent inside closes, summed over the threads that closed.
+    pub busy: Duration,
+    /// The most handles that were ever waiting in the queue.
+    pub peak_queue: usize,
+    /// Threads the pool had (0: none, closed inline).
+    pub threads: usize,
+}
+
+impl CloseTally {
+    fn merge(&mut self, other: CloseTally) {
+        self.closed += other.closed;
+        self.failed += other.failed;
+        self.busy += other.busy;
+    }
+
+    /// Closes one job on the calling thread, counting it; a failure goes to `failures` now.
+    fn close(&mut self, job: CloseJob, closer: &dyn Closer, failures: &Failures) -> Duration {
+        let start = Instant::now();
+        let result = complete(job, closer);
+        let took = start.elapsed();
+        self.busy += took;
+        self.closed += 1;
+        if let Err(failure) = result {
+            self.failed += 1;
+            failures.push(failure);
+        }
+        took
+    }
+}
+
+/// How many close threads keep up: by Little's law the closes in flight are the rate files
+/// arrive times how long each close takes. `writers` threads each finish a file every
+/// `write` (measured without closing), so files arrive at `writers / write` per second. One
+/// thread more than that, so the pool is not the bottleneck, within `1..=max`.
+pub(crate) fn threads_for(writers: usize, write: Duration, close: Duration, max: usize) -> usize {
+    let max = max.max(1);
+    if write.is_zero() {
+        return max;
+    }
+    let in_flight = writers as f64 * close.as_secs_f64() / write.as_secs_f64();
+    (in_flight.ceil() as usize).saturating_add(1).clamp(1, max)
+}
+
+/// A close this slow or slower is worth a hand-over to another thread: handing a handle over
+/// costs a few microseconds (a queue operation, a futex wake when the thread sleeps), and a
+/// local disk closes in 2-10 us, where Windows, NFS and FUSE take milliseconds.
+pub(crate) const SLOW_CLOSE: Duration = Duration::from_micros(50);
+
+/// Handles a writer collects before handing them to the close pool in one go.
+pub(crate) const CLOSE_BATCH: usize = 8;
+
+/// Handles in the close queue at most: enough to keep every close thread busy while writers
+/// run ahead, few enough that open handles stay far below any descriptor limit (see
+/// `docs/design.md` for the count).
+fn queue_bound(close: CloseMode) -> usize {
+    match close {
+        // As many as the threads: with those in their hands, 2 x threads.
+        CloseMode::Auto { max_threads } => max_threads,
+        // Two batches a thread: it never waits for a writer's next batch.
+        CloseMode::Deferred { threads } => threads * 2 * CLOSE_BATCH,
+        CloseMode::Inline => 0,
+    }
+}
+
+/// The most close threads `auto` may start within the open-file limit: each has a handle in
+/// its hands and one waiting in the queue (the queue's bound is the thread count); each writer
+/// holds a source, its unsent batch, and may take the queue past its bound by a batch less one;
+/// with room for everything else the process has open.
+fn within_open_file_limit(max_threads: usize, writers: usize) -> usize {
+    match platform::open_file_limit() {
+        Some(limit) => {
+            let per_writer = 1 + 2 * CLOSE_BATCH;
+            let spare = (limit as usize).saturating_sub(64 + per_writer * writers) / 2;
+            max_threads.min(spare).max(1)
+        }
+        None => max_threads,
+    }
+}
+
+/// Inline closes measured since `auto` last looked: how many, their total and the fastest
+/// (nanoseconds).
+struct CloseWindow {
+    count: AtomicU64,
+    total: AtomicU64,
+    fastest: AtomicU64,
+}
+
+impl Default for CloseWindow {
+    fn default() -> Self {
+        CloseWindow {
+            count: AtomicU64::new(0),
+            total: AtomicU64::new(0),
+            fastest: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The close stage of one run: decides, per written file, where it is closed, and keeps every
+/// result.
+pub(crate) struct CloseStage {
+    closer: Arc<dyn Closer>,
+    /// Threads that write (and so hand files over): Little's law's arrival side.
+    writers: usize,
+    bound: usize,
+    /// The close pool: started with the stage, or by `auto` once closes prove slow (`None`
+    /// inside: it could not be started, so closes stay inline). Unset: inline.
+    pool: OnceLock<Option<ClosePool>>,
+    /// `auto`: the most close threads.
+    auto: Option<usize>,
+    window: CloseWindow,
+    /// Files handed to the pool since its size was last checked against its measured closes.
+    since_sized: AtomicU64,
+    inline_nanos: AtomicU64,
+    inline_closed: AtomicU64,
+    inline_failed: AtomicU64,
+    failures: Arc<Failures>,
+}
+
+impl CloseStage {
+    /// The close stage for a run with these options; with `Deferred` (or `auto` where closes
+    /// are known to be slow) the pool starts now. Close failures go to `failures` as they
+    /// happen.
+    pub(crate) fn new(
+        opts: &Options,
+        closer: Arc<dyn Closer>,
+        failures: Arc<Failures>,
+    ) -> anyhow::Result<CloseStage> {
+        // Closes take milliseconds on Windows and with fsync: auto defers from the start
+        // there, and sizes the pool from what it measures.
+        let (start, threads, auto) = match opts.close {
+            CloseMode::Deferred { threads } => (true, threads, None),
+            CloseMode::Auto { max_threads } => {
+                let max_threads = within_open_file_limit(max_threads, opts.threads);
+                (
+                    cfg!(windows) || opts.fsync,
+                    CloseMode::default_deferred_threads().min(max_threads),
+                    Some(max_threads),
+                )
+            }
+            CloseMode::Inline => (false, 0, None),
+        };
+        let bound = queue_bound(opts.close);
+        let pool = OnceLock::new();
+        if start {
+            let started =
+                ClosePool::new(threads, bound, Arc::clone(&closer), Arc::clone(&failures))
+                    .context("cannot start the close threads")?;
+            let _ = pool.set(Some(started));
+        }
+        Ok(CloseStage {
+            closer,
+            writers: opts.threads.max(1),
+            bound,
+            pool,
+            auto,
+            window: CloseWindow::default(),
+            since_sized: AtomicU64::new(0),
+            inline_nanos: AtomicU64::new(0),
+            inline_closed: AtomicU64::new(0),
+            inline_failed: AtomicU64::new(0),
+            failures,
+        })
+    }
+
+    /// The close pool, if closes go there now.
+    fn running_pool(&self) -> Option<&ClosePool> {
+        self.pool.get().and_then(Option::as_ref)
+    }
+
+    /// Hands a written file over: into the writer's `batch` for the pool (sent when full), or
+    /// closed here and now (which `auto` measures). `mean_write` is the writers' mean time per
+    /// file, for sizing the pool.
+    pub(crate) fn hand_over(
+        &self,
+        batch: &mut Vec<CloseJob>,
+        job: CloseJob,
+        mean_write: impl Fn() -> Duration,
+    ) {
+        match self.running_pool() {
+            Some(pool) => {
+                batch.push(job);
+                if batch.len() >= CLOSE_BATCH {
+                    pool.submit(batch);
+                }
+                self.resize_auto_pool(pool, &mean_write);
+            }
+            None => {
+                let took = self.close_inline(job);
+                self.measure_inline_close(took, &mean_write);
+            }
+        }
+    }
+
+    /// Sends what a writer still holds to the pool (or closes it here if the pool is gone).
+    pub(crate) fn flush(&self, batch: &mut Vec<CloseJob>) {
+        if batch.is_empty() {
+            return;
+        }
+        match self.running_pool() {
+            Some(pool) => pool.submit(batch),
+            None => batch.drain(..).for_each(|job| {
+                self.close_inline(job);
+            }),
+        }
+    }
+
+    fn close_inline(&self, job: CloseJob) -> Duration {
+        let start = Instant::now();
+        let result = complete(job, self.closer.as_ref());
+        let took = start.elapsed();
+        self.inline_nanos.fetch_add(nanos(took), Ordering::Relaxed);
+        self.inline_closed.fetch_add(1, Ordering::Relaxed);
+        if let Err(failure) = result {
+            self.inline_failed.fetch_add(1, Ordering::Relaxed);
+            self.failures.push(failure);
+        }
+        took
+    }
+
+    /// `auto`, closing inline: every 4 closes, looks at how long they took, and starts the pool
+    /// if each took `SLOW_CLOSE` (50 us) or more, when handing a handle over costs a few (a
+    /// local disk closes in 2-10 us; Windows, NFS and FUSE take milliseconds). Whatever the
+    /// write time, a slow close overlapped with the next write is time saved.
+    fn measure_inline_close(&self, took: Duration, mean_write: &dyn Fn() -> Duration) {
+        const WINDOW: u64 = 4;
+        let Some(max_threads) = self.auto else {
+            return;
+        };
+        let w = &self.window;
+        w.total.fetch_add(nanos(took), Ordering::Relaxed);
+        w.fastest.fetch_min(nanos(took), Ordering::Relaxed);
+        if w.count.fetch_add(1, Ordering::Relaxed) + 1 < WINDOW {
+            return;
+        }
+        let seen = w.count.swap(0, Ordering::Relaxed);
+        let close = Duration::from_nanos(w.total.swap(0, Ordering::Relaxed) / seen.max(1));
+        let fastest = Duration::from_nanos(w.fastest.swap(u64::MAX, Ordering::Relaxed));
+        // Slow means every close of the window was: one slow close among fast ones (a journal
+        // commit on a local disk) is not a slow filesystem.
+        if fastest >= SLOW_CLOSE && self.pool.get().is_none() {
+            let threads = threads_for(self.writers, mean_write(), close, max_threads);
+            // A few threads first, so the other writers can hand over at once; then the rest,
+            // which takes a while when it is hundreds.
+            let pool = self.pool.get_or_init(|| {
+                ClosePool::new(
+                    threads.min(8),
+                    self.bound,
+                    Arc::clone(&self.closer),
+                    Arc::clone(&self.failures),
+                )
+                .ok()
+            });
+            if let Some(pool) = pool {
+                // A thread that cannot be started leaves the pool as it is: it still works.
+                let _ = pool.grow_to(threads);
+            }
+        }
+    }
+
+    /// `auto`, closing in the pool: every 32 files, grows the pool to what the closes measured
+    /// there and the write rate need (Little's law).
+    fn resize_auto_pool(&self, pool: &ClosePool, mean_write: &dyn Fn() -> Duration) {
+        let Some(max_threads) = self.auto else {
+            return;
+        };
+        if self.since_sized.fetch_add(1, Ordering::Relaxed) % 32 != 31 {
+            return;
+        }
+        if let Some(close) = pool.mean_close(16) {
+            let threads = threads_for(self.writers, mean_write(), close, max_threads);
+            // A thread that cannot be started leaves the pool as it is: it still works.
+            let _ = pool.grow_to(threads);
+        }
+    }
+
+    /// Waits for every close handed over and says what they came to (failures are already
+    /// recorded). Every writer must have flushed its batch first.
+    pub(crate) fn finish(&mut self) -> CloseTally {
+        let mut tally = match self.pool.take().flatten() {
+            Some(pool) => pool.finish(),
+            None => CloseTally::default(),
+        };
+        // Auto closes inline until it defers: both count.
+        tally.merge(CloseTally {
+            closed: std::mem::take(self.inline_closed.get_mut()),
+            failed: std::mem::take(self.inline_failed.get_mut()),
+            busy: Duration::from_nanos(std::mem::take(self.inline_nanos.get_mut())),
+            ..CloseTally::default()
+        });
+        tally
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn little_law_sizes_the_pool() {
+        let us = Duration::from_micros;
+        // Fast closes: one thread (plus one) is plenty.
+        assert_eq!(threads_for(2, us(100), us(5), 64), 2);
+        // 2 writers x 5 ms / 100 us = 100 in flight: capped.
+        assert_eq!(threads_for(2, us(100), us(5000), 64), 64);
+        // 2 writers x 1 ms / 200 us = 10 in flight, plus one.
+        assert_eq!(threads_for(2, us(200), us(1000), 64), 11);
+        assert_eq!(threads_for(2, Duration::ZERO, us(1000), 8), 8);
+        assert_eq!(threads_for(1, us(100), us(10), 0), 1);
+    }
+
+    #[test]
+    fn a_temporary_is_renamed_into_place_only_after_a_good_close() {
+        struct FailBad;
+        impl Closer for FailBad {
+            fn close(&self, file: File, path: &Path) -> io::Result<()> {
+                drop(file);
+                if path.ends_with("bad.tmp") {
+                    Err(io::Error::other("injected close failure"))
+                } else {
+                    Ok(())
+                }
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let failures = Failures::default();
+        let mut tally = CloseTally::default();
+        for (tmp, dest) in [("good.tmp", "good"), ("bad.tmp", "bad")] {
+            let path = dir.path().join(tmp);
+            let job = CloseJob {
+                file: File::create(&path).unwrap(),
+                path,
+                name: tmp.into(),
+                finalize: Finalize::RenameTo(dir.path().join(dest)),
+            };
+            tally.close(job, &FailBad, &failures);
+        }
+        assert!(dir.path().join("good").exists());
+        assert!(!dir.path().join("good.tmp").exists());
+        assert!(!dir.path().join("bad").exists());
+        assert!(!dir.path().join("bad.tmp").exists());
+        let failures = failures.take();
+        assert_eq!((tally.closed, tally.failed, failures.len()), (2, 1, 1));
+        assert_eq!(failures[0].path(), Path::new("bad.tmp"));
+        assert_eq!(failures[0].kind(), ErrorKind::Close);
+    }
+
+    #[test]
+    fn system_closer_closes_and_syncs() {
+        let dir = tempfile::tempdir().unwrap();
+        let failures = Failures::default();
+        let mut tally = CloseTally::default();
+        for fsync in [false, true] {
+            let path = dir.path().join(format!("f{fsync}"));
+            let job = CloseJob {
+                file: File::create(&path).unwrap(),
+                name: path.clone(),
+                path,
+                finalize: Finalize::Keep,
+            };
+            tally.close(job, &SystemCloser { fsync }, &failures);
+        }
+        assert_eq!((tally.closed, tally.failed), (2, 0));
+        assert!(failures.take().is_empty());
+    }
+}

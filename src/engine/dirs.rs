@@ -1,0 +1,218 @@
+//! Directories: each created once, parents first, before any file in it.
+//!
+//! Two ways in. A whole plan's directories are made a depth level at a time, each level in
+//! parallel on the current rayon pool ([`Dirs::create_all`]): a `mkdir` costs tens of
+//! microseconds and a source tree has thousands. A writer that meets a file whose parents are
+//! not made yet makes them itself ([`Dirs::ensure_parents`]), with no lock held during the
+//! system call, so directory creation overlaps with writing. A directory that exists as a
+//! symlink or a file blocks everything below it, with the reason, and is never followed.
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use rayon::prelude::*;
+
+use crate::options::Overwrite;
+
+/// What the directory stage knows about directories under the output folder.
+#[derive(Default)]
+pub(super) struct DirState {
+    /// Real directories (created now, or found), never symlinks.
+    pub ready: HashSet<PathBuf>,
+    /// Directories that cannot be used, with why.
+    pub blocked: HashMap<PathBuf, String>,
+    pub created: u64,
+    /// Directories this run created (with mode 0o777 less the umask).
+    pub made_here: HashSet<PathBuf>,
+    /// Time spent creating (or inspecting) directories.
+    pub busy: Duration,
+    /// Every ready directory, parents first (for `fsync`).
+    pub order: Vec<PathBuf>,
+}
+
+impl DirState {
+    /// Why `dir` could not be made: its own reason or an ancestor's, with the one that failed.
+    pub fn why_not<'a>(&'a self, dir: &'a Path) -> (&'a Path, &'a str) {
+        dir.ancestors()
+            .find_map(|a| self.blocked.get(a).map(|r| (a, r.as_str())))
+            .unwrap_or((dir, "not created"))
+    }
+
+    fn made(&mut self, dir: &Path, created: bool) {
+        // Two writers may race for one directory: the one whose mkdir made it counts it,
+        // whichever of them gets here first.
+        self.created += u64::from(created);
+        if created {
+            self.made_here.insert(dir.to_path_buf());
+        }
+        if self.ready.insert(dir.to_path_buf()) {
+            self.order.push(dir.to_path_buf());
+        }
+    }
+}
+
+pub(super) struct Dirs {
+    root: PathBuf,
+    overwrite: Overwrite,
+    state: Mutex<DirState>,
+}
+
+impl Dirs {
+    pub fn new(root: &Path, overwrite: Overwrite) -> Dirs {
+        Dirs {
+            root: root.to_path_buf(),
+            overwrite,
+            state: Mutex::default(),
+        }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, DirState> {
+        // Every critical section leaves the state consistent, so a panic elsewhere does not
+        // taint it.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn into_state(self) -> DirState {
+        self.state.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Creates these directories and their parents, one level of depth at a time (every parent
+    /// before its children), each level in parallel on the current rayon pool.
+    pub fn create_all<'p>(&self, wanted: impl IntoIterator<Item = &'p Path>) {
+        let start = Instant::now();
+        let mut all = HashSet::new();
+        for dir in wanted {
+            for a in dir.ancestors().filter(|a| !a.as_os_str().is_empty()) {
+                if !all.insert(a.to_path_buf()) {
+                    break;
+                }
+            }
+        }
+        let mut levels: Vec<Vec<PathBuf>> = Vec::new();
+        for dir in all {
+            let depth = dir.components().count();
+            if levels.len() < depth {
+                levels.resize_with(depth, Vec::new);
+            }
+            levels[depth - 1].push(dir);
+        }
+        for level in levels {
+            let todo: Vec<PathBuf> = {
+                let mut state = self.lock();
+                let mut todo = Vec::with_capacity(level.len());
+                for dir in level {
+                    if state.ready.contains(&dir) {
+                        continue;
+                    }
+                    // Below a directory that could not be made: blocked for the same reason
+                    // (trying would only say "No such file or directory").
+                    let parent = dir.parent().and_then(|p| state.blocked.get(p)).cloned();
+                    match parent {
+                        Some(reason) => {
+                            state.blocked.insert(dir, reason);
+                        }
+                        None => todo.push(dir),
+                    }
+                }
+                todo
+            };
+            let made: Vec<(PathBuf, anyhow::Result<bool>)> = todo
+                .into_par_iter()
+                .map(|d| {
+                    let made = self.create_one(&d);
+                    (d, made)
+                })
+                .collect();
+            let mut state = self.lock();
+            for (dir, made) in made {
+                match made {
+                    Ok(created) => state.made(&dir, created),
+                    Err(e) => {
+                        state.blocked.insert(dir, format!("{e:#}"));
+                    }
+                }
+            }
+        }
+        self.lock().busy += start.elapsed();
+    }
+
+    /// Makes sure `rel`'s parent directories exist, creating them parents first. Any writer
+    /// may call it: no lock is held during a system call, so writers never wait for each
+    /// other's `mkdir` (two racing for the same directory both find it a real directory).
+    pub fn ensure_parents(&self, rel: &Path) -> anyhow::Result<()> {
+        match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) => self.ensure(parent),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes sure `dir` exists as a real directory, creating it and its parents.
+    pub fn ensure(&self, dir: &Path) -> anyhow::Result<()> {
+        {
+            let state = self.lock();
+            if state.ready.contains(dir) {
+                return Ok(());
+            }
+            if let Some(reason) = state.blocked.get(dir) {
+                bail!("cannot create directory '{}': {reason}", dir.display());
+            }
+        }
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            self.ensure(parent)?;
+        }
+        let start = Instant::now();
+        let made = self.create_one(dir);
+        let mut state = self.lock();
+        state.busy += start.elapsed();
+        match made {
+            Ok(created) => {
+                state.made(dir, created);
+                Ok(())
+            }
+            Err(e) => {
+                let reason = format!("{e:#}");
+                state.blocked.insert(dir.to_path_buf(), reason.clone());
+                bail!("cannot create directory '{}': {reason}", dir.display());
+            }
+        }
+    }
+
+    /// Creates one directory whose parent exists. Ok(false) if a real directory is already there.
+    fn create_one(&self, rel: &Path) -> anyhow::Result<bool> {
+        let path = self.root.join(rel);
+        match std::fs::create_dir(&path) {
+            Ok(()) => return Ok(true),
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
+                return Err(e).with_context(|| format!("creating directory '{}'", path.display()));
+            }
+            Err(_) => {}
+        }
+        let meta = path
+            .symlink_metadata()
+            .with_context(|| format!("inspecting '{}'", path.display()))?;
+        if meta.is_dir() {
+            return Ok(false);
+        }
+        let what = if meta.file_type().is_symlink() {
+            "a symlink"
+        } else {
+            "a file"
+        };
+        if self.overwrite != Overwrite::Replace {
+            bail!(
+                "'{}' is {what}, not a directory (it is never followed; use --overwrite to replace it)",
+                path.display()
+            );
+        }
+        // Removing a symlink removes the link itself, never what it points to.
+        std::fs::remove_file(&path)
+            .with_context(|| format!("removing {what} '{}' to replace it", path.display()))?;
+        std::fs::create_dir(&path)
+            .with_context(|| format!("creating directory '{}'", path.display()))?;
+        Ok(true)
+    }
+}

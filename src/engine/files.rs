@@ -1,0 +1,396 @@
+//! Writing one file: create it (honouring the overwrite policy), fill it, set its mtime and mode
+//! on the open handle, and hand the handle to the close stage.
+//!
+//! Files are created with `O_CREAT | O_EXCL` (`create_new`): that never follows a symlink, never
+//! truncates anything, and costs nothing over a plain create, so an empty output folder needs no
+//! other check. Replacing writes to a temporary name that is renamed into place after a good
+//! close. A file that fails half-way is removed: nothing half-written stays under any name.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use anyhow::{Context, anyhow};
+
+use super::{Engine, already_exists};
+use crate::close::{CloseJob, Finalize};
+use crate::error::{Error, ErrorKind, Tag};
+use crate::options::Overwrite;
+use crate::plan::Entry;
+use crate::platform;
+
+/// Files are copied through a per-writer buffer of this size: a smaller file takes one read and
+/// one write; a larger one is streamed in chunks of this size and never held whole.
+pub(crate) const CHUNK: usize = 1 << 20;
+
+/// Where a file's content comes from.
+pub(crate) enum Content<'a> {
+    /// Read (and checked against the declared size) in chunks.
+    Reader(&'a mut dyn Read),
+    /// Already in memory.
+    Bytes(&'a [u8]),
+    /// A file of a source tree, copied in the kernel where it can be (see `copy.rs`).
+    File(&'a File),
+}
+
+/// A writing thread's own state: its copy buffer, and written files not yet handed over for
+/// closing (sent to the close pool a batch at a time).
+#[derive(Default)]
+pub(crate) struct WriterState {
+    buf: Vec<u8>,
+    batch: Vec<CloseJob>,
+}
+
+/// What became of an entry that did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Written {
+    File,
+    /// An existing file was kept ([`Overwrite::Skip`]).
+    Skipped,
+}
+
+/// A file created for an entry and not yet handed over.
+pub(crate) struct OpenFile {
+    pub file: File,
+    /// Where it is on disk now (a temporary name when it replaces something).
+    pub path: PathBuf,
+    finalize: Finalize,
+    mode: u32,
+    started: Instant,
+}
+
+impl Engine {
+    /// Writes one file entry from `content`, then hands it to the close stage. Parents are
+    /// made as needed. A close failure comes later, through the run's failures.
+    pub(crate) fn write_file(
+        &self,
+        state: &mut WriterState,
+        entry: &Entry,
+        content: Content<'_>,
+    ) -> Result<Written, Error> {
+        if self.cancelled() {
+            // Not started, so nothing to undo.
+            return Err(cancelled(entry));
+        }
+        self.make_parents(entry)?;
+        let Some(open) = self.open(entry)? else {
+            return Ok(Written::Skipped);
+        };
+        match self.fill(&open, entry, content, &mut state.buf) {
+            Ok(bytes) => {
+                self.seal(state, open, entry, bytes)?;
+                Ok(Written::File)
+            }
+            Err(error) => {
+                self.discard(open);
+                Err(error)
+            }
+        }
+    }
+
+    /// Creates the entry's file (its parents must exist), honouring the overwrite policy.
+    /// `None`: an existing file is kept, and counted as skipped.
+    pub(crate) fn open(&self, entry: &Entry) -> Result<Option<OpenFile>, Error> {
+        let started = Instant::now();
+        let mode = self.file_mode(entry);
+        let dest = self.root.join(&entry.path);
+        let err = match platform::create_new(&dest, mode) {
+            Ok(file) => {
+                return Ok(Some(OpenFile {
+                    file,
+                    path: dest,
+                    finalize: Finalize::Keep,
+                    mode,
+                    started,
+                }));
+            }
+            Err(err) => err,
+        };
+        let fail = |kind, error: anyhow::Error| Err(Error::new(&entry.name, kind, error));
+        if err.kind() != io::ErrorKind::AlreadyExists {
+            let error = anyhow!(err).context(format!("creating '{}'", dest.display()));
+            return fail(ErrorKind::Write, error);
+        }
+        let is_dir = dest.symlink_metadata().is_ok_and(|m| m.is_dir());
+        match self.opts.overwrite {
+            Overwrite::Skip => {
+                self.skipped.fetch_add(1, Ordering::Relaxed);
+                Ok(None)
+            }
+            _ if is_dir => fail(
+                ErrorKind::AlreadyExists,
+                anyhow!("a directory is in the way at '{}'", dest.display()),
+            ),
+            Overwrite::Refuse => fail(ErrorKind::AlreadyExists, already_exists(&dest)),
+            Overwrite::Replace => {
+                let temp = self.temp_path(&dest);
+                let file = platform::create_new(&temp, mode)
+                    .with_context(|| format!("creating '{}'", temp.display()))
+                    .tag(&entry.name, ErrorKind::Write)?;
+                Ok(Some(OpenFile {
+                    file,
+                    path: temp,
+                    finalize: Finalize::RenameTo(dest),
+                    mode,
+                    started,
+                }))
+            }
+        }
+    }
+
+    /// Finishes a filled file: mtime and mode on the open handle (no second open), then the
+    /// hand-over to the close stage. On failure the file is removed.
+    pub(crate) fn seal(
+        &self,
+        state: &mut WriterState,
+        open: OpenFile,
+        entry: &Entry,
+        bytes: u64,
+    ) -> Result<(), Error> {
+        let set = || -> anyhow::Result<()> {
+            if let Some(mtime) = entry.mtime {
+                open.file
+                    .set_modified(mtime)
+                    .with_context(|| format!("setting the mtime of '{}'", open.path.display()))?;
+            }
+            platform::fix_mode(&open.file, open.mode, self.umask)
+                .with_context(|| format!("setting the mode of '{}'", open.path.display()))
+        };
+        if let Err(error) = set() {
+            let error = Error::new(&entry.name, ErrorKind::Metadata, error);
+            self.discard(open);
+            return Err(error);
+        }
+        self.write_nanos
+            .fetch_add(super::nanos(open.started.elapsed()), Ordering::Relaxed);
+        self.files.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.reporter.file_written();
+        let job = CloseJob {
+            file: open.file,
+            path: open.path,
+            name: entry.name.clone().into(),
+            finalize: open.finalize,
+        };
+        self.close
+            .hand_over(&mut state.batch, job, || self.mean_write());
+        Ok(())
+    }
+
+    /// Gives up on a file: closed and removed, so nothing half-written stays under any name.
+    pub(crate) fn discard(&self, open: OpenFile) {
+        self.write_nanos
+            .fetch_add(super::nanos(open.started.elapsed()), Ordering::Relaxed);
+        drop(open.file);
+        let _ = std::fs::remove_file(&open.path);
+    }
+
+    /// Hands the closes a writer still holds to the close stage.
+    pub(crate) fn flush(&self, state: &mut WriterState) {
+        self.close.flush(&mut state.batch);
+    }
+
+    /// Copies the content into the file, checked against the declared size.
+    fn fill(
+        &self,
+        open: &OpenFile,
+        entry: &Entry,
+        content: Content<'_>,
+        buf: &mut Vec<u8>,
+    ) -> Result<u64, Error> {
+        let path = &open.path;
+        let mut file = &open.file;
+        let mut out = ChunkWriter {
+            file: &mut file,
+            sparse: entry.sparse,
+            pending_hole: false,
+        };
+        let written = match content {
+            Content::Bytes(data) => {
+                if data.len() as u64 != entry.size {
+                    return Err(Error::new(
+                        &entry.name,
+                        ErrorKind::Source,
+                        anyhow!(
+                            "the entry holds {} bytes, not its declared {}",
+                            data.len(),
+                            entry.size
+                        ),
+                    ));
+                }
+                out.write(data)
+                    .with_context(|| format!("writing '{}'", path.display()))
+                    .tag(&entry.name, ErrorKind::Write)?;
+                self.reporter.bytes_written(entry.size);
+                entry.size
+            }
+            Content::Reader(src) => self.pump(&mut out, src, path, entry, buf)?,
+            Content::File(mut src) => {
+                let fast = self
+                    .copier
+                    .copy(src, out.file, entry.size, entry.sparse)
+                    .with_context(|| format!("copying into '{}'", path.display()))
+                    .tag(&entry.name, ErrorKind::Write)?;
+                if fast {
+                    self.reporter.bytes_written(entry.size);
+                    entry.size
+                } else {
+                    self.pump(&mut out, &mut src, path, entry, buf)?
+                }
+            }
+        };
+        out.finish(written)
+            .with_context(|| format!("writing '{}'", path.display()))
+            .tag(&entry.name, ErrorKind::Write)?;
+        Ok(written)
+    }
+
+    /// Copies the entry's content from `src` through the buffer, checking it against the
+    /// declared size.
+    fn pump(
+        &self,
+        out: &mut ChunkWriter<'_, '_>,
+        src: &mut dyn Read,
+        path: &Path,
+        entry: &Entry,
+        buf: &mut Vec<u8>,
+    ) -> Result<u64, Error> {
+        let source = |error: anyhow::Error| Error::new(&entry.name, ErrorKind::Source, error);
+        let mut written = 0u64;
+        buf.clear();
+        buf.reserve(CHUNK);
+        loop {
+            if self.cancelled() {
+                return Err(cancelled(entry));
+            }
+            buf.clear();
+            let n = src
+                .take(CHUNK as u64)
+                .read_to_end(buf)
+                .context("reading the entry's data")
+                .map_err(source)?;
+            if n == 0 {
+                break;
+            }
+            written += n as u64;
+            if written > entry.size {
+                return Err(source(anyhow!(
+                    "the entry holds more data than its declared size of {} bytes",
+                    entry.size
+                )));
+            }
+            out.write(buf)
+                .with_context(|| format!("writing '{}'", path.display()))
+                .tag(&entry.name, ErrorKind::Write)?;
+            self.reporter.bytes_written(n as u64);
+        }
+        if written != entry.size {
+            return Err(source(anyhow!(
+                "the entry is truncated: {written} of its {} bytes",
+                entry.size
+            )));
+        }
+        Ok(written)
+    }
+}
+
+/// The error of a file not written because the run was cancelled.
+pub(crate) fn cancelled(entry: &Entry) -> Error {
+    Error::new(
+        &entry.name,
+        ErrorKind::Cancelled,
+        anyhow!("cancelled before it was written"),
+    )
+}
+
+/// Writes a file's content; for a sparse entry, blocks of zeros become holes (skipped with a
+/// seek, the file's length set at the end), as GNU tar restores them.
+pub(crate) struct ChunkWriter<'f, 'a> {
+    file: &'f mut &'a File,
+    sparse: bool,
+    /// The last bytes were skipped, so the file must be extended to its length at the end.
+    pending_hole: bool,
+}
+
+impl ChunkWriter<'_, '_> {
+    const BLOCK: usize = 4096;
+
+    fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        if !self.sparse {
+            return self.file.write_all(data);
+        }
+        let mut rest = data;
+        while !rest.is_empty() {
+            let zeros = rest
+                .chunks(Self::BLOCK)
+                .take_while(|b| b.iter().all(|&x| x == 0))
+                .map(<[u8]>::len)
+                .sum::<usize>();
+            if zeros > 0 {
+                self.file.seek(SeekFrom::Current(zeros as i64))?;
+                self.pending_hole = true;
+                rest = &rest[zeros..];
+                continue;
+            }
+            let data_len = rest
+                .chunks(Self::BLOCK)
+                .take_while(|b| b.iter().any(|&x| x != 0))
+                .map(<[u8]>::len)
+                .sum::<usize>();
+            self.file.write_all(&rest[..data_len])?;
+            self.pending_hole = false;
+            rest = &rest[data_len..];
+        }
+        Ok(())
+    }
+
+    fn finish(self, len: u64) -> io::Result<()> {
+        if self.pending_hole {
+            self.file.set_len(len)?;
+        }
+        Ok(())
+    }
+}
+
+/// A source's writer thread: its own state, with failures recorded in the run (the other
+/// entries go on). Dropping it hands over the closes it still holds.
+pub(crate) struct Writer<'e> {
+    engine: &'e Engine,
+    state: WriterState,
+}
+
+impl Engine {
+    /// A writer thread's handle on the engine. Create one per worker (for instance in rayon's
+    /// `for_each_init`).
+    pub(crate) fn writer(&self) -> Writer<'_> {
+        Writer {
+            engine: self,
+            // The buffer is allocated on first use: a mirror makes a writer per directory, and
+            // copies in the kernel, where the buffer is only a fallback.
+            state: WriterState::default(),
+        }
+    }
+}
+
+impl Writer<'_> {
+    /// Writes one file entry; a failure is recorded in the run. False: this one failed (a
+    /// cancelled run is not a failure of the entry).
+    pub(crate) fn write(&mut self, entry: &Entry, content: Content<'_>) -> bool {
+        match self.engine.write_file(&mut self.state, entry, content) {
+            Ok(_) => true,
+            Err(error) if error.is_cancelled() => true,
+            Err(error) => {
+                self.engine.record(error);
+                false
+            }
+        }
+    }
+}
+
+impl Drop for Writer<'_> {
+    fn drop(&mut self) {
+        self.engine.flush(&mut self.state);
+    }
+}

@@ -1,0 +1,132 @@
+//! What the end of a run makes: symlinks and hard links (after every file is closed, so nothing
+//! is ever written through a link), and directory modes and mtimes (deepest first, once their
+//! content is complete).
+
+use std::io;
+use std::path::Path;
+use std::time::SystemTime;
+
+use anyhow::Context;
+
+use super::{Engine, already_exists};
+use crate::error::{Error, ErrorKind, Tag};
+use crate::options::Overwrite;
+use crate::plan::Entry;
+use crate::platform;
+
+impl Engine {
+    /// Creates a link at the entry's path with `make`, honouring the overwrite policy (a
+    /// replacement is made under a temporary name and renamed over). False: skipped.
+    fn place_link(
+        &self,
+        entry: &Entry,
+        make: impl Fn(&Path) -> io::Result<()>,
+    ) -> Result<bool, Error> {
+        let dest = self.root.join(&entry.path);
+        let err = match make(&dest) {
+            Ok(()) => return Ok(true),
+            Err(err) => err,
+        };
+        if err.kind() != io::ErrorKind::AlreadyExists {
+            return Err(err)
+                .with_context(|| format!("creating '{}'", dest.display()))
+                .tag(&entry.name, ErrorKind::Link);
+        }
+        match self.opts.overwrite {
+            Overwrite::Refuse => {
+                Err(already_exists(&dest)).tag(&entry.name, ErrorKind::AlreadyExists)
+            }
+            Overwrite::Skip => Ok(false),
+            Overwrite::Replace => {
+                let temp = self.temp_path(&dest);
+                make(&temp)
+                    .with_context(|| format!("creating '{}'", temp.display()))
+                    .tag(&entry.name, ErrorKind::Link)?;
+                platform::replace(&temp, &dest)
+                    .map_err(|e| {
+                        let _ = std::fs::remove_file(&temp);
+                        anyhow::Error::new(e).context(format!("replacing '{}'", dest.display()))
+                    })
+                    .tag(&entry.name, ErrorKind::Link)?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// False: skipped.
+    pub(super) fn create_symlink(&self, entry: &Entry, target: &Path) -> Result<bool, Error> {
+        if !self.place_link(entry, |at| platform::symlink(target, at))? {
+            return Ok(false);
+        }
+        if let Some(mtime) = entry.mtime {
+            let dest = self.root.join(&entry.path);
+            platform::set_path_mtime(&dest, mtime)
+                .with_context(|| format!("setting the mtime of symlink '{}'", dest.display()))
+                .tag(&entry.name, ErrorKind::Metadata)?;
+        }
+        Ok(true)
+    }
+
+    /// A hard link may only name a regular file under the output folder, reached through
+    /// directories this run has checked are real (never through a symlink: `link(2)` follows
+    /// symlinks in the middle of a path). False: skipped.
+    pub(super) fn create_hardlink(&self, entry: &Entry, target: &Path) -> Result<bool, Error> {
+        let refuse = || {
+            Error::new(
+                &entry.name,
+                ErrorKind::Refused,
+                anyhow::anyhow!(
+                    "refused: hard link target '{}' is not a regular file written into the output folder",
+                    target.display()
+                ),
+            )
+        };
+        let through_real_dirs = match target.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) => self.dirs.lock().ready.contains(parent),
+            None => true,
+        };
+        if !through_real_dirs {
+            return Err(refuse());
+        }
+        let original = self.root.join(target);
+        match original.symlink_metadata() {
+            Ok(meta) if meta.is_file() => {}
+            _ => return Err(refuse()),
+        }
+        self.place_link(entry, |at| std::fs::hard_link(&original, at))
+    }
+
+    pub(super) fn apply_dir_metadata(&self, entry: &Entry) -> Result<(), Error> {
+        let path = self.root.join(&entry.path);
+        // A directory this run made already has the usual mode (0o777 less the umask): most
+        // do, and a chmod per directory is worth saving.
+        let made_with = |mode: u32| {
+            self.plain_mkdir
+                && mode == 0o777 & !self.umask
+                && self.dirs.lock().made_here.contains(&entry.path)
+        };
+        let mode = entry
+            .mode
+            .map(|m| self.opts.mode_bits(m))
+            .filter(|&m| !made_with(m));
+        set_path_metadata(&path, mode, entry.mtime).tag(&entry.name, ErrorKind::Metadata)
+    }
+}
+
+/// Sets a mode and an mtime on an existing path, by path, never following a final symlink's
+/// mtime (directories, symlinks, and files a mirror updates in place).
+pub(crate) fn set_path_metadata(
+    path: &Path,
+    mode: Option<u32>,
+    mtime: Option<SystemTime>,
+) -> anyhow::Result<()> {
+    if let Some(mode) = mode {
+        platform::set_path_mode(path, mode)
+            .with_context(|| format!("setting the mode of '{}'", path.display()))?;
+    }
+    if let Some(mtime) = mtime {
+        platform::set_path_mtime(path, mtime)
+            .with_context(|| format!("setting the mtime of '{}'", path.display()))?;
+    }
+    Ok(())
+}

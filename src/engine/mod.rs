@@ -1,0 +1,590 @@
+//! The engine: the one door through which everything is written, whoever the source is (zip,
+//! tar, a mirrored tree, or a program through [`Batch`](crate::Batch)).
+//!
+//! A source speaks to it in entries ([`Entry`]: a validated relative path, a kind, a mode, an
+//! mtime, a size) and in four calls:
+//! - [`Engine::prepare`] registers a whole plan up front, or [`Engine::add_dir`] and
+//!   [`Engine::add_link`] register entries one at a time (a stream);
+//! - [`Engine::write_file`] (through a [`Writer`] per thread) writes a file, from many threads
+//!   at once, making its parents as needed;
+//! - [`Engine::record`] records what a source itself failed to read;
+//! - [`Engine::finish`] waits for every close, makes the links and empty directories, applies
+//!   directory metadata deepest first, and returns the [`Report`].
+//!
+//! The work is split by job: `dirs.rs` makes directories, `files.rs` writes files, `links.rs`
+//! makes links and applies directory metadata at the end, `copy.rs` copies source files in the
+//! kernel, and the close stage (`crate::close`) decides where every handle is closed. Data goes
+//! one way: source -> entries -> directories -> files -> close stage -> report.
+
+mod copy;
+mod dirs;
+mod files;
+mod links;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::close::{CloseStage, Closer, SystemCloser};
+use crate::error::{Error, ErrorKind, Failures, Tag};
+use crate::options::{Options, Overwrite};
+use crate::plan::{Entry, EntryKind, Plan};
+use crate::platform;
+use crate::progress::{Reporter, Silent};
+use crate::report::Report;
+
+pub(crate) use files::{CHUNK, Content, OpenFile, Writer, WriterState, cancelled};
+pub(crate) use links::set_path_metadata;
+
+/// The write stage's threads for a source: a rayon pool of its own (`-j`), named for profilers.
+pub(crate) fn writer_pool(opts: &Options) -> anyhow::Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.threads.max(1))
+        .thread_name(|i| format!("fastwrite-write-{i}"))
+        .build()
+        .context("cannot start the writer threads")
+}
+
+/// One run of a source: the writer threads, the engine rooted at `root`, the source's `body`
+/// (called on this thread, with the pool to run its writers on), and the end of the run.
+/// Returns the report and what `body` returned.
+pub(crate) fn run<T>(
+    root: &Path,
+    opts: &Options,
+    body: impl FnOnce(&Engine, &rayon::ThreadPool) -> T,
+) -> anyhow::Result<(Report, T)> {
+    let engine = Engine::new(root, opts, Arc::new(SystemCloser { fsync: opts.fsync }))?;
+    let writers = writer_pool(opts)?;
+    let out = body(&engine, &writers);
+    // Empty directories are created on the pool.
+    let report = writers.install(|| engine.finish());
+    Ok((report, out))
+}
+
+pub(crate) struct Engine {
+    root: PathBuf,
+    opts: Options,
+    reporter: Arc<dyn Reporter>,
+    umask: u32,
+    /// Whether the output folder was missing or empty at the start: then nothing can be in the
+    /// way, and no file needs checking before it is written.
+    fresh: bool,
+    /// New directories get exactly 0o777 less the umask: not so under a setgid directory,
+    /// whose new subdirectories inherit the bit.
+    plain_mkdir: bool,
+    dirs: dirs::Dirs,
+    close: CloseStage,
+    failures: Arc<Failures>,
+    /// Entries whose work waits until every file is closed: links, and directory metadata.
+    deferred: Mutex<Deferred>,
+    files: AtomicU64,
+    bytes: AtomicU64,
+    skipped: AtomicU64,
+    write_nanos: AtomicU64,
+    temp_counter: AtomicU64,
+    copier: copy::Copier,
+}
+
+#[derive(Default)]
+struct Deferred {
+    /// Symlinks and hard links, in the source's order.
+    links: Vec<Entry>,
+    /// Directories with a mode or mtime to apply once their content is complete.
+    dirs: Vec<Entry>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section leaves its data consistent, so a panic elsewhere does not taint it.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn already_exists(path: &Path) -> anyhow::Error {
+    anyhow::anyhow!(
+        "'{}' already exists (use --overwrite or --skip-existing)",
+        path.display()
+    )
+}
+
+impl Engine {
+    /// Opens the output folder (creating it if needed) and starts the close stage.
+    pub(crate) fn new(
+        root: &Path,
+        opts: &Options,
+        closer: Arc<dyn Closer>,
+    ) -> anyhow::Result<Engine> {
+        let fresh = match std::fs::read_dir(root) {
+            Ok(mut entries) => entries.next().is_none(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(root)
+                    .with_context(|| format!("cannot create output folder '{}'", root.display()))?;
+                true
+            }
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("cannot use output folder '{}'", root.display()));
+            }
+        };
+        let failures = Arc::new(Failures::default());
+        let close = CloseStage::new(opts, closer, Arc::clone(&failures))?;
+        Ok(Engine {
+            root: root.to_path_buf(),
+            opts: opts.clone(),
+            reporter: opts.progress.clone().unwrap_or_else(|| Arc::new(Silent)),
+            umask: platform::current_umask(),
+            fresh,
+            plain_mkdir: !platform::is_setgid_dir(root),
+            dirs: dirs::Dirs::new(root, opts.overwrite),
+            close,
+            failures,
+            deferred: Mutex::default(),
+            files: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
+            write_nanos: AtomicU64::new(0),
+            temp_counter: AtomicU64::new(0),
+            copier: copy::Copier::default(),
+        })
+    }
+
+    /// Whether the output folder was missing or empty at the start.
+    pub(crate) fn is_fresh(&self) -> bool {
+        self.fresh
+    }
+
+    /// The output folder.
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub(crate) fn reporter(&self) -> &dyn Reporter {
+        self.reporter.as_ref()
+    }
+
+    /// Whether the run was cancelled: sources stop reading, writers stop starting files.
+    pub(crate) fn cancelled(&self) -> bool {
+        self.opts.cancel.is_cancelled()
+    }
+
+    /// Records a failure. Any thread may call this.
+    pub(crate) fn record(&self, error: Error) {
+        self.failures.push(error);
+    }
+
+    /// Every failure recorded so far, leaving none (close failures included, as they happen).
+    pub(crate) fn take_failures(&self) -> Vec<Error> {
+        self.failures.take()
+    }
+
+    /// Registers a whole plan before any file is written: links and directory metadata are
+    /// deferred, and conflicts with existing files said up front. Leaves in the plan only the
+    /// files to write.
+    ///
+    /// Into a missing or empty output folder nothing can be in the way, so nothing is checked
+    /// and no directory made here: the writers make each file's parents as they go, which
+    /// overlaps directory creation with writing. Otherwise every directory is made first and
+    /// every file checked, so conflicts are said before anything is written. Call it on the
+    /// writers' pool: directories are made in parallel.
+    pub(crate) fn prepare(&self, plan: &mut Plan) {
+        if !self.fresh {
+            self.dirs
+                .create_all(plan.entries.iter().map(|e| match e.kind {
+                    EntryKind::Dir => e.path.as_path(),
+                    _ => e.path.parent().unwrap_or(Path::new("")),
+                }));
+        }
+        let mut files = Vec::with_capacity(plan.entries.len());
+        for entry in std::mem::take(&mut plan.entries) {
+            match entry.kind {
+                EntryKind::Dir => self.add_dir(entry),
+                EntryKind::File => {
+                    if self.fresh || !self.conflicts(&entry) {
+                        files.push(entry);
+                    }
+                }
+                EntryKind::Symlink { .. } | EntryKind::Hardlink { .. } => self.add_link(entry),
+            }
+        }
+        plan.entries = files;
+    }
+
+    /// Makes an entry's parent directories now.
+    pub(crate) fn make_parents(&self, entry: &Entry) -> Result<(), Error> {
+        self.dirs
+            .ensure_parents(&entry.path)
+            .tag(&entry.name, ErrorKind::Directory)
+    }
+
+    /// Makes a directory entry's directory now, and its parents.
+    pub(crate) fn make_dir(&self, entry: &Entry) -> Result<(), Error> {
+        self.dirs
+            .ensure(&entry.path)
+            .tag(&entry.name, ErrorKind::Directory)
+    }
+
+    /// Registers a directory entry. The directory is created before anything inside it, or at
+    /// the end if it stays empty; its mode and mtime are applied last.
+    pub(crate) fn add_dir(&self, entry: Entry) {
+        lock(&self.deferred).dirs.push(entry);
+    }
+
+    /// Registers a symlink or hard link, created after every file is closed.
+    pub(crate) fn add_link(&self, entry: Entry) {
+        if let EntryKind::Hardlink { target } = &entry.kind {
+            // A hard link is only made through directories checked to be real; its target may
+            // be a file this run leaves alone, in a directory it does not otherwise touch. (A
+            // failure here is the link's, said when it is made.)
+            let _ = self.dirs.ensure_parents(target);
+        }
+        if let Err(error) = self.dirs.ensure_parents(&entry.path) {
+            return self.record(Error::new(&entry.name, ErrorKind::Directory, error));
+        }
+        if self.conflicts(&entry) {
+            return;
+        }
+        lock(&self.deferred).links.push(entry);
+    }
+
+    /// Says before anything is written whether an entry would hit an existing file: only
+    /// needed when the output folder was not empty (the O_EXCL create still guards against
+    /// anything that appears meanwhile). True: skipped or failed.
+    fn conflicts(&self, entry: &Entry) -> bool {
+        if self.fresh || self.opts.overwrite == Overwrite::Replace {
+            return false;
+        }
+        let dest = self.root.join(&entry.path);
+        if dest.symlink_metadata().is_err() {
+            return false;
+        }
+        if self.opts.overwrite == Overwrite::Skip {
+            self.skipped.fetch_add(1, Ordering::Relaxed);
+        } else {
+            let error = already_exists(&dest);
+            self.record(Error::new(&entry.name, ErrorKind::AlreadyExists, error));
+        }
+        true
+    }
+
+    /// The mean time a writer takes to write one file (without closing it).
+    fn mean_write(&self) -> Duration {
+        let files = self.files.load(Ordering::Relaxed).max(1);
+        Duration::from_nanos(self.write_nanos.load(Ordering::Relaxed) / files)
+    }
+
+    /// The file's mode as it will be on disk.
+    fn file_mode(&self, entry: &Entry) -> u32 {
+        match entry.mode {
+            Some(mode) => self.opts.mode_bits(mode),
+            None => 0o666 & !self.umask,
+        }
+    }
+
+    fn temp_path(&self, dest: &Path) -> PathBuf {
+        let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
+        let name = dest.file_name().unwrap_or_default().to_string_lossy();
+        dest.with_file_name(format!(".{name}.fastwrite-{}-{n}", std::process::id()))
+    }
+
+    /// Waits for every close, then creates the remaining (empty) directories and the links,
+    /// and applies directory metadata, deepest first. Returns the report of everything the
+    /// engine did. Call it on a rayon pool (`install`): empty directories are created on it.
+    pub(crate) fn finish(mut self) -> Report {
+        let closes = self.close.finish();
+        let mut deferred =
+            std::mem::take(self.deferred.get_mut().unwrap_or_else(|e| e.into_inner()));
+        if self.cancelled() {
+            // Stop here: what was written is complete and closed; links, empty directories
+            // and directory metadata for the rest would only be work the user cancelled.
+            deferred = Deferred::default();
+        }
+
+        // Directories that are still empty are made now, before links may go into them.
+        self.dirs
+            .create_all(deferred.dirs.iter().map(|e| e.path.as_path()));
+        let mut dirs = Vec::with_capacity(deferred.dirs.len());
+        {
+            let made = self.dirs.lock();
+            for entry in deferred.dirs {
+                if made.ready.contains(&entry.path) {
+                    dirs.push(entry);
+                    continue;
+                }
+                let (at, reason) = made.why_not(&entry.path);
+                let error = anyhow::anyhow!("cannot create directory '{}': {reason}", at.display());
+                self.failures
+                    .push(Error::new(&entry.name, ErrorKind::Directory, error));
+            }
+        }
+
+        let (mut symlinks, mut hardlinks) = (0, 0);
+        for entry in &deferred.links {
+            let made = match &entry.kind {
+                EntryKind::Symlink { target } => self.create_symlink(entry, target),
+                EntryKind::Hardlink { target } => self.create_hardlink(entry, target),
+                _ => continue,
+            };
+            match made {
+                Ok(true) if matches!(entry.kind, EntryKind::Symlink { .. }) => symlinks += 1,
+                Ok(true) => hardlinks += 1,
+                Ok(false) => *self.skipped.get_mut() += 1,
+                Err(error) => self.failures.push(error),
+            }
+        }
+
+        dirs.retain(|e| e.mode.is_some() || e.mtime.is_some());
+        dirs.sort_by_key(|e| std::cmp::Reverse(e.path.components().count()));
+        for entry in &dirs {
+            if let Err(error) = self.apply_dir_metadata(entry) {
+                self.failures.push(error);
+            }
+        }
+
+        let Engine {
+            root,
+            opts,
+            reporter,
+            dirs,
+            failures,
+            mut files,
+            mut bytes,
+            mut skipped,
+            mut write_nanos,
+            mut copier,
+            ..
+        } = self;
+        let made_dirs = dirs.into_state();
+        // A file is durable only once the directory entry naming it is: with fsync, every
+        // directory written into is synced after its files, deepest first, the root last.
+        if opts.fsync {
+            let top = PathBuf::new();
+            for dir in made_dirs.order.iter().rev().chain(std::iter::once(&top)) {
+                let path = root.join(dir);
+                if let Err(error) = platform::sync_dir(&path) {
+                    let error = anyhow::Error::new(error)
+                        .context(format!("syncing directory '{}'", path.display()));
+                    failures.push(Error::new(dir, ErrorKind::Close, error));
+                }
+            }
+        }
+
+        reporter.finished();
+        Report {
+            files: files.get_mut().saturating_sub(closes.failed),
+            dirs: made_dirs.created,
+            dir_time: made_dirs.busy,
+            symlinks,
+            hardlinks,
+            bytes: *bytes.get_mut(),
+            skipped: *skipped.get_mut(),
+            failures: failures.take(),
+            warnings: Vec::new(),
+            wall: Duration::ZERO,
+            write_time: Duration::from_nanos(*write_nanos.get_mut()),
+            close_time: closes.busy,
+            peak_close_queue: closes.peak_queue,
+            close_threads: closes.threads,
+            reflinked: *copier.reflinked.get_mut(),
+            ..Report::default()
+        }
+    }
+}
+
+/// Adds what a source found itself (entries refused before writing, warnings) to the report.
+pub(crate) fn add_plan(report: &mut Report, plan: &mut Plan) {
+    report.failures.append(&mut plan.rejected);
+    report.warnings.append(&mut plan.warnings);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::CloseMode;
+    use std::fs::File;
+    use std::io;
+    use std::io::Cursor;
+
+    /// Fails the close of every file whose name starts with "bad".
+    struct FailingCloser;
+
+    impl Closer for FailingCloser {
+        fn close(&self, file: File, path: &Path) -> io::Result<()> {
+            drop(file);
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            if name.starts_with("bad") {
+                Err(io::Error::other("injected EIO"))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    fn file_entry(name: &str, content: &[u8]) -> Entry {
+        Entry {
+            name: name.to_string(),
+            path: PathBuf::from(name),
+            kind: EntryKind::File,
+            mode: Some(0o640),
+            mtime: None,
+            size: content.len() as u64,
+            index: 0,
+            sparse: false,
+        }
+    }
+
+    #[test]
+    fn a_failed_close_is_reported_with_its_name_in_both_close_modes() {
+        for close in [
+            CloseMode::Deferred { threads: 2 },
+            CloseMode::Inline,
+            CloseMode::Auto { max_threads: 4 },
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let opts = Options {
+                close,
+                ..Options::default()
+            };
+            let mut plan = Plan::default();
+            let files = [("good1", &b"one"[..]), ("bad", b"two"), ("good2", b"three")];
+            for (name, content) in files {
+                plan.entries.push(file_entry(name, content));
+            }
+            let sink = Engine::new(dir.path(), &opts, Arc::new(FailingCloser)).unwrap();
+            sink.prepare(&mut plan);
+            {
+                let mut writer = sink.writer();
+                for ((_, content), entry) in files.iter().zip(&plan.entries) {
+                    writer.write(entry, Content::Reader(&mut Cursor::new(content)));
+                }
+            }
+            let report = sink.finish();
+            assert_eq!(
+                report.exit_code(),
+                crate::report::exit::SOME_FAILED,
+                "{close:?}"
+            );
+            assert_eq!(report.failures.len(), 1);
+            assert_eq!(report.failures[0].path(), Path::new("bad"));
+            assert_eq!(report.failures[0].kind(), ErrorKind::Close);
+            let message = report.failures[0].message();
+            assert!(
+                message.contains("injected EIO") && message.contains("bad"),
+                "{message}"
+            );
+            assert!(
+                !dir.path().join("bad").exists(),
+                "the file of a failed close is removed"
+            );
+            assert_eq!(std::fs::read(dir.path().join("good2")).unwrap(), b"three");
+            assert_eq!(report.files, 2);
+        }
+    }
+
+    /// Takes `0` to close, like a local disk, or milliseconds, like Windows or NFS.
+    struct TimedCloser(Duration);
+
+    impl Closer for TimedCloser {
+        fn close(&self, file: File, _path: &Path) -> io::Result<()> {
+            drop(file);
+            std::thread::sleep(self.0);
+            Ok(())
+        }
+    }
+
+    /// Writes `n` small files with one writer and says how many close threads were used.
+    fn close_threads_after(n: usize, close: CloseMode, closer: TimedCloser) -> (usize, u64) {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options {
+            close,
+            threads: 2,
+            ..Options::default()
+        };
+        let mut plan = Plan::default();
+        for i in 0..n {
+            plan.entries.push(file_entry(&format!("f{i}"), b"x"));
+        }
+        let sink = Engine::new(dir.path(), &opts, Arc::new(closer)).unwrap();
+        sink.prepare(&mut plan);
+        {
+            let mut writer = sink.writer();
+            for entry in &plan.entries {
+                writer.write(entry, Content::Reader(&mut Cursor::new(b"x")));
+            }
+        }
+        let report = sink.finish();
+        assert!(report.failures.is_empty());
+        (report.close_threads, report.files)
+    }
+
+    #[test]
+    fn auto_defers_only_once_closes_are_slow() {
+        let auto = CloseMode::Auto { max_threads: 16 };
+        // Fast closes: the writer keeps closing (not on Windows, where auto always defers).
+        let (threads, files) = close_threads_after(64, auto, TimedCloser(Duration::ZERO));
+        assert_eq!(files, 64);
+        assert_eq!(
+            threads,
+            if cfg!(windows) {
+                CloseMode::default_deferred_threads()
+            } else {
+                0
+            }
+        );
+        // 3 ms closes: a pool (how big depends on the write time measured, so only its
+        // bounds are checked: at least Little's law's "+1", at most the bound), and every
+        // file still closed.
+        let (threads, files) =
+            close_threads_after(200, auto, TimedCloser(Duration::from_millis(3)));
+        assert_eq!(files, 200);
+        assert!((2..=16).contains(&threads), "{threads} close threads");
+        // Never and always do what they say, whatever the closes cost.
+        let slow = || TimedCloser(Duration::from_millis(1));
+        assert_eq!(close_threads_after(16, CloseMode::Inline, slow()).0, 0);
+        assert_eq!(
+            close_threads_after(16, CloseMode::Deferred { threads: 3 }, slow()).0,
+            3
+        );
+    }
+
+    #[test]
+    fn data_beyond_or_short_of_the_declared_size_fails_the_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options::default();
+        let mut plan = Plan::default();
+        let mut long = file_entry("long", b"12");
+        long.size = 1;
+        let mut short = file_entry("short", b"12");
+        short.size = 3;
+        plan.entries.extend([long, short]);
+        let sink = Engine::new(dir.path(), &opts, Arc::new(SystemCloser { fsync: false })).unwrap();
+        sink.prepare(&mut plan);
+        {
+            let mut writer = sink.writer();
+            for entry in &plan.entries {
+                writer.write(entry, Content::Reader(&mut Cursor::new(b"12")));
+            }
+        }
+        let mut report = sink.finish();
+        assert!(
+            report
+                .failures
+                .iter()
+                .all(|f| f.kind() == ErrorKind::Source)
+        );
+        let lines = report.failure_lines();
+        assert!(
+            lines[0].contains("'long'") && lines[0].contains("more data"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].contains("'short'") && lines[1].contains("truncated"),
+            "{lines:?}"
+        );
+        assert!(!dir.path().join("long").exists() && !dir.path().join("short").exists());
+    }
+}

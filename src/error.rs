@@ -1,0 +1,175 @@
+//! Failures as data: every one names its path and has a kind a program can match.
+//!
+//! A failure of one entry never stops a run and is never only logged: it travels from wherever
+//! it happened (validation, a writer, a close thread, the end of the run) into the
+//! [`Report`](crate::Report), or back to the caller of [`Batch`](crate::Batch).
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// What went wrong, for a program to act on. The message ([`Error`]'s `Display`) says the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Refused before anything was written: the path would leave the root (absolute, `..`, a
+    /// drive letter), is a name this system cannot hold, differs from an earlier one only by
+    /// case where names ignore case, lies below a symlink, or is a link pointing outside.
+    Refused,
+    /// Something already exists at the path and the overwrite policy is
+    /// [`Overwrite::Refuse`](crate::Overwrite::Refuse) (or it is a directory, which no policy
+    /// replaces with a file).
+    AlreadyExists,
+    /// A parent directory could not be created, or something that is not a directory stands
+    /// where one must go.
+    Directory,
+    /// Creating or writing the file failed: disk full, quota, permissions, an I/O error
+    /// ([`Error::io_error`] tells which).
+    Write,
+    /// Closing the file failed (with `fsync`, making it durable; with
+    /// [`Overwrite::Replace`](crate::Overwrite::Replace), renaming it into place). The file
+    /// was removed: nothing unverified stays under its name.
+    Close,
+    /// Setting a mode or an mtime failed.
+    Metadata,
+    /// Creating a symlink or a hard link failed.
+    Link,
+    /// Reading what was to be written failed: a corrupt or truncated archive entry, data longer
+    /// or shorter than declared, an unreadable source file, an unsupported entry.
+    Source,
+    /// Deleting or renaming something in a mirror's destination failed.
+    Delete,
+    /// A [`FileWriter`](crate::FileWriter) was dropped without
+    /// [`finish`](crate::FileWriter::finish) (an early return, a panic): its file was removed.
+    Unfinished,
+    /// The run or batch was cancelled before this file was written; nothing was left of it.
+    Cancelled,
+}
+
+/// One failure: the path it concerns, its kind, and the whole chain of causes.
+///
+/// The path is relative to the output folder as the caller (or the archive) spelled it;
+/// `Display` shows it quoted, then every cause: `'fonts/a.glif': closing '/out/fonts/a.glif':
+/// Input/output error (os error 5)`.
+pub struct Error {
+    path: PathBuf,
+    kind: ErrorKind,
+    error: anyhow::Error,
+}
+
+impl Error {
+    pub(crate) fn new(
+        path: impl Into<PathBuf>,
+        kind: ErrorKind,
+        error: impl Into<anyhow::Error>,
+    ) -> Error {
+        Error {
+            path: path.into(),
+            kind,
+            error: error.into(),
+        }
+    }
+
+    /// The path the failure concerns, as the caller or the archive named it.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The operating system's error behind this failure, if there is one: for example
+    /// [`io::ErrorKind::StorageFull`] for a full disk, whatever the [`ErrorKind`].
+    pub fn io_error(&self) -> Option<&io::Error> {
+        self.error
+            .chain()
+            .find_map(|e| e.downcast_ref::<io::Error>())
+    }
+
+    /// The message without the path: every cause, outermost first, joined by `: `.
+    pub fn message(&self) -> String {
+        format!("{:#}", self.error)
+    }
+
+    /// Whether this is a cancellation rather than a failure of the entry.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.kind == ErrorKind::Cancelled
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "'{}': {:#}", self.path.display(), self.error)
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Error")
+            .field("path", &self.path)
+            .field("kind", &self.kind)
+            .field("message", &self.message())
+            .finish()
+    }
+}
+
+/// The message already holds every cause (`Display` prints the whole chain), so no `source` is
+/// given: a reporter that walks sources would print each cause twice.
+impl std::error::Error for Error {}
+
+/// Failures recorded by many threads at once: writers, close threads, the end of the run.
+#[derive(Default)]
+pub(crate) struct Failures(Mutex<Vec<Error>>);
+
+impl Failures {
+    pub(crate) fn push(&self, error: Error) {
+        self.lock().push(error);
+    }
+
+    /// Everything recorded so far, leaving none.
+    pub(crate) fn take(&self) -> Vec<Error> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Error>> {
+        // Pushing and taking leave the list consistent whatever panics elsewhere.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Gives an error its path and kind: `result.tag(&entry.name, ErrorKind::Write)?`.
+pub(crate) trait Tag<T> {
+    fn tag(self, path: impl Into<PathBuf>, kind: ErrorKind) -> Result<T, Error>;
+}
+
+impl<T, E: Into<anyhow::Error>> Tag<T> for Result<T, E> {
+    fn tag(self, path: impl Into<PathBuf>, kind: ErrorKind) -> Result<T, Error> {
+        self.map_err(|error| Error::new(path, kind, error))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    #[test]
+    fn an_error_shows_its_path_and_every_cause_and_finds_the_os_error() {
+        let io = io::Error::from(io::ErrorKind::StorageFull);
+        let cause: anyhow::Result<()> = Err(io).context("writing '/out/a'");
+        let error = Error::new("a", ErrorKind::Write, cause.unwrap_err());
+        assert_eq!(error.path(), Path::new("a"));
+        assert_eq!(error.kind(), ErrorKind::Write);
+        assert!(error.to_string().starts_with("'a': writing '/out/a': "));
+        assert_eq!(
+            error.io_error().map(io::Error::kind),
+            Some(io::ErrorKind::StorageFull)
+        );
+        let plain = Error::new("b", ErrorKind::Refused, anyhow::anyhow!("no"));
+        assert!(plain.io_error().is_none());
+        assert_eq!(plain.message(), "no");
+    }
+}
