@@ -577,10 +577,8 @@ impl FileWriter<'_> {
     /// Writes `data` to the file (or discards it, for a skipped file).
     fn put(&mut self, data: &[u8]) -> io::Result<()> {
         if self.batch.engine().cancelled() {
-            return Err(io::Error::new(
-                io::ErrorKind::Interrupted,
-                "the batch was cancelled",
-            ));
+            // Not `Interrupted`, which `write_all` would retry for ever.
+            return Err(io::Error::other("the batch was cancelled"));
         }
         let Some(open) = &self.open else {
             return Ok(());

@@ -15,7 +15,6 @@
 mod pool;
 
 use std::fs::File;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -29,9 +28,9 @@ use crate::platform;
 use pool::ClosePool;
 
 /// Closes one handle and says whether that worked: the seam where tests make closing slow or
-/// failing.
+/// failing. The error keeps the operating system's (see [`crate::Error::io_error`]).
 pub(crate) trait Closer: Send + Sync {
-    fn close(&self, file: File, path: &Path) -> io::Result<()>;
+    fn close(&self, file: File, path: &Path) -> anyhow::Result<()>;
 }
 
 /// The real thing: optionally fsync, then close, reporting the first error.
@@ -41,7 +40,7 @@ pub(crate) struct SystemCloser {
 }
 
 impl Closer for SystemCloser {
-    fn close(&self, file: File, _path: &Path) -> io::Result<()> {
+    fn close(&self, file: File, _path: &Path) -> anyhow::Result<()> {
         let synced = if self.fsync {
             file.sync_all().context("fsync")
         } else {
@@ -49,7 +48,7 @@ impl Closer for SystemCloser {
         };
         let closed = platform::close(file).context("close");
         // The handle is closed either way; the first failure is the one worth reporting.
-        synced.and(closed).map_err(io::Error::other)
+        synced.and(closed)
     }
 }
 
@@ -408,6 +407,7 @@ impl CloseStage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io;
 
     #[test]
     fn little_law_sizes_the_pool() {
@@ -426,10 +426,10 @@ mod tests {
     fn a_temporary_is_renamed_into_place_only_after_a_good_close() {
         struct FailBad;
         impl Closer for FailBad {
-            fn close(&self, file: File, path: &Path) -> io::Result<()> {
+            fn close(&self, file: File, path: &Path) -> anyhow::Result<()> {
                 drop(file);
                 if path.ends_with("bad.tmp") {
-                    Err(io::Error::other("injected close failure"))
+                    Err(io::Error::other("injected close failure").into())
                 } else {
                     Ok(())
                 }

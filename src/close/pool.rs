@@ -217,7 +217,7 @@ mod tests {
     }
 
     impl Closer for FakeCloser {
-        fn close(&self, file: File, path: &Path) -> io::Result<()> {
+        fn close(&self, file: File, path: &Path) -> anyhow::Result<()> {
             let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             self.max_in_flight.fetch_max(now, Ordering::SeqCst);
             std::thread::sleep(self.delay);
@@ -226,7 +226,7 @@ mod tests {
             self.closed.lock().unwrap().push(path.to_path_buf());
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
             if self.fail_names.contains(&name) {
-                Err(io::Error::other("injected close failure"))
+                Err(io::Error::other("injected close failure").into())
             } else {
                 Ok(())
             }

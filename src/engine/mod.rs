@@ -413,11 +413,11 @@ mod tests {
     struct FailingCloser;
 
     impl Closer for FailingCloser {
-        fn close(&self, file: File, path: &Path) -> io::Result<()> {
+        fn close(&self, file: File, path: &Path) -> anyhow::Result<()> {
             drop(file);
             let name = path.file_name().unwrap_or_default().to_string_lossy();
             if name.starts_with("bad") {
-                Err(io::Error::other("injected EIO"))
+                Err(io::Error::other("injected EIO").into())
             } else {
                 Ok(())
             }
@@ -489,7 +489,7 @@ mod tests {
     struct TimedCloser(Duration);
 
     impl Closer for TimedCloser {
-        fn close(&self, file: File, _path: &Path) -> io::Result<()> {
+        fn close(&self, file: File, _path: &Path) -> anyhow::Result<()> {
             drop(file);
             std::thread::sleep(self.0);
             Ok(())

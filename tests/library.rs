@@ -1,0 +1,630 @@
+//! The library, used as a program would: nothing but `fastwrite::` public items.
+//!
+//! Close failures come from the lab (lab/slowclose.c, an LD_PRELOAD library): a test that needs
+//! them runs this test binary again, itself only, with the library preloaded, and checks that
+//! the child says it is done; the child is the same test function, which sees
+//! `FASTWRITE_LIBRARY_CHILD` and does the work under the lab. A full disk is a small tmpfs.
+
+#[macro_use]
+mod common;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, UNIX_EPOCH};
+
+use fastwrite::{Batch, CloseMode, ErrorKind, FileMeta, Overwrite};
+use rayon::prelude::*;
+
+use common::*;
+
+/// The close modes a program can choose, each with the pool it allows.
+fn close_modes() -> [CloseMode; 3] {
+    [
+        CloseMode::Inline,
+        CloseMode::Deferred { threads: 3 },
+        CloseMode::Auto { max_threads: 16 },
+    ]
+}
+
+/// Every path under `root`, relative, files and directories alike.
+fn listing(root: &Path) -> BTreeSet<PathBuf> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeSet<PathBuf>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            out.insert(path.strip_prefix(root).unwrap().to_path_buf());
+            if path.symlink_metadata().unwrap().is_dir() {
+                walk(root, &path, out);
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(root, root, &mut out);
+    out
+}
+
+fn content(i: usize) -> String {
+    format!(
+        "<glyph name=\"g{i}\" format=\"2\">{}</glyph>\n",
+        "x".repeat(i % 97)
+    )
+}
+
+#[test]
+fn batches_errors_and_flags_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Batch>();
+    send_sync::<fastwrite::Error>();
+    send_sync::<fastwrite::FinishError>();
+    send_sync::<fastwrite::Cancel>();
+    fn send<T: Send>() {}
+    send::<fastwrite::FileWriter<'static>>();
+}
+
+#[test]
+fn many_rayon_tasks_write_and_stream_at_once() {
+    let t = tempdir();
+    let out = t.join("font.ufo");
+    let batch = Batch::new(&out).unwrap();
+    (0..3000usize)
+        .into_par_iter()
+        .try_for_each(|i| {
+            let path = format!("glyphs{}/g{i}.glif", i % 30);
+            if i % 2 == 0 {
+                batch.write(&path, content(i))
+            } else {
+                let mut file = batch.create(&path)?;
+                // Many small writes, as a serializer makes them.
+                for piece in content(i).as_bytes().chunks(7) {
+                    file.write_all(piece).unwrap();
+                }
+                file.finish()
+            }
+        })
+        .unwrap();
+    let report = batch.finish().unwrap();
+    assert_eq!(report.files, 3000);
+    assert!(report.failures.is_empty());
+    for i in 0..3000 {
+        let path = out.join(format!("glyphs{}/g{i}.glif", i % 30));
+        assert_eq!(fs::read_to_string(&path).unwrap(), content(i), "{path:?}");
+    }
+    assert_eq!(
+        listing(&out).len(),
+        3000 + 30,
+        "only the files and their folders"
+    );
+}
+
+#[test]
+fn paths_leaving_the_root_are_refused_and_nothing_is_written_outside() {
+    let t = tempdir();
+    let out = t.join("out");
+    let batch = Batch::new(&out).unwrap();
+    let bad = [
+        "../escaped",
+        "a/../../escaped",
+        "/tmp/fastwrite-library-absolute",
+        "..\\escaped",
+        "",
+        ".",
+    ];
+    for path in bad {
+        let error = batch.write(path, "x").unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Refused, "{path:?}: {error}");
+        assert_eq!(error.path(), Path::new(path));
+        let streamed = batch.create(path).unwrap_err();
+        assert_eq!(streamed.kind(), ErrorKind::Refused, "{path:?}");
+    }
+    for target in ["../outside", "/etc/passwd", "a/../../x"] {
+        let error = batch.symlink("link", target).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Refused, "{target}: {error}");
+    }
+    batch.write("inside/ok", "fine").unwrap();
+    batch.finish().unwrap();
+    assert_eq!(
+        listing(t.path()),
+        BTreeSet::from(["out".into(), "out/inside".into(), "out/inside/ok".into()])
+    );
+    assert!(!Path::new("/tmp/fastwrite-library-absolute").exists());
+}
+
+#[test]
+fn existing_files_follow_the_overwrite_policy() {
+    let t = tempdir();
+    let out = t.join("out");
+    fs::create_dir(&out).unwrap();
+    fs::write(out.join("kept"), "old").unwrap();
+
+    let refuse = Batch::new(&out).unwrap();
+    let error = refuse.write("kept", "new").unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::AlreadyExists);
+    refuse.finish().unwrap();
+    assert_eq!(fs::read_to_string(out.join("kept")).unwrap(), "old");
+
+    let skip = Batch::builder(&out)
+        .overwrite(Overwrite::Skip)
+        .build()
+        .unwrap();
+    skip.write("kept", "new").unwrap();
+    assert_eq!(skip.finish().unwrap().skipped, 1);
+    assert_eq!(fs::read_to_string(out.join("kept")).unwrap(), "old");
+
+    for close in close_modes() {
+        let replace = Batch::builder(&out)
+            .overwrite(Overwrite::Replace)
+            .close(close)
+            .build()
+            .unwrap();
+        replace.write("kept", format!("{close:?}")).unwrap();
+        let mut file = replace.create("streamed").unwrap();
+        write!(file, "{close:?}").unwrap();
+        file.finish().unwrap();
+        replace.finish().unwrap();
+        assert_eq!(
+            fs::read_to_string(out.join("kept")).unwrap(),
+            format!("{close:?}")
+        );
+        assert_eq!(
+            fs::read_to_string(out.join("streamed")).unwrap(),
+            format!("{close:?}")
+        );
+        assert_eq!(
+            listing(&out).len(),
+            2,
+            "no temporary left: {:?}",
+            listing(&out)
+        );
+    }
+}
+
+#[test]
+fn cancelling_stops_new_files_and_keeps_every_written_one_whole() {
+    for close in close_modes() {
+        let t = tempdir();
+        let out = t.join("out");
+        let batch = Batch::builder(&out).close(close).build().unwrap();
+        let ok = AtomicUsize::new(0);
+        let results: Vec<(usize, Result<(), fastwrite::Error>)> = (0..4000usize)
+            .into_par_iter()
+            .map(|i| {
+                if i == 500 {
+                    batch.cancel();
+                }
+                let result = batch.write(format!("d{}/f{i}", i % 10), content(i));
+                if result.is_ok() {
+                    ok.fetch_add(1, Ordering::Relaxed);
+                }
+                (i, result)
+            })
+            .collect();
+        let cancelled = results.iter().filter(|(_, r)| r.is_err()).count();
+        assert!(cancelled > 0, "{close:?}: nothing was cancelled");
+        for (i, result) in &results {
+            if let Err(error) = result {
+                assert_eq!(
+                    error.kind(),
+                    ErrorKind::Cancelled,
+                    "{close:?} f{i}: {error}"
+                );
+            }
+        }
+        // A stream stops at its next write.
+        let mut late = batch.create("late").unwrap_err();
+        assert_eq!(late.kind(), ErrorKind::Cancelled);
+        late = batch.write("later", "x").unwrap_err();
+        assert_eq!(late.kind(), ErrorKind::Cancelled);
+
+        let report = batch.finish().unwrap();
+        let written = ok.load(Ordering::Relaxed);
+        assert_eq!(report.files as usize, written, "{close:?}");
+        let files: Vec<PathBuf> = listing(&out)
+            .into_iter()
+            .filter(|p| out.join(p).is_file())
+            .collect();
+        assert_eq!(
+            files.len(),
+            written,
+            "{close:?}: every file written is there, no other"
+        );
+        for (i, result) in &results {
+            let path = out.join(format!("d{}/f{i}", i % 10));
+            match result {
+                Ok(()) => assert_eq!(fs::read_to_string(&path).unwrap(), content(*i)),
+                Err(_) => assert!(!path.exists(), "{path:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_stream_cancelled_midway_leaves_nothing() {
+    let t = tempdir();
+    let batch = Batch::new(t.join("out")).unwrap();
+    let mut file = batch.create("big.bin").unwrap();
+    file.write_all(&[1; 100_000]).unwrap();
+    batch.cancel();
+    let error = file.write_all(&[2; 100_000]).unwrap_err();
+    assert!(error.to_string().contains("cancelled"), "{error}");
+    assert_eq!(file.finish().unwrap_err().kind(), ErrorKind::Cancelled);
+    batch.finish().unwrap();
+    assert!(!t.join("out/big.bin").exists());
+    assert_eq!(listing(&t.join("out")).len(), 0);
+}
+
+#[test]
+fn a_writer_dropped_unfinished_is_removed_and_reported() {
+    let t = tempdir();
+    let batch = Batch::new(t.join("out")).unwrap();
+    batch.write("whole", "all of it").unwrap();
+    {
+        let mut half = batch.create("dir/half.xml").unwrap();
+        writeln!(half, "<start>").unwrap();
+        // Dropped here, as by a `?` on a serializer's error.
+    }
+    let error = batch.finish().unwrap_err();
+    let errors = error.errors();
+    assert_eq!(errors.len(), 1, "{error}");
+    assert_eq!(errors[0].kind(), ErrorKind::Unfinished);
+    assert_eq!(errors[0].path(), Path::new("dir/half.xml"));
+    assert_eq!(error.report().files, 1);
+    assert!(!t.join("out/dir/half.xml").exists());
+    assert_eq!(
+        fs::read_to_string(t.join("out/whole")).unwrap(),
+        "all of it"
+    );
+}
+
+#[test]
+fn dropping_a_batch_without_finish_still_completes_everything() {
+    let t = tempdir();
+    let out = t.join("out");
+    let mtime = UNIX_EPOCH + Duration::from_secs(1_500_000_000);
+    {
+        let batch = Batch::builder(&out)
+            .close(CloseMode::Deferred { threads: 4 })
+            .build()
+            .unwrap();
+        batch
+            .create_dir("glyphs", FileMeta::new().mtime(mtime))
+            .unwrap();
+        for i in 0..300 {
+            batch.write(format!("glyphs/g{i}"), content(i)).unwrap();
+        }
+        #[cfg(unix)]
+        batch.symlink("latest", "glyphs/g7").unwrap();
+        // Dropped with closes pending in the pool, a directory mtime and a link to make.
+    }
+    for i in 0..300 {
+        assert_eq!(
+            fs::read_to_string(out.join(format!("glyphs/g{i}"))).unwrap(),
+            content(i)
+        );
+    }
+    let dir_mtime = fs::metadata(out.join("glyphs"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    assert_eq!(dir_mtime, mtime, "directory metadata applied at the end");
+    #[cfg(unix)]
+    assert_eq!(
+        fs::read_link(out.join("latest")).unwrap(),
+        Path::new("glyphs/g7")
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn modes_and_mtimes_are_applied_exactly() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempdir();
+    let out = t.join("out");
+    let batch = Batch::new(&out).unwrap();
+    let when = UNIX_EPOCH + Duration::new(1_234_567_890, 123_456_789);
+    batch
+        .write_with(
+            "script",
+            "#!/bin/sh\n",
+            FileMeta::new().mode(0o4755).mtime(when),
+        )
+        .unwrap();
+    let mut file = batch
+        .create_with("private", FileMeta::new().mode(0o600).mtime(when))
+        .unwrap();
+    file.write_all(b"secret").unwrap();
+    file.finish().unwrap();
+    batch
+        .create_dir("locked", FileMeta::new().mode(0o555))
+        .unwrap();
+    batch.write("locked/inside", "x").unwrap();
+    batch.finish().unwrap();
+    let meta = |p: &str| fs::symlink_metadata(out.join(p)).unwrap();
+    assert_eq!(meta("script").permissions().mode() & 0o7777, 0o4755);
+    assert_eq!(meta("private").permissions().mode() & 0o7777, 0o600);
+    assert_eq!(meta("locked").permissions().mode() & 0o7777, 0o555);
+    assert_eq!(meta("script").modified().unwrap(), when);
+    assert_eq!(meta("private").modified().unwrap(), when);
+    fs::set_permissions(out.join("locked"), fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A generated tree written by `fastwrite mirror` and through a `Batch` (each file with the
+/// source's mode and mtime, each directory with its own) comes out the same.
+#[cfg(unix)]
+#[test]
+fn the_library_writes_what_the_command_line_writes() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempdir();
+    let src = t.join("src");
+    generate_tree(12, &GenOptions::new(400).no_symlinks()).build(&src);
+    run_fastwrite(&osv!["mirror", &src, t.join("cli")]).assert_success();
+
+    let batch = Batch::new(t.join("lib")).unwrap();
+    fn copy(batch: &Batch, src: &Path, rel: &Path) {
+        for entry in fs::read_dir(src.join(rel)).unwrap() {
+            let entry = entry.unwrap();
+            let rel = rel.join(entry.file_name());
+            let meta = entry.metadata().unwrap();
+            let file_meta = FileMeta::new()
+                .mode(meta.permissions().mode())
+                .mtime(meta.modified().unwrap());
+            if meta.is_dir() {
+                batch.create_dir(&rel, file_meta).unwrap();
+                copy(batch, src, &rel);
+            } else {
+                let data = fs::read(src.join(&rel)).unwrap();
+                batch.write_with(&rel, data, file_meta).unwrap();
+            }
+        }
+    }
+    copy(&batch, &src, Path::new(""));
+    batch.finish().unwrap();
+    assert_same_tree(
+        &t.join("cli"),
+        &t.join("lib"),
+        &Compare::strict(),
+        "library vs CLI",
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Under the lab (Linux): failing closes, in a child process
+// ---------------------------------------------------------------------------------------------
+
+#[cfg(target_os = "linux")]
+const CHILD: &str = "FASTWRITE_LIBRARY_CHILD";
+
+/// Runs `test` of this binary again in a child with the lab preloaded and `lab` settings, and
+/// asserts the child ran it and passed. False: this is the child, which should do the work.
+#[cfg(target_os = "linux")]
+fn parent_runs_child(test: &str, lab: &[(&str, &str)]) -> bool {
+    if std::env::var_os(CHILD).is_some() {
+        return false;
+    }
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env("LD_PRELOAD", lab_library())
+        .env(CHILD, "1");
+    for (k, v) in lab {
+        cmd.env(k, v);
+    }
+    let out = run_command(cmd);
+    let stdout = &out.stdout;
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "the child running {test} under the lab failed:\n{}",
+        out.dump()
+    );
+    true
+}
+
+/// Writes 40 files, two of them named `bad-*` (whose closes the lab fails), in every close
+/// mode; each failure comes back once, with its path, as a close error with the OS's EIO, and
+/// its file is gone.
+#[cfg(target_os = "linux")]
+#[test]
+fn failed_closes_come_back_with_their_paths_in_every_close_mode() {
+    let lab = [
+        ("FASTWRITE_LAB_FAIL_CLOSE", "bad"),
+        ("FASTWRITE_LAB_CLOSE_MS", "1"),
+    ];
+    if parent_runs_child(
+        "failed_closes_come_back_with_their_paths_in_every_close_mode",
+        &lab,
+    ) {
+        return;
+    }
+    for close in close_modes() {
+        let t = tempdir();
+        let out = t.join("out");
+        let batch = Batch::builder(&out)
+            .close(close)
+            .writers(2)
+            .build()
+            .unwrap();
+        let name = |i: usize| match i {
+            5 | 30 => format!("bad-{i}"),
+            _ => format!("good-{i}"),
+        };
+        for i in 0..40 {
+            if i % 2 == 0 {
+                batch.write(name(i), content(i)).unwrap();
+            } else {
+                let mut file = batch.create(name(i)).unwrap();
+                file.write_all(content(i).as_bytes()).unwrap();
+                file.finish().unwrap();
+            }
+        }
+        // As they happen: the first bad file's close is done by now, or soon.
+        let mut seen = Vec::new();
+        for _ in 0..1000 {
+            seen.extend(batch.take_errors());
+            if !seen.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            !seen.is_empty(),
+            "{close:?}: no close failure came back before finish"
+        );
+        match batch.finish() {
+            Ok(report) => assert_eq!(report.files, 38),
+            Err(rest) => {
+                assert_eq!(rest.report().files, 38);
+                seen.extend(rest.into_report().failures);
+            }
+        }
+        let mut paths: Vec<&Path> = seen.iter().map(|e| e.path()).collect();
+        paths.sort();
+        assert_eq!(
+            paths,
+            [Path::new("bad-30"), Path::new("bad-5")],
+            "{close:?}: {seen:?}"
+        );
+        for error in &seen {
+            assert_eq!(error.kind(), ErrorKind::Close, "{error}");
+            assert_eq!(
+                error.io_error().and_then(|e| e.raw_os_error()),
+                Some(libc::EIO)
+            );
+            assert!(error.to_string().contains("closing"), "{error}");
+        }
+        for i in 0..40 {
+            let path = out.join(name(i));
+            if name(i).starts_with("bad") {
+                assert!(
+                    !path.exists(),
+                    "{close:?}: {path:?} left after a failed close"
+                );
+            } else {
+                assert_eq!(fs::read_to_string(&path).unwrap(), content(i));
+            }
+        }
+    }
+}
+
+/// Dropped without `finish`, with a failing close among those pending: no panic, the failed
+/// file removed, the others whole.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_dropped_batch_still_removes_what_failed_to_close() {
+    let lab = [
+        ("FASTWRITE_LAB_FAIL_CLOSE", "bad"),
+        ("FASTWRITE_LAB_CLOSE_MS", "2"),
+    ];
+    if parent_runs_child("a_dropped_batch_still_removes_what_failed_to_close", &lab) {
+        return;
+    }
+    let t = tempdir();
+    let out = t.join("out");
+    {
+        let batch = Batch::builder(&out)
+            .close(CloseMode::Deferred { threads: 2 })
+            .build()
+            .unwrap();
+        for i in 0..20 {
+            let name = if i == 17 {
+                "bad".into()
+            } else {
+                format!("f{i}")
+            };
+            batch.write(name, content(i)).unwrap();
+        }
+    }
+    assert!(!out.join("bad").exists());
+    assert_eq!(listing(&out).len(), 19);
+}
+
+/// A disk that fills up: the file that did not fit fails with the OS's "no space" and leaves
+/// nothing; the files before it are whole.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_disk_fails_the_file_that_did_not_fit() {
+    assert!(
+        is_root(),
+        "this test mounts a small tmpfs, which needs root (CI and the project's machines run as root)"
+    );
+    let t = tempdir();
+    let disk = t.join("disk");
+    fs::create_dir(&disk).unwrap();
+    let mut mount = std::process::Command::new("mount");
+    mount
+        .args(["-t", "tmpfs", "-o", "size=512k", "tmpfs"])
+        .arg(&disk);
+    run_command(mount).assert_success();
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            unmount(self.0);
+        }
+    }
+    let _unmount = Unmount(&disk);
+
+    let piece = vec![7u8; 100 << 10];
+    for close in close_modes() {
+        let out = disk.join(format!("{close:?}").replace([' ', '{', '}', ':'], ""));
+        let batch = Batch::builder(&out).close(close).build().unwrap();
+        let mut written = 0;
+        let error = loop {
+            match batch.write(format!("f{written}"), &piece) {
+                Ok(()) => written += 1,
+                Err(error) => break error,
+            }
+            assert!(written < 100, "the disk never filled");
+        };
+        assert_eq!(error.kind(), ErrorKind::Write, "{error}");
+        assert_eq!(
+            error.io_error().map(|e| e.kind()),
+            Some(std::io::ErrorKind::StorageFull),
+            "{error}"
+        );
+        assert_eq!(error.path(), Path::new(&format!("f{written}")));
+        let report = batch.finish().unwrap();
+        assert_eq!(report.files, written as u64);
+        assert!(!out.join(format!("f{written}")).exists());
+        for i in 0..written {
+            assert_eq!(
+                fs::read(out.join(format!("f{i}"))).unwrap().len(),
+                piece.len()
+            );
+        }
+        fs::remove_dir_all(&out).unwrap();
+    }
+}
+
+/// What the batch reports while it writes, through a program's own `Reporter`.
+#[test]
+fn progress_is_told_every_file_and_byte() {
+    #[derive(Default)]
+    struct Count {
+        files: AtomicUsize,
+        bytes: AtomicUsize,
+        finished: AtomicUsize,
+    }
+    impl fastwrite::Reporter for Count {
+        fn bytes_written(&self, bytes: u64) {
+            self.bytes.fetch_add(bytes as usize, Ordering::Relaxed);
+        }
+        fn file_written(&self) {
+            self.files.fetch_add(1, Ordering::Relaxed);
+        }
+        fn finished(&self) {
+            self.finished.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let count = std::sync::Arc::new(Count::default());
+    let t = tempdir();
+    let batch = Batch::builder(t.join("out"))
+        .progress(count.clone())
+        .build()
+        .unwrap();
+    (0..100usize)
+        .into_par_iter()
+        .for_each(|i| batch.write(format!("f{i}"), content(i)).unwrap());
+    let report = batch.finish().unwrap();
+    assert_eq!(count.files.load(Ordering::Relaxed), 100);
+    assert_eq!(count.bytes.load(Ordering::Relaxed) as u64, report.bytes);
+    assert_eq!(count.finished.load(Ordering::Relaxed), 1);
+}
