@@ -12,9 +12,13 @@
 # side. Every run writes into a fresh folder (lib/fresh-dir.sh; nothing deleted during a
 # batch), every exit status must be 0, and every output tree is checked afterwards against an
 # untimed std-loop run: same file count, same total bytes (and `diff -r` for the untimed pass).
+# Without added latency the four are close, and on this machine whichever runs later in a batch
+# tends to be slower (the filesystem fills with the batch's files): that batch runs twice, in
+# the order above and reversed ("none-rev"), and the table shows both.
 #
 # Env:
-#   LIBRARY_LATENCIES   default "none 1 5 10" (ms)
+#   LIBRARY_LATENCIES   default "none none-rev 1 5 10" (ms; none: no preload, none-rev: the same
+#                       in the reversed order)
 #   LIBRARY_FILES       default 2300
 #   BENCH_MIN_RUNS      default 3      BENCH_MAX_RUNS  default 10
 #   FASTWRITE_BENCH_CACHE, BENCH_SETTLE, BENCH_PROBE_MS, BENCH_SETTLE_MAX: as in zip-peers.sh.
@@ -30,7 +34,7 @@ bench_lock
 unset LD_PRELOAD FASTWRITE_LAB_CLOSE_MS FASTWRITE_LAB_FAIL_CLOSE FASTWRITE_LAB_FAIL_EVERY
 
 CACHE="${FASTWRITE_BENCH_CACHE:-$HOME/.cache/fastwrite-bench}"
-LATENCIES="${LIBRARY_LATENCIES:-none 1 5 10}"
+LATENCIES="${LIBRARY_LATENCIES:-none none-rev 1 5 10}"
 FILES="${LIBRARY_FILES:-2300}"
 MIN_RUNS="${BENCH_MIN_RUNS:-3}"
 MAX_RUNS="${BENCH_MAX_RUNS:-10}"
@@ -61,8 +65,10 @@ read -r EXPECTED_FILES EXPECTED_BYTES < <(find "$WORK_ROOT/prepass/std-loop" -ty
 
 jsons=()
 for lat in $LATENCIES; do
-    if [[ "$lat" == none ]]; then
+    order=("${WAYS[@]}")
+    if [[ "$lat" == none* ]]; then
         envw="env -u LD_PRELOAD -u FASTWRITE_LAB_CLOSE_MS"
+        [[ "$lat" == none-rev ]] && order=(fastwrite close-already rayon-std std-loop)
     else
         envw="env $(q "LD_PRELOAD=$LAB") FASTWRITE_LAB_CLOSE_MS=$lat"
         lat="${lat}ms"
@@ -73,7 +79,7 @@ for lat in $LATENCIES; do
     jsons+=("$json")
     args=(-N --min-runs "$MIN_RUNS" --max-runs "$MAX_RUNS" --export-json "$json")
     cmds=()
-    for way in "${WAYS[@]}"; do
+    for way in "${order[@]}"; do
         args+=(--command-name "$way@$lat" --prepare "$(q "$here/lib/fresh-dir.sh") $(q "$WORK/$way")")
         cmds+=("$envw $(q "$BIN") $way $(q "$WORK/$way") $FILES")
     done

@@ -74,7 +74,7 @@ pub(crate) struct CloseJob {
 
 /// Closes the job's handle and completes its file. On failure the file is removed, so a file
 /// whose content may not have reached the disk never stays under its final name.
-pub(crate) fn complete(job: CloseJob, closer: &dyn Closer) -> Result<(), Error> {
+fn complete(job: CloseJob, closer: &dyn Closer) -> Result<(), Error> {
     let CloseJob {
         file,
         path,
