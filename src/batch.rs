@@ -11,7 +11,8 @@
 use std::fmt;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Instant, SystemTime};
 
 use anyhow::anyhow;
@@ -137,10 +138,11 @@ impl BatchBuilder {
         let engine =
             Engine::new(&self.root, &self.opts, closer).tag(&self.root, ErrorKind::Directory)?;
         engine.reporter().planned(0, 0);
+        let slots = (2 * self.opts.threads).max(4);
         Ok(Batch {
             engine: Some(engine),
             cancel: self.opts.cancel,
-            idle: Mutex::new(Vec::new()),
+            slots: (0..slots).map(|_| Slot::default()).collect(),
             started,
         })
     }
@@ -183,10 +185,25 @@ pub struct Batch {
     /// `None` once finished.
     engine: Option<Engine>,
     cancel: Cancel,
-    /// Writer states not in use: each holds a copy buffer and closes not yet handed over. A
-    /// call takes one and puts it back, so a batch has as many as threads ever wrote at once.
-    idle: Mutex<Vec<WriterState>>,
+    /// Writer states, each with a copy buffer and closes not yet handed over. A thread uses
+    /// the slot of its own index (another if that one is busy), so each state mostly stays
+    /// with one thread and its lock with that thread's cache.
+    slots: Box<[Slot]>,
     started: Instant,
+}
+
+/// A writer state behind a lock of its own, alone on its cache lines.
+#[derive(Default)]
+#[repr(align(128))]
+struct Slot(Mutex<WriterState>);
+
+/// Each thread's index, for its home slot.
+fn thread_index() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static INDEX: usize = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    INDEX.with(|i| *i)
 }
 
 impl Batch {
@@ -397,36 +414,32 @@ impl Batch {
         let Some(engine) = self.engine.take() else {
             return Report::default();
         };
-        let idle = self.idle.get_mut().unwrap_or_else(|e| e.into_inner());
-        for mut state in idle.drain(..) {
-            engine.flush(&mut state);
+        for slot in self.slots.iter_mut() {
+            engine.flush(slot.0.get_mut().unwrap_or_else(|e| e.into_inner()));
         }
         let mut report = engine.finish();
         report.wall = self.started.elapsed();
         report
     }
 
-    /// Runs `f` with a writer state of its own, taken from the idle ones (or a new one), and
-    /// puts it back afterwards, even if `f` panics (its pending closes must not be lost).
+    /// Runs `f` with a writer state of its own: the thread's home slot, or the next one free,
+    /// or, with every slot busy, the home slot once it is free. A panic in `f` leaves the state
+    /// in its slot, pending closes and all (the lock's poison is ignored: the state is whole).
     fn with_state<R>(&self, f: impl FnOnce(&Engine, &mut WriterState) -> R) -> R {
-        struct Lent<'b> {
-            idle: &'b Mutex<Vec<WriterState>>,
-            state: Option<WriterState>,
+        let n = self.slots.len();
+        let home = thread_index() % n;
+        for i in 0..n {
+            let slot = &self.slots[(home + i) % n].0;
+            let guard = match slot.try_lock() {
+                Ok(guard) => guard,
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(TryLockError::WouldBlock) => continue,
+            };
+            let mut state = guard;
+            return f(self.engine(), &mut state);
         }
-        impl Drop for Lent<'_> {
-            fn drop(&mut self) {
-                if let Some(state) = self.state.take() {
-                    lock(self.idle).push(state);
-                }
-            }
-        }
-        let state = lock(&self.idle).pop().unwrap_or_default();
-        let mut lent = Lent {
-            idle: &self.idle,
-            state: Some(state),
-        };
-        let state = lent.state.as_mut().expect("just put there");
-        f(self.engine(), state)
+        let mut state = lock(&self.slots[home].0);
+        f(self.engine(), &mut state)
     }
 }
 
@@ -446,7 +459,7 @@ impl fmt::Debug for Batch {
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // The list of idle states stays consistent whatever panics elsewhere.
+    // A writer state stays whole whatever panics elsewhere.
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 

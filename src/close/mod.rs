@@ -186,26 +186,17 @@ fn within_open_file_limit(max_threads: usize, writers: usize) -> usize {
     }
 }
 
-/// Inline closes measured since `auto` last looked: how many, their total and the fastest
-/// (nanoseconds).
-struct CloseWindow {
-    count: AtomicU64,
-    total: AtomicU64,
-    fastest: AtomicU64,
-}
-
-impl Default for CloseWindow {
-    fn default() -> Self {
-        CloseWindow {
-            count: AtomicU64::new(0),
-            total: AtomicU64::new(0),
-            fastest: AtomicU64::new(u64::MAX),
-        }
-    }
-}
-
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// A writer's own side of the close stage: the handles it has not sent to the pool yet, and the
+/// time its inline closes took (added to the stage's total when it flushes). Kept per writer so
+/// that on a fast disk a close touches no cache line another writer writes.
+#[derive(Default)]
+pub(crate) struct WriterClose {
+    batch: Vec<CloseJob>,
+    inline_nanos: u64,
 }
 
 /// The close stage of one run: decides, per written file, where it is closed, and keeps every
@@ -220,11 +211,12 @@ pub(crate) struct CloseStage {
     pool: OnceLock<Option<ClosePool>>,
     /// `auto`: the most close threads.
     auto: Option<usize>,
-    window: CloseWindow,
+    /// `auto`: slow inline closes in a row (any writer's), and the time they took.
+    slow_run: AtomicU64,
+    slow_nanos: AtomicU64,
     /// Files handed to the pool since its size was last checked against its measured closes.
     since_sized: AtomicU64,
     inline_nanos: AtomicU64,
-    inline_closed: AtomicU64,
     inline_failed: AtomicU64,
     failures: Arc<Failures>,
 }
@@ -266,10 +258,10 @@ impl CloseStage {
             bound,
             pool,
             auto,
-            window: CloseWindow::default(),
+            slow_run: AtomicU64::new(0),
+            slow_nanos: AtomicU64::new(0),
             since_sized: AtomicU64::new(0),
             inline_nanos: AtomicU64::new(0),
-            inline_closed: AtomicU64::new(0),
             inline_failed: AtomicU64::new(0),
             failures,
         })
@@ -280,49 +272,52 @@ impl CloseStage {
         self.pool.get().and_then(Option::as_ref)
     }
 
-    /// Hands a written file over: into the writer's `batch` for the pool (sent when full), or
+    /// Hands a written file over: into the writer's batch for the pool (sent when full), or
     /// closed here and now (which `auto` measures). `mean_write` is the writers' mean time per
     /// file, for sizing the pool.
     pub(crate) fn hand_over(
         &self,
-        batch: &mut Vec<CloseJob>,
+        local: &mut WriterClose,
         job: CloseJob,
         mean_write: impl Fn() -> Duration,
     ) {
         match self.running_pool() {
             Some(pool) => {
-                batch.push(job);
-                if batch.len() >= CLOSE_BATCH {
-                    pool.submit(batch);
+                local.batch.push(job);
+                if local.batch.len() >= CLOSE_BATCH {
+                    pool.submit(&mut local.batch);
                 }
                 self.resize_auto_pool(pool, &mean_write);
             }
             None => {
                 let took = self.close_inline(job);
+                local.inline_nanos += nanos(took);
                 self.measure_inline_close(took, &mean_write);
             }
         }
     }
 
-    /// Sends what a writer still holds to the pool (or closes it here if the pool is gone).
-    pub(crate) fn flush(&self, batch: &mut Vec<CloseJob>) {
-        if batch.is_empty() {
-            return;
+    /// Sends what a writer still holds to the pool (or closes it here if there is none), and
+    /// adds its inline close time to the stage's.
+    pub(crate) fn flush(&self, local: &mut WriterClose) {
+        let mut nanos = std::mem::take(&mut local.inline_nanos);
+        if !local.batch.is_empty() {
+            match self.running_pool() {
+                Some(pool) => pool.submit(&mut local.batch),
+                None => {
+                    for job in local.batch.drain(..) {
+                        nanos += self::nanos(self.close_inline(job));
+                    }
+                }
+            }
         }
-        match self.running_pool() {
-            Some(pool) => pool.submit(batch),
-            None => batch.drain(..).for_each(|job| {
-                self.close_inline(job);
-            }),
-        }
+        self.inline_nanos.fetch_add(nanos, Ordering::Relaxed);
     }
 
     fn close_inline(&self, job: CloseJob) -> Duration {
         let start = Instant::now();
         let result = complete(job, self.closer.as_ref());
         let took = start.elapsed();
-        self.inline_nanos.fetch_add(nanos(took), Ordering::Relaxed);
-        self.inline_closed.fetch_add(1, Ordering::Relaxed);
         if let Err(failure) = result {
             self.inline_failed.fetch_add(1, Ordering::Relaxed);
             self.failures.push(failure);
@@ -330,43 +325,46 @@ impl CloseStage {
         took
     }
 
-    /// `auto`, closing inline: every 4 closes, looks at how long they took, and starts the pool
-    /// if each took `SLOW_CLOSE` (50 us) or more, when handing a handle over costs a few (a
-    /// local disk closes in 2-10 us; Windows, NFS and FUSE take milliseconds). Whatever the
-    /// write time, a slow close overlapped with the next write is time saved.
+    /// `auto`, closing inline: starts the pool once 4 closes in a row (any writer's) took
+    /// `SLOW_CLOSE` (50 us) or more each, when handing a handle over costs a few (a local disk
+    /// closes in 2-10 us; Windows, NFS and FUSE take milliseconds). One slow close among fast
+    /// ones (a journal commit on a local disk) is not a slow filesystem. Whatever the write
+    /// time, a slow close overlapped with the next write is time saved.
     fn measure_inline_close(&self, took: Duration, mean_write: &dyn Fn() -> Duration) {
-        const WINDOW: u64 = 4;
+        const IN_A_ROW: u64 = 4;
         let Some(max_threads) = self.auto else {
             return;
         };
-        let w = &self.window;
-        w.total.fetch_add(nanos(took), Ordering::Relaxed);
-        w.fastest.fetch_min(nanos(took), Ordering::Relaxed);
-        if w.count.fetch_add(1, Ordering::Relaxed) + 1 < WINDOW {
+        if took < SLOW_CLOSE {
+            // Read before writing: on a fast disk every close only reads this line, so the
+            // writers never pass it back and forth.
+            if self.slow_run.load(Ordering::Relaxed) != 0 {
+                self.slow_run.store(0, Ordering::Relaxed);
+                self.slow_nanos.store(0, Ordering::Relaxed);
+            }
             return;
         }
-        let seen = w.count.swap(0, Ordering::Relaxed);
-        let close = Duration::from_nanos(w.total.swap(0, Ordering::Relaxed) / seen.max(1));
-        let fastest = Duration::from_nanos(w.fastest.swap(u64::MAX, Ordering::Relaxed));
-        // Slow means every close of the window was: one slow close among fast ones (a journal
-        // commit on a local disk) is not a slow filesystem.
-        if fastest >= SLOW_CLOSE && self.pool.get().is_none() {
-            let threads = threads_for(self.writers, mean_write(), close, max_threads);
-            // A few threads first, so the other writers can hand over at once; then the rest,
-            // which takes a while when it is hundreds.
-            let pool = self.pool.get_or_init(|| {
-                ClosePool::new(
-                    threads.min(8),
-                    self.bound,
-                    Arc::clone(&self.closer),
-                    Arc::clone(&self.failures),
-                )
-                .ok()
-            });
-            if let Some(pool) = pool {
-                // A thread that cannot be started leaves the pool as it is: it still works.
-                let _ = pool.grow_to(threads);
-            }
+        let total = self.slow_nanos.fetch_add(nanos(took), Ordering::Relaxed) + nanos(took);
+        let run = self.slow_run.fetch_add(1, Ordering::Relaxed) + 1;
+        if run < IN_A_ROW || self.pool.get().is_some() {
+            return;
+        }
+        let close = Duration::from_nanos(total / run);
+        let threads = threads_for(self.writers, mean_write(), close, max_threads);
+        // A few threads first, so the other writers can hand over at once; then the rest,
+        // which takes a while when it is hundreds.
+        let pool = self.pool.get_or_init(|| {
+            ClosePool::new(
+                threads.min(8),
+                self.bound,
+                Arc::clone(&self.closer),
+                Arc::clone(&self.failures),
+            )
+            .ok()
+        });
+        if let Some(pool) = pool {
+            // A thread that cannot be started leaves the pool as it is: it still works.
+            let _ = pool.grow_to(threads);
         }
     }
 
@@ -395,7 +393,6 @@ impl CloseStage {
         };
         // Auto closes inline until it defers: both count.
         tally.merge(CloseTally {
-            closed: std::mem::take(self.inline_closed.get_mut()),
             failed: std::mem::take(self.inline_failed.get_mut()),
             busy: Duration::from_nanos(std::mem::take(self.inline_nanos.get_mut())),
             ..CloseTally::default()

@@ -271,10 +271,12 @@ impl Engine {
         true
     }
 
-    /// The mean time a writer takes to write one file (without closing it).
-    fn mean_write(&self) -> Duration {
-        let files = self.files.load(Ordering::Relaxed).max(1);
-        Duration::from_nanos(self.write_nanos.load(Ordering::Relaxed) / files)
+    /// The mean time a writer takes to write one file (without closing it), from the engine's
+    /// totals and what the asking writer has not added to them yet.
+    fn mean_write(&self, mine: &files::Counts) -> Duration {
+        let files = self.files.load(Ordering::Relaxed) + mine.files;
+        let nanos = self.write_nanos.load(Ordering::Relaxed) + mine.write_nanos;
+        Duration::from_nanos(nanos / files.max(1))
     }
 
     /// The file's mode as it will be on disk.
