@@ -18,8 +18,10 @@ pub mod exit {
     pub const CANNOT_START: i32 = 2;
 }
 
-/// What a run did: counts, bytes, time per phase, and every failure.
+/// What a run did: counts, bytes, time per phase, and every failure. (More figures may come:
+/// read the fields, don't build one.)
 #[derive(Debug, Default)]
+#[non_exhaustive]
 pub struct Report {
     /// Files written and closed successfully.
     pub files: u64,
@@ -57,6 +59,7 @@ pub struct Report {
 
 /// The part of a mirror's report that an extraction has no use for.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MirrorCounts {
     /// Files already as in the source: left alone.
     pub unchanged: u64,
