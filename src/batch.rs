@@ -100,6 +100,13 @@ impl BatchBuilder {
     /// What to do with a file that already exists (default [`Overwrite::Refuse`]: an
     /// [`ErrorKind::AlreadyExists`] error, the file untouched; `std::fs::write` would replace
     /// it, which is [`Overwrite::Replace`]).
+    ///
+    /// With `Replace`, writing one path twice in a batch replaces the first version, which
+    /// may not be closed yet: fine on Unix and on Windows 10 1607 and later (std renames with
+    /// POSIX semantics there), but on older Windows, on filesystems without those semantics
+    /// (FAT) and under Wine the rename is refused while the first handle is open, and the
+    /// second version fails with [`ErrorKind::Close`] (the first is kept). Write each path once
+    /// per batch to be portable.
     pub fn overwrite(mut self, policy: Overwrite) -> BatchBuilder {
         self.opts.overwrite = policy;
         self
@@ -221,15 +228,15 @@ impl Batch {
     /// ```
     /// use fastwrite::{Batch, CloseMode, Overwrite};
     /// let out = tempfile::tempdir()?;
+    /// std::fs::write(out.path().join("a.txt"), "old")?;
     /// let batch = Batch::builder(out.path())
     ///     .close(CloseMode::Deferred { threads: 8 })
     ///     .overwrite(Overwrite::Replace)
     ///     .fsync(true)
     ///     .build()?;
-    /// batch.write("a.txt", "one")?;
-    /// batch.write("a.txt", "two")?; // replaced, through a temporary name
+    /// batch.write("a.txt", "new")?; // written aside, renamed over "old" after a good close
     /// batch.finish()?;
-    /// assert_eq!(std::fs::read(out.path().join("a.txt"))?, b"two");
+    /// assert_eq!(std::fs::read(out.path().join("a.txt"))?, b"new");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn builder(root: impl AsRef<Path>) -> BatchBuilder {

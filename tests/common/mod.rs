@@ -1145,6 +1145,25 @@ fn quote(s: &OsStr) -> String {
     }
 }
 
+/// Starts `cmd`. Under Wine a start now and then fails with ERROR_INTERNAL_ERROR (1359, seen
+/// once in a CI run) before the program runs; that is retried, a few times.
+/// Any other failure, and that one anywhere else, is returned at once.
+fn spawn_retrying_wine(cmd: &mut Command) -> std::io::Result<std::process::Child> {
+    const ERROR_INTERNAL_ERROR: i32 = 1359;
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Err(e)
+                if cfg!(windows) && e.raw_os_error() == Some(ERROR_INTERNAL_ERROR) && tries < 3 =>
+            {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            result => return result,
+        }
+    }
+}
+
 /// Run a command to completion with a timeout, capturing stdout and stderr.
 pub fn run_command(cmd: Command) -> Output {
     run_command_with_stdin(cmd, Stdio::null())
@@ -1167,9 +1186,8 @@ pub fn run_command_full(mut cmd: Command, stdin: Stdio, timeout: Duration) -> Ou
     cmd.stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmdline}: {e}"));
+    let mut child =
+        spawn_retrying_wine(&mut cmd).unwrap_or_else(|e| panic!("cannot start {cmdline}: {e}"));
     let mut so = child.stdout.take().unwrap();
     let mut se = child.stderr.take().unwrap();
     let t_out = std::thread::spawn(move || {
