@@ -437,12 +437,11 @@ impl Batch {
         let home = thread_index() % n;
         for i in 0..n {
             let slot = &self.slots[(home + i) % n].0;
-            let guard = match slot.try_lock() {
+            let mut state = match slot.try_lock() {
                 Ok(guard) => guard,
                 Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
                 Err(TryLockError::WouldBlock) => continue,
             };
-            let mut state = guard;
             return f(self.engine(), &mut state);
         }
         let mut state = lock(&self.slots[home].0);

@@ -62,14 +62,6 @@ pub(crate) struct Counts {
 /// How many files a writer counts before adding them to the engine's totals.
 const PUBLISH_EVERY: u64 = 16;
 
-/// What became of an entry that did not fail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Written {
-    File,
-    /// An existing file was kept ([`Overwrite::Skip`]).
-    Skipped,
-}
-
 /// A file created for an entry and not yet handed over.
 pub(crate) struct OpenFile {
     pub file: File,
@@ -88,7 +80,7 @@ impl Engine {
         state: &mut WriterState,
         entry: &Entry,
         content: Content<'_>,
-    ) -> Result<Written, Error> {
+    ) -> Result<(), Error> {
         if self.cancelled() {
             // Not started, so nothing to undo.
             return Err(cancelled(entry));
@@ -99,13 +91,11 @@ impl Engine {
             state.ready_dir = Some(parent.to_vec());
         }
         let Some(open) = self.open(entry)? else {
-            return Ok(Written::Skipped);
+            // An existing file kept (`Overwrite::Skip`), and counted.
+            return Ok(());
         };
         match self.fill(&open, entry, content, &mut state.buf) {
-            Ok(bytes) => {
-                self.seal(state, open, entry, bytes)?;
-                Ok(Written::File)
-            }
+            Ok(bytes) => self.seal(state, open, entry, bytes),
             Err(error) => {
                 self.discard(open);
                 Err(error)
@@ -429,7 +419,7 @@ impl Writer<'_> {
     /// cancelled run is not a failure of the entry).
     pub(crate) fn write(&mut self, entry: &Entry, content: Content<'_>) -> bool {
         match self.engine.write_file(&mut self.state, entry, content) {
-            Ok(_) => true,
+            Ok(()) => true,
             Err(error) if error.is_cancelled() => true,
             Err(error) => {
                 self.engine.record(error);
