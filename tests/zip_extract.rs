@@ -656,7 +656,7 @@ fn extended_timestamp_field_wins() {
 fn zip_slip_case(archive_name: &str, evil_entry_tail: &str, outside_probes: &[&str]) {
     let sb = Sandbox::new();
     let archive = sb.archive(archive_name);
-    fs::copy(shared_zip_slip(archive_name), &archive).unwrap();
+    fs::copy(zip_slip_sample(archive_name), &archive).unwrap();
     let probes: Vec<(PathBuf, Option<String>)> = outside_probes
         .iter()
         .map(|p| (PathBuf::from(p), path_state(Path::new(p))))

@@ -45,25 +45,26 @@ pub fn set_path_mtime(path: &Path, mtime: SystemTime) -> io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
-    let (sec, nsec) = match mtime.duration_since(UNIX_EPOCH) {
-        Ok(d) => (d.as_secs() as i64, i64::from(d.subsec_nanos())),
-        Err(e) => {
-            let d = e.duration();
-            let (s, n) = (-(d.as_secs() as i64), i64::from(d.subsec_nanos()));
-            if n == 0 {
-                (s, 0)
-            } else {
-                (s - 1, 1_000_000_000 - n)
-            }
-        }
+    // In i128: a time from an archive may be as far from 1970 as an i64 of seconds reaches,
+    // where negating or borrowing a second would overflow i64.
+    let nanos: i128 = match mtime.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() as i128,
+        Err(e) => -(e.duration().as_nanos() as i128),
     };
+    let sec = libc::time_t::try_from(nanos.div_euclid(1_000_000_000)).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the mtime is beyond what this system can store",
+        )
+    })?;
+    let nsec = nanos.rem_euclid(1_000_000_000);
     let omit = libc::timespec {
         tv_sec: 0,
         tv_nsec: libc::UTIME_OMIT,
     };
     // SAFETY: an all-zero timespec is valid; its fields are set below.
     let mut modified: libc::timespec = unsafe { std::mem::zeroed() };
-    modified.tv_sec = sec as libc::time_t;
+    modified.tv_sec = sec;
     modified.tv_nsec = nsec as _;
     let times = [omit, modified];
     // SAFETY: `c_path` is a valid C string and `times` holds two timespecs, as required.
@@ -322,5 +323,38 @@ pub fn open_file_limit() -> Option<u64> {
             return None;
         }
         Some(limit.rlim_cur as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn mtimes_at_the_ends_of_the_range_do_not_overflow() {
+        let dir = tempfile::tempdir().unwrap();
+        let before = UNIX_EPOCH - Duration::new(1_000, 250_000_000);
+        set_path_mtime(dir.path(), before).unwrap();
+        let got = std::fs::symlink_metadata(dir.path())
+            .unwrap()
+            .modified()
+            .unwrap();
+        assert_eq!(
+            got, before,
+            "a time before 1970 with a fraction borrows a second"
+        );
+        // The most negative base-256 tar time, with and without a fraction: an error or a
+        // clamped time, never a panic (debug builds checked `-(secs as i64)` here).
+        for far in [
+            UNIX_EPOCH.checked_sub(Duration::from_secs(1 << 63)),
+            UNIX_EPOCH.checked_sub(Duration::new((1 << 63) - 1, 500_000_000)),
+            UNIX_EPOCH.checked_add(Duration::new(i64::MAX as u64, 999_999_999)),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let _ = set_path_mtime(dir.path(), far);
+        }
     }
 }

@@ -1685,17 +1685,14 @@ pub fn unique_name(tag: &str) -> String {
     format!("fastwrite-{tag}-{}-{nanos}", std::process::id())
 }
 
-/// A sample archive from `../shared/zip-slip` (beside the repository).
+/// A public Zip Slip sample archive, kept in the repository (`tests/data/zip-slip`, with its
+/// source and licence in SOURCE.md there).
 #[track_caller]
-pub fn shared_zip_slip(name: &str) -> PathBuf {
+pub fn zip_slip_sample(name: &str) -> PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/zip-slip")
+        .join("tests/data/zip-slip")
         .join(name);
-    assert!(
-        p.is_file(),
-        "sample archive {} is missing (shared/zip-slip must sit beside the repo)",
-        p.display()
-    );
+    assert!(p.is_file(), "sample archive {} is missing", p.display());
     p
 }
 
