@@ -323,12 +323,7 @@ impl Batch {
         meta: FileMeta,
     ) -> Result<FileWriter<'_>, Error> {
         let entry = file_entry(path.as_ref(), EntryKind::File, meta, 0)?;
-        let engine = self.engine();
-        if engine.cancelled() {
-            return Err(cancelled(&entry));
-        }
-        engine.make_parents(&entry)?;
-        let open = engine.open(&entry)?;
+        let open = self.with_state(|engine, state| engine.begin(state, &entry))?;
         Ok(FileWriter {
             batch: self,
             entry,

@@ -81,16 +81,7 @@ impl Engine {
         entry: &Entry,
         content: Content<'_>,
     ) -> Result<(), Error> {
-        if self.cancelled() {
-            // Not started, so nothing to undo.
-            return Err(cancelled(entry));
-        }
-        let parent = parent_bytes(&entry.path);
-        if state.ready_dir.as_deref() != Some(parent) {
-            self.make_parents(entry)?;
-            state.ready_dir = Some(parent.to_vec());
-        }
-        let Some(open) = self.open(entry)? else {
+        let Some(open) = self.begin(state, entry)? else {
             // An existing file kept (`Overwrite::Skip`), and counted.
             return Ok(());
         };
@@ -103,9 +94,28 @@ impl Engine {
         }
     }
 
+    /// Starts a file: nothing if the run is cancelled, its parents made (unless they are the
+    /// writer's last), then created as [`Engine::open`] does. `None`: an existing file is kept.
+    pub(crate) fn begin(
+        &self,
+        state: &mut WriterState,
+        entry: &Entry,
+    ) -> Result<Option<OpenFile>, Error> {
+        if self.cancelled() {
+            // Not started, so nothing to undo.
+            return Err(cancelled(entry));
+        }
+        let parent = parent_bytes(&entry.path);
+        if state.ready_dir.as_deref() != Some(parent) {
+            self.make_parents(entry)?;
+            state.ready_dir = Some(parent.to_vec());
+        }
+        self.open(entry)
+    }
+
     /// Creates the entry's file (its parents must exist), honouring the overwrite policy.
     /// `None`: an existing file is kept, and counted as skipped.
-    pub(crate) fn open(&self, entry: &Entry) -> Result<Option<OpenFile>, Error> {
+    fn open(&self, entry: &Entry) -> Result<Option<OpenFile>, Error> {
         let started = Instant::now();
         let mode = self.file_mode(entry);
         let dest = self.under_root(&entry.path);
