@@ -20,6 +20,7 @@ Examples:
   fastwrite extract big.zip -o out --stats
   fastwrite --no-defer-close extract big.zip -o out-inline --stats   (A/B: close inline)
   fastwrite extract update.zip -o existing/ --overwrite
+  fastwrite extract upload.zip -o out --max-output 2G   (untrusted input: cap what it may write)
   fastwrite mirror src/ backup/ --delete      (backup/ becomes an exact copy of src/)
   fastwrite mirror src/ backup/ --delete -n   (say what would change, change nothing)
 
@@ -147,6 +148,48 @@ pub struct ExtractArgs {
     /// Memory for file contents in flight when streaming a tar archive, in MiB
     #[arg(long, value_name = "MIB", default_value_t = DEFAULT_MEMORY_BUDGET >> 20, value_parser = clap::value_parser!(u64).range(4..))]
     pub memory_budget: u64,
+
+    /// Write at most SIZE bytes of file content (e.g. 500M, 20G; K, M, G, T are powers of
+    /// 1024): a zip declaring more is refused before anything is written, any other archive
+    /// stops at the first file that would pass the cap. A guard against decompression bombs
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_output: Option<u64>,
+
+    /// Do not refuse a zip whose files add up to more than the output's free space (for
+    /// filesystems that compress or deduplicate)
+    #[arg(long)]
+    pub no_space_check: bool,
+}
+
+/// A size as people write it: `1048576`, `512K`, `500M`, `1.5G`, `2T`, `10GiB`; K, M, G, T
+/// (with or without `iB`) are powers of 1024, `KB`, `MB`, `GB`, `TB` powers of 1000, as in
+/// GNU coreutils.
+fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let scale: u64 = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "K" | "KIB" => 1 << 10,
+        "M" | "MIB" => 1 << 20,
+        "G" | "GIB" => 1 << 30,
+        "T" | "TIB" => 1 << 40,
+        "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        "TB" => 1_000_000_000_000,
+        other => return Err(format!("unknown unit '{other}' (use K, M, G or T)")),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size (for example 500M or 20G)"))?;
+    let bytes = value * scale as f64;
+    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
+        return Err(format!("'{text}' is too large"));
+    }
+    Ok(bytes as u64)
 }
 
 impl Cli {
@@ -184,6 +227,8 @@ impl Cli {
                 };
                 opts.keep_setid = args.keep_setid;
                 opts.memory_budget = args.memory_budget << 20;
+                opts.max_output = args.max_output;
+                opts.space_check = !args.no_space_check;
             }
             Command::Mirror(_) => {
                 // The destination is made to match: what is there is replaced. The source is
@@ -212,6 +257,38 @@ impl MirrorArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_parse_as_coreutils_reads_them() {
+        assert_eq!(parse_size("1048576"), Ok(1 << 20));
+        assert_eq!(parse_size("512K"), Ok(512 << 10));
+        assert_eq!(parse_size("500m"), Ok(500 << 20));
+        assert_eq!(parse_size("1.5G"), Ok(3 << 29));
+        assert_eq!(parse_size("2TiB"), Ok(2 << 40));
+        assert_eq!(parse_size("10GB"), Ok(10_000_000_000));
+        assert!(parse_size("10X").unwrap_err().contains("unit"));
+        assert!(parse_size("G").is_err());
+        assert!(parse_size("1.2.3M").is_err());
+        assert!(
+            parse_size("99999999999T")
+                .unwrap_err()
+                .contains("too large")
+        );
+        let cli = Cli::try_parse_from([
+            "fastwrite",
+            "extract",
+            "a.zip",
+            "-o",
+            "out",
+            "--max-output",
+            "2G",
+            "--no-space-check",
+        ])
+        .unwrap();
+        let opts = cli.options();
+        assert_eq!(opts.max_output, Some(2 << 30));
+        assert!(!opts.space_check);
+    }
 
     #[test]
     fn global_flags_work_before_and_after_the_subcommand() {

@@ -45,6 +45,10 @@ pub enum ErrorKind {
     Unfinished,
     /// The run or batch was cancelled before this file was written; nothing was left of it.
     Cancelled,
+    /// Writing this file would have passed the run's output cap
+    /// ([`Options::max_output`](crate::Options::max_output)): it was not written, and the
+    /// run stopped there.
+    Limit,
 }
 
 /// One failure: the path it concerns, its kind, and the whole chain of causes.

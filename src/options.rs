@@ -87,6 +87,16 @@ pub struct Options {
     /// Bytes of file content a streamed archive may hold in memory between its reader and the
     /// writers.
     pub memory_budget: u64,
+    /// The most bytes of file content a run may write, or `None` for no cap. An archive that
+    /// declares more up front (a zip) is refused before anything is written; otherwise the
+    /// first file that would pass the cap fails with
+    /// [`ErrorKind::Limit`](crate::ErrorKind::Limit) and the run stops there. A defence
+    /// against decompression bombs in any format (a `.tar.gz` of zeros is one too).
+    pub max_output: Option<u64>,
+    /// Before writing an archive whose sizes are known up front (a zip), compare them with the
+    /// free space of the output's filesystem and refuse to start if they cannot fit. Turn it
+    /// off for filesystems that compress or deduplicate, where more fits than is free.
+    pub space_check: bool,
     /// Stops the run when cancelled.
     pub cancel: Cancel,
     /// Told how the run progresses; `None`: nobody.
@@ -121,6 +131,8 @@ impl Default for Options {
             overwrite: Overwrite::Refuse,
             keep_setid: false,
             memory_budget: Options::DEFAULT_MEMORY_BUDGET,
+            max_output: None,
+            space_check: true,
             cancel: Cancel::new(),
             progress: None,
         }
@@ -136,6 +148,8 @@ impl fmt::Debug for Options {
             .field("overwrite", &self.overwrite)
             .field("keep_setid", &self.keep_setid)
             .field("memory_budget", &self.memory_budget)
+            .field("max_output", &self.max_output)
+            .field("space_check", &self.space_check)
             .field("cancel", &self.cancel)
             .field("progress", &self.progress.as_ref().map(|_| "..."))
             .finish()

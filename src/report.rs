@@ -143,9 +143,34 @@ impl Report {
     }
 }
 
+/// A size for people: `512 bytes`, `1.5 MiB`, `2.0 GiB` (binary units, as `--max-output` reads
+/// them).
+pub(crate) fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if n < 1024 {
+        return format!("{n} bytes");
+    }
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(human_bytes(0), "0 bytes");
+        assert_eq!(human_bytes(1023), "1023 bytes");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(5 << 30), "5.0 GiB");
+        assert_eq!(human_bytes(u64::MAX), "16.0 EiB");
+    }
 
     #[test]
     fn exit_code_follows_failures() {

@@ -553,12 +553,44 @@ fn disk_full_while_extracting() {
     for archive in &archives {
         for mode in CLOSE_MODES {
             let out = disk.dir.join("out");
-            let r = run_fastwrite_timeout(&extract_args(mode, archive, &out, &[]), NO_HANG);
+            // A zip's sizes are known up front, so it would be refused before the disk fills
+            // (see the next test): the flag lets it run into the full disk.
+            let flags = ["--no-space-check"];
+            let r = run_fastwrite_timeout(&extract_args(mode, archive, &out, &flags), NO_HANG);
             let found = inspect(&out, &[&files], &r);
             assert_disk_full(&r, &found);
             fs::remove_dir_all(&out).unwrap();
         }
     }
+}
+
+/// A zip whose files add up to more than the output's free space is refused before anything
+/// is written (exit 2), saying both sizes; one that fits is extracted there.
+#[test]
+fn a_zip_that_cannot_fit_is_refused_before_anything_is_written() {
+    let t = tempdir();
+    let files = too_big_for_2m();
+    let too_big = Format::Zip.archive(t.path(), "big", &files);
+    let small: Files = files
+        .into_iter()
+        .filter(|(p, _)| p.starts_with("small/"))
+        .collect();
+    let fits = Format::Zip.archive(t.path(), "small", &small);
+    let Some(disk) = Tmpfs::mount(&t.join("disk"), "size=2M", "free space") else {
+        return;
+    };
+    let out = disk.dir.join("out");
+    let r = run_fastwrite_timeout(&extract_args(&[], &too_big, &out, &[]), NO_HANG);
+    r.assert_code(2);
+    assert!(
+        r.stderr.contains("free") && r.stderr.contains("4.6 MiB"),
+        "says what it needs and what is free\n{}",
+        r.dump()
+    );
+    assert_eq!(all_paths(&out), Vec::<String>::new(), "{}", r.dump());
+    let r = run_fastwrite_timeout(&extract_args(&[], &fits, &out, &[]), NO_HANG);
+    r.assert_success();
+    assert_eq!(all_paths(&out.join("small")).len(), small.len());
 }
 
 /// Mirroring more than fits: as when extracting, into a fresh DST. Then over a DST holding

@@ -3015,3 +3015,40 @@ fn harness_tar_of_tree_gives_the_tree_back() {
         );
     }
 }
+
+// -------------------------------------------------------------------------------------------
+// Bombs: --max-output
+// -------------------------------------------------------------------------------------------
+
+/// A tar.gz of zeros is a bomb too (1,000 to 1 here): with `--max-output` the first file that
+/// would pass the cap fails, named, with the cap in its message, and the run stops there; the
+/// files before it are whole. Without the flag everything is written.
+#[test]
+fn max_output_stops_a_tar_stream_at_the_cap() {
+    let t = tempdir();
+    let tar = t.join("zeros.tar");
+    make_tar(
+        &tar,
+        "gnu",
+        &[
+            TarEntry::file("a.bin", vec![0u8; 1 << 20], 0o644),
+            TarEntry::file("b.bin", vec![0u8; 1 << 20], 0o644),
+            TarEntry::file("c.bin", vec![0u8; 1 << 20], 0o644),
+        ],
+    );
+    for comp in EACH_DECODER {
+        let archive = t.join(format!("zeros.tar{}", comp.suffix()));
+        fs::write(&archive, comp.compress(&fs::read(&tar).unwrap())).unwrap();
+        let out = t.join(format!("capped{}", comp.suffix()));
+        let r = extract(&archive, &out, &["--max-output", "1.5M"]);
+        r.assert_code(1);
+        r.assert_stderr_names("b.bin", &["--max-output"]);
+        assert!(r.stderr.contains("1.5 MiB"), "{}", r.dump());
+        assert_eq!(all_paths(&out), ["a.bin"], "{comp:?}\n{}", r.dump());
+        assert_eq!(fs::metadata(out.join("a.bin")).unwrap().len(), 1 << 20);
+
+        let out = t.join(format!("whole{}", comp.suffix()));
+        extract(&archive, &out, &[]).assert_success();
+        assert_eq!(all_paths(&out), ["a.bin", "b.bin", "c.bin"], "{comp:?}");
+    }
+}

@@ -1931,3 +1931,209 @@ fn harness_comparator_reports_each_kind_of_difference() {
     );
     assert!(content.contains("content differs: d/content.txt"));
 }
+
+// -------------------------------------------------------------------------------------------
+// Zip bombs and header tricks
+// -------------------------------------------------------------------------------------------
+
+fn u16_at(b: &[u8], i: usize) -> usize {
+    u16::from_le_bytes([b[i], b[i + 1]]) as usize
+}
+
+/// Adds central directory records named `names` that point at the local header (and so the
+/// data) of the archive's first entry, as an overlapping zip bomb does. Names must have the
+/// first entry's name length, so the records keep their size.
+fn add_overlapping_records(zip: &[u8], names: &[&str]) -> Vec<u8> {
+    let eocd = zip.windows(4).rposition(|w| w == b"PK\x05\x06").unwrap();
+    let cd_size = u32::from_le_bytes(zip[eocd + 12..eocd + 16].try_into().unwrap()) as usize;
+    let cd_start = u32::from_le_bytes(zip[eocd + 16..eocd + 20].try_into().unwrap()) as usize;
+    let first = &zip[cd_start..];
+    let record_len = 46 + u16_at(first, 28) + u16_at(first, 30) + u16_at(first, 32);
+    let record = &first[..record_len];
+    let mut out = zip[..cd_start + cd_size].to_vec();
+    for name in names {
+        let mut copy = record.to_vec();
+        assert_eq!(name.len(), u16_at(record, 28), "same name length");
+        copy[46..46 + name.len()].copy_from_slice(name.as_bytes());
+        out.extend(copy);
+    }
+    let mut end = zip[eocd..].to_vec();
+    let count = (u16_at(&end, 10) + names.len()) as u16;
+    end[8..10].copy_from_slice(&count.to_le_bytes());
+    end[10..12].copy_from_slice(&count.to_le_bytes());
+    let size = (cd_size + names.len() * record_len) as u32;
+    end[12..16].copy_from_slice(&size.to_le_bytes());
+    out.extend(end);
+    out
+}
+
+/// The classic overlapping bomb: many central directory entries share one entry's compressed
+/// data (10 MiB of zeros in 10 KB, so 8 entries would write 80 MiB). Refused whole before
+/// anything is written (exit 2), naming two of the entries, as Info-ZIP's unzip refuses it.
+#[test]
+fn overlapping_entries_are_refused_as_a_zip_bomb() {
+    let t = tempdir();
+    let seed = t.join("seed.zip");
+    crate_zip(
+        &seed,
+        &[Z::File(
+            "zeros0.bin",
+            vec![0; 10 << 20],
+            0o644,
+            CompressionMethod::Deflated,
+        )],
+    );
+    let names: Vec<String> = (1..8).map(|i| format!("zeros{i}.bin")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let bomb = t.join("bomb.zip");
+    fs::write(
+        &bomb,
+        add_overlapping_records(&fs::read(&seed).unwrap(), &names),
+    )
+    .unwrap();
+    assert!(fs::metadata(&bomb).unwrap().len() < 100_000);
+
+    let out = t.join("out");
+    let r = extract(&bomb, &out, &[]);
+    r.assert_code(2);
+    assert!(
+        r.stderr.contains("zeros0.bin") && r.stderr.contains("zeros1.bin"),
+        "names both entries\n{}",
+        r.dump()
+    );
+    assert!(r.stderr.contains("zip bomb"), "{}", r.dump());
+    assert!(all_paths(&out).is_empty(), "nothing written\n{}", r.dump());
+
+    // The reference: Info-ZIP's unzip refuses the same archive.
+    #[cfg(unix)]
+    {
+        require_tool("unzip");
+        let mut cmd = std::process::Command::new("unzip");
+        cmd.arg("-qo").arg(&bomb).arg("-d").arg(t.join("unzip"));
+        let u = run_command(cmd);
+        assert!(!u.status.success(), "{}", u.dump());
+        assert!(
+            u.stdout.contains("overlap") || u.stderr.contains("overlap"),
+            "{}",
+            u.dump()
+        );
+    }
+}
+
+/// An entry whose compressed data runs into the central directory is part of the same trick.
+#[test]
+fn an_entry_running_into_the_central_directory_is_refused() {
+    let t = tempdir();
+    let archive = t.join("into-cd.zip");
+    crate_zip(&archive, &[Z::File("a.txt", text(5, 4000), 0o644, STORED)]);
+    let mut bytes = fs::read(&archive).unwrap();
+    // Grow the entry's compressed size in both headers by 40 bytes: still inside the file, so
+    // only the central directory's start shows the overlap.
+    let lh = bytes.windows(4).position(|w| w == b"PK\x03\x04").unwrap();
+    let cd = bytes.windows(4).position(|w| w == b"PK\x01\x02").unwrap();
+    for at in [lh + 18, lh + 22, cd + 20, cd + 24] {
+        let v = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) + 40;
+        bytes[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    fs::write(&archive, &bytes).unwrap();
+    let out = t.join("out");
+    let r = extract(&archive, &out, &[]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("central directory"), "{}", r.dump());
+    assert!(all_paths(&out).is_empty(), "{}", r.dump());
+}
+
+/// A local header that disagrees with the central directory (another name, another size):
+/// that entry is refused and named, with what differs; the others are extracted.
+#[test]
+fn local_headers_that_disagree_with_the_central_directory_are_refused() {
+    let t = tempdir();
+    let archive = t.join("two-faced.zip");
+    crate_zip(
+        &archive,
+        &[
+            Z::File("a.txt", text(1, 3000), 0o644, STORED),
+            Z::File("b.txt", text(2, 3000), 0o644, CompressionMethod::Deflated),
+            Z::File("c.txt", text(3, 3000), 0o644, STORED),
+            Z::File("d.txt", text(4, 3000), 0o644, STORED),
+        ],
+    );
+    let mut bytes = fs::read(&archive).unwrap();
+    // b.txt's local header says x.txt; c.txt's says one byte less data.
+    let b = local_data_offset(&bytes, "b.txt") - "b.txt".len();
+    bytes[b..b + 5].copy_from_slice(b"x.txt");
+    let c = local_data_offset(&bytes, "c.txt") - "c.txt".len() - 30;
+    let size = u32::from_le_bytes(bytes[c + 22..c + 26].try_into().unwrap()) - 1;
+    bytes[c + 22..c + 26].copy_from_slice(&size.to_le_bytes());
+    fs::write(&archive, &bytes).unwrap();
+
+    let out = t.join("out");
+    let r = extract(&archive, &out, &[]);
+    r.assert_code(1);
+    r.assert_stderr_names("b.txt", &["local header names 'x.txt'"]);
+    r.assert_stderr_names("c.txt", &["uncompressed size 2999"]);
+    assert_eq!(all_paths(&out), ["a.txt", "d.txt"], "{}", r.dump());
+}
+
+/// An entry whose data holds more than its declared size (both headers say 100 bytes, the
+/// deflate stream makes 64 KiB): never more than the declared size is written, and the entry
+/// fails with nothing left of it.
+#[test]
+fn an_entry_never_writes_more_than_its_declared_size() {
+    let t = tempdir();
+    let archive = t.join("liar.zip");
+    crate_zip(
+        &archive,
+        &[
+            Z::File(
+                "big.bin",
+                vec![7; 64 << 10],
+                0o644,
+                CompressionMethod::Deflated,
+            ),
+            Z::File("ok.txt", b"ok".to_vec(), 0o644, STORED),
+        ],
+    );
+    let mut bytes = fs::read(&archive).unwrap();
+    let lh = local_data_offset(&bytes, "big.bin") - "big.bin".len() - 30;
+    let cd = bytes.windows(4).position(|w| w == b"PK\x01\x02").unwrap();
+    for at in [lh + 22, cd + 24] {
+        bytes[at..at + 4].copy_from_slice(&100u32.to_le_bytes());
+    }
+    fs::write(&archive, &bytes).unwrap();
+    let out = t.join("out");
+    let r = extract(&archive, &out, &[]);
+    r.assert_code(1);
+    assert_eq!(r.stderr_lines_with("big.bin").len(), 1, "{}", r.dump());
+    assert_eq!(all_paths(&out), ["ok.txt"], "{}", r.dump());
+}
+
+/// `--max-output`: a zip declaring more than the cap is refused before anything is written;
+/// under the cap it extracts normally.
+#[test]
+fn max_output_refuses_a_zip_that_declares_more() {
+    let t = tempdir();
+    let archive = t.join("three.zip");
+    let files: Vec<(String, Vec<u8>)> = (0..3)
+        .map(|i| (format!("f{i}.bin"), vec![i as u8; 1 << 20]))
+        .collect();
+    let entries: Vec<Z> = files
+        .iter()
+        .map(|(n, d)| Z::File(n, d.clone(), 0o644, CompressionMethod::Deflated))
+        .collect();
+    crate_zip(&archive, &entries);
+
+    let out = t.join("capped");
+    let r = extract(&archive, &out, &["--max-output", "2.5M"]);
+    r.assert_code(2);
+    assert!(
+        r.stderr.contains("3.0 MiB") && r.stderr.contains("2.5 MiB"),
+        "says both sizes\n{}",
+        r.dump()
+    );
+    assert!(all_paths(&out).is_empty(), "{}", r.dump());
+
+    let out = t.join("roomy");
+    extract(&archive, &out, &["--max-output", "3M"]).assert_success();
+    assert_eq!(all_paths(&out).len(), 3);
+}

@@ -22,7 +22,7 @@ mod files;
 mod links;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -86,6 +86,10 @@ pub(crate) struct Engine {
     write_nanos: AtomicU64,
     temp_counter: AtomicU64,
     copier: copy::Copier,
+    /// Bytes of file content the run's files declared so far (with a `max_output` cap).
+    declared: AtomicU64,
+    /// The cap was reached: the run stops as if cancelled.
+    over_limit: AtomicBool,
 }
 
 #[derive(Default)]
@@ -150,6 +154,8 @@ impl Engine {
             write_nanos: AtomicU64::new(0),
             temp_counter: AtomicU64::new(0),
             copier: copy::Copier::default(),
+            declared: AtomicU64::new(0),
+            over_limit: AtomicBool::new(false),
         })
     }
 
@@ -167,9 +173,35 @@ impl Engine {
         self.reporter.as_ref()
     }
 
-    /// Whether the run was cancelled: sources stop reading, writers stop starting files.
+    /// Whether the run was cancelled, or stopped at its output cap: sources stop reading,
+    /// writers stop starting files.
     pub(crate) fn cancelled(&self) -> bool {
-        self.opts.cancel.is_cancelled()
+        self.opts.cancel.is_cancelled() || self.over_limit.load(Ordering::Relaxed)
+    }
+
+    /// Counts a file's declared size against the run's output cap (`max_output`). Past it,
+    /// the file fails and the run stops. Sizes are enforced as files are written (a file
+    /// holding more than it declares fails), so declared sizes bound what is written.
+    fn within_limit(&self, entry: &Entry) -> Result<(), Error> {
+        let Some(max) = self.opts.max_output else {
+            return Ok(());
+        };
+        let before = self.declared.fetch_add(entry.size, Ordering::Relaxed);
+        let total = before.saturating_add(entry.size);
+        if total <= max {
+            return Ok(());
+        }
+        self.over_limit.store(true, Ordering::Relaxed);
+        Err(Error::new(
+            &entry.name,
+            ErrorKind::Limit,
+            anyhow::anyhow!(
+                "refused: its {} would take the output to {}, past the cap of {} (--max-output); the run stopped here, and the entries after it were not extracted",
+                crate::report::human_bytes(entry.size),
+                crate::report::human_bytes(total),
+                crate::report::human_bytes(max)
+            ),
+        ))
     }
 
     /// Records a failure. Any thread may call this.

@@ -4,6 +4,7 @@
 //! the engine (`crate::engine`) through the same door a program's [`Batch`](crate::Batch)
 //! uses, so every format gets the same safety rules, overwrite policy, close stage and report.
 
+mod limits;
 mod tar;
 mod zip;
 

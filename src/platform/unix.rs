@@ -315,6 +315,22 @@ pub fn raise_open_file_limit() {
 }
 
 /// How many files this process may have open at once.
+/// Bytes an unprivileged user may still write on the filesystem holding `path`.
+pub fn free_space(path: &Path) -> io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let mut stats = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: a valid C string and a buffer of the right type, filled on success.
+    if unsafe { libc::statvfs(c_path.as_ptr(), stats.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: statvfs succeeded, so the buffer is filled.
+    let stats = unsafe { stats.assume_init() };
+    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)] // the field types vary by OS
+    Ok(u64::from(stats.f_bavail as u64).saturating_mul(stats.f_frsize as u64))
+}
+
 pub fn open_file_limit() -> Option<u64> {
     // SAFETY: plain out-parameter struct.
     unsafe {

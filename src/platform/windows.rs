@@ -230,6 +230,27 @@ pub fn open_file_limit() -> Option<u64> {
     None
 }
 
+/// Bytes the user may still write on the volume holding `path` (quotas included).
+pub fn free_space(path: &Path) -> io::Result<u64> {
+    use std::os::windows::ffi::OsStrExt;
+    use windows_sys::Win32::Storage::FileSystem::GetDiskFreeSpaceExW;
+    let wide: Vec<u16> = path.as_os_str().encode_wide().chain([0]).collect();
+    let mut available = 0u64;
+    // SAFETY: a NUL-terminated wide string and a valid out-pointer; the others may be null.
+    let ok = unsafe {
+        GetDiskFreeSpaceExW(
+            wide.as_ptr(),
+            &mut available,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+    };
+    if ok == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(available)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

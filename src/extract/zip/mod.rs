@@ -28,6 +28,8 @@ use crate::plan::{self, Entry, EntryKind, Plan};
 use crate::platform;
 use crate::report::Report;
 
+mod integrity;
+
 /// The archive's bytes: mapped when possible.
 enum Bytes {
     Mapped(memmap2::Mmap),
@@ -69,7 +71,9 @@ pub(super) fn extract(
     let bytes = load(path, file)?;
     let archive = ZipArchive::new(Cursor::new(&bytes[..]))
         .with_context(|| format!("'{}' is not a readable zip archive", path.display()))?;
-    let mut plan = build_plan(&mut archive.clone());
+    let mut plan = build_plan(&mut archive.clone(), &bytes)
+        .with_context(|| format!("refused '{}': nothing was extracted", path.display()))?;
+    super::limits::check_declared(&plan, out, opts)?;
 
     let (mut report, ()) = engine::run(out, opts, |engine, writers| {
         writers.install(|| engine.prepare(&mut plan));
@@ -102,8 +106,10 @@ pub(super) fn extract(
 }
 
 /// Reads the central directory (and local headers) into a validated plan. Nothing is written.
-fn build_plan(archive: &mut Archive<'_>) -> Plan {
+/// An `Err`: the archive as a whole is refused (its entries overlap: a zip bomb).
+fn build_plan(archive: &mut Archive<'_>, bytes: &[u8]) -> anyhow::Result<Plan> {
     let mut plan = Plan::default();
+    let mut spans = Vec::with_capacity(archive.len());
     let mut symlinks = Vec::new();
     let mut unreadable = Vec::new();
     let mut clock = DosClock::default();
@@ -116,12 +122,37 @@ fn build_plan(archive: &mut Archive<'_>) -> Plan {
                 continue;
             }
         };
+        let lossy = || String::from_utf8_lossy(zf.name_raw()).into_owned();
+        let local = integrity::local_header(bytes, zf.header_start());
+        let central = integrity::Central::read(
+            bytes,
+            zf.central_header_start(),
+            zf.crc32(),
+            zf.compressed_size(),
+            zf.size(),
+        );
+        let (Some(local), Some(central)) = (local, central) else {
+            let error = anyhow::anyhow!("its local header or central directory record is damaged");
+            plan.reject(lossy(), ErrorKind::Source, error);
+            continue;
+        };
+        spans.push(integrity::Span {
+            name: lossy(),
+            start: zf.header_start(),
+            end: local.data_start.saturating_add(zf.compressed_size()),
+        });
+        if let Some(disagreement) = integrity::disagreement(&local, &central) {
+            let error = anyhow::anyhow!(
+                "refused: {disagreement}: readers of local headers and of the central directory would extract different things"
+            );
+            plan.reject(lossy(), ErrorKind::Refused, error);
+            continue;
+        }
         let name = match zf.name() {
             Ok(name) => name.into_owned(),
             Err(e) => {
-                let raw = String::from_utf8_lossy(zf.name_raw()).into_owned();
                 let error = anyhow::Error::new(e).context("undecodable name");
-                plan.reject(raw, ErrorKind::Source, error);
+                plan.reject(lossy(), ErrorKind::Source, error);
                 continue;
             }
         };
@@ -210,7 +241,12 @@ fn build_plan(archive: &mut Archive<'_>) -> Plan {
         plan.rejected.push(error);
     }
     plan.refuse_paths_through_symlinks();
-    plan
+    if let Some(overlap) = integrity::find_overlap(&mut spans, archive.central_directory_start()) {
+        anyhow::bail!(
+            "{overlap}: overlapping entries are how a zip bomb multiplies a small file into gigabytes, and no zip writer makes them (Info-ZIP's unzip refuses them too)"
+        );
+    }
+    Ok(plan)
 }
 
 /// The entry's permission bits. The zip crate's `unix_mode` clears setuid, setgid and sticky;

@@ -1,0 +1,58 @@
+//! Limits checked before a run writes anything, when an archive declares its sizes up front.
+
+use std::path::Path;
+
+use anyhow::bail;
+
+use crate::options::Options;
+use crate::plan::{EntryKind, Plan};
+use crate::platform;
+use crate::report::human_bytes;
+
+/// Refuses to start if the files of `plan` declare more than the output cap, or more than the
+/// free space of `out`'s filesystem (see [`Options::max_output`] and [`Options::space_check`]).
+pub(super) fn check_declared(plan: &Plan, out: &Path, opts: &Options) -> anyhow::Result<()> {
+    let declared = plan
+        .entries
+        .iter()
+        .filter(|e| e.kind == EntryKind::File)
+        .fold(0u64, |sum, e| sum.saturating_add(e.size));
+    if let Some(max) = opts.max_output.filter(|&max| declared > max) {
+        bail!(
+            "the archive's files add up to {}, more than the cap of {} (--max-output): nothing was extracted",
+            human_bytes(declared),
+            human_bytes(max)
+        );
+    }
+    if !opts.space_check {
+        return Ok(());
+    }
+    // The output folder may not exist yet: its nearest existing ancestor is on the same
+    // filesystem as it will be (unless something is mounted meanwhile).
+    let Some(probe) = out
+        .ancestors()
+        .map(|a| {
+            if a.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                a
+            }
+        })
+        .find(|a| a.exists())
+    else {
+        return Ok(());
+    };
+    // Free space that cannot be read (an unusual filesystem) is not a reason to refuse.
+    let Ok(free) = platform::free_space(probe) else {
+        return Ok(());
+    };
+    if declared > free {
+        bail!(
+            "the archive's files add up to {}, but '{}' has only {} free: nothing was extracted (--no-space-check writes anyway, for filesystems that compress)",
+            human_bytes(declared),
+            probe.display(),
+            human_bytes(free)
+        );
+    }
+    Ok(())
+}
