@@ -478,6 +478,7 @@ fn file_entry(path: &Path, kind: EntryKind, meta: FileMeta, size: u64) -> Result
         size,
         index: 0,
         sparse: false,
+        replaces: false,
     })
 }
 

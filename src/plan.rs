@@ -57,6 +57,11 @@ pub struct Entry {
     pub index: usize,
     /// The source says the file is sparse: runs of zero blocks are written as holes.
     pub sparse: bool,
+    /// An earlier entry of this run wrote this path, and this one takes its place, as the
+    /// last copy of a path in a tar wins (`tar -r`, `tar -u`). A file is written under a
+    /// temporary name and moved into place at the end of the run, after every close, in the
+    /// order of `index`; a link replaces what is there when it is made.
+    pub replaces: bool,
 }
 
 /// Why an entry was not accepted into the plan.
@@ -158,6 +163,83 @@ pub fn safe_relative_os_path(path: &Path) -> Result<PathBuf, Refusal> {
         return Err(refuse("empty path"));
     }
     Ok(rel)
+}
+
+/// [`safe_relative_path`] for an archive name's bytes. A name that is UTF-8 gets exactly
+/// those rules. One that is not (Latin-1 and other legacy encodings in older tarballs) is,
+/// on Unix, restored byte for byte as GNU tar does, under the same rules: both `/` and `\`
+/// separate components, and `..`, a root, a drive letter or NUL are refused. On Windows,
+/// whose names are Unicode, such a name is refused.
+pub fn safe_relative_bytes(name: &[u8]) -> Result<PathBuf, Refusal> {
+    match std::str::from_utf8(name) {
+        Ok(name) => safe_relative_path(name),
+        Err(_) => not_utf8(name),
+    }
+}
+
+#[cfg(unix)]
+fn not_utf8(name: &[u8]) -> Result<PathBuf, Refusal> {
+    use std::os::unix::ffi::OsStrExt;
+    if name.contains(&0) {
+        return Err(refuse("name contains a NUL byte"));
+    }
+    if name.starts_with(b"/") || name.starts_with(b"\\") {
+        return Err(refuse("absolute path"));
+    }
+    if name.len() >= 2 && name[0].is_ascii_alphabetic() && name[1] == b':' {
+        return Err(refuse("path starts with a drive letter"));
+    }
+    let mut path = Vec::with_capacity(name.len());
+    for part in name.split(|&b| b == b'/' || b == b'\\') {
+        match part {
+            b"" | b"." => {}
+            b".." => return Err(refuse("path escapes the output folder ('..' component)")),
+            _ => {
+                if !path.is_empty() {
+                    path.push(b'/');
+                }
+                path.extend_from_slice(part);
+            }
+        }
+    }
+    if path.is_empty() {
+        return Err(refuse("empty path"));
+    }
+    Ok(PathBuf::from(std::ffi::OsStr::from_bytes(&path)))
+}
+
+#[cfg(not(unix))]
+fn not_utf8(_name: &[u8]) -> Result<PathBuf, Refusal> {
+    Err(refuse(
+        "the name is not UTF-8 (a legacy encoding), and Windows names are Unicode",
+    ))
+}
+
+/// A symlink target's bytes as a path: byte for byte on Unix; on Windows it must be UTF-8.
+pub fn path_from_bytes(target: &[u8]) -> Result<PathBuf, Refusal> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        Ok(PathBuf::from(std::ffi::OsStr::from_bytes(target)))
+    }
+    #[cfg(not(unix))]
+    match std::str::from_utf8(target) {
+        Ok(target) => Ok(PathBuf::from(target)),
+        Err(_) => Err(refuse("it is not UTF-8, and Windows paths are Unicode")),
+    }
+}
+
+/// An archive name's bytes for messages: UTF-8 as it is, any other byte as `\xNN`, so that
+/// two different names never look the same.
+pub fn display_bytes(name: &[u8]) -> String {
+    let mut out = String::with_capacity(name.len());
+    for chunk in name.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02X}"));
+        }
+    }
+    out
 }
 
 /// Why Windows cannot hold `part` as a file or directory name, if it cannot. Used on Windows
@@ -535,6 +617,7 @@ mod tests {
             size: 0,
             index: 0,
             sparse: false,
+            replaces: false,
         }
     }
 

@@ -2251,40 +2251,192 @@ fn devices_and_fifos_skipped_with_warning() {
     }
 }
 
-/// A path given twice as a file: the second is an error for that path, the first is kept
-/// whole (with --overwrite too), and the rest of the archive is extracted. `./b.txt` is the
-/// same path as `b.txt`.
+/// A path given twice as a file: the last copy wins, as with GNU tar and bsdtar, with any
+/// thread and close mode, whether the earlier copy was buffered or streamed (300 KB with a
+/// small memory budget). `./b.txt` is the same path as `b.txt`.
 #[test]
-fn same_path_twice_is_an_error() {
+fn the_last_copy_of_a_path_wins() {
     let t = tempdir();
     let archive = t.join("dup.tar");
     let first = text(701, 300_000);
     let second = text(702, 1000);
+    let third = text(703, 2000);
     make_tar(
         &archive,
         "gnu",
         &[
-            TarEntry::file("a.txt", first.clone(), 0o644),
+            TarEntry::file("a.txt", first, 0o644),
             TarEntry::file("b.txt", "bee", 0o644),
-            TarEntry::file("a.txt", second, 0o644),
+            TarEntry::file("a.txt", second, 0o600),
             TarEntry::file("c.txt", "sea", 0o644),
             TarEntry::file("./b.txt", "second bee", 0o644),
+            TarEntry::file("a.txt", third.clone(), 0o640),
         ],
     );
     for flags in [
         &[][..],
         &["--overwrite"][..],
         &["-j", "1", "--no-defer-close"][..],
+        &["--defer-close", "always", "--memory-budget", "4"][..],
     ] {
         let out = t.join(format!("out{}", flags.join("")));
-        let r = extract(&archive, &out, flags);
-        r.assert_code(1);
-        r.assert_stderr_names("a.txt", &["more than once"]);
-        r.assert_stderr_names("./b.txt", &["more than once"]);
-        assert_eq!(fs::read(out.join("a.txt")).unwrap(), first, "{flags:?}");
-        assert_eq!(fs::read_to_string(out.join("b.txt")).unwrap(), "bee");
+        let r = extract(&archive, &out, &[flags, &["--stats"]].concat());
+        r.assert_success();
+        assert_eq!(fs::read(out.join("a.txt")).unwrap(), third, "{flags:?}");
+        assert_eq!(fs::read_to_string(out.join("b.txt")).unwrap(), "second bee");
         assert_eq!(fs::read_to_string(out.join("c.txt")).unwrap(), "sea");
-        assert_eq!(all_paths(&out), ["a.txt", "b.txt", "c.txt"]);
+        assert_eq!(
+            all_paths(&out),
+            ["a.txt", "b.txt", "c.txt"],
+            "no temporary left"
+        );
+        #[cfg(unix)] // modes
+        assert_eq!(
+            mode_of(&out.join("a.txt")),
+            0o640,
+            "the last copy's mode too"
+        );
+        assert_eq!(
+            r.stat("files:"),
+            3,
+            "three files in the output\n{}",
+            r.dump()
+        );
+    }
+    #[cfg(unix)] // GNU tar is the reference
+    {
+        let reference = t.join("gnu");
+        gnu_tar_extract(&archive, &reference);
+        assert_same_tree(
+            &reference,
+            &t.join("out"),
+            &vs_reference(),
+            "last copy wins",
+        );
+    }
+}
+
+/// Links stored again, and files and links taking each other's path, as GNU tar's
+/// incremental archives have them: the last entry of each path wins, as GNU tar extracts it.
+#[cfg(unix)] // symlinks; GNU tar is the reference
+#[test]
+fn links_and_files_stored_again_end_as_the_last_entry_says() {
+    let t = tempdir();
+    let archive = t.join("again.tar");
+    make_tar(
+        &archive,
+        "gnu",
+        &[
+            TarEntry::file("a", "aaa", 0o644),
+            TarEntry::file("b", "bbb", 0o644),
+            // A file, then a symlink at its path.
+            TarEntry::file("x", "file first", 0o644),
+            TarEntry::symlink("x", "a"),
+            // A symlink, then a file at its path.
+            TarEntry::symlink("y", "a"),
+            TarEntry::file("y", "file last", 0o644),
+            // A symlink stored twice, pointing elsewhere the second time.
+            TarEntry::symlink("z", "a"),
+            TarEntry::symlink("z", "b"),
+            // A hard link stored again.
+            TarEntry::hardlink("h", "a"),
+            TarEntry::hardlink("h", "b"),
+            // A file, a symlink, then a file again.
+            TarEntry::file("w", "one", 0o644),
+            TarEntry::symlink("w", "a"),
+            TarEntry::file("w", "three", 0o644),
+        ],
+    );
+    let out = t.join("out");
+    extract(&archive, &out, &[]).assert_success();
+    let reference = t.join("gnu");
+    gnu_tar_extract(&archive, &reference);
+    assert_same_tree(&reference, &out, &vs_reference(), "stored again");
+    assert_eq!(fs::read_link(out.join("x")).unwrap(), Path::new("a"));
+    assert_eq!(fs::read_to_string(out.join("y")).unwrap(), "file last");
+    assert_eq!(fs::read_link(out.join("z")).unwrap(), Path::new("b"));
+    assert_eq!(fs::read_to_string(out.join("h")).unwrap(), "bbb");
+    assert_eq!(fs::read_to_string(out.join("w")).unwrap(), "three");
+}
+
+/// `tar -r` appends a newer copy of a file to an archive; extracting it gives the newer copy,
+/// as GNU tar does.
+#[cfg(unix)] // GNU tar makes and extracts the archive
+#[test]
+fn gnu_tar_append_restores_the_newer_copy() {
+    let t = tempdir();
+    let src = t.join("src");
+    TreeSpec::new()
+        .file(
+            "doc.txt",
+            "version one, longer than the second\n",
+            0o644,
+            DEFAULT_MTIME,
+        )
+        .file("other.txt", "other\n", 0o644, DEFAULT_MTIME)
+        .build(&src);
+    let archive = std::path::absolute(t.join("appended.tar")).unwrap();
+    gnu_tar_create(&src, &archive, &[]);
+    fs::write(src.join("doc.txt"), "version two\n").unwrap();
+    set_mtime(&src.join("doc.txt"), DEFAULT_MTIME + 60);
+    run_tool("tar", &osv!["-rf", &archive, "./doc.txt"], Some(&src));
+    for comp in EACH_DECODER {
+        let packed = t.join(format!("appended.tar{}", comp.suffix()));
+        fs::write(&packed, comp.compress(&fs::read(&archive).unwrap())).unwrap();
+        let out = t.join(format!("out{}", comp.suffix()));
+        extract(&packed, &out, &[]).assert_success();
+        assert_eq!(
+            fs::read_to_string(out.join("doc.txt")).unwrap(),
+            "version two\n"
+        );
+        assert_eq!(mtime_of(&out.join("doc.txt")), DEFAULT_MTIME + 60);
+    }
+    let reference = t.join("gnu");
+    gnu_tar_extract(&archive, &reference);
+    assert_same_tree(&reference, &t.join("out"), &vs_reference(), "tar -r");
+}
+
+/// A later copy replaces only what this run wrote: a file that was in OUT before the run is
+/// kept (an error by default, skipped with --skip-existing) unless --overwrite is given.
+#[test]
+fn a_later_copy_never_replaces_a_file_that_was_there_before() {
+    let t = tempdir();
+    let archive = t.join("dup.tar");
+    make_tar(
+        &archive,
+        "gnu",
+        &[
+            TarEntry::file("mine.txt", "first", 0o644),
+            TarEntry::file("new.txt", "new one", 0o644),
+            TarEntry::file("mine.txt", "second", 0o644),
+            TarEntry::file("new.txt", "new two", 0o644),
+        ],
+    );
+    for (flags, code, mine) in [
+        (&[][..], 1, "the user's"),
+        (&["--skip-existing"][..], 0, "the user's"),
+        (&["--overwrite"][..], 0, "second"),
+    ] {
+        let out = t.join(format!("out{}", flags.join("")));
+        fs::create_dir(&out).unwrap();
+        fs::write(out.join("mine.txt"), "the user's").unwrap();
+        let r = extract(&archive, &out, flags);
+        r.assert_code(code);
+        assert_eq!(
+            fs::read_to_string(out.join("mine.txt")).unwrap(),
+            mine,
+            "{flags:?}\n{}",
+            r.dump()
+        );
+        assert_eq!(
+            fs::read_to_string(out.join("new.txt")).unwrap(),
+            "new two",
+            "{flags:?}"
+        );
+        assert_eq!(all_paths(&out), ["mine.txt", "new.txt"], "{flags:?}");
+        if code == 1 {
+            r.assert_stderr_names("mine.txt", &["already exists"]);
+        }
     }
 }
 

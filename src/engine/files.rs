@@ -120,8 +120,31 @@ impl Engine {
         let started = Instant::now();
         let mode = self.file_mode(entry);
         let dest = self.under_root(&entry.path);
+        if entry.replaces {
+            // A later copy of a path this run wrote: it waits under a temporary name until
+            // every close is done, then takes the path (see `Engine::move_later_copies`).
+            let temp = self.temp_path(&dest);
+            let file = platform::create_new(&temp, mode)
+                .with_context(|| format!("creating '{}'", temp.display()))
+                .tag(&entry.name, ErrorKind::Write)?;
+            super::lock(&self.deferred).renames.push(super::Rename {
+                order: entry.index,
+                temp: temp.clone(),
+                dest,
+                path: entry.path.clone(),
+                name: entry.name.clone(),
+            });
+            return Ok(Some(OpenFile {
+                file,
+                path: temp,
+                finalize: Finalize::Keep,
+                mode,
+                started,
+            }));
+        }
         let err = match platform::create_new(&dest, mode) {
             Ok(file) => {
+                self.note_created(&entry.path);
                 return Ok(Some(OpenFile {
                     file,
                     path: dest,
@@ -149,6 +172,7 @@ impl Engine {
             ),
             Overwrite::Refuse => fail(ErrorKind::AlreadyExists, already_exists(&dest)),
             Overwrite::Replace => {
+                self.note_created(&entry.path);
                 let temp = self.temp_path(&dest);
                 let file = platform::create_new(&temp, mode)
                     .with_context(|| format!("creating '{}'", temp.display()))

@@ -32,7 +32,13 @@ impl Engine {
                 .with_context(|| format!("creating '{}'", dest.display()))
                 .tag(&entry.name, ErrorKind::Link);
         }
-        match self.opts.overwrite {
+        // A later link at a path this run wrote takes its place, as tar's last copy does.
+        let policy = if entry.replaces && self.ours(&entry.path) {
+            Overwrite::Replace
+        } else {
+            self.opts.overwrite
+        };
+        match policy {
             Overwrite::Refuse => {
                 Err(already_exists(&dest)).tag(&entry.name, ErrorKind::AlreadyExists)
             }

@@ -90,14 +90,32 @@ pub(crate) struct Engine {
     declared: AtomicU64,
     /// The cap was reached: the run stops as if cancelled.
     over_limit: AtomicBool,
+    /// Into an output folder that was not empty: the paths this run created or replaced (by
+    /// hash), so that a later copy of a path replaces only what this run wrote, never a file
+    /// that was there before. (Into an empty one everything is this run's.)
+    created: Option<Mutex<std::collections::HashSet<u64>>>,
 }
 
 #[derive(Default)]
 struct Deferred {
     /// Symlinks and hard links, in the source's order.
     links: Vec<Entry>,
+    /// Later copies of paths this run already wrote, under temporary names: moved into place
+    /// after every close, in the source's order (see [`Entry::replaces`]).
+    renames: Vec<Rename>,
     /// Directories with a mode or mtime to apply once their content is complete.
     dirs: Vec<Entry>,
+}
+
+/// A later copy of a path, waiting under a temporary name.
+struct Rename {
+    /// The entry's place in the source (its `index`): the last one wins.
+    order: usize,
+    temp: PathBuf,
+    dest: PathBuf,
+    /// The entry's relative path and name, to check and to report it.
+    path: PathBuf,
+    name: String,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -156,6 +174,7 @@ impl Engine {
             copier: copy::Copier::default(),
             declared: AtomicU64::new(0),
             over_limit: AtomicBool::new(false),
+            created: (!fresh).then(Mutex::default),
         })
     }
 
@@ -283,11 +302,34 @@ impl Engine {
         lock(&self.deferred).links.push(entry);
     }
 
+    /// Forgets the links registered at `path` so far: a later entry of the source takes the
+    /// path (the last copy of a path in a tar wins).
+    pub(crate) fn forget_links(&self, path: &Path) {
+        lock(&self.deferred).links.retain(|link| link.path != path);
+    }
+
+    /// Notes that this run created (or replaced) the file at `path`.
+    fn note_created(&self, path: &Path) {
+        if let Some(created) = &self.created {
+            lock(created).insert(path_key(path));
+        }
+    }
+
+    /// Whether what is at `path` may be replaced by a later entry at the same path: this run
+    /// wrote it (or the user asked for replacing).
+    fn ours(&self, path: &Path) -> bool {
+        match &self.created {
+            _ if self.opts.overwrite == Overwrite::Replace => true,
+            None => true,
+            Some(created) => lock(created).contains(&path_key(path)),
+        }
+    }
+
     /// Says before anything is written whether an entry would hit an existing file: only
     /// needed when the output folder was not empty (the O_EXCL create still guards against
     /// anything that appears meanwhile). True: skipped or failed.
     fn conflicts(&self, entry: &Entry) -> bool {
-        if self.fresh || self.opts.overwrite == Overwrite::Replace {
+        if self.fresh || self.opts.overwrite == Overwrite::Replace || entry.replaces {
             return false;
         }
         let dest = self.root.join(&entry.path);
@@ -353,6 +395,7 @@ impl Engine {
         let closes = self.close.finish();
         let mut deferred =
             std::mem::take(self.deferred.get_mut().unwrap_or_else(|e| e.into_inner()));
+        self.move_later_copies(std::mem::take(&mut deferred.renames));
         if self.cancelled() {
             // Stop here: what was written is complete and closed; links, empty directories
             // and directory metadata for the rest would only be work the user cancelled.
@@ -450,6 +493,68 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// Moves the later copies of paths into place, after every close, in the source's order:
+    /// the last copy wins. A copy whose write failed (its temporary file is gone) is passed
+    /// over; one that would replace a file this run did not write fails instead.
+    fn move_later_copies(&mut self, mut renames: Vec<Rename>) {
+        renames.sort_by_key(|r| r.order);
+        let cancelled = self.cancelled();
+        for rename in renames {
+            if rename.temp.symlink_metadata().is_err() {
+                continue;
+            }
+            if cancelled {
+                let _ = platform::remove_file(&rename.temp);
+                continue;
+            }
+            let in_place = rename.dest.symlink_metadata().ok();
+            if in_place.is_some() && !self.ours(&rename.path) {
+                let _ = platform::remove_file(&rename.temp);
+                if self.opts.overwrite == Overwrite::Skip {
+                    *self.skipped.get_mut() += 1;
+                    continue;
+                }
+                let error = already_exists(&rename.dest);
+                self.failures
+                    .push(Error::new(&rename.name, ErrorKind::AlreadyExists, error));
+                continue;
+            }
+            if in_place.as_ref().is_some_and(|m| m.is_dir()) {
+                let _ = platform::remove_file(&rename.temp);
+                let error =
+                    anyhow::anyhow!("a directory is in the way at '{}'", rename.dest.display());
+                self.failures
+                    .push(Error::new(&rename.name, ErrorKind::AlreadyExists, error));
+                continue;
+            }
+            match platform::replace(&rename.temp, &rename.dest) {
+                // The earlier copy's file is gone: one file fewer in the output.
+                Ok(()) if in_place.is_some() => *self.files.get_mut() -= 1,
+                Ok(()) => {}
+                Err(e) => {
+                    let _ = platform::remove_file(&rename.temp);
+                    let error = anyhow::Error::new(e).context(format!(
+                        "moving the later copy into '{}'",
+                        rename.dest.display()
+                    ));
+                    self.failures
+                        .push(Error::new(&rename.name, ErrorKind::Write, error));
+                }
+            }
+        }
+    }
+}
+
+/// A path's key in a set of paths: its 64-bit hash (a collision, at odds of about 1 in 10^19
+/// per pair, could only let a later copy replace a file the run did not write).
+pub(crate) fn path_key(path: &Path) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    path.hash(&mut hasher);
+    hasher.finish()
+}
+
 /// Adds what a source found itself (entries refused before writing, warnings) to the report.
 pub(crate) fn add_plan(report: &mut Report, plan: &mut Plan) {
     report.failures.append(&mut plan.rejected);
@@ -489,6 +594,7 @@ mod tests {
             size: content.len() as u64,
             index: 0,
             sparse: false,
+            replaces: false,
         }
     }
 

@@ -50,37 +50,13 @@ pub(crate) fn detect(head: &[u8]) -> Option<Format> {
 }
 
 /// A tar header is recognised by its checksum, which old v7 archives (with no `ustar` magic)
-/// have too: the sum of the header's bytes, with the checksum field itself counted as spaces.
+/// have too.
 fn is_tar_header(head: &[u8]) -> bool {
     let Some(header) = head.get(..512) else {
         return false;
     };
     // An archive with no entries is just its end-of-archive blocks of zeros.
-    if header.iter().all(|&b| b == 0) {
-        return true;
-    }
-    let field = &header[148..156];
-    let digits: String = field
-        .iter()
-        .map(|&b| b as char)
-        .take_while(|c| *c != '\0' && *c != ' ')
-        .skip_while(|c| *c == ' ')
-        .collect();
-    let Ok(stored) = u32::from_str_radix(digits.trim(), 8) else {
-        return false;
-    };
-    let sum: u32 = header
-        .iter()
-        .enumerate()
-        .map(|(i, &b)| {
-            if (148..156).contains(&i) {
-                u32::from(b' ')
-            } else {
-                u32::from(b)
-            }
-        })
-        .sum();
-    sum == stored
+    header.iter().all(|&b| b == 0) || tar::checksum_ok(header)
 }
 
 /// Extracts `archive` into the folder `out` (created if missing): a zip, or a tar plain or
@@ -194,6 +170,13 @@ mod tests {
         let mut bad = tar_header(b"ustar\0");
         bad[0] ^= 1;
         assert_eq!(detect(&bad), None, "a wrong checksum is not a tar header");
+        // Old writers pad the checksum with leading spaces.
+        let mut padded = tar_header(b"\0\0\0\0\0\0");
+        let sum = std::str::from_utf8(&padded[148..154]).unwrap().to_string();
+        let digits = sum.trim_start_matches('0').to_string();
+        let field = format!("{digits:>6}\0 ");
+        padded[148..156].copy_from_slice(field.as_bytes());
+        assert_eq!(detect(&padded), Some(Format::Tar), "{field:?}");
         assert_eq!(detect(b"hello world"), None);
         assert_eq!(
             detect(&[0u8; 1024]),

@@ -271,6 +271,7 @@ fn entry(rel: &Path, kind: EntryKind, meta: &Metadata) -> Entry {
         size: if meta.is_file() { meta.len() } else { 0 },
         index: 0,
         sparse: meta.is_file() && platform::has_holes(meta),
+        replaces: false,
     }
 }
 

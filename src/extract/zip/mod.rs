@@ -206,6 +206,7 @@ fn build_plan(archive: &mut Archive<'_>, bytes: &[u8]) -> anyhow::Result<Plan> {
             size: zf.size(),
             index,
             sparse: false,
+            replaces: false,
         });
     }
     for (index, e) in unreadable {

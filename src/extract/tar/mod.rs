@@ -16,18 +16,21 @@ use std::collections::HashSet;
 use std::io::{self, BufRead, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, anyhow};
-use tar::EntryType;
 
 use super::Format;
-use crate::engine::{self, CHUNK, Content, Engine, Writer};
-use crate::error::{Error, ErrorKind, Tag};
+use crate::engine::{self, CHUNK, Content, Engine, Writer, path_key};
+use crate::error::{Error, ErrorKind};
 use crate::options::Options;
 use crate::plan::{self, Entry, EntryKind};
 use crate::queue::Queue;
 use crate::report::Report;
+
+mod reader;
+
+pub(crate) use reader::checksum_ok;
+use reader::{Kind, Member, Reader};
 
 /// Wraps the input in the decoder its format needs. Every decoder reads concatenated members
 /// or frames (pigz and `cat a.gz b.gz` make them) to the end.
@@ -148,6 +151,8 @@ pub(super) fn extract(
                 budget: &budget,
                 buffer_limit,
                 files: HashSet::new(),
+                links: HashSet::new(),
+                order: 0,
                 symlinks: HashSet::new(),
                 case: plan::CaseGuard::new(),
                 warnings: Vec::new(),
@@ -215,10 +220,14 @@ struct Stream<'s> {
     queue: &'s Queue<Vec<Job>>,
     budget: &'s Budget,
     buffer_limit: u64,
-    /// Files seen so far (their paths' 64-bit hashes, so that memory grows by a few bytes per
-    /// entry, not by its path): a hard link may only name one of these, and a second copy of a
-    /// path is an error.
+    /// Paths of files seen so far (their 64-bit hashes, so that memory grows by a few bytes
+    /// per entry, not by its path): a hard link may only name one of these, and a later copy
+    /// of one replaces it.
     files: HashSet<u64>,
+    /// Paths of links registered and not yet replaced by a later entry.
+    links: HashSet<u64>,
+    /// Entries seen so far: each entry's place in the archive.
+    order: usize,
     /// Symlinks seen so far: nothing may be extracted below one.
     symlinks: HashSet<PathBuf>,
     /// Paths that differ only by case, where names ignore case.
@@ -246,16 +255,15 @@ impl Stream<'_> {
         input: Box<dyn Read + Send + '_>,
         writer: &mut Writer<'_>,
     ) -> anyhow::Result<()> {
-        let mut archive = tar::Archive::new(input);
-        for item in archive.entries().context("cannot read the archive")? {
+        let mut archive = Reader::new(input);
+        while let Some(member) = archive.next().context("cannot read the next header")? {
             if self.engine.cancelled() {
                 // The rest of the stream is neither read nor checked.
                 return Ok(());
             }
-            let mut raw = item.context("cannot read the next header")?;
-            let name = String::from_utf8_lossy(&raw.path_bytes()).into_owned();
-            let complete = match self.entry(&mut raw, &name) {
-                Ok(Some(entry)) => self.dispatch(entry, &mut raw, writer)?,
+            let name = plan::display_bytes(&member.name);
+            let complete = match self.entry(&member, &name) {
+                Ok(Some(entry)) => self.dispatch(entry, &mut archive.data(), writer)?,
                 Ok(None) => true,
                 Err(error) => {
                     self.engine.record(error);
@@ -273,69 +281,43 @@ impl Stream<'_> {
         Ok(())
     }
 
-    /// Validates one header into an entry. `Ok(None)`: nothing to extract (skipped).
-    fn entry<R: Read>(
-        &mut self,
-        raw: &mut tar::Entry<'_, R>,
-        name: &str,
-    ) -> Result<Option<Entry>, Error> {
+    /// Validates one member into an entry. `Ok(None)`: nothing to extract (skipped).
+    fn entry(&mut self, member: &Member, name: &str) -> Result<Option<Entry>, Error> {
         let refused = |error: anyhow::Error| Error::new(name, ErrorKind::Refused, error);
-        let unreadable = |error: anyhow::Error| Error::new(name, ErrorKind::Source, error);
-        let header = raw.header();
-        let entry_type = header.entry_type();
-        let kind = match entry_type {
-            EntryType::Regular | EntryType::Continuous | EntryType::GNUSparse => EntryKind::File,
+        let kind = match member.kind {
+            Kind::File => EntryKind::File,
             // `./` is the output folder itself: nothing to create.
-            EntryType::Directory if plan::is_root(name) => return Ok(None),
-            EntryType::Directory => EntryKind::Dir,
-            EntryType::Symlink | EntryType::Link => {
-                let target = raw
-                    .link_name_bytes()
-                    .ok_or_else(|| unreadable(anyhow!("the link has no target")))?;
-                let target = std::str::from_utf8(&target)
-                    .context("the link target is not UTF-8")
-                    .tag(name, ErrorKind::Source)?
-                    .to_string();
-                if entry_type == EntryType::Symlink {
-                    EntryKind::Symlink {
-                        target: target.into(),
-                    }
-                } else {
-                    EntryKind::Hardlink {
-                        target: plan::safe_relative_path(&target).map_err(|r| {
-                            refused(anyhow!("refused: hard link target '{target}': {r}"))
-                        })?,
-                    }
-                }
-            }
-            EntryType::Char | EntryType::Block | EntryType::Fifo => {
-                let what = match entry_type {
-                    EntryType::Char => "character device",
-                    EntryType::Block => "block device",
+            Kind::Dir if plan::is_root(name) => return Ok(None),
+            Kind::Dir => EntryKind::Dir,
+            Kind::Symlink => EntryKind::Symlink {
+                target: plan::path_from_bytes(&member.link)
+                    .map_err(|r| refused(anyhow!("refused: the link target: {r}")))?,
+            },
+            Kind::HardLink => EntryKind::Hardlink {
+                target: plan::safe_relative_bytes(&member.link).map_err(|r| {
+                    let target = plan::display_bytes(&member.link);
+                    refused(anyhow!("refused: hard link target '{target}': {r}"))
+                })?,
+            },
+            Kind::CharDevice | Kind::BlockDevice | Kind::Fifo => {
+                let what = match member.kind {
+                    Kind::CharDevice => "character device",
+                    Kind::BlockDevice => "block device",
                     _ => "FIFO",
                 };
                 self.warnings.push(format!("skipped '{name}': a {what}"));
                 return Ok(None);
             }
-            // Global pax headers carry defaults for the whole archive, not a file.
-            EntryType::XGlobalHeader => return Ok(None),
-            other => {
+            Kind::Other(flag) => {
                 self.warnings.push(format!(
-                    "skipped '{name}': unsupported entry type {:?}",
-                    other.as_byte() as char
+                    "skipped '{name}': unsupported entry type '{}'",
+                    (flag as char).escape_default()
                 ));
                 return Ok(None);
             }
         };
-        if kind == EntryKind::File && is_pax_sparse(raw) {
-            return Err(unreadable(anyhow!(
-                "pax-format sparse files (GNU.sparse.* records, as `tar --format=pax --sparse` makes) are not supported; GNU-format sparse files are"
-            )));
-        }
-        if std::str::from_utf8(&raw.path_bytes()).is_err() {
-            return Err(refused(anyhow!("refused: the name is not UTF-8")));
-        }
-        let path = plan::safe_relative_path(name).map_err(|r| refused(anyhow!("refused: {r}")))?;
+        let path = plan::safe_relative_bytes(&member.name)
+            .map_err(|r| refused(anyhow!("refused: {r}")))?;
         self.case
             .check(&path)
             .map_err(|r| refused(anyhow!("refused: {r}")))?;
@@ -364,46 +346,47 @@ impl Stream<'_> {
             }
             _ => {}
         }
-        let mode = raw.header().mode().ok().map(|m| m & 0o7777);
-        let mut mtime = raw.header().mtime().ok().and_then(header_time);
-        if let Some(precise) = pax_mtime(raw) {
-            mtime = Some(precise);
-        }
+        self.order += 1;
         Ok(Some(Entry {
             name: name.to_string(),
-            sparse: entry_type == EntryType::GNUSparse,
+            sparse: member.sparse.is_some(),
             path,
             kind,
-            mode,
-            mtime,
-            size: raw.size(),
-            index: 0,
+            mode: member.mode,
+            mtime: member.mtime,
+            size: member.size,
+            index: self.order,
+            replaces: false,
         }))
     }
 
     /// Hands an entry to the engine: directories and links now, file content to a writer (or,
     /// for a file too large to buffer, written here). `Ok(false)`: the entry's data may not
     /// have been read whole (a failed streamed write); `Err`: the stream broke.
-    fn dispatch<R: Read>(
+    fn dispatch(
         &mut self,
-        entry: Entry,
-        raw: &mut tar::Entry<'_, R>,
+        mut entry: Entry,
+        raw: &mut dyn Read,
         writer: &mut Writer<'_>,
     ) -> anyhow::Result<bool> {
+        // The last copy of a path wins, as with GNU tar and bsdtar (`tar -r` and `tar -u`
+        // append newer copies): an earlier link at the path is forgotten, and an earlier file
+        // is replaced at the end of the run.
+        let key = path_key(&entry.path);
+        if entry.kind != EntryKind::Dir {
+            if self.links.remove(&key) {
+                self.engine.forget_links(&entry.path);
+            }
+            entry.replaces = self.files.contains(&key);
+        }
         match entry.kind {
             EntryKind::Dir => self.engine.add_dir(entry),
-            EntryKind::Symlink { .. } | EntryKind::Hardlink { .. } => self.engine.add_link(entry),
+            EntryKind::Symlink { .. } | EntryKind::Hardlink { .. } => {
+                self.links.insert(key);
+                self.engine.add_link(entry);
+            }
             EntryKind::File => {
-                if !self.files.insert(path_key(&entry.path)) {
-                    self.engine.record(Error::new(
-                        &entry.name,
-                        ErrorKind::AlreadyExists,
-                        anyhow!(
-                            "the archive holds this path more than once; the first copy was kept"
-                        ),
-                    ));
-                    return Ok(true);
-                }
+                self.files.insert(key);
                 if entry.size > self.buffer_limit {
                     // Give the writers what is pending before this thread gets busy.
                     self.flush(writer);
@@ -456,107 +439,10 @@ impl Stream<'_> {
     }
 }
 
-/// A path's key in the set of files seen. A collision (odds of about 1 in 10^19 per pair) could
-/// only wrongly refuse a file or allow a hard link to a file that is in OUT anyway (the engine
-/// checks every link target on disk).
-fn path_key(path: &Path) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::hash::DefaultHasher::new();
-    path.hash(&mut hasher);
-    hasher.finish()
-}
-
-/// A header's mtime: tar stores it as a signed number (GNU's base-256 form can be negative), which
-/// the tar crate hands over as its two's-complement `u64`.
-fn header_time(raw: u64) -> Option<SystemTime> {
-    plan::unix_time(raw as i64)
-}
-
-/// Whether a pax header describes a sparse file in GNU's pax encodings (0.x or 1.0), whose data
-/// the tar crate would hand over as the raw map and chunks.
-fn is_pax_sparse<R: Read>(raw: &mut tar::Entry<'_, R>) -> bool {
-    let Ok(Some(extensions)) = raw.pax_extensions() else {
-        return false;
-    };
-    extensions
-        .filter_map(Result::ok)
-        .any(|ext| ext.key().is_ok_and(|k| k.starts_with("GNU.sparse.")))
-}
-
-/// The mtime with its fraction of a second, from a pax header (`mtime=1700000000.25`).
-fn pax_mtime<R: Read>(raw: &mut tar::Entry<'_, R>) -> Option<SystemTime> {
-    let extensions = raw.pax_extensions().ok()??;
-    let value = extensions
-        .filter_map(Result::ok)
-        .find(|ext| ext.key() == Ok("mtime"))?
-        .value()
-        .ok()?
-        .to_string();
-    parse_pax_time(&value)
-}
-
-fn parse_pax_time(value: &str) -> Option<SystemTime> {
-    let (secs, frac) = value.split_once('.').unwrap_or((value, ""));
-    let negative = secs.starts_with('-');
-    let whole: u64 = secs.trim_start_matches('-').parse().ok()?;
-    let digits: String = frac.chars().take(9).collect();
-    if !digits.chars().all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    let nanos: u64 = if digits.is_empty() {
-        0
-    } else {
-        format!("{digits:0<9}").parse().ok()?
-    };
-    let offset = Duration::from_secs(whole) + Duration::from_nanos(nanos);
-    if negative {
-        UNIX_EPOCH.checked_sub(offset)
-    } else {
-        UNIX_EPOCH.checked_add(offset)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::Arc;
-
-    #[test]
-    fn negative_header_times_are_before_1970() {
-        assert_eq!(header_time(60), Some(UNIX_EPOCH + Duration::from_secs(60)));
-        assert_eq!(
-            header_time((-100i64) as u64),
-            Some(UNIX_EPOCH - Duration::from_secs(100))
-        );
-    }
-
-    #[test]
-    fn pax_times_keep_their_fraction() {
-        let t = parse_pax_time("1700000000.25").unwrap();
-        assert_eq!(
-            t.duration_since(UNIX_EPOCH).unwrap(),
-            Duration::new(1_700_000_000, 250_000_000)
-        );
-        let t = parse_pax_time("1700000000.123456789123").unwrap();
-        // Windows' SystemTime counts 100 ns ticks, so the last two digits cannot be kept there.
-        let kept = if cfg!(windows) {
-            123_456_700
-        } else {
-            123_456_789
-        };
-        assert_eq!(t.duration_since(UNIX_EPOCH).unwrap().subsec_nanos(), kept);
-        assert_eq!(
-            parse_pax_time("42"),
-            Some(UNIX_EPOCH + Duration::from_secs(42))
-        );
-        let before = parse_pax_time("-1.5").unwrap();
-        assert_eq!(
-            UNIX_EPOCH.duration_since(before).unwrap(),
-            Duration::from_millis(1500)
-        );
-        assert_eq!(parse_pax_time("x"), None);
-        assert_eq!(parse_pax_time("1.2e3"), None);
-    }
 
     #[test]
     fn the_budget_holds_a_reader_back_until_writers_free_memory() {
@@ -566,7 +452,7 @@ mod tests {
             let budget = Arc::clone(&budget);
             std::thread::spawn(move || budget.acquire(5))
         };
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(std::time::Duration::from_millis(20));
         assert!(!waiter.is_finished(), "8 + 5 bytes must not fit in 10");
         budget.release(8);
         waiter.join().unwrap();
