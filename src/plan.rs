@@ -464,6 +464,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn names_that_are_not_utf8_keep_the_rules() {
+        assert_eq!(
+            safe_relative_bytes(b"a/b.txt").unwrap(),
+            safe_relative_path("a/b.txt").unwrap()
+        );
+        for evil in [
+            &b"../\xff"[..],
+            b"/\xff",
+            b"a\\..\\..\\\xff",
+            b"C:\xff",
+            b"\xff\0x",
+        ] {
+            assert!(
+                safe_relative_bytes(evil).is_err(),
+                "{}",
+                display_bytes(evil)
+            );
+        }
+        let latin1 = safe_relative_bytes(b"./caf\xe9/\\na\xefve");
+        if cfg!(unix) {
+            let path = latin1.unwrap();
+            assert_eq!(path.as_os_str().as_encoded_bytes(), b"caf\xe9/na\xefve");
+        } else {
+            assert!(latin1.unwrap_err().0.contains("Unicode"));
+        }
+        assert_eq!(display_bytes(b"caf\xe9 \xe2\x82\xac"), "caf\\xE9 \u{20ac}");
+    }
+
+    #[test]
     fn accepts_ordinary_names() {
         assert_eq!(
             safe_relative_path("a/b/c.txt").unwrap(),

@@ -1305,11 +1305,14 @@ fn format_told_by_content_not_name() {
 // GNU sparse files
 // -------------------------------------------------------------------------------------------
 
-/// `tar --sparse --format=gnu|oldgnu` stores holes as a map ('S' entries). The file comes back
-/// with the same content and, on disk, with its holes: far fewer blocks than its length.
+/// `tar --sparse` stores holes as a map: in 'S' entries (`--format=gnu|oldgnu`), or in pax
+/// records (`--format=posix`, GNU sparse versions 0.0 and 0.1) or at the start of the data
+/// (1.0, under a `GNUSparseFile.NNN/` name with the real one in a record). Every kind comes
+/// back under its name, with the same content and, on disk, with its holes: far fewer blocks
+/// than its length.
 #[cfg(unix)] // GNU tar --sparse makes the archive; holes are counted in st_blocks
 #[test]
-fn gnu_sparse_files_written_sparse() {
+fn sparse_files_of_every_gnu_format_written_sparse() {
     use std::io::{Seek, SeekFrom};
     let t = tempdir();
     let src = t.join("src");
@@ -1339,14 +1342,27 @@ fn gnu_sparse_files_written_sparse() {
         set_mtime(&src.join(p), DEFAULT_MTIME + 7);
     }
 
-    for format in ["gnu", "oldgnu"] {
+    for (format, flags) in [
+        ("gnu", &["--format=gnu"][..]),
+        ("oldgnu", &["--format=oldgnu"][..]),
+        ("pax-0.0", &["--format=posix", "--sparse-version=0.0"][..]),
+        ("pax-0.1", &["--format=posix", "--sparse-version=0.1"][..]),
+        ("pax-1.0", &["--format=posix", "--sparse-version=1.0"][..]),
+    ] {
         let plain = t.join(format!("{format}.tar"));
-        gnu_tar_create(&src, &plain, &[&format!("--format={format}"), "--sparse"]);
+        gnu_tar_create(&src, &plain, &[flags, &["--sparse"]].concat());
         let tar_bytes = fs::read(&plain).unwrap();
-        assert_eq!(
-            tar_bytes[156], b'S',
-            "setup: the first entry is not a GNU sparse entry"
-        );
+        if format.starts_with("pax") {
+            assert!(
+                tar_bytes.windows(11).any(|w| w == b"GNU.sparse."),
+                "setup: no pax sparse records"
+            );
+        } else {
+            assert_eq!(
+                tar_bytes[156], b'S',
+                "setup: the first entry is not a GNU sparse entry"
+            );
+        }
         assert!(
             tar_bytes.len() < 1 << 20,
             "setup: the holes were archived as data"
@@ -1383,43 +1399,6 @@ fn gnu_sparse_files_written_sparse() {
                 );
             }
         }
-    }
-}
-
-/// GNU tar's `--sparse` with `--format=pax` (sparse format 1.0) stores the map inside the data
-/// and names the entry `./GNUSparseFile.NNN/name`. Either it is restored (right name, right
-/// content), or the entry fails loudly: never a silent exit 0 with the raw map written out.
-#[cfg(unix)] // GNU tar --sparse --format=pax makes the archive
-#[test]
-fn pax_sparse_file_restored_or_refused() {
-    let t = tempdir();
-    let src = t.join("src");
-    fs::create_dir(&src).unwrap();
-    let f = fs::File::create(src.join("sp")).unwrap();
-    f.set_len(8 << 20).unwrap();
-    let mut f = fs::OpenOptions::new()
-        .append(true)
-        .open(src.join("sp"))
-        .unwrap();
-    f.write_all(b"end\n").unwrap();
-    drop(f);
-    let archive = t.join("pax-sparse.tar");
-    gnu_tar_create(&src, &archive, &["--format=pax", "--sparse"]);
-    let out = t.join("out");
-    let r = extract(&archive, &out, &[]);
-    if r.code() == 0 {
-        assert_eq!(
-            all_paths(&out),
-            ["sp"],
-            "exit 0 but the sparse file was not restored under its name\n{}",
-            r.dump()
-        );
-        assert_eq!(
-            fs::read(out.join("sp")).unwrap(),
-            fs::read(src.join("sp")).unwrap()
-        );
-    } else {
-        r.assert_stderr_names("sp", &["sparse", "unsupported", "not supported"]);
     }
 }
 
@@ -3202,5 +3181,181 @@ fn max_output_stops_a_tar_stream_at_the_cap() {
         let out = t.join(format!("whole{}", comp.suffix()));
         extract(&archive, &out, &[]).assert_success();
         assert_eq!(all_paths(&out), ["a.bin", "b.bin", "c.bin"], "{comp:?}");
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// Odd headers real writers make: fastwrite restores what GNU tar restores
+// -------------------------------------------------------------------------------------------
+
+/// Recomputes a header's checksum after a test changed it (GNU tar's layout: six octal
+/// digits, NUL, space).
+#[cfg(unix)] // used by the GNU tar comparisons below
+fn reseal(header: &mut [u8]) {
+    header[148..156].copy_from_slice(b"        ");
+    let sum: u32 = header[..512].iter().map(|&b| u32::from(b)).sum();
+    header[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+}
+
+/// The offsets of every header of a plain tar with no extension headers (v7, ustar).
+#[cfg(unix)] // used by the GNU tar comparisons below
+fn header_offsets(tar: &[u8]) -> Vec<usize> {
+    let mut at = 0;
+    let mut found = Vec::new();
+    while at + 512 <= tar.len() && tar[at..at + 512].iter().any(|&b| b != 0) {
+        found.push(at);
+        let size_field = String::from_utf8_lossy(&tar[at + 124..at + 136]).into_owned();
+        let size = u64::from_str_radix(size_field.trim_matches(['\0', ' ']), 8).unwrap_or(0);
+        let data = if matches!(tar[at + 156], b'1' | b'2' | b'5') {
+            0
+        } else {
+            size
+        };
+        at += 512 + data.next_multiple_of(512) as usize;
+    }
+    found
+}
+
+/// Names that are not UTF-8 (Latin-1, as older tarballs hold them), in files, a directory and
+/// a symlink's target: restored byte for byte on Unix, as GNU tar restores them. A refused
+/// name of that kind is shown with its odd bytes as `\xNN`.
+#[cfg(unix)] // byte names; GNU tar is the reference
+#[test]
+fn names_that_are_not_utf8_are_restored_byte_for_byte() {
+    use std::os::unix::ffi::OsStrExt;
+    let t = tempdir();
+    let src = t.join("src");
+    let latin1 = |bytes: &[u8]| std::ffi::OsStr::from_bytes(bytes).to_os_string();
+    fs::create_dir_all(src.join(latin1(b"r\xe9sum\xe9s"))).unwrap();
+    fs::write(src.join(latin1(b"caf\xe9.txt")), "coffee").unwrap();
+    fs::write(
+        src.join(latin1(b"r\xe9sum\xe9s")).join(latin1(b"na\xefve")),
+        "x",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(latin1(b"caf\xe9.txt"), src.join("link")).unwrap();
+    let archive = t.join("latin1.tar");
+    // `.`: the names cannot pass through gnu_tar_create's lossy listing.
+    run_tool(
+        "tar",
+        &osv!["-C", &src, "--format=gnu", "-cf", &archive, "."],
+        None,
+    );
+    let out = t.join("out");
+    extract(&archive, &out, &[]).assert_success();
+    let reference = t.join("gnu");
+    gnu_tar_extract(&archive, &reference);
+    assert_same_tree(&reference, &out, &vs_reference(), "Latin-1 names");
+    assert_eq!(
+        fs::read(out.join(latin1(b"caf\xe9.txt"))).unwrap(),
+        b"coffee"
+    );
+
+    // A hostile name of that kind is refused like any other, and named readably.
+    make_tar(
+        &t.join("evil.tar"),
+        "gnu",
+        &[TarEntry::file("ok.txt", "ok", 0o644)],
+    );
+    let mut evil = fs::read(t.join("evil.tar")).unwrap();
+    evil[..11].copy_from_slice(b"../\xff.txt\0\0\0");
+    reseal(&mut evil[..512]);
+    fs::write(t.join("evil.tar"), &evil).unwrap();
+    let out = t.join("evil-out");
+    let r = extract(&t.join("evil.tar"), &out, &[]);
+    r.assert_code(1);
+    r.assert_stderr_names("../\\xFF.txt", &["escapes"]);
+    assert!(!t.join("\u{fffd}.txt").exists() && all_paths(&out).is_empty());
+}
+
+/// Old writers pad a header's checksum (and other numbers) with leading spaces: the archive is
+/// still recognised as a tar and extracted, as GNU tar does.
+#[cfg(unix)] // GNU tar makes the v7 archive and is the reference
+#[test]
+fn v7_headers_with_space_padded_checksums_are_read() {
+    let t = tempdir();
+    let src = t.join("src");
+    TreeSpec::new()
+        .file("a.c", "int a;\n", 0o644, DEFAULT_MTIME)
+        .file("sub/b.c", "int b;\n", 0o600, DEFAULT_MTIME)
+        .build(&src);
+    let archive = t.join("v7.tar");
+    gnu_tar_create(&src, &archive, &["--format=v7"]);
+    let mut tar = fs::read(&archive).unwrap();
+    let headers = header_offsets(&tar);
+    assert!(headers.len() >= 3, "setup: {headers:?}");
+    for at in headers {
+        let header = &mut tar[at..at + 512];
+        header[148..156].copy_from_slice(b"        ");
+        let sum: u32 = header.iter().map(|&b| u32::from(b)).sum();
+        header[148..156].copy_from_slice(format!("{:>6o}\0 ", sum).as_bytes());
+        assert_eq!(header[148], b' ', "setup: the checksum starts with a space");
+    }
+    fs::write(&archive, &tar).unwrap();
+    let out = t.join("out");
+    extract(&archive, &out, &[]).assert_success();
+    let reference = t.join("gnu");
+    gnu_tar_extract(&archive, &reference);
+    assert_same_tree(
+        &reference,
+        &out,
+        &vs_reference(),
+        "v7 with padded checksums",
+    );
+}
+
+/// GNU long names as some writers leave them: several long-name headers in a row (the last
+/// one counts) and a long name with a NUL inside (the name ends there). Both are extracted as
+/// GNU tar extracts them.
+#[cfg(unix)] // GNU tar makes the archive and is the reference
+#[test]
+fn repeated_gnu_long_names_and_names_with_a_nul_inside() {
+    let t = tempdir();
+    let src = t.join("src");
+    let long = format!("dir/{}", "n".repeat(150));
+    TreeSpec::new()
+        .file(&long, "long\n", 0o644, DEFAULT_MTIME)
+        .build(&src);
+    let archive = t.join("long.tar");
+    gnu_tar_create(&src, &archive, &["--format=gnu"]);
+    let tar = fs::read(&archive).unwrap();
+    // The 'L' header of the long name and its data block.
+    let l = (0..tar.len())
+        .step_by(512)
+        .find(|&at| tar[at + 156] == b'L' && tar[at + 512..].starts_with(long.as_bytes()))
+        .expect("setup: a long-name header");
+    let record = tar[l..l + 1024].to_vec();
+
+    // A decoy long name first: the member's own long name is the last one and counts.
+    let mut decoy = record.clone();
+    decoy[512..512 + 9].copy_from_slice(b"decoy/xyz");
+    let mut repeated = tar[..l].to_vec();
+    repeated.extend(&decoy);
+    repeated.extend(&tar[l..]);
+    let repeated_tar = t.join("repeated.tar");
+    fs::write(&repeated_tar, &repeated).unwrap();
+
+    // A NUL inside the long name: the name is what comes before it.
+    let mut nul = tar.clone();
+    nul[l + 512 + 4 + 100] = 0;
+    let nul_tar = t.join("nul.tar");
+    fs::write(&nul_tar, &nul).unwrap();
+
+    for (archive, expected) in [
+        (&repeated_tar, long.clone()),
+        (&nul_tar, long[..104].to_string()),
+    ] {
+        let out = t.join(format!(
+            "out-{}",
+            archive.file_name().unwrap().to_string_lossy()
+        ));
+        extract(archive, &out, &[]).assert_success();
+        assert_eq!(fs::read_to_string(out.join(&expected)).unwrap(), "long\n");
+        let reference = t.join(format!(
+            "gnu-{}",
+            archive.file_name().unwrap().to_string_lossy()
+        ));
+        gnu_tar_extract(archive, &reference);
+        assert_same_tree(&reference, &out, &vs_reference(), &expected);
     }
 }

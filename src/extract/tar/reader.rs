@@ -233,19 +233,6 @@ fn until_nul(bytes: &[u8]) -> &[u8] {
         .map_or(bytes, |end| &bytes[..end])
 }
 
-fn time(secs: i64, nanos: u32) -> Option<SystemTime> {
-    let whole = Duration::from_secs(secs.unsigned_abs());
-    if secs >= 0 {
-        UNIX_EPOCH
-            .checked_add(whole)?
-            .checked_add(Duration::from_nanos(nanos.into()))
-    } else {
-        UNIX_EPOCH
-            .checked_sub(whole)?
-            .checked_add(Duration::from_nanos(nanos.into()))
-    }
-}
-
 /// A pax time: decimal seconds, optionally negative, with up to nine digits of fraction kept.
 pub(crate) fn pax_time(value: &[u8]) -> Option<SystemTime> {
     let value = std::str::from_utf8(value).ok()?;
@@ -398,7 +385,9 @@ impl<R: Read> Reader<R> {
             .and_then(|m| u32::try_from(m & 0o7777).ok());
         let mtime = match pax.get("mtime") {
             Some(value) => pax_time(value),
-            None => number(&block[136..148]).ok().and_then(|s| time(s, 0)),
+            None => number(&block[136..148])
+                .ok()
+                .and_then(crate::plan::unix_time),
         };
         self.left = stored;
         self.padding = stored.next_multiple_of(BLOCK as u64) - stored;
@@ -481,7 +470,7 @@ impl<R: Read> Reader<R> {
             .or(pax.number("GNU.sparse.size")?)
             .ok_or_else(|| anyhow!("a pax sparse file does not say its size"))?;
         let pairs = |numbers: Vec<u64>| -> anyhow::Result<Vec<(u64, u64)>> {
-            if numbers.len() % 2 != 0 {
+            if !numbers.len().is_multiple_of(2) {
                 bail!("a sparse map has an offset without a length");
             }
             Ok(numbers.chunks_exact(2).map(|p| (p[0], p[1])).collect())
@@ -532,6 +521,10 @@ impl<R: Read> Reader<R> {
             }
             used += BLOCK as u64;
             for &b in &block {
+                if count.is_some_and(|c| numbers.len() as u64 == c.saturating_mul(2)) {
+                    // The rest of the block is padding.
+                    break;
+                }
                 if b != b'\n' {
                     text.push(b);
                     if text.len() > 20 {
@@ -543,8 +536,7 @@ impl<R: Read> Reader<R> {
                 text.clear();
                 match count {
                     None => count = Some(n),
-                    Some(c) if (numbers.len() as u64) < c.saturating_mul(2) => numbers.push(n),
-                    Some(_) => break,
+                    Some(_) => numbers.push(n),
                 }
             }
         }
