@@ -40,6 +40,9 @@ mod close;
 mod engine;
 mod error;
 mod extract;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzz;
 mod mirror;
 mod options;
 mod plan;

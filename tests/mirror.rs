@@ -210,12 +210,12 @@ fn clear_readonly(dir: &Path) {
 }
 
 /// Runs fastwrite with `args` while it cannot read `unreadable`. On unix that path has mode
-/// 000 (the caller's doing) and the run is made as an unprivileged user (`None`, after saying
-/// why, where it cannot be: see `run_fastwrite_unprivileged`). On Windows, where no mode denies
+/// 000 (the caller's doing) and the run is made as an unprivileged user (a prerequisite
+/// where it cannot be: see `run_fastwrite_unprivileged`). On Windows, where no mode denies
 /// anything to the file's owner, the test holds the path open without sharing for the run, so
 /// fastwrite can neither open the file nor list the directory.
 #[track_caller]
-fn run_with_unreadable(args: &[OsString], unreadable: &Path) -> Option<Output> {
+fn run_with_unreadable(args: &[OsString], unreadable: &Path) -> Output {
     #[cfg(unix)]
     {
         let _ = unreadable;
@@ -233,7 +233,7 @@ fn run_with_unreadable(args: &[OsString], unreadable: &Path) -> Option<Output> {
             .unwrap_or_else(|e| panic!("lock {}: {e}", unreadable.display()));
         let r = run_fastwrite(args);
         drop(lock);
-        Some(r)
+        r
     }
 }
 
@@ -762,7 +762,6 @@ fn files_unchanged(v1: &Path, v2: &Path) -> u64 {
 /// A fresh copy of a tree with every kind of entry is the source, to the nanosecond, whatever
 /// the close mode, thread counts, fsync, and wherever the global flags are put. `--stats`
 /// counts what was made.
-#[test]
 fn fresh_copy_is_exact_in_every_close_mode() {
     let t = scratch();
     let src = t.join("src");
@@ -819,7 +818,6 @@ fn fresh_copy_is_exact_in_every_close_mode() {
 /// The same tree copied by `cp -a` and by `rsync -a SRC/ X/` is what mirror makes, root
 /// included.
 #[cfg(unix)] // compares with cp -a and rsync -a; Wine cannot wait for a Unix process
-#[test]
 fn fresh_copy_matches_cp_a_and_rsync() {
     let t = scratch();
     let src = t.join("src");
@@ -855,7 +853,6 @@ fn fresh_copy_matches_cp_a_and_rsync() {
 /// After every kind of change, a run with --delete makes DST the new source again, as
 /// `rsync -a --delete` does (compared on unix); only what changed is written (inodes), and
 /// `--stats` says so.
-#[test]
 fn changes_with_delete_give_the_new_source_like_rsync() {
     let t = scratch();
     let (v1, v2) = v1_v2(&t, 21, true);
@@ -907,7 +904,6 @@ fn changes_with_delete_give_the_new_source_like_rsync() {
 /// Without --delete, the same changes are applied but what SRC lost stays in DST: the result
 /// is `rsync -a` without --delete (compared on unix). (Only an empty directory may become a
 /// file then.)
-#[test]
 fn changes_without_delete_keep_extra_files_like_rsync() {
     let t = scratch();
     let (v1, v2) = v1_v2(&t, 22, false);
@@ -964,7 +960,6 @@ fn changes_without_delete_keep_extra_files_like_rsync() {
 /// A second run on an unchanged tree writes nothing at all: every inode, mtime and ctime in
 /// DST (root and directories included) stays; the dry run prints nothing; `--stats` counts
 /// every file as unchanged. SRC is never written to.
-#[test]
 fn unchanged_second_run_writes_nothing() {
     let t = scratch();
     let src = t.join("src");
@@ -1026,7 +1021,6 @@ fn unchanged_second_run_writes_nothing() {
 
 /// A file whose content changed but whose size and mtime were put back is trusted (left
 /// alone) without -c and copied with it; a -c run on what is then identical writes nothing.
-#[test]
 fn checksum_finds_same_size_same_mtime_changes() {
     for mode in CLOSE_MODES {
         let t = scratch();
@@ -1083,7 +1077,6 @@ fn checksum_finds_same_size_same_mtime_changes() {
 /// A replaced file is written under a temp name and renamed over the old one: a second name
 /// of the old file (a hard link the user made in DST) keeps the old content, the path gets a
 /// new inode, and no temp file is left.
-#[test]
 fn replaced_files_are_renamed_into_place() {
     for mode in CLOSE_MODES {
         let t = scratch();
@@ -1139,7 +1132,6 @@ fn replaced_files_are_renamed_into_place() {
 
 /// A dry run into a missing DST creates nothing anywhere and lists every path: `mkdir d/`,
 /// `copy f`, `symlink l`.
-#[test]
 fn dry_run_on_a_fresh_destination() {
     let t = scratch();
     let src = t.join("src");
@@ -1170,7 +1162,6 @@ fn dry_run_on_a_fresh_destination() {
 
 /// A dry run on a DST that needs every kind of action changes nothing in it (not a byte, not
 /// a time) and lists exactly the actions the real run takes.
-#[test]
 fn dry_run_on_a_changed_destination() {
     let t = scratch();
     let (v1, v2) = v1_v2(&t, 62, false);
@@ -1245,7 +1236,6 @@ fn tree_with_hard_links(seed: u64, root: &Path) -> usize {
 /// With -H, files hard-linked together in SRC are hard-linked together in DST, as
 /// `rsync -aH` makes them; `--stats` counts the links; a second run writes nothing.
 #[cfg(unix)] // -H, refused on Windows (see hard_links_refused_on_windows), and rsync -aH
-#[test]
 fn hard_links_kept_with_h_like_rsync() {
     let t = scratch();
     let src = t.join("src");
@@ -1270,7 +1260,6 @@ fn hard_links_kept_with_h_like_rsync() {
 /// Without -H each path of a hard-linked file is a file of its own (same content and
 /// metadata); a later -H run over those separate copies links them as SRC has them.
 #[cfg(unix)] // -H, refused on Windows (see hard_links_refused_on_windows)
-#[test]
 fn hard_links_split_without_h_and_joined_by_a_later_h_run() {
     let t = scratch();
     let src = t.join("src");
@@ -1302,7 +1291,6 @@ fn hard_links_split_without_h_and_joined_by_a_later_h_run() {
 /// unchanged, first from another directory (the file's own directory untouched), then from
 /// its own directory. The file is left alone (same inode) and the new names become links to it.
 #[cfg(unix)] // -H, refused on Windows (see hard_links_refused_on_windows)
-#[test]
 fn new_hard_link_to_an_unchanged_file() {
     for mode in CLOSE_MODES {
         let t = scratch();
@@ -1337,7 +1325,6 @@ fn new_hard_link_to_an_unchanged_file() {
 /// A dry run with -H tells each extra name of a hard-linked file as `hardlink PATH`, and
 /// nothing but names that are hard links in SRC.
 #[cfg(unix)] // -H, refused on Windows (see hard_links_refused_on_windows)
-#[test]
 fn dry_run_tells_hard_links() {
     let t = scratch();
     let src = t.join("src");
@@ -1383,7 +1370,6 @@ fn dry_run_tells_hard_links() {
 /// to a directory, a directory; through chains and absolute links too. A dangling link and a
 /// link loop are failures for those paths (exit 1), the rest is copied. Like `rsync -aL`.
 #[cfg(unix)] // symlinks (see gen_options), and rsync -aL
-#[test]
 fn copy_links_follow_symlinks() {
     let t = scratch();
     let (src, outside) = (t.join("src"), t.join("outside"));
@@ -1470,7 +1456,6 @@ fn copy_links_follow_symlinks() {
 /// -L on a link to one of its own ancestors (a directory loop) fails that path, does not
 /// recurse forever, and copies the rest (GNU `cp -rL` says "cycle detected" and skips it).
 #[cfg(unix)] // symlinks (see gen_options)
-#[test]
 fn copy_links_directory_loop_is_a_failure() {
     let t = scratch();
     let src = t.join("src");
@@ -1504,7 +1489,6 @@ fn copy_links_directory_loop_is_a_failure() {
 /// draws no warning, a dangling link in one no -L failure), and excluded paths in DST survive
 /// --delete. Everything else is SRC's, exactly; on unix the result is also rsync's with the
 /// same patterns (anchored: rsync lets `a/b` match at any depth).
-#[test]
 fn exclude_patterns_and_protection_from_delete() {
     let t = scratch();
     let src = t.join("src");
@@ -1707,7 +1691,6 @@ fn diff_path(line: &str) -> String {
 /// same-named files) is replaced, not written through; with --delete, links and directories of
 /// links that SRC does not have are removed as links. Nothing outside DST changes.
 #[cfg(unix)] // symlinks (see gen_options)
-#[test]
 fn symlinks_in_dst_are_never_followed() {
     let t = scratch();
     let (src, outside) = (t.join("src"), t.join("outside"));
@@ -1776,7 +1759,6 @@ fn symlinks_in_dst_are_never_followed() {
 /// A non-empty directory in DST where SRC has a file is replaced only with --delete: without
 /// it that path fails (exit 1, named), the directory and its content stay, the rest is copied
 /// (an empty directory does become the file).
-#[test]
 fn nonempty_dir_becomes_a_file_only_with_delete() {
     for mode in CLOSE_MODES {
         let t = scratch();
@@ -1819,7 +1801,6 @@ fn nonempty_dir_becomes_a_file_only_with_delete() {
 /// FIFOs, sockets and devices in SRC are skipped with one warning each, naming it; the run
 /// succeeds and copies the rest.
 #[cfg(unix)] // FIFOs, unix sockets and device nodes
-#[test]
 fn special_files_skipped_with_a_warning() {
     let t = scratch();
     let src = t.join("src");
@@ -1876,7 +1857,6 @@ fn special_files_skipped_with_a_warning() {
 /// Every refusal: exit 2, a message naming the path, and nothing created or changed anywhere
 /// (with --delete too, where SRC inside DST would otherwise lose SRC). Through symlinks on
 /// unix; through other spellings (letter case, `/`) on Windows.
-#[test]
 fn refusals_change_nothing() {
     let t = scratch();
     let (src, dst) = (t.join("src"), t.join("dst"));
@@ -1999,7 +1979,6 @@ fn refusals_change_nothing() {
 
 /// An unreadable file fails alone: named on stderr, exit 1, every other file copied, nothing
 /// under its name in a fresh DST, and an older copy in DST left whole; no temp file left.
-#[test]
 fn unreadable_file_fails_alone() {
     for mode in CLOSE_MODES {
         let t = scratch();
@@ -2019,9 +1998,7 @@ fn unreadable_file_fails_alone() {
         give_to_nobody(t.path());
         for dst in [&fresh, &old] {
             let args = mirror_args(&[], &with(mode, &["--stats"]), &src, dst);
-            let Some(r) = run_with_unreadable(&args, &src.join("secret.txt")) else {
-                return;
-            };
+            let r = run_with_unreadable(&args, &src.join("secret.txt"));
             r.assert_code(1);
             r.assert_stderr_names("secret.txt", &["denied", "permission", "read", "open"]);
             assert_eq!(r.stat("failed:"), 1, "{}", r.dump());
@@ -2049,7 +2026,6 @@ fn unreadable_file_fails_alone() {
 /// An unreadable directory in SRC fails, named; with --delete nothing under the matching DST
 /// directory is deleted (SRC's listing is unknown, not empty), while the rest of the run,
 /// deletes included, goes on.
-#[test]
 fn unreadable_dir_fails_and_protects_its_dst_from_delete() {
     for mode in CLOSE_MODES {
         let t = scratch();
@@ -2074,9 +2050,7 @@ fn unreadable_dir_fails_and_protects_its_dst_from_delete() {
         }
 
         let args = mirror_args(&[], &with(mode, &["--delete"]), &src, &dst);
-        let Some(r) = run_with_unreadable(&args, &src.join("locked")) else {
-            return;
-        };
+        let r = run_with_unreadable(&args, &src.join("locked"));
         r.assert_code(1);
         r.assert_stderr_names("locked", &["denied", "permission", "read", "open"]);
         for (p, content) in [
@@ -2116,15 +2090,15 @@ struct LoopMount {
 #[cfg(unix)]
 impl LoopMount {
     /// A fresh `fs_type` ("btrfs", or "xfs" with reflink=1) image under `t`, mounted at
-    /// `t/mnt`. `None`, after printing why, where loop mounts cannot be made.
-    fn new(t: &TestDir, fs_type: &str) -> Option<LoopMount> {
+    /// `t/mnt`. A prerequisite ([`unmet`]) where loop mounts cannot be made.
+    fn new(t: &TestDir, fs_type: &str) -> LoopMount {
         if !is_root() {
-            eprintln!("SKIPPED: {fs_type} reflinks: loop mounts need root");
-            return None;
+            unmet(format!("{fs_type} reflinks: loop mounts need root"));
         }
         if !Path::new("/dev/loop-control").exists() {
-            eprintln!("SKIPPED: {fs_type} reflinks: no loop devices (/dev/loop-control)");
-            return None;
+            unmet(format!(
+                "{fs_type} reflinks: no loop devices (/dev/loop-control)"
+            ));
         }
         let img = t.join(format!("{fs_type}.img"));
         run_tool("truncate", &osv!["-s", "512M", &img], None);
@@ -2139,13 +2113,12 @@ impl LoopMount {
         cmd.args(["-t", fs_type, "-o", "loop"]).arg(&img).arg(&dir);
         let r = run_command(cmd);
         if !r.status.success() {
-            eprintln!(
-                "SKIPPED: {fs_type} reflinks: cannot mount the image\n{}",
+            unmet(format!(
+                "{fs_type} reflinks: cannot mount the image\n{}",
                 r.dump()
-            );
-            return None;
+            ));
         }
-        Some(LoopMount { dir })
+        LoopMount { dir }
     }
 }
 
@@ -2159,14 +2132,11 @@ impl Drop for LoopMount {
 /// On btrfs and on xfs (reflink=1), a copy inside the filesystem shares the source's extents
 /// (`filefrag -v` shows them shared) and `--stats` counts it as reflinked; the copy is exact.
 #[cfg(unix)] // loop-mounted btrfs and xfs images, filefrag; Windows copies without reflinks
-#[test]
 fn copies_are_reflinked_on_cow_filesystems() {
     require_tool("filefrag");
     for fs_type in ["btrfs", "xfs"] {
         let t = scratch();
-        let Some(m) = LoopMount::new(&t, fs_type) else {
-            continue;
-        };
+        let m = LoopMount::new(&t, fs_type);
         let src = m.dir.join("src");
         TreeSpec::new()
             .file("big.bin", random(101, 32 << 20), 0o644, M)
@@ -2202,7 +2172,6 @@ fn copies_are_reflinked_on_cow_filesystems() {
 /// Without -H, the names of a hard-linked file in SRC become separate files, each with its
 /// content and mtime.
 #[cfg(windows)]
-#[test]
 fn hard_links_refused_on_windows() {
     let t = scratch();
     let (src, old) = (t.join("src"), t.join("old"));
@@ -2256,7 +2225,6 @@ fn hard_links_refused_on_windows() {
 /// place (the same file, its content not rewritten); a read-only file whose content changed
 /// is replaced by a new read-only file; --delete removes a read-only file.
 #[cfg(windows)]
-#[test]
 fn read_only_attribute_is_mirrored() {
     // Under Wine 8, as on Windows, DeleteFile refuses a read-only file: fastwrite clears the
     // attribute of a file it was asked to delete.
@@ -2345,7 +2313,6 @@ fn read_only_attribute_is_mirrored() {
 /// in place (same file, nothing copied), and the next run has nothing to do. Where names keep
 /// case they are different entries: the new spelling is copied and, without --delete, the old
 /// one stays.
-#[test]
 fn a_change_of_case_alone_is_a_rename() {
     let ignore_case = cfg!(any(windows, target_os = "macos"));
     let t = tempdir();
@@ -2407,4 +2374,47 @@ fn a_change_of_case_alone_is_a_rename() {
         mirror(&src, &dst, &["--delete"]).assert_success();
         assert_eq!(all_paths(&dst), ["Dir", "Dir/f.txt", "Name.txt"]);
     }
+}
+
+fn main() {
+    run_tests(tests![
+        fresh_copy_is_exact_in_every_close_mode,
+        #[cfg(unix)]
+        fresh_copy_matches_cp_a_and_rsync,
+        changes_with_delete_give_the_new_source_like_rsync,
+        changes_without_delete_keep_extra_files_like_rsync,
+        unchanged_second_run_writes_nothing,
+        checksum_finds_same_size_same_mtime_changes,
+        replaced_files_are_renamed_into_place,
+        dry_run_on_a_fresh_destination,
+        dry_run_on_a_changed_destination,
+        #[cfg(unix)]
+        hard_links_kept_with_h_like_rsync,
+        #[cfg(unix)]
+        hard_links_split_without_h_and_joined_by_a_later_h_run,
+        #[cfg(unix)]
+        new_hard_link_to_an_unchanged_file,
+        #[cfg(unix)]
+        dry_run_tells_hard_links,
+        #[cfg(unix)]
+        copy_links_follow_symlinks,
+        #[cfg(unix)]
+        copy_links_directory_loop_is_a_failure,
+        exclude_patterns_and_protection_from_delete,
+        #[cfg(unix)]
+        symlinks_in_dst_are_never_followed,
+        nonempty_dir_becomes_a_file_only_with_delete,
+        #[cfg(unix)]
+        special_files_skipped_with_a_warning,
+        refusals_change_nothing,
+        unreadable_file_fails_alone,
+        unreadable_dir_fails_and_protects_its_dst_from_delete,
+        #[cfg(unix)]
+        copies_are_reflinked_on_cow_filesystems,
+        #[cfg(windows)]
+        hard_links_refused_on_windows,
+        #[cfg(windows)]
+        read_only_attribute_is_mirrored,
+        a_change_of_case_alone_is_a_rename,
+    ])
 }

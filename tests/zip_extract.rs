@@ -2137,3 +2137,58 @@ fn max_output_refuses_a_zip_that_declares_more() {
     extract(&archive, &out, &["--max-output", "3M"]).assert_success();
     assert_eq!(all_paths(&out).len(), 3);
 }
+
+/// Names without the UTF-8 flag: valid UTF-8 is read as UTF-8 (what writers that forget the
+/// flag mean, and what Info-ZIP's unzip shows in a UTF-8 locale), anything else as CP437, the
+/// zip format's own default (as 7-Zip, Python's zipfile and Windows read it). Info-ZIP's unzip
+/// on Unix writes such bytes raw instead, making names that are not UTF-8; fastwrite's names
+/// are always Unicode, the same on every system (docs/security.md says why).
+#[test]
+fn names_without_the_utf8_flag_are_utf8_when_valid_else_cp437() {
+    let t = tempdir();
+    let archive = t.join("names.zip");
+    // Placeholders of the final names' byte lengths, patched in both headers.
+    crate_zip(
+        &archive,
+        &[
+            Z::File("cafX-cp437", b"1".to_vec(), 0o644, STORED),
+            Z::File("cafXX-utf8", b"2".to_vec(), 0o644, STORED),
+            Z::File("cafX-latin1", b"3".to_vec(), 0o644, STORED),
+        ],
+    );
+    let mut bytes = fs::read(&archive).unwrap();
+    let patch = |bytes: &mut Vec<u8>, from: &[u8], to: &[u8]| {
+        let mut found = 0;
+        let mut i = 0;
+        while let Some(at) = bytes[i..].windows(from.len()).position(|w| w == from) {
+            bytes[i + at..i + at + to.len()].copy_from_slice(to);
+            i += at + 1;
+            found += 1;
+        }
+        assert_eq!(found, 2, "setup: the name is in both headers");
+    };
+    patch(&mut bytes, b"cafX-cp437", b"caf\x82-cp437");
+    patch(&mut bytes, b"cafXX-utf8", "café-utf8".as_bytes());
+    patch(&mut bytes, b"cafX-latin1", b"caf\xe9-latin1");
+    // The crate set no UTF-8 flag for these ASCII placeholders.
+    assert!(
+        local_header_flags(&bytes)
+            .iter()
+            .all(|(_, f)| f & 0x800 == 0)
+    );
+    fs::write(&archive, &bytes).unwrap();
+    let out = t.join("out");
+    extract(&archive, &out, &[]).assert_success();
+    assert_eq!(
+        children(&out),
+        ["café-cp437", "café-utf8", "cafΘ-latin1"],
+        "0x82 and 0xE9 are é and Θ in CP437"
+    );
+    #[cfg(unix)]
+    {
+        // Info-ZIP's unzip agrees on the UTF-8 name.
+        let u = t.join("unzip");
+        unzip_to(&archive, &u);
+        assert!(u.join("café-utf8").exists());
+    }
+}

@@ -138,6 +138,24 @@ fn extract_stream(
     }
 }
 
+/// A tar reader over `input` decoded as `format` (for the fuzz targets).
+#[cfg(fuzzing)]
+pub(crate) fn tar_reader<'a>(
+    format: Format,
+    input: Box<dyn BufRead + Send + 'a>,
+) -> tar::Reader<Box<dyn Read + Send + 'a>> {
+    tar::Reader::new(tar::decoder(format, input))
+}
+
+/// A zip's plan, with its structure checks (for the fuzz targets).
+#[cfg(fuzzing)]
+pub(crate) fn zip_plan(
+    archive: &mut ::zip::ZipArchive<std::io::Cursor<&[u8]>>,
+    bytes: &[u8],
+) -> anyhow::Result<crate::plan::Plan> {
+    zip::build_plan(archive, bytes)
+}
+
 /// Reads of a streamed archive are this large: one system call per MiB.
 const INPUT_BUFFER: usize = 1 << 20;
 

@@ -1350,11 +1350,11 @@ pub fn give_to_nobody(root: &Path) {
 
 /// Run fastwrite where permission bits are enforced: as `NOBODY` through `setpriv` when the
 /// tests run as root (chmod 000 denies root nothing), as is otherwise. The paths it works on
-/// must be accessible to that user (see `give_to_nobody`). `None`, after printing why, when
+/// must be accessible to that user (see `give_to_nobody`). A prerequisite ([`unmet`]) where
 /// the binary cannot be run unprivileged here (e.g. it sits under a folder only root can enter).
 #[cfg(unix)]
 #[track_caller]
-pub fn run_fastwrite_unprivileged(args: &[OsString]) -> Option<Output> {
+pub fn run_fastwrite_unprivileged(args: &[OsString]) -> Output {
     let command = |args: &[OsString]| {
         let mut c = if is_root() {
             require_tool("setpriv");
@@ -1378,15 +1378,14 @@ pub fn run_fastwrite_unprivileged(args: &[OsString]) -> Option<Output> {
     };
     let probe = run_command(command(&osv!["--version"]));
     if !probe.status.success() {
-        eprintln!(
-            "SKIPPED: cannot run {BIN} as uid {NOBODY} here\n{}",
+        unmet(format!(
+            "cannot run {BIN} as uid {NOBODY} here (is the repository under a folder only root can enter?)\n{}",
             probe.dump()
-        );
-        return None;
+        ));
     }
     let out = run_command(command(args));
     assert_no_panic(&out);
-    Some(out)
+    out
 }
 
 /// `fastwrite extract ARCHIVE -o OUT FLAGS...` (flags after the subcommand, as the contract
@@ -1899,4 +1898,107 @@ pub mod win {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prerequisites: a test that cannot run here is ignored with its reason, never passed
+// ---------------------------------------------------------------------------------------------
+
+/// Why a test cannot run on this machine (not root, no loop devices, mounts forbidden). A
+/// helper deep inside a test raises it with [`unmet`]; the harness ([`run_tests`]) reports the
+/// test as ignored with the reason, or as failed under CI (`CI=true`), where every
+/// prerequisite must be there. A test never passes without having checked what it claims.
+pub struct Unmet(pub String);
+
+/// Stops the current test: it cannot run here, for `reason` (see [`Unmet`]).
+pub fn unmet(reason: impl Into<String>) -> ! {
+    std::panic::panic_any(Unmet(reason.into()))
+}
+
+/// Whether this run is CI's, where a missing prerequisite is a failure.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// The `main` of a test file built with `harness = false`: runs `tests` (name, function) as
+/// libtest does (same arguments and output), except that a test that calls [`unmet`] is
+/// reported as ignored with its reason, or failed under CI.
+pub fn run_tests(mut tests: Vec<(&'static str, fn())>) -> ! {
+    if std::env::var_os(HARNESS_PROBE).is_some() {
+        tests.push(("harness_probe", || unmet("the probe's prerequisite")));
+    }
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        // An unmet prerequisite is reported by the harness, not as a panic.
+        if !info.payload().is::<Unmet>() {
+            default_hook(info);
+        }
+    }));
+    let args = libtest_mimic::Arguments::from_args();
+    let trials = tests
+        .into_iter()
+        .map(|(name, test)| {
+            libtest_mimic::Trial::ignorable_test(name, move || {
+                match std::panic::catch_unwind(test) {
+                    Ok(()) => Ok(libtest_mimic::Completion::Completed),
+                    Err(payload) => match payload.downcast::<Unmet>() {
+                        Ok(unmet) if in_ci() => Err(format!(
+                            "cannot run here, and CI=true requires every prerequisite: {}",
+                            unmet.0
+                        )
+                        .into()),
+                        Ok(unmet) => Ok(libtest_mimic::Completion::ignored_with(unmet.0)),
+                        Err(other) => std::panic::resume_unwind(other),
+                    },
+                }
+            })
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit()
+}
+
+/// Set, [`run_tests`] adds a test named `harness_probe` whose prerequisite is never met, so
+/// that a test can check how the harness reports it.
+pub const HARNESS_PROBE: &str = "FASTWRITE_HARNESS_PROBE";
+
+/// Checks the harness of this test binary: the probe is reported as ignored with its reason,
+/// and under CI as a failure.
+pub fn check_harness_reports_unmet_prerequisites() {
+    let run = |ci: &str| {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args(["harness_probe", "--exact"])
+            .env(HARNESS_PROBE, "1")
+            .env("CI", ci);
+        run_command(cmd)
+    };
+    let here = run("false");
+    assert!(
+        here.status.success() && here.stdout.contains("ignored (the probe's prerequisite)"),
+        "{}",
+        here.dump()
+    );
+    let ci = run("true");
+    assert!(
+        !ci.status.success() && ci.stdout.contains("CI=true requires every prerequisite"),
+        "{}",
+        ci.dump()
+    );
+}
+
+/// The list of tests for [`run_tests`]: `tests![a, #[cfg(unix)] b]`.
+#[macro_export]
+macro_rules! tests {
+    ($($(#[$attr:meta])* $name:ident),* $(,)?) => {{
+        // Entries may be cfg'd out one by one, so the list is pushed, not a `vec![]`.
+        #[allow(clippy::vec_init_then_push)]
+        fn list() -> Vec<(&'static str, fn())> {
+            let mut tests: Vec<(&'static str, fn())> = Vec::new();
+            $(
+                $(#[$attr])*
+                tests.push((stringify!($name), $name as fn()));
+            )*
+            tests
+        }
+        list()
+    }};
 }

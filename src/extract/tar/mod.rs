@@ -29,12 +29,16 @@ use crate::report::Report;
 
 mod reader;
 
+pub(super) use reader::Reader;
 pub(crate) use reader::checksum_ok;
-use reader::{Kind, Member, Reader};
+use reader::{Kind, Member};
 
 /// Wraps the input in the decoder its format needs. Every decoder reads concatenated members
 /// or frames (pigz and `cat a.gz b.gz` make them) to the end.
-fn decoder<'a>(format: Format, input: Box<dyn BufRead + Send + 'a>) -> Box<dyn Read + Send + 'a> {
+pub(super) fn decoder<'a>(
+    format: Format,
+    input: Box<dyn BufRead + Send + 'a>,
+) -> Box<dyn Read + Send + 'a> {
     match format {
         Format::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(input)),
         Format::Zstd => match zstd::stream::read::Decoder::with_buffer(input) {

@@ -148,6 +148,12 @@ impl Pax {
     }
 }
 
+/// The bytes after `size` bytes of data up to the next block (none for any size a tar can
+/// hold: a pax `size` record may claim up to 2^64 - 1).
+fn padding(size: u64) -> u64 {
+    (BLOCK as u64 - size % BLOCK as u64) % BLOCK as u64
+}
+
 /// A decimal number (pax values).
 fn decimal(text: &[u8]) -> anyhow::Result<u64> {
     let text = std::str::from_utf8(text).map_err(|_| anyhow!("not a number"))?;
@@ -390,7 +396,7 @@ impl<R: Read> Reader<R> {
                 .and_then(crate::plan::unix_time),
         };
         self.left = stored;
-        self.padding = stored.next_multiple_of(BLOCK as u64) - stored;
+        self.padding = padding(stored);
         let (size, sparse) = if typeflag == b'S' {
             self.old_gnu_sparse(block, stored)?
         } else if kind == Kind::File
@@ -575,14 +581,16 @@ impl<R: Read> Reader<R> {
             bail!("the archive ends inside an extension header");
         }
         self.left = 0;
-        self.padding = size.next_multiple_of(BLOCK as u64) - size;
+        self.padding = padding(size);
         self.skip_rest()?;
         Ok(data)
     }
 
     /// Skips the current member's unread data and its padding.
     fn skip_rest(&mut self) -> anyhow::Result<()> {
-        let rest = self.left + self.padding;
+        // At most 511 bytes of padding: a size near 2^64 cannot be skipped anyway (the input
+        // ends first), so saturating loses nothing.
+        let rest = self.left.saturating_add(self.padding);
         self.left = 0;
         self.padding = 0;
         self.sparse = None;
@@ -678,7 +686,9 @@ fn checked_runs(runs: Vec<(u64, u64)>, size: u64, stored: u64) -> anyhow::Result
             bail!("a sparse file's map is out of order or runs past its length of {size} bytes");
         }
         end_of_last = end;
-        data += len;
+        data = data
+            .checked_add(len)
+            .ok_or_else(|| anyhow!("a sparse file's map adds up to more than 2^64 bytes"))?;
     }
     if data != stored {
         bail!("a sparse file's map holds {data} bytes of data, but the archive stores {stored}");
@@ -897,5 +907,16 @@ mod tests {
             members(&header(b"x", b'L', 0)).is_err(),
             "ends after an extension"
         );
+        // A pax size of 2^64 - 1: an error at the end of the input, never an overflow.
+        let record = "29 size=18446744073709551615\n";
+        let mut huge = with_data(header(b"PaxHeader", b'x', record.len()), record.as_bytes());
+        huge.extend(with_data(header(b"big", b'0', 1), b"z"));
+        let mut reader = Reader::new(&huge[..]);
+        let member = reader.next().unwrap().unwrap();
+        assert_eq!(member.size, u64::MAX);
+        let mut data = Vec::new();
+        reader.data().read_to_end(&mut data).unwrap();
+        assert_eq!(data.len(), 512, "what the input holds, then its end");
+        assert!(reader.next().is_err(), "the data runs past the input");
     }
 }

@@ -59,7 +59,7 @@ fn load(path: &Path, mut file: File) -> anyhow::Result<Bytes> {
     Ok(Bytes::Owned(bytes))
 }
 
-type Archive<'a> = ZipArchive<Cursor<&'a [u8]>>;
+pub(super) type Archive<'a> = ZipArchive<Cursor<&'a [u8]>>;
 
 /// Extracts the zip `file` (named `path` in messages) into `out`.
 pub(super) fn extract(
@@ -107,7 +107,7 @@ pub(super) fn extract(
 
 /// Reads the central directory (and local headers) into a validated plan. Nothing is written.
 /// An `Err`: the archive as a whole is refused (its entries overlap: a zip bomb).
-fn build_plan(archive: &mut Archive<'_>, bytes: &[u8]) -> anyhow::Result<Plan> {
+pub(super) fn build_plan(archive: &mut Archive<'_>, bytes: &[u8]) -> anyhow::Result<Plan> {
     let mut plan = Plan::default();
     let mut spans = Vec::with_capacity(archive.len());
     let mut symlinks = Vec::new();
