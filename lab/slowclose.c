@@ -7,6 +7,9 @@
  *   FASTWRITE_LAB_FAIL_CLOSE=bad  such a close whose path contains "bad" fails with EIO (the
  *                                 descriptor is closed all the same, as the kernel does)
  *   FASTWRITE_LAB_FAIL_EVERY=N    ... or every Nth such close fails with EIO
+ *   FASTWRITE_LAB_FAIL_WRITE=bad  a write(2) to such a file whose path contains "bad" fails
+ *                                 with EDQUOT, as a user's exhausted disk quota makes it (the
+ *                                 kernels here have no quota support to make it for real)
  *
  * Only descriptors of regular files open for writing are touched: pipes, sockets, directories
  * and files open for reading close as usual. Built by lab/build; used by tests/faults.rs and
@@ -26,6 +29,8 @@
 #include <unistd.h>
 
 static int (*real_close)(int);
+static ssize_t (*real_write)(int, const void *, size_t);
+static const char *fail_write_substring;
 static long delay_ns;
 static const char *fail_substring;
 static long fail_every;
@@ -34,6 +39,10 @@ static atomic_long written_closes;
 __attribute__((constructor)) static void lab_init(void)
 {
     real_close = (int (*)(int))dlsym(RTLD_NEXT, "close");
+    real_write = (ssize_t(*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+    fail_write_substring = getenv("FASTWRITE_LAB_FAIL_WRITE");
+    if (fail_write_substring && !*fail_write_substring)
+        fail_write_substring = NULL;
     const char *ms = getenv("FASTWRITE_LAB_CLOSE_MS");
     if (ms && *ms)
         delay_ns = (long)(strtod(ms, NULL) * 1e6);
@@ -55,6 +64,29 @@ static int is_written_file(int fd)
     return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* Whether fd's path contains `substring`. */
+static int path_contains(int fd, const char *substring)
+{
+    char link[64], path[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    if (n <= 0)
+        return 0;
+    path[n] = '\0';
+    return strstr(path, substring) != NULL;
+}
+
+ssize_t write(int fd, const void *buf, size_t count)
+{
+    if (!real_write)
+        lab_init();
+    if (fail_write_substring && is_written_file(fd) && path_contains(fd, fail_write_substring)) {
+        errno = EDQUOT;
+        return -1;
+    }
+    return real_write(fd, buf, count);
+}
+
 int close(int fd)
 {
     if (!real_close)
@@ -63,15 +95,8 @@ int close(int fd)
         return real_close(fd);
 
     int fail = 0;
-    if (fail_substring) {
-        char link[64], path[PATH_MAX];
-        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-        ssize_t n = readlink(link, path, sizeof path - 1);
-        if (n > 0) {
-            path[n] = '\0';
-            fail = strstr(path, fail_substring) != NULL;
-        }
-    }
+    if (fail_substring)
+        fail = path_contains(fd, fail_substring);
     long nth = atomic_fetch_add(&written_closes, 1) + 1;
     if (fail_every > 0 && nth % fail_every == 0)
         fail = 1;

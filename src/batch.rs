@@ -533,8 +533,9 @@ pub struct FileWriter<'b> {
     open: Option<OpenFile>,
     buf: Vec<u8>,
     written: u64,
-    /// A write that failed: the file cannot be finished.
-    failed: Option<io::ErrorKind>,
+    /// A write that failed (its kind, and the OS's error number): the file cannot be
+    /// finished, and `finish` says why.
+    failed: Option<(io::ErrorKind, Option<i32>)>,
 }
 
 /// Writes are gathered into pieces of this size: 64 KiB holds a typical small file whole.
@@ -562,8 +563,15 @@ impl FileWriter<'_> {
         } else if let Err(e) = drained {
             Some(Error::new(&self.entry.name, ErrorKind::Write, e))
         } else {
-            self.failed.map(|kind| {
-                let error = anyhow!("an earlier write failed ({kind}); the file is incomplete");
+            self.failed.map(|(kind, os)| {
+                let cause = match os {
+                    Some(code) => io::Error::from_raw_os_error(code),
+                    None => io::Error::from(kind),
+                };
+                let error = anyhow!(cause).context(format!(
+                    "writing '{}' failed earlier; the file is incomplete",
+                    open.path.display()
+                ));
                 Error::new(&self.entry.name, ErrorKind::Write, error)
             })
         };
@@ -598,12 +606,9 @@ impl FileWriter<'_> {
         let Some(open) = &self.open else {
             return Ok(());
         };
-        let result = (&open.file).write_all(data).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                anyhow!(e).context(format!("writing '{}'", open.path.display())),
-            )
-        });
+        // The OS's error as it is (`raw_os_error` works on it): the file's path and the
+        // whole story come back from `finish`.
+        let result = (&open.file).write_all(data);
         match &result {
             Ok(()) => {
                 self.written += data.len() as u64;
@@ -612,7 +617,7 @@ impl FileWriter<'_> {
                     .reporter()
                     .bytes_written(data.len() as u64);
             }
-            Err(e) => self.failed = Some(e.kind()),
+            Err(e) => self.failed = Some((e.kind(), e.raw_os_error())),
         }
         result
     }
@@ -620,7 +625,7 @@ impl FileWriter<'_> {
 
 impl Write for FileWriter<'_> {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        if let Some(kind) = self.failed {
+        if let Some((kind, _)) = self.failed {
             return Err(io::Error::new(kind, "an earlier write to this file failed"));
         }
         if self.buf.len() + data.len() > PIECE {

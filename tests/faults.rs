@@ -374,6 +374,47 @@ mod linux {
         }
     }
 
+    /// A write that fails with EDQUOT (a user's disk quota, injected by the lab: the kernels
+    /// here are built without quota support): the entry is named with the system's "Disk quota
+    /// exceeded", exit 1, nothing is left under its name nor a temp name, every other file is
+    /// whole; with --overwrite the older file survives. For zip and tar, in every close mode.
+    fn quota_exceeded_while_writing() {
+        let t = tempdir();
+        let files = sample_files(4, 30);
+        let old = older_versions(&files);
+        assert!(
+            !files[DOOMED].is_empty(),
+            "setup: the doomed file has data to write"
+        );
+        for format in FORMATS {
+            let archive = format.archive(t.path(), "a", &files);
+            for (i, mode) in CLOSE_MODES.iter().enumerate() {
+                let out = t.join(format!("out-{format:?}-{i}"));
+                let r = run_with_lab(
+                    &extract_args(mode, &archive, &out, &[]),
+                    &[("FASTWRITE_LAB_FAIL_WRITE", DOOMED_TAG)],
+                );
+                r.assert_code(1);
+                assert_failed_with(&r, DOOMED, &["Disk quota exceeded"]);
+                assert_eq!(failures(&r).len(), 1, "{}", r.dump());
+                let found = inspect(&out, &[&files], &r);
+                assert_eq!(missing(&found), [DOOMED], "{}", r.dump());
+
+                let over = t.join(format!("over-{format:?}-{i}"));
+                build(&over, &old, OLD_MTIME);
+                let r = run_with_lab(
+                    &extract_args(mode, &archive, &over, &["--overwrite"]),
+                    &[("FASTWRITE_LAB_FAIL_WRITE", DOOMED_TAG)],
+                );
+                r.assert_code(1);
+                assert_failed_with(&r, DOOMED, &["Disk quota exceeded"]);
+                let found = inspect(&over, &[&files, &old], &r);
+                assert_eq!(holding(&found, 1), [DOOMED], "{}", r.dump());
+                assert_eq!(missing(&found), Vec::<String>::new(), "{}", r.dump());
+            }
+        }
+    }
+
     /// With --overwrite over an older tree, a replacement whose close fails is never renamed over
     /// the old file: the old file keeps its content, every other file is replaced, exit 1, the
     /// failure named, and no temp file is left. For zip and tar.
@@ -861,7 +902,8 @@ mod linux {
             .collect()
     }
 
-    /// Runs fastwrite (the lab preloaded with `lab_vars`), sends it `signals` SIGINTs 100 ms apart
+    /// Runs fastwrite (the lab preloaded with `lab_vars`), sends it `signals` signals (`signal`,
+    /// SIGINT or SIGTERM) 100 ms apart
     /// starting `after` the start, and waits for it. Returns its output and how long it took to
     /// exit after the first signal. Fails if it finished before the first signal (the run must be
     /// slower for the test to mean anything), and kills it if it outlives the first by 20 s.
@@ -869,6 +911,7 @@ mod linux {
         args: &[OsString],
         lab_vars: &[(&str, &str)],
         after: Duration,
+        signal: libc::c_int,
         signals: usize,
     ) -> (Output, Duration) {
         let lib = lab_library();
@@ -911,7 +954,7 @@ mod linux {
             if sent < signals && since.is_none_or(|d| d >= Duration::from_millis(100)) {
                 // SAFETY: kill(2) has no memory-safety preconditions; the pid is our child's, not
                 // yet reaped (try_wait just said so), so it cannot belong to another process.
-                let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+                let rc = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
                 assert_eq!(rc, 0, "kill: {}", std::io::Error::last_os_error());
                 first.get_or_insert_with(Instant::now);
                 sent += 1;
@@ -921,7 +964,7 @@ mod linux {
                 let status = child.wait().unwrap();
                 let out = output(status, so, se);
                 panic!(
-                    "fastwrite still ran 20 s after SIGINT; killed\n{}",
+                    "fastwrite still ran 20 s after signal {signal}; killed\n{}",
                     out.dump()
                 );
             }
@@ -948,7 +991,7 @@ mod linux {
     /// under its temp name), and some are still old. Closes take 2 ms each (the lab), with 2
     /// writers and 2 close threads, so the whole run would take about 3 s; the signal comes 400 ms
     /// in.
-    fn interrupt_test(signals: usize, overwrite: bool) {
+    fn interrupt_test(signal: libc::c_int, signals: usize, overwrite: bool) {
         let t = tempdir();
         let files = many_small_files();
         let old = older_versions(&files);
@@ -967,19 +1010,21 @@ mod linux {
                 &extract_args(&flags, &archive, &out, more),
                 &[("FASTWRITE_LAB_CLOSE_MS", "2")],
                 Duration::from_millis(400),
+                signal,
                 signals,
             );
             assert_no_panic_message(&r);
-            if r.status.signal() == Some(libc::SIGINT) {
+            if r.status.signal() == Some(signal) {
                 panic!(
-                    "fastwrite was killed by SIGINT: it must catch it, stop cleanly and exit 130\n{}",
+                    "fastwrite was killed by signal {signal}: it must catch it, stop cleanly and exit {}\n{}",
+                    128 + signal,
                     r.dump()
                 );
             }
-            r.assert_code(130);
+            r.assert_code(128 + signal);
             assert!(
                 took < Duration::from_secs(5),
-                "fastwrite took {took:?} to stop after SIGINT (at most 5 s)\n{}",
+                "fastwrite took {took:?} to stop after signal {signal} (at most 5 s)\n{}",
                 r.dump()
             );
             assert!(
@@ -1027,18 +1072,29 @@ mod linux {
 
     /// One SIGINT in the middle of an extraction: see `interrupt_test`.
     fn sigint_stops_cleanly() {
-        interrupt_test(1, false);
+        interrupt_test(libc::SIGINT, 1, false);
+    }
+
+    /// SIGTERM (what `kill`, systemd and container runtimes send) in the middle of an
+    /// extraction: the same contract as SIGINT, with exit code 143.
+    fn sigterm_stops_cleanly() {
+        interrupt_test(libc::SIGTERM, 1, false);
+    }
+
+    /// SIGTERM in the middle of an `--overwrite`: every file old or new, whole.
+    fn sigterm_during_overwrite_keeps_old_or_new() {
+        interrupt_test(libc::SIGTERM, 1, true);
     }
 
     /// Two SIGINTs 100 ms apart: the second is not special (no abrupt exit that would leave a
     /// half-written file or a temp name): the same contract as one.
     fn second_sigint_is_not_special() {
-        interrupt_test(2, false);
+        interrupt_test(libc::SIGINT, 2, false);
     }
 
     /// One SIGINT in the middle of an `--overwrite` over an older tree: see `interrupt_test`.
     fn sigint_during_overwrite_keeps_old_or_new() {
-        interrupt_test(1, true);
+        interrupt_test(libc::SIGINT, 1, true);
     }
 
     /// A test that cannot run here is reported as ignored with its reason, never as passed; under
@@ -1052,6 +1108,7 @@ mod linux {
             unmet_prerequisites_are_ignored_here_and_fail_under_ci,
             failed_close_is_named_and_leaves_nothing_behind,
             failed_close_of_a_replacement_keeps_the_old_file,
+            quota_exceeded_while_writing,
             failed_close_in_mirror,
             every_failed_close_is_reported,
             disk_full_while_extracting,
@@ -1065,6 +1122,8 @@ mod linux {
             archive_that_is_a_directory,
             archive_that_is_a_fifo,
             sigint_stops_cleanly,
+            sigterm_stops_cleanly,
+            sigterm_during_overwrite_keeps_old_or_new,
             second_sigint_is_not_special,
             sigint_during_overwrite_keeps_old_or_new,
         ])

@@ -494,6 +494,48 @@ fn failed_closes_come_back_with_their_paths_in_every_close_mode() {
     }
 }
 
+/// A write refused by the disk quota (EDQUOT, injected by the lab) comes back from the call
+/// that wrote, as `ErrorKind::Write` with the OS error, in every close mode, from `write` and
+/// from a `FileWriter`; nothing is left of the file, the others are whole.
+#[cfg(target_os = "linux")]
+fn a_quota_error_comes_back_from_the_call_that_wrote() {
+    if parent_runs_child(
+        "a_quota_error_comes_back_from_the_call_that_wrote",
+        &[("FASTWRITE_LAB_FAIL_WRITE", "over-quota")],
+    ) {
+        return;
+    }
+    for close in close_modes() {
+        let t = tempdir();
+        let out = t.join("out");
+        let batch = Batch::builder(&out).close(close).build().unwrap();
+        batch.write("fine.txt", "fine").unwrap();
+        let error = batch.write("over-quota-1.txt", "data").unwrap_err();
+        let mut writer = batch.create("over-quota-2.txt").unwrap();
+        // A FileWriter buffers: the quota is met when a piece is written. The `io::Write` error
+        // is the OS's own; `finish` gives the whole story.
+        let failed = writer.write_all(&[7; 200 << 10]).unwrap_err();
+        assert_eq!(
+            failed.raw_os_error(),
+            Some(libc::EDQUOT),
+            "{close:?}: {failed}"
+        );
+        let error2 = writer.finish().unwrap_err();
+        assert!(error2.to_string().contains("over-quota-2.txt"), "{error2}");
+        for error in [&error, &error2] {
+            assert_eq!(error.kind(), ErrorKind::Write, "{close:?}: {error}");
+            assert_eq!(
+                error.io_error().and_then(|e| e.raw_os_error()),
+                Some(libc::EDQUOT),
+                "{close:?}: {error}"
+            );
+        }
+        let report = batch.finish().map_err(|e| e.to_string()).unwrap();
+        assert_eq!(report.files, 1);
+        assert_eq!(children(&out), ["fine.txt"], "{close:?}");
+    }
+}
+
 /// Dropped without `finish`, with a failing close among those pending: no panic, the failed
 /// file removed, the others whole.
 #[cfg(target_os = "linux")]
@@ -632,6 +674,8 @@ fn main() {
         failed_closes_come_back_with_their_paths_in_every_close_mode,
         #[cfg(target_os = "linux")]
         a_dropped_batch_still_removes_what_failed_to_close,
+        #[cfg(target_os = "linux")]
+        a_quota_error_comes_back_from_the_call_that_wrote,
         #[cfg(target_os = "linux")]
         a_full_disk_fails_the_file_that_did_not_fit,
         progress_is_told_every_file_and_byte,
