@@ -494,6 +494,32 @@ fn failed_closes_come_back_with_their_paths_in_every_close_mode() {
     }
 }
 
+/// `Options::max_output` caps a mirror as it caps an extraction (tests/zip_extract.rs and
+/// tar_extract.rs): past it a file fails with
+/// `ErrorKind::Limit` and the run stops, and nothing over the cap is written.
+fn the_output_cap_holds_for_a_mirror_too() {
+    let t = tempdir();
+    let src = t.join("src");
+    fs::create_dir(&src).unwrap();
+    for name in ["a.bin", "b.bin", "c.bin"] {
+        fs::write(src.join(name), vec![1u8; 1 << 20]).unwrap();
+    }
+    let opts = fastwrite::Options {
+        max_output: Some(3 << 19),
+        ..Default::default()
+    };
+    let report = fastwrite::mirror(&src, &t.join("copy"), &opts, &Default::default()).unwrap();
+    assert_eq!(report.files, 1, "{:?}", report.failures);
+    assert!(!report.failures.is_empty());
+    assert!(
+        report.failures.iter().all(|e| e.kind() == ErrorKind::Limit),
+        "{:?}",
+        report.failures
+    );
+    assert_eq!(children(&t.join("copy")).len(), 1);
+    assert!(report.bytes <= 3 << 19);
+}
+
 /// A write refused by the disk quota (EDQUOT, injected by the lab) comes back from the call
 /// that wrote, as `ErrorKind::Write` with the OS error, in every close mode, from `write` and
 /// from a `FileWriter`; nothing is left of the file, the others are whole.
@@ -679,5 +705,6 @@ fn main() {
         #[cfg(target_os = "linux")]
         a_full_disk_fails_the_file_that_did_not_fit,
         progress_is_told_every_file_and_byte,
+        the_output_cap_holds_for_a_mirror_too,
     ])
 }

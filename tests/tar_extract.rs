@@ -3182,6 +3182,23 @@ fn max_output_stops_a_tar_stream_at_the_cap() {
         extract(&archive, &out, &[]).assert_success();
         assert_eq!(all_paths(&out), ["a.bin", "b.bin", "c.bin"], "{comp:?}");
     }
+
+    // The run stops at the refused file without reading on, not even that file's data (a
+    // bomb's gigabytes): cut the archive inside b.bin, and only b.bin's refusal is said, no
+    // "truncated" from reading past it.
+    let whole = fs::read(&tar).unwrap();
+    let cut = t.join("cut.tar");
+    fs::write(&cut, &whole[..(1 << 20) + 2048 + 4096]).unwrap();
+    let out = t.join("cut-out");
+    let r = extract(&cut, &out, &["--max-output", "1.5M"]);
+    r.assert_code(1);
+    r.assert_stderr_names("b.bin", &["--max-output"]);
+    assert!(
+        !r.stderr.contains("truncated"),
+        "read past the cap\n{}",
+        r.dump()
+    );
+    assert_eq!(all_paths(&out), ["a.bin"]);
 }
 
 // -------------------------------------------------------------------------------------------

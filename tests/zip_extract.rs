@@ -868,6 +868,10 @@ fn symlink_to_etc_then_file_through_it() {
         "etc_link was created\n{}",
         r.dump()
     );
+    // What the archive puts below its refused symlink is refused too (as for a tar), not
+    // written into a folder of that name.
+    r.assert_stderr_names(&format!("etc_link/{probe}"), &["symlink"]);
+    assert!(!sb.out().join("etc_link").exists(), "{}", r.dump());
     assert_eq!(
         fs::read_to_string(sb.out().join("good.txt")).unwrap(),
         "good"

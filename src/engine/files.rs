@@ -81,7 +81,6 @@ impl Engine {
         entry: &Entry,
         content: Content<'_>,
     ) -> Result<(), Error> {
-        self.within_limit(entry)?;
         let Some(open) = self.begin(state, entry)? else {
             // An existing file kept (`Overwrite::Skip`), and counted.
             return Ok(());

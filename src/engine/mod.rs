@@ -192,19 +192,30 @@ impl Engine {
         self.reporter.as_ref()
     }
 
-    /// Whether the run was cancelled, or stopped at its output cap: sources stop reading,
-    /// writers stop starting files.
+    /// Whether the run was cancelled: sources stop reading, writers stop starting files.
     pub(crate) fn cancelled(&self) -> bool {
-        self.opts.cancel.is_cancelled() || self.over_limit.load(Ordering::Relaxed)
+        self.opts.cancel.is_cancelled()
     }
 
-    /// Counts a file's declared size against the run's output cap (`max_output`). Past it,
-    /// the file fails and the run stops. Sizes are enforced as files are written (a file
-    /// holding more than it declares fails), so declared sizes bound what is written.
-    fn within_limit(&self, entry: &Entry) -> Result<(), Error> {
+    /// Whether the source should stop: the run was cancelled, or reached its output cap (the
+    /// files admitted before the cap are still written).
+    pub(crate) fn stopped(&self) -> bool {
+        self.cancelled() || self.over_limit.load(Ordering::Relaxed)
+    }
+
+    /// Counts a file's declared size against the run's output cap (`max_output`), before its
+    /// data is read: past the cap the file fails and the run stops. A source calls it once per
+    /// file, in its own order (so which file fails does not depend on the writers' timing).
+    /// Sizes are enforced as files are written (a file holding more than it declares fails),
+    /// so declared sizes bound what is written.
+    pub(crate) fn within_limit(&self, entry: &Entry) -> Result<(), Error> {
         let Some(max) = self.opts.max_output else {
             return Ok(());
         };
+        if self.over_limit.load(Ordering::Relaxed) {
+            // The run stopped at the cap already: this one is simply not started.
+            return Err(files::cancelled(entry));
+        }
         let before = self.declared.fetch_add(entry.size, Ordering::Relaxed);
         let total = before.saturating_add(entry.size);
         if total <= max {

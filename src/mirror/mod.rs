@@ -243,6 +243,12 @@ pub(crate) fn copy_file(
     entry: &Entry,
     follow: bool,
 ) {
+    if let Err(error) = engine.within_limit(entry) {
+        if !error.is_cancelled() {
+            engine.record(error);
+        }
+        return;
+    }
     let path = src.join(&entry.path);
     match platform::open_source(&path, follow) {
         Ok(file) => {

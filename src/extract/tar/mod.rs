@@ -273,11 +273,15 @@ impl Stream<'_> {
         writer: &mut Writer<'_>,
     ) -> anyhow::Result<()> {
         let mut archive = Reader::new(input);
-        while let Some(member) = archive.next().context("cannot read the next header")? {
-            if self.engine.cancelled() {
-                // The rest of the stream is neither read nor checked.
+        loop {
+            if self.engine.stopped() {
+                // The rest of the stream is neither read nor checked: not even the rest of the
+                // member in hand, which may be a bomb's gigabytes (`--max-output`).
                 return Ok(());
             }
+            let Some(member) = archive.next().context("cannot read the next header")? else {
+                break;
+            };
             let name = plan::display_bytes(&member.name);
             let complete = match self.entry(&member, &name) {
                 Ok(Some(entry)) => self.dispatch(entry, &mut archive.data(), writer)?,
@@ -404,6 +408,11 @@ impl Stream<'_> {
             }
             EntryKind::File => {
                 self.files.insert(key);
+                // Past the output cap, the run stops here without reading the data.
+                if let Err(error) = self.engine.within_limit(&entry) {
+                    self.engine.record(error);
+                    return Ok(true);
+                }
                 if entry.size > self.buffer_limit {
                     // Give the writers what is pending before this thread gets busy.
                     self.flush(writer);

@@ -110,7 +110,6 @@ pub(super) fn extract(
 pub(super) fn build_plan(archive: &mut Archive<'_>, bytes: &[u8]) -> anyhow::Result<Plan> {
     let mut plan = Plan::default();
     let mut spans = Vec::with_capacity(archive.len());
-    let mut symlinks = Vec::new();
     let mut unreadable = Vec::new();
     let mut clock = DosClock::default();
     let mut case = plan::CaseGuard::new();
@@ -179,7 +178,6 @@ pub(super) fn build_plan(archive: &mut Archive<'_>, bytes: &[u8]) -> anyhow::Res
             continue;
         }
         let kind = if zf.is_symlink() {
-            symlinks.push(plan.entries.len());
             EntryKind::Symlink {
                 target: Default::default(),
             }
@@ -224,6 +222,11 @@ pub(super) fn build_plan(archive: &mut Archive<'_>, bytes: &[u8]) -> anyhow::Res
         );
     }
 
+    // Nothing below a symlink of the archive, even one refused below (as for a tar).
+    plan.refuse_paths_through_symlinks();
+    let symlinks: Vec<usize> = (0..plan.entries.len())
+        .filter(|&i| matches!(plan.entries[i].kind, EntryKind::Symlink { .. }))
+        .collect();
     // A symlink's target is its content; read and check it now, before anything is written.
     let mut refused = Vec::new();
     for &i in &symlinks {
@@ -241,7 +244,6 @@ pub(super) fn build_plan(archive: &mut Archive<'_>, bytes: &[u8]) -> anyhow::Res
         plan.entries.remove(i);
         plan.rejected.push(error);
     }
-    plan.refuse_paths_through_symlinks();
     if let Some(overlap) = integrity::find_overlap(&mut spans, archive.central_directory_start()) {
         anyhow::bail!(
             "{overlap}: overlapping entries are how a zip bomb multiplies a small file into gigabytes, and no zip writer makes them (Info-ZIP's unzip refuses them too)"
