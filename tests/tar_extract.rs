@@ -3376,3 +3376,37 @@ fn repeated_gnu_long_names_and_names_with_a_nul_inside() {
         assert_same_tree(&reference, &out, &vs_reference(), &expected);
     }
 }
+
+/// GNU tar's incremental archives (`tar -g`) store directories as dumpdirs ('D', with a
+/// listing of names as data), and `tar -V` adds a volume label: both extract as GNU tar
+/// extracts them (the folders, empty ones too, with their modes and mtimes; the label makes
+/// nothing), without a warning.
+#[cfg(unix)] // GNU tar makes the archives and is the reference
+#[test]
+fn gnu_incremental_archives_and_volume_labels() {
+    let t = tempdir();
+    let src = t.join("src");
+    TreeSpec::new()
+        .dir("empty", 0o750, DEFAULT_MTIME + 1)
+        .dir("full", 0o755, DEFAULT_MTIME + 2)
+        .file("full/a.txt", "a\n", 0o644, DEFAULT_MTIME + 3)
+        .build(&src);
+    for (name, flags) in [
+        ("incremental", osv!["-g", t.join("snapshot")]),
+        ("labelled", osv!["-V", "backup of src"]),
+    ] {
+        let archive = std::path::absolute(t.join(format!("{name}.tar"))).unwrap();
+        let mut args = osv!["-C", &src, "--format=gnu"];
+        args.extend(flags);
+        args.extend(osv!["-cf", &archive, "."]);
+        run_tool("tar", &args, None);
+        let out = t.join(format!("out-{name}"));
+        let r = extract(&archive, &out, &[]);
+        r.assert_success();
+        assert!(!r.stderr.contains("warning"), "{}", r.dump());
+        let reference = t.join(format!("gnu-{name}"));
+        gnu_tar_extract(&archive, &reference);
+        assert_same_tree(&reference, &out, &vs_reference(), name);
+        assert!(out.join("empty").is_dir());
+    }
+}

@@ -329,6 +329,8 @@ impl Stream<'_> {
                 self.warnings.push(format!("skipped '{name}': a {what}"));
                 return Ok(None);
             }
+            // A volume label (`tar -V`) names the archive, not a file.
+            Kind::Other(b'V') => return Ok(None),
             Kind::Other(flag) => {
                 self.warnings.push(format!(
                     "skipped '{name}': unsupported entry type '{}'",
@@ -396,7 +398,7 @@ impl Stream<'_> {
         let key = path_key(&entry.path);
         if entry.kind != EntryKind::Dir {
             if self.links.remove(&key) {
-                self.engine.forget_links(&entry.path);
+                self.engine.forget_links(&entry.path, entry.index);
             }
             entry.replaces = self.files.contains(&key);
         }

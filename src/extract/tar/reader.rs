@@ -382,7 +382,9 @@ impl<R: Read> Reader<R> {
             b'2' => Kind::Symlink,
             b'3' => Kind::CharDevice,
             b'4' => Kind::BlockDevice,
-            b'5' => Kind::Dir,
+            // GNU's incremental archives (`tar -g`) store directories as dumpdirs: a
+            // directory with a listing of its names as data, which is not needed to extract.
+            b'5' | b'D' => Kind::Dir,
             b'6' => Kind::Fifo,
             other => Kind::Other(other),
         };
