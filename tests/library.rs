@@ -648,6 +648,56 @@ fn a_full_disk_fails_the_file_that_did_not_fit() {
     }
 }
 
+/// A read-only output (a tmpfs mounted read-only): a batch cannot be started in a folder it
+/// would have to create there, and in the folder itself every write fails, from the call that
+/// wrote, with the OS's error, in every close mode; nothing is left.
+#[cfg(target_os = "linux")]
+fn a_read_only_output_fails_each_write_with_the_os_error() {
+    if !is_root() {
+        unmet("mounting a read-only tmpfs needs root (CI and the project's machines run as root)");
+    }
+    let t = tempdir();
+    let ro = t.join("ro");
+    fs::create_dir(&ro).unwrap();
+    let mut mount = std::process::Command::new("mount");
+    mount
+        .args(["-t", "tmpfs", "-o", "ro,size=64k", "tmpfs"])
+        .arg(&ro);
+    run_command(mount).assert_success();
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            unmount(self.0);
+        }
+    }
+    let _unmount = Unmount(&ro);
+    let erofs = Some(libc::EROFS);
+
+    let missing = Batch::new(ro.join("missing"));
+    let Err(error) = missing else {
+        panic!("a batch in a folder that cannot be made");
+    };
+    assert_eq!(
+        error.io_error().and_then(|e| e.raw_os_error()),
+        erofs,
+        "{error}"
+    );
+
+    for close in close_modes() {
+        let batch = Batch::builder(&ro).close(close).build().unwrap();
+        let error = batch.write("a.txt", "a").unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Write, "{close:?}: {error}");
+        assert_eq!(error.io_error().and_then(|e| e.raw_os_error()), erofs);
+        let Err(error) = batch.create("b.txt") else {
+            panic!("no file on a read-only disk");
+        };
+        assert_eq!(error.io_error().and_then(|e| e.raw_os_error()), erofs);
+        let report = batch.finish().map_err(|e| e.to_string()).unwrap();
+        assert_eq!(report.files, 0);
+        assert_eq!(children(&ro), Vec::<String>::new());
+    }
+}
+
 /// What the batch reports while it writes, through a program's own `Reporter`.
 fn progress_is_told_every_file_and_byte() {
     #[derive(Default)]
@@ -704,6 +754,8 @@ fn main() {
         a_quota_error_comes_back_from_the_call_that_wrote,
         #[cfg(target_os = "linux")]
         a_full_disk_fails_the_file_that_did_not_fit,
+        #[cfg(target_os = "linux")]
+        a_read_only_output_fails_each_write_with_the_os_error,
         progress_is_told_every_file_and_byte,
         the_output_cap_holds_for_a_mirror_too,
     ])
