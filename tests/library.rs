@@ -593,6 +593,29 @@ fn a_dropped_batch_still_removes_what_failed_to_close() {
     assert_eq!(listing(&out).len(), 19);
 }
 
+/// A tmpfs mounted at a new folder for one test (root only: the callers check), unmounted
+/// when dropped, even when the test panics.
+#[cfg(target_os = "linux")]
+struct Tmpfs<'a>(&'a Path);
+
+#[cfg(target_os = "linux")]
+impl<'a> Tmpfs<'a> {
+    fn mount(dir: &'a Path, options: &str) -> Tmpfs<'a> {
+        fs::create_dir(dir).unwrap();
+        let mut mount = std::process::Command::new("mount");
+        mount.args(["-t", "tmpfs", "-o", options, "tmpfs"]).arg(dir);
+        run_command(mount).assert_success();
+        Tmpfs(dir)
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for Tmpfs<'_> {
+    fn drop(&mut self) {
+        unmount(self.0);
+    }
+}
+
 /// A disk that fills up: the file that did not fit fails with the OS's "no space" and leaves
 /// nothing; the files before it are whole.
 #[cfg(target_os = "linux")]
@@ -602,19 +625,7 @@ fn a_full_disk_fails_the_file_that_did_not_fit() {
     }
     let t = tempdir();
     let disk = t.join("disk");
-    fs::create_dir(&disk).unwrap();
-    let mut mount = std::process::Command::new("mount");
-    mount
-        .args(["-t", "tmpfs", "-o", "size=512k", "tmpfs"])
-        .arg(&disk);
-    run_command(mount).assert_success();
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            unmount(self.0);
-        }
-    }
-    let _unmount = Unmount(&disk);
+    let _mounted = Tmpfs::mount(&disk, "size=512k");
 
     let piece = vec![7u8; 100 << 10];
     for close in close_modes() {
@@ -658,19 +669,7 @@ fn a_read_only_output_fails_each_write_with_the_os_error() {
     }
     let t = tempdir();
     let ro = t.join("ro");
-    fs::create_dir(&ro).unwrap();
-    let mut mount = std::process::Command::new("mount");
-    mount
-        .args(["-t", "tmpfs", "-o", "ro,size=64k", "tmpfs"])
-        .arg(&ro);
-    run_command(mount).assert_success();
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            unmount(self.0);
-        }
-    }
-    let _unmount = Unmount(&ro);
+    let _mounted = Tmpfs::mount(&ro, "ro,size=64k");
     let erofs = Some(libc::EROFS);
 
     let missing = Batch::new(ro.join("missing"));
