@@ -88,12 +88,14 @@ pub(crate) struct Engine {
     copier: copy::Copier,
     /// Bytes of file content the run's files declared so far (with a `max_output` cap).
     declared: AtomicU64,
-    /// The cap was reached: the run stops as if cancelled.
+    /// The cap was reached: the source stops (the files admitted before it are written).
     over_limit: AtomicBool,
-    /// Into an output folder that was not empty: the paths this run created or replaced (by
-    /// hash), so that a later copy of a path replaces only what this run wrote, never a file
-    /// that was there before. (Into an empty one everything is this run's.)
-    created: Option<Mutex<std::collections::HashSet<u64>>>,
+    /// For a source whose later entries may replace earlier ones (a tar), into an output
+    /// folder that was not empty: the paths this run created or replaced (by hash), so that a
+    /// later copy replaces only what this run wrote, never a file that was there before. Unset
+    /// for every other run, which then pays nothing per file. (Into an empty folder
+    /// everything is this run's.)
+    created: std::sync::OnceLock<Mutex<std::collections::HashSet<u64>>>,
 }
 
 #[derive(Default)]
@@ -177,7 +179,7 @@ impl Engine {
             copier: copy::Copier::default(),
             declared: AtomicU64::new(0),
             over_limit: AtomicBool::new(false),
-            created: (!fresh).then(Mutex::default),
+            created: std::sync::OnceLock::new(),
         })
     }
 
@@ -323,9 +325,18 @@ impl Engine {
         lock(&self.deferred).forgotten.insert(path_key(path), order);
     }
 
-    /// Notes that this run created (or replaced) the file at `path`.
+    /// For a source whose later entries may take the path of earlier ones (see
+    /// [`Entry::replaces`]): from now on the engine remembers which paths this run created,
+    /// when the output folder was not empty.
+    pub(crate) fn track_created(&self) {
+        if !self.fresh {
+            self.created.get_or_init(Mutex::default);
+        }
+    }
+
+    /// Notes that this run created (or replaced) the file at `path`, if it keeps track.
     fn note_created(&self, path: &Path) {
-        if let Some(created) = &self.created {
+        if let Some(created) = self.created.get() {
             lock(created).insert(path_key(path));
         }
     }
@@ -333,11 +344,12 @@ impl Engine {
     /// Whether what is at `path` may be replaced by a later entry at the same path: this run
     /// wrote it (or the user asked for replacing).
     fn ours(&self, path: &Path) -> bool {
-        match &self.created {
-            _ if self.opts.overwrite == Overwrite::Replace => true,
-            None => true,
-            Some(created) => lock(created).contains(&path_key(path)),
+        if self.fresh || self.opts.overwrite == Overwrite::Replace {
+            return true;
         }
+        self.created
+            .get()
+            .is_some_and(|created| lock(created).contains(&path_key(path)))
     }
 
     /// Says before anything is written whether an entry would hit an existing file: only

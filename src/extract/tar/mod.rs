@@ -162,6 +162,8 @@ pub(super) fn extract(
 
     let (mut report, (outcome, warnings, last_name)) =
         engine::run(out, opts, |engine, writers| {
+            // The last copy of a path wins: the engine must know which paths are this run's.
+            engine.track_created();
             let mut stream = Stream {
                 engine,
                 queue: &queue,
