@@ -17,36 +17,36 @@
 //! missing or short, as in some torch wheels, the sizes are not compared); times, extra fields
 //! and "version needed" may differ (they change nothing that is extracted).
 
-use std::fmt;
-
 /// One entry's bytes in the archive: its local header and compressed data.
 #[derive(Debug, Clone)]
 pub(super) struct Span {
-    pub name: String,
+    /// The entry's index in the central directory (its name is looked up only for a message).
+    pub entry: usize,
     pub start: u64,
     pub end: u64,
 }
 
-/// Two entries whose bytes overlap, or an entry that runs into the central directory.
+/// Two entries whose bytes overlap, or an entry that runs into the central directory (by
+/// their indices).
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Overlap {
-    pub first: String,
+    pub first: usize,
     /// `None`: the first entry's data runs into the central directory.
-    pub second: Option<String>,
+    pub second: Option<usize>,
 }
 
-impl fmt::Display for Overlap {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.second {
-            Some(second) => write!(
-                f,
-                "the entries '{}' and '{second}' overlap in the archive (their compressed data is shared)",
-                self.first
+impl Overlap {
+    /// What overlaps, in words, with the entries' names from `name`.
+    pub(super) fn describe(&self, name: impl Fn(usize) -> String) -> String {
+        match self.second {
+            Some(second) => format!(
+                "the entries '{}' and '{}' overlap in the archive (their compressed data is shared)",
+                name(self.first),
+                name(second)
             ),
-            None => write!(
-                f,
+            None => format!(
                 "the entry '{}' overlaps the archive's central directory",
-                self.first
+                name(self.first)
             ),
         }
     }
@@ -59,14 +59,14 @@ pub(super) fn find_overlap(spans: &mut [Span], directory_start: u64) -> Option<O
     for pair in spans.windows(2) {
         if pair[0].end > pair[1].start {
             return Some(Overlap {
-                first: pair[0].name.clone(),
-                second: Some(pair[1].name.clone()),
+                first: pair[0].entry,
+                second: Some(pair[1].entry),
             });
         }
     }
     let last = spans.last()?;
-    (last.end > directory_start).then(|| Overlap {
-        first: last.name.clone(),
+    (last.end > directory_start).then_some(Overlap {
+        first: last.entry,
         second: None,
     })
 }
@@ -239,35 +239,35 @@ pub(super) fn disagreement(local: &Header<'_>, central: &Central<'_>) -> Option<
 mod tests {
     use super::*;
 
-    fn span(name: &str, start: u64, end: u64) -> Span {
-        Span {
-            name: name.into(),
-            start,
-            end,
-        }
+    fn span(entry: usize, start: u64, end: u64) -> Span {
+        Span { entry, start, end }
     }
 
     #[test]
     fn overlaps_are_found_whatever_the_order() {
-        let mut clean = vec![span("b", 40, 80), span("a", 0, 40), span("c", 80, 81)];
+        let mut clean = vec![span(1, 40, 80), span(0, 0, 40), span(2, 80, 81)];
         assert_eq!(find_overlap(&mut clean, 81), None);
-        let mut shared = vec![span("a", 0, 40), span("b", 80, 120), span("c", 0, 40)];
+        let mut shared = vec![span(0, 0, 40), span(1, 80, 120), span(2, 0, 40)];
         let found = find_overlap(&mut shared, 200).unwrap();
+        assert_eq!((found.first, found.second), (0, Some(2)));
+        let names = |i: usize| ["a", "b", "c"][i].to_string();
         assert_eq!(
-            (found.first.as_str(), found.second.as_deref()),
-            ("a", Some("c"))
+            found.describe(names),
+            "the entries 'a' and 'c' overlap in the archive (their compressed data is shared)"
         );
         // Data that contains the next entry's header (the "quoted overlap" of a better bomb).
-        let mut quoted = vec![span("a", 0, 100), span("b", 50, 100)];
+        let mut quoted = vec![span(0, 0, 100), span(1, 50, 100)];
         assert!(find_overlap(&mut quoted, 100).unwrap().second.is_some());
-        let mut into_directory = vec![span("a", 0, 101)];
+        let mut into_directory = vec![span(0, 0, 101)];
+        let found = find_overlap(&mut into_directory, 100);
         assert_eq!(
-            find_overlap(&mut into_directory, 100),
+            found,
             Some(Overlap {
-                first: "a".into(),
+                first: 0,
                 second: None
             })
         );
+        assert!(found.unwrap().describe(names).contains("central directory"));
         assert_eq!(find_overlap(&mut [], 0), None);
     }
 

@@ -136,7 +136,7 @@ pub(super) fn build_plan(archive: &mut Archive<'_>, bytes: &[u8]) -> anyhow::Res
             continue;
         };
         spans.push(integrity::Span {
-            name: lossy(),
+            entry: index,
             start: zf.header_start(),
             end: local.data_start.saturating_add(zf.compressed_size()),
         });
@@ -208,10 +208,7 @@ pub(super) fn build_plan(archive: &mut Archive<'_>, bytes: &[u8]) -> anyhow::Res
         });
     }
     for (index, e) in unreadable {
-        let name = archive
-            .name_for_index(index)
-            .and_then(Result::ok)
-            .map_or_else(|| format!("entry #{index}"), |n| n.into_owned());
+        let name = entry_name(archive, index);
         let error = anyhow::Error::new(e).context("unreadable entry header");
         plan.reject(name, ErrorKind::Source, error);
     }
@@ -245,11 +242,20 @@ pub(super) fn build_plan(archive: &mut Archive<'_>, bytes: &[u8]) -> anyhow::Res
         plan.rejected.push(error);
     }
     if let Some(overlap) = integrity::find_overlap(&mut spans, archive.central_directory_start()) {
+        let overlap = overlap.describe(|index| entry_name(archive, index));
         anyhow::bail!(
             "{overlap}: overlapping entries are how a zip bomb multiplies a small file into gigabytes, and no zip writer makes them (Info-ZIP's unzip refuses them too)"
         );
     }
     Ok(plan)
+}
+
+/// An entry's name for a message, by its index in the central directory.
+fn entry_name(archive: &Archive<'_>, index: usize) -> String {
+    archive
+        .name_for_index(index)
+        .and_then(Result::ok)
+        .map_or_else(|| format!("entry #{index}"), |n| n.into_owned())
 }
 
 /// The entry's permission bits. The zip crate's `unix_mode` clears setuid, setgid and sticky;
