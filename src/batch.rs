@@ -82,6 +82,15 @@ pub struct BatchBuilder {
 }
 
 impl BatchBuilder {
+    /// A batch with a run's whole options (a source of the command line writing through the
+    /// library's door: a single compressed file).
+    pub(crate) fn with_options(root: &Path, opts: Options) -> BatchBuilder {
+        BatchBuilder {
+            root: root.to_path_buf(),
+            opts,
+        }
+    }
+
     /// Where and how files are closed (default [`CloseMode::Auto`]: inline while closes are
     /// fast, on a pool sized by Little's law once they are slow).
     pub fn close(mut self, mode: CloseMode) -> BatchBuilder {
@@ -161,8 +170,11 @@ impl BatchBuilder {
 /// Paths are relative to the folder and checked as extraction checks archive names: an
 /// absolute path, a `..` component, a drive letter or a name the system cannot hold is
 /// refused ([`ErrorKind::Refused`]) before anything is written. Parent directories are made
-/// as needed. Each file is created new (never through an existing symlink), written, given
-/// its mode and mtime on the open handle, and handed to the close stage.
+/// as needed. Each file is created new, written, given its mode and mtime on the open handle,
+/// and handed to the close stage. On Linux and macOS everything is made relative to a handle on
+/// the folder, opened when the batch is built, and never through a symlink anywhere in a path:
+/// a folder another program swaps for a symlink meanwhile fails the writes below it ("a symlink
+/// is in the way"), and paths longer than `PATH_MAX` work.
 ///
 /// **Where errors come back.** A call returns what it met itself: a refused path, an existing
 /// file, a full disk. What happens after the call returned comes back from

@@ -1,9 +1,11 @@
 //! The command line: the one place that turns arguments into [`Options`].
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
-use fastwrite::{CloseMode, MirrorOptions, Options, Overwrite};
+use fastwrite::{CloseMode, MirrorOptions, Options, Overwrite, Selection};
 
 const AUTO_MAX_CLOSE_THREADS: usize = CloseMode::AUTO_MAX_THREADS;
 const DEFAULT_MEMORY_BUDGET: u64 = Options::DEFAULT_MEMORY_BUDGET;
@@ -15,12 +17,17 @@ fn default_close_threads() -> usize {
 const EXAMPLES: &str = "\
 Examples:
   fastwrite extract wheel.whl -o site-packages/
+  fastwrite list release.tar.gz 'docs/**'            (what is in it, and what extract would do)
   fastwrite extract linux-6.1.tar.xz -o src/
-  curl -sL URL | fastwrite extract - -o out        (a tar stream, compressed or not)
+  fastwrite extract notes.txt.gz -o docs/     (a single compressed file: docs/notes.txt)
+  curl -sL URL | fastwrite extract - -o out        (a tar, compressed or not, or a zip)
   fastwrite extract big.zip -o out --stats
   fastwrite --no-defer-close extract big.zip -o out-inline --stats   (A/B: close inline)
   fastwrite extract update.zip -o existing/ --overwrite
   fastwrite extract upload.zip -o out --max-output 2G   (untrusted input: cap what it may write)
+  fastwrite extract a.zip -o out 'docs/**' /README.md --exclude '*.bak'   (only these entries)
+  fastwrite extract project-1.2.tar.gz -o src --strip-components 1   (drop `project-1.2/`)
+  FASTWRITE_PASSWORD=... fastwrite extract secret.zip -o out   (or --password, or at the prompt)
   fastwrite mirror src/ backup/ --delete      (backup/ becomes an exact copy of src/)
   fastwrite mirror src/ backup/ --delete -n   (say what would change, change nothing)
 
@@ -77,6 +84,12 @@ pub struct Global {
     #[arg(short, long, global = true)]
     pub quiet: bool,
 
+    /// For scripts: `extract` and `mirror` print their report as one JSON object on stdout
+    /// (counts, bytes, time per phase, close figures, every failure with its path, kind and
+    /// reason); `list` prints one JSON object per entry
+    #[arg(long, global = true)]
+    pub json: bool,
+
     /// Print counts and time per phase when done (to stderr)
     #[arg(long, global = true)]
     pub stats: bool,
@@ -84,10 +97,28 @@ pub struct Global {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Extract a zip or tar archive (tar, tar.gz, tar.zst, tar.xz, tar.bz2; `-` for standard input)
+    /// Extract a zip or tar archive (tar, tar.gz, tar.zst, tar.xz, tar.bz2; `-` for standard
+    /// input, zips included), or decompress a single .gz, .zst, .xz or .bz2 file into OUT
     Extract(ExtractArgs),
     /// Make DST an exact copy of the contents of SRC (like `rsync -a SRC/ DST/`), incrementally
     Mirror(MirrorArgs),
+    /// List an archive's entries, one line each (as `tar -tv`), with what extracting would do
+    /// where that is not plain: refused and why, or the name after --strip-components
+    List(ListArgs),
+    /// Print a shell completion script: `source <(fastwrite completions bash)`, or save it where
+    /// the shell loads completions from (bash-completion, zsh's fpath, fish's completions/)
+    Completions {
+        /// The shell to complete for
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print a manual page (roff): `fastwrite man > fastwrite.1`, `fastwrite man extract >
+    /// fastwrite-extract.1`, for `man/man1/`; or read one now: `fastwrite man extract | man -l -`
+    Man {
+        /// The command to document (fastwrite itself if none)
+        #[arg(value_parser = ["extract", "mirror", "completions"])]
+        command: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -125,13 +156,59 @@ pub struct MirrorArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ExtractArgs {
+pub struct ListArgs {
     /// The archive, recognised by its content; `-` reads a tar stream from standard input
     pub archive: PathBuf,
+
+    /// List only entries matching a PATTERN (as `extract` takes them)
+    #[arg(value_name = "PATTERN")]
+    pub patterns: Vec<String>,
+
+    /// Leave out entries matching GLOB (repeatable), as `extract --exclude`
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+
+    /// Show the names `extract --strip-components N` would write
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub strip_components: usize,
+}
+
+impl ListArgs {
+    pub fn selection(&self) -> Selection {
+        Selection {
+            patterns: self.patterns.clone(),
+            exclude: self.exclude.clone(),
+            strip_components: self.strip_components,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ExtractArgs {
+    /// The archive, recognised by its content; `-` reads standard input (a tar, compressed or
+    /// not, a zip, or a single compressed file)
+    pub archive: PathBuf,
+
+    /// Extract only entries matching a PATTERN, and everything in a matching directory (the
+    /// rules of --exclude; quote them from the shell). A pattern matching nothing is an error,
+    /// said after the rest is written
+    #[arg(value_name = "PATTERN")]
+    pub patterns: Vec<String>,
 
     /// The output folder (created if missing)
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
+
+    /// Leave out entries matching GLOB (repeatable), and everything in a matching directory:
+    /// `NAME` matches at any depth, `a/b` from the top of the archive, a trailing `/` only
+    /// directories; `*` stops at `/`, `**` does not. Patterns see names as archived
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+
+    /// Remove N leading components from each name, as GNU tar does (`./` counts as one;
+    /// entries with nothing left are skipped): `project-1.2/src/x` extracts as `src/x` with 1
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub strip_components: usize,
 
     /// Replace files that already exist (each is written aside, then renamed over the old one)
     #[arg(long, conflicts_with = "skip_existing")]
@@ -159,6 +236,22 @@ pub struct ExtractArgs {
     /// filesystems that compress or deduplicate)
     #[arg(long)]
     pub no_space_check: bool,
+
+    /// For a single compressed file (`notes.txt.gz`, not an archive): the name to write it
+    /// under [default: the name in its gzip header, else the input's without its suffix]
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+
+    /// The password of an encrypted zip (AES or ZipCrypto). Other users can see a command
+    /// line: prefer the FASTWRITE_PASSWORD environment variable, or the prompt, which comes
+    /// when the zip has encrypted entries and standard input is a terminal
+    #[arg(
+        long,
+        env = "FASTWRITE_PASSWORD",
+        hide_env_values = true,
+        value_name = "PASSWORD"
+    )]
+    pub password: Option<String>,
 }
 
 /// A size as people write it: `1048576`, `512K`, `500M`, `1.5G`, `2T`, `10GiB`; K, M, G, T
@@ -229,7 +322,22 @@ impl Cli {
                 opts.memory_budget = args.memory_budget << 20;
                 opts.max_output = args.max_output;
                 opts.space_check = !args.no_space_check;
+                opts.password = args.password.clone().map(String::into_bytes);
+                opts.file_name = args.name.clone();
+                if std::io::stdin().is_terminal() {
+                    opts.password_prompt = Some(Arc::new(|| {
+                        rpassword::prompt_password("fastwrite: the zip is encrypted; password: ")
+                            .ok()
+                            .map(String::into_bytes)
+                    }));
+                }
+                opts.select = Selection {
+                    patterns: args.patterns.clone(),
+                    exclude: args.exclude.clone(),
+                    strip_components: args.strip_components,
+                };
             }
+            Command::List(_) | Command::Completions { .. } | Command::Man { .. } => {}
             Command::Mirror(_) => {
                 // The destination is made to match: what is there is replaced. The source is
                 // the user's own tree, so its setuid/setgid bits are kept, as cp -a does.

@@ -49,6 +49,42 @@ pub enum ErrorKind {
     /// ([`Options::max_output`](crate::Options::max_output)): it was not written, and the
     /// run stopped there.
     Limit,
+    /// A pattern given to choose entries ([`Selection::patterns`](crate::Selection::patterns))
+    /// matched none of them. Its path is the pattern.
+    NotFound,
+}
+
+impl ErrorKind {
+    /// Its name in `--json` output: `refused`, `already-exists`, `directory`, `write`, `close`,
+    /// `metadata`, `link`, `source`, `delete`, `unfinished`, `cancelled`, `limit`, `not-found`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Refused => "refused",
+            ErrorKind::AlreadyExists => "already-exists",
+            ErrorKind::Directory => "directory",
+            ErrorKind::Write => "write",
+            ErrorKind::Close => "close",
+            ErrorKind::Metadata => "metadata",
+            ErrorKind::Link => "link",
+            ErrorKind::Source => "source",
+            ErrorKind::Delete => "delete",
+            ErrorKind::Unfinished => "unfinished",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Limit => "limit",
+            ErrorKind::NotFound => "not-found",
+        }
+    }
+
+    /// What the command line offers for failures of this kind, where a flag resolves them.
+    pub(crate) fn remedy(self) -> Option<&'static str> {
+        match self {
+            ErrorKind::AlreadyExists => {
+                Some("--overwrite replaces them, --skip-existing keeps them")
+            }
+            ErrorKind::Limit => Some("--max-output sets the cap"),
+            _ => None,
+        }
+    }
 }
 
 /// One failure: the path it concerns, its kind, and the whole chain of causes.

@@ -45,6 +45,7 @@ mod extract;
 pub mod fuzz;
 mod mirror;
 mod options;
+mod patterns;
 mod plan;
 mod platform;
 pub mod progress;
@@ -55,8 +56,9 @@ pub use batch::{Batch, BatchBuilder, FileMeta, FileWriter, FinishError};
 pub use cancel::Cancel;
 pub use error::{Error, ErrorKind};
 pub use extract::extract;
+pub use extract::list::{Listed, ListedKind, list};
 pub use mirror::mirror;
-pub use options::{CloseMode, MirrorOptions, Options, Overwrite};
+pub use options::{CloseMode, MirrorOptions, Options, Overwrite, Selection};
 pub use progress::Reporter;
 pub use report::{MirrorCounts, Report, exit};
 

@@ -12,11 +12,20 @@ use fastwrite::progress::Bar;
 
 use crate::cli::{Cli, Command};
 
+/// Failures of one kind printed on stderr before the rest are counted (all are in `--json`).
+const FAILURES_SHOWN_PER_KIND: usize = 10;
+
 fn main() {
     std::process::exit(run(Cli::parse()));
 }
 
 fn run(cli: Cli) -> i32 {
+    match &cli.command {
+        Command::Completions { shell } => return print_completions(*shell),
+        Command::Man { command } => return print_man_page(command.as_deref()),
+        Command::List(args) => return list(args, cli.global.json),
+        _ => {}
+    }
     let mut opts = cli.options();
     fastwrite::raise_open_file_limit();
     if let Err(error) = interrupt::install(&opts.cancel) {
@@ -29,6 +38,9 @@ fn run(cli: Cli) -> i32 {
     let result = match &cli.command {
         Command::Extract(args) => fastwrite::extract(&args.archive, &args.output, &opts),
         Command::Mirror(args) => fastwrite::mirror(&args.src, &args.dst, &opts, &args.options()),
+        Command::List(_) | Command::Completions { .. } | Command::Man { .. } => {
+            unreachable!("answered above")
+        }
     };
     let mut report = match result {
         Ok(report) => report,
@@ -45,7 +57,7 @@ fn run(cli: Cli) -> i32 {
             eprintln!("fastwrite: warning: {warning}");
         }
     }
-    if let Some(mirror) = &report.mirror {
+    if let Some(mirror) = report.mirror.as_ref().filter(|_| !cli.global.json) {
         let mut out = std::io::stdout().lock();
         for line in &mirror.actions {
             if writeln!(out, "{line}").is_err() {
@@ -54,8 +66,13 @@ fn run(cli: Cli) -> i32 {
         }
     }
     let failed = report.failures.len();
-    for line in report.failure_lines() {
+    // A person reads stderr: a few of each kind, and how many more; `--json` has them all.
+    for line in report.failure_summary(FAILURES_SHOWN_PER_KIND) {
         eprintln!("fastwrite: {line}");
+    }
+    if cli.global.json {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", report.json()).and_then(|()| out.flush());
     }
     if failed > 0 {
         eprintln!(
@@ -74,4 +91,83 @@ fn run(cli: Cli) -> i32 {
         return 128 + signal;
     }
     report.exit_code()
+}
+
+/// `fastwrite completions SHELL`: the script, from the same definitions as `--help`.
+fn print_completions(shell: clap_complete::Shell) -> i32 {
+    use clap::CommandFactory;
+    let mut command = Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut command, "fastwrite", &mut out);
+    write_out(&out)
+}
+
+/// `fastwrite man [COMMAND]`: a manual page (`fastwrite(1)`, `fastwrite-extract(1)`...), from
+/// the same definitions as `--help`.
+fn print_man_page(command: Option<&str>) -> i32 {
+    use clap::CommandFactory;
+    let mut page = Cli::command();
+    if let Some(name) = command {
+        // The command's own page names itself as git's do (`git-commit(1)`).
+        let title = match name {
+            "extract" => "fastwrite-extract",
+            "mirror" => "fastwrite-mirror",
+            _ => "fastwrite-completions",
+        };
+        let Some(sub) = page.find_subcommand(name).cloned() else {
+            eprintln!("fastwrite: no command '{name}'");
+            return exit::CANNOT_START;
+        };
+        page = sub.name(title).bin_name(format!("fastwrite {name}"));
+    }
+    let mut out = Vec::new();
+    let written = clap_mangen::Man::new(page).render(&mut out);
+    match written {
+        Ok(()) => write_out(&out),
+        Err(error) => {
+            eprintln!("fastwrite: cannot render the manual page: {error}");
+            exit::CANNOT_START
+        }
+    }
+}
+
+fn write_out(bytes: &[u8]) -> i32 {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => exit::SUCCESS,
+        Err(error) => {
+            eprintln!("fastwrite: cannot write to standard output: {error}");
+            exit::CANNOT_START
+        }
+    }
+}
+
+/// `fastwrite list`: a line per entry as it is read (a tar is never held whole), failures after.
+fn list(args: &crate::cli::ListArgs, json: bool) -> i32 {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut broken_pipe = false;
+    let listed = fastwrite::list(&args.archive, &args.selection(), &mut |entry| {
+        let text = if json { entry.json() } else { entry.line() };
+        if !broken_pipe && writeln!(out, "{text}").is_err() {
+            // `fastwrite list big.tar | head`: stop writing, as tar does.
+            broken_pipe = true;
+        }
+    });
+    let _ = out.flush();
+    match listed {
+        Ok(failures) => {
+            for failure in &failures {
+                eprintln!("fastwrite: {failure}");
+            }
+            if failures.is_empty() {
+                exit::SUCCESS
+            } else {
+                exit::SOME_FAILED
+            }
+        }
+        Err(error) => {
+            eprintln!("fastwrite: {error:#}");
+            exit::CANNOT_START
+        }
+    }
 }

@@ -101,6 +101,20 @@ pub struct Options {
     pub cancel: Cancel,
     /// Told how the run progresses; `None`: nobody.
     pub progress: Option<Arc<dyn Reporter>>,
+    /// The password of an encrypted zip's entries (AES-128/192/256 or traditional
+    /// ZipCrypto). Without it, encrypted entries fail, named, and the rest is extracted.
+    pub password: Option<Vec<u8>>,
+    /// Asked, once, for the password when a zip holds encrypted entries and
+    /// [`password`](Options::password) is `None` (the command line prompts on a terminal);
+    /// `None` from it: no password.
+    pub password_prompt: Option<Arc<dyn Fn() -> Option<Vec<u8>> + Send + Sync>>,
+    /// The name to write a single compressed file under (`notes.txt.gz` is not an archive):
+    /// by default the name in its gzip header, else the input's name without its suffix.
+    pub file_name: Option<String>,
+    /// Which entries of an archive [`extract`](crate::extract) takes, and under what name
+    /// (all of them, as archived, by default). Not used by [`mirror`](crate::mirror), which
+    /// has [`MirrorOptions::excludes`].
+    pub select: Selection,
 }
 
 impl Options {
@@ -135,6 +149,10 @@ impl Default for Options {
             space_check: true,
             cancel: Cancel::new(),
             progress: None,
+            password: None,
+            password_prompt: None,
+            file_name: None,
+            select: Selection::default(),
         }
     }
 }
@@ -152,8 +170,45 @@ impl fmt::Debug for Options {
             .field("space_check", &self.space_check)
             .field("cancel", &self.cancel)
             .field("progress", &self.progress.as_ref().map(|_| "..."))
+            .field("password", &self.password.as_ref().map(|_| "(set)"))
+            .field(
+                "password_prompt",
+                &self.password_prompt.as_ref().map(|_| "..."),
+            )
+            .field("file_name", &self.file_name)
+            .field("select", &self.select)
             .finish()
     }
+}
+
+/// Which entries of an archive to extract, and under what name: what `tar x` and `unzip` take
+/// as member names after the archive, `--exclude` and `--strip-components`.
+///
+/// Patterns follow one set of rules, those of `mirror --exclude`: a pattern without `/`
+/// matches a name at any depth (`README.md`, `*.txt`), one with a `/` the path from the top
+/// (`docs/**`, `/README.md`), a trailing `/` directories only; `*` and `?` stop at `/`, `**`
+/// does not. A pattern that matches a directory takes (or leaves out) everything in it.
+/// Patterns are matched against names as archived (after a leading `./`), before stripping.
+///
+/// ```
+/// let mut opts = fastwrite::Options::default();
+/// opts.select.patterns = vec!["docs/**".into(), "/README.md".into()];
+/// opts.select.exclude = vec!["*.bak".into()];
+/// opts.select.strip_components = 1; // project-1.2/docs/a.md -> docs/a.md
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Only entries matching one of these (every entry if empty). A pattern that matches no
+    /// entry is a failure of the run ([`ErrorKind::NotFound`](crate::ErrorKind::NotFound)),
+    /// said after everything else is written.
+    pub patterns: Vec<String>,
+    /// Leave out entries matching any of these, and everything in a directory that does.
+    pub exclude: Vec<String>,
+    /// Remove this many leading components from every name, as GNU tar's
+    /// `--strip-components` does (`./` counts as one); an entry with nothing left is skipped.
+    /// Hard link targets are stripped the same way (a link whose target has nothing left is
+    /// refused, as GNU tar does); symlink targets are kept as archived.
+    pub strip_components: usize,
 }
 
 /// What [`mirror`](crate::mirror) does beyond copying (the engine's [`Options`] still apply).

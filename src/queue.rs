@@ -381,6 +381,6 @@ mod tests {
         producers.into_iter().for_each(|p| p.join().unwrap());
         q.close();
         let total: u64 = consumers.into_iter().map(|c| c.join().unwrap()).sum();
-        assert_eq!(total, (0..4000).sum());
+        assert_eq!(total, (0..4000u64).sum::<u64>());
     }
 }

@@ -149,17 +149,18 @@ mod linux {
     const OLD_MTIME: i64 = DEFAULT_MTIME - 86_400;
 
     /// `fastwrite MODE... extract ARCHIVE -o OUT FLAGS...`.
+    /// With `--json`: stderr shows a few failures of each kind, the JSON report has them all.
     fn extract_args(mode: &[&str], archive: &Path, out: &Path, flags: &[&str]) -> Vec<OsString> {
         let mut a: Vec<OsString> = mode.iter().map(OsString::from).collect();
-        a.extend(osv!["extract", archive, "-o", out]);
+        a.extend(osv!["--json", "extract", archive, "-o", out]);
         a.extend(flags.iter().map(OsString::from));
         a
     }
 
-    /// `fastwrite MODE... mirror FLAGS... SRC DST`.
+    /// `fastwrite MODE... --json mirror FLAGS... SRC DST`.
     fn mirror_args(mode: &[&str], src: &Path, dst: &Path, flags: &[&str]) -> Vec<OsString> {
         let mut a: Vec<OsString> = mode.iter().map(OsString::from).collect();
-        a.push("mirror".into());
+        a.extend(osv!["--json", "mirror"]);
         a.extend(flags.iter().map(OsString::from));
         a.extend(osv![src, dst]);
         a
@@ -175,9 +176,24 @@ mod linux {
         run_fastwrite_env(args, &env)
     }
 
-    /// The entries fastwrite's failure lines (`fastwrite: 'NAME': why`) name, each with its lines.
+    /// The entries that failed, each with its lines (`fastwrite: 'NAME': why`): every failure
+    /// of the JSON report when the run printed one (`--json`), else stderr's failure lines.
     fn failures(out: &Output) -> BTreeMap<String, Vec<String>> {
         let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let report = out
+            .stdout
+            .lines()
+            .last()
+            .and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok());
+        if let Some(report) = report.filter(|r| r["failures"].is_array()) {
+            for f in report["failures"].as_array().unwrap() {
+                let (path, reason) = (f["path"].as_str().unwrap(), f["reason"].as_str().unwrap());
+                m.entry(path.to_string())
+                    .or_default()
+                    .push(format!("fastwrite: '{path}': {reason}"));
+            }
+            return m;
+        }
         for line in out.stderr.lines() {
             let Some(rest) = line.strip_prefix("fastwrite: '") else {
                 continue;
@@ -1097,6 +1113,101 @@ mod linux {
         interrupt_test(libc::SIGINT, 1, true);
     }
 
+    /// A folder of OUT swapped for a symlink to a folder outside while the run goes on (what a
+    /// hostile local process could do): nothing is ever written through it, in any close mode.
+    /// The tar comes through a pipe, so the swap happens at a known point: after the first 32
+    /// files of `d/` are written, before the rest of the archive is sent. Every later entry
+    /// under `d/` fails with a clear reason; the entries elsewhere are written.
+    fn a_folder_swapped_for_a_symlink_is_never_written_through() {
+        for mode in CLOSE_MODES {
+            let tmp = tempdir();
+            let (out, outside) = (tmp.path().join("out"), tmp.path().join("outside"));
+            fs::create_dir(&outside).unwrap();
+            let mut builder = tar::Builder::new(Vec::new());
+            let mut add = |path: &str, kind: tar::EntryType, data: &[u8]| {
+                let mut header = tar::Header::new_gnu();
+                header.set_entry_type(kind);
+                header.set_mode(if kind == tar::EntryType::Directory {
+                    0o755
+                } else {
+                    0o644
+                });
+                header.set_size(data.len() as u64);
+                header.set_mtime(1_600_000_000);
+                builder.append_data(&mut header, path, data).unwrap();
+            };
+            add("d/", tar::EntryType::Directory, b"");
+            for i in 0..40 {
+                add(&format!("d/a{i:02}"), tar::EntryType::Regular, b"before");
+            }
+            // Each entry above is a header block and a data block.
+            let split = 512 + 40 * 1024;
+            add("d/b", tar::EntryType::Regular, b"after");
+            add("d/e/", tar::EntryType::Directory, b"");
+            add("d/e/f", tar::EntryType::Regular, b"after");
+            add("ok", tar::EntryType::Regular, b"elsewhere");
+            let archive = builder.into_inner().unwrap();
+
+            let mut args: Vec<&str> = mode.to_vec();
+            args.extend(["extract", "-", "-o"]);
+            let mut child = Command::new(BIN)
+                .args(&args)
+                .arg(&out)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(&archive[..split]).unwrap();
+            stdin.flush().unwrap();
+            // The first batch of 32 files goes to the writers as soon as it is read.
+            let last_of_batch = out.join("d/a31");
+            let started = Instant::now();
+            while !last_of_batch.exists() {
+                assert!(
+                    started.elapsed() < NO_HANG,
+                    "d/a31 never appeared ({mode:?})"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            fs::rename(out.join("d"), out.join("d.moved")).unwrap();
+            std::os::unix::fs::symlink(&outside, out.join("d")).unwrap();
+            stdin.write_all(&archive[split..]).unwrap();
+            drop(stdin);
+            let r = wait_output(child, format!("extract - ({mode:?})"), NO_HANG);
+
+            let written: Vec<_> = fs::read_dir(&outside).unwrap().collect();
+            assert!(
+                written.is_empty(),
+                "written through the symlink: {written:?}\n{}",
+                r.dump()
+            );
+            assert_eq!(r.code(), 1, "{}", r.dump());
+            assert_no_panic(&r);
+            assert!(
+                r.stderr.contains("a symlink is in the way"),
+                "the reason is not said\n{}",
+                r.dump()
+            );
+            for failed in ["d/a32", "d/a39", "d/b", "d/e/f"] {
+                assert!(
+                    r.stderr.lines().any(|l| l.contains(failed)),
+                    "{failed} is not named\n{}",
+                    r.dump()
+                );
+            }
+            assert_eq!(
+                fs::read(out.join("ok")).unwrap(),
+                b"elsewhere",
+                "{}",
+                r.dump()
+            );
+            assert_eq!(fs::read_dir(out.join("d.moved")).unwrap().count(), 32);
+            assert_eq!(fs::read(out.join("d.moved/a31")).unwrap(), b"before");
+        }
+    }
+
     /// A test that cannot run here is reported as ignored with its reason, never as passed; under
     /// CI it fails.
     fn unmet_prerequisites_are_ignored_here_and_fail_under_ci() {
@@ -1126,6 +1237,7 @@ mod linux {
             sigterm_during_overwrite_keeps_old_or_new,
             second_sigint_is_not_special,
             sigint_during_overwrite_keeps_old_or_new,
+            a_folder_swapped_for_a_symlink_is_never_written_through,
         ])
     }
 }

@@ -697,6 +697,126 @@ fn a_read_only_output_fails_each_write_with_the_os_error() {
     }
 }
 
+/// A folder of the output swapped for a symlink to a folder outside between two writes (what a
+/// hostile local process could do): the writes after it fail with the reason, whatever the
+/// close mode, and nothing reaches the folder outside. Unix only: Windows works by full path
+/// (docs/security.md).
+#[cfg(unix)]
+fn a_folder_swapped_for_a_symlink_is_never_written_through() {
+    for close in close_modes() {
+        let t = tempdir();
+        let (out, outside) = (t.join("out"), t.join("outside"));
+        fs::create_dir(&outside).unwrap();
+        let batch = Batch::builder(&out).close(close).build().unwrap();
+        batch.write("a/x", "before").unwrap();
+        fs::rename(out.join("a"), out.join("a.moved")).unwrap();
+        std::os::unix::fs::symlink(&outside, out.join("a")).unwrap();
+        for (path, kind) in [("a/y", ErrorKind::Write), ("a/new/z", ErrorKind::Directory)] {
+            let error = batch.write(path, "after").unwrap_err();
+            assert_eq!(error.kind(), kind, "{close:?} {path}: {error}");
+            assert!(
+                error.to_string().contains("a symlink is in the way"),
+                "{close:?} {path}: {error}"
+            );
+        }
+        let Err(error) = batch.create("a/w") else {
+            panic!("{close:?}: a file was created through the symlink");
+        };
+        assert!(
+            error.to_string().contains("a symlink is in the way"),
+            "{error}"
+        );
+        batch.write("b/ok", "elsewhere").unwrap();
+        let report = batch.finish().map_err(|e| e.to_string()).unwrap();
+        assert_eq!(report.files, 2, "{close:?}");
+        assert_eq!(children(&outside), Vec::<String>::new(), "{close:?}");
+        assert_eq!(fs::read(out.join("a.moved/x")).unwrap(), b"before");
+        assert_eq!(fs::read(out.join("b/ok")).unwrap(), b"elsewhere");
+    }
+}
+
+/// A program gives the password of an encrypted zip up front, or through `password_prompt`,
+/// which is asked once, and only for a zip that has encrypted entries (AES-128/192/256 here,
+/// made by the `zip` crate).
+fn an_encrypted_zip_asks_its_password_once() {
+    use zip::AesMode;
+    let t = tempdir();
+    let archive = t.join("secret.zip");
+    let mut w = zip::ZipWriter::new(fs::File::create(&archive).unwrap());
+    for (i, mode) in [AesMode::Aes128, AesMode::Aes192, AesMode::Aes256]
+        .into_iter()
+        .enumerate()
+    {
+        let opts = zip::write::SimpleFileOptions::default().with_aes_encryption(mode, "pw");
+        w.start_file(format!("f{i}.txt"), opts).unwrap();
+        w.write_all(format!("secret {i}").as_bytes()).unwrap();
+    }
+    w.start_file("plain.txt", zip::write::SimpleFileOptions::default())
+        .unwrap();
+    w.write_all(b"plain").unwrap();
+    w.finish().unwrap();
+
+    let asked = std::sync::Arc::new(AtomicUsize::new(0));
+    let prompt = |answer: Option<&'static str>| {
+        let asked = std::sync::Arc::clone(&asked);
+        let ask: std::sync::Arc<dyn Fn() -> Option<Vec<u8>> + Send + Sync> =
+            std::sync::Arc::new(move || {
+                asked.fetch_add(1, Ordering::SeqCst);
+                answer.map(|a| a.as_bytes().to_vec())
+            });
+        ask
+    };
+    let mut opts = fastwrite::Options {
+        password_prompt: Some(prompt(Some("pw"))),
+        ..Default::default()
+    };
+    let out = t.join("out");
+    let report = fastwrite::extract(&archive, &out, &opts).unwrap();
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    for i in 0..3 {
+        assert_eq!(
+            fs::read_to_string(out.join(format!("f{i}.txt"))).unwrap(),
+            format!("secret {i}")
+        );
+    }
+    assert_eq!(fs::read_to_string(out.join("plain.txt")).unwrap(), "plain");
+
+    // No answer: the encrypted entries fail, the rest is written.
+    opts.password_prompt = Some(prompt(None));
+    let report = fastwrite::extract(&archive, &t.join("none"), &opts).unwrap();
+    assert_eq!(report.failures.len(), 3);
+    assert!(
+        report
+            .failures
+            .iter()
+            .all(|f| f.kind() == ErrorKind::Source)
+    );
+    assert_eq!(report.files, 1);
+    // A wrong password given up front: the prompt is not asked, each entry fails, no file.
+    opts.password = Some(b"wrong".to_vec());
+    let before = asked.load(Ordering::SeqCst);
+    let report = fastwrite::extract(&archive, &t.join("wrong"), &opts).unwrap();
+    assert_eq!(asked.load(Ordering::SeqCst), before);
+    assert_eq!(report.failures.len(), 3);
+    assert!(
+        report.failures[0].message().contains("wrong password"),
+        "{:?}",
+        report.failures
+    );
+    assert!(!t.join("wrong/f0.txt").exists());
+    // A zip with nothing encrypted never asks.
+    let plain = t.join("plain.zip");
+    let mut w = zip::ZipWriter::new(fs::File::create(&plain).unwrap());
+    w.start_file("a", zip::write::SimpleFileOptions::default())
+        .unwrap();
+    w.finish().unwrap();
+    opts.password = None;
+    let before = asked.load(Ordering::SeqCst);
+    fastwrite::extract(&plain, &t.join("plain"), &opts).unwrap();
+    assert_eq!(asked.load(Ordering::SeqCst), before);
+}
+
 /// What the batch reports while it writes, through a program's own `Reporter`.
 fn progress_is_told_every_file_and_byte() {
     #[derive(Default)]
@@ -756,6 +876,9 @@ fn main() {
         #[cfg(target_os = "linux")]
         a_read_only_output_fails_each_write_with_the_os_error,
         progress_is_told_every_file_and_byte,
+        an_encrypted_zip_asks_its_password_once,
+        #[cfg(unix)]
+        a_folder_swapped_for_a_symlink_is_never_written_through,
         the_output_cap_holds_for_a_mirror_too,
     ])
 }

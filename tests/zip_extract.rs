@@ -2196,3 +2196,307 @@ fn names_without_the_utf8_flag_are_utf8_when_valid_else_cp437() {
         assert!(u.join("café-utf8").exists());
     }
 }
+
+/// Patterns, `--exclude` and `--strip-components` on a zip made by Info-ZIP, against bsdtar
+/// given the same options (GNU tar reads no zip): the same trees, content, modes, mtimes and
+/// symlinks.
+#[cfg(unix)] // Info-ZIP and bsdtar, which a Windows build under Wine cannot start
+#[test]
+fn patterns_exclude_and_strip_components_match_bsdtar() {
+    let t = tempdir();
+    let src = t.join("src");
+    fs::create_dir(&src).unwrap();
+    project_tree(&src);
+    let archive = t.join("project.zip");
+    infozip_dir(&src, &archive, &[]);
+    let cases: [(&[&str], &[&str]); 3] = [
+        (&["--strip-components", "1"], &["--strip-components", "1"]),
+        (
+            &["project-1.2/docs", "--exclude", "*.bak", "--exclude", "old"],
+            &["--exclude", "*.bak", "--exclude", "old", "project-1.2/docs"],
+        ),
+        (
+            &["project-1.2/src", "--strip-components", "2"],
+            &["--strip-components", "2", "project-1.2/src"],
+        ),
+    ];
+    for (n, (ours, bsd)) in cases.into_iter().enumerate() {
+        let out = t.join(format!("ours-{n}"));
+        let r = extract(&archive, &out, ours);
+        assert_eq!(r.code(), 0, "{ours:?}: {}", r.dump());
+        let reference = t.join(format!("bsdtar-{n}"));
+        fs::create_dir(&reference).unwrap();
+        let mut a = osv!["-xpf", &archive, "-C", &reference];
+        a.extend(bsd.iter().map(OsString::from));
+        run_tool("bsdtar", &a, None);
+        let compare = Compare {
+            // Folders made only for what is inside them get each tool's own time.
+            dir_mtimes: n != 1,
+            ..Compare::strict()
+        };
+        assert_same_tree(
+            &reference,
+            &out,
+            &compare,
+            &format!("{ours:?}: fastwrite vs bsdtar"),
+        );
+    }
+}
+
+/// Encrypted zips made by 7-Zip (`7z a -p -mem=AES256`) and Info-ZIP (`zip -P`, traditional
+/// ZipCrypto): the right password, given by `--password` or by `FASTWRITE_PASSWORD`, extracts
+/// the tree; a wrong one fails each entry by name and leaves nothing under any name; none says
+/// how to give one.
+#[cfg(unix)] // 7z and Info-ZIP, which a Windows build under Wine cannot start
+#[test]
+fn encrypted_zips_from_7zip_and_infozip() {
+    let t = tempdir();
+    let src = t.join("src");
+    for (name, data) in [("b.txt", "two"), ("d/a.txt", "secret"), ("d/e/c.bin", "x")] {
+        fs::create_dir_all(src.join(name).parent().unwrap()).unwrap();
+        fs::write(src.join(name), data.repeat(1000)).unwrap();
+    }
+    let aes = t.join("aes.zip");
+    let mut a = osv!["a", "-tzip", "-phunter2", "-mem=AES256", &aes];
+    a.push(".".into());
+    run_tool("7z", &a, Some(&src));
+    let legacy = t.join("zipcrypto.zip");
+    run_tool(
+        "zip",
+        &osv!["-qr", "-P", "hunter2", &legacy, "."],
+        Some(&src),
+    );
+    let names = ["b.txt", "d/a.txt", "d/e/c.bin"];
+    for archive in [&aes, &legacy] {
+        let what = archive.file_name().unwrap().to_string_lossy().into_owned();
+        let out = t.join(format!("{what}-flag"));
+        let r = extract(archive, &out, &["--password", "hunter2"]);
+        assert_eq!(r.code(), 0, "{what}: {}", r.dump());
+        assert_same_tree(&src, &out, &Compare::content_only(), &what);
+
+        let out = t.join(format!("{what}-env"));
+        let r = run_fastwrite_env(
+            &osv!["extract", archive, "-o", &out],
+            &[("FASTWRITE_PASSWORD", "hunter2")],
+        );
+        assert_eq!(r.code(), 0, "{what}: {}", r.dump());
+        assert_same_tree(&src, &out, &Compare::content_only(), &what);
+
+        let out = t.join(format!("{what}-wrong"));
+        let r = extract(archive, &out, &["--password", "wrong horse"]);
+        assert_eq!(r.code(), 1, "{what}: {}", r.dump());
+        for name in names {
+            assert!(
+                r.stderr
+                    .lines()
+                    .any(|l| l.starts_with(&format!("fastwrite: '{name}': "))),
+                "{what}: {name} is not named\n{}",
+                r.dump()
+            );
+        }
+        assert!(r.stderr.contains("wrong password"), "{what}: {}", r.dump());
+        let left: Vec<_> = scan_tree(&out)
+            .into_iter()
+            .filter(|(_, m)| m.kind == Kind::File)
+            .collect();
+        assert!(left.is_empty(), "{what}: files left: {left:?}");
+
+        let out = t.join(format!("{what}-none"));
+        let r = extract(archive, &out, &[]);
+        assert_eq!(r.code(), 1, "{what}: {}", r.dump());
+        assert!(
+            r.stderr
+                .contains("encrypted: give its password with --password"),
+            "{}",
+            r.dump()
+        );
+
+        // Through a pipe, read by its local headers: the same (7-Zip's AES entries have their
+        // sizes in their local headers), and without the password each entry fails and is
+        // passed over. Info-ZIP puts ZipCrypto entries' sizes after their data, which a stream
+        // reader cannot follow for encrypted data: refused, asking for a file.
+        let piped = t.join(format!("{what}-pipe"));
+        let args = osv!["extract", "-", "-o", &piped, "--password", "hunter2"];
+        let r = run_fastwrite_piped(&args, archive);
+        if archive == &legacy {
+            assert_eq!(r.code(), 1, "{what}: {}", r.dump());
+            assert!(
+                r.stderr.contains("save the zip to a file first"),
+                "{}",
+                r.dump()
+            );
+            continue;
+        }
+        assert_eq!(r.code(), 0, "{what}: {}", r.dump());
+        assert_same_tree(
+            &src,
+            &piped,
+            &Compare::content_only(),
+            &format!("{what} piped"),
+        );
+        let piped = t.join(format!("{what}-pipe-none"));
+        let r = run_fastwrite_piped(&osv!["extract", "-", "-o", &piped], archive);
+        assert_eq!(r.code(), 1, "{what}: {}", r.dump());
+        for name in names {
+            assert!(
+                r.stderr
+                    .contains(&format!("'{name}': encrypted: give its password")),
+                "{what}: {name}\n{}",
+                r.dump()
+            );
+        }
+    }
+}
+
+/// A zip through a pipe (`curl ... | fastwrite extract - -o out`), read by its local headers:
+/// the same tree as from the file, Unix modes and symlinks included (from the central
+/// directory, applied at the end), and the same as `bsdtar -xf -`. Made by Info-ZIP (sizes in
+/// the local headers) and by Python writing to a stream it cannot seek (data descriptors).
+#[cfg(unix)] // Info-ZIP, python3 and bsdtar, which a Windows build under Wine cannot start
+#[test]
+fn a_zip_through_a_pipe_is_the_zip_from_its_file() {
+    let t = tempdir();
+    let src = t.join("src");
+    fs::create_dir(&src).unwrap();
+    project_tree(&src);
+    let info = t.join("info.zip");
+    infozip_dir(&src, &info, &[]);
+    let streamed = t.join("streamed.zip");
+    let script = "import io, os, sys, zipfile\nclass Pipe(io.RawIOBase):\n def __init__(s, f): s.f = f\n def writable(s): return True\n def write(s, b): return s.f.write(b)\nwith open(sys.argv[1], 'wb') as raw, zipfile.ZipFile(Pipe(raw), 'w', zipfile.ZIP_DEFLATED) as z:\n for d, ds, fs in sorted(os.walk(sys.argv[2])):\n  ds.sort()\n  for f in sorted(fs):\n   p = os.path.join(d, f)\n   if not os.path.islink(p): z.write(p, os.path.relpath(p, sys.argv[2]))";
+    run_tool("python3", &osv!["-c", script, &streamed, &src], None);
+    let descriptors = fs::read(&streamed).unwrap();
+    assert_eq!(descriptors[6] & 8, 8, "Python wrote data descriptors");
+    for archive in [&info, &streamed] {
+        let what = archive.file_name().unwrap().to_string_lossy().into_owned();
+        let from_file = t.join(format!("{what}-file"));
+        assert_eq!(extract(archive, &from_file, &[]).code(), 0);
+        let piped = t.join(format!("{what}-pipe"));
+        let r = run_fastwrite_piped(&osv!["extract", "-", "-o", &piped], archive);
+        assert_eq!(r.code(), 0, "{what}: {}", r.dump());
+        let compare = Compare {
+            hardlinks: false,
+            // Python stores no folders: each run makes them, at its own time.
+            dir_mtimes: what == "info.zip",
+            ..Compare::strict()
+        };
+        assert_same_tree(
+            &from_file,
+            &piped,
+            &compare,
+            &format!("{what}: pipe vs file"),
+        );
+        let bsd = t.join(format!("{what}-bsdtar"));
+        fs::create_dir(&bsd).unwrap();
+        let mut cmd = std::process::Command::new("bsdtar");
+        cmd.args(["-xpf", "-", "-C"]).arg(&bsd);
+        let r = run_command_with_stdin(
+            cmd,
+            std::process::Stdio::from(fs::File::open(archive).unwrap()),
+        );
+        assert!(r.status.success(), "{}", r.dump());
+        assert_same_tree(
+            &bsd,
+            &piped,
+            &compare,
+            &format!("{what}: pipe vs bsdtar -xf -"),
+        );
+    }
+    // Selection and stripping work on a pipe too.
+    let some = t.join("some");
+    let r = run_fastwrite_piped(
+        &osv![
+            "extract",
+            "-",
+            "-o",
+            &some,
+            "project-1.2/docs",
+            "--strip-components",
+            "1"
+        ],
+        &info,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert_eq!(fs::read_to_string(some.join("docs/a.md")).unwrap(), "a");
+    assert!(!some.join("README.md").exists() && !some.join("src").exists());
+}
+
+/// A symlink in a piped zip is a file until the central directory says it is a link; one
+/// pointing out of OUT is then refused, and nothing of it is left.
+#[cfg(unix)] // python3
+#[test]
+fn a_piped_zip_symlink_out_of_the_output_is_refused() {
+    let t = tempdir();
+    let archive = t.join("evil.zip");
+    let script = "import sys, zipfile\nwith zipfile.ZipFile(sys.argv[1], 'w') as z:\n i = zipfile.ZipInfo('escape'); i.create_system = 3; i.external_attr = 0o120777 << 16\n z.writestr(i, '../../outside')\n j = zipfile.ZipInfo('fine'); j.create_system = 3; j.external_attr = 0o120777 << 16\n z.writestr(j, 'ok.txt')\n z.writestr('ok.txt', 'ok')";
+    run_tool("python3", &osv!["-c", script, &archive], None);
+    let out = t.join("out");
+    let r = run_fastwrite_piped(&osv!["extract", "-", "-o", &out], &archive);
+    assert_eq!(r.code(), 1, "{}", r.dump());
+    assert!(r.stderr.contains("'escape': refused"), "{}", r.dump());
+    assert!(
+        fs::symlink_metadata(out.join("escape")).is_err(),
+        "nothing left of it"
+    );
+    assert_eq!(
+        fs::read_link(out.join("fine")).unwrap(),
+        Path::new("ok.txt")
+    );
+    assert_eq!(fs::read_to_string(out.join("fine")).unwrap(), "ok");
+}
+
+/// On a terminal, an encrypted zip without a password asks for one, without echo (through a
+/// pseudo-terminal made by Python's `pty`): the right answer extracts it.
+#[cfg(unix)] // python3's pty, and zip
+#[test]
+fn the_password_prompt_asks_on_a_terminal() {
+    let t = tempdir();
+    let src = t.join("src");
+    fs::create_dir(&src).unwrap();
+    fs::write(src.join("secret.txt"), "inside").unwrap();
+    let archive = t.join("secret.zip");
+    run_tool(
+        "zip",
+        &osv!["-q", "-P", "hunter2", &archive, "secret.txt"],
+        Some(&src),
+    );
+    let out = t.join("out");
+    // Runs fastwrite on a pty, answers the prompt once it shows, prints what the pty showed.
+    let script = r#"
+import os, pty, sys, termios, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:2] + ["extract", sys.argv[2], "-o", sys.argv[3], "-q"])
+seen, answered, deadline = b"", False, time.time() + 30
+while time.time() < deadline:
+    try:
+        chunk = os.read(fd, 1024)
+    except OSError:
+        break
+    if not chunk:
+        break
+    seen += chunk
+    if not answered and b"password:" in seen:
+        # Typed once the terminal stops echoing, as a person would be slower than that.
+        while termios.tcgetattr(fd)[3] & termios.ECHO and time.time() < deadline:
+            time.sleep(0.01)
+        os.write(fd, b"hunter2\n"); answered = True
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(seen.decode(errors="replace"))
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+    let r = run_tool("python3", &osv!["-c", script, BIN, &archive, &out], None);
+    assert!(
+        r.stdout.contains("the zip is encrypted; password:"),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        !r.stdout.contains("hunter2"),
+        "the password was echoed\n{}",
+        r.dump()
+    );
+    assert_eq!(
+        fs::read_to_string(out.join("secret.txt")).unwrap(),
+        "inside"
+    );
+}

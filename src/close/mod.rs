@@ -24,7 +24,7 @@ use anyhow::Context;
 
 use crate::error::{Error, ErrorKind, Failures};
 use crate::options::{CloseMode, Options};
-use crate::platform;
+use crate::platform::{self, Root};
 use pool::ClosePool;
 
 /// Closes one handle and says whether that worked: the seam where tests make closing slow or
@@ -57,7 +57,8 @@ impl Closer for SystemCloser {
 pub(crate) enum Finalize {
     /// It was written under its final name.
     Keep,
-    /// It was written under a temporary name (in the same directory) to be renamed into place.
+    /// It was written under a temporary name (in the same directory) to be renamed into place,
+    /// at this path under the output folder.
     RenameTo(PathBuf),
 }
 
@@ -65,16 +66,17 @@ pub(crate) enum Finalize {
 #[derive(Debug)]
 pub(crate) struct CloseJob {
     pub file: File,
-    /// Where the handle's file is on disk now.
+    /// Where the handle's file is now, under the output folder.
     pub path: PathBuf,
     /// The entry's name, for messages.
     pub name: PathBuf,
     pub finalize: Finalize,
 }
 
-/// Closes the job's handle and completes its file. On failure the file is removed, so a file
-/// whose content may not have reached the disk never stays under its final name.
-fn complete(job: CloseJob, closer: &dyn Closer) -> Result<(), Error> {
+/// Closes the job's handle and completes its file under the output folder `root`. On failure
+/// the file is removed, so a file whose content may not have reached the disk never stays
+/// under its final name.
+fn complete(job: CloseJob, closer: &dyn Closer, root: &Root) -> Result<(), Error> {
     let CloseJob {
         file,
         path,
@@ -83,20 +85,20 @@ fn complete(job: CloseJob, closer: &dyn Closer) -> Result<(), Error> {
     } = job;
     let result = closer
         .close(file, &path)
-        .with_context(|| format!("closing '{}'", path.display()))
+        .with_context(|| format!("closing '{}'", root.path().join(&path).display()))
         .and_then(|()| match &finalize {
             Finalize::Keep => Ok(()),
-            Finalize::RenameTo(dest) => platform::replace(&path, dest).with_context(|| {
+            Finalize::RenameTo(dest) => root.rename(&path, dest).with_context(|| {
                 format!(
                     "renaming '{}' into place as '{}'",
-                    path.display(),
-                    dest.display()
+                    root.path().join(&path).display(),
+                    root.path().join(dest).display()
                 )
             }),
         });
     result.map_err(|error| {
         // Best effort: the failure is what gets reported, whether or not the removal works.
-        let _ = std::fs::remove_file(&path);
+        let _ = root.remove_file(&path);
         Error::new(name, ErrorKind::Close, error)
     })
 }
@@ -123,9 +125,15 @@ impl CloseTally {
     }
 
     /// Closes one job on the calling thread, counting it; a failure goes to `failures` now.
-    fn close(&mut self, job: CloseJob, closer: &dyn Closer, failures: &Failures) -> Duration {
+    fn close(
+        &mut self,
+        job: CloseJob,
+        closer: &dyn Closer,
+        root: &Root,
+        failures: &Failures,
+    ) -> Duration {
         let start = Instant::now();
-        let result = complete(job, closer);
+        let result = complete(job, closer, root);
         let took = start.elapsed();
         self.busy += took;
         self.closed += 1;
@@ -174,12 +182,14 @@ fn queue_bound(close: CloseMode) -> usize {
 /// The most close threads `auto` may start within the open-file limit: each has a handle in
 /// its hands and one waiting in the queue (the queue's bound is the thread count); each writer
 /// holds a source, its unsent batch, and may take the queue past its bound by a batch less one;
-/// with room for everything else the process has open.
+/// with room for everything else the process has open (64, and the folders the directory stage
+/// holds open).
 fn within_open_file_limit(max_threads: usize, writers: usize) -> usize {
     match platform::open_file_limit() {
         Some(limit) => {
             let per_writer = 1 + 2 * CLOSE_BATCH;
-            let spare = (limit as usize).saturating_sub(64 + per_writer * writers) / 2;
+            let others = 64 + crate::engine::OPEN_DIRS;
+            let spare = (limit as usize).saturating_sub(others + per_writer * writers) / 2;
             max_threads.min(spare).max(1)
         }
         None => max_threads,
@@ -203,6 +213,8 @@ pub(crate) struct WriterClose {
 /// result.
 pub(crate) struct CloseStage {
     closer: Arc<dyn Closer>,
+    /// The output folder, where closed files are renamed into place or removed.
+    root: Arc<Root>,
     /// Threads that write (and so hand files over): Little's law's arrival side.
     writers: usize,
     bound: usize,
@@ -228,6 +240,7 @@ impl CloseStage {
     pub(crate) fn new(
         opts: &Options,
         closer: Arc<dyn Closer>,
+        root: Arc<Root>,
         failures: Arc<Failures>,
     ) -> anyhow::Result<CloseStage> {
         // Closes take milliseconds on Windows and with fsync: auto defers from the start
@@ -247,13 +260,19 @@ impl CloseStage {
         let bound = queue_bound(opts.close);
         let pool = OnceLock::new();
         if start {
-            let started =
-                ClosePool::new(threads, bound, Arc::clone(&closer), Arc::clone(&failures))
-                    .context("cannot start the close threads")?;
+            let started = ClosePool::new(
+                threads,
+                bound,
+                Arc::clone(&closer),
+                Arc::clone(&root),
+                Arc::clone(&failures),
+            )
+            .context("cannot start the close threads")?;
             let _ = pool.set(Some(started));
         }
         Ok(CloseStage {
             closer,
+            root,
             writers: opts.threads.max(1),
             bound,
             pool,
@@ -316,7 +335,7 @@ impl CloseStage {
 
     fn close_inline(&self, job: CloseJob) -> Duration {
         let start = Instant::now();
-        let result = complete(job, self.closer.as_ref());
+        let result = complete(job, self.closer.as_ref(), &self.root);
         let took = start.elapsed();
         if let Err(failure) = result {
             self.inline_failed.fetch_add(1, Ordering::Relaxed);
@@ -358,6 +377,7 @@ impl CloseStage {
                 threads.min(8),
                 self.bound,
                 Arc::clone(&self.closer),
+                Arc::clone(&self.root),
                 Arc::clone(&self.failures),
             )
             .ok()
@@ -433,17 +453,17 @@ mod tests {
             }
         }
         let dir = tempfile::tempdir().unwrap();
+        let root = Root::open(dir.path()).unwrap();
         let failures = Failures::default();
         let mut tally = CloseTally::default();
         for (tmp, dest) in [("good.tmp", "good"), ("bad.tmp", "bad")] {
-            let path = dir.path().join(tmp);
             let job = CloseJob {
-                file: File::create(&path).unwrap(),
-                path,
+                file: File::create(dir.path().join(tmp)).unwrap(),
+                path: tmp.into(),
                 name: tmp.into(),
-                finalize: Finalize::RenameTo(dir.path().join(dest)),
+                finalize: Finalize::RenameTo(dest.into()),
             };
-            tally.close(job, &FailBad, &failures);
+            tally.close(job, &FailBad, &root, &failures);
         }
         assert!(dir.path().join("good").exists());
         assert!(!dir.path().join("good.tmp").exists());
@@ -458,17 +478,18 @@ mod tests {
     #[test]
     fn system_closer_closes_and_syncs() {
         let dir = tempfile::tempdir().unwrap();
+        let root = Root::open(dir.path()).unwrap();
         let failures = Failures::default();
         let mut tally = CloseTally::default();
         for fsync in [false, true] {
-            let path = dir.path().join(format!("f{fsync}"));
+            let path = PathBuf::from(format!("f{fsync}"));
             let job = CloseJob {
-                file: File::create(&path).unwrap(),
+                file: File::create(dir.path().join(&path)).unwrap(),
                 name: path.clone(),
                 path,
                 finalize: Finalize::Keep,
             };
-            tally.close(job, &SystemCloser { fsync }, &failures);
+            tally.close(job, &SystemCloser { fsync }, &root, &failures);
         }
         assert_eq!((tally.closed, tally.failed), (2, 0));
         assert!(failures.take().is_empty());

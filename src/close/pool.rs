@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use super::{CloseJob, CloseTally, Closer, SLOW_CLOSE};
 use crate::error::{Error, ErrorKind, Failures};
+use crate::platform::Root;
 use crate::queue::Queue;
 
 /// Closes done by the pool so far and the time they took, shared with whoever sizes the pool.
@@ -44,6 +45,7 @@ pub(crate) struct ClosePool {
     /// Threads started, for `grow_to` (a lock-free read on the writers' path).
     started: AtomicUsize,
     closer: Arc<dyn Closer>,
+    root: Arc<Root>,
     measured: Arc<Measured>,
     failures: Arc<Failures>,
     /// Closes that had to be done by the submitter because every pool thread had gone.
@@ -57,6 +59,7 @@ impl ClosePool {
         threads: usize,
         bound: usize,
         closer: Arc<dyn Closer>,
+        root: Arc<Root>,
         failures: Arc<Failures>,
     ) -> io::Result<ClosePool> {
         let pool = ClosePool {
@@ -64,6 +67,7 @@ impl ClosePool {
             threads: Mutex::new(Vec::new()),
             started: AtomicUsize::new(0),
             closer,
+            root,
             measured: Arc::default(),
             failures,
             orphans: Default::default(),
@@ -84,9 +88,10 @@ impl ClosePool {
         }
         let mut handles = self.threads.lock().unwrap_or_else(|e| e.into_inner());
         while handles.len() < threads {
-            let (q, closer, measured, failures) = (
+            let (q, closer, root, measured, failures) = (
                 Arc::clone(&self.queue),
                 Arc::clone(&self.closer),
+                Arc::clone(&self.root),
                 Arc::clone(&self.measured),
                 Arc::clone(&self.failures),
             );
@@ -109,7 +114,8 @@ impl ClosePool {
                         _ => q.pop(),
                     };
                     while let Some(job) = next() {
-                        let took = tally.close(job, closer.as_ref(), &failures).as_nanos() as u64;
+                        let took = tally.close(job, closer.as_ref(), &root, &failures);
+                        let took = took.as_nanos() as u64;
                         measured.nanos.fetch_add(took, Ordering::Relaxed);
                         measured.closes.fetch_add(1, Ordering::Relaxed);
                     }
@@ -145,7 +151,7 @@ impl ClosePool {
             // Only possible if every close thread died; the closes must still happen and count.
             let mut orphans = self.orphans.lock().unwrap_or_else(|e| e.into_inner());
             for job in batch.drain(..) {
-                orphans.close(job, self.closer.as_ref(), &self.failures);
+                orphans.close(job, self.closer.as_ref(), &self.root, &self.failures);
             }
         }
     }
@@ -234,14 +240,17 @@ mod tests {
     }
 
     fn job(dir: &std::path::Path, name: &str) -> CloseJob {
-        let path = dir.join(name);
-        let file = File::create(&path).unwrap();
+        let file = File::create(dir.join(name)).unwrap();
         CloseJob {
             file,
-            path,
+            path: name.into(),
             name: name.into(),
             finalize: Finalize::Keep,
         }
+    }
+
+    fn root(dir: &Path) -> Arc<Root> {
+        Arc::new(Root::open(dir).unwrap())
     }
 
     #[test]
@@ -249,7 +258,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let failures = Arc::new(Failures::default());
         let closer = FakeCloser::new(1, &["f3", "f7"]);
-        let pool = ClosePool::new(3, 4, closer.clone(), failures.clone()).unwrap();
+        let pool =
+            ClosePool::new(3, 4, closer.clone(), root(dir.path()), failures.clone()).unwrap();
         for i in 0..5 {
             let batch = (0..2).map(|j| job(dir.path(), &format!("f{}", i * 2 + j)));
             pool.submit(&mut batch.collect());
@@ -276,7 +286,8 @@ mod tests {
         let failures = Arc::new(Failures::default());
         let closer = FakeCloser::new(5, &[]);
         let (bound, batch) = (2, 3);
-        let pool = ClosePool::new(2, bound, closer.clone(), failures.clone()).unwrap();
+        let pool =
+            ClosePool::new(2, bound, closer.clone(), root(dir.path()), failures.clone()).unwrap();
         for i in 0..20 {
             pool.submit(
                 &mut (0..batch)
@@ -302,7 +313,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let failures = Arc::new(Failures::default());
         let closer = FakeCloser::new(20, &[]);
-        let pool = ClosePool::new(4, 16, closer.clone(), failures.clone()).unwrap();
+        let pool =
+            ClosePool::new(4, 16, closer.clone(), root(dir.path()), failures.clone()).unwrap();
         for i in 0..8 {
             pool.submit(&mut vec![job(dir.path(), &format!("f{i}"))]);
         }
@@ -316,7 +328,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let failures = Arc::new(Failures::default());
         let closer = FakeCloser::new(20, &[]);
-        let pool = ClosePool::new(4, 16, closer.clone(), failures.clone()).unwrap();
+        let pool =
+            ClosePool::new(4, 16, closer.clone(), root(dir.path()), failures.clone()).unwrap();
         pool.submit(&mut (0..4).map(|i| job(dir.path(), &format!("f{i}"))).collect());
         let tally = pool.finish();
         assert_eq!(tally.closed, 4);
@@ -329,7 +342,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let failures = Arc::new(Failures::default());
         let closer = FakeCloser::new(2, &["f7"]);
-        let pool = ClosePool::new(1, 8, closer.clone(), failures.clone()).unwrap();
+        let pool =
+            ClosePool::new(1, 8, closer.clone(), root(dir.path()), failures.clone()).unwrap();
         for i in 0..6 {
             pool.submit(&mut vec![job(dir.path(), &format!("f{i}"))]);
         }

@@ -10,13 +10,14 @@
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use rayon::prelude::*;
 
 use crate::options::Overwrite;
+use crate::platform::{FileKind, OpenDir, Root};
 
 /// What the directory stage knows about directories under the output folder.
 #[derive(Default)]
@@ -32,7 +33,13 @@ pub(super) struct DirState {
     pub busy: Duration,
     /// Every ready directory, parents first (for `fsync`).
     pub order: Vec<PathBuf>,
+    /// Folders held open to make their subfolders in (see [`Dirs::parent`]).
+    open: HashMap<PathBuf, Arc<OpenDir>>,
 }
+
+/// Folders held open at most (then all are let go): the subfolders of one folder are usually
+/// made close together, and each held folder is a descriptor.
+pub(crate) const OPEN_DIRS: usize = 128;
 
 impl DirState {
     /// Why `dir` could not be made: its own reason or an ancestor's, with the one that failed.
@@ -56,15 +63,15 @@ impl DirState {
 }
 
 pub(super) struct Dirs {
-    root: PathBuf,
+    root: Arc<Root>,
     overwrite: Overwrite,
     state: Mutex<DirState>,
 }
 
 impl Dirs {
-    pub fn new(root: &Path, overwrite: Overwrite) -> Dirs {
+    pub fn new(root: Arc<Root>, overwrite: Overwrite) -> Dirs {
         Dirs {
-            root: root.to_path_buf(),
+            root,
             overwrite,
             state: Mutex::default(),
         }
@@ -181,27 +188,63 @@ impl Dirs {
         }
     }
 
+    /// The folder `dir`, held open to make subfolders in: a folder is opened once for all
+    /// of its subfolders (while it stays among the last [`OPEN_DIRS`] opened), not once for
+    /// each, and never through a symlink. A folder moved elsewhere during the run (by another
+    /// program) still gets the subfolders asked for in it, there: never anything through a
+    /// symlink, and files go by their whole path from the root (see `platform::Root`).
+    fn parent(&self, dir: &Path) -> std::io::Result<Arc<OpenDir>> {
+        if let Some(open) = self.lock().open.get(dir) {
+            return Ok(Arc::clone(open));
+        }
+        // Opened with no lock held; two writers racing for the same folder both open it, and
+        // one of the two is closed at once.
+        let opened = Arc::new(self.root.open_dir(dir)?);
+        let mut state = self.lock();
+        if state.open.len() >= OPEN_DIRS {
+            state.open.clear();
+        }
+        Ok(Arc::clone(
+            state.open.entry(dir.to_path_buf()).or_insert(opened),
+        ))
+    }
+
     /// Creates one directory whose parent exists. Ok(false) if a real directory is already there.
     fn create_one(&self, rel: &Path) -> anyhow::Result<bool> {
-        let path = self.root.join(rel);
-        match std::fs::create_dir(&path) {
+        let path = || self.root.path().join(rel);
+        let parent = match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) => Some(self.parent(parent).with_context(|| {
+                format!(
+                    "opening directory '{}'",
+                    self.root.path().join(parent).display()
+                )
+            })?),
+            None => None,
+        };
+        let name = rel.file_name().unwrap_or_default();
+        let made = match &parent {
+            Some(dir) => dir.create_dir(name),
+            None => self.root.create_dir(rel),
+        };
+        match made {
             Ok(()) => return Ok(true),
             Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
-                return Err(e).with_context(|| format!("creating directory '{}'", path.display()));
+                return Err(e)
+                    .with_context(|| format!("creating directory '{}'", path().display()));
             }
             Err(_) => {}
         }
-        let meta = path
-            .symlink_metadata()
-            .with_context(|| format!("inspecting '{}'", path.display()))?;
-        if meta.is_dir() {
-            return Ok(false);
-        }
-        let what = if meta.file_type().is_symlink() {
-            "a symlink"
-        } else {
-            "a file"
+        let kind = match &parent {
+            Some(dir) => dir.kind(name),
+            None => self.root.kind(rel),
         };
+        let kind = kind.with_context(|| format!("inspecting '{}'", path().display()))?;
+        let what = match kind {
+            FileKind::Dir => return Ok(false),
+            FileKind::Symlink => "a symlink",
+            _ => "a file",
+        };
+        let path = path();
         if self.overwrite != Overwrite::Replace {
             bail!(
                 "'{}' is {what}, not a directory (it is never followed; use --overwrite to replace it)",
@@ -209,9 +252,11 @@ impl Dirs {
             );
         }
         // Removing a symlink removes the link itself, never what it points to.
-        std::fs::remove_file(&path)
+        self.root
+            .remove_file(rel)
             .with_context(|| format!("removing {what} '{}' to replace it", path.display()))?;
-        std::fs::create_dir(&path)
+        self.root
+            .create_dir(rel)
             .with_context(|| format!("creating directory '{}'", path.display()))?;
         Ok(true)
     }

@@ -19,7 +19,7 @@ use crate::close::{CloseJob, Finalize, WriterClose};
 use crate::error::{Error, ErrorKind, Tag};
 use crate::options::Overwrite;
 use crate::plan::Entry;
-use crate::platform;
+use crate::platform::{self, FileKind};
 
 /// Files are copied through a per-writer buffer of this size: a smaller file takes one read and
 /// one write; a larger one is streamed in chunks of this size and never held whole.
@@ -65,7 +65,8 @@ const PUBLISH_EVERY: u64 = 16;
 /// A file created for an entry and not yet handed over.
 pub(crate) struct OpenFile {
     pub file: File,
-    /// Where it is on disk now (a temporary name when it replaces something).
+    /// Where it is on disk now, under the output folder (a temporary name when it replaces
+    /// something).
     pub path: PathBuf,
     finalize: Finalize,
     mode: u32,
@@ -118,18 +119,19 @@ impl Engine {
     fn open(&self, entry: &Entry) -> Result<Option<OpenFile>, Error> {
         let started = Instant::now();
         let mode = self.file_mode(entry);
-        let dest = self.under_root(&entry.path);
+        let dest = &entry.path;
         if entry.replaces {
             // A later copy of a path this run wrote: it waits under a temporary name until
             // every close is done, then takes the path (see `Engine::move_later_copies`).
-            let temp = self.temp_path(&dest);
-            let file = platform::create_new(&temp, mode)
-                .with_context(|| format!("creating '{}'", temp.display()))
+            let temp = self.temp_path(dest);
+            let file = self
+                .tree
+                .create_new(&temp, mode)
+                .with_context(|| format!("creating '{}'", self.full(&temp).display()))
                 .tag(&entry.name, ErrorKind::Write)?;
             super::lock(&self.deferred).renames.push(super::Rename {
                 order: entry.index,
                 temp: temp.clone(),
-                dest,
                 path: entry.path.clone(),
                 name: entry.name.clone(),
             });
@@ -141,12 +143,12 @@ impl Engine {
                 started,
             }));
         }
-        let err = match platform::create_new(&dest, mode) {
+        let err = match self.tree.create_new(dest, mode) {
             Ok(file) => {
                 self.note_created(&entry.path);
                 return Ok(Some(OpenFile {
                     file,
-                    path: dest,
+                    path: dest.clone(),
                     finalize: Finalize::Keep,
                     mode,
                     started,
@@ -156,10 +158,10 @@ impl Engine {
         };
         let fail = |kind, error: anyhow::Error| Err(Error::new(&entry.name, kind, error));
         if err.kind() != io::ErrorKind::AlreadyExists {
-            let error = anyhow!(err).context(format!("creating '{}'", dest.display()));
+            let error = anyhow!(err).context(format!("creating '{}'", self.full(dest).display()));
             return fail(ErrorKind::Write, error);
         }
-        let is_dir = dest.symlink_metadata().is_ok_and(|m| m.is_dir());
+        let is_dir = self.tree.kind(dest).is_ok_and(|k| k == FileKind::Dir);
         match self.opts.overwrite {
             Overwrite::Skip => {
                 self.skipped.fetch_add(1, Ordering::Relaxed);
@@ -167,19 +169,24 @@ impl Engine {
             }
             _ if is_dir => fail(
                 ErrorKind::AlreadyExists,
-                anyhow!("a directory is in the way at '{}'", dest.display()),
+                anyhow!(
+                    "a directory is in the way at '{}'",
+                    self.full(dest).display()
+                ),
             ),
-            Overwrite::Refuse => fail(ErrorKind::AlreadyExists, already_exists(&dest)),
+            Overwrite::Refuse => fail(ErrorKind::AlreadyExists, already_exists(&self.full(dest))),
             Overwrite::Replace => {
                 self.note_created(&entry.path);
-                let temp = self.temp_path(&dest);
-                let file = platform::create_new(&temp, mode)
-                    .with_context(|| format!("creating '{}'", temp.display()))
+                let temp = self.temp_path(dest);
+                let file = self
+                    .tree
+                    .create_new(&temp, mode)
+                    .with_context(|| format!("creating '{}'", self.full(&temp).display()))
                     .tag(&entry.name, ErrorKind::Write)?;
                 Ok(Some(OpenFile {
                     file,
                     path: temp,
-                    finalize: Finalize::RenameTo(dest),
+                    finalize: Finalize::RenameTo(dest.clone()),
                     mode,
                     started,
                 }))
@@ -198,12 +205,13 @@ impl Engine {
     ) -> Result<(), Error> {
         let set = || -> anyhow::Result<()> {
             if let Some(mtime) = entry.mtime {
-                open.file
-                    .set_modified(mtime)
-                    .with_context(|| format!("setting the mtime of '{}'", open.path.display()))?;
+                open.file.set_modified(mtime).with_context(|| {
+                    format!("setting the mtime of '{}'", self.full(&open.path).display())
+                })?;
             }
-            platform::fix_mode(&open.file, open.mode, self.umask)
-                .with_context(|| format!("setting the mode of '{}'", open.path.display()))
+            platform::fix_mode(&open.file, open.mode, self.umask).with_context(|| {
+                format!("setting the mode of '{}'", self.full(&open.path).display())
+            })
         };
         if let Err(error) = set() {
             let error = Error::new(&entry.name, ErrorKind::Metadata, error);
@@ -235,7 +243,7 @@ impl Engine {
         self.write_nanos
             .fetch_add(super::nanos(open.started.elapsed()), Ordering::Relaxed);
         drop(open.file);
-        let _ = std::fs::remove_file(&open.path);
+        let _ = self.tree.remove_file(&open.path);
     }
 
     /// Hands the closes a writer still holds to the close stage, and adds its counts to the
@@ -285,7 +293,7 @@ impl Engine {
                     ));
                 }
                 out.write(data)
-                    .with_context(|| format!("writing '{}'", path.display()))
+                    .with_context(|| format!("writing '{}'", self.full(path).display()))
                     .tag(&entry.name, ErrorKind::Write)?;
                 self.reporter.bytes_written(entry.size);
                 entry.size
@@ -295,7 +303,7 @@ impl Engine {
                 let fast = self
                     .copier
                     .copy(src, out.file, entry.size, entry.sparse)
-                    .with_context(|| format!("copying into '{}'", path.display()))
+                    .with_context(|| format!("copying into '{}'", self.full(path).display()))
                     .tag(&entry.name, ErrorKind::Write)?;
                 if fast {
                     self.reporter.bytes_written(entry.size);
@@ -306,7 +314,7 @@ impl Engine {
             }
         };
         out.finish(written)
-            .with_context(|| format!("writing '{}'", path.display()))
+            .with_context(|| format!("writing '{}'", self.full(path).display()))
             .tag(&entry.name, ErrorKind::Write)?;
         Ok(written)
     }
@@ -346,7 +354,7 @@ impl Engine {
                 )));
             }
             out.write(buf)
-                .with_context(|| format!("writing '{}'", path.display()))
+                .with_context(|| format!("writing '{}'", self.full(path).display()))
                 .tag(&entry.name, ErrorKind::Write)?;
             self.reporter.bytes_written(n as u64);
         }

@@ -12,21 +12,22 @@ use super::{Engine, already_exists};
 use crate::error::{Error, ErrorKind, Tag};
 use crate::options::Overwrite;
 use crate::plan::Entry;
-use crate::platform;
+use crate::platform::FileKind;
 
 impl Engine {
-    /// Creates a link at the entry's path with `make`, honouring the overwrite policy (a
-    /// replacement is made under a temporary name and renamed over). False: skipped.
+    /// Creates a link at the entry's path with `make` (given a path relative to the output
+    /// folder), honouring the overwrite policy (a replacement is made under a temporary name
+    /// and renamed over). False: skipped.
     fn place_link(
         &self,
         entry: &Entry,
         make: impl Fn(&Path) -> io::Result<()>,
     ) -> Result<bool, Error> {
-        let dest = self.root.join(&entry.path);
-        let err = match make(&dest) {
+        let err = match make(&entry.path) {
             Ok(()) => return Ok(true),
             Err(err) => err,
         };
+        let dest = self.full(&entry.path);
         if err.kind() != io::ErrorKind::AlreadyExists {
             return Err(err)
                 .with_context(|| format!("creating '{}'", dest.display()))
@@ -44,13 +45,14 @@ impl Engine {
             }
             Overwrite::Skip => Ok(false),
             Overwrite::Replace => {
-                let temp = self.temp_path(&dest);
+                let temp = self.temp_path(&entry.path);
                 make(&temp)
-                    .with_context(|| format!("creating '{}'", temp.display()))
+                    .with_context(|| format!("creating '{}'", self.full(&temp).display()))
                     .tag(&entry.name, ErrorKind::Link)?;
-                platform::replace(&temp, &dest)
+                self.tree
+                    .rename(&temp, &entry.path)
                     .map_err(|e| {
-                        let _ = std::fs::remove_file(&temp);
+                        let _ = self.tree.remove_file(&temp);
                         anyhow::Error::new(e).context(format!("replacing '{}'", dest.display()))
                     })
                     .tag(&entry.name, ErrorKind::Link)?;
@@ -61,21 +63,24 @@ impl Engine {
 
     /// False: skipped.
     pub(super) fn create_symlink(&self, entry: &Entry, target: &Path) -> Result<bool, Error> {
-        if !self.place_link(entry, |at| platform::symlink(target, at))? {
+        if !self.place_link(entry, |at| self.tree.symlink(target, at))? {
             return Ok(false);
         }
         if let Some(mtime) = entry.mtime {
-            let dest = self.root.join(&entry.path);
-            platform::set_path_mtime(&dest, mtime)
-                .with_context(|| format!("setting the mtime of symlink '{}'", dest.display()))
+            self.tree
+                .set_metadata(&entry.path, None, Some(mtime))
+                .with_context(|| {
+                    let dest = self.full(&entry.path);
+                    format!("setting the mtime of symlink '{}'", dest.display())
+                })
                 .tag(&entry.name, ErrorKind::Metadata)?;
         }
         Ok(true)
     }
 
     /// A hard link may only name a regular file under the output folder, reached through
-    /// directories this run has checked are real (never through a symlink: `link(2)` follows
-    /// symlinks in the middle of a path). False: skipped.
+    /// directories this run has checked are real (and never through a symlink: every
+    /// operation under the output folder refuses one on the way). False: skipped.
     pub(super) fn create_hardlink(&self, entry: &Entry, target: &Path) -> Result<bool, Error> {
         let refuse = || {
             Error::new(
@@ -91,19 +96,13 @@ impl Engine {
             Some(parent) => self.dirs.lock().ready.contains(parent),
             None => true,
         };
-        if !through_real_dirs {
+        if !through_real_dirs || self.tree.kind(target).ok() != Some(FileKind::File) {
             return Err(refuse());
         }
-        let original = self.root.join(target);
-        match original.symlink_metadata() {
-            Ok(meta) if meta.is_file() => {}
-            _ => return Err(refuse()),
-        }
-        self.place_link(entry, |at| std::fs::hard_link(&original, at))
+        self.place_link(entry, |at| self.tree.hard_link(target, at))
     }
 
     pub(super) fn apply_dir_metadata(&self, entry: &Entry) -> Result<(), Error> {
-        let path = self.root.join(&entry.path);
         // A directory this run made already has the usual mode (0o777 less the umask): most
         // do, and a chmod per directory is worth saving.
         let made_with = |mode: u32| {
@@ -115,24 +114,26 @@ impl Engine {
             .mode
             .map(|m| self.opts.mode_bits(m))
             .filter(|&m| !made_with(m));
-        set_path_metadata(&path, mode, entry.mtime).tag(&entry.name, ErrorKind::Metadata)
+        self.set_metadata(&entry.path, mode, entry.mtime)
+            .tag(&entry.name, ErrorKind::Metadata)
     }
-}
 
-/// Sets a mode and an mtime on an existing path, by path, never following a final symlink's
-/// mtime (directories, symlinks, and files a mirror updates in place).
-pub(crate) fn set_path_metadata(
-    path: &Path,
-    mode: Option<u32>,
-    mtime: Option<SystemTime>,
-) -> anyhow::Result<()> {
-    if let Some(mode) = mode {
-        platform::set_path_mode(path, mode)
-            .with_context(|| format!("setting the mode of '{}'", path.display()))?;
+    /// Sets a mode and an mtime on an existing path under the output folder, never following
+    /// a symlink (directories, symlinks, and files a mirror updates in place).
+    pub(crate) fn set_metadata(
+        &self,
+        rel: &Path,
+        mode: Option<u32>,
+        mtime: Option<SystemTime>,
+    ) -> anyhow::Result<()> {
+        let what = match (mode, mtime) {
+            (Some(_), Some(_)) => "the mode and mtime",
+            (Some(_), None) => "the mode",
+            (None, Some(_)) => "the mtime",
+            (None, None) => return Ok(()),
+        };
+        self.tree
+            .set_metadata(rel, mode, mtime)
+            .with_context(|| format!("setting {what} of '{}'", self.full(rel).display()))
     }
-    if let Some(mtime) = mtime {
-        platform::set_path_mtime(path, mtime)
-            .with_context(|| format!("setting the mtime of '{}'", path.display()))?;
-    }
-    Ok(())
 }

@@ -36,8 +36,8 @@ use crate::platform;
 use crate::progress::{Reporter, Silent};
 use crate::report::Report;
 
+pub(crate) use dirs::OPEN_DIRS;
 pub(crate) use files::{CHUNK, Content, OpenFile, Writer, WriterState, cancelled};
-pub(crate) use links::set_path_metadata;
 
 /// The write stage's threads for a source: a rayon pool of its own (`-j`), named for profilers.
 pub(crate) fn writer_pool(opts: &Options) -> anyhow::Result<rayon::ThreadPool> {
@@ -66,6 +66,9 @@ pub(crate) fn run<T>(
 
 pub(crate) struct Engine {
     root: PathBuf,
+    /// The output folder, held open: everything under it is made through this (see
+    /// `platform::Root`).
+    tree: Arc<platform::Root>,
     opts: Options,
     reporter: Arc<dyn Reporter>,
     umask: u32,
@@ -116,8 +119,8 @@ struct Deferred {
 struct Rename {
     /// The entry's place in the source (its `index`): the last one wins.
     order: usize,
+    /// Both relative to the output folder: the temporary name, and the entry's path.
     temp: PathBuf,
-    dest: PathBuf,
     /// The entry's relative path and name, to check and to report it.
     path: PathBuf,
     name: String,
@@ -158,16 +161,20 @@ impl Engine {
                     .with_context(|| format!("cannot use output folder '{}'", root.display()));
             }
         };
+        let tree = platform::Root::open(root)
+            .with_context(|| format!("cannot use output folder '{}'", root.display()))?;
+        let tree = Arc::new(tree);
         let failures = Arc::new(Failures::default());
-        let close = CloseStage::new(opts, closer, Arc::clone(&failures))?;
+        let close = CloseStage::new(opts, closer, Arc::clone(&tree), Arc::clone(&failures))?;
         Ok(Engine {
             root: root.to_path_buf(),
             opts: opts.clone(),
             reporter: opts.progress.clone().unwrap_or_else(|| Arc::new(Silent)),
             umask: platform::current_umask(),
             fresh,
-            plain_mkdir: !platform::is_setgid_dir(root),
-            dirs: dirs::Dirs::new(root, opts.overwrite),
+            plain_mkdir: !tree.is_setgid(),
+            dirs: dirs::Dirs::new(Arc::clone(&tree), opts.overwrite),
+            tree,
             close,
             failures,
             deferred: Mutex::default(),
@@ -191,6 +198,11 @@ impl Engine {
     /// The output folder.
     pub(crate) fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The output folder, held open: what a source changes there itself goes through it.
+    pub(crate) fn tree(&self) -> &platform::Root {
+        &self.tree
     }
 
     pub(crate) fn reporter(&self) -> &dyn Reporter {
@@ -359,14 +371,13 @@ impl Engine {
         if self.fresh || self.opts.overwrite == Overwrite::Replace || entry.replaces {
             return false;
         }
-        let dest = self.root.join(&entry.path);
-        if dest.symlink_metadata().is_err() {
+        if self.tree.kind(&entry.path).is_err() {
             return false;
         }
         if self.opts.overwrite == Overwrite::Skip {
             self.skipped.fetch_add(1, Ordering::Relaxed);
         } else {
-            let error = already_exists(&dest);
+            let error = already_exists(&self.full(&entry.path));
             self.record(Error::new(&entry.name, ErrorKind::AlreadyExists, error));
         }
         true
@@ -388,27 +399,12 @@ impl Engine {
         }
     }
 
-    /// `root.join(rel)` for a validated relative path, in one allocation (`join` parses both
-    /// paths, and this runs for every file).
-    fn under_root(&self, rel: &Path) -> PathBuf {
-        if cfg!(windows) {
-            // Drive-relative roots (`C:`) and verbatim prefixes: `join` knows them.
-            return self.root.join(rel);
-        }
-        let root = self.root.as_os_str();
-        let mut full = std::ffi::OsString::with_capacity(root.len() + 1 + rel.as_os_str().len());
-        full.push(root);
-        let ends_with_separator = root
-            .as_encoded_bytes()
-            .last()
-            .is_some_and(|&b| b.is_ascii() && std::path::is_separator(char::from(b)));
-        if !ends_with_separator && !root.is_empty() {
-            full.push(std::path::MAIN_SEPARATOR_STR);
-        }
-        full.push(rel);
-        PathBuf::from(full)
+    /// Where a path under the output folder is, for messages.
+    fn full(&self, rel: &Path) -> PathBuf {
+        self.root.join(rel)
     }
 
+    /// A temporary name beside `dest` (both relative to the output folder).
     fn temp_path(&self, dest: &Path) -> PathBuf {
         let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
         let name = dest.file_name().unwrap_or_default().to_string_lossy();
@@ -478,6 +474,7 @@ impl Engine {
 
         let Engine {
             root,
+            tree,
             opts,
             reporter,
             dirs,
@@ -495,10 +492,9 @@ impl Engine {
         if opts.fsync {
             let top = PathBuf::new();
             for dir in made_dirs.order.iter().rev().chain(std::iter::once(&top)) {
-                let path = root.join(dir);
-                if let Err(error) = platform::sync_dir(&path) {
+                if let Err(error) = tree.sync_dir(dir) {
                     let error = anyhow::Error::new(error)
-                        .context(format!("syncing directory '{}'", path.display()));
+                        .context(format!("syncing directory '{}'", root.join(dir).display()));
                     failures.push(Error::new(dir, ErrorKind::Close, error));
                 }
             }
@@ -534,34 +530,34 @@ impl Engine {
         renames.sort_by_key(|r| r.order);
         let cancelled = self.cancelled();
         for rename in renames {
-            if rename.temp.symlink_metadata().is_err() {
+            if self.tree.kind(&rename.temp).is_err() {
                 continue;
             }
             if cancelled {
-                let _ = platform::remove_file(&rename.temp);
+                let _ = self.tree.remove_file(&rename.temp);
                 continue;
             }
-            let in_place = rename.dest.symlink_metadata().ok();
+            let dest = self.full(&rename.path);
+            let in_place = self.tree.kind(&rename.path).ok();
             if in_place.is_some() && !self.ours(&rename.path) {
-                let _ = platform::remove_file(&rename.temp);
+                let _ = self.tree.remove_file(&rename.temp);
                 if self.opts.overwrite == Overwrite::Skip {
                     *self.skipped.get_mut() += 1;
                     continue;
                 }
-                let error = already_exists(&rename.dest);
+                let error = already_exists(&dest);
                 self.failures
                     .push(Error::new(&rename.name, ErrorKind::AlreadyExists, error));
                 continue;
             }
-            if in_place.as_ref().is_some_and(|m| m.is_dir()) {
-                let _ = platform::remove_file(&rename.temp);
-                let error =
-                    anyhow::anyhow!("a directory is in the way at '{}'", rename.dest.display());
+            if in_place == Some(platform::FileKind::Dir) {
+                let _ = self.tree.remove_file(&rename.temp);
+                let error = anyhow::anyhow!("a directory is in the way at '{}'", dest.display());
                 self.failures
                     .push(Error::new(&rename.name, ErrorKind::AlreadyExists, error));
                 continue;
             }
-            match platform::replace(&rename.temp, &rename.dest) {
+            match self.tree.rename(&rename.temp, &rename.path) {
                 // The earlier copy's file is gone: one file fewer in the output.
                 Ok(()) if in_place.is_some() => {
                     let files = self.files.get_mut();
@@ -569,11 +565,9 @@ impl Engine {
                 }
                 Ok(()) => {}
                 Err(e) => {
-                    let _ = platform::remove_file(&rename.temp);
-                    let error = anyhow::Error::new(e).context(format!(
-                        "moving the later copy into '{}'",
-                        rename.dest.display()
-                    ));
+                    let _ = self.tree.remove_file(&rename.temp);
+                    let error = anyhow::Error::new(e)
+                        .context(format!("moving the later copy into '{}'", dest.display()));
                     self.failures
                         .push(Error::new(&rename.name, ErrorKind::Write, error));
                 }
@@ -749,24 +743,17 @@ mod tests {
     }
 
     #[test]
-    fn the_quick_path_operations_agree_with_std() {
-        let dir = tempfile::tempdir().unwrap();
-        let opts = Options::default();
-        for root in [dir.path().to_path_buf(), dir.path().join("sub/")] {
-            let engine =
-                Engine::new(&root, &opts, Arc::new(SystemCloser { fsync: false })).unwrap();
-            for name in [
-                "a",
-                "a/b",
-                "dir/sub/file.txt",
-                "x\\y",
-                "caf\u{e9}/\u{1f600}.txt",
-            ] {
-                let rel = crate::plan::safe_relative_path(name).unwrap();
-                assert_eq!(engine.under_root(&rel), root.join(&rel), "{name}");
-                let parent = rel.parent().unwrap().as_os_str().as_encoded_bytes();
-                assert_eq!(files::parent_bytes(&rel), parent, "{name}");
-            }
+    fn the_quick_parent_agrees_with_std() {
+        for name in [
+            "a",
+            "a/b",
+            "dir/sub/file.txt",
+            "x\\y",
+            "caf\u{e9}/\u{1f600}.txt",
+        ] {
+            let rel = crate::plan::safe_relative_path(name).unwrap();
+            let parent = rel.parent().unwrap().as_os_str().as_encoded_bytes();
+            assert_eq!(files::parent_bytes(&rel), parent, "{name}");
         }
     }
 

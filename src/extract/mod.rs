@@ -5,18 +5,22 @@
 //! uses, so every format gets the same safety rules, overwrite policy, close stage and report.
 
 mod limits;
+pub(crate) mod list;
+mod select;
+mod single;
 mod tar;
 mod zip;
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, bail};
 
 use crate::options::Options;
 use crate::report::Report;
+use select::Chooser;
 
 /// What the first bytes of an input say it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,8 +64,9 @@ fn is_tar_header(head: &[u8]) -> bool {
 }
 
 /// Extracts `archive` into the folder `out` (created if missing): a zip, or a tar plain or
-/// compressed (gzip, zstd, xz, bzip2), recognised by its content; `-` reads a tar stream from
-/// standard input.
+/// compressed (gzip, zstd, xz, bzip2), recognised by its content, or a single compressed file
+/// (written as one file, see [`Options::file_name`]); `-` reads standard input, where a zip
+/// is read by its local headers.
 ///
 /// An `Err` means the run could not start (the command line's exit code 2): the archive is
 /// missing, unreadable or unrecognised, or `out` cannot be made. Otherwise every entry that
@@ -81,10 +86,75 @@ pub fn extract(archive: &Path, out: &Path, opts: &Options) -> anyhow::Result<Rep
 }
 
 fn extract_any(archive: &Path, out: &Path, opts: &Options) -> anyhow::Result<Report> {
-    if archive == Path::new("-") {
-        return extract_stream(std::io::stdin(), "standard input", out, opts);
+    let chooser = Chooser::new(&opts.select)?;
+    let mut report = read_any(archive, out, opts, &chooser)?;
+    if !opts.cancel.is_cancelled() {
+        // As GNU tar does: after everything else is written, each pattern that matched
+        // nothing is named, and the run fails.
+        report.failures.extend(chooser.unmatched());
     }
+    Ok(report)
+}
 
+fn read_any(
+    archive: &Path,
+    out: &Path,
+    opts: &Options,
+    chooser: &Chooser,
+) -> anyhow::Result<Report> {
+    match open(archive)? {
+        Input::Zip { file } => zip::extract(archive, file, out, opts, chooser),
+        Input::Tar { decoded, label } => tar::extract(decoded, &label, out, opts, chooser),
+        Input::ZipStream { input, label } => {
+            zip::stream::extract(input, &label, out, opts, chooser)
+        }
+        Input::Single {
+            decoded,
+            format,
+            gzip,
+            path,
+        } => {
+            let name =
+                single::file_name(opts.file_name.as_deref(), &gzip, path.as_deref(), format)?;
+            // The gzip header's mtime, else the input file's, as the tools keep it.
+            let mtime = gzip.mtime.or_else(|| {
+                path.and_then(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+            });
+            single::extract(decoded, &name, mtime, out, opts)
+        }
+    }
+}
+
+/// An archive opened and recognised.
+enum Input {
+    /// A zip, read from its end (so only from a file).
+    Zip { file: File },
+    /// A tar, decompressed if it was compressed, read as a stream; `label` names it in
+    /// messages.
+    Tar {
+        decoded: Box<dyn Read + Send>,
+        label: String,
+    },
+    /// A zip from a pipe or standard input, read by its local headers.
+    ZipStream {
+        input: Box<dyn BufRead + Send>,
+        label: String,
+    },
+    /// A single compressed file, not an archive (`notes.txt.gz`).
+    Single {
+        decoded: Box<dyn Read + Send>,
+        format: Format,
+        gzip: single::GzipHeader,
+        /// The input's path (`None`: standard input).
+        path: Option<PathBuf>,
+    },
+}
+
+/// Opens `archive` (`-`: standard input) and tells what it is by its content.
+fn open(archive: &Path) -> anyhow::Result<Input> {
+    if archive == Path::new("-") {
+        return open_stream(std::io::stdin(), "standard input".to_string(), None);
+    }
     let mut file = File::open(archive)
         .with_context(|| format!("cannot open archive '{}'", archive.display()))?;
     let regular = file.metadata().is_ok_and(|m| m.is_file());
@@ -92,7 +162,7 @@ fn extract_any(archive: &Path, out: &Path, opts: &Options) -> anyhow::Result<Rep
         // A pipe (`<(curl ...)`, a FIFO) cannot be rewound after its format is told, nor read
         // from its end: it is read as a stream, like standard input.
         let label = format!("'{}'", archive.display());
-        return extract_stream(file, &label, out, opts);
+        return open_stream(file, label, Some(archive));
     }
     let mut head = Vec::with_capacity(512);
     (&mut file)
@@ -105,37 +175,83 @@ fn extract_any(archive: &Path, out: &Path, opts: &Options) -> anyhow::Result<Rep
     match detect(&head) {
         // Anything unrecognised may still be a zip with a prefix (a self-extracting archive):
         // the zip reader finds the central directory from the end, or says it is not a zip.
-        Some(Format::Zip) | None => zip::extract(archive, file, out, opts),
-        Some(format) => {
+        Some(Format::Zip) | None => Ok(Input::Zip { file }),
+        Some(_) => {
             std::io::Seek::rewind(&mut file)
                 .with_context(|| format!("cannot read archive '{}'", archive.display()))?;
-            let input = BufReader::with_capacity(INPUT_BUFFER, file);
-            let label = archive.display().to_string();
-            tar::extract(Box::new(input), format, &label, out, opts)
+            open_stream(file, archive.display().to_string(), Some(archive))
         }
     }
 }
 
-/// Extracts a tar stream (plain or compressed) that can be read only once, from its start:
-/// standard input, a pipe. `label` names it in messages.
-fn extract_stream(
+/// A stream (plain or compressed) read once, from its start: a tar, or a single compressed
+/// file. `label` names it in messages; `path` is the input's, if it has one.
+fn open_stream(
     input: impl Read + Send + 'static,
-    label: &str,
-    out: &Path,
-    opts: &Options,
-) -> anyhow::Result<Report> {
+    label: String,
+    path: Option<&Path>,
+) -> anyhow::Result<Input> {
     let mut input = BufReader::with_capacity(INPUT_BUFFER, input);
     let head = input
         .fill_buf()
         .with_context(|| format!("cannot read {label}"))?;
-    match detect(head) {
+    let format = match detect(head) {
         _ if head.is_empty() => bail!("{label} is empty, not an archive"),
-        Some(Format::Zip) => bail!(
-            "{label} holds a zip archive, which must be read from its end: save it to a file first"
-        ),
-        Some(format) => tar::extract(Box::new(input), format, label, out, opts),
-        None => bail!("{label} is not a tar stream (plain, gzip, zstd, xz or bzip2)"),
+        Some(Format::Zip) => {
+            return Ok(Input::ZipStream {
+                input: Box::new(input),
+                label,
+            });
+        }
+        Some(Format::Tar) => {
+            return Ok(Input::Tar {
+                decoded: Box::new(input),
+                label,
+            });
+        }
+        Some(format) => format,
+        None => bail!("{label} is not a zip or a tar stream (plain, gzip, zstd, xz or bzip2)"),
+    };
+    let gzip = single::gzip_header(head);
+    let mut decoded = tar::decoder(format, Box::new(input));
+    if path.is_some_and(named_like_a_tar) {
+        // The name says tar: read as one, so that damage is reported as a damaged archive.
+        return Ok(Input::Tar { decoded, label });
     }
+    // Otherwise the first block of what is inside tells a tar (its header's checksum) from a
+    // single file.
+    let mut start = Vec::with_capacity(512);
+    (&mut decoded)
+        .take(512)
+        .read_to_end(&mut start)
+        .with_context(|| format!("cannot decompress {label}"))?;
+    let tar = match start.get(..512) {
+        // A block of zeros: an empty tar from a pipe, a file of zeros by its name.
+        Some(block) if block.iter().all(|&b| b == 0) => path.is_none(),
+        Some(block) => tar::checksum_ok(block),
+        None => false,
+    };
+    let decoded: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(start).chain(decoded));
+    Ok(if tar {
+        Input::Tar { decoded, label }
+    } else {
+        Input::Single {
+            decoded,
+            format,
+            gzip,
+            path: path.map(Path::to_path_buf),
+        }
+    })
+}
+
+/// Whether a name says "compressed tar" (`.tar.gz`, `.tgz`, ...): then a stream that starts
+/// with a block of zeros is an empty tar, not a file of zeros.
+fn named_like_a_tar(path: &Path) -> bool {
+    let name = path.to_string_lossy().to_ascii_lowercase();
+    name.contains(".tar.")
+        || [".tgz", ".taz", ".tbz", ".tbz2", ".txz", ".tzst"]
+            .iter()
+            .any(|s| name.ends_with(s))
 }
 
 /// A tar reader over `input` decoded as `format` (for the fuzz targets).
@@ -153,7 +269,12 @@ pub(crate) fn zip_plan(
     archive: &mut ::zip::ZipArchive<std::io::Cursor<&[u8]>>,
     bytes: &[u8],
 ) -> anyhow::Result<crate::plan::Plan> {
-    zip::build_plan(archive, bytes)
+    zip::build_plan(
+        archive,
+        bytes,
+        &Chooser::everything(),
+        &mut zip::Password::none(),
+    )
 }
 
 /// Reads of a streamed archive are this large: one system call per MiB.

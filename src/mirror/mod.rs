@@ -18,7 +18,6 @@
 //! Ownership is not copied (the copy belongs to whoever runs it); permission bits are, setuid
 //! and setgid included, as `cp -a` and `rsync -a` do for a tree one owns.
 
-mod exclude;
 mod walk;
 
 use std::fs;
@@ -37,7 +36,7 @@ use crate::plan::{Entry, EntryKind, Plan};
 use crate::platform;
 use crate::report::{MirrorCounts, Report};
 
-use exclude::Exclude;
+use crate::patterns::Patterns;
 use walk::{Action, Found, Walk};
 
 /// Makes `dst` an exact copy of the contents of `src`, like `rsync -a src/ dst/`: files, modes,
@@ -67,7 +66,7 @@ pub fn mirror(
     if mopts.hard_links && platform::file_identity(&root_meta).is_none() {
         bail!("--hard-links is not supported on this platform (no file identities)");
     }
-    let exclude = Exclude::new(&mopts.excludes)?;
+    let exclude = Patterns::new(&mopts.excludes, "--exclude")?;
     let walk = || Walk {
         src,
         dst,
@@ -103,7 +102,15 @@ pub fn mirror(
         // The root's mode and mtime last: making links and directories at the end of the run
         // changes its mtime.
         if let Some(root) = applied.root
-            && let Err(error) = set_metadata(dst, &root, opts)
+            && let Err(error) = platform::Root::open(dst)
+                .and_then(|tree| {
+                    tree.set_metadata(
+                        Path::new(""),
+                        root.mode.map(|m| opts.mode_bits(m)),
+                        root.mtime,
+                    )
+                })
+                .with_context(|| format!("setting the mode and mtime of '{}'", dst.display()))
         {
             report
                 .failures
@@ -261,14 +268,16 @@ pub(crate) fn copy_file(
     }
 }
 
-/// Renames `from` to `to`, which differ only in case, through a temporary name: a direct
-/// rename is a no-op on some systems (Wine, some network file systems), which see one name.
-fn rename_case(from: &Path, to: &Path) -> io::Result<()> {
+/// Renames `from` to `to` (under the destination), which differ only in case, through a
+/// temporary name: a direct rename is a no-op on some systems (Wine, some network file
+/// systems), which see one name.
+fn rename_case(tree: &platform::Root, from: &Path, to: &Path) -> io::Result<()> {
     let mut temp = to.as_os_str().to_owned();
     temp.push(format!(".fastwrite-case-{}", std::process::id()));
-    fs::rename(from, &temp)?;
-    fs::rename(&temp, to).inspect_err(|_| {
-        let _ = fs::rename(&temp, from);
+    let temp = PathBuf::from(temp);
+    tree.rename(from, &temp)?;
+    tree.rename(&temp, to).inspect_err(|_| {
+        let _ = tree.rename(&temp, from);
     })
 }
 
@@ -314,7 +323,7 @@ fn apply(
     let updated = AtomicU64::new(0);
     let mut failures = Vec::new();
     for (from, to) in renames {
-        match rename_case(&dst.join(&from), &dst.join(&to)) {
+        match rename_case(engine.tree(), &from, &to) {
             Ok(()) => {
                 updated.fetch_add(1, Ordering::Relaxed);
             }
@@ -338,11 +347,11 @@ fn apply(
                 return None;
             }
             let path = dst.join(rel);
-            // remove_dir_all removes a symlink as a link and never follows one out.
+            // Symlinks are removed as links, never followed, on the way or inside.
             let removed = if *dir {
-                fs::remove_dir_all(&path)
+                engine.tree().remove_tree(rel)
             } else {
-                platform::remove_file(&path)
+                engine.tree().remove_file(rel)
             };
             match removed {
                 Ok(()) => {
@@ -377,8 +386,8 @@ fn apply(
     );
 
     updates.par_iter().for_each(|entry| {
-        let path = dst.join(&entry.path);
-        match set_metadata(&path, entry, opts) {
+        let mode = entry.mode.map(|m| opts.mode_bits(m));
+        match engine.set_metadata(&entry.path, mode, entry.mtime) {
             Ok(()) => {
                 updated.fetch_add(1, Ordering::Relaxed);
             }
@@ -392,9 +401,4 @@ fn apply(
         updated: updated.into_inner(),
         deleted: deleted.into_inner(),
     }
-}
-
-/// Sets what an entry records of mode and mtime on an existing path.
-fn set_metadata(path: &Path, entry: &Entry, opts: &Options) -> anyhow::Result<()> {
-    engine::set_path_metadata(path, entry.mode.map(|m| opts.mode_bits(m)), entry.mtime)
 }

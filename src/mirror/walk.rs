@@ -16,11 +16,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::anyhow;
 
-use super::exclude::Exclude;
 use crate::cancel::Cancel;
 use crate::engine::Engine;
 use crate::error::{Error, ErrorKind};
 use crate::options::MirrorOptions;
+use crate::patterns::Patterns;
 use crate::plan::{self, Entry, EntryKind};
 use crate::platform::{self, FileIdentity};
 
@@ -187,7 +187,7 @@ pub struct Walk<'a> {
     pub src: &'a Path,
     pub dst: &'a Path,
     pub opts: &'a MirrorOptions,
-    pub exclude: &'a Exclude,
+    pub exclude: &'a Patterns,
     pub cancel: &'a Cancel,
     /// Copy new files right away, directory by directory, with this engine (a fresh
     /// destination).
@@ -365,7 +365,7 @@ impl Walk<'_> {
                         && let Some(old) = spelled_otherwise(theirs, &mut folded, &name)
                         && !self
                             .exclude
-                            .excludes(&rel.join(&name), e.file_type().is_ok_and(|t| t.is_dir()))
+                            .matches(&rel.join(&name), e.file_type().is_ok_and(|t| t.is_dir()))
                     {
                         theirs_entry = theirs.remove(&old);
                         local.actions.push(Action::Rename {
@@ -383,7 +383,7 @@ impl Walk<'_> {
                     for (name, e) in extra {
                         let path = rel.join(name);
                         let dir = e.file_type().is_ok_and(|t| t.is_dir());
-                        if self.opts.delete && !self.exclude.excludes(&path, dir) {
+                        if self.opts.delete && !self.exclude.matches(&path, dir) {
                             local.actions.push(Action::Delete {
                                 path,
                                 dir,
@@ -491,7 +491,7 @@ impl Walk<'_> {
             };
         }
         let is_dir = meta.is_dir();
-        if self.exclude.excludes(&rel, is_dir) {
+        if self.exclude.matches(&rel, is_dir) {
             return false;
         }
         let dst_path = self.dst.join(&rel);

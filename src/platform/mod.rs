@@ -7,6 +7,10 @@
 mod unix;
 #[cfg(unix)]
 pub use unix::*;
+#[cfg(unix)]
+mod unix_root;
+#[cfg(unix)]
+pub use unix_root::{OpenDir, Root};
 
 #[cfg(windows)]
 mod windows;
@@ -20,4 +24,13 @@ pub struct FileIdentity {
     pub ino: u64,
     /// How many names the file has.
     pub links: u64,
+}
+
+/// What a path names, its last name not followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Dir,
+    File,
+    Symlink,
+    Other,
 }

@@ -20,17 +20,6 @@ pub fn current_umask() -> u32 {
     }
 }
 
-/// Creates a new file for writing; fails if anything (even a dangling symlink) has the name.
-/// `mode` is applied at creation, so a file is never readable by others in between; a separate
-/// chmod is needed only for bits the umask removes (see [`fix_mode`]).
-pub fn create_new(path: &Path, mode: u32) -> io::Result<File> {
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(path)
-}
-
 /// Gives an open file exactly `mode` when the umask took bits away at creation.
 pub fn fix_mode(file: &File, mode: u32, umask: u32) -> io::Result<()> {
     if mode & umask != 0 {
@@ -39,14 +28,10 @@ pub fn fix_mode(file: &File, mode: u32, umask: u32) -> io::Result<()> {
     Ok(())
 }
 
-/// Sets the mtime of a path without following a final symlink (directories and symlinks, which
-/// are done after their content, by path: one system call, no open).
-pub fn set_path_mtime(path: &Path, mtime: SystemTime) -> io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
-    // In i128: a time from an archive may be as far from 1970 as an i64 of seconds reaches,
-    // where negating or borrowing a second would overflow i64.
+/// A point in time as `utimensat` takes it. In i128 on the way: a time from an archive may be
+/// as far from 1970 as an i64 of seconds reaches, where negating or borrowing a second would
+/// overflow i64.
+pub(super) fn timespec(mtime: SystemTime) -> io::Result<libc::timespec> {
     let nanos: i128 = match mtime.duration_since(UNIX_EPOCH) {
         Ok(d) => d.as_nanos() as i128,
         Err(e) => -(e.duration().as_nanos() as i128),
@@ -57,34 +42,11 @@ pub fn set_path_mtime(path: &Path, mtime: SystemTime) -> io::Result<()> {
             "the mtime is beyond what this system can store",
         )
     })?;
-    let nsec = nanos.rem_euclid(1_000_000_000);
-    let omit = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: libc::UTIME_OMIT,
-    };
     // SAFETY: an all-zero timespec is valid; its fields are set below.
-    let mut modified: libc::timespec = unsafe { std::mem::zeroed() };
-    modified.tv_sec = sec;
-    modified.tv_nsec = nsec as _;
-    let times = [omit, modified];
-    // SAFETY: `c_path` is a valid C string and `times` holds two timespecs, as required.
-    let rc = unsafe {
-        libc::utimensat(
-            libc::AT_FDCWD,
-            c_path.as_ptr(),
-            times.as_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-pub fn set_path_mode(path: &Path, mode: u32) -> io::Result<()> {
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+    let mut time: libc::timespec = unsafe { std::mem::zeroed() };
+    time.tv_sec = sec;
+    time.tv_nsec = nanos.rem_euclid(1_000_000_000) as _;
+    Ok(time)
 }
 
 /// Closes the handle and returns what close(2) said, which `File`'s drop throws away.
@@ -98,15 +60,6 @@ pub fn close(file: File) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
-}
-
-/// Makes a directory's entries durable.
-pub fn sync_dir(path: &Path) -> io::Result<()> {
-    File::open(path)?.sync_all()
-}
-
-pub fn symlink(target: &Path, link: &Path) -> io::Result<()> {
-    std::os::unix::fs::symlink(target, link)
 }
 
 /// Names every Unix filesystem can hold; nothing more to check here.
@@ -275,22 +228,6 @@ pub fn is_unsupported(err: &io::Error) -> bool {
     ) || err.kind() == io::ErrorKind::Unsupported
 }
 
-/// Whether new subdirectories of `dir` inherit its setgid bit (and so differ from a plain
-/// mkdir's mode).
-pub fn is_setgid_dir(dir: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(dir).map_or(true, |m| m.mode() & 0o2000 != 0)
-}
-
-/// Renames `from` over `to` (the directory's permissions decide, not the file's).
-pub fn replace(from: &Path, to: &Path) -> io::Result<()> {
-    std::fs::rename(from, to)
-}
-
-pub fn remove_file(path: &Path) -> io::Result<()> {
-    std::fs::remove_file(path)
-}
-
 /// Raises the soft limit on open files to the hard limit (at most 65,536; macOS refuses more
 /// than `OPEN_MAX`, 10,240): the close pool keeps hundreds of handles in flight where closes
 /// are slow, and macOS starts programs with a soft limit of 256.
@@ -351,7 +288,9 @@ mod tests {
     fn mtimes_at_the_ends_of_the_range_do_not_overflow() {
         let dir = tempfile::tempdir().unwrap();
         let before = UNIX_EPOCH - Duration::new(1_000, 250_000_000);
-        set_path_mtime(dir.path(), before).unwrap();
+        let root = crate::platform::Root::open(dir.path()).unwrap();
+        let set = |mtime| root.set_metadata(Path::new(""), None, Some(mtime));
+        set(before).unwrap();
         let got = std::fs::symlink_metadata(dir.path())
             .unwrap()
             .modified()
@@ -370,7 +309,7 @@ mod tests {
         .into_iter()
         .flatten()
         {
-            let _ = set_path_mtime(dir.path(), far);
+            let _ = set(far);
         }
     }
 }

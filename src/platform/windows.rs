@@ -4,21 +4,17 @@
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::windows::io::IntoRawHandle;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use windows_sys::Win32::Foundation::{CloseHandle, FILETIME, SYSTEMTIME};
 
-use super::FileIdentity;
+use super::{FileIdentity, FileKind};
 use windows_sys::Win32::System::Time::{SystemTimeToFileTime, TzSpecificLocalTimeToSystemTime};
 
 /// Windows has no umask.
 pub fn current_umask() -> u32 {
     0
-}
-
-pub fn create_new(path: &Path, _mode: u32) -> io::Result<File> {
-    OpenOptions::new().write(true).create_new(true).open(path)
 }
 
 /// Windows keeps only "read-only"; it is applied once the content is written, because a
@@ -33,7 +29,7 @@ pub fn fix_mode(file: &File, mode: u32, _umask: u32) -> io::Result<()> {
 }
 
 /// Sets the mtime of a directory or symlink (never following the link).
-pub fn set_path_mtime(path: &Path, mtime: SystemTime) -> io::Result<()> {
+fn set_path_mtime(path: &Path, mtime: SystemTime) -> io::Result<()> {
     use std::os::windows::fs::OpenOptionsExt;
     use windows_sys::Win32::Storage::FileSystem::{
         FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, FILE_WRITE_ATTRIBUTES,
@@ -46,10 +42,146 @@ pub fn set_path_mtime(path: &Path, mtime: SystemTime) -> io::Result<()> {
     close(file)
 }
 
-pub fn set_path_mode(path: &Path, mode: u32) -> io::Result<()> {
+fn set_path_mode(path: &Path, mode: u32) -> io::Result<()> {
     let mut perms = std::fs::metadata(path)?.permissions();
     perms.set_readonly(mode & 0o222 == 0);
     std::fs::set_permissions(path, perms)
+}
+
+/// The output folder, Windows: every operation goes by full path. Win32 has no `openat`; a
+/// folder of the output swapped for a junction or symlink during a run is followed there (see
+/// `docs/security.md`). Long paths work: std gives paths over `MAX_PATH` the `\\?\` prefix.
+#[derive(Debug)]
+pub struct Root {
+    path: PathBuf,
+}
+
+impl Root {
+    pub fn open(path: &Path) -> io::Result<Root> {
+        if !std::fs::metadata(path)?.is_dir() {
+            return Err(io::Error::from(io::ErrorKind::NotADirectory));
+        }
+        Ok(Root {
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn at(&self, rel: &Path) -> PathBuf {
+        self.path.join(rel)
+    }
+
+    /// Creates a new file for writing; fails if anything has the name. Modes are applied
+    /// after writing (see [`fix_mode`]).
+    pub fn create_new(&self, rel: &Path, _mode: u32) -> io::Result<File> {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(self.at(rel))
+    }
+
+    pub fn create_dir(&self, rel: &Path) -> io::Result<()> {
+        std::fs::create_dir(self.at(rel))
+    }
+
+    /// The folder at `rel`, to make things in by name.
+    pub fn open_dir(&self, rel: &Path) -> io::Result<OpenDir> {
+        Ok(OpenDir(self.at(rel)))
+    }
+
+    pub fn kind(&self, rel: &Path) -> io::Result<FileKind> {
+        kind_of(&self.at(rel))
+    }
+
+    /// Removes a file or a symlink, even a read-only file.
+    pub fn remove_file(&self, rel: &Path) -> io::Result<()> {
+        let path = self.at(rel);
+        match self.kind(rel) {
+            // A directory symlink is removed as a directory, never what it points to.
+            Ok(FileKind::Symlink) if path.is_dir() => std::fs::remove_dir(&path),
+            _ => remove_file(&path),
+        }
+    }
+
+    /// Removes a folder and everything in it (a symlink or junction found inside is removed
+    /// as a link, by std's `remove_dir_all`).
+    pub fn remove_tree(&self, rel: &Path) -> io::Result<()> {
+        match self.kind(rel)? {
+            FileKind::Dir => std::fs::remove_dir_all(self.at(rel)),
+            _ => self.remove_file(rel),
+        }
+    }
+
+    /// Renames `from` over `to`, even if `to` is a read-only file.
+    pub fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        replace(&self.at(from), &self.at(to))
+    }
+
+    pub fn symlink(&self, target: &Path, rel: &Path) -> io::Result<()> {
+        symlink(target, &self.at(rel))
+    }
+
+    pub fn hard_link(&self, original: &Path, rel: &Path) -> io::Result<()> {
+        std::fs::hard_link(self.at(original), self.at(rel))
+    }
+
+    /// Sets "read-only" and the mtime, never following a symlink for the mtime.
+    pub fn set_metadata(
+        &self,
+        rel: &Path,
+        mode: Option<u32>,
+        mtime: Option<SystemTime>,
+    ) -> io::Result<()> {
+        let path = self.at(rel);
+        if let Some(mode) = mode {
+            set_path_mode(&path, mode)?;
+        }
+        match mtime {
+            Some(mtime) => set_path_mtime(&path, mtime),
+            None => Ok(()),
+        }
+    }
+
+    /// Windows has no setgid bit to inherit.
+    pub fn is_setgid(&self) -> bool {
+        false
+    }
+
+    /// Windows cannot flush a directory through an ordinary handle; NTFS journals the
+    /// directory changes themselves, and each file's content is flushed before its close.
+    pub fn sync_dir(&self, _rel: &Path) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A folder below the root, by path (see [`Root::open_dir`]).
+#[derive(Debug)]
+pub struct OpenDir(PathBuf);
+
+impl OpenDir {
+    pub fn create_dir(&self, name: &std::ffi::OsStr) -> io::Result<()> {
+        std::fs::create_dir(self.0.join(name))
+    }
+
+    pub fn kind(&self, name: &std::ffi::OsStr) -> io::Result<FileKind> {
+        kind_of(&self.0.join(name))
+    }
+}
+
+fn kind_of(path: &Path) -> io::Result<FileKind> {
+    let kind = std::fs::symlink_metadata(path)?.file_type();
+    Ok(if kind.is_symlink() {
+        FileKind::Symlink
+    } else if kind.is_dir() {
+        FileKind::Dir
+    } else if kind.is_file() {
+        FileKind::File
+    } else {
+        FileKind::Other
+    })
 }
 
 /// Closes the handle and returns what CloseHandle said, which `File`'s drop throws away.
@@ -88,23 +220,17 @@ fn despite_read_only(path: &Path, op: impl Fn() -> io::Result<()>) -> io::Result
 }
 
 /// Renames `from` over `to`, even if `to` is a read-only file.
-pub fn replace(from: &Path, to: &Path) -> io::Result<()> {
+fn replace(from: &Path, to: &Path) -> io::Result<()> {
     despite_read_only(to, || std::fs::rename(from, to))
 }
 
 /// Deletes a file, even a read-only one.
-pub fn remove_file(path: &Path) -> io::Result<()> {
+fn remove_file(path: &Path) -> io::Result<()> {
     despite_read_only(path, || std::fs::remove_file(path))
 }
 
-/// Windows cannot flush a directory through an ordinary handle; NTFS journals the directory
-/// changes themselves, and each file's content is flushed before its close.
-pub fn sync_dir(_path: &Path) -> io::Result<()> {
-    Ok(())
-}
-
 /// Creates a file or directory symlink, as the target (relative to the link) turns out to be.
-pub fn symlink(target: &Path, link: &Path) -> io::Result<()> {
+fn symlink(target: &Path, link: &Path) -> io::Result<()> {
     let resolved = link
         .parent()
         .map_or_else(|| target.to_path_buf(), |p| p.join(target));
@@ -216,11 +342,6 @@ pub fn next_data(_file: &File, _offset: u64, _len: u64) -> io::Result<Option<(u6
 
 pub fn is_unsupported(err: &io::Error) -> bool {
     err.kind() == io::ErrorKind::Unsupported
-}
-
-/// Windows has no setgid bit to inherit.
-pub fn is_setgid_dir(_dir: &Path) -> bool {
-    false
 }
 
 /// Windows counts handles per process in the millions: nothing to raise.

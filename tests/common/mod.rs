@@ -1117,7 +1117,10 @@ impl Output {
     /// (both case-insensitive).
     #[track_caller]
     pub fn assert_stderr_names(&self, entry: &str, keywords: &[&str]) -> &Self {
-        let lines = self.stderr_lines_with(entry);
+        let mut lines = self.stderr_lines_with(entry);
+        // Stderr shows ten failures of a kind and counts the rest; with `--json` the report on
+        // stdout has every one, as `'ENTRY': reason` lines here.
+        lines.extend(self.json_failures(entry));
         assert!(
             !lines.is_empty(),
             "stderr does not name entry {entry:?}\n{}",
@@ -1133,6 +1136,32 @@ impl Output {
             self.dump()
         );
         self
+    }
+}
+
+impl Output {
+    /// The failures the `--json` report on stdout (if there is one) gives for `entry`, each as
+    /// stderr would say it: `'ENTRY': reason`.
+    pub fn json_failures(&self, entry: &str) -> Vec<String> {
+        let Some(report) = self
+            .stdout
+            .lines()
+            .last()
+            .and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        else {
+            return Vec::new();
+        };
+        let Some(failures) = report["failures"].as_array() else {
+            return Vec::new();
+        };
+        failures
+            .iter()
+            .filter_map(|f| {
+                let path = f["path"].as_str()?.replace('\\', "/");
+                let reason = f["reason"].as_str()?;
+                (path == entry).then(|| format!("'{path}': {reason}"))
+            })
+            .collect()
     }
 }
 
@@ -1186,8 +1215,14 @@ pub fn run_command_full(mut cmd: Command, stdin: Stdio, timeout: Duration) -> Ou
     cmd.stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child =
+    let child =
         spawn_retrying_wine(&mut cmd).unwrap_or_else(|e| panic!("cannot start {cmdline}: {e}"));
+    wait_output(child, cmdline, timeout)
+}
+
+/// Waits for a child started with piped stdout and stderr, reading both as it runs; a child
+/// that outlives `timeout` is killed and the test fails. `cmdline` names it in the output.
+pub fn wait_output(mut child: std::process::Child, cmdline: String, timeout: Duration) -> Output {
     let mut so = child.stdout.take().unwrap();
     let mut se = child.stderr.take().unwrap();
     let t_out = std::thread::spawn(move || {
@@ -2001,4 +2036,39 @@ macro_rules! tests {
         }
         list()
     }};
+}
+
+/// A release's tree for the selection tests: `project-1.2/` with docs, sources, a
+/// backup file, a symlink and a hard link, every mtime and mode set.
+#[cfg(unix)]
+pub fn project_tree(root: &Path) {
+    let top = root.join("project-1.2");
+    for (i, (file, data)) in [
+        ("README.md", "readme"),
+        ("docs/a.md", "a"),
+        ("docs/b.bak", "backup"),
+        ("docs/old/x.md", "old"),
+        ("src/lib.rs", "lib"),
+        ("src/deep/y.rs", "y"),
+        ("src/lib.rs.bak", "backup"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let path = top.join(file);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, data).unwrap();
+        set_mode(&path, if i % 2 == 0 { 0o644 } else { 0o600 });
+        set_mtime(&path, 1_600_000_000 + i as i64);
+    }
+    fs::hard_link(top.join("src/lib.rs"), top.join("src/lib-copy.rs")).unwrap();
+    make_symlink("README.md", &top.join("readme-link"));
+    let link_time = filetime::FileTime::from_unix_time(1_500_000_000, 0);
+    filetime::set_symlink_file_times(top.join("readme-link"), link_time, link_time).unwrap();
+    for (i, dir) in ["docs/old", "docs", "src/deep", "src", ""]
+        .into_iter()
+        .enumerate()
+    {
+        set_mtime(&top.join(dir), 1_400_000_000 + i as i64);
+    }
 }

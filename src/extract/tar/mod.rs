@@ -27,6 +27,9 @@ use crate::plan::{self, Entry, EntryKind};
 use crate::queue::Queue;
 use crate::report::Report;
 
+use super::list::{Listed, ListedKind};
+use super::select::{Choice, Chooser};
+
 mod reader;
 
 pub(super) use reader::Reader;
@@ -147,11 +150,11 @@ const BATCH_BYTES: u64 = 4 << 20;
 
 /// Extracts the tar stream `input` (in `format`; `label` names it in messages) into `out`.
 pub(super) fn extract(
-    input: Box<dyn BufRead + Send + '_>,
-    format: Format,
+    decoded: Box<dyn Read + Send + '_>,
     label: &str,
     out: &Path,
     opts: &Options,
+    chooser: &Chooser,
 ) -> anyhow::Result<Report> {
     let threads = opts.threads.max(1);
     // A file is buffered only if it takes at most a quarter of the budget, so several are
@@ -166,15 +169,11 @@ pub(super) fn extract(
             engine.track_created();
             let mut stream = Stream {
                 engine,
+                check: Checker::new(chooser),
                 queue: &queue,
                 budget: &budget,
                 buffer_limit,
-                files: HashSet::new(),
                 links: HashSet::new(),
-                order: 0,
-                symlinks: HashSet::new(),
-                case: plan::CaseGuard::new(),
-                warnings: Vec::new(),
                 last_name: None,
                 pending: Vec::new(),
                 pending_bytes: 0,
@@ -198,9 +197,9 @@ pub(super) fn extract(
                 }
                 // Closed however the reader ends (even by unwinding), so the writers always stop.
                 let _close = CloseOnDrop(&queue);
-                stream.read_all(decoder(format, input))
+                stream.read_all(decoded)
             });
-            (outcome, stream.warnings, stream.last_name)
+            (outcome, stream.check.warnings, stream.last_name)
         })?;
     if let Err(error) = outcome {
         let place = match last_name {
@@ -238,20 +237,11 @@ struct Stream<'s> {
     engine: &'s Engine,
     queue: &'s Queue<Vec<Job>>,
     budget: &'s Budget,
+    /// What decides what each member becomes.
+    check: Checker<'s>,
     buffer_limit: u64,
-    /// Paths of files seen so far (their 64-bit hashes, so that memory grows by a few bytes
-    /// per entry, not by its path): a hard link may only name one of these, and a later copy
-    /// of one replaces it.
-    files: HashSet<u64>,
     /// Paths of links registered and not yet replaced by a later entry.
     links: HashSet<u64>,
-    /// Entries seen so far: each entry's place in the archive.
-    order: usize,
-    /// Symlinks seen so far: nothing may be extracted below one.
-    symlinks: HashSet<PathBuf>,
-    /// Paths that differ only by case, where names ignore case.
-    case: plan::CaseGuard,
-    warnings: Vec<String>,
     /// The last entry read whole, to say where a broken stream broke.
     last_name: Option<String>,
     /// Files read but not yet handed to the writers, and their bytes.
@@ -259,69 +249,142 @@ struct Stream<'s> {
     pending_bytes: u64,
 }
 
-impl Stream<'_> {
-    /// Reads every entry. An `Err` means the stream itself is broken (corrupt or truncated);
-    /// problems with single entries are recorded in the run and the walk goes on.
-    fn read_all(&mut self, input: Box<dyn Read + Send + '_>) -> anyhow::Result<()> {
-        let mut writer = self.engine.writer();
-        let outcome = self.walk(input, &mut writer);
-        self.flush(&mut writer);
-        outcome
-    }
-
-    fn walk(
-        &mut self,
-        input: Box<dyn Read + Send + '_>,
-        writer: &mut Writer<'_>,
-    ) -> anyhow::Result<()> {
-        let mut archive = Reader::new(input);
-        loop {
-            if self.engine.stopped() {
-                // The rest of the stream is neither read nor checked: not even the rest of the
-                // member in hand, which may be a bomb's gigabytes (`--max-output`).
-                return Ok(());
-            }
-            let Some(member) = archive.next().context("cannot read the next header")? else {
-                break;
-            };
-            let name = plan::display_bytes(&member.name);
-            let complete = match self.entry(&member, &name) {
-                Ok(Some(entry)) => self.dispatch(entry, &mut archive.data(), writer)?,
-                Ok(None) => true,
-                Err(error) => {
-                    self.engine.record(error);
-                    true
-                }
-            };
-            if complete {
-                self.last_name = Some(name);
-            }
+/// Lists a tar stream as it is read: every member the selection takes, with what extracting
+/// it would do. `Err`: the stream broke (the members before it were listed).
+pub(super) fn list(
+    decoded: Box<dyn Read + Send + '_>,
+    label: &str,
+    chooser: &Chooser,
+    each: &mut dyn FnMut(&Listed),
+) -> Result<(), Error> {
+    let mut archive = Reader::new(decoded);
+    let mut check = Checker::new(chooser);
+    let broke = |error: anyhow::Error| Error::new(label, ErrorKind::Source, error);
+    while let Some(member) = archive
+        .next()
+        .context("the archive is corrupt or truncated")
+        .map_err(broke)?
+    {
+        if chooser.choose(&member.name, member.kind == Kind::Dir) == Choice::Skip {
+            continue;
         }
-        // The tar ends at its end-of-archive blocks, but a compressor's checksum (gzip's CRC,
-        // zstd's and xz's checks) comes after them: read to the end so that it is verified.
-        std::io::copy(&mut archive.into_inner(), &mut std::io::sink())
-            .context("the data after the last entry is corrupt")?;
-        Ok(())
+        let name = plan::display_bytes(&member.name);
+        let warned = check.warnings.len();
+        let (path, problem) = match check.entry(&member, &name) {
+            Ok(Some(entry)) => {
+                if entry.kind == EntryKind::File {
+                    check.files.insert(path_key(&entry.path));
+                }
+                (Some(entry.path), None)
+            }
+            // Skipped with a warning (a device, a FIFO), or the output folder itself.
+            Ok(None) => (None, check.warnings.drain(warned..).next()),
+            Err(error) => (None, Some(error.message())),
+        };
+        let kind = match member.kind {
+            Kind::File => ListedKind::File,
+            Kind::Dir => ListedKind::Dir,
+            Kind::Symlink => ListedKind::Symlink,
+            Kind::HardLink => ListedKind::Hardlink,
+            Kind::CharDevice => ListedKind::CharDevice,
+            Kind::BlockDevice => ListedKind::BlockDevice,
+            Kind::Fifo => ListedKind::Fifo,
+            Kind::Other(_) => ListedKind::Other,
+        };
+        let links = matches!(member.kind, Kind::Symlink | Kind::HardLink);
+        each(&Listed {
+            kind,
+            mode: member.mode,
+            size: if kind == ListedKind::File {
+                member.size
+            } else {
+                0
+            },
+            mtime: member.mtime,
+            name,
+            path,
+            target: links.then(|| plan::display_bytes(&member.link)),
+            problem,
+        });
+    }
+    // As extraction does: the compressor's own check comes after the end-of-archive blocks.
+    std::io::copy(&mut archive.into_inner(), &mut std::io::sink())
+        .context("the data after the last entry is corrupt")
+        .map_err(broke)?;
+    Ok(())
+}
+
+/// Decides what each member of a tar becomes, in archive order: taken or not (the
+/// selection), under what path, and whether it is refused. Extraction and listing share it, so
+/// `list` says exactly what `extract` would do.
+pub(crate) struct Checker<'s> {
+    /// Which entries are extracted, under what name.
+    chooser: &'s Chooser,
+    /// Paths of files seen so far (their 64-bit hashes, so that memory grows by a few bytes
+    /// per entry, not by its path): a hard link may only name one of these, and a later copy
+    /// of one replaces it.
+    pub files: HashSet<u64>,
+    /// Entries seen so far: each entry's place in the archive.
+    order: usize,
+    /// Symlinks seen so far: nothing may be extracted below one.
+    symlinks: HashSet<PathBuf>,
+    /// Paths that differ only by case, where names ignore case.
+    case: plan::CaseGuard,
+    pub warnings: Vec<String>,
+}
+
+impl<'s> Checker<'s> {
+    pub fn new(chooser: &'s Chooser) -> Checker<'s> {
+        Checker {
+            chooser,
+            files: HashSet::new(),
+            order: 0,
+            symlinks: HashSet::new(),
+            case: plan::CaseGuard::new(),
+            warnings: Vec::new(),
+        }
     }
 
     /// Validates one member into an entry. `Ok(None)`: nothing to extract (skipped).
-    fn entry(&mut self, member: &Member, name: &str) -> Result<Option<Entry>, Error> {
+    pub fn entry(&mut self, member: &Member, name: &str) -> Result<Option<Entry>, Error> {
         let refused = |error: anyhow::Error| Error::new(name, ErrorKind::Refused, error);
+        let stored = match self.chooser.choose(&member.name, member.kind == Kind::Dir) {
+            Choice::Take(stored) => stored,
+            // Its data is skipped in the stream, unwritten.
+            Choice::Skip => return Ok(None),
+            Choice::Refuse(why) => return Err(refused(anyhow!("refused: {why}"))),
+        };
         let kind = match member.kind {
             Kind::File => EntryKind::File,
             // `./` is the output folder itself: nothing to create.
-            Kind::Dir if plan::is_root(name) => return Ok(None),
+            Kind::Dir if plan::is_root(&String::from_utf8_lossy(&stored)) => return Ok(None),
             Kind::Dir => EntryKind::Dir,
             Kind::Symlink => EntryKind::Symlink {
                 target: plan::path_from_bytes(&member.link)
                     .map_err(|r| refused(anyhow!("refused: the link target: {r}")))?,
             },
-            Kind::HardLink => EntryKind::Hardlink {
-                target: plan::safe_relative_bytes(&member.link).map_err(|r| {
-                    let target = plan::display_bytes(&member.link);
-                    refused(anyhow!("refused: hard link target '{target}': {r}"))
-                })?,
-            },
+            Kind::HardLink => {
+                let target = match self.chooser.link_target(&member.link) {
+                    Choice::Take(target) => target,
+                    // Nothing is left of what it names: its content is in an entry that was
+                    // not extracted. Said, as GNU tar does (bsdtar drops it without a word).
+                    Choice::Skip => {
+                        let target = plan::display_bytes(&member.link);
+                        return Err(refused(anyhow!(
+                            "refused: hard link target '{target}' has no name left after --strip-components"
+                        )));
+                    }
+                    Choice::Refuse(why) => {
+                        return Err(refused(anyhow!("refused: hard link target: {why}")));
+                    }
+                };
+                EntryKind::Hardlink {
+                    target: plan::safe_relative_bytes(&target).map_err(|r| {
+                        let target = plan::display_bytes(&member.link);
+                        refused(anyhow!("refused: hard link target '{target}': {r}"))
+                    })?,
+                }
+            }
             Kind::CharDevice | Kind::BlockDevice | Kind::Fifo => {
                 let what = match member.kind {
                     Kind::CharDevice => "character device",
@@ -341,8 +404,8 @@ impl Stream<'_> {
                 return Ok(None);
             }
         };
-        let path = plan::safe_relative_bytes(&member.name)
-            .map_err(|r| refused(anyhow!("refused: {r}")))?;
+        let path =
+            plan::safe_relative_bytes(&stored).map_err(|r| refused(anyhow!("refused: {r}")))?;
         self.case
             .check(&path)
             .map_err(|r| refused(anyhow!("refused: {r}")))?;
@@ -384,6 +447,52 @@ impl Stream<'_> {
             replaces: false,
         }))
     }
+}
+
+impl Stream<'_> {
+    /// Reads every entry. An `Err` means the stream itself is broken (corrupt or truncated);
+    /// problems with single entries are recorded in the run and the walk goes on.
+    fn read_all(&mut self, input: Box<dyn Read + Send + '_>) -> anyhow::Result<()> {
+        let mut writer = self.engine.writer();
+        let outcome = self.walk(input, &mut writer);
+        self.flush(&mut writer);
+        outcome
+    }
+
+    fn walk(
+        &mut self,
+        input: Box<dyn Read + Send + '_>,
+        writer: &mut Writer<'_>,
+    ) -> anyhow::Result<()> {
+        let mut archive = Reader::new(input);
+        loop {
+            if self.engine.stopped() {
+                // The rest of the stream is neither read nor checked: not even the rest of the
+                // member in hand, which may be a bomb's gigabytes (`--max-output`).
+                return Ok(());
+            }
+            let Some(member) = archive.next().context("cannot read the next header")? else {
+                break;
+            };
+            let name = plan::display_bytes(&member.name);
+            let complete = match self.check.entry(&member, &name) {
+                Ok(Some(entry)) => self.dispatch(entry, &mut archive.data(), writer)?,
+                Ok(None) => true,
+                Err(error) => {
+                    self.engine.record(error);
+                    true
+                }
+            };
+            if complete {
+                self.last_name = Some(name);
+            }
+        }
+        // The tar ends at its end-of-archive blocks, but a compressor's checksum (gzip's CRC,
+        // zstd's and xz's checks) comes after them: read to the end so that it is verified.
+        std::io::copy(&mut archive.into_inner(), &mut std::io::sink())
+            .context("the data after the last entry is corrupt")?;
+        Ok(())
+    }
 
     /// Hands an entry to the engine: directories and links now, file content to a writer (or,
     /// for a file too large to buffer, written here). `Ok(false)`: the entry's data may not
@@ -402,7 +511,7 @@ impl Stream<'_> {
             if self.links.remove(&key) {
                 self.engine.forget_links(&entry.path, entry.index);
             }
-            entry.replaces = self.files.contains(&key);
+            entry.replaces = self.check.files.contains(&key);
         }
         match entry.kind {
             EntryKind::Dir => self.engine.add_dir(entry),
@@ -411,7 +520,7 @@ impl Stream<'_> {
                 self.engine.add_link(entry);
             }
             EntryKind::File => {
-                self.files.insert(key);
+                self.check.files.insert(key);
                 // Past the output cap, the run stops here without reading the data.
                 if let Err(error) = self.engine.within_limit(&entry) {
                     self.engine.record(error);

@@ -9,6 +9,8 @@
 //! Writers take contiguous runs of entries (rayon splits the list in ranges), so each reads a
 //! contiguous region of the archive. Every entry's CRC-32 is checked by reading it to its end.
 
+pub(super) mod stream;
+
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Cursor, Read};
@@ -27,6 +29,9 @@ use crate::options::Options;
 use crate::plan::{self, Entry, EntryKind, Plan};
 use crate::platform;
 use crate::report::Report;
+
+use super::list::{Listed, ListedKind};
+use super::select::{Choice, Chooser};
 
 mod integrity;
 
@@ -67,11 +72,13 @@ pub(super) fn extract(
     file: File,
     out: &Path,
     opts: &Options,
+    chooser: &Chooser,
 ) -> anyhow::Result<Report> {
     let bytes = load(path, file)?;
     let archive = ZipArchive::new(Cursor::new(&bytes[..]))
         .with_context(|| format!("'{}' is not a readable zip archive", path.display()))?;
-    let mut plan = build_plan(&mut archive.clone(), &bytes)
+    let mut password = Password::new(opts);
+    let mut plan = build_plan(&mut archive.clone(), &bytes, chooser, &mut password)
         .with_context(|| format!("refused '{}': nothing was extracted", path.display()))?;
     super::limits::check_declared(&plan, out, opts)?;
 
@@ -88,15 +95,29 @@ pub(super) fn extract(
         writers.install(|| {
             files.par_iter().for_each_init(
                 || (archive.clone(), engine.writer()),
-                |(archive, writer), entry| match archive.by_index(entry.index) {
-                    Ok(mut reader) => {
-                        writer.write(entry, Content::Reader(&mut reader));
+                |(archive, writer), entry| {
+                    // The password is used only for the entries that are encrypted.
+                    let opened = match &password.known {
+                        Some(password) => archive.by_index_decrypt(entry.index, password),
+                        None => archive.by_index(entry.index),
+                    };
+                    match opened {
+                        Ok(mut reader) => {
+                            writer.write(entry, Content::Reader(&mut reader));
+                        }
+                        Err(zip::result::ZipError::InvalidPassword) => engine.record(Error::new(
+                            &entry.name,
+                            ErrorKind::Source,
+                            anyhow::anyhow!(
+                                "wrong password: the entry cannot be decrypted with it"
+                            ),
+                        )),
+                        Err(e) => engine.record(Error::new(
+                            &entry.name,
+                            ErrorKind::Source,
+                            anyhow::Error::new(e).context("cannot read the entry"),
+                        )),
                     }
-                    Err(e) => engine.record(Error::new(
-                        &entry.name,
-                        ErrorKind::Source,
-                        anyhow::Error::new(e).context("cannot read the entry"),
-                    )),
                 },
             );
         });
@@ -105,9 +126,138 @@ pub(super) fn extract(
     Ok(report)
 }
 
+/// Lists a zip from its central directory: every entry the selection takes, with what
+/// extracting it would do (the same plan and checks as [`extract`]). `Err` for a zip refused
+/// whole (overlapping entries, an unreadable central directory) is an `anyhow` error: nothing
+/// is listed then.
+pub(super) fn list(
+    path: &Path,
+    file: File,
+    chooser: &Chooser,
+    each: &mut dyn FnMut(&Listed),
+) -> Result<(), Error> {
+    let not_listed =
+        |error: anyhow::Error| Error::new(path.display().to_string(), ErrorKind::Source, error);
+    let bytes = load(path, file).map_err(not_listed)?;
+    let archive = ZipArchive::new(Cursor::new(&bytes[..]))
+        .with_context(|| format!("'{}' is not a readable zip archive", path.display()))
+        .map_err(not_listed)?;
+    // Listing reads no data: encrypted entries are listed as they are, password or not.
+    let mut password = Password {
+        known: Some(Vec::new()),
+        prompt: None,
+        asked: true,
+    };
+    let plan = build_plan(&mut archive.clone(), &bytes, chooser, &mut password)
+        .context("refused whole: extract would write nothing")
+        .map_err(not_listed)?;
+    let planned: HashMap<usize, &Entry> = plan.entries.iter().map(|e| (e.index, e)).collect();
+    let refused: HashMap<&Path, String> = plan
+        .rejected
+        .iter()
+        .map(|e| (e.path(), e.message()))
+        .collect();
+    let mut archive = archive;
+    for index in 0..archive.len() {
+        let name = entry_name(&archive, index);
+        let entry = planned.get(&index);
+        let problem = refused.get(Path::new(&name)).cloned();
+        if entry.is_none() && problem.is_none() {
+            // Not selected, or the output folder itself (`./`).
+            continue;
+        }
+        let Ok(zf) = archive.by_index_raw(index) else {
+            continue;
+        };
+        let kind = if zf.is_symlink() {
+            ListedKind::Symlink
+        } else if zf.is_dir() {
+            ListedKind::Dir
+        } else {
+            ListedKind::File
+        };
+        let mode = unix_mode(&zf);
+        let size = if kind == ListedKind::File {
+            zf.size()
+        } else {
+            0
+        };
+        drop(zf);
+        let target = (kind == ListedKind::Symlink)
+            .then(|| symlink_target(&mut archive, index))
+            .flatten();
+        each(&Listed {
+            kind,
+            mode,
+            size,
+            mtime: entry.and_then(|e| e.mtime),
+            name,
+            path: entry.map(|e| e.path.clone()),
+            target,
+            problem,
+        });
+    }
+    Ok(())
+}
+
+/// A symlink's target: its data, a short path (at most 4 KiB is read).
+fn symlink_target(archive: &mut Archive<'_>, index: usize) -> Option<String> {
+    let mut target = Vec::new();
+    archive
+        .by_index(index)
+        .ok()?
+        .take(4096)
+        .read_to_end(&mut target)
+        .ok()?;
+    Some(plan::display_bytes(&target))
+}
+
 /// Reads the central directory (and local headers) into a validated plan. Nothing is written.
 /// An `Err`: the archive as a whole is refused (its entries overlap: a zip bomb).
-pub(super) fn build_plan(archive: &mut Archive<'_>, bytes: &[u8]) -> anyhow::Result<Plan> {
+/// The password for a zip's encrypted entries: the one given, or the prompt's answer, asked
+/// the first time an encrypted entry is met (so a zip with none never asks, and costs nothing
+/// more).
+pub(super) struct Password<'a> {
+    known: Option<Vec<u8>>,
+    prompt: Option<&'a (dyn Fn() -> Option<Vec<u8>> + Send + Sync)>,
+    asked: bool,
+}
+
+impl<'a> Password<'a> {
+    pub fn new(opts: &'a Options) -> Password<'a> {
+        Password {
+            known: opts.password.clone(),
+            prompt: opts.password_prompt.as_deref(),
+            asked: false,
+        }
+    }
+
+    /// No password, and none to ask for.
+    #[cfg(fuzzing)]
+    pub fn none() -> Password<'static> {
+        Password {
+            known: None,
+            prompt: None,
+            asked: true,
+        }
+    }
+
+    /// The password, asking for it if it is not known yet.
+    fn get(&mut self) -> Option<&[u8]> {
+        if self.known.is_none() && !self.asked {
+            self.asked = true;
+            self.known = self.prompt.and_then(|ask| ask());
+        }
+        self.known.as_deref()
+    }
+}
+
+pub(super) fn build_plan(
+    archive: &mut Archive<'_>,
+    bytes: &[u8],
+    chooser: &Chooser,
+    password: &mut Password<'_>,
+) -> anyhow::Result<Plan> {
     let mut plan = Plan::default();
     let mut spans = Vec::with_capacity(archive.len());
     let mut unreadable = Vec::new();
@@ -155,10 +305,25 @@ pub(super) fn build_plan(archive: &mut Archive<'_>, bytes: &[u8]) -> anyhow::Res
                 continue;
             }
         };
-        if zf.is_dir() && plan::is_root(&name) {
+        let chosen = match chooser.choose(name.as_bytes(), zf.is_dir()) {
+            Choice::Take(chosen) => chosen,
+            Choice::Skip => continue,
+            Choice::Refuse(why) => {
+                plan.reject(name, ErrorKind::Refused, anyhow::anyhow!("refused: {why}"));
+                continue;
+            }
+        };
+        // What is left of a UTF-8 name after whole components is UTF-8 (and most names are
+        // taken whole: not checked again).
+        let chosen = if chosen.len() == name.len() {
+            std::borrow::Cow::Borrowed(name.as_str())
+        } else {
+            String::from_utf8_lossy(&chosen)
+        };
+        if zf.is_dir() && plan::is_root(&chosen) {
             continue;
         }
-        let path = match plan::safe_relative_path(&name).and_then(|path| {
+        let path = match plan::safe_relative_path(&chosen).and_then(|path| {
             case.check(&path)?;
             Ok(path)
         }) {
@@ -172,8 +337,10 @@ pub(super) fn build_plan(archive: &mut Archive<'_>, bytes: &[u8]) -> anyhow::Res
                 continue;
             }
         };
-        if zf.encrypted() {
-            let error = anyhow::anyhow!("encrypted entries are not supported");
+        if zf.encrypted() && password.get().is_none() {
+            let error = anyhow::anyhow!(
+                "encrypted: give its password with --password, the FASTWRITE_PASSWORD environment variable, or at the prompt"
+            );
             plan.reject(name, ErrorKind::Source, error);
             continue;
         }
@@ -228,7 +395,7 @@ pub(super) fn build_plan(archive: &mut Archive<'_>, bytes: &[u8]) -> anyhow::Res
     let mut refused = Vec::new();
     for &i in &symlinks {
         let entry = &mut plan.entries[i];
-        match read_link_target(archive, entry) {
+        match read_link_target(archive, entry, password.known.as_deref()) {
             Ok(target) => {
                 entry.kind = EntryKind::Symlink {
                     target: target.into(),
@@ -269,11 +436,18 @@ fn unix_mode<R: Read>(zf: &zip::read::ZipFile<'_, R>) -> Option<u32> {
     Some((mode | specials) & 0o7777)
 }
 
-fn read_link_target(archive: &mut Archive<'_>, entry: &Entry) -> Result<String, Error> {
+fn read_link_target(
+    archive: &mut Archive<'_>,
+    entry: &Entry,
+    password: Option<&[u8]>,
+) -> Result<String, Error> {
     const MAX_TARGET: u64 = 4096;
     let mut target = Vec::new();
-    archive
-        .by_index(entry.index)
+    let opened = match password {
+        Some(password) => archive.by_index_decrypt(entry.index, password),
+        None => archive.by_index(entry.index),
+    };
+    opened
         .context("cannot read the symlink")
         .tag(&entry.name, ErrorKind::Source)?
         .take(MAX_TARGET + 1)

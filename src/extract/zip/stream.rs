@@ -1,0 +1,579 @@
+//! A zip read from a pipe or standard input (`curl ... | fastwrite extract - -o out`), as
+//! bsdtar reads one: entry by entry from the local headers, data descriptors included, written
+//! through the library's own door (a [`Batch`]).
+//!
+//! What only the central directory knows comes at the end of the stream and is applied then:
+//! Unix modes (local headers have none, so files are written with the default mode first) and
+//! which entries are symlinks (written as small files holding their target, then turned into
+//! symlinks, with the same target checks as ever). The differences from a zip read from a file,
+//! which `docs/security.md` lists: local headers are trusted (there is no central directory
+//! yet to compare them with, and nothing can overlap in a stream), sizes are not known before
+//! writing (no free-space check), and a *stored* entry with a data descriptor cannot be
+//! delimited in a stream: it stops the run, asking for a file.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Cursor, Read};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use anyhow::{Context, anyhow, bail};
+use zip::read::{ZipReadOptions, read_zipfile_from_stream_with_options};
+
+use crate::batch::BatchBuilder;
+use crate::error::{Error, ErrorKind};
+use crate::options::Options;
+use crate::plan;
+use crate::platform::Root;
+use crate::report::Report;
+use crate::{Batch, FileMeta};
+
+use super::super::select::{Choice, Chooser};
+
+const LOCAL_HEADER: u32 = 0x0403_4b50;
+const CENTRAL_HEADER: u32 = 0x0201_4b50;
+const END_OF_CENTRAL: u32 = 0x0605_4b50;
+const ZIP64_END: u32 = 0x0606_4b50;
+const DATA_DESCRIPTOR: u32 = 0x0807_4b50;
+
+/// A local header, as far as this reader needs it.
+struct Local {
+    /// Its bytes as read (signature included), handed back to the `zip` crate.
+    raw: Vec<u8>,
+    flags: u16,
+    method: u16,
+    name: String,
+    /// The extra field has a zip64 record: the data descriptor's sizes are 8 bytes.
+    zip64: bool,
+}
+
+/// Extracts a zip stream into `out`.
+pub(in crate::extract) fn extract(
+    mut input: Box<dyn BufRead + Send + '_>,
+    label: &str,
+    out: &Path,
+    opts: &Options,
+    chooser: &Chooser,
+) -> anyhow::Result<Report> {
+    let batch = BatchBuilder::with_options(out, opts.clone())
+        .build()
+        .map_err(|e| anyhow!("cannot use output folder '{}': {e}", out.display()))?;
+    let mut state = Stream {
+        batch: &batch,
+        chooser,
+        password: opts.password.clone(),
+        max_output: opts.max_output,
+        total: 0,
+        written: HashMap::new(),
+        failures: Vec::new(),
+    };
+    let outcome = state.entries(&mut *input, label);
+    let modes = match outcome {
+        Ok(()) => central_directory(&mut *input)
+            .with_context(|| format!("the central directory of {label} is corrupt")),
+        Err(error) => Err(error),
+    };
+    let Stream {
+        written,
+        mut failures,
+        ..
+    } = state;
+    let mut report = match batch.finish() {
+        Ok(report) => report,
+        Err(failed) => failed.into_report(),
+    };
+    // Our own failure for an entry replaces the "unfinished" its dropped writer left.
+    report.failures.retain(|f| {
+        f.kind() != ErrorKind::Unfinished || !failures.iter().any(|o| o.path() == f.path())
+    });
+    report.failures.append(&mut failures);
+    match modes {
+        Ok(modes) => apply_central(out, &written, &modes, &mut report),
+        Err(error) => report
+            .failures
+            .push(Error::new(label, ErrorKind::Source, error)),
+    }
+    Ok(report)
+}
+
+struct Stream<'a> {
+    batch: &'a Batch,
+    chooser: &'a Chooser,
+    password: Option<Vec<u8>>,
+    max_output: Option<u64>,
+    total: u64,
+    /// What was written, by archived name: its path and its local header's mtime.
+    written: HashMap<String, (PathBuf, Option<SystemTime>)>,
+    failures: Vec<Error>,
+}
+
+impl Stream<'_> {
+    /// Every entry up to the central directory (whose signature it leaves read). `Err`: the
+    /// stream cannot be followed any further.
+    fn entries(&mut self, input: &mut dyn BufRead, label: &str) -> anyhow::Result<()> {
+        loop {
+            if self.batch.cancel_flag().is_cancelled() {
+                return Ok(());
+            }
+            let signature = read_u32(input).with_context(|| format!("{label} ends early"))?;
+            match signature {
+                LOCAL_HEADER => {}
+                CENTRAL_HEADER => return Ok(()),
+                END_OF_CENTRAL => return Ok(()),
+                _ => bail!("{label}: not a zip local header where one must be"),
+            }
+            let local = read_local(input)
+                .with_context(|| format!("{label}: a local header is cut short"))?;
+            if local.flags & 8 != 0 {
+                self.with_descriptor(input, &local)?;
+            } else if let Some(skip) = self.plain(input, &local, label)? {
+                // Its data is still in the stream, of the length its header gives (no
+                // descriptor here): passed over, and the next entry read.
+                let skipped = std::io::copy(&mut (&mut *input).take(skip), &mut std::io::sink())?;
+                if skipped != skip {
+                    bail!("{label} ends inside entry '{}'", local.name);
+                }
+            }
+        }
+    }
+
+    /// An entry with its sizes in its local header, read by the `zip` crate (every method,
+    /// encryption, the CRC check). `Some(n)`: it could not be decrypted, and its `n` bytes of
+    /// data are still to be passed over.
+    fn plain(
+        &mut self,
+        input: &mut dyn BufRead,
+        local: &Local,
+        label: &str,
+    ) -> anyhow::Result<Option<u64>> {
+        let password = self.password.clone();
+        let mut chained = Cursor::new(local.raw.clone()).chain(input);
+        let options = ZipReadOptions::new().password(password.as_deref());
+        match read_zipfile_from_stream_with_options(&mut chained, options) {
+            Ok(Some(mut file)) => {
+                let is_dir = file.is_dir();
+                self.entry(&local.name, is_dir, local_mtime(&local.raw), &mut file);
+                // Whatever of it was not read (a skipped entry) is skipped now.
+                std::io::copy(&mut file, &mut std::io::sink())
+                    .with_context(|| format!("{label}: entry '{}' is cut short", local.name))?;
+                Ok(None)
+            }
+            Ok(None) => bail!("{label}: a local header the zip reader does not take"),
+            Err(e) if is_password_error(&e) => {
+                let error = if self.password.is_some() {
+                    anyhow!("wrong password: the entry cannot be decrypted with it")
+                } else {
+                    anyhow!(
+                        "encrypted: give its password with --password, the FASTWRITE_PASSWORD environment variable, or at the prompt"
+                    )
+                };
+                self.failures
+                    .push(Error::new(&local.name, ErrorKind::Source, error));
+                let skip = compressed_size(&local.raw)
+                    .with_context(|| format!("{label}: cannot go past entry '{}'", local.name))?;
+                Ok(Some(skip))
+            }
+            Err(e) => Err(anyhow::Error::new(e)
+                .context(format!("{label}: cannot read entry '{}'", local.name))),
+        }
+    }
+
+    /// One entry read from `data`: a folder made, a file written (symlinks too, as files, until
+    /// the central directory says what they are).
+    fn entry(&mut self, name: &str, is_dir: bool, mtime: Option<SystemTime>, data: &mut dyn Read) {
+        let chosen = match self.chooser.choose(name.as_bytes(), is_dir) {
+            Choice::Take(chosen) => String::from_utf8_lossy(&chosen).into_owned(),
+            Choice::Skip => return,
+            Choice::Refuse(why) => {
+                let error = anyhow!("refused: {why}");
+                return self
+                    .failures
+                    .push(Error::new(name, ErrorKind::Refused, error));
+            }
+        };
+        if is_dir && plan::is_root(&chosen) {
+            return;
+        }
+        let mut meta = FileMeta::new();
+        if let Some(mtime) = mtime {
+            meta = meta.mtime(mtime);
+        }
+        let path = match plan::safe_relative_path(&chosen) {
+            Ok(path) => path,
+            Err(refusal) => {
+                let error = anyhow!("refused: {refusal}");
+                return self
+                    .failures
+                    .push(Error::new(name, ErrorKind::Refused, error));
+            }
+        };
+        if is_dir {
+            if let Err(error) = self.batch.create_dir(&path, meta) {
+                self.failures.push(error);
+            } else {
+                self.written.insert(name.to_string(), (path, mtime));
+            }
+            return;
+        }
+        match self.write_file(&path, meta, data) {
+            Ok(()) => {
+                self.written.insert(name.to_string(), (path, mtime));
+            }
+            Err(error) => self.failures.push(error),
+        }
+    }
+
+    fn write_file(
+        &mut self,
+        path: &Path,
+        meta: FileMeta,
+        data: &mut dyn Read,
+    ) -> Result<(), Error> {
+        let max = self.max_output;
+        super::super::single::write_streamed(self.batch, path, meta, data, &mut self.total, max)
+    }
+
+    /// An entry whose sizes and CRC follow its data: deflate knows where its data ends; the
+    /// descriptor after it is then read and checked.
+    fn with_descriptor(&mut self, input: &mut dyn BufRead, local: &Local) -> anyhow::Result<()> {
+        const STORED: u16 = 0;
+        const DEFLATE: u16 = 8;
+        if local.flags & 1 != 0 {
+            bail!(
+                "entry '{}' is encrypted and has its sizes after its data, which a stream cannot follow: save the zip to a file first",
+                local.name
+            );
+        }
+        match local.method {
+            DEFLATE => {}
+            STORED => bail!(
+                "entry '{}' is stored with its size after its data, which a stream cannot delimit: save the zip to a file first",
+                local.name
+            ),
+            other => bail!(
+                "entry '{}' is compressed with method {other} and has its size after its data, which this reader can only follow for deflate: save the zip to a file first",
+                local.name
+            ),
+        }
+        let mut data = Checked {
+            inner: flate2::bufread::DeflateDecoder::new(&mut *input),
+            crc: crc32fast::Hasher::new(),
+            len: 0,
+        };
+        let is_dir = local.name.ends_with('/');
+        let mtime = local_mtime(&local.raw);
+        let failed_before = self.failures.len();
+        self.entry(&local.name, is_dir, mtime, &mut data);
+        // What the selection skipped is read through too: the descriptor comes after it.
+        std::io::copy(&mut data, &mut std::io::sink())
+            .with_context(|| format!("entry '{}' is corrupt or cut short", local.name))?;
+        let (crc, len) = (data.crc.clone().finalize(), data.len);
+        drop(data);
+        let mut word = read_u32(input)?;
+        if word == DATA_DESCRIPTOR {
+            word = read_u32(input)?;
+        }
+        let (_compressed, size) = if local.zip64 {
+            (read_u64(input)?, read_u64(input)?)
+        } else {
+            (u64::from(read_u32(input)?), u64::from(read_u32(input)?))
+        };
+        if (word != crc || size != len) && self.failures.len() == failed_before {
+            // Written whole, but not what the archive says: removed, and said.
+            if let Some((path, _)) = self.written.remove(&local.name) {
+                let _ = std::fs::remove_file(self.batch.root().join(&path));
+            }
+            let error = anyhow!(
+                "the data does not match its descriptor (CRC-32 {crc:08x}, {len} bytes; the descriptor says {word:08x}, {size} bytes): the file was removed"
+            );
+            self.failures
+                .push(Error::new(&local.name, ErrorKind::Source, error));
+        }
+        Ok(())
+    }
+}
+
+/// Counts and checksums what passes through.
+struct Checked<R> {
+    inner: R,
+    crc: crc32fast::Hasher,
+    len: u64,
+}
+
+impl<R: Read> Read for Checked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.crc.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+}
+
+fn read_u32(input: &mut dyn Read) -> std::io::Result<u32> {
+    let mut b = [0u8; 4];
+    input.read_exact(&mut b)?;
+    Ok(u32::from_le_bytes(b))
+}
+
+fn read_u64(input: &mut dyn Read) -> std::io::Result<u64> {
+    let mut b = [0u8; 8];
+    input.read_exact(&mut b)?;
+    Ok(u64::from_le_bytes(b))
+}
+
+/// Reads the rest of a local header (its signature is read): 26 bytes, the name, the extra
+/// field.
+fn read_local(input: &mut dyn Read) -> std::io::Result<Local> {
+    let mut fixed = [0u8; 26];
+    input.read_exact(&mut fixed)?;
+    let u16_at = |i: usize| u16::from_le_bytes([fixed[i], fixed[i + 1]]);
+    let (flags, method) = (u16_at(2), u16_at(4));
+    let (name_len, extra_len) = (usize::from(u16_at(22)), usize::from(u16_at(24)));
+    let mut rest = vec![0u8; name_len + extra_len];
+    input.read_exact(&mut rest)?;
+    let (name, extra) = rest.split_at(name_len);
+    let name = match std::str::from_utf8(name) {
+        Ok(name) => name.to_string(),
+        // No UTF-8 flag and not UTF-8: CP437, as the zip crate reads such names from a file.
+        Err(_) if flags & (1 << 11) == 0 => name.iter().map(|&b| cp437(b)).collect(),
+        Err(_) => String::from_utf8_lossy(name).into_owned(),
+    };
+    let mut zip64 = false;
+    let mut at = 0;
+    while at + 4 <= extra.len() {
+        let id = u16::from_le_bytes([extra[at], extra[at + 1]]);
+        let len = usize::from(u16::from_le_bytes([extra[at + 2], extra[at + 3]]));
+        zip64 |= id == 0x0001;
+        at += 4 + len;
+    }
+    let mut raw = LOCAL_HEADER.to_le_bytes().to_vec();
+    raw.extend_from_slice(&fixed);
+    raw.extend_from_slice(&rest);
+    Ok(Local {
+        raw,
+        flags,
+        method,
+        name,
+        zip64,
+    })
+}
+
+/// Whether the zip reader refused an entry for its password: none given, or a wrong one.
+fn is_password_error(e: &zip::result::ZipError) -> bool {
+    use zip::result::ZipError;
+    match e {
+        ZipError::InvalidPassword => true,
+        ZipError::UnsupportedArchive(why) => *why == ZipError::PASSWORD_REQUIRED,
+        _ => false,
+    }
+}
+
+/// A local header's compressed size (as read, signature first), from its zip64 field when the
+/// 32-bit one says so.
+fn compressed_size(raw: &[u8]) -> anyhow::Result<u64> {
+    let size = u32::from_le_bytes([raw[18], raw[19], raw[20], raw[21]]);
+    if size != u32::MAX {
+        return Ok(u64::from(size));
+    }
+    let u16_at = |i: usize| u16::from_le_bytes([raw[i], raw[i + 1]]);
+    let mut at = 30 + usize::from(u16_at(26));
+    while at + 4 <= raw.len() {
+        let (id, len) = (u16_at(at), usize::from(u16_at(at + 2)));
+        // Zip64: the uncompressed size, then the compressed size.
+        if id == 0x0001
+            && len >= 16
+            && let Some(field) = raw.get(at + 12..at + 20)
+        {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(field);
+            return Ok(u64::from_le_bytes(bytes));
+        }
+        at += 4 + len;
+    }
+    bail!("its size is in a zip64 field it does not have")
+}
+
+/// A local header's mtime (as read, signature first): its extended-timestamp field's, else its
+/// DOS time, as for a zip read from a file.
+fn local_mtime(raw: &[u8]) -> Option<SystemTime> {
+    let u16_at = |i: usize| u16::from_le_bytes([raw[i], raw[i + 1]]);
+    let dos = zip::DateTime::try_from_msdos(u16_at(12), u16_at(10))
+        .ok()
+        .and_then(|t| super::DosClock::default().convert(t));
+    let mut at = 30 + usize::from(u16_at(26));
+    while at + 4 <= raw.len() {
+        let (id, len) = (u16_at(at), usize::from(u16_at(at + 2)));
+        let field = raw.get(at + 4..at + 4 + len).unwrap_or_default();
+        // "UT": a flags byte, then the modification time first if its bit is set.
+        if id == 0x5455 && field.len() >= 5 && field[0] & 1 != 0 {
+            let secs = u32::from_le_bytes([field[1], field[2], field[3], field[4]]);
+            return Some(super::extended_time(secs, dos));
+        }
+        at += 4 + len;
+    }
+    dos
+}
+
+/// The IBM PC character for a byte of a CP437 name.
+fn cp437(b: u8) -> char {
+    const HIGH: &str = "ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜ¢£¥₧ƒáíóúñÑªº¿⌐¬½¼¡«»░▒▓│┤╡╢╖╕╣║╗╝╜╛┐└┴┬├─┼╞╟╚╔╩╦╠═╬╧╨╤╥╙╘╒╓╫╪┘┌█▄▌▐▀αßΓπΣσµτΦΘΩδ∞φε∩≡±≥≤⌠⌡÷≈°∙·√ⁿ²■\u{a0}";
+    if b < 0x80 {
+        char::from(b)
+    } else {
+        HIGH.chars()
+            .nth(usize::from(b - 0x80))
+            .unwrap_or('\u{fffd}')
+    }
+}
+
+/// Reads the central directory (its first signature already read): the Unix mode each entry
+/// had where its writer was a Unix system, by name.
+fn central_directory(input: &mut dyn Read) -> anyhow::Result<HashMap<String, u32>> {
+    let mut modes = HashMap::new();
+    loop {
+        let mut fixed = [0u8; 42];
+        match input.read_exact(&mut fixed) {
+            Ok(()) => {}
+            // An empty zip is its end record alone.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && modes.is_empty() => {
+                return Ok(modes);
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let u16_at = |i: usize| u16::from_le_bytes([fixed[i], fixed[i + 1]]);
+        let made_by_unix = fixed[1] == 3;
+        let flags = u16_at(4);
+        let external = u32::from_le_bytes([fixed[34], fixed[35], fixed[36], fixed[37]]);
+        let (name_len, extra_len, comment_len) = (
+            usize::from(u16_at(24)),
+            usize::from(u16_at(26)),
+            usize::from(u16_at(28)),
+        );
+        let mut rest = vec![0u8; name_len + extra_len + comment_len];
+        input.read_exact(&mut rest)?;
+        let raw_name = &rest[..name_len];
+        let name = match std::str::from_utf8(raw_name) {
+            Ok(name) => name.to_string(),
+            Err(_) if flags & (1 << 11) == 0 => raw_name.iter().map(|&b| cp437(b)).collect(),
+            Err(_) => String::from_utf8_lossy(raw_name).into_owned(),
+        };
+        let mode = external >> 16;
+        if made_by_unix && mode != 0 {
+            modes.insert(name, mode);
+        }
+        match read_u32(input)? {
+            CENTRAL_HEADER => continue,
+            END_OF_CENTRAL | ZIP64_END => break,
+            _ => bail!("a central directory record is followed by something else"),
+        }
+    }
+    // The rest (end records, comment) says nothing more; read it so a pipe's writer is not
+    // cut off.
+    std::io::copy(input, &mut std::io::sink())?;
+    Ok(modes)
+}
+
+/// What the central directory says, applied: symlinks made from the files holding their
+/// targets, and Unix modes set.
+fn apply_central(
+    out: &Path,
+    written: &HashMap<String, (PathBuf, Option<SystemTime>)>,
+    modes: &HashMap<String, u32>,
+    report: &mut Report,
+) {
+    const S_IFMT: u32 = 0o170_000;
+    const S_IFLNK: u32 = 0o120_000;
+    const S_IFDIR: u32 = 0o040_000;
+    let Ok(root) = Root::open(out) else {
+        return;
+    };
+    let mut names: Vec<&String> = written.keys().collect();
+    // Deepest first: a folder's mode (perhaps read-only) after what is inside it.
+    names.sort_by_key(|n| std::cmp::Reverse(n.matches('/').count()));
+    // Folders in which a file became a symlink: that changed their mtime, set again last.
+    let mut touched: Vec<PathBuf> = Vec::new();
+    let umask = crate::platform::current_umask();
+    for name in names {
+        let (path, mtime) = &written[name];
+        let Some(&mode) = modes.get(name) else {
+            continue;
+        };
+        let result = if mode & S_IFMT == S_IFLNK {
+            touched.extend(path.parent().map(Path::to_path_buf));
+            make_symlink(&root, out, path, *mtime).map(|()| report.symlinks += 1)
+        } else {
+            let bits = mode & 0o777;
+            let default = if mode & S_IFMT == S_IFDIR {
+                0o777
+            } else {
+                0o666
+            };
+            if bits == default & !umask {
+                Ok(())
+            } else {
+                root.set_metadata(path, Some(bits), None)
+                    .map_err(|e| anyhow::Error::new(e).context("setting its mode"))
+                    .and_then(|()| restore_mtime(&root, path, *mtime, mode & S_IFMT == S_IFDIR))
+            }
+        };
+        if let Err(error) = result {
+            let kind = if format!("{error}").starts_with("refused") {
+                ErrorKind::Refused
+            } else {
+                ErrorKind::Metadata
+            };
+            report.failures.push(Error::new(name, kind, error));
+        }
+    }
+    let mtimes: HashMap<&Path, Option<SystemTime>> = written
+        .values()
+        .map(|(path, mtime)| (path.as_path(), *mtime))
+        .collect();
+    for dir in touched {
+        if let Some(Some(mtime)) = mtimes.get(dir.as_path())
+            && let Err(e) = root.set_metadata(&dir, None, Some(*mtime))
+        {
+            let error = anyhow::Error::new(e).context("setting its mtime again");
+            report
+                .failures
+                .push(Error::new(&dir, ErrorKind::Metadata, error));
+        }
+    }
+}
+
+/// A folder's mtime, set again after its mode (a file's is unchanged by chmod).
+fn restore_mtime(
+    root: &Root,
+    path: &Path,
+    mtime: Option<SystemTime>,
+    dir: bool,
+) -> anyhow::Result<()> {
+    match mtime.filter(|_| dir) {
+        Some(mtime) => root
+            .set_metadata(path, None, Some(mtime))
+            .context("setting its mtime"),
+        None => Ok(()),
+    }
+}
+
+/// Turns the file at `path`, which holds a symlink's target, into that symlink (if the target
+/// stays inside OUT, as every symlink's must).
+fn make_symlink(
+    root: &Root,
+    out: &Path,
+    path: &Path,
+    mtime: Option<SystemTime>,
+) -> anyhow::Result<()> {
+    let target = std::fs::read(out.join(path)).context("reading the symlink's target")?;
+    let target = String::from_utf8(target)
+        .map_err(|_| anyhow!("refused: the symlink target is not UTF-8"))?;
+    let removed = root.remove_file(path).context("replacing it by a symlink");
+    plan::check_symlink_target(path, &target).map_err(|r| anyhow!("refused: {r}"))?;
+    removed?;
+    root.symlink(Path::new(&target), path)
+        .context("creating the symlink")?;
+    if let Some(mtime) = mtime {
+        root.set_metadata(path, None, Some(mtime))
+            .context("setting the symlink's mtime")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,233 @@
+//! `fastwrite list`: what `tar -tv` and `zipinfo` say of the same archives (names, types, modes,
+//! sizes, link targets), in archive order, and what extracting each entry would do.
+
+#[macro_use]
+mod common;
+
+#[cfg(unix)] // GNU tar, bsdtar, Info-ZIP and python3, which a Windows build under Wine cannot start
+mod unix {
+    use std::ffi::OsString;
+    use std::fs;
+    use std::path::Path;
+
+    use crate::common::*;
+
+    /// An entry as both sides show it: type letter and permissions, size, name, link target.
+    type Row = (String, u64, String, Option<String>);
+
+    fn ours(archive: &Path, extra: &[&str]) -> Vec<serde_json::Value> {
+        let mut args = osv!["list", archive, "--json"];
+        args.extend(extra.iter().map(OsString::from));
+        let r = run_fastwrite(&args);
+        assert_eq!(r.code(), 0, "{}", r.dump());
+        r.stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    }
+
+    fn row(v: &serde_json::Value) -> Row {
+        let letter = match v["type"].as_str().unwrap() {
+            "file" => '-',
+            "dir" => 'd',
+            "symlink" => 'l',
+            "hardlink" => 'h',
+            other => panic!("{other}"),
+        };
+        let mode = u32::from_str_radix(v["mode"].as_str().unwrap(), 8).unwrap();
+        let bits: String = (0..9)
+            .map(|i| {
+                let on = mode & (0o400 >> i) != 0;
+                if on { ['r', 'w', 'x'][i % 3] } else { '-' }
+            })
+            .collect();
+        (
+            format!("{letter}{bits}"),
+            v["size"].as_u64().unwrap(),
+            v["name"].as_str().unwrap().to_string(),
+            v["target"].as_str().map(str::to_string),
+        )
+    }
+
+    /// `tar -tvf` (GNU tar) read back into rows: a hard link is `h` here (GNU tar prints `h`
+    /// too, with "link to"), sizes of links 0.
+    fn gnu_listing(archive: &Path) -> Vec<Row> {
+        let out = run_tool("tar", &osv!["--numeric-owner", "-tvf", archive], None);
+        out.stdout
+            .lines()
+            .map(|line| {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                let (name, target) = match line.split_once(" -> ") {
+                    Some((_, target)) => (f[5].to_string(), Some(target.to_string())),
+                    None => match line.split_once(" link to ") {
+                        Some((_, target)) => (f[5].to_string(), Some(target.to_string())),
+                        None => (f[5..].join(" "), None),
+                    },
+                };
+                (f[0].to_string(), f[2].parse().unwrap(), name, target)
+            })
+            .collect()
+    }
+
+    fn tree(t: &Path) -> std::path::PathBuf {
+        let src = t.join("src");
+        fs::create_dir(&src).unwrap();
+        project_tree(&src);
+        src
+    }
+
+    /// Archives made by GNU tar, bsdtar and Python's tarfile, listed by GNU tar and by us: the
+    /// same entries in the same order, with the same types, modes, sizes and link targets.
+    #[test]
+    fn a_tar_lists_as_gnu_tar_lists_it() {
+        let t = tempdir();
+        let src = tree(t.path());
+        let gnu = t.join("gnu.tar");
+        run_tool(
+            "tar",
+            &osv!["-C", &src, "--sort=name", "-cf", &gnu, "project-1.2"],
+            None,
+        );
+        let bsd = t.join("bsd.tar.gz");
+        run_tool(
+            "bsdtar",
+            &osv!["-C", &src, "-czf", &bsd, "project-1.2"],
+            None,
+        );
+        let py = t.join("py.tar.xz");
+        let script = "import sys, tarfile\nwith tarfile.open(sys.argv[1], 'w:xz', format=tarfile.PAX_FORMAT) as t: t.add(sys.argv[2], 'project-1.2')";
+        run_tool(
+            "python3",
+            &osv!["-c", script, &py, src.join("project-1.2")],
+            None,
+        );
+        for archive in [&gnu, &bsd, &py] {
+            let listed: Vec<Row> = ours(archive, &[]).iter().map(row).collect();
+            let expected = gnu_listing(archive);
+            assert_eq!(listed, expected, "{}", archive.display());
+            assert!(
+                listed.iter().any(|r| r.0.starts_with('h')),
+                "a hard link is listed"
+            );
+            assert!(listed.iter().any(|r| r.3.as_deref() == Some("README.md")));
+        }
+        // The human lines have tar's columns.
+        let r = run_fastwrite(&osv!["list", &gnu]);
+        let line = r
+            .stdout
+            .lines()
+            .find(|l| l.contains("readme-link"))
+            .unwrap();
+        assert!(line.starts_with("lrwxrwxrwx"), "{line}");
+        assert!(
+            line.ends_with("project-1.2/readme-link -> README.md"),
+            "{line}"
+        );
+    }
+
+    /// Zips made by Info-ZIP and Python's zipfile, listed by zipinfo and by us: the same
+    /// names in the same order, types, modes and sizes; symlink targets as stored.
+    #[test]
+    fn a_zip_lists_as_zipinfo_lists_it() {
+        let t = tempdir();
+        let src = tree(t.path());
+        let info = t.join("info.zip");
+        infozip_dir(&src, &info, &[]);
+        let py = t.join("py.zip");
+        let script = "import os, sys, zipfile\nwith zipfile.ZipFile(sys.argv[1], 'w') as z:\n for d, _, fs in sorted(os.walk(sys.argv[2])):\n  for f in sorted(fs):\n   p = os.path.join(d, f)\n   if not os.path.islink(p): z.write(p, os.path.relpath(p, sys.argv[2]))";
+        run_tool("python3", &osv!["-c", script, &py, &src], None);
+        for archive in [&info, &py] {
+            let listed: Vec<Row> = ours(archive, &[]).iter().map(row).collect();
+            let out = run_tool("zipinfo", &osv![archive], None);
+            let expected: Vec<(String, u64, String)> = out
+                .stdout
+                .lines()
+                .filter(|l| l.starts_with(['-', 'd', 'l']) && l.len() > 40)
+                .map(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    (f[0].to_string(), f[3].parse().unwrap(), f[8..].join(" "))
+                })
+                .collect();
+            let listed_cmp: Vec<(String, u64, String)> = listed
+                .iter()
+                .map(|(m, size, name, _)| {
+                    // zipinfo gives a symlink its stored size (the target's length).
+                    let size = if m.starts_with('l') {
+                        expected_size(&expected, name)
+                    } else {
+                        *size
+                    };
+                    (m.clone(), size, name.clone())
+                })
+                .collect();
+            assert_eq!(listed_cmp, expected, "{}", archive.display());
+        }
+        let link = ours(&info, &["**/readme-link"]);
+        assert_eq!(link.len(), 1);
+        assert_eq!(link[0]["target"], "README.md");
+    }
+
+    fn expected_size(rows: &[(String, u64, String)], name: &str) -> u64 {
+        rows.iter().find(|r| r.2 == name).map_or(0, |r| r.1)
+    }
+
+    /// What extraction would do is said per entry: the hostile entries of the Zip Slip samples
+    /// are marked refused, with the reason, and not given a path; selection and stripping
+    /// show the names extract would write.
+    #[test]
+    fn refusals_and_renames_are_shown() {
+        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/zip-slip");
+        for sample in ["zip-slip.zip", "zip-slip.tar"] {
+            let entries = ours(&data.join(sample), &[]);
+            let evil = entries
+                .iter()
+                .find(|e| e["name"].as_str().unwrap().starts_with("../"))
+                .unwrap();
+            assert!(evil["path"].is_null(), "{sample}: {evil}");
+            let problem = evil["problem"].as_str().unwrap();
+            assert!(
+                problem.contains("escapes the output folder"),
+                "{sample}: {problem}"
+            );
+            let good = entries.iter().find(|e| e["name"] == "good.txt").unwrap();
+            assert_eq!(good["path"], "good.txt");
+            assert!(good["problem"].is_null());
+            let r = run_fastwrite(&osv!["list", data.join(sample)]);
+            assert!(
+                r.stdout.contains("  [refused: path escapes"),
+                "{}",
+                r.dump()
+            );
+        }
+        let t = tempdir();
+        let src = tree(t.path());
+        let archive = t.join("p.tar");
+        run_tool(
+            "tar",
+            &osv!["-C", &src, "--sort=name", "-cf", &archive, "project-1.2"],
+            None,
+        );
+        let r = run_fastwrite(&osv![
+            "list",
+            &archive,
+            "project-1.2/docs",
+            "--strip-components",
+            "1"
+        ]);
+        assert_eq!(r.code(), 0, "{}", r.dump());
+        let lines: Vec<&str> = r.stdout.lines().collect();
+        assert_eq!(lines.len(), 5, "docs/, its 3 files and old/\n{}", r.stdout);
+        assert!(lines.iter().all(|l| l.contains("project-1.2/docs")));
+        assert!(
+            r.stdout.contains("project-1.2/docs/a.md  [as docs/a.md]"),
+            "{}",
+            r.stdout
+        );
+        let none = run_fastwrite(&osv!["list", &archive, "nothing"]);
+        assert_eq!(none.code(), 1, "{}", none.dump());
+        assert!(
+            none.stderr
+                .contains("'nothing': no entry of the archive matches")
+        );
+    }
+}

@@ -1,0 +1,83 @@
+//! What fastwrite gives shells and `man`: completion scripts and manual pages, generated from
+//! the same definitions as `--help`, so they cannot fall behind the flags.
+
+#[macro_use]
+mod common;
+
+use common::*;
+
+/// The bash script, loaded into a real bash, completes the subcommands and a command's flags.
+#[cfg(unix)] // bash, which a Windows build under Wine cannot start
+#[test]
+fn the_bash_completion_loads_and_completes() {
+    let t = tempdir();
+    let script = t.join("fastwrite.bash");
+    let r = run_fastwrite(&osv!["completions", "bash"]);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    std::fs::write(&script, &r.stdout).unwrap();
+    // What bash does on TAB: set the words, call the function `complete -p` names.
+    let probe = r#"
+        source "$1" || exit 9
+        complete -p fastwrite | grep -q -- '-F _fastwrite' || exit 8
+        ask() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=();
+                _fastwrite fastwrite "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}";
+                echo "$*: ${COMPREPLY[*]}"; }
+        ask fastwrite ex
+        ask fastwrite extract --strip
+        ask fastwrite mirror --del
+        ask fastwrite completions z
+        ask fastwrite --defer-close a
+    "#;
+    let out = run_tool("bash", &osv!["-c", probe, "probe", &script], None);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "fastwrite ex: extract",
+            "fastwrite extract --strip: --strip-components",
+            "fastwrite mirror --del: --delete",
+            "fastwrite completions z: zsh",
+            "fastwrite --defer-close a: auto always",
+        ],
+        "{}",
+        out.dump()
+    );
+}
+
+/// Every shell clap knows gets a script that names the subcommands and the new flags.
+#[test]
+fn every_shell_gets_a_script() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let r = run_fastwrite(&osv!["completions", shell]);
+        assert_eq!(r.code(), 0, "{shell}: {}", r.dump());
+        for word in ["extract", "mirror", "strip-components", "exclude"] {
+            assert!(r.stdout.contains(word), "{shell} script lacks {word}");
+        }
+    }
+    let r = run_fastwrite(&osv!["completions", "tcsh"]);
+    assert_eq!(r.code(), 2, "an unknown shell is refused\n{}", r.dump());
+}
+
+/// The manual pages: fastwrite(1) and one per command, with their flags and examples.
+#[test]
+fn manual_pages_document_every_command() {
+    let top = run_fastwrite(&osv!["man"]);
+    assert_eq!(top.code(), 0, "{}", top.dump());
+    assert!(top.stdout.contains(".TH fastwrite 1"), "{}", top.dump());
+    assert!(
+        top.stdout.contains("Exit codes"),
+        "the examples and exit codes are in it"
+    );
+    let extract = run_fastwrite(&osv!["man", "extract"]);
+    assert_eq!(extract.code(), 0, "{}", extract.dump());
+    assert!(extract.stdout.contains(".TH fastwrite-extract 1"));
+    for flag in ["strip\\-components", "exclude", "max\\-output", "PATTERN"] {
+        assert!(
+            extract.stdout.contains(flag),
+            "fastwrite-extract(1) lacks {flag}"
+        );
+    }
+    let mirror = run_fastwrite(&osv!["man", "mirror"]);
+    assert!(mirror.stdout.contains("delete"), "{}", mirror.dump());
+    assert_eq!(run_fastwrite(&osv!["man", "nothing"]).code(), 2);
+}
