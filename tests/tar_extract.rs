@@ -71,6 +71,8 @@ enum Comp {
     ZstdMulti,
     Xz,
     XzMulti,
+    /// Many independent blocks (`xz -T2 --block-size`), which fastwrite decodes on every core.
+    XzBlocks,
     Bzip2,
     Bzip2Multi,
 }
@@ -85,6 +87,7 @@ const EVERY_COMPRESSOR: &[Comp] = &[
     Comp::ZstdMulti,
     Comp::Xz,
     Comp::XzMulti,
+    Comp::XzBlocks,
     Comp::Bzip2,
     Comp::Bzip2Multi,
 ];
@@ -104,6 +107,7 @@ impl Comp {
             Comp::ZstdMulti => ".multi.zst",
             Comp::Xz => ".xz",
             Comp::XzMulti => ".multi.xz",
+            Comp::XzBlocks => ".blocks.xz",
             Comp::Bzip2 => ".bz2",
             Comp::Bzip2Multi => ".multi.bz2",
         }
@@ -135,6 +139,7 @@ impl Comp {
             Comp::Pigz => pipe_through("pigz", &["-c", "-p", "2", "-b", "64"], data),
             Comp::Zstd => pipe_through("zstd", &["-q", "-c", "-3"], data),
             Comp::Xz => pipe_through("xz", &["-c", "-T1", "-3"], data),
+            Comp::XzBlocks => pipe_through("xz", &["-c", "-T2", "--block-size=16KiB", "-3"], data),
             Comp::Bzip2 => pipe_through("bzip2", &["-c", "-9"], data),
             _ => unreachable!("{self:?} is not a single-member compressor"),
         }
@@ -161,6 +166,17 @@ impl Comp {
             }
             Comp::Xz => {
                 let w = liblzma::write::XzEncoder::new(Vec::new(), 3);
+                done(w, data).finish().unwrap()
+            }
+            Comp::XzBlocks => {
+                let stream = liblzma::stream::MtStreamBuilder::new()
+                    .threads(2)
+                    .block_size(16 << 10)
+                    .preset(3)
+                    .check(liblzma::stream::Check::Crc64)
+                    .encoder()
+                    .unwrap();
+                let w = liblzma::write::XzEncoder::new_stream(Vec::new(), stream);
                 done(w, data).finish().unwrap()
             }
             Comp::Bzip2 => {
@@ -875,6 +891,9 @@ fn gnu_tar_roundtrip(format: &str, seed: u64, files: usize, names: Names) {
         let archive = t.join(format!("{format}.tar{}", comp.suffix()));
         if *comp != Comp::None {
             fs::write(&archive, comp.compress(&tar_bytes)).unwrap();
+        }
+        if *comp == Comp::XzBlocks {
+            assert!(tar_bytes.len() > 64 << 10, "setup: several xz blocks");
         }
         let flags = FLAG_ROTATION[i % FLAG_ROTATION.len()];
         let out = t.join(format!("out-{i}"));

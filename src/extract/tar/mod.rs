@@ -31,6 +31,7 @@ use super::list::{Listed, ListedKind};
 use super::select::{Choice, Chooser};
 
 mod reader;
+mod xz;
 
 pub(super) use reader::Reader;
 pub(crate) use reader::checksum_ok;
@@ -48,24 +49,11 @@ pub(super) fn decoder<'a>(
             Ok(decoder) => Box::new(decoder),
             Err(e) => Box::new(FailingReader(Some(e))),
         },
-        // The xz format only (not liblzma's automatic choice, which also takes the old .lzma
-        // format), every stream of a concatenation, and a memory cap: a header may ask for a
-        // 4 GiB dictionary in 15 bytes (found by fuzzing).
-        Format::Xz => match liblzma::stream::Stream::new_stream_decoder(
-            XZ_MEMORY_LIMIT,
-            liblzma::stream::CONCATENATED,
-        ) {
-            Ok(stream) => Box::new(liblzma::bufread::XzDecoder::new_stream(input, stream)),
-            Err(e) => Box::new(FailingReader(Some(io::Error::other(e)))),
-        },
+        Format::Xz => Box::new(xz::Decoder::new(input)),
         Format::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(input)),
         Format::Tar | Format::Zip => input,
     }
 }
-
-/// The most memory the xz decoder may use. `xz -9` needs 65 MiB to decode, and the largest
-/// dictionary any preset makes is 64 MiB; only `--lzma2=dict=` beyond 1 GiB goes past it.
-const XZ_MEMORY_LIMIT: u64 = 1 << 30;
 
 /// A reader that reports why its decoder could not be made, on first use.
 struct FailingReader(Option<io::Error>);

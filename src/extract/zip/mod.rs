@@ -6,9 +6,12 @@
 //! another process truncates the archive while it is mapped, the process can be killed by
 //! SIGBUS. An input that cannot be mapped (a pipe) is read into memory instead.
 //!
-//! Writers take contiguous runs of entries (rayon splits the list in ranges), so each reads a
-//! contiguous region of the archive. Every entry's CRC-32 is checked by reading it to its end.
+//! Writers take the biggest entries first, one each, then the rest in archive order a short
+//! run at a time (`schedule.rs`), so one huge entry never becomes the tail of the run and each
+//! writer reads a contiguous region of the archive. Every entry's CRC-32 is checked by reading
+//! it to its end.
 
+mod schedule;
 pub(super) mod stream;
 
 use std::collections::HashMap;
@@ -19,7 +22,6 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
-use rayon::prelude::*;
 use zip::ExtraField;
 use zip::ZipArchive;
 
@@ -32,6 +34,7 @@ use crate::report::Report;
 
 use super::list::{Listed, ListedKind};
 use super::select::{Choice, Chooser};
+use schedule::Schedule;
 
 mod integrity;
 
@@ -92,10 +95,13 @@ pub(super) fn extract(
         engine
             .reporter()
             .planned(files.len() as u64, files.iter().map(|e| e.size).sum());
-        writers.install(|| {
-            files.par_iter().for_each_init(
-                || (archive.clone(), engine.writer()),
-                |(archive, writer), entry| {
+        let costs: Vec<u64> = files.iter().map(|e| e.size).collect();
+        let schedule = Schedule::new(&costs, writers.current_num_threads());
+        writers.broadcast(|_| {
+            let (mut archive, mut writer) = (archive.clone(), engine.writer());
+            while let Some(taken) = schedule.take() {
+                for &i in schedule.items(taken) {
+                    let entry = files[i];
                     // The password is used only for the entries that are encrypted.
                     let opened = match &password.known {
                         Some(password) => archive.by_index_decrypt(entry.index, password),
@@ -118,8 +124,8 @@ pub(super) fn extract(
                             anyhow::Error::new(e).context("cannot read the entry"),
                         )),
                     }
-                },
-            );
+                }
+            }
         });
     })?;
     engine::add_plan(&mut report, &mut plan);
