@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Usage: benches/fetch-corpus.sh
+# Usage: benches/fetch-corpus.sh [botocore|torch]
 #
-# Downloads the zip benchmark corpus (a pinned botocore wheel: ~2000 small
-# files, the typical "many small files" case) into a cache directory outside
-# the repo, and prints the wheel's path on stdout.  Idempotent: if the wheel is
-# already cached nothing is downloaded.
+# Downloads a zip benchmark corpus into a cache directory outside the repo, and prints the
+# wheel's path on stdout. Idempotent: if the wheel is already cached nothing is downloaded.
+#   botocore (default): a pinned botocore wheel, ~2,000 small files, the typical "many small
+#     files" case.
+#   torch: the torch 2.5.1 wheel for Linux x86_64 (906 MB; 11,269 files, 1.75 GB out, one
+#     entry of 900 MB): the case where one member bounds the run.
 #
 # Env:
 #   FASTWRITE_BENCH_CACHE  cache dir (default: $HOME/.cache/fastwrite-bench)
@@ -14,21 +16,33 @@ set -euo pipefail
 # Pinned so that results are comparable across runs and machines.
 BOTOCORE_VERSION="${BOTOCORE_VERSION:-1.44.5}"
 CACHE="${FASTWRITE_BENCH_CACHE:-$HOME/.cache/fastwrite-bench}"
-WHEEL="$CACHE/botocore-${BOTOCORE_VERSION}-py3-none-any.whl"
+case "${1:-botocore}" in
+    botocore)
+        WHEEL="$CACHE/botocore-${BOTOCORE_VERSION}-py3-none-any.whl"
+        pip_args=("botocore==$BOTOCORE_VERSION")
+        min_entries=1000
+        ;;
+    torch)
+        WHEEL="$CACHE/torch-2.5.1-cp312-cp312-manylinux1_x86_64.whl"
+        pip_args=(--python-version 3.12 --platform manylinux1_x86_64 "torch==2.5.1")
+        min_entries=11000
+        ;;
+    *) echo "fetch-corpus: unknown corpus '$1' (botocore or torch)" >&2; exit 2 ;;
+esac
 
 mkdir -p "$CACHE"
 
 if [[ ! -s "$WHEEL" ]]; then
     # Status goes to stderr so that stdout is only the path (callers capture it).
-    echo "fetch-corpus: downloading botocore==$BOTOCORE_VERSION into $CACHE" >&2
+    echo "fetch-corpus: downloading ${pip_args[*]: -1} into $CACHE" >&2
     pip download --quiet --no-deps --no-cache-dir --only-binary=:all: \
-        "botocore==$BOTOCORE_VERSION" -d "$CACHE" >&2
+        "${pip_args[@]}" -d "$CACHE" >&2
 fi
 
 # Sanity check: the wheel must be a readable zip with a plausible entry count.
 count=$(unzip -Z1 "$WHEEL" | wc -l)
-if (( count < 1000 )); then
-    echo "fetch-corpus: $WHEEL has only $count entries; expected ~2000" >&2
+if (( count < min_entries )); then
+    echo "fetch-corpus: $WHEEL has only $count entries; expected at least $min_entries" >&2
     exit 1
 fi
 echo "fetch-corpus: $WHEEL ($count entries)" >&2

@@ -10,6 +10,8 @@
 # the next batch waits until file creation is fast again (lib/common.sh explains why).
 #
 # Env: TAR_CORPUS (linux, the default, or npm), FASTWRITE (binary), BENCH_RUNS (default 3),
+#      FASTWRITE_OLD (a second binary, timed in the same batch as fastwrite-old),
+#      BENCH_LEAN=1 (only GNU tar, the format's decoder piped into tar, and fastwrite),
 #      BENCH_WARMUP (default 1),
 #      FASTWRITE_BENCH_CACHE, BENCH_PROBE_MS, BENCH_SETTLE_MAX, KEEP_WORK=1.
 # Disk: each batch holds (runs + warmup) x tools x 1.3 GB until it ends (~21 GB by default).
@@ -54,13 +56,18 @@ for fmt in "${formats[@]}"; do
     # Peers first, fastwrite last: each command's runs go back to back and a batch slows as
     # the page cache fills, so this order can only flatter the peers.
     add gnu-tar tar -xf "$A" -C "$WORK/gnu-tar"
-    if have bsdtar; then add bsdtar bsdtar -xf "$A" -C "$WORK/bsdtar"; fi
+    if [[ ${BENCH_LEAN:-0} != 1 ]] && have bsdtar; then add bsdtar bsdtar -xf "$A" -C "$WORK/bsdtar"; fi
     case "$fmt" in
         tar.gz) pipe pigz-tar "pigz -dc '$A' | tar -x -C '$WORK/pigz-tar'" ;;
         tar.zst) pipe zstd-tar "zstd -dc '$A' | tar -x -C '$WORK/zstd-tar'" ;;
         tar.xz) pipe xz-tar "xz -dc -T2 '$A' | tar -x -C '$WORK/xz-tar'" ;;
     esac
-    add fastwrite-no-defer-close "$FW" --no-defer-close extract "$A" -o "$WORK/fastwrite-no-defer-close"
+    if [[ ${BENCH_LEAN:-0} != 1 ]]; then
+        add fastwrite-no-defer-close "$FW" --no-defer-close extract "$A" -o "$WORK/fastwrite-no-defer-close"
+    fi
+    if [[ -n "${FASTWRITE_OLD:-}" ]]; then
+        add fastwrite-old "$(realpath -- "$FASTWRITE_OLD")" extract "$A" -o "$WORK/fastwrite-old"
+    fi
     add fastwrite "$FW" extract "$A" -o "$WORK/fastwrite"
     run_batch "$tag-$fmt" "$EXPECTED_FILES" gnu-tar "$A"
     if [[ "${KEEP_WORK:-0}" != 1 ]]; then

@@ -7,7 +7,11 @@
 # fastest fastwrite variant.
 #
 # Env:
+#   ZIP_CORPUS             botocore (default) or torch (the 906 MB torch wheel: fetch-corpus.sh)
 #   FASTWRITE              fastwrite binary (default: target/release/fastwrite)
+#   FASTWRITE_OLD          a second fastwrite binary, timed in the same batch (fastwrite-old)
+#   BENCH_LEAN=1           only the best peer (ripunzip, else unzip) and fastwrite: for the
+#                          big wheel, whose runs are long
 #   BENCH_RUNS             timed runs per command (default 10; plus 1 warmup)
 #   FASTWRITE_BENCH_CACHE  corpus, work and results dir (default ~/.cache/fastwrite-bench)
 #   BENCH_SYNC=0           don't `sync` between runs (default: sync, untimed)
@@ -38,7 +42,7 @@ WARMUP=1
 
 command -v hyperfine >/dev/null || { echo "zip-peers: hyperfine is required (apt-get install -y hyperfine)" >&2; exit 1; }
 FW="$(resolve_fastwrite "$repo")"
-WHEEL="$("$here/fetch-corpus.sh")"
+WHEEL="$("$here/fetch-corpus.sh" "${ZIP_CORPUS:-botocore}")"
 EXPECTED_FILES="$(unzip -Z1 "$WHEEL" | grep -vc '/$')"  # entries that are files
 
 stamp="$(date +%Y%m%d-%H%M%S)"
@@ -55,11 +59,17 @@ trap 'report_failure zip-peers "$WORK"' EXIT
 # Peers first, fastwrite last: hyperfine runs each command's runs back to back, and a batch
 # gets slower as it goes (page cache fills, reclaim starts), so this order can only flatter
 # the peers.
+lean="${BENCH_LEAN:-0}"
 add unzip unzip -q "$WHEEL" -d "$WORK/unzip"  # always there: fetch-corpus needs it
-if have bsdtar; then add bsdtar bsdtar -xf "$WHEEL" -C "$WORK/bsdtar"; fi
-if have 7z; then add 7z 7z x -y "-o$WORK/7z" "$WHEEL"; fi
+if [[ $lean != 1 ]] && have bsdtar; then add bsdtar bsdtar -xf "$WHEEL" -C "$WORK/bsdtar"; fi
+if [[ $lean != 1 ]] && have 7z; then add 7z 7z x -y "-o$WORK/7z" "$WHEEL"; fi
 if have ripunzip; then add ripunzip ripunzip unzip-file "$WHEEL" -d "$WORK/ripunzip"; fi
-add fastwrite-no-defer-close "$FW" --no-defer-close extract "$WHEEL" -o "$WORK/fastwrite-no-defer-close"
+if [[ $lean != 1 ]]; then
+    add fastwrite-no-defer-close "$FW" --no-defer-close extract "$WHEEL" -o "$WORK/fastwrite-no-defer-close"
+fi
+if [[ -n "${FASTWRITE_OLD:-}" ]]; then
+    add fastwrite-old "$(realpath -- "$FASTWRITE_OLD")" extract "$WHEEL" -o "$WORK/fastwrite-old"
+fi
 add fastwrite "$FW" extract "$WHEEL" -o "$WORK/fastwrite"
 
 echo "zip-peers: fastwrite = $FW" >&2
