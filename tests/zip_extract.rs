@@ -1284,12 +1284,20 @@ fn truncated_end_record() {
 }
 
 /// A flipped byte in a stored entry's data: the CRC check fails. Exit 1, that file absent
-/// (not left half-written, not under a temp name either), the others extracted.
+/// (not left half-written, not under a temp name either), the others extracted. Both ways a
+/// stored entry is read: through the zip crate (300 KB), and straight from the mapped archive
+/// (3 MiB: 1 MiB and more).
 #[test]
 fn crc_mismatch_in_stored_entry() {
+    for size in [300_000, 3 << 20] {
+        crc_mismatch_in_stored_entry_of(size);
+    }
+}
+
+fn crc_mismatch_in_stored_entry_of(size: usize) {
     let t = tempdir();
     let archive = t.join("crc.zip");
-    let bad = random(10, 300_000);
+    let bad = random(10, size);
     crate_zip(
         &archive,
         &[
@@ -1309,7 +1317,7 @@ fn crc_mismatch_in_stored_entry() {
         ],
     );
     let mut bytes = fs::read(&archive).unwrap();
-    let off = local_data_offset(&bytes, "bad.bin") + 250_000;
+    let off = local_data_offset(&bytes, "bad.bin") + size * 5 / 6;
     bytes[off] ^= 0x55;
     fs::write(&archive, &bytes).unwrap();
     for flags in [
@@ -1342,6 +1350,13 @@ fn crc_mismatch_in_stored_entry() {
 /// final name: the old file stays (or is gone), it is never replaced by corrupt content.
 #[test]
 fn crc_failure_with_overwrite_keeps_old_file() {
+    // Through the zip crate, and straight from the mapped archive (see above).
+    for size in [200_000, 2 << 20] {
+        crc_failure_with_overwrite_keeps_old_file_of(size);
+    }
+}
+
+fn crc_failure_with_overwrite_keeps_old_file_of(size: usize) {
     let t = tempdir();
     let archive = t.join("crc.zip");
     crate_zip(
@@ -1349,7 +1364,7 @@ fn crc_failure_with_overwrite_keeps_old_file() {
         &[
             Z::File(
                 "bad.bin",
-                random(15, 200_000),
+                random(15, size),
                 0o644,
                 CompressionMethod::Stored,
             ),
@@ -1362,7 +1377,7 @@ fn crc_failure_with_overwrite_keeps_old_file() {
         ],
     );
     let mut bytes = fs::read(&archive).unwrap();
-    let off = local_data_offset(&bytes, "bad.bin") + 150_000;
+    let off = local_data_offset(&bytes, "bad.bin") + size * 3 / 4;
     bytes[off] ^= 0x01;
     fs::write(&archive, &bytes).unwrap();
     for flags in [

@@ -102,6 +102,19 @@ pub(super) fn extract(
             while let Some(taken) = schedule.take() {
                 for &i in schedule.items(taken) {
                     let entry = files[i];
+                    if entry.size >= STRAIGHT_FROM_THE_MAP {
+                        match stored_data(&mut archive, &bytes, entry.index) {
+                            Some(Ok(data)) => {
+                                writer.write(entry, Content::Bytes(data));
+                                continue;
+                            }
+                            Some(Err(error)) => {
+                                engine.record(Error::new(&entry.name, ErrorKind::Source, error));
+                                continue;
+                            }
+                            None => {}
+                        }
+                    }
                     // The password is used only for the entries that are encrypted.
                     let opened = match &password.known {
                         Some(password) => archive.by_index_decrypt(entry.index, password),
@@ -130,6 +143,39 @@ pub(super) fn extract(
     })?;
     engine::add_plan(&mut report, &mut plan);
     Ok(report)
+}
+
+/// A stored (uncompressed) entry this large is written straight from the mapped archive.
+const STRAIGHT_FROM_THE_MAP: u64 = 1 << 20;
+
+/// A big stored entry's bytes, in place in the archive, once its CRC-32 is checked: written
+/// with one `write` from the mapping, where reading it through the `zip` crate would copy it
+/// into a buffer first. `None` for anything else (compressed, encrypted, or a size that does
+/// not add up), which is read the usual way.
+fn stored_data<'a>(
+    archive: &mut Archive<'_>,
+    bytes: &'a [u8],
+    index: usize,
+) -> Option<anyhow::Result<&'a [u8]>> {
+    let file = archive.by_index_raw(index).ok()?;
+    if file.compression() != zip::CompressionMethod::Stored
+        || file.encrypted()
+        || file.compressed_size() != file.size()
+    {
+        return None;
+    }
+    let start = usize::try_from(file.data_start()?).ok()?;
+    let end = start.checked_add(usize::try_from(file.size()).ok()?)?;
+    let data = bytes.get(start..end)?;
+    let (declared, actual) = (file.crc32(), crc32fast::hash(data));
+    Some(if actual == declared {
+        Ok(data)
+    } else {
+        Err(anyhow::anyhow!(
+            "the stored data is corrupt: its CRC-32 checksum is {actual:08x}, not the \
+             {declared:08x} the archive declares (nothing of it was written)"
+        ))
+    })
 }
 
 /// Lists a zip from its central directory: every entry the selection takes, with what
