@@ -28,25 +28,28 @@ pub(super) struct Decoder<'a> {
 }
 
 enum State<'a> {
+    /// A stream starts here (the first, or one after padding).
+    Next(Input<'a>),
     /// Inside a stream.
     Stream(XzDecoder<Input<'a>>),
     /// A stream has ended: what comes next is padding, another stream, or the end.
     Between(Input<'a>),
-    /// The input has ended after a whole stream, or an error has been returned.
+    /// The input has ended after a whole stream, or an error has been returned (a decoder
+    /// that could not be made, for one).
     Done,
 }
 
 impl<'a> Decoder<'a> {
     pub fn new(input: Input<'a>) -> Decoder<'a> {
         Decoder {
-            state: State::Stream(XzDecoder::new_stream(input, stream())),
+            state: State::Next(input),
         }
     }
 }
 
 /// A decoder for one stream: the xz format only (not liblzma's automatic choice, which also
 /// takes the old .lzma format), on as many threads as there are cores.
-fn stream() -> Stream {
+fn stream() -> io::Result<Stream> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(64) as u32;
@@ -57,7 +60,7 @@ fn stream() -> Stream {
         .memlimit_stop(MEMORY_LIMIT)
         .decoder()
         .or_else(|_| Stream::new_stream_decoder(MEMORY_LIMIT, 0))
-        .expect("liblzma's xz decoder initialises with a valid memory limit and no flags")
+        .map_err(io::Error::other)
 }
 
 impl Read for Decoder<'_> {
@@ -67,6 +70,9 @@ impl Read for Decoder<'_> {
         }
         loop {
             match std::mem::replace(&mut self.state, State::Done) {
+                State::Next(input) => {
+                    self.state = State::Stream(XzDecoder::new_stream(input, stream()?));
+                }
                 State::Stream(mut decoder) => match decoder.read(buf) {
                     Ok(0) => self.state = State::Between(decoder.into_inner()),
                     Ok(n) => {
@@ -86,7 +92,7 @@ impl Read for Decoder<'_> {
                     if input.fill_buf()?.is_empty() {
                         return Ok(0);
                     }
-                    self.state = State::Stream(XzDecoder::new_stream(input, stream()));
+                    self.state = State::Next(input);
                 }
                 State::Done => return Ok(0),
             }

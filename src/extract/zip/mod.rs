@@ -92,50 +92,19 @@ pub(super) fn extract(
             .iter()
             .filter(|e| e.kind == EntryKind::File)
             .collect();
+        let costs: Vec<u64> = files.iter().map(|e| e.size).collect();
         engine
             .reporter()
-            .planned(files.len() as u64, files.iter().map(|e| e.size).sum());
-        let costs: Vec<u64> = files.iter().map(|e| e.size).collect();
+            .planned(files.len() as u64, costs.iter().sum());
         let schedule = Schedule::new(&costs, writers.current_num_threads());
         writers.broadcast(|_| {
             let (mut archive, mut writer) = (archive.clone(), engine.writer());
             while let Some(taken) = schedule.take() {
                 for &i in schedule.items(taken) {
                     let entry = files[i];
-                    if entry.size >= STRAIGHT_FROM_THE_MAP {
-                        match stored_data(&mut archive, &bytes, entry.index) {
-                            Some(Ok(data)) => {
-                                writer.write(entry, Content::Bytes(data));
-                                continue;
-                            }
-                            Some(Err(error)) => {
-                                engine.record(Error::new(&entry.name, ErrorKind::Source, error));
-                                continue;
-                            }
-                            None => {}
-                        }
-                    }
-                    // The password is used only for the entries that are encrypted.
-                    let opened = match &password.known {
-                        Some(password) => archive.by_index_decrypt(entry.index, password),
-                        None => archive.by_index(entry.index),
-                    };
-                    match opened {
-                        Ok(mut reader) => {
-                            writer.write(entry, Content::Reader(&mut reader));
-                        }
-                        Err(zip::result::ZipError::InvalidPassword) => engine.record(Error::new(
-                            &entry.name,
-                            ErrorKind::Source,
-                            anyhow::anyhow!(
-                                "wrong password: the entry cannot be decrypted with it"
-                            ),
-                        )),
-                        Err(e) => engine.record(Error::new(
-                            &entry.name,
-                            ErrorKind::Source,
-                            anyhow::Error::new(e).context("cannot read the entry"),
-                        )),
+                    let written = write_entry(&mut archive, &bytes, &password, &mut writer, entry);
+                    if let Err(error) = written {
+                        engine.record(Error::new(&entry.name, ErrorKind::Source, error));
                     }
                 }
             }
@@ -143,6 +112,38 @@ pub(super) fn extract(
     })?;
     engine::add_plan(&mut report, &mut plan);
     Ok(report)
+}
+
+/// Writes one file of the zip; `Err` when its data cannot be read (the writer reports its own
+/// failures).
+fn write_entry(
+    archive: &mut Archive<'_>,
+    bytes: &[u8],
+    password: &Password<'_>,
+    writer: &mut engine::Writer<'_>,
+    entry: &Entry,
+) -> anyhow::Result<()> {
+    if entry.size >= STRAIGHT_FROM_THE_MAP
+        && let Some(data) = stored_data(archive, bytes, entry.index)
+    {
+        writer.write(entry, Content::Bytes(data?));
+        return Ok(());
+    }
+    // The password is used only for the entries that are encrypted.
+    let opened = match &password.known {
+        Some(password) => archive.by_index_decrypt(entry.index, password),
+        None => archive.by_index(entry.index),
+    };
+    match opened {
+        Ok(mut reader) => {
+            writer.write(entry, Content::Reader(&mut reader));
+            Ok(())
+        }
+        Err(zip::result::ZipError::InvalidPassword) => Err(anyhow::anyhow!(
+            "wrong password: the entry cannot be decrypted with it"
+        )),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot read the entry")),
+    }
 }
 
 /// A stored (uncompressed) entry this large is written straight from the mapped archive.
