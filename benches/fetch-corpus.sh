@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Usage: benches/fetch-corpus.sh [botocore|torch]
+# Usage: benches/fetch-corpus.sh [botocore|torch|kernel]
 #
-# Downloads a zip benchmark corpus into a cache directory outside the repo, and prints the
-# wheel's path on stdout. Idempotent: if the wheel is already cached nothing is downloaded.
+# Downloads (or makes) a zip benchmark corpus in a cache directory outside the repo, and prints
+# its path on stdout. Idempotent: if the zip is already cached nothing is downloaded or made.
 #   botocore (default): a pinned botocore wheel, ~2,000 small files, the typical "many small
 #     files" case.
 #   torch: the torch 2.5.1 wheel for Linux x86_64 (906 MB; 11,269 files, 1.75 GB out, one
 #     entry of 900 MB): the case where one member bounds the run.
+#   kernel: the Linux kernel tree (fetch-trees.sh kernel) zipped by Info-ZIP zip 3.0 (`zip -r
+#     -y`, level 6, symlinks stored as links), made once: 78,579 files, 5,096 dirs, 56
+#     symlinks; many small files in a deep tree.
 #
 # Env:
 #   FASTWRITE_BENCH_CACHE  cache dir (default: $HOME/.cache/fastwrite-bench)
@@ -27,7 +30,20 @@ case "${1:-botocore}" in
         pip_args=(--python-version 3.12 --platform manylinux1_x86_64 "torch==2.5.1")
         min_entries=11000
         ;;
-    *) echo "fetch-corpus: unknown corpus '$1' (botocore or torch)" >&2; exit 2 ;;
+    kernel)
+        TREE="$("$(dirname "${BASH_SOURCE[0]}")/fetch-trees.sh" kernel)"
+        WHEEL="$(dirname "$TREE")/linux.zip"
+        min_entries=78000
+        if [[ ! -s "$WHEEL" ]]; then
+            command -v zip >/dev/null || apt-get install -y -qq zip >/dev/null
+            echo "fetch-corpus: zipping $TREE into $WHEEL (Info-ZIP zip, once; about 30 s)" >&2
+            rm -f -- "$WHEEL.part.zip"
+            # zip appends .zip to a name without it; the subshell keeps the caller's cwd.
+            (cd "$TREE" && zip -q -r -y "$WHEEL.part.zip" .)
+            mv -- "$WHEEL.part.zip" "$WHEEL"
+        fi
+        ;;
+    *) echo "fetch-corpus: unknown corpus '$1' (botocore, torch or kernel)" >&2; exit 2 ;;
 esac
 
 mkdir -p "$CACHE"

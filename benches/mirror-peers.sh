@@ -35,6 +35,12 @@
 #   BENCH_RUNS             timed runs per command in a fresh-copy batch (default 3)
 #   BENCH_WARMUP           warmup runs per command (default 1)
 #   BENCH_NOOP_RUNS        timed runs per command in a no-op batch (default 10)
+#   BENCH_TOOLS            only these fresh-copy tools (names as below: cp rsync xcp fcp
+#                          fastwrite-no-defer-close fastwrite); without cp, fastwrite's output
+#                          is the reference and the no-op copy
+#   MIRROR_NOOP=0          leave out the no-op batch
+#   MIRROR_NOOP_TOOLS      only these no-op tools (rsync fastwrite)
+#   BENCH_RSS=1, BENCH_RESULTS_LOG: peak RSS per tool and run; a log of the results (lib/batch.sh)
 #   MIRROR_STRICT          tools whose copies must match SRC's metadata exactly
 #                          (default: "cp fastwrite fastwrite-no-defer-close")
 #   BENCH_FILL_MEMORY=0    don't fill free memory before fresh-copy batches (then
@@ -110,6 +116,18 @@ same_tree() {
     echo "mirror-peers: $what: $copy is an identical copy of $src ($a files, content and metadata)" >&2
 }
 
+# Only now, after a corpus's batches: deleting during a batch would skew its timings.
+cleanup_corpus() {
+    if [[ "${KEEP_WORK:-0}" == 1 ]]; then
+        echo "outputs kept in $WORK" >&2
+    elif (( $(find "$WORK"/*.runs | head -n 1000 | wc -l) < 1000 )); then
+        rm -rf -- "$WORK"/*.runs "$WORK/noop.snapshot"  # few inodes: see the top of this file
+        sync
+    else
+        cleanup_workdir "$WORK"
+    fi
+}
+
 for corpus in "${corpora[@]}"; do
     SRC="$("$here/fetch-trees.sh" "$corpus")"
     EXPECTED_FILES="$(find "$SRC" -type f | wc -l)"
@@ -147,10 +165,11 @@ for corpus in "${corpora[@]}"; do
     fi
     run_batch "mirror-peers-$corpus" "$EXPECTED_FILES" cp "$SRC"
 
-    # lib/batch.sh compared every tool's content with cp's; now cp's with SRC itself, and every
-    # tool's metadata with SRC's.
-    if ! diff -rq --no-dereference "$SRC" "$WORK/cp.runs/1" >/dev/null; then
-        echo "mirror-peers-$corpus: VERIFY cp: content differs from the source $SRC" >&2
+    # lib/batch.sh compared every tool's content with the reference's (cp's, unless
+    # BENCH_TOOLS left it out); now the reference's with SRC itself, and every tool's metadata
+    # with SRC's.
+    if ! diff -rq --no-dereference "$SRC" "$WORK/$BATCH_REFERENCE.runs/1" >/dev/null; then
+        echo "mirror-peers-$corpus: VERIFY $BATCH_REFERENCE: content differs from the source $SRC" >&2
         exit 1
     fi
     pairs=()
@@ -164,11 +183,20 @@ for corpus in "${corpora[@]}"; do
     echo "mirror-peers-$corpus: fidelity checked (strict for: ${strict:-none})" >&2
 
     # --- 2. no-op: mirror again onto an identical copy ----------------------------------------
-    COPY="$WORK/cp.runs/1"
+    # cp's copy, or fastwrite's where BENCH_TOOLS left cp out (either is checked exact first).
+    COPY=""
+    for name in cp fastwrite; do
+        if [[ " ${names[*]} " == *" $name "* ]]; then COPY="$WORK/$name.runs/1"; break; fi
+    done
+    if [[ "${MIRROR_NOOP:-1}" == 0 || -z "$COPY" ]]; then
+        [[ -n "$COPY" ]] || echo "mirror-peers-$corpus: no cp or fastwrite copy to mirror onto; no-op batch skipped" >&2
+        cleanup_corpus
+        continue
+    fi
     same_tree "$SRC" "$COPY" "no-op, before"
     reset_batch
-    add rsync rsync -a "$SRC/" "$COPY/"
-    if [[ -n "$FW" ]]; then add fastwrite "$FW" mirror "$SRC" "$COPY"; fi
+    BENCH_TOOLS="${MIRROR_NOOP_TOOLS:-}" add rsync rsync -a "$SRC/" "$COPY/"
+    if [[ -n "$FW" ]]; then BENCH_TOOLS="${MIRROR_NOOP_TOOLS:-}" add fastwrite "$FW" mirror "$SRC" "$COPY"; fi
     echo
     echo "mirror-peers-$corpus-noop: what one run changes in an identical copy (untimed)"
     for i in "${!names[@]}"; do
@@ -185,22 +213,17 @@ for corpus in "${corpora[@]}"; do
     for i in "${!names[@]}"; do args+=(--command-name "${names[$i]}" --prepare sync); done
     warn_if_busy
     echo "mirror-peers-$corpus-noop: $EXPECTED_FILES files already in place, $NOOP_RUNS runs + $WARMUP warmup per tool" >&2
+    rss_start
     hyperfine "${args[@]}" "${cmds[@]}"
+    rss_collect "$json"
     same_tree "$SRC" "$COPY" "no-op, after the batch"
+    log_results "mirror-peers-$corpus-noop" "$json"
     echo
     print_ratios "mirror-peers-$corpus-noop" "$json"
     echo "results: $md"
     echo "         $json"
 
-    # --- cleanup (only now: deleting during a batch would skew its timings) -------------------
-    if [[ "${KEEP_WORK:-0}" == 1 ]]; then
-        echo "outputs kept in $WORK" >&2
-    elif (( $(find "$WORK"/*.runs | head -n 1000 | wc -l) < 1000 )); then
-        rm -rf -- "$WORK"/*.runs "$WORK/noop.snapshot"  # few inodes: see the top of this file
-        sync
-    else
-        cleanup_workdir "$WORK"
-    fi
+    cleanup_corpus
 done
 
 if [[ "${KEEP_WORK:-0}" != 1 ]]; then

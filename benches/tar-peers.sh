@@ -13,7 +13,9 @@
 #      FASTWRITE_OLD (a second binary, timed in the same batch as fastwrite-old),
 #      BENCH_LEAN=1 (only GNU tar, the format's decoder piped into tar, and fastwrite),
 #      BENCH_WARMUP (default 1),
-#      FASTWRITE_BENCH_CACHE, BENCH_PROBE_MS, BENCH_SETTLE_MAX, KEEP_WORK=1.
+#      FASTWRITE_BENCH_CACHE, BENCH_PROBE_MS, BENCH_SETTLE_MAX, KEEP_WORK=1,
+#      BENCH_TOOLS (only these: gnu-tar bsdtar pigz-tar zstd-tar xz-tar fastwrite ...),
+#      BENCH_RSS=1 (peak RSS per tool and run), BENCH_RESULTS_LOG (lib/batch.sh).
 # Disk: each batch holds (runs + warmup) x tools x 1.3 GB until it ends (~21 GB by default).
 set -euo pipefail
 

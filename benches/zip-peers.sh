@@ -7,7 +7,8 @@
 # fastest fastwrite variant.
 #
 # Env:
-#   ZIP_CORPUS             botocore (default) or torch (the 906 MB torch wheel: fetch-corpus.sh)
+#   ZIP_CORPUS             botocore (default), torch (the 906 MB torch wheel) or kernel (the
+#                          kernel tree zipped by Info-ZIP): fetch-corpus.sh
 #   FASTWRITE              fastwrite binary (default: target/release/fastwrite)
 #   FASTWRITE_OLD          a second fastwrite binary, timed in the same batch (fastwrite-old)
 #   BENCH_LEAN=1           only the best peer (ripunzip, else unzip) and fastwrite: for the
@@ -23,6 +24,8 @@
 #   BENCH_SETTLE_MAX       ... for at most this many seconds (default 400)
 #   BENCH_DROP_CACHES=0    don't drop clean page cache when < 4 GiB is free (default: drop)
 #   KEEP_WORK=1            keep the extracted outputs instead of deleting them
+#   BENCH_TOOLS, BENCH_RSS=1, BENCH_RESULTS_LOG: only these tools; peak RSS per tool and run;
+#                          a log of the results (lib/batch.sh)
 #
 # Results (markdown + JSON) go to $FASTWRITE_BENCH_CACHE/results/, never the repo.
 # Peer tools that are not installed are skipped with a message.
@@ -43,7 +46,9 @@ WARMUP=1
 command -v hyperfine >/dev/null || { echo "zip-peers: hyperfine is required (apt-get install -y hyperfine)" >&2; exit 1; }
 FW="$(resolve_fastwrite "$repo")"
 WHEEL="$("$here/fetch-corpus.sh" "${ZIP_CORPUS:-botocore}")"
-EXPECTED_FILES="$(unzip -Z1 "$WHEEL" | grep -vc '/$')"  # entries that are files
+# Entries that are files: neither directories (a name ending in /) nor symlinks (zipinfo's
+# long listing starts their line with l; the kernel zip has 56).
+EXPECTED_FILES=$(( $(unzip -Z1 "$WHEEL" | grep -vc '/$') - $(unzip -Z "$WHEEL" | grep -c '^l' || true) ))
 
 stamp="$(date +%Y%m%d-%H%M%S)"
 WORK="$CACHE/work/zip-peers-$stamp"
