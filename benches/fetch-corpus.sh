@@ -7,9 +7,10 @@
 #     files" case.
 #   torch: the torch 2.5.1 wheel for Linux x86_64 (906 MB; 11,269 files, 1.75 GB out, one
 #     entry of 900 MB): the case where one member bounds the run.
-#   kernel: the Linux kernel tree (fetch-trees.sh kernel) zipped by Info-ZIP zip 3.0 (`zip -r
-#     -y`, level 6, symlinks stored as links), made once: 78,579 files, 5,096 dirs, 56
-#     symlinks; many small files in a deep tree.
+#   kernel: the Linux kernel tree (fetch-trees.sh kernel) zipped by Info-ZIP zip 3.0 (level 6),
+#     made once: 78,579 files and 5,096 dirs, many small files in a deep tree. Without the
+#     tree's 56 symlinks: ripunzip (the best zip peer) writes a symlink as a regular file
+#     holding the target's path, so its output could not be checked against the others'.
 #
 # Env:
 #   FASTWRITE_BENCH_CACHE  cache dir (default: $HOME/.cache/fastwrite-bench)
@@ -38,8 +39,9 @@ case "${1:-botocore}" in
             command -v zip >/dev/null || apt-get install -y -qq zip >/dev/null
             echo "fetch-corpus: zipping $TREE into $WHEEL (Info-ZIP zip, once; about 30 s)" >&2
             rm -f -- "$WHEEL.part.zip"
-            # zip appends .zip to a name without it; the subshell keeps the caller's cwd.
-            (cd "$TREE" && zip -q -r -y "$WHEEL.part.zip" .)
+            # Every directory and file, no symlink (see above); zip appends .zip to a name
+            # without it; the subshell keeps the caller's cwd.
+            (cd "$TREE" && find . -mindepth 1 ! -type l | LC_ALL=C sort | zip -q -@ "$WHEEL.part.zip")
             mv -- "$WHEEL.part.zip" "$WHEEL"
         fi
         ;;

@@ -128,8 +128,11 @@ for r in "${rows[@]}"; do
     esac
 done
 
+# Which fastwrite: the commit, "+changes" if the code differs from it (not docs or benches),
+# and the binary's own hash, which is what was timed.
 commit="$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-if [[ -n "$(git -C "$repo" status --porcelain --untracked-files=no 2>/dev/null)" ]]; then commit+="+changes"; fi
+if [[ -n "$(git -C "$repo" status --porcelain --untracked-files=no -- src Cargo.toml Cargo.lock 2>/dev/null)" ]]; then commit+="+changes"; fi
+commit+=" (binary sha256 $(sha256sum "$FW" | cut -c1-12))"
 table="$RESULTS/matrix-$stamp.md"
 python3 "$here/lib/matrix-table.py" "$LOG" \
     --title "fastwrite $commit, $(date +%Y-%m-%d), $(nproc) cores, $(uname -r), $(df -PT "$CACHE/work" | awk 'NR == 2 { print $2 }')" \
