@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Usage: benches/fetch-corpus.sh [botocore|torch|kernel]
+# Usage: benches/fetch-corpus.sh [botocore|scipy|torch|kernel]
 #
 # Downloads (or makes) a zip benchmark corpus in a cache directory outside the repo, and prints
 # its path on stdout. Idempotent: if the zip is already cached nothing is downloaded or made.
 #   botocore (default): a pinned botocore wheel, ~2,000 small files, the typical "many small
 #     files" case.
+#   scipy: the scipy 1.17.1 wheel for Linux x86_64 (1,425 files, 114 MB out; a few shared libraries of
+#     tens of MB among them): a mid-sized wheel where a handful of entries are most of the bytes.
 #   torch: the torch 2.5.1 wheel for Linux x86_64 (906 MB; 11,269 files, 1.75 GB out, one
 #     entry of 900 MB): the case where one member bounds the run.
 #   kernel: the Linux kernel tree (fetch-trees.sh kernel) zipped by Info-ZIP zip 3.0 (level 6),
@@ -26,6 +28,11 @@ case "${1:-botocore}" in
         pip_args=("botocore==$BOTOCORE_VERSION")
         min_entries=1000
         ;;
+    scipy)
+        WHEEL="$CACHE/scipy-1.17.1-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl"
+        pip_args=(--python-version 3.12 --platform manylinux_2_28_x86_64 "scipy==1.17.1")
+        min_entries=1400
+        ;;
     torch)
         WHEEL="$CACHE/torch-2.5.1-cp312-cp312-manylinux1_x86_64.whl"
         pip_args=(--python-version 3.12 --platform manylinux1_x86_64 "torch==2.5.1")
@@ -45,7 +52,7 @@ case "${1:-botocore}" in
             mv -- "$WHEEL.part.zip" "$WHEEL"
         fi
         ;;
-    *) echo "fetch-corpus: unknown corpus '$1' (botocore, torch or kernel)" >&2; exit 2 ;;
+    *) echo "fetch-corpus: unknown corpus '$1' (botocore, scipy, torch or kernel)" >&2; exit 2 ;;
 esac
 
 mkdir -p "$CACHE"

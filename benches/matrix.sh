@@ -5,6 +5,7 @@
 # one table of ratios and peak memory. Rows (default: all, in this order):
 #
 #   botocore    botocore wheel (2,039 files)              ripunzip          zip-peers.sh
+#   scipy       scipy 1.17.1 wheel (1,425 files, 114 MB)  ripunzip          zip-peers.sh
 #   torch       torch 2.5.1 wheel (11,269 files, 1.75 GB) ripunzip          zip-peers.sh
 #   kernel-zip  kernel tree zipped by Info-ZIP (78,579)   ripunzip          zip-peers.sh
 #   tar         kernel .tar                               bsdtar            tar-peers.sh
@@ -34,7 +35,7 @@
 # replaces the table between the matrix markers in docs/benchmarks.md (which the README quotes).
 #
 # Env: FASTWRITE (binary; default target/release/fastwrite), BENCH_RUNS (timed runs per tool;
-#      default 3, 10 for the two small corpora), BENCH_WARMUP (default 1),
+#      default 3, 10 for the three small corpora), BENCH_WARMUP (default 1),
 #      FASTWRITE_BENCH_CACHE, and the per-script variables.
 set -euo pipefail
 
@@ -49,7 +50,7 @@ if [[ "${1:-}" == --docs ]]; then
     docs=1
     shift
 fi
-all=(botocore torch kernel-zip tar tar.gz tar.zst tar.xz npm mirror-kernel mirror-bigfiles)
+all=(botocore scipy torch kernel-zip tar tar.gz tar.zst tar.xz npm mirror-kernel mirror-bigfiles)
 rows=("$@")
 (( ${#rows[@]} )) || rows=("${all[@]}")
 for row in "${rows[@]}"; do
@@ -116,6 +117,7 @@ for r in "${rows[@]}"; do
     # OUT_GB in tenths of a GB: one tool's output of one run.
     case "$r" in
         botocore) row "$r" 1 "ripunzip fastwrite" "$small_runs" -- env ZIP_CORPUS=botocore "$here/zip-peers.sh" ;;
+        scipy) row "$r" 2 "ripunzip fastwrite" "$small_runs" -- env ZIP_CORPUS=scipy "$here/zip-peers.sh" ;;
         torch) row "$r" 18 "ripunzip fastwrite" "$RUNS" -- env ZIP_CORPUS=torch "$here/zip-peers.sh" ;;
         kernel-zip) row "$r" 14 "ripunzip fastwrite" "$RUNS" -- env ZIP_CORPUS=kernel "$here/zip-peers.sh" ;;
         tar) row "$r" 14 "bsdtar fastwrite" "$RUNS" -- "$here/tar-peers.sh" tar ;;

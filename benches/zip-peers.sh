@@ -7,8 +7,9 @@
 # fastest fastwrite variant.
 #
 # Env:
-#   ZIP_CORPUS             botocore (default), torch (the 906 MB torch wheel) or kernel (the
-#                          kernel tree zipped by Info-ZIP): fetch-corpus.sh
+#   ZIP_CORPUS             botocore (default), scipy (the 35 MB scipy wheel), torch (the 906 MB
+#                          torch wheel) or kernel (the kernel tree zipped by Info-ZIP):
+#                          fetch-corpus.sh
 #   FASTWRITE              fastwrite binary (default: target/release/fastwrite)
 #   FASTWRITE_OLD          a second fastwrite binary, timed in the same batch (fastwrite-old)
 #   BENCH_LEAN=1           only the best peer (ripunzip, else unzip) and fastwrite: for the

@@ -1413,9 +1413,16 @@ fn crc_failure_with_overwrite_keeps_old_file_of(size: usize) {
 }
 
 /// Damaged deflate data (the decoder fails or the CRC does): exit 1, the entry named, its file
-/// absent, the other entries extracted.
+/// absent, the other entries extracted. Both ways a deflated entry is read: inflated whole by
+/// libdeflate (16 MiB and less), and streamed through the zip crate (17 MiB).
 #[test]
 fn corrupt_deflate_stream() {
+    for size in [2_000_000, 17 << 20] {
+        corrupt_deflate_stream_of(size);
+    }
+}
+
+fn corrupt_deflate_stream_of(size: usize) {
     let t = tempdir();
     let archive = t.join("deflate.zip");
     crate_zip(
@@ -1429,7 +1436,7 @@ fn corrupt_deflate_stream() {
             ),
             Z::File(
                 "broken.txt",
-                text(14, 2_000_000),
+                text(14, size),
                 0o644,
                 CompressionMethod::Deflated,
             ),
@@ -1458,7 +1465,53 @@ fn corrupt_deflate_stream() {
             "error",
         ],
     );
-    assert_eq!(all_paths(&out), ["ok.txt"], "{}", r.dump());
+    assert_eq!(all_paths(&out), ["ok.txt"], "{size}\n{}", r.dump());
+}
+
+/// A valid deflate stream under a wrong CRC-32 (in both headers): the check fails whichever way
+/// the entry is read (inflated whole, 300 KB; streamed, 17 MiB). Exit 1, the entry named with
+/// the checksum, its file absent, the other entry extracted.
+#[test]
+fn crc_mismatch_in_deflated_entry() {
+    for size in [300_000, 17 << 20] {
+        let t = tempdir();
+        let archive = t.join("crc.zip");
+        crate_zip(
+            &archive,
+            &[
+                Z::File(
+                    "bad.txt",
+                    text(21, size),
+                    0o644,
+                    CompressionMethod::Deflated,
+                ),
+                Z::File(
+                    "good.txt",
+                    text(22, 5_000),
+                    0o644,
+                    CompressionMethod::Deflated,
+                ),
+            ],
+        );
+        let mut bytes = fs::read(&archive).unwrap();
+        let lh = local_data_offset(&bytes, "bad.txt") - "bad.txt".len() - 30;
+        let cd = bytes.windows(4).position(|w| w == b"PK\x01\x02").unwrap();
+        assert_eq!(
+            &bytes[cd + 46..cd + 46 + 7],
+            b"bad.txt",
+            "setup: first CD record"
+        );
+        for at in [lh + 14, cd + 16] {
+            bytes[at] ^= 0x01;
+        }
+        fs::write(&archive, &bytes).unwrap();
+        let out = t.join("out");
+        let r = extract(&archive, &out, &[]);
+        r.assert_code(1);
+        r.assert_stderr_names("bad.txt", &["crc", "checksum"]);
+        assert_eq!(all_paths(&out), ["good.txt"], "{size}\n{}", r.dump());
+        assert_eq!(fs::read(out.join("good.txt")).unwrap(), text(22, 5_000));
+    }
 }
 
 /// A damaged local header with an intact central directory: that entry fails (exit 1, named),

@@ -17,6 +17,7 @@ BEGIN, END = "<!-- matrix:begin -->", "<!-- matrix:end -->"
 
 ROWS = {
     "botocore": "botocore wheel (2,039 files, 21 MB)",
+    "scipy": "scipy 1.17.1 wheel (1,425 files, 114 MB)",
     "torch": "torch 2.5.1 wheel (11,269 files, 1.75 GB)",
     "kernel-zip": "kernel tree as zip (Info-ZIP; 78,579 files)",
     "tar": "kernel .tar (78,579 files, 1.3 GB)",

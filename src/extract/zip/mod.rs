@@ -8,9 +8,12 @@
 //!
 //! Writers take the biggest entries first, one each, then the rest in archive order a short
 //! run at a time (`schedule.rs`), so one huge entry never becomes the tail of the run and each
-//! writer reads a contiguous region of the archive. Every entry's CRC-32 is checked by reading
-//! it to its end.
+//! writer reads a contiguous region of the archive. Big stored entries and deflated entries up
+//! to 16 MiB are read straight from the mapping (`direct.rs`: one `write`, or libdeflate's
+//! whole-buffer inflate); the rest through the `zip` crate. Every entry's CRC-32 is checked
+//! before anything of it is written (direct) or by reading it to its end (the rest).
 
+mod direct;
 mod schedule;
 pub(super) mod stream;
 
@@ -34,6 +37,7 @@ use crate::report::Report;
 
 use super::list::{Listed, ListedKind};
 use super::select::{Choice, Chooser};
+use direct::Direct;
 use schedule::Schedule;
 
 mod integrity;
@@ -99,10 +103,18 @@ pub(super) fn extract(
         let schedule = Schedule::new(&costs, writers.current_num_threads());
         writers.broadcast(|_| {
             let (mut archive, mut writer) = (archive.clone(), engine.writer());
+            let mut direct = Direct::new();
             while let Some(taken) = schedule.take() {
                 for &i in schedule.items(taken) {
                     let entry = files[i];
-                    let written = write_entry(&mut archive, &bytes, &password, &mut writer, entry);
+                    let written = write_entry(
+                        &mut archive,
+                        &bytes,
+                        &password,
+                        &mut writer,
+                        &mut direct,
+                        entry,
+                    );
                     if let Err(error) = written {
                         engine.record(Error::new(&entry.name, ErrorKind::Source, error));
                     }
@@ -121,11 +133,10 @@ fn write_entry(
     bytes: &[u8],
     password: &Password<'_>,
     writer: &mut engine::Writer<'_>,
+    direct: &mut Direct,
     entry: &Entry,
 ) -> anyhow::Result<()> {
-    if entry.size >= STRAIGHT_FROM_THE_MAP
-        && let Some(data) = stored_data(archive, bytes, entry.index)
-    {
+    if let Some(data) = direct.data(archive, bytes, entry.index) {
         writer.write(entry, Content::Bytes(data?));
         return Ok(());
     }
@@ -144,39 +155,6 @@ fn write_entry(
         )),
         Err(e) => Err(anyhow::Error::new(e).context("cannot read the entry")),
     }
-}
-
-/// A stored (uncompressed) entry this large is written straight from the mapped archive.
-const STRAIGHT_FROM_THE_MAP: u64 = 1 << 20;
-
-/// A big stored entry's bytes, in place in the archive, once its CRC-32 is checked: written
-/// with one `write` from the mapping, where reading it through the `zip` crate would copy it
-/// into a buffer first. `None` for anything else (compressed, encrypted, or a size that does
-/// not add up), which is read the usual way.
-fn stored_data<'a>(
-    archive: &mut Archive<'_>,
-    bytes: &'a [u8],
-    index: usize,
-) -> Option<anyhow::Result<&'a [u8]>> {
-    let file = archive.by_index_raw(index).ok()?;
-    if file.compression() != zip::CompressionMethod::Stored
-        || file.encrypted()
-        || file.compressed_size() != file.size()
-    {
-        return None;
-    }
-    let start = usize::try_from(file.data_start()?).ok()?;
-    let end = start.checked_add(usize::try_from(file.size()).ok()?)?;
-    let data = bytes.get(start..end)?;
-    let (declared, actual) = (file.crc32(), crc32fast::hash(data));
-    Some(if actual == declared {
-        Ok(data)
-    } else {
-        Err(anyhow::anyhow!(
-            "the stored data is corrupt: its CRC-32 checksum is {actual:08x}, not the \
-             {declared:08x} the archive declares (nothing of it was written)"
-        ))
-    })
 }
 
 /// Lists a zip from its central directory: every entry the selection takes, with what
