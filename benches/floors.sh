@@ -12,6 +12,11 @@
 #           fresh folder, every output counted and compared with GNU tar's).
 #   decode  Decompression alone, to /dev/null, no files: pigz -dc, zstd -dc, xz -T2 -dc, and
 #           unzip -tq of the kernel zip (Info-ZIP decodes and checks every entry on one core).
+#           Then inflate three ways on the .tar.gz and on the torch wheel's biggest entry
+#           (libtorch_cuda.so's deflate stream, 562 MB in / 900 MB out, wrapped as a .gz once):
+#           pigz -dc (zlib, streaming), libdeflate-gunzip (whole buffer, what fastwrite uses
+#           for zip entries up to 16 MiB) and rapidgzip -P 1 / -P 2 (one deflate stream decoded
+#           in parallel from speculative block starts; pip, in a venv in the cache).
 #
 # The data alone (page-cache copies without creating many files) is the bigfiles mirror row of
 # the matrix. Results go to $FASTWRITE_BENCH_CACHE/results/floors-*.
@@ -94,6 +99,31 @@ PY
             --command-name "xz -T2 -dc (.tar.xz)" "xz -T2 -dc $(q "$DIR/linux.tar.xz")" \
             --command-name "unzip -tq (kernel zip, one core)" "unzip -tq $(q "$ZIP")"
         echo "results: $RESULTS/floors-decode-$stamp.md"
+
+        command -v libdeflate-gunzip >/dev/null || apt-get install -y -qq libdeflate-tools >/dev/null
+        rgz="$CACHE/rapidgzip-venv/bin/rapidgzip"
+        if [[ ! -x "$rgz" ]]; then
+            python3 -m venv "$CACHE/rapidgzip-venv"
+            "$CACHE/rapidgzip-venv/bin/pip" install --quiet "rapidgzip==0.16.2"
+        fi
+        cuda="$CACHE/torch-libtorch_cuda.gz"
+        if [[ ! -s "$cuda" ]]; then
+            python3 "$here/lib/zip-entry-as-gz.py" "$("$here/fetch-corpus.sh" torch)" torch/lib/libtorch_cuda.so "$cuda.part"
+            mv -- "$cuda.part" "$cuda"
+        fi
+        cat -- "$cuda" >/dev/null
+        inflate=()
+        for pair in ".tar.gz:$DIR/linux.tar.gz" "libtorch_cuda.so:$cuda"; do
+            name="${pair%%:*}" f="$(q "${pair#*:}")"
+            inflate+=(--command-name "pigz -dc ($name)" "pigz -dc $f"
+                --command-name "libdeflate-gunzip -c ($name)" "libdeflate-gunzip -c $f"
+                --command-name "rapidgzip -P 1 ($name)" "$(q "$rgz") -P 1 -d -c $f"
+                --command-name "rapidgzip -P 2 ($name)" "$(q "$rgz") -P 2 -d -c $f")
+        done
+        hyperfine -N --warmup "$WARMUP" --runs "$RUNS" --output=null \
+            --export-markdown "$RESULTS/floors-inflate-$stamp.md" --export-json "$RESULTS/floors-inflate-$stamp.json" \
+            "${inflate[@]}"
+        echo "results: $RESULTS/floors-inflate-$stamp.md"
         ;;
     *) echo "floors: unknown part '$part' (create or decode)" >&2; exit 2 ;;
     esac
