@@ -3,10 +3,10 @@
 //! - A big stored entry is written from the mapping itself with one `write`, once its CRC-32 is
 //!   checked there (reading it through the `zip` crate would copy it into a buffer first).
 //! - A deflated entry of up to [`WHOLE_INFLATE_MAX`] is inflated in one call by libdeflate into
-//!   the writer's buffer: on the kernel tree's data libdeflate spends half of zlib-rs's CPU time
-//!   (0.75 s against 1.5 s for the 1.3 GB, docs/benchmarks.md), because it decodes a whole
-//!   buffer at once instead of a stream. Bigger entries are streamed as before, so memory stays
-//!   bounded by [`WHOLE_INFLATE_MAX`] per writer.
+//!   the writer's buffer: on the kernel tree's data libdeflate spends about half of zlib-rs's
+//!   CPU time (0.81 s of user time against 1.51 s for the 1.3 GB, docs/benchmarks.md), because
+//!   it decodes a whole buffer at once instead of a stream. Bigger entries are streamed as
+//!   before, so memory stays bounded by [`WHOLE_INFLATE_MAX`] per writer.
 //!
 //! Anything else (encrypted, another method, sizes that do not add up) is `None`: the caller
 //! reads it the usual way, through the `zip` crate. Either way, nothing of an entry whose data
