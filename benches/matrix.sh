@@ -32,7 +32,7 @@
 # lib/common.sh), so fewer deletes is a shorter matrix.
 #
 # The table goes to $FASTWRITE_BENCH_CACHE/results/matrix-STAMP.md; with --docs it also
-# replaces the table between the matrix markers in docs/benchmarks.md (which the README quotes).
+# replaces the table between the matrix markers in docs/benchmarks.md and README.md.
 #
 # Env: FASTWRITE (binary; default target/release/fastwrite), BENCH_RUNS (timed runs per tool;
 #      default 3, 10 for the three small corpora), BENCH_WARMUP (default 1),
@@ -142,7 +142,9 @@ python3 "$here/lib/matrix-table.py" "$LOG" \
 cat "$table"
 echo "matrix: table in $table" >&2
 if (( docs )); then
-    python3 "$here/lib/matrix-table.py" --splice "$repo/docs/benchmarks.md" "$table"
-    echo "matrix: docs/benchmarks.md updated" >&2
+    for doc in docs/benchmarks.md README.md; do
+        python3 "$here/lib/matrix-table.py" --splice "$repo/$doc" "$table"
+        echo "matrix: $doc updated" >&2
+    done
 fi
 if [[ "${KEEP_WORK_MATRIX:-0}" != 1 ]]; then clean_ours; fi
