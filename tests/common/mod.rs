@@ -1631,21 +1631,28 @@ pub fn python_zip(archive: &Path, entries: &[PyEntry], stream: bool) {
 // Raw zip surgery
 // ---------------------------------------------------------------------------------------------
 
-/// Offset of the data of entry `name` in `zip` (found through its local header).
-pub fn local_data_offset(zip: &[u8], name: &str) -> usize {
+/// Offset of the local header of entry `name` in `zip`.
+pub fn local_header_offset(zip: &[u8], name: &str) -> usize {
     let n = name.as_bytes();
     let mut i = 0;
     while i + 30 <= zip.len() {
         if zip[i..i + 4] == *b"PK\x03\x04" {
             let name_len = u16::from_le_bytes([zip[i + 26], zip[i + 27]]) as usize;
-            let extra_len = u16::from_le_bytes([zip[i + 28], zip[i + 29]]) as usize;
             if zip.get(i + 30..i + 30 + name_len) == Some(n) {
-                return i + 30 + name_len + extra_len;
+                return i;
             }
         }
         i += 1;
     }
     panic!("no local header for {name:?} in zip");
+}
+
+/// Offset of the data of entry `name` in `zip` (found through its local header).
+pub fn local_data_offset(zip: &[u8], name: &str) -> usize {
+    let i = local_header_offset(zip, name);
+    let name_len = u16::from_le_bytes([zip[i + 26], zip[i + 27]]) as usize;
+    let extra_len = u16::from_le_bytes([zip[i + 28], zip[i + 29]]) as usize;
+    i + 30 + name_len + extra_len
 }
 
 /// Seconds since the epoch of a civil date-time taken as UTC.

@@ -21,7 +21,7 @@ use super::Archive;
 const STRAIGHT_FROM_THE_MAP: u64 = 1 << 20;
 
 /// The largest deflated entry inflated whole; each writer's buffer grows to at most this.
-pub(super) const WHOLE_INFLATE_MAX: u64 = 16 << 20;
+const WHOLE_INFLATE_MAX: u64 = 16 << 20;
 
 /// One writer's decoder and output buffer, reused from entry to entry.
 pub(super) struct Direct {
