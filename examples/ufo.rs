@@ -7,8 +7,9 @@
 //!
 //! Every glyph is serialized straight into its file through `Batch::create` (an `io::Write`, as
 //! quick-xml or plist writers need), from rayon tasks; the property lists are written whole with
-//! `Batch::write`. `finish` waits for every close: on Windows, where Defender makes each close
-//! take milliseconds, they run on the close pool while the glyphs are still being written.
+//! `Batch::write`, all inside `Batch::scope`, which waits for every close and returns every
+//! error. On Windows, where Defender makes each close take milliseconds, the closes run on the
+//! close pool while the glyphs are still being written.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -43,57 +44,54 @@ fn main() -> ExitCode {
 }
 
 fn write_font(out: &str, glyphs: usize) -> Result<fastwrite::Report, Box<dyn std::error::Error>> {
-    let batch = Batch::new(out)?;
-    batch.write(
-        "metainfo.plist",
-        plist(&[("creator", "org.fastwrite.example"), ("formatVersion", "3")]),
-    )?;
-    batch.write(
-        "fontinfo.plist",
-        plist(&[("familyName", "Example Sans"), ("unitsPerEm", "2048")]),
-    )?;
-    batch.write(
-        "layercontents.plist",
-        plist(&[
-            ("public.default", "glyphs"),
-            ("public.background", "glyphs.background"),
-        ]),
-    )?;
-    batch.write(
-        "lib.plist",
-        plist(&[("public.glyphOrder", "see glyphs/contents.plist")]),
-    )?;
     let names: Vec<String> = (0..glyphs)
         .map(|i| format!("uni{:04X}", 0x20 + i))
         .collect();
-    let contents: Vec<(&str, String)> = names
-        .iter()
-        .map(|n| (n.as_str(), format!("{n}.glif")))
-        .collect();
-    let pairs: Vec<(&str, &str)> = contents.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    batch.write("glyphs/contents.plist", plist(&pairs))?;
-    batch.write("glyphs.background/contents.plist", plist(&[]))?;
+    // `scope` finishes the batch however the work ends: an early `?` below still waits for
+    // every close, and its error comes back together with every failure of the batch.
+    let report = Batch::new(out)?.scope(|batch| -> Result<(), fastwrite::Error> {
+        batch.write(
+            "metainfo.plist",
+            plist(&[("creator", "org.fastwrite.example"), ("formatVersion", "3")]),
+        )?;
+        batch.write(
+            "fontinfo.plist",
+            plist(&[("familyName", "Example Sans"), ("unitsPerEm", "2048")]),
+        )?;
+        batch.write(
+            "layercontents.plist",
+            plist(&[
+                ("public.default", "glyphs"),
+                ("public.background", "glyphs.background"),
+            ]),
+        )?;
+        batch.write(
+            "lib.plist",
+            plist(&[("public.glyphOrder", "see glyphs/contents.plist")]),
+        )?;
+        let contents: Vec<(&str, String)> = names
+            .iter()
+            .map(|n| (n.as_str(), format!("{n}.glif")))
+            .collect();
+        let pairs: Vec<(&str, &str)> = contents.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        batch.write("glyphs/contents.plist", plist(&pairs))?;
+        batch.write("glyphs.background/contents.plist", plist(&[]))?;
 
-    // One file per glyph, serialized as it is written. Every tenth has a background layer.
-    names
-        .par_iter()
-        .enumerate()
-        .try_for_each(|(i, name)| -> Result<(), fastwrite::Error> {
+        // One file per glyph, serialized as it is written. Every tenth has a background layer.
+        names.par_iter().enumerate().try_for_each(|(i, name)| {
             let mut file =
                 batch.create_with(format!("glyphs/{name}.glif"), FileMeta::new().mode(0o644))?;
-            if write_glif(&mut file, name, i).is_err() {
-                // The io::Error is the batch's own (disk full, cancelled): `finish` says which.
-                return Ok(()); // dropped unfinished: removed, and reported by `finish`
-            }
+            write_glif(&mut file, name, i)?; // a serializer's io::Error converts with `?`
             file.finish()?;
             if i % 10 == 0 {
                 let mut background = batch.create(format!("glyphs.background/{name}.glif"))?;
-                let _ = write_glif(&mut background, name, i / 10);
+                write_glif(&mut background, name, i / 10)?;
                 background.finish()?;
             }
             Ok(())
-        })?;
-    Ok(batch.finish()?)
+        })
+    })?;
+    Ok(report)
 }
 
 fn plist(entries: &[(&str, &str)]) -> String {

@@ -8,23 +8,25 @@
 //! policy says (inline on a fast local disk; on a pool of close threads where closes are slow:
 //! Windows, NFS, FUSE, `fsync`), and every close result comes back.
 
+use std::convert::Infallible;
 use std::fmt;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex, TryLockError};
 use std::time::{Instant, SystemTime};
 
 use anyhow::anyhow;
 
 use crate::cancel::Cancel;
 use crate::close::SystemCloser;
-use crate::engine::{Content, Engine, OpenFile, WriterState, cancelled};
+use crate::engine::{Content, Engine, Streamed, WriterState};
 use crate::error::{Error, ErrorKind, Tag};
 use crate::options::{CloseMode, Options, Overwrite};
 use crate::plan::{self, Entry, EntryKind};
 use crate::progress::Reporter;
 use crate::report::Report;
+use crate::sync::Unpoisoned;
 
 /// A file's optional permission bits and modification time.
 ///
@@ -82,15 +84,6 @@ pub struct BatchBuilder {
 }
 
 impl BatchBuilder {
-    /// A batch with a run's whole options (a source of the command line writing through the
-    /// library's door: a single compressed file).
-    pub(crate) fn with_options(root: &Path, opts: Options) -> BatchBuilder {
-        BatchBuilder {
-            root: root.to_path_buf(),
-            opts,
-        }
-    }
-
     /// Where and how files are closed (default [`CloseMode::Auto`]: inline while closes are
     /// fast, on a pool sized by Little's law once they are slow).
     pub fn close(mut self, mode: CloseMode) -> BatchBuilder {
@@ -160,6 +153,7 @@ impl BatchBuilder {
             cancel: self.opts.cancel,
             slots: (0..slots).map(|_| Slot::default()).collect(),
             started,
+            taken: AtomicUsize::new(0),
         })
     }
 }
@@ -183,20 +177,23 @@ impl BatchBuilder {
 /// [`finish`](FileWriter::finish), a symlink or directory mode that could not be applied at
 /// the end. Each error comes back exactly once.
 ///
-/// **Dropping** a batch without calling [`finish`](Batch::finish) (an early return, a
-/// panic) does everything `finish` does — waits for every close, makes the symlinks, applies
-/// directory metadata — and never panics; the errors of that work are then lost, as with
-/// std's `File`, but a file whose close failed is still removed. Call `finish` to see them.
+/// **Write in [`Batch::scope`]**: the work runs in a closure, and however it ends (an early
+/// `?` included) the batch is finished and every error comes back in one `Result`. With
+/// [`finish`](Batch::finish) called by hand, an early `?` between creating the batch and
+/// finishing it drops the batch: dropping does everything `finish` does — waits for every
+/// close, makes the symlinks, applies directory metadata, removes a file whose close failed —
+/// and never panics, but the errors of that work have nowhere to go and are lost, as with
+/// std's `File`.
 ///
 /// ```
 /// use rayon::prelude::*;
 ///
 /// let out = tempfile::tempdir()?;
-/// let batch = fastwrite::Batch::new(out.path())?;
-/// (0..1000).into_par_iter().try_for_each(|i| {
-///     batch.write(format!("glyphs/g{i}.glif"), format!("<glyph n='{i}'/>"))
-/// })?;
-/// let report = batch.finish()?; // every close checked
+/// let report = fastwrite::Batch::new(out.path())?.scope(|batch| {
+///     (0..1000).into_par_iter().try_for_each(|i| {
+///         batch.write(format!("glyphs/g{i}.glif"), format!("<glyph n='{i}'/>"))
+///     })
+/// })?; // every close checked, every error back
 /// assert_eq!(report.files, 1000);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -209,6 +206,8 @@ pub struct Batch {
     /// with one thread and its lock with that thread's cache.
     slots: Box<[Slot]>,
     started: Instant,
+    /// Errors returned by `take_errors`, which the end still counts.
+    taken: AtomicUsize,
 }
 
 /// A writer state behind a lock of its own, alone on its cache lines.
@@ -335,15 +334,8 @@ impl Batch {
         meta: FileMeta,
     ) -> Result<FileWriter<'_>, Error> {
         let entry = file_entry(path.as_ref(), EntryKind::File, meta, 0)?;
-        let open = self.with_state(|engine, state| engine.begin(state, &entry))?;
-        Ok(FileWriter {
-            batch: self,
-            entry,
-            open,
-            buf: Vec::new(),
-            written: 0,
-            failed: None,
-        })
+        let file = self.with_state(|engine, state| engine.start_streamed(state, entry))?;
+        Ok(FileWriter { batch: self, file })
     }
 
     /// Creates the directory at `path` now (and its parents); its mode and mtime, if given,
@@ -401,10 +393,12 @@ impl Batch {
 
     /// The errors that happened out of sight since the last call: failed closes (as the
     /// close threads meet them), dropped [`FileWriter`]s. They are not returned again by
-    /// [`Batch::finish`]. The closes of the last few files a thread wrote may still be
+    /// [`Batch::finish`], which still fails, and counts them ([`FinishError::taken`]). The closes of the last few files a thread wrote may still be
     /// pending; `finish` waits for them.
     pub fn take_errors(&self) -> Vec<Error> {
-        self.engine().take_failures()
+        let errors = self.engine().take_failures();
+        self.taken.fetch_add(errors.len(), Ordering::Relaxed);
+        errors
     }
 
     /// Waits for every close, makes the symlinks, applies directory metadata (deepest first),
@@ -412,14 +406,57 @@ impl Batch {
     ///
     /// # Errors
     /// A [`FinishError`] holding the report and every error not already returned by a call
-    /// or by [`Batch::take_errors`].
+    /// or by [`Batch::take_errors`]; errors that `take_errors` returned make it fail too, and
+    /// are counted there.
     pub fn finish(mut self) -> Result<Report, FinishError> {
-        let report = self.end();
-        if report.failures.is_empty() {
+        self.conclude(None)
+    }
+
+    /// Runs `work` with this batch, then finishes it: the way to write a batch that cannot lose
+    /// an error. Whether `work` returns `Ok` or stops early with `?`, every close is waited
+    /// for, and what went wrong comes back together: the work's own error (the first `?` that
+    /// fired) and every error of the batch it did not see (failed closes, files dropped
+    /// unfinished, links that could not be made).
+    ///
+    /// ```
+    /// use rayon::prelude::*;
+    /// use std::io::Write;
+    ///
+    /// let out = tempfile::tempdir()?;
+    /// let report = fastwrite::Batch::new(out.path())?.scope(|batch| {
+    ///     batch.write("metainfo.plist", "<plist/>")?;
+    ///     (0..100).into_par_iter().try_for_each(|i| {
+    ///         let mut file = batch.create(format!("glyphs/g{i}.glif"))?;
+    ///         write!(file, "<glyph name='g{i}'/>")?; // an io::Error converts, as from a serializer
+    ///         file.finish()
+    ///     })
+    /// })?;
+    /// assert_eq!(report.files, 101);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// A [`FinishError`] holding the work's error, if it returned one, the report, and every
+    /// error of the batch not returned before.
+    pub fn scope<E>(
+        mut self,
+        work: impl FnOnce(&Batch) -> Result<(), E>,
+    ) -> Result<Report, FinishError<E>> {
+        let outcome = work(&self);
+        self.conclude(outcome.err())
+    }
+
+    /// Ends the batch: `Ok` only if neither the work nor the batch failed, counting the errors
+    /// `take_errors` returned before.
+    fn conclude<E>(&mut self, work: Option<E>) -> Result<Report, FinishError<E>> {
+        let mut report = self.end();
+        report.failures_taken = self.taken.load(Ordering::Relaxed);
+        if work.is_none() && report.failures.is_empty() && report.failures_taken == 0 {
             Ok(report)
         } else {
             Err(FinishError {
                 report: Box::new(report),
+                work,
             })
         }
     }
@@ -429,7 +466,7 @@ impl Batch {
             return Report::default();
         };
         for slot in self.slots.iter_mut() {
-            engine.flush(slot.0.get_mut().unwrap_or_else(|e| e.into_inner()));
+            engine.flush(slot.0.get_mut().unpoisoned());
         }
         let mut report = engine.finish();
         report.wall = self.started.elapsed();
@@ -439,7 +476,7 @@ impl Batch {
     /// Runs `f` with a writer state of its own: the thread's home slot, or the next one free,
     /// or, with every slot busy, the home slot once it is free. A panic in `f` leaves the state
     /// in its slot, pending closes and all (the lock's poison is ignored: the state is whole).
-    fn with_state<R>(&self, f: impl FnOnce(&Engine, &mut WriterState) -> R) -> R {
+    fn with_state<'s, R>(&'s self, f: impl FnOnce(&'s Engine, &mut WriterState) -> R) -> R {
         let n = self.slots.len();
         let home = thread_index() % n;
         for i in 0..n {
@@ -451,7 +488,7 @@ impl Batch {
             };
             return f(self.engine(), &mut state);
         }
-        let mut state = lock(&self.slots[home].0);
+        let mut state = self.slots[home].0.lock().unpoisoned();
         f(self.engine(), &mut state)
     }
 }
@@ -471,40 +508,42 @@ impl fmt::Debug for Batch {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A writer state stays whole whatever panics elsewhere.
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// An entry for a path a program gave, checked like an archive's names.
 fn file_entry(path: &Path, kind: EntryKind, meta: FileMeta, size: u64) -> Result<Entry, Error> {
-    let rel = plan::safe_relative_os_path(path)
-        .map_err(|r| anyhow!("refused: {r}"))
-        .tag(path, ErrorKind::Refused)?;
-    Ok(Entry {
-        name: path.to_string_lossy().into_owned(),
-        path: rel,
-        kind,
-        mode: meta.mode,
-        mtime: meta.mtime,
-        size,
-        index: 0,
-        sparse: false,
-        replaces: false,
-    })
+    Entry::for_path(path, kind, meta.mode, meta.mtime, size)
 }
 
-/// The error of [`Batch::finish`]: the run's report, whose
-/// [`failures`](Report::failures) are the errors not returned before.
-#[derive(Debug)]
-pub struct FinishError {
+/// What went wrong in a batch: from [`Batch::finish`], every error not returned before, in
+/// the batch's report; from [`Batch::scope`], also the error the work itself returned.
+///
+/// Nothing in it is a repeat: each failure is here once, or was returned once by the call that
+/// met it or by [`Batch::take_errors`] (counted in [`FinishError::taken`]).
+pub struct FinishError<E = Infallible> {
     report: Box<Report>,
+    work: Option<E>,
 }
 
-impl FinishError {
-    /// The errors, with their paths and kinds.
+impl<E> FinishError<E> {
+    /// The errors of the batch not returned before, with their paths and kinds (the report's
+    /// [`failures`](Report::failures)).
     pub fn errors(&self) -> &[Error] {
         &self.report.failures
+    }
+
+    /// How many errors [`Batch::take_errors`] returned earlier: they count as failures of the
+    /// batch, but are not repeated in [`errors`](FinishError::errors).
+    pub fn taken(&self) -> usize {
+        self.report.failures_taken
+    }
+
+    /// The error the work of [`Batch::scope`] returned, if it returned one.
+    pub fn work_error(&self) -> Option<&E> {
+        self.work.as_ref()
+    }
+
+    /// The work's error, to keep.
+    pub fn into_work_error(self) -> Option<E> {
+        self.work
     }
 
     /// What the batch did, failures included.
@@ -518,45 +557,65 @@ impl FinishError {
     }
 }
 
-impl fmt::Display for FinishError {
+impl<E: fmt::Display> fmt::Display for FinishError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let errors = self.errors();
-        match errors {
-            [] => f.write_str("no errors"),
-            [one] => write!(f, "{one}"),
-            [first, rest @ ..] => write!(f, "{first} (and {} more errors)", rest.len()),
+        let mut parts = Vec::new();
+        if let Some(work) = &self.work {
+            parts.push(format!("the work stopped: {work}"));
         }
+        match self.errors() {
+            [] => {}
+            [one] => parts.push(one.to_string()),
+            [first, rest @ ..] => parts.push(format!("{first} (and {} more errors)", rest.len())),
+        }
+        match self.taken() {
+            0 => {}
+            1 => parts.push("1 error returned earlier by take_errors".to_string()),
+            n => parts.push(format!("{n} errors returned earlier by take_errors")),
+        }
+        if parts.is_empty() {
+            return f.write_str("no errors");
+        }
+        f.write_str(&parts.join("; "))
     }
 }
 
-impl std::error::Error for FinishError {}
+impl<E: fmt::Debug> fmt::Debug for FinishError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FinishError")
+            .field("work", &self.work)
+            .field("errors", &self.errors())
+            .field("taken", &self.taken())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The work's error is the source; the batch's own errors are in [`FinishError::errors`].
+impl<E: std::error::Error + 'static> std::error::Error for FinishError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.work
+            .as_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// A file being written through [`io::Write`]; made by [`Batch::create`].
 ///
-/// Writes are collected in a buffer and written in large pieces, so a serializer's many small
-/// writes cost few system calls. Call [`FileWriter::finish`] at the end: only then is the file
-/// kept (mode and mtime set, handed to the close stage). Dropped without it (a `?` on a
-/// serializer's error, a panic), the file is removed and an [`ErrorKind::Unfinished`] error
-/// comes back from [`Batch::finish`].
+/// Writes are collected in a buffer and written in large pieces (64 KiB), so a serializer's
+/// many small writes cost few system calls. Call [`FileWriter::finish`] at the end: only then
+/// is the file kept (mode and mtime set, handed to the close stage). Dropped without it (a `?`
+/// on a serializer's error, a panic), the file is removed and an error comes back from
+/// [`Batch::finish`]: [`ErrorKind::Write`] with the OS's error if a write to it failed,
+/// [`ErrorKind::Unfinished`] otherwise.
 pub struct FileWriter<'b> {
     batch: &'b Batch,
-    entry: Entry,
-    /// `None`: the existing file is kept ([`Overwrite::Skip`]); what is written is discarded.
-    open: Option<OpenFile>,
-    buf: Vec<u8>,
-    written: u64,
-    /// A write that failed (its kind, and the OS's error number): the file cannot be
-    /// finished, and `finish` says why.
-    failed: Option<(io::ErrorKind, Option<i32>)>,
+    file: Streamed<'b>,
 }
-
-/// Writes are gathered into pieces of this size: 64 KiB holds a typical small file whole.
-const PIECE: usize = 64 << 10;
 
 impl FileWriter<'_> {
     /// The path this file was created for, as given.
     pub fn path(&self) -> &Path {
-        Path::new(&self.entry.name)
+        self.file.name()
     }
 
     /// Writes what is buffered, sets the mode and mtime, and hands the file to the close stage.
@@ -564,121 +623,30 @@ impl FileWriter<'_> {
     /// # Errors
     /// [`ErrorKind::Write`] (including a write that already failed), [`ErrorKind::Metadata`],
     /// [`ErrorKind::Cancelled`] (the batch was cancelled meanwhile). The file is then removed.
-    pub fn finish(mut self) -> Result<(), Error> {
-        let drained = self.drain();
-        let Some(open) = self.open.take() else {
-            return Ok(());
-        };
-        let engine = self.batch.engine();
-        let failed = if engine.cancelled() {
-            Some(cancelled(&self.entry))
-        } else if let Err(e) = drained {
-            Some(Error::new(&self.entry.name, ErrorKind::Write, e))
-        } else {
-            self.failed.map(|(kind, os)| {
-                let cause = match os {
-                    Some(code) => io::Error::from_raw_os_error(code),
-                    None => io::Error::from(kind),
-                };
-                let error = anyhow!(cause).context(format!(
-                    "writing '{}' failed earlier; the file is incomplete",
-                    open.path.display()
-                ));
-                Error::new(&self.entry.name, ErrorKind::Write, error)
-            })
-        };
-        if let Some(error) = failed {
-            engine.discard(open);
-            return Err(error);
-        }
-        self.entry.size = self.written;
-        let (entry, written) = (&self.entry, self.written);
-        self.batch
-            .with_state(|engine, state| engine.seal(state, open, entry, written))
-    }
-
-    /// Writes the buffer to the file.
-    fn drain(&mut self) -> io::Result<()> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        let mut buf = std::mem::take(&mut self.buf);
-        let result = self.put(&buf);
-        buf.clear();
-        self.buf = buf;
-        result
-    }
-
-    /// Writes `data` to the file (or discards it, for a skipped file).
-    fn put(&mut self, data: &[u8]) -> io::Result<()> {
-        if self.batch.engine().cancelled() {
-            // Not `Interrupted`, which `write_all` would retry for ever.
-            return Err(io::Error::other("the batch was cancelled"));
-        }
-        let Some(open) = &self.open else {
-            return Ok(());
-        };
-        // The OS's error as it is (`raw_os_error` works on it): the file's path and the
-        // whole story come back from `finish`.
-        let result = (&open.file).write_all(data);
-        match &result {
-            Ok(()) => {
-                self.written += data.len() as u64;
-                self.batch
-                    .engine()
-                    .reporter()
-                    .bytes_written(data.len() as u64);
-            }
-            Err(e) => self.failed = Some((e.kind(), e.raw_os_error())),
-        }
-        result
+    pub fn finish(self) -> Result<(), Error> {
+        let FileWriter { batch, file } = self;
+        batch.with_state(|_, state| file.seal(state))
     }
 }
 
 impl Write for FileWriter<'_> {
+    /// The error is the OS's own (`raw_os_error` works on it); the file's path and the whole
+    /// story come back from [`FileWriter::finish`], or from the batch if it is dropped.
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        if let Some((kind, _)) = self.failed {
-            return Err(io::Error::new(kind, "an earlier write to this file failed"));
-        }
-        if self.buf.len() + data.len() > PIECE {
-            self.drain()?;
-            if data.len() >= PIECE {
-                self.put(data)?;
-                return Ok(data.len());
-            }
-        }
-        if self.buf.capacity() == 0 {
-            self.buf.reserve(PIECE);
-        }
-        self.buf.extend_from_slice(data);
-        Ok(data.len())
+        self.file.write(data).map(|()| data.len())
     }
 
     /// Writes what is buffered to the file (it is still not kept until `finish`).
     fn flush(&mut self) -> io::Result<()> {
-        self.drain()
-    }
-}
-
-impl Drop for FileWriter<'_> {
-    fn drop(&mut self) {
-        if let Some(open) = self.open.take() {
-            let engine = self.batch.engine();
-            engine.discard(open);
-            engine.record(Error::new(
-                &self.entry.name,
-                ErrorKind::Unfinished,
-                anyhow!("dropped before `finish`: the file was removed"),
-            ));
-        }
+        self.file.drain()
     }
 }
 
 impl fmt::Debug for FileWriter<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FileWriter")
-            .field("path", &self.entry.name)
-            .field("written", &self.written)
+            .field("path", &self.file.name())
+            .field("written", &self.file.len())
             .finish_non_exhaustive()
     }
 }

@@ -4,6 +4,7 @@
 //! it happened (validation, a writer, a close thread, the end of the run) into the
 //! [`Report`](crate::Report), or back to the caller of [`Batch`](crate::Batch).
 
+use crate::sync::Unpoisoned;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -74,16 +75,71 @@ impl ErrorKind {
             ErrorKind::NotFound => "not-found",
         }
     }
+}
 
-    /// What the command line offers for failures of this kind, where a flag resolves them.
-    pub(crate) fn remedy(self) -> Option<&'static str> {
+/// A library setting that an error message names as the way out (`... (Options::max_output
+/// sets the cap)`). Messages spell it as [`Setting::name`]; the command line shows its own flag
+/// in its place, so one message serves both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Setting {
+    /// [`Overwrite::Replace`](crate::Overwrite::Replace): replace what exists.
+    Replace,
+    /// [`Overwrite::Skip`](crate::Overwrite::Skip): keep what exists.
+    Skip,
+    /// [`Options::max_output`](crate::Options::max_output): the cap on what a run writes.
+    MaxOutput,
+    /// [`Options::space_check`](crate::Options::space_check) off: write past the free-space check.
+    NoSpaceCheck,
+    /// [`Options::password`](crate::Options::password): an encrypted zip's password.
+    Password,
+    /// [`Options::file_name`](crate::Options::file_name): the name for a single compressed file.
+    FileName,
+    /// [`Selection::strip_components`](crate::Selection::strip_components).
+    StripComponents,
+    /// [`Selection::exclude`](crate::Selection::exclude) (and a mirror's excludes).
+    Exclude,
+    /// [`MirrorOptions::delete`](crate::MirrorOptions::delete).
+    Delete,
+    /// [`MirrorOptions::hard_links`](crate::MirrorOptions::hard_links).
+    HardLinks,
+}
+
+impl Setting {
+    /// Every setting, for a front end that maps them to its own words.
+    pub const ALL: [Setting; 10] = [
+        Setting::Replace,
+        Setting::Skip,
+        Setting::MaxOutput,
+        Setting::NoSpaceCheck,
+        Setting::Password,
+        Setting::FileName,
+        Setting::StripComponents,
+        Setting::Exclude,
+        Setting::Delete,
+        Setting::HardLinks,
+    ];
+
+    /// How messages spell it: its Rust path, as a program sets it.
+    pub fn name(self) -> &'static str {
         match self {
-            ErrorKind::AlreadyExists => {
-                Some("--overwrite replaces them, --skip-existing keeps them")
-            }
-            ErrorKind::Limit => Some("--max-output sets the cap"),
-            _ => None,
+            Setting::Replace => "Overwrite::Replace",
+            Setting::Skip => "Overwrite::Skip",
+            Setting::MaxOutput => "Options::max_output",
+            Setting::NoSpaceCheck => "Options::space_check = false",
+            Setting::Password => "Options::password",
+            Setting::FileName => "Options::file_name",
+            Setting::StripComponents => "Selection::strip_components",
+            Setting::Exclude => "Selection::exclude",
+            Setting::Delete => "MirrorOptions::delete",
+            Setting::HardLinks => "MirrorOptions::hard_links",
         }
+    }
+}
+
+impl fmt::Display for Setting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -142,7 +198,34 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.as_os_str().is_empty() {
+            // A program's own I/O error, converted with `?`: no path of the batch's.
+            return write!(f, "{:#}", self.error);
+        }
         write!(f, "'{}': {:#}", self.path.display(), self.error)
+    }
+}
+
+/// A program's own I/O error, met while producing a file's content (a serializer writing into
+/// a [`FileWriter`](crate::FileWriter)), converted by `?` in work that returns this crate's
+/// [`Error`]: kind [`ErrorKind::Source`], no path, the OS error kept
+/// ([`io_error`](Error::io_error)). When the failed write was the file's own, the batch also
+/// reports that file, with its path, as [`ErrorKind::Write`].
+impl From<io::Error> for Error {
+    fn from(error: io::Error) -> Error {
+        Error::new(PathBuf::new(), ErrorKind::Source, error)
+    }
+}
+
+/// For work that returns `io::Result`: the error keeps its [`io::ErrorKind`] (the OS's, where
+/// there is one) and carries this [`Error`], path and all, inside (`get_ref` and `downcast`
+/// give it back).
+impl From<Error> for io::Error {
+    fn from(error: Error) -> io::Error {
+        let kind = error
+            .io_error()
+            .map_or(io::ErrorKind::Other, io::Error::kind);
+        io::Error::new(kind, error)
     }
 }
 
@@ -176,7 +259,7 @@ impl Failures {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Error>> {
         // Pushing and taking leave the list consistent whatever panics elsewhere.
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.0.lock().unpoisoned()
     }
 }
 

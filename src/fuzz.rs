@@ -6,7 +6,8 @@
 use std::io::{BufReader, Cursor, Read};
 use std::path::{Component, Path};
 
-use crate::extract::{self, Format};
+use crate::extract;
+use crate::extract::codec::Codec;
 use crate::plan;
 
 /// The most bytes of entry data a target reads per input (a bomb is not a finding).
@@ -18,15 +19,17 @@ pub fn tar(data: &[u8]) {
     let Some((&pick, rest)) = data.split_first() else {
         return;
     };
-    let format = [
-        Format::Tar,
-        Format::Gzip,
-        Format::Zstd,
-        Format::Xz,
-        Format::Bzip2,
+    let codec = [
+        None,
+        Some(Codec::Gzip),
+        Some(Codec::Zstd),
+        Some(Codec::Xz),
+        Some(Codec::Bzip2),
     ][usize::from(pick) % 5];
     let input = Box::new(BufReader::new(rest));
-    let mut reader = extract::tar_reader(format, input);
+    let Ok(mut reader) = extract::tar_reader(codec, input) else {
+        return;
+    };
     let mut budget = CAP;
     while let Ok(Some(member)) = reader.next() {
         let _ = plan::safe_relative_bytes(&member.name);
@@ -68,7 +71,7 @@ pub fn zip(data: &[u8]) {
 
 /// Format detection over any first bytes.
 pub fn detect(data: &[u8]) {
-    let _ = extract::detect(data);
+    let _ = extract::format::detect(data);
 }
 
 /// Name checks: whatever they accept is a relative path of plain components, so it stays

@@ -104,7 +104,7 @@ mod tests {
 
     fn ex(patterns: &[&str]) -> Patterns {
         let patterns: Vec<String> = patterns.iter().map(|p| p.to_string()).collect();
-        Patterns::new(&patterns, "--exclude").unwrap()
+        Patterns::new(&patterns, "exclude").unwrap()
     }
 
     #[test]
@@ -132,8 +132,8 @@ mod tests {
     #[test]
     fn no_patterns_exclude_nothing_and_bad_ones_are_refused() {
         assert!(!ex(&[]).matches(Path::new("anything"), true));
-        let err = Patterns::new(&["a[".to_string()], "--exclude").unwrap_err();
-        assert!(format!("{err:#}").contains("invalid --exclude pattern 'a['"));
+        let err = Patterns::new(&["a[".to_string()], "exclude").unwrap_err();
+        assert!(format!("{err:#}").contains("invalid exclude pattern 'a['"));
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! virtual machine a wake-up is an inter-processor interrupt, which costs the sender tens of
 //! microseconds (docs/design.md, "The close queue").
 
+use crate::sync::Unpoisoned;
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
@@ -69,7 +70,7 @@ impl<T> Queue<T> {
 
     fn lock(&self) -> MutexGuard<'_, State<T>> {
         // The state stays consistent across a panic (every change is a single step).
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock().unpoisoned()
     }
 
     /// Adds an item, waiting while the queue is full. Gives the item back if no receiver is
@@ -106,7 +107,7 @@ impl<T> Queue<T> {
         let mut state = self.lock();
         while state.items.len() >= self.bound && state.receivers > 0 {
             state.sleeping_senders += 1;
-            state = self.not_full.wait(state).unwrap_or_else(|e| e.into_inner());
+            state = self.not_full.wait(state).unpoisoned();
             state.sleeping_senders -= 1;
         }
         state
@@ -154,10 +155,7 @@ impl<T> Queue<T> {
                 return None;
             }
             state.sleeping_receivers += 1;
-            state = self
-                .not_empty
-                .wait(state)
-                .unwrap_or_else(|e| e.into_inner());
+            state = self.not_empty.wait(state).unpoisoned();
             state.sleeping_receivers -= 1;
         }
     }

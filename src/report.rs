@@ -3,20 +3,10 @@
 //! A failure is data: it travels with its entry's name from wherever it happened (validation,
 //! the write stage, a close thread) to here, is counted, and sets the exit code.
 
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
 
 use std::fmt::Write as _;
 use std::time::Duration;
-
-/// Exit codes, as documented in the README.
-pub mod exit {
-    /// Everything was written.
-    pub const SUCCESS: i32 = 0;
-    /// The run finished, but some entries failed (each one is reported).
-    pub const SOME_FAILED: i32 = 1;
-    /// The run could not start: bad arguments, an unreadable or unrecognised archive.
-    pub const CANNOT_START: i32 = 2;
-}
 
 /// What a run did: counts, bytes, time per phase, and every failure. (More figures may come:
 /// read the fields, don't build one.)
@@ -35,8 +25,12 @@ pub struct Report {
     pub bytes: u64,
     /// Existing files kept because of [`Overwrite::Skip`](crate::Overwrite::Skip).
     pub skipped: u64,
-    /// Every entry that failed, with its path and kind.
+    /// Every entry that failed, with its path and kind (for a batch: those not returned
+    /// before by [`Batch::take_errors`](crate::Batch::take_errors)).
     pub failures: Vec<Error>,
+    /// Failures a batch's [`take_errors`](crate::Batch::take_errors) returned before the end:
+    /// failures of the run all the same, not repeated in `failures`.
+    pub failures_taken: usize,
     /// Things worth telling that are not failures (an entry type skipped, duplicate names).
     pub warnings: Vec<String>,
     /// Wall-clock time of the whole run.
@@ -73,108 +67,15 @@ pub struct MirrorCounts {
 }
 
 impl Report {
-    /// The command line's exit code for this report: [`exit::SUCCESS`] or
-    /// [`exit::SOME_FAILED`].
-    pub fn exit_code(&self) -> i32 {
-        if self.failures.is_empty() {
-            exit::SUCCESS
-        } else {
-            exit::SOME_FAILED
-        }
-    }
-
     /// One line per failure, in a stable order (by path).
     pub fn failure_lines(&mut self) -> Vec<String> {
         self.sort_failures();
         self.failures.iter().map(Error::to_string).collect()
     }
 
-    /// The failures for a person to read: in path order, at most `per_kind` of each kind, then
-    /// for each kind with more, how many more and what flag resolves them. (Extracting a wheel
-    /// twice into one folder fails 2,000 files the same way: 2,000 lines help nobody.) Every
-    /// failure stays in [`Report::failures`] and in [`Report::json`].
-    pub fn failure_summary(&mut self, per_kind: usize) -> Vec<String> {
-        self.sort_failures();
-        let mut shown: Vec<(ErrorKind, usize)> = Vec::new();
-        let mut lines = Vec::new();
-        for failure in &self.failures {
-            let count = match shown.iter_mut().find(|(kind, _)| *kind == failure.kind()) {
-                Some((_, count)) => count,
-                None => {
-                    shown.push((failure.kind(), 0));
-                    &mut shown.last_mut().expect("just pushed").1
-                }
-            };
-            *count += 1;
-            if *count <= per_kind {
-                lines.push(failure.to_string());
-            }
-        }
-        for (kind, count) in shown {
-            if count > per_kind {
-                let more = count - per_kind;
-                let mut line = format!("... and {more} more failed the same way ({})", kind.name());
-                if let Some(remedy) = kind.remedy() {
-                    line.push_str(&format!(": {remedy}"));
-                }
-                lines.push(line);
-            }
-        }
-        lines
-    }
-
     fn sort_failures(&mut self) {
         self.failures
             .sort_by(|a, b| a.path().as_os_str().cmp(b.path().as_os_str()));
-    }
-
-    /// The whole report as one JSON object, for scripts (`--json`): counts, bytes, time per
-    /// phase in seconds, the close stage's figures, a mirror's counts, every warning, and every
-    /// failure with its `path`, `kind` ([`ErrorKind::name`]) and `reason`.
-    pub fn json(&self) -> String {
-        let failures: Vec<serde_json::Value> = self
-            .failures
-            .iter()
-            .map(|f| {
-                serde_json::json!({
-                    "path": f.path().to_string_lossy(),
-                    "kind": f.kind().name(),
-                    "reason": f.message(),
-                })
-            })
-            .collect();
-        let mirror = self.mirror.as_ref().map(|m| {
-            serde_json::json!({
-                "unchanged": m.unchanged,
-                "updated": m.updated,
-                "deleted": m.deleted,
-                "actions": m.actions,
-            })
-        });
-        serde_json::json!({
-            "files": self.files,
-            "dirs": self.dirs,
-            "symlinks": self.symlinks,
-            "hardlinks": self.hardlinks,
-            "bytes": self.bytes,
-            "skipped": self.skipped,
-            "reflinked": self.reflinked,
-            "failed": self.failures.len(),
-            "seconds": {
-                "wall": self.wall.as_secs_f64(),
-                "dirs": self.dir_time.as_secs_f64(),
-                "write": self.write_time.as_secs_f64(),
-                "close": self.close_time.as_secs_f64(),
-            },
-            "close": {
-                "threads": self.close_threads,
-                "peak_queue": self.peak_close_queue,
-            },
-            "mirror": mirror,
-            "warnings": self.warnings,
-            "failures": failures,
-        })
-        .to_string()
     }
 
     /// The `--stats` block: what someone timing A/B runs needs.
@@ -260,9 +161,8 @@ mod tests {
     }
 
     #[test]
-    fn exit_code_follows_failures() {
+    fn failure_lines_are_sorted_by_path() {
         let mut report = Report::default();
-        assert_eq!(report.exit_code(), exit::SUCCESS);
         let kind = crate::ErrorKind::Write;
         report
             .failures
@@ -270,7 +170,6 @@ mod tests {
         report
             .failures
             .push(Error::new("a", kind, anyhow::anyhow!("first")));
-        assert_eq!(report.exit_code(), exit::SOME_FAILED);
         assert_eq!(report.failure_lines(), ["'a': first", "'b': second"]);
     }
 

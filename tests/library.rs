@@ -494,6 +494,137 @@ fn failed_closes_come_back_with_their_paths_in_every_close_mode() {
     }
 }
 
+/// The UFO case, in `scope`: closes of `bad-*` fail (the lab) while the work is
+/// stopped early by an existing file (`?` in the loop). In every close mode the result holds
+/// the work's error (that file, `AlreadyExists`) and every failed close, each once, with its
+/// path; nothing is lost because the work returned early.
+#[cfg(target_os = "linux")]
+fn scope_returns_the_work_error_and_every_failed_close() {
+    let lab = [
+        ("FASTWRITE_LAB_FAIL_CLOSE", "bad"),
+        ("FASTWRITE_LAB_CLOSE_MS", "1"),
+    ];
+    if parent_runs_child("scope_returns_the_work_error_and_every_failed_close", &lab) {
+        return;
+    }
+    for close in close_modes() {
+        let t = tempdir();
+        let out = t.join("out");
+        fs::create_dir_all(&out).unwrap();
+        fs::write(out.join("glyph-35"), "mine").unwrap();
+        let name = |i: usize| match i {
+            5 | 30 => format!("bad-{i}"),
+            _ => format!("glyph-{i}"),
+        };
+        let batch = Batch::builder(&out).close(close).build().unwrap();
+        let failed = batch
+            .scope(|batch| -> Result<(), fastwrite::Error> {
+                for i in 0..40 {
+                    let mut file = batch.create(name(i))?;
+                    file.write_all(content(i).as_bytes())?;
+                    file.finish()?;
+                }
+                Ok(())
+            })
+            .unwrap_err();
+        let work = failed.work_error().expect("the work's own error");
+        assert_eq!(work.kind(), ErrorKind::AlreadyExists, "{close:?}: {failed}");
+        assert_eq!(work.path(), Path::new("glyph-35"));
+        let mut closes: Vec<&Path> = failed.errors().iter().map(|e| e.path()).collect();
+        closes.sort();
+        assert_eq!(
+            closes,
+            [Path::new("bad-30"), Path::new("bad-5")],
+            "{close:?}: {failed:?}"
+        );
+        assert!(failed.errors().iter().all(|e| e.kind() == ErrorKind::Close));
+        assert_eq!(failed.report().files, 33, "{close:?}");
+        assert_eq!(fs::read_to_string(out.join("glyph-35")).unwrap(), "mine");
+        assert!(!out.join("bad-5").exists() && !out.join("bad-30").exists());
+        let shown = failed.to_string();
+        assert!(
+            shown.contains("glyph-35") && shown.contains("bad-") && shown.contains("more"),
+            "{shown}"
+        );
+    }
+}
+
+/// A serializer's own `io::Error` converts with `?` in work that returns `fastwrite::Error`,
+/// and the file it was writing comes back too, with its path; errors that `take_errors`
+/// returned still make `finish` fail, and are counted.
+fn a_serializers_error_and_taken_errors_still_come_back() {
+    fn serialize(out: &mut impl Write, fail: bool) -> std::io::Result<()> {
+        out.write_all(b"<glyph>")?;
+        if fail {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "glyph 'b' has no outline",
+            ));
+        }
+        out.write_all(b"</glyph>")
+    }
+    let t = tempdir();
+    let failed = Batch::new(t.join("out"))
+        .unwrap()
+        .scope(|batch| {
+            ["a", "b", "c"].par_iter().try_for_each(|g| {
+                let mut file = batch.create(format!("glyphs/{g}.glif"))?;
+                serialize(&mut file, *g == "b")?;
+                file.finish()
+            })
+        })
+        .unwrap_err();
+    let work = failed.work_error().unwrap();
+    assert_eq!(work.kind(), ErrorKind::Source);
+    assert_eq!(
+        work.io_error().map(std::io::Error::kind),
+        Some(std::io::ErrorKind::InvalidData)
+    );
+    assert!(work.to_string().contains("has no outline"), "{work}");
+    let errors = failed.errors();
+    assert_eq!(errors.len(), 1, "{failed:?}");
+    assert_eq!(errors[0].kind(), ErrorKind::Unfinished);
+    assert_eq!(errors[0].path(), Path::new("glyphs/b.glif"));
+    assert!(!t.join("out/glyphs/b.glif").exists());
+    // As a boxed error, the work's error is the source.
+    let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(failed);
+    assert!(
+        boxed
+            .source()
+            .unwrap()
+            .to_string()
+            .contains("has no outline")
+    );
+
+    // take_errors, then finish: still a failure, counted.
+    let batch = Batch::new(t.join("out2")).unwrap();
+    batch.write("kept", "x").unwrap();
+    drop(batch.create("dropped").unwrap());
+    let taken = batch.take_errors();
+    assert_eq!(taken.len(), 1);
+    let failed = batch.finish().unwrap_err();
+    assert!(failed.errors().is_empty());
+    assert_eq!(failed.taken(), 1);
+    assert_eq!(failed.report().failures_taken, 1);
+    assert_eq!(failed.report().files, 1);
+    assert!(
+        failed
+            .to_string()
+            .contains("1 error returned earlier by take_errors")
+    );
+
+    // Into io::Error and back: the kind is the OS's, the Error rides inside.
+    let batch = Batch::new(t.join("out3")).unwrap();
+    let refused: std::io::Error = batch.write("../escape", "x").unwrap_err().into();
+    let inner = refused
+        .get_ref()
+        .unwrap()
+        .downcast_ref::<fastwrite::Error>()
+        .unwrap();
+    assert_eq!(inner.kind(), ErrorKind::Refused);
+    batch.finish().unwrap();
+}
+
 /// `Options::max_output` caps a mirror as it caps an extraction (tests/zip_extract.rs and
 /// tar_extract.rs): past it a file fails with
 /// `ErrorKind::Limit` and the run stops, and nothing over the cap is written.
@@ -869,6 +1000,9 @@ fn main() {
         failed_closes_come_back_with_their_paths_in_every_close_mode,
         #[cfg(target_os = "linux")]
         a_dropped_batch_still_removes_what_failed_to_close,
+        #[cfg(target_os = "linux")]
+        scope_returns_the_work_error_and_every_failed_close,
+        a_serializers_error_and_taken_errors_still_come_back,
         #[cfg(target_os = "linux")]
         a_quota_error_comes_back_from_the_call_that_wrote,
         #[cfg(target_os = "linux")]

@@ -182,13 +182,13 @@ fn queue_bound(close: CloseMode) -> usize {
 /// The most close threads `auto` may start within the open-file limit: each has a handle in
 /// its hands and one waiting in the queue (the queue's bound is the thread count); each writer
 /// holds a source, its unsent batch, and may take the queue past its bound by a batch less one;
-/// with room for everything else the process has open (64, and the folders the directory stage
-/// holds open).
-fn within_open_file_limit(max_threads: usize, writers: usize) -> usize {
+/// with room for everything else the process has open (64, and `held_open`: the folders the
+/// directory stage holds open).
+fn within_open_file_limit(max_threads: usize, writers: usize, held_open: usize) -> usize {
     match platform::open_file_limit() {
         Some(limit) => {
             let per_writer = 1 + 2 * CLOSE_BATCH;
-            let others = 64 + crate::engine::OPEN_DIRS;
+            let others = 64 + held_open;
             let spare = (limit as usize).saturating_sub(others + per_writer * writers) / 2;
             max_threads.min(spare).max(1)
         }
@@ -209,86 +209,126 @@ pub(crate) struct WriterClose {
     inline_nanos: u64,
 }
 
-/// The close stage of one run: decides, per written file, where it is closed, and keeps every
-/// result.
-pub(crate) struct CloseStage {
-    closer: Arc<dyn Closer>,
-    /// The output folder, where closed files are renamed into place or removed.
-    root: Arc<Root>,
-    /// Threads that write (and so hand files over): Little's law's arrival side.
-    writers: usize,
-    bound: usize,
-    /// The close pool: started with the stage, or by `auto` once closes prove slow (`None`
-    /// inside: it could not be started, so closes stay inline). Unset: inline.
+/// Where a run's closes happen: the close stage's state, decided once from its mode.
+enum Policy {
+    /// Always on the writer's thread ([`CloseMode::Inline`]).
+    Inline,
+    /// On a pool of a fixed size, started with the stage ([`CloseMode::Deferred`]).
+    Pool(ClosePool),
+    /// [`CloseMode::Auto`]: inline while closes are fast, on a pool once they prove slow (or
+    /// from the start where they are known to be), grown by Little's law.
+    Auto(Auto),
+}
+
+/// The state of [`CloseMode::Auto`].
+struct Auto {
+    /// The most close threads (within the open-file limit).
+    max_threads: usize,
+    /// The pool, once started (`None` inside: it could not be, so closes stay inline).
     pool: OnceLock<Option<ClosePool>>,
-    /// `auto`: the most close threads.
-    auto: Option<usize>,
-    /// `auto`: slow inline closes in a row (any writer's), and the time they took.
+    /// Slow inline closes in a row (any writer's), and the time they took.
     slow_run: AtomicU64,
     slow_nanos: AtomicU64,
     /// Files handed to the pool since its size was last checked against its measured closes.
     since_sized: AtomicU64,
+}
+
+/// What every close of a run needs, whichever thread closes: how to close, where the files
+/// are, where failures go, and the sizes the pool is made with.
+struct Shared {
+    closer: Arc<dyn Closer>,
+    /// The output folder, where closed files are renamed into place or removed.
+    root: Arc<Root>,
+    failures: Arc<Failures>,
+    /// Threads that write (and so hand files over): Little's law's arrival side.
+    writers: usize,
+    /// Handles in the queue at most.
+    bound: usize,
+}
+
+impl Shared {
+    fn start_pool(&self, threads: usize) -> std::io::Result<ClosePool> {
+        ClosePool::new(
+            threads,
+            self.bound,
+            Arc::clone(&self.closer),
+            Arc::clone(&self.root),
+            Arc::clone(&self.failures),
+        )
+    }
+}
+
+/// The close stage of one run: decides, per written file, where it is closed, and keeps every
+/// result.
+pub(crate) struct CloseStage {
+    policy: Policy,
+    shared: Shared,
     inline_nanos: AtomicU64,
     inline_failed: AtomicU64,
-    failures: Arc<Failures>,
 }
 
 impl CloseStage {
     /// The close stage for a run with these options; with `Deferred` (or `auto` where closes
     /// are known to be slow) the pool starts now. Close failures go to `failures` as they
-    /// happen.
+    /// happen. `held_open`: how many folders the directory stage may hold open, left out of
+    /// the open-file limit's share for close threads.
     pub(crate) fn new(
         opts: &Options,
         closer: Arc<dyn Closer>,
         root: Arc<Root>,
         failures: Arc<Failures>,
+        held_open: usize,
     ) -> anyhow::Result<CloseStage> {
-        // Closes take milliseconds on Windows and with fsync: auto defers from the start
-        // there, and sizes the pool from what it measures.
-        let (start, threads, auto) = match opts.close {
-            CloseMode::Deferred { threads } => (true, threads, None),
-            CloseMode::Auto { max_threads } => {
-                let max_threads = within_open_file_limit(max_threads, opts.threads);
-                (
-                    cfg!(windows) || opts.fsync,
-                    CloseMode::default_deferred_threads().min(max_threads),
-                    Some(max_threads),
-                )
-            }
-            CloseMode::Inline => (false, 0, None),
-        };
-        let bound = queue_bound(opts.close);
-        let pool = OnceLock::new();
-        if start {
-            let started = ClosePool::new(
-                threads,
-                bound,
-                Arc::clone(&closer),
-                Arc::clone(&root),
-                Arc::clone(&failures),
-            )
-            .context("cannot start the close threads")?;
-            let _ = pool.set(Some(started));
-        }
-        Ok(CloseStage {
+        let shared = Shared {
             closer,
             root,
+            failures,
             writers: opts.threads.max(1),
-            bound,
-            pool,
-            auto,
-            slow_run: AtomicU64::new(0),
-            slow_nanos: AtomicU64::new(0),
-            since_sized: AtomicU64::new(0),
+            bound: queue_bound(opts.close),
+        };
+        let policy = match opts.close {
+            CloseMode::Inline => Policy::Inline,
+            CloseMode::Deferred { threads } => Policy::Pool(
+                shared
+                    .start_pool(threads)
+                    .context("cannot start the close threads")?,
+            ),
+            CloseMode::Auto { max_threads } => {
+                let max_threads = within_open_file_limit(max_threads, opts.threads, held_open);
+                let pool = OnceLock::new();
+                // Closes take milliseconds on Windows and with fsync: auto defers from the
+                // start there, and sizes the pool from what it measures.
+                if cfg!(windows) || opts.fsync {
+                    let threads = CloseMode::default_deferred_threads().min(max_threads);
+                    let started = shared
+                        .start_pool(threads)
+                        .context("cannot start the close threads")?;
+                    let _ = pool.set(Some(started));
+                }
+                Policy::Auto(Auto {
+                    max_threads,
+                    pool,
+                    slow_run: AtomicU64::new(0),
+                    slow_nanos: AtomicU64::new(0),
+                    since_sized: AtomicU64::new(0),
+                })
+            }
+        };
+        Ok(CloseStage {
+            policy,
+            shared,
             inline_nanos: AtomicU64::new(0),
             inline_failed: AtomicU64::new(0),
-            failures,
         })
     }
 
     /// The close pool, if closes go there now.
     fn running_pool(&self) -> Option<&ClosePool> {
-        self.pool.get().and_then(Option::as_ref)
+        match &self.policy {
+            Policy::Inline => None,
+            Policy::Pool(pool) => Some(pool),
+            Policy::Auto(auto) => auto.pool.get().and_then(Option::as_ref),
+        }
     }
 
     /// Hands a written file over: into the writer's batch for the pool (sent when full), or
@@ -306,12 +346,16 @@ impl CloseStage {
                 if local.batch.len() >= CLOSE_BATCH {
                     pool.submit(&mut local.batch);
                 }
-                self.resize_auto_pool(pool, &mean_write);
+                if let Policy::Auto(auto) = &self.policy {
+                    auto.resize(pool, self.shared.writers, &mean_write);
+                }
             }
             None => {
                 let took = self.close_inline(job);
                 local.inline_nanos += nanos(took);
-                self.measure_inline_close(took, &mean_write);
+                if let Policy::Auto(auto) = &self.policy {
+                    auto.measure_inline_close(took, &self.shared, &mean_write);
+                }
             }
         }
     }
@@ -335,25 +379,47 @@ impl CloseStage {
 
     fn close_inline(&self, job: CloseJob) -> Duration {
         let start = Instant::now();
-        let result = complete(job, self.closer.as_ref(), &self.root);
+        let result = complete(job, self.shared.closer.as_ref(), &self.shared.root);
         let took = start.elapsed();
         if let Err(failure) = result {
             self.inline_failed.fetch_add(1, Ordering::Relaxed);
-            self.failures.push(failure);
+            self.shared.failures.push(failure);
         }
         took
     }
 
-    /// `auto`, closing inline: starts the pool once 4 closes in a row (any writer's) took
+    /// Waits for every close handed over and says what they came to (failures are already
+    /// recorded). Every writer must have flushed its batch first.
+    pub(crate) fn finish(&mut self) -> CloseTally {
+        let pool = match std::mem::replace(&mut self.policy, Policy::Inline) {
+            Policy::Inline => None,
+            Policy::Pool(pool) => Some(pool),
+            Policy::Auto(auto) => auto.pool.into_inner().flatten(),
+        };
+        let mut tally = pool.map(ClosePool::finish).unwrap_or_default();
+        // Auto closes inline until it defers: both count.
+        tally.merge(CloseTally {
+            failed: std::mem::take(self.inline_failed.get_mut()),
+            busy: Duration::from_nanos(std::mem::take(self.inline_nanos.get_mut())),
+            ..CloseTally::default()
+        });
+        tally
+    }
+}
+
+impl Auto {
+    /// Closing inline: starts the pool once 4 closes in a row (any writer's) took
     /// `SLOW_CLOSE` (50 us) or more each, when handing a handle over costs a few (a local disk
     /// closes in 2-10 us; Windows, NFS and FUSE take milliseconds). One slow close among fast
     /// ones (a journal commit on a local disk) is not a slow filesystem. Whatever the write
     /// time, a slow close overlapped with the next write is time saved.
-    fn measure_inline_close(&self, took: Duration, mean_write: &dyn Fn() -> Duration) {
+    fn measure_inline_close(
+        &self,
+        took: Duration,
+        shared: &Shared,
+        mean_write: &dyn Fn() -> Duration,
+    ) {
         const IN_A_ROW: u64 = 4;
-        let Some(max_threads) = self.auto else {
-            return;
-        };
         if took < SLOW_CLOSE {
             // Read before writing: on a fast disk every close only reads this line, so the
             // writers never pass it back and forth.
@@ -369,55 +435,29 @@ impl CloseStage {
             return;
         }
         let close = Duration::from_nanos(total / run);
-        let threads = threads_for(self.writers, mean_write(), close, max_threads);
+        let threads = threads_for(shared.writers, mean_write(), close, self.max_threads);
         // A few threads first, so the other writers can hand over at once; then the rest,
         // which takes a while when it is hundreds.
-        let pool = self.pool.get_or_init(|| {
-            ClosePool::new(
-                threads.min(8),
-                self.bound,
-                Arc::clone(&self.closer),
-                Arc::clone(&self.root),
-                Arc::clone(&self.failures),
-            )
-            .ok()
-        });
+        let pool = self
+            .pool
+            .get_or_init(|| shared.start_pool(threads.min(8)).ok());
         if let Some(pool) = pool {
             // A thread that cannot be started leaves the pool as it is: it still works.
             let _ = pool.grow_to(threads);
         }
     }
 
-    /// `auto`, closing in the pool: every 32 files, grows the pool to what the closes measured
-    /// there and the write rate need (Little's law).
-    fn resize_auto_pool(&self, pool: &ClosePool, mean_write: &dyn Fn() -> Duration) {
-        let Some(max_threads) = self.auto else {
-            return;
-        };
+    /// Closing in the pool: every 32 files, grows the pool to what the closes measured there
+    /// and the write rate need (Little's law).
+    fn resize(&self, pool: &ClosePool, writers: usize, mean_write: &dyn Fn() -> Duration) {
         if self.since_sized.fetch_add(1, Ordering::Relaxed) % 32 != 31 {
             return;
         }
         if let Some(close) = pool.mean_close(16) {
-            let threads = threads_for(self.writers, mean_write(), close, max_threads);
+            let threads = threads_for(writers, mean_write(), close, self.max_threads);
             // A thread that cannot be started leaves the pool as it is: it still works.
             let _ = pool.grow_to(threads);
         }
-    }
-
-    /// Waits for every close handed over and says what they came to (failures are already
-    /// recorded). Every writer must have flushed its batch first.
-    pub(crate) fn finish(&mut self) -> CloseTally {
-        let mut tally = match self.pool.take().flatten() {
-            Some(pool) => pool.finish(),
-            None => CloseTally::default(),
-        };
-        // Auto closes inline until it defers: both count.
-        tally.merge(CloseTally {
-            failed: std::mem::take(self.inline_failed.get_mut()),
-            busy: Duration::from_nanos(std::mem::take(self.inline_nanos.get_mut())),
-            ..CloseTally::default()
-        });
-        tally
     }
 }
 

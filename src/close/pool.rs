@@ -22,6 +22,7 @@ use super::{CloseJob, CloseTally, Closer, SLOW_CLOSE};
 use crate::error::{Error, ErrorKind, Failures};
 use crate::platform::Root;
 use crate::queue::Queue;
+use crate::sync::Unpoisoned;
 
 /// Closes done by the pool so far and the time they took, shared with whoever sizes the pool.
 #[derive(Debug, Default)]
@@ -86,7 +87,7 @@ impl ClosePool {
         if self.started.load(Ordering::Relaxed) >= threads {
             return Ok(());
         }
-        let mut handles = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        let mut handles = self.threads.lock().unpoisoned();
         while handles.len() < threads {
             let (q, closer, root, measured, failures) = (
                 Arc::clone(&self.queue),
@@ -149,7 +150,7 @@ impl ClosePool {
     pub fn submit(&self, batch: &mut Vec<CloseJob>) {
         if !self.queue.push_all(batch) {
             // Only possible if every close thread died; the closes must still happen and count.
-            let mut orphans = self.orphans.lock().unwrap_or_else(|e| e.into_inner());
+            let mut orphans = self.orphans.lock().unpoisoned();
             for job in batch.drain(..) {
                 orphans.close(job, self.closer.as_ref(), &self.root, &self.failures);
             }
@@ -166,8 +167,8 @@ impl ClosePool {
             ..
         } = self;
         queue.close();
-        let mut total = orphans.into_inner().unwrap_or_else(|e| e.into_inner());
-        let threads = threads.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut total = orphans.into_inner().unpoisoned();
+        let threads = threads.into_inner().unpoisoned();
         total.threads = threads.len();
         for handle in threads {
             match handle.join() {

@@ -16,8 +16,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use rayon::prelude::*;
 
+use crate::error::Setting;
 use crate::options::Overwrite;
 use crate::platform::{FileKind, OpenDir, Root};
+use crate::sync::Unpoisoned;
 
 /// What the directory stage knows about directories under the output folder.
 #[derive(Default)]
@@ -80,11 +82,11 @@ impl Dirs {
     pub fn lock(&self) -> MutexGuard<'_, DirState> {
         // Every critical section leaves the state consistent, so a panic elsewhere does not
         // taint it.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock().unpoisoned()
     }
 
     pub fn into_state(self) -> DirState {
-        self.state.into_inner().unwrap_or_else(|e| e.into_inner())
+        self.state.into_inner().unpoisoned()
     }
 
     /// Creates these directories and their parents, one level of depth at a time (every parent
@@ -247,8 +249,9 @@ impl Dirs {
         let path = path();
         if self.overwrite != Overwrite::Replace {
             bail!(
-                "'{}' is {what}, not a directory (it is never followed; use --overwrite to replace it)",
-                path.display()
+                "'{}' is {what}, not a directory (it is never followed; {} replaces it)",
+                path.display(),
+                Setting::Replace
             );
         }
         // Removing a symlink removes the link itself, never what it points to.

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use anyhow::{Context, anyhow};
 
-use super::{Engine, already_exists};
+use super::{Engine, Streamed, already_exists};
 use crate::close::{CloseJob, Finalize, WriterClose};
 use crate::error::{Error, ErrorKind, Tag};
 use crate::options::Overwrite;
@@ -68,9 +68,9 @@ pub(crate) struct OpenFile {
     /// Where it is on disk now, under the output folder (a temporary name when it replaces
     /// something).
     pub path: PathBuf,
-    finalize: Finalize,
-    mode: u32,
-    started: Instant,
+    pub(super) finalize: Finalize,
+    pub(super) mode: u32,
+    pub(super) started: Instant,
 }
 
 impl Engine {
@@ -121,27 +121,7 @@ impl Engine {
         let mode = self.file_mode(entry);
         let dest = &entry.path;
         if entry.replaces {
-            // A later copy of a path this run wrote: it waits under a temporary name until
-            // every close is done, then takes the path (see `Engine::move_later_copies`).
-            let temp = self.temp_path(dest);
-            let file = self
-                .tree
-                .create_new(&temp, mode)
-                .with_context(|| format!("creating '{}'", self.full(&temp).display()))
-                .tag(&entry.name, ErrorKind::Write)?;
-            super::lock(&self.deferred).renames.push(super::Rename {
-                order: entry.index,
-                temp: temp.clone(),
-                path: entry.path.clone(),
-                name: entry.name.clone(),
-            });
-            return Ok(Some(OpenFile {
-                file,
-                path: temp,
-                finalize: Finalize::Keep,
-                mode,
-                started,
-            }));
+            return self.open_later_copy(entry, mode, started).map(Some);
         }
         let err = match self.tree.create_new(dest, mode) {
             Ok(file) => {
@@ -174,7 +154,7 @@ impl Engine {
                     self.full(dest).display()
                 ),
             ),
-            Overwrite::Refuse => fail(ErrorKind::AlreadyExists, already_exists(&self.full(dest))),
+            Overwrite::Refuse => fail(ErrorKind::AlreadyExists, already_exists()),
             Overwrite::Replace => {
                 self.note_created(&entry.path);
                 let temp = self.temp_path(dest);
@@ -456,7 +436,19 @@ impl Engine {
     }
 }
 
-impl Writer<'_> {
+impl<'e> Writer<'e> {
+    /// Starts a file whose content comes in pieces (see [`Streamed`]); seal it with
+    /// [`Writer::seal`].
+    pub(crate) fn stream(&mut self, entry: Entry) -> Result<Streamed<'e>, Error> {
+        self.engine.start_streamed(&mut self.state, entry)
+    }
+
+    /// Keeps a streamed file: what is buffered written, mode and mtime set, handed to the close
+    /// stage.
+    pub(crate) fn seal(&mut self, file: Streamed<'_>) -> Result<(), Error> {
+        file.seal(&mut self.state)
+    }
+
     /// Writes one file entry; a failure is recorded in the run. False: this one failed (a
     /// cancelled run is not a failure of the entry).
     pub(crate) fn write(&mut self, entry: &Entry, content: Content<'_>) -> bool {

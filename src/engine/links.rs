@@ -40,9 +40,7 @@ impl Engine {
             self.opts.overwrite
         };
         match policy {
-            Overwrite::Refuse => {
-                Err(already_exists(&dest)).tag(&entry.name, ErrorKind::AlreadyExists)
-            }
+            Overwrite::Refuse => Err(already_exists()).tag(&entry.name, ErrorKind::AlreadyExists),
             Overwrite::Skip => Ok(false),
             Overwrite::Replace => {
                 let temp = self.temp_path(&entry.path);

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use anyhow::bail;
 
+use crate::error::Setting;
 use crate::options::Options;
 use crate::plan::{EntryKind, Plan};
 use crate::platform;
@@ -19,9 +20,10 @@ pub(super) fn check_declared(plan: &Plan, out: &Path, opts: &Options) -> anyhow:
         .fold(0u64, |sum, e| sum.saturating_add(e.size));
     if let Some(max) = opts.max_output.filter(|&max| declared > max) {
         bail!(
-            "the archive's files add up to {}, more than the cap of {} (--max-output): nothing was extracted",
+            "the archive's files add up to {}, more than the cap of {} ({}): nothing was extracted",
             human_bytes(declared),
-            human_bytes(max)
+            human_bytes(max),
+            Setting::MaxOutput
         );
     }
     if !opts.space_check {
@@ -48,10 +50,11 @@ pub(super) fn check_declared(plan: &Plan, out: &Path, opts: &Options) -> anyhow:
     };
     if declared > free {
         bail!(
-            "the archive's files add up to {}, but '{}' has only {} free: nothing was extracted (--no-space-check writes anyway, for filesystems that compress)",
+            "the archive's files add up to {}, but '{}' has only {} free: nothing was extracted ({} writes anyway, for filesystems that compress)",
             human_bytes(declared),
             probe.display(),
-            human_bytes(free)
+            human_bytes(free),
+            Setting::NoSpaceCheck
         );
     }
     Ok(())

@@ -4,11 +4,16 @@
 //! the engine (`crate::engine`) through the same door a program's [`Batch`](crate::Batch)
 //! uses, so every format gets the same safety rules, overwrite policy, close stage and report.
 
+pub(crate) mod codec;
+pub(crate) mod format;
 mod limits;
 pub(crate) mod list;
+pub(crate) mod listed;
 mod select;
 mod single;
+#[cfg(feature = "tar")]
 mod tar;
+#[cfg(feature = "zip")]
 mod zip;
 
 use std::fs::File;
@@ -20,48 +25,9 @@ use anyhow::{Context, bail};
 
 use crate::options::Options;
 use crate::report::Report;
+use codec::Codec;
+use format::{Format, checksum_ok, detect, named_like_a_tar};
 use select::Chooser;
-
-/// What the first bytes of an input say it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Format {
-    Zip,
-    Tar,
-    Gzip,
-    Zstd,
-    Xz,
-    Bzip2,
-}
-
-/// Recognises a format from an input's first bytes (up to 512, a tar header's size).
-pub(crate) fn detect(head: &[u8]) -> Option<Format> {
-    let starts = |magic: &[u8]| head.starts_with(magic);
-    if starts(b"PK\x03\x04") || starts(b"PK\x05\x06") || starts(b"PK\x07\x08") {
-        Some(Format::Zip)
-    } else if starts(b"\x1f\x8b") {
-        Some(Format::Gzip)
-    } else if starts(b"\x28\xb5\x2f\xfd") {
-        Some(Format::Zstd)
-    } else if starts(b"\xfd7zXZ\x00") {
-        Some(Format::Xz)
-    } else if starts(b"BZh") {
-        Some(Format::Bzip2)
-    } else if is_tar_header(head) {
-        Some(Format::Tar)
-    } else {
-        None
-    }
-}
-
-/// A tar header is recognised by its checksum, which old v7 archives (with no `ustar` magic)
-/// have too.
-fn is_tar_header(head: &[u8]) -> bool {
-    let Some(header) = head.get(..512) else {
-        return false;
-    };
-    // An archive with no entries is just its end-of-archive blocks of zeros.
-    header.iter().all(|&b| b == 0) || tar::checksum_ok(header)
-}
 
 /// Extracts `archive` into the folder `out` (created if missing): a zip, or a tar plain or
 /// compressed (gzip, zstd, xz, bzip2), recognised by its content, or a single compressed file
@@ -103,19 +69,16 @@ fn read_any(
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
     match open(archive)? {
-        Input::Zip { file } => zip::extract(archive, file, out, opts, chooser),
-        Input::Tar { decoded, label } => tar::extract(decoded, &label, out, opts, chooser),
-        Input::ZipStream { input, label } => {
-            zip::stream::extract(input, &label, out, opts, chooser)
-        }
+        Input::Zip { file } => zip_extract(archive, file, out, opts, chooser),
+        Input::Tar { decoded, label } => tar_extract(decoded, &label, out, opts, chooser),
+        Input::ZipStream { input, label } => zip_stream_extract(input, &label, out, opts, chooser),
         Input::Single {
             decoded,
-            format,
+            codec,
             gzip,
             path,
         } => {
-            let name =
-                single::file_name(opts.file_name.as_deref(), &gzip, path.as_deref(), format)?;
+            let name = single::file_name(opts.file_name.as_deref(), &gzip, path.as_deref(), codec)?;
             // The gzip header's mtime, else the input file's, as the tools keep it.
             let mtime = gzip.mtime.or_else(|| {
                 path.and_then(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
@@ -123,6 +86,61 @@ fn read_any(
             single::extract(decoded, &name, mtime, out, opts)
         }
     }
+}
+
+// Each format's source, or the reason this build has none (its cargo feature is off).
+
+#[cfg(feature = "zip")]
+use zip::extract as zip_extract;
+#[cfg(feature = "zip")]
+use zip::stream::extract as zip_stream_extract;
+
+#[cfg(not(feature = "zip"))]
+fn zip_extract(
+    archive: &Path,
+    _: File,
+    _: &Path,
+    _: &Options,
+    _: &Chooser,
+) -> anyhow::Result<Report> {
+    Err(not_built(
+        &format!("'{}'", archive.display()),
+        "a zip",
+        "zip",
+    ))
+}
+
+#[cfg(not(feature = "zip"))]
+fn zip_stream_extract(
+    _: Box<dyn BufRead + Send>,
+    label: &str,
+    _: &Path,
+    _: &Options,
+    _: &Chooser,
+) -> anyhow::Result<Report> {
+    Err(not_built(label, "a zip", "zip"))
+}
+
+#[cfg(feature = "tar")]
+use tar::extract as tar_extract;
+
+#[cfg(not(feature = "tar"))]
+fn tar_extract(
+    _: Box<dyn Read + Send>,
+    label: &str,
+    _: &Path,
+    _: &Options,
+    _: &Chooser,
+) -> anyhow::Result<Report> {
+    Err(not_built(label, "a tar", "tar"))
+}
+
+/// Why an input this build recognises cannot be read: the feature that reads it is off.
+#[cfg(not(all(feature = "zip", feature = "tar")))]
+pub(crate) fn not_built(label: &str, what: &str, feature: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{label} is {what} archive, and this build of fastwrite does not read {what} archives (cargo feature `{feature}`)"
+    )
 }
 
 /// An archive opened and recognised.
@@ -143,8 +161,8 @@ enum Input {
     /// A single compressed file, not an archive (`notes.txt.gz`).
     Single {
         decoded: Box<dyn Read + Send>,
-        format: Format,
-        gzip: single::GzipHeader,
+        codec: Codec,
+        gzip: codec::GzipHeader,
         /// The input's path (`None`: standard input).
         path: Option<PathBuf>,
     },
@@ -195,7 +213,7 @@ fn open_stream(
     let head = input
         .fill_buf()
         .with_context(|| format!("cannot read {label}"))?;
-    let format = match detect(head) {
+    let codec = match detect(head) {
         _ if head.is_empty() => bail!("{label} is empty, not an archive"),
         Some(Format::Zip) => {
             return Ok(Input::ZipStream {
@@ -209,11 +227,13 @@ fn open_stream(
                 label,
             });
         }
-        Some(format) => format,
+        Some(Format::Compressed(codec)) => codec,
         None => bail!("{label} is not a zip or a tar stream (plain, gzip, zstd, xz or bzip2)"),
     };
-    let gzip = single::gzip_header(head);
-    let mut decoded = tar::decoder(format, Box::new(input));
+    let gzip = codec::gzip_header(head);
+    let mut decoded = codec
+        .decoder(Box::new(input))
+        .with_context(|| format!("cannot read {label}"))?;
     if path.is_some_and(named_like_a_tar) {
         // The name says tar: read as one, so that damage is reported as a damaged archive.
         return Ok(Input::Tar { decoded, label });
@@ -228,7 +248,7 @@ fn open_stream(
     let tar = match start.get(..512) {
         // A block of zeros: an empty tar from a pipe, a file of zeros by its name.
         Some(block) if block.iter().all(|&b| b == 0) => path.is_none(),
-        Some(block) => tar::checksum_ok(block),
+        Some(block) => checksum_ok(block),
         None => false,
     };
     let decoded: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(start).chain(decoded));
@@ -237,30 +257,24 @@ fn open_stream(
     } else {
         Input::Single {
             decoded,
-            format,
+            codec,
             gzip,
             path: path.map(Path::to_path_buf),
         }
     })
 }
 
-/// Whether a name says "compressed tar" (`.tar.gz`, `.tgz`, ...): then a stream that starts
-/// with a block of zeros is an empty tar, not a file of zeros.
-fn named_like_a_tar(path: &Path) -> bool {
-    let name = path.to_string_lossy().to_ascii_lowercase();
-    name.contains(".tar.")
-        || [".tgz", ".taz", ".tbz", ".tbz2", ".txz", ".tzst"]
-            .iter()
-            .any(|s| name.ends_with(s))
-}
-
-/// A tar reader over `input` decoded as `format` (for the fuzz targets).
+/// A tar reader over `input`, decoded by `codec` if there is one (for the fuzz targets).
 #[cfg(fuzzing)]
 pub(crate) fn tar_reader<'a>(
-    format: Format,
+    codec: Option<Codec>,
     input: Box<dyn BufRead + Send + 'a>,
-) -> tar::Reader<Box<dyn Read + Send + 'a>> {
-    tar::Reader::new(tar::decoder(format, input))
+) -> anyhow::Result<tar::Reader<Box<dyn Read + Send + 'a>>> {
+    let decoded: Box<dyn Read + Send + 'a> = match codec {
+        Some(codec) => codec.decoder(input)?,
+        None => input,
+    };
+    Ok(tar::Reader::new(decoded))
 }
 
 /// A zip's plan, with its structure checks (for the fuzz targets).
@@ -279,48 +293,3 @@ pub(crate) fn zip_plan(
 
 /// Reads of a streamed archive are this large: one system call per MiB.
 const INPUT_BUFFER: usize = 1 << 20;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn tar_header(magic: &[u8; 6]) -> Vec<u8> {
-        let mut h = vec![0u8; 512];
-        h[..5].copy_from_slice(b"a.txt");
-        h[100..107].copy_from_slice(b"0000644");
-        h[257..263].copy_from_slice(magic);
-        h[148..156].copy_from_slice(b"        ");
-        let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
-        h[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
-        h
-    }
-
-    #[test]
-    fn formats_are_recognised_by_content() {
-        assert_eq!(detect(b"PK\x03\x04rest"), Some(Format::Zip));
-        assert_eq!(detect(b"PK\x05\x06"), Some(Format::Zip));
-        assert_eq!(detect(b"\x1f\x8b\x08"), Some(Format::Gzip));
-        assert_eq!(detect(b"\x28\xb5\x2f\xfd"), Some(Format::Zstd));
-        assert_eq!(detect(b"\xfd7zXZ\x00\x00"), Some(Format::Xz));
-        assert_eq!(detect(b"BZh91AY"), Some(Format::Bzip2));
-        assert_eq!(detect(&tar_header(b"ustar\0")), Some(Format::Tar));
-        // Old v7 headers have no magic; the checksum gives them away.
-        assert_eq!(detect(&tar_header(b"\0\0\0\0\0\0")), Some(Format::Tar));
-        let mut bad = tar_header(b"ustar\0");
-        bad[0] ^= 1;
-        assert_eq!(detect(&bad), None, "a wrong checksum is not a tar header");
-        // Old writers pad the checksum with leading spaces.
-        let mut padded = tar_header(b"\0\0\0\0\0\0");
-        let sum = std::str::from_utf8(&padded[148..154]).unwrap().to_string();
-        let digits = sum.trim_start_matches('0').to_string();
-        let field = format!("{digits:>6}\0 ");
-        padded[148..156].copy_from_slice(field.as_bytes());
-        assert_eq!(detect(&padded), Some(Format::Tar), "{field:?}");
-        assert_eq!(detect(b"hello world"), None);
-        assert_eq!(
-            detect(&[0u8; 1024]),
-            Some(Format::Tar),
-            "an empty tar is its end blocks"
-        );
-    }
-}

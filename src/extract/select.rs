@@ -7,9 +7,10 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Selection;
 use crate::patterns::Patterns;
+use crate::sync::Unpoisoned;
 
 /// A [`Selection`], compiled, with what its patterns have matched so far.
 #[derive(Debug)]
@@ -39,7 +40,7 @@ impl Chooser {
     pub fn new(selection: &Selection) -> anyhow::Result<Chooser> {
         Ok(Chooser {
             include: Patterns::new(&selection.patterns, "entry")?,
-            exclude: Patterns::new(&selection.exclude, "--exclude")?,
+            exclude: Patterns::new(&selection.exclude, Setting::Exclude.name())?,
             strip: selection.strip_components,
             matched: Mutex::new(vec![false; selection.patterns.len()]),
             patterns: selection.patterns.clone(),
@@ -72,7 +73,7 @@ impl Chooser {
 
     /// The patterns that matched no entry, as failures of the run.
     pub fn unmatched(&self) -> Vec<Error> {
-        let matched = self.matched.lock().unwrap_or_else(|e| e.into_inner());
+        let matched = self.matched.lock().unpoisoned();
         self.patterns
             .iter()
             .zip(matched.iter())
@@ -110,7 +111,7 @@ impl Chooser {
         if found.is_empty() {
             return false;
         }
-        let mut matched = self.matched.lock().unwrap_or_else(|e| e.into_inner());
+        let mut matched = self.matched.lock().unpoisoned();
         for place in found {
             matched[place] = true;
         }

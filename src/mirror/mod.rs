@@ -30,13 +30,14 @@ use anyhow::{Context, anyhow, bail};
 use rayon::prelude::*;
 
 use crate::engine::{self, Content, Engine, Writer};
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options};
 use crate::plan::{Entry, EntryKind, Plan};
 use crate::platform;
 use crate::report::{MirrorCounts, Report};
 
 use crate::patterns::Patterns;
+use crate::sync::Unpoisoned;
 use walk::{Action, Found, Walk};
 
 /// Makes `dst` an exact copy of the contents of `src`, like `rsync -a src/ dst/`: files, modes,
@@ -64,9 +65,12 @@ pub fn mirror(
     let start = Instant::now();
     let (root_meta, dst_exists) = check_roots(src, dst)?;
     if mopts.hard_links && platform::file_identity(&root_meta).is_none() {
-        bail!("--hard-links is not supported on this platform (no file identities)");
+        bail!(
+            "{} is not supported on this platform (no file identities)",
+            Setting::HardLinks
+        );
     }
-    let exclude = Patterns::new(&mopts.excludes, "--exclude")?;
+    let exclude = Patterns::new(&mopts.excludes, Setting::Exclude.name())?;
     let walk = || Walk {
         src,
         dst,
@@ -131,7 +135,7 @@ pub fn mirror(
 
 /// What the walk decided, with its links settled and its actions in path order.
 fn walked(walk: Walk<'_>, src: &Path) -> Found {
-    let mut found = walk.found.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut found = walk.found.into_inner().unpoisoned();
     walk::settle_links(&mut found, src);
     found.actions.sort_by(|a, b| a.path().cmp(b.path()));
     found

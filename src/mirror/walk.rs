@@ -18,11 +18,12 @@ use anyhow::anyhow;
 
 use crate::cancel::Cancel;
 use crate::engine::Engine;
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, Setting};
 use crate::options::MirrorOptions;
 use crate::patterns::Patterns;
 use crate::plan::{self, Entry, EntryKind};
 use crate::platform::{self, FileIdentity};
+use crate::sync::Unpoisoned;
 
 /// How a directory of the source stands in the destination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -291,7 +292,7 @@ fn what(meta: &Metadata) -> &'static str {
 
 impl Walk<'_> {
     fn fail(&self, rel: &Path, error: anyhow::Error) {
-        let mut found = self.found.lock().unwrap_or_else(|e| e.into_inner());
+        let mut found = self.found.lock().unpoisoned();
         found.fail(rel, error);
     }
 
@@ -423,7 +424,7 @@ impl Walk<'_> {
             local.actions.push(Action::Dir { entry, change });
         }
 
-        let mut found = self.found.lock().unwrap_or_else(|e| e.into_inner());
+        let mut found = self.found.lock().unpoisoned();
         found.actions.append(&mut local.actions);
         found.failures.append(&mut local.failures);
         found.warnings.append(&mut local.warnings);
@@ -572,8 +573,9 @@ impl Walk<'_> {
             local.fail(
                 rel,
                 anyhow!(
-                    "'{}' is a directory where the source has something else; --delete replaces it",
-                    dst_path.display()
+                    "'{}' is a directory where the source has something else; {} replaces it",
+                    dst_path.display(),
+                    Setting::Delete
                 ),
             );
             false

@@ -3,16 +3,24 @@
 //! The engine calls these and never uses `cfg` itself; `unix.rs` and `windows.rs` each provide
 //! the same functions.
 
+mod portable;
+pub(crate) use portable::unix_time;
+#[cfg(windows)]
+pub(crate) use portable::windows_name_problem;
+
 #[cfg(unix)]
+#[allow(unsafe_code)]
 mod unix;
 #[cfg(unix)]
 pub use unix::*;
 #[cfg(unix)]
+#[allow(unsafe_code)]
 mod unix_root;
 #[cfg(unix)]
 pub use unix_root::{OpenDir, Root};
 
 #[cfg(windows)]
+#[allow(unsafe_code)]
 mod windows;
 #[cfg(windows)]
 pub use windows::*;

@@ -92,7 +92,7 @@ pub fn local_time(
         return None;
     }
     #[allow(clippy::useless_conversion)] // time_t is narrower than i64 on some targets
-    crate::plan::unix_time(i64::from(secs))
+    super::unix_time(i64::from(secs))
 }
 
 /// Opens a file of the source tree for reading. Unless links are to be followed, a symlink

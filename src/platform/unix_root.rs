@@ -561,12 +561,13 @@ fn errno_clear() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sync::Unpoisoned;
     use std::os::unix::fs::symlink;
 
     fn with_walk_only<T>(f: impl FnOnce() -> T) -> T {
         // Tests in this module run one at a time with respect to this flag's users.
         static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _held = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let _held = LOCK.lock().unpoisoned();
         let before = ONE_CALL.swap(false, Ordering::Relaxed);
         let out = f();
         ONE_CALL.store(before, Ordering::Relaxed);

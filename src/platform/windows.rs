@@ -257,7 +257,7 @@ fn explain_symlink_error(e: io::Error) -> io::Error {
 }
 
 pub fn check_component(part: &str) -> Result<(), String> {
-    match crate::plan::windows_name_problem(part) {
+    match super::windows_name_problem(part) {
         Some(problem) => Err(format!("'{part}' {problem}")),
         None => Ok(()),
     }

@@ -13,13 +13,11 @@
 //! earlier in this archive. Device nodes and FIFOs are skipped with a warning.
 
 use std::collections::HashSet;
-use std::io::{self, BufRead, Read};
-use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex};
+use std::io::Read;
+use std::path::Path;
 
 use anyhow::{Context, anyhow};
 
-use super::Format;
 use crate::engine::{self, CHUNK, Content, Engine, Writer, path_key};
 use crate::error::{Error, ErrorKind};
 use crate::options::Options;
@@ -27,102 +25,17 @@ use crate::plan::{self, Entry, EntryKind};
 use crate::queue::Queue;
 use crate::report::Report;
 
-use super::list::{Listed, ListedKind};
-use super::select::{Choice, Chooser};
+use super::select::Chooser;
 
+mod budget;
+mod checks;
+mod list;
 mod reader;
-mod xz;
 
+use budget::Budget;
+use checks::Checker;
+pub(super) use list::list;
 pub(super) use reader::Reader;
-pub(crate) use reader::checksum_ok;
-use reader::{Kind, Member};
-
-/// Wraps the input in the decoder its format needs. Every decoder reads concatenated members
-/// or frames (pigz and `cat a.gz b.gz` make them) to the end.
-pub(super) fn decoder<'a>(
-    format: Format,
-    input: Box<dyn BufRead + Send + 'a>,
-) -> Box<dyn Read + Send + 'a> {
-    match format {
-        Format::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(input)),
-        Format::Zstd => match zstd::stream::read::Decoder::with_buffer(input) {
-            Ok(decoder) => Box::new(decoder),
-            Err(e) => Box::new(FailingReader(Some(e))),
-        },
-        Format::Xz => Box::new(xz::Decoder::new(input)),
-        Format::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(input)),
-        Format::Tar | Format::Zip => input,
-    }
-}
-
-/// A reader that reports why its decoder could not be made, on first use.
-struct FailingReader(Option<io::Error>);
-
-impl Read for FailingReader {
-    fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
-        Err(self
-            .0
-            .take()
-            .unwrap_or_else(|| io::Error::other("decoder unavailable")))
-    }
-}
-
-/// Bytes of file content in flight between the reader and the writers, at most `limit`.
-struct Budget {
-    limit: u64,
-    state: Mutex<BudgetState>,
-    freed: Condvar,
-}
-
-#[derive(Default)]
-struct BudgetState {
-    used: u64,
-    /// The reader is asleep waiting for room: only then is a release worth a wake-up call.
-    reader_waiting: bool,
-}
-
-impl Budget {
-    fn new(limit: u64) -> Budget {
-        Budget {
-            limit,
-            state: Mutex::default(),
-            freed: Condvar::new(),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, BudgetState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Takes `n` bytes if they fit now.
-    fn try_acquire(&self, n: u64) -> bool {
-        let mut state = self.lock();
-        let fits = state.used + n <= self.limit;
-        if fits {
-            state.used += n;
-        }
-        fits
-    }
-
-    /// Waits until `n` more bytes fit (`n` is never more than the limit).
-    fn acquire(&self, n: u64) {
-        let mut state = self.lock();
-        while state.used + n > self.limit {
-            state.reader_waiting = true;
-            state = self.freed.wait(state).unwrap_or_else(|e| e.into_inner());
-        }
-        state.reader_waiting = false;
-        state.used += n;
-    }
-
-    fn release(&self, n: u64) {
-        let mut state = self.lock();
-        state.used -= n;
-        if state.reader_waiting {
-            self.freed.notify_one();
-        }
-    }
-}
 
 /// A file read into memory, waiting for a writer.
 struct Job {
@@ -235,206 +148,6 @@ struct Stream<'s> {
     /// Files read but not yet handed to the writers, and their bytes.
     pending: Vec<Job>,
     pending_bytes: u64,
-}
-
-/// Lists a tar stream as it is read: every member the selection takes, with what extracting
-/// it would do. `Err`: the stream broke (the members before it were listed).
-pub(super) fn list(
-    decoded: Box<dyn Read + Send + '_>,
-    label: &str,
-    chooser: &Chooser,
-    each: &mut dyn FnMut(&Listed),
-) -> Result<(), Error> {
-    let mut archive = Reader::new(decoded);
-    let mut check = Checker::new(chooser);
-    let broke = |error: anyhow::Error| Error::new(label, ErrorKind::Source, error);
-    while let Some(member) = archive
-        .next()
-        .context("the archive is corrupt or truncated")
-        .map_err(broke)?
-    {
-        if chooser.choose(&member.name, member.kind == Kind::Dir) == Choice::Skip {
-            continue;
-        }
-        let name = plan::display_bytes(&member.name);
-        let warned = check.warnings.len();
-        let (path, problem) = match check.entry(&member, &name) {
-            Ok(Some(entry)) => {
-                if entry.kind == EntryKind::File {
-                    check.files.insert(path_key(&entry.path));
-                }
-                (Some(entry.path), None)
-            }
-            // Skipped with a warning (a device, a FIFO), or the output folder itself.
-            Ok(None) => (None, check.warnings.drain(warned..).next()),
-            Err(error) => (None, Some(error.message())),
-        };
-        let kind = match member.kind {
-            Kind::File => ListedKind::File,
-            Kind::Dir => ListedKind::Dir,
-            Kind::Symlink => ListedKind::Symlink,
-            Kind::HardLink => ListedKind::Hardlink,
-            Kind::CharDevice => ListedKind::CharDevice,
-            Kind::BlockDevice => ListedKind::BlockDevice,
-            Kind::Fifo => ListedKind::Fifo,
-            Kind::Other(_) => ListedKind::Other,
-        };
-        let links = matches!(member.kind, Kind::Symlink | Kind::HardLink);
-        each(&Listed {
-            kind,
-            mode: member.mode,
-            size: if kind == ListedKind::File {
-                member.size
-            } else {
-                0
-            },
-            mtime: member.mtime,
-            name,
-            path,
-            target: links.then(|| plan::display_bytes(&member.link)),
-            problem,
-        });
-    }
-    // As extraction does: the compressor's own check comes after the end-of-archive blocks.
-    std::io::copy(&mut archive.into_inner(), &mut std::io::sink())
-        .context("the data after the last entry is corrupt")
-        .map_err(broke)?;
-    Ok(())
-}
-
-/// Decides what each member of a tar becomes, in archive order: taken or not (the
-/// selection), under what path, and whether it is refused. Extraction and listing share it, so
-/// `list` says exactly what `extract` would do.
-pub(crate) struct Checker<'s> {
-    /// Which entries are extracted, under what name.
-    chooser: &'s Chooser,
-    /// Paths of files seen so far (their 64-bit hashes, so that memory grows by a few bytes
-    /// per entry, not by its path): a hard link may only name one of these, and a later copy
-    /// of one replaces it.
-    pub files: HashSet<u64>,
-    /// Entries seen so far: each entry's place in the archive.
-    order: usize,
-    /// Symlinks seen so far: nothing may be extracted below one.
-    symlinks: HashSet<PathBuf>,
-    /// Paths that differ only by case, where names ignore case.
-    case: plan::CaseGuard,
-    pub warnings: Vec<String>,
-}
-
-impl<'s> Checker<'s> {
-    pub fn new(chooser: &'s Chooser) -> Checker<'s> {
-        Checker {
-            chooser,
-            files: HashSet::new(),
-            order: 0,
-            symlinks: HashSet::new(),
-            case: plan::CaseGuard::new(),
-            warnings: Vec::new(),
-        }
-    }
-
-    /// Validates one member into an entry. `Ok(None)`: nothing to extract (skipped).
-    pub fn entry(&mut self, member: &Member, name: &str) -> Result<Option<Entry>, Error> {
-        let refused = |error: anyhow::Error| Error::new(name, ErrorKind::Refused, error);
-        let stored = match self.chooser.choose(&member.name, member.kind == Kind::Dir) {
-            Choice::Take(stored) => stored,
-            // Its data is skipped in the stream, unwritten.
-            Choice::Skip => return Ok(None),
-            Choice::Refuse(why) => return Err(refused(anyhow!("refused: {why}"))),
-        };
-        let kind = match member.kind {
-            Kind::File => EntryKind::File,
-            // `./` is the output folder itself: nothing to create.
-            Kind::Dir if plan::is_root(&String::from_utf8_lossy(&stored)) => return Ok(None),
-            Kind::Dir => EntryKind::Dir,
-            Kind::Symlink => EntryKind::Symlink {
-                target: plan::path_from_bytes(&member.link)
-                    .map_err(|r| refused(anyhow!("refused: the link target: {r}")))?,
-            },
-            Kind::HardLink => {
-                let target = match self.chooser.link_target(&member.link) {
-                    Choice::Take(target) => target,
-                    // Nothing is left of what it names: its content is in an entry that was
-                    // not extracted. Said, as GNU tar does (bsdtar drops it without a word).
-                    Choice::Skip => {
-                        let target = plan::display_bytes(&member.link);
-                        return Err(refused(anyhow!(
-                            "refused: hard link target '{target}' has no name left after --strip-components"
-                        )));
-                    }
-                    Choice::Refuse(why) => {
-                        return Err(refused(anyhow!("refused: hard link target: {why}")));
-                    }
-                };
-                EntryKind::Hardlink {
-                    target: plan::safe_relative_bytes(&target).map_err(|r| {
-                        let target = plan::display_bytes(&member.link);
-                        refused(anyhow!("refused: hard link target '{target}': {r}"))
-                    })?,
-                }
-            }
-            Kind::CharDevice | Kind::BlockDevice | Kind::Fifo => {
-                let what = match member.kind {
-                    Kind::CharDevice => "character device",
-                    Kind::BlockDevice => "block device",
-                    _ => "FIFO",
-                };
-                self.warnings.push(format!("skipped '{name}': a {what}"));
-                return Ok(None);
-            }
-            // A volume label (`tar -V`) names the archive, not a file.
-            Kind::Other(b'V') => return Ok(None),
-            Kind::Other(flag) => {
-                self.warnings.push(format!(
-                    "skipped '{name}': unsupported entry type '{}'",
-                    (flag as char).escape_default()
-                ));
-                return Ok(None);
-            }
-        };
-        let path =
-            plan::safe_relative_bytes(&stored).map_err(|r| refused(anyhow!("refused: {r}")))?;
-        self.case
-            .check(&path)
-            .map_err(|r| refused(anyhow!("refused: {r}")))?;
-        if let Some(link) = path
-            .ancestors()
-            .skip(1)
-            .find(|a| self.symlinks.contains(*a))
-        {
-            return Err(refused(anyhow!(
-                "refused: its parent '{}' is a symlink in this archive",
-                link.display()
-            )));
-        }
-        match &kind {
-            EntryKind::Symlink { target } => {
-                // Recorded even if refused: what the archive puts below it is refused too.
-                self.symlinks.insert(path.clone());
-                plan::check_symlink_target(&path, &target.to_string_lossy())
-                    .map_err(|r| refused(anyhow!("refused: {r}")))?;
-            }
-            EntryKind::Hardlink { target } if !self.files.contains(&path_key(target)) => {
-                return Err(refused(anyhow!(
-                    "refused: hard link target '{}' is not a file earlier in this archive",
-                    target.display()
-                )));
-            }
-            _ => {}
-        }
-        self.order += 1;
-        Ok(Some(Entry {
-            name: name.to_string(),
-            sparse: member.sparse.is_some(),
-            path,
-            kind,
-            mode: member.mode,
-            mtime: member.mtime,
-            size: member.size,
-            index: self.order,
-            replaces: false,
-        }))
-    }
 }
 
 impl Stream<'_> {
@@ -563,28 +276,5 @@ impl Stream<'_> {
             }
             self.budget.release(bytes);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::Arc;
-
-    #[test]
-    fn the_budget_holds_a_reader_back_until_writers_free_memory() {
-        let budget = Arc::new(Budget::new(10));
-        budget.acquire(8);
-        let waiter = {
-            let budget = Arc::clone(&budget);
-            std::thread::spawn(move || budget.acquire(5))
-        };
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        assert!(!waiter.is_finished(), "8 + 5 bytes must not fit in 10");
-        budget.release(8);
-        waiter.join().unwrap();
-        assert_eq!(budget.lock().used, 5);
-        assert!(!budget.try_acquire(6));
-        assert!(budget.try_acquire(5));
     }
 }

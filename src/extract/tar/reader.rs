@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, anyhow, bail};
 
-const BLOCK: usize = 512;
+use crate::extract::format::{BLOCK, checksum_ok, number};
 /// The most bytes of a GNU long name or pax header kept in memory.
 const MAX_EXTENSION: u64 = 8 << 20;
 
@@ -161,74 +161,9 @@ fn decimal(text: &[u8]) -> anyhow::Result<u64> {
         .map_err(|_| anyhow!("'{text}' is not a number that fits in 64 bits"))
 }
 
-/// A header's numeric field: octal text (leading spaces and NULs skipped, ended by a space or
-/// NUL) or GNU's base-256 (first byte 0x80 positive, 0xff negative, then big-endian bytes).
-pub(crate) fn number(field: &[u8]) -> anyhow::Result<i64> {
-    if let Some(&first) = field.first()
-        && first & 0x80 != 0
-    {
-        let negative = first & 0x40 != 0;
-        let mut value: i128 = if negative { -1 } else { 0 };
-        for (i, &byte) in field.iter().enumerate() {
-            let byte = if i == 0 {
-                if negative { byte } else { byte & 0x7f }
-            } else {
-                byte
-            };
-            value = value
-                .checked_mul(256)
-                .map(|v| v | i128::from(byte))
-                .filter(|v| v.unsigned_abs() < 1 << 100)
-                .ok_or_else(|| anyhow!("a base-256 number is too large"))?;
-        }
-        return i64::try_from(value).map_err(|_| anyhow!("a base-256 number is too large"));
-    }
-    let digits: Vec<u8> = field
-        .iter()
-        .copied()
-        .skip_while(|&b| b == b' ' || b == 0)
-        .take_while(|&b| b != b' ' && b != 0)
-        .collect();
-    if digits.is_empty() {
-        return Ok(0);
-    }
-    let mut value: i64 = 0;
-    for &digit in &digits {
-        if !(b'0'..=b'7').contains(&digit) {
-            bail!(
-                "'{}' is not an octal number",
-                String::from_utf8_lossy(field).trim_matches(['\0', ' '])
-            );
-        }
-        value = value
-            .checked_mul(8)
-            .and_then(|v| v.checked_add(i64::from(digit - b'0')))
-            .ok_or_else(|| anyhow!("an octal number is too large"))?;
-    }
-    Ok(value)
-}
-
 fn unsigned(field: &[u8], what: &str) -> anyhow::Result<u64> {
     let value = number(field).with_context(|| format!("the header's {what}"))?;
     u64::try_from(value).map_err(|_| anyhow!("the header's {what} is negative"))
-}
-
-/// Whether `block` is a tar header: its checksum field matches the sum of its bytes (with
-/// the field itself counted as spaces), summed unsigned or, as some old writers did, signed.
-pub(crate) fn checksum_ok(block: &[u8]) -> bool {
-    let Some(block) = block.get(..BLOCK) else {
-        return false;
-    };
-    let Ok(stored) = number(&block[148..156]) else {
-        return false;
-    };
-    let (mut unsigned, mut signed) = (0i64, 0i64);
-    for (i, &b) in block.iter().enumerate() {
-        let b = if (148..156).contains(&i) { b' ' } else { b };
-        unsigned += i64::from(b);
-        signed += i64::from(b as i8);
-    }
-    stored == unsigned || stored == signed
 }
 
 /// The bytes of a name field, up to its first NUL.
@@ -395,7 +330,7 @@ impl<R: Read> Reader<R> {
             Some(value) => pax_time(value),
             None => number(&block[136..148])
                 .ok()
-                .and_then(crate::plan::unix_time),
+                .and_then(crate::platform::unix_time),
         };
         self.left = stored;
         self.padding = padding(stored);

@@ -1,6 +1,6 @@
 //! A zip read from a pipe or standard input (`curl ... | fastwrite extract - -o out`), as
 //! bsdtar reads one: entry by entry from the local headers, data descriptors included, written
-//! through the library's own door (a [`Batch`]).
+//! through the engine's door for streamed files.
 //!
 //! What only the central directory knows comes at the end of the stream and is applied then:
 //! Unix modes (local headers have none, so files are written with the default mode first) and
@@ -19,13 +19,12 @@ use std::time::SystemTime;
 use anyhow::{Context, anyhow, bail};
 use zip::read::{ZipReadOptions, read_zipfile_from_stream_with_options};
 
-use crate::batch::BatchBuilder;
-use crate::error::{Error, ErrorKind};
+use crate::engine::{self, Engine, Writer};
+use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
-use crate::plan;
+use crate::plan::{self, Entry, EntryKind};
 use crate::platform::Root;
 use crate::report::Report;
-use crate::{Batch, FileMeta};
 
 use super::super::select::{Choice, Chooser};
 
@@ -54,39 +53,27 @@ pub(in crate::extract) fn extract(
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
-    let batch = BatchBuilder::with_options(out, opts.clone())
-        .build()
-        .map_err(|e| anyhow!("cannot use output folder '{}': {e}", out.display()))?;
-    let mut state = Stream {
-        batch: &batch,
-        chooser,
-        password: opts.password.clone(),
-        max_output: opts.max_output,
-        total: 0,
-        written: HashMap::new(),
-        failures: Vec::new(),
-    };
-    let outcome = state.entries(&mut *input, label);
-    let modes = match outcome {
-        Ok(()) => central_directory(&mut *input)
-            .with_context(|| format!("the central directory of {label} is corrupt")),
-        Err(error) => Err(error),
-    };
-    let Stream {
-        written,
-        mut failures,
-        ..
-    } = state;
-    let mut report = match batch.finish() {
-        Ok(report) => report,
-        Err(failed) => failed.into_report(),
-    };
-    // Our own failure for an entry replaces the "unfinished" its dropped writer left.
-    report.failures.retain(|f| {
-        f.kind() != ErrorKind::Unfinished || !failures.iter().any(|o| o.path() == f.path())
-    });
+    let (mut report, (outcome, written, mut failures)) = engine::run(out, opts, |engine, _| {
+        let mut state = Stream {
+            engine,
+            writer: engine.writer(),
+            chooser,
+            password: opts.password.clone(),
+            max_output: opts.max_output,
+            total: 0,
+            written: HashMap::new(),
+            failures: Vec::new(),
+        };
+        let outcome = state.entries(&mut *input, label);
+        let outcome = match outcome {
+            Ok(()) => central_directory(&mut *input)
+                .with_context(|| format!("the central directory of {label} is corrupt")),
+            Err(error) => Err(error),
+        };
+        (outcome, state.written, state.failures)
+    })?;
     report.failures.append(&mut failures);
-    match modes {
+    match outcome {
         Ok(modes) => apply_central(out, &written, &modes, &mut report),
         Err(error) => report
             .failures
@@ -96,7 +83,8 @@ pub(in crate::extract) fn extract(
 }
 
 struct Stream<'a> {
-    batch: &'a Batch,
+    engine: &'a Engine,
+    writer: Writer<'a>,
     chooser: &'a Chooser,
     password: Option<Vec<u8>>,
     max_output: Option<u64>,
@@ -111,7 +99,7 @@ impl Stream<'_> {
     /// stream cannot be followed any further.
     fn entries(&mut self, input: &mut dyn BufRead, label: &str) -> anyhow::Result<()> {
         loop {
-            if self.batch.cancel_flag().is_cancelled() {
+            if self.engine.cancelled() {
                 return Ok(());
             }
             let signature = read_u32(input).with_context(|| format!("{label} ends early"))?;
@@ -162,9 +150,7 @@ impl Stream<'_> {
                 let error = if self.password.is_some() {
                     anyhow!("wrong password: the entry cannot be decrypted with it")
                 } else {
-                    anyhow!(
-                        "encrypted: give its password with --password, the FASTWRITE_PASSWORD environment variable, or at the prompt"
-                    )
+                    anyhow!("encrypted: give its password with {}", Setting::Password)
                 };
                 self.failures
                     .push(Error::new(&local.name, ErrorKind::Source, error));
@@ -193,10 +179,6 @@ impl Stream<'_> {
         if is_dir && plan::is_root(&chosen) {
             return;
         }
-        let mut meta = FileMeta::new();
-        if let Some(mtime) = mtime {
-            meta = meta.mtime(mtime);
-        }
         let path = match plan::safe_relative_path(&chosen) {
             Ok(path) => path,
             Err(refusal) => {
@@ -206,15 +188,27 @@ impl Stream<'_> {
                     .push(Error::new(name, ErrorKind::Refused, error));
             }
         };
+        let kind = if is_dir {
+            EntryKind::Dir
+        } else {
+            EntryKind::File
+        };
+        let entry = match Entry::for_path(&path, kind, None, mtime, 0) {
+            Ok(entry) => entry,
+            Err(error) => return self.failures.push(error),
+        };
         if is_dir {
-            if let Err(error) = self.batch.create_dir(&path, meta) {
+            if let Err(error) = self.engine.make_dir(&entry) {
                 self.failures.push(error);
             } else {
+                if mtime.is_some() {
+                    self.engine.add_dir(entry);
+                }
                 self.written.insert(name.to_string(), (path, mtime));
             }
             return;
         }
-        match self.write_file(&path, meta, data) {
+        match self.write_file(entry, data) {
             Ok(()) => {
                 self.written.insert(name.to_string(), (path, mtime));
             }
@@ -222,14 +216,9 @@ impl Stream<'_> {
         }
     }
 
-    fn write_file(
-        &mut self,
-        path: &Path,
-        meta: FileMeta,
-        data: &mut dyn Read,
-    ) -> Result<(), Error> {
+    fn write_file(&mut self, entry: Entry, data: &mut dyn Read) -> Result<(), Error> {
         let max = self.max_output;
-        super::super::single::write_streamed(self.batch, path, meta, data, &mut self.total, max)
+        super::super::single::write_streamed(&mut self.writer, entry, data, &mut self.total, max)
     }
 
     /// An entry whose sizes and CRC follow its data: deflate knows where its data ends; the
@@ -280,7 +269,7 @@ impl Stream<'_> {
         if (word != crc || size != len) && self.failures.len() == failed_before {
             // Written whole, but not what the archive says: removed, and said.
             if let Some((path, _)) = self.written.remove(&local.name) {
-                let _ = std::fs::remove_file(self.batch.root().join(&path));
+                let _ = self.engine.tree().remove_file(&path);
             }
             let error = anyhow!(
                 "the data does not match its descriptor (CRC-32 {crc:08x}, {len} bytes; the descriptor says {word:08x}, {size} bytes): the file was removed"
@@ -398,7 +387,7 @@ fn local_mtime(raw: &[u8]) -> Option<SystemTime> {
     let u16_at = |i: usize| u16::from_le_bytes([raw[i], raw[i + 1]]);
     let dos = zip::DateTime::try_from_msdos(u16_at(12), u16_at(10))
         .ok()
-        .and_then(|t| super::DosClock::default().convert(t));
+        .and_then(|t| super::planning::DosClock::default().convert(t));
     let mut at = 30 + usize::from(u16_at(26));
     while at + 4 <= raw.len() {
         let (id, len) = (u16_at(at), usize::from(u16_at(at + 2)));
@@ -406,7 +395,7 @@ fn local_mtime(raw: &[u8]) -> Option<SystemTime> {
         // "UT": a flags byte, then the modification time first if its bit is set.
         if id == 0x5455 && field.len() >= 5 && field[0] & 1 != 0 {
             let secs = u32::from_le_bytes([field[1], field[2], field[3], field[4]]);
-            return Some(super::extended_time(secs, dos));
+            return Some(super::planning::extended_time(secs, dos));
         }
         at += 4 + len;
     }

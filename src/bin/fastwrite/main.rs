@@ -1,16 +1,21 @@
 //! Thin: parse arguments, run, print what happened, map it to an exit code.
 
+// Unsafe only to install the signal handlers, each block's safety argument written down.
+#![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 mod cli;
+#[allow(unsafe_code)]
 mod interrupt;
+mod show;
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
 use clap::Parser;
-use fastwrite::exit;
-use fastwrite::progress::Bar;
 
 use crate::cli::{Cli, Command};
+use crate::show::{Bar, exit, for_people};
 
 /// Failures of one kind printed on stderr before the rest are counted (all are in `--json`).
 const FAILURES_SHOWN_PER_KIND: usize = 10;
@@ -48,13 +53,13 @@ fn run(cli: Cli) -> i32 {
             if let Some(bar) = &opts.progress {
                 bar.finished();
             }
-            eprintln!("fastwrite: {error:#}");
+            eprintln!("fastwrite: {}", for_people(format_args!("{error:#}")));
             return exit::CANNOT_START;
         }
     };
     if !cli.global.quiet {
         for warning in &report.warnings {
-            eprintln!("fastwrite: warning: {warning}");
+            eprintln!("fastwrite: warning: {}", for_people(warning));
         }
     }
     if let Some(mirror) = report.mirror.as_ref().filter(|_| !cli.global.json) {
@@ -67,12 +72,12 @@ fn run(cli: Cli) -> i32 {
     }
     let failed = report.failures.len();
     // A person reads stderr: a few of each kind, and how many more; `--json` has them all.
-    for line in report.failure_summary(FAILURES_SHOWN_PER_KIND) {
+    for line in show::failure_summary(&mut report, FAILURES_SHOWN_PER_KIND) {
         eprintln!("fastwrite: {line}");
     }
     if cli.global.json {
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", report.json()).and_then(|()| out.flush());
+        let _ = writeln!(out, "{}", show::report_json(&report)).and_then(|()| out.flush());
     }
     if failed > 0 {
         eprintln!(
@@ -90,7 +95,7 @@ fn run(cli: Cli) -> i32 {
         );
         return 128 + signal;
     }
-    report.exit_code()
+    show::exit_code(&report)
 }
 
 /// `fastwrite completions SHELL`: the script, from the same definitions as `--help`.
@@ -147,7 +152,11 @@ fn list(args: &crate::cli::ListArgs, json: bool) -> i32 {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut broken_pipe = false;
     let listed = fastwrite::list(&args.archive, &args.selection(), &mut |entry| {
-        let text = if json { entry.json() } else { entry.line() };
+        let text = if json {
+            show::listed_json(entry)
+        } else {
+            show::listed_line(entry)
+        };
         if !broken_pipe && writeln!(out, "{text}").is_err() {
             // `fastwrite list big.tar | head`: stop writing, as tar does.
             broken_pipe = true;
@@ -157,7 +166,7 @@ fn list(args: &crate::cli::ListArgs, json: bool) -> i32 {
     match listed {
         Ok(failures) => {
             for failure in &failures {
-                eprintln!("fastwrite: {failure}");
+                eprintln!("fastwrite: {}", for_people(failure));
             }
             if failures.is_empty() {
                 exit::SUCCESS
@@ -166,7 +175,7 @@ fn list(args: &crate::cli::ListArgs, json: bool) -> i32 {
             }
         }
         Err(error) => {
-            eprintln!("fastwrite: {error:#}");
+            eprintln!("fastwrite: {}", for_people(format_args!("{error:#}")));
             exit::CANNOT_START
         }
     }

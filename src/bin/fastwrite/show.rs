@@ -1,0 +1,372 @@
+//! What a person (or a script) sees: the terminal bar, failure lines with this command line's
+//! flags as their remedies, JSON, `list` lines, and the exit codes. Nothing here is in the
+//! library: a program that writes files compiles no terminal code.
+
+use std::fmt::Display;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fastwrite::progress::Reporter;
+use fastwrite::{ErrorKind, Listed, ListedKind, Report, Setting};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Exit codes, as documented in the README.
+pub mod exit {
+    /// Everything was written.
+    pub const SUCCESS: i32 = 0;
+    /// The run finished, but some entries failed (each one is reported).
+    pub const SOME_FAILED: i32 = 1;
+    /// The run could not start: bad arguments, an unreadable or unrecognised archive.
+    pub const CANNOT_START: i32 = 2;
+}
+
+/// The exit code for a finished run: [`exit::SUCCESS`] or [`exit::SOME_FAILED`].
+pub fn exit_code(report: &Report) -> i32 {
+    if report.failures.is_empty() {
+        exit::SUCCESS
+    } else {
+        exit::SOME_FAILED
+    }
+}
+
+/// This command line's words for a library setting that a message names as its remedy.
+fn flag(setting: Setting) -> &'static str {
+    match setting {
+        Setting::Replace => "--overwrite",
+        Setting::Skip => "--skip-existing",
+        Setting::MaxOutput => "--max-output",
+        Setting::NoSpaceCheck => "--no-space-check",
+        Setting::Password => {
+            "--password, the FASTWRITE_PASSWORD environment variable, or at the prompt"
+        }
+        Setting::FileName => "--name",
+        Setting::StripComponents => "--strip-components",
+        Setting::Exclude => "--exclude",
+        Setting::Delete => "--delete",
+        Setting::HardLinks => "--hard-links",
+        // A setting newer than this table: its library name still tells what to change.
+        _ => setting.name(),
+    }
+}
+
+/// A library message as this command line says it: each library setting it names becomes the
+/// flag that sets it.
+pub fn for_people(message: impl Display) -> String {
+    let mut text = message.to_string();
+    for setting in Setting::ALL {
+        if text.contains(setting.name()) {
+            text = text.replace(setting.name(), flag(setting));
+        }
+    }
+    text
+}
+
+/// What the command line offers for failures of this kind, where a flag resolves them.
+fn remedy(kind: ErrorKind) -> Option<&'static str> {
+    match kind {
+        ErrorKind::AlreadyExists => Some("--overwrite replaces them, --skip-existing keeps them"),
+        ErrorKind::Limit => Some("--max-output sets the cap"),
+        _ => None,
+    }
+}
+
+/// The failures for a person to read: in path order, at most `per_kind` of each kind, then
+/// for each kind with more, how many more and what flag resolves them. (Extracting a wheel
+/// twice into one folder fails 2,000 files the same way: 2,000 lines help nobody.) Every
+/// failure stays in `Report::failures` and in [`report_json`].
+pub fn failure_summary(report: &mut Report, per_kind: usize) -> Vec<String> {
+    sort_failures(report);
+    let mut shown: Vec<(ErrorKind, usize)> = Vec::new();
+    let mut lines = Vec::new();
+    for failure in &report.failures {
+        let count = match shown.iter_mut().find(|(kind, _)| *kind == failure.kind()) {
+            Some((_, count)) => count,
+            None => {
+                shown.push((failure.kind(), 0));
+                &mut shown.last_mut().expect("just pushed").1
+            }
+        };
+        *count += 1;
+        if *count <= per_kind {
+            lines.push(for_people(failure));
+        }
+    }
+    for (kind, count) in shown {
+        if count > per_kind {
+            let more = count - per_kind;
+            let mut line = format!("... and {more} more failed the same way ({})", kind.name());
+            if let Some(remedy) = remedy(kind) {
+                line.push_str(&format!(": {remedy}"));
+            }
+            lines.push(line);
+        }
+    }
+    lines
+}
+
+fn sort_failures(report: &mut Report) {
+    report
+        .failures
+        .sort_by(|a, b| a.path().as_os_str().cmp(b.path().as_os_str()));
+}
+
+/// The whole report as one JSON object, for scripts (`--json`): counts, bytes, time per
+/// phase in seconds, the close stage's figures, a mirror's counts, every warning, and every
+/// failure with its `path`, `kind` (`ErrorKind::name`) and `reason`.
+pub fn report_json(report: &Report) -> String {
+    let failures: Vec<serde_json::Value> = report
+        .failures
+        .iter()
+        .map(|f| {
+            serde_json::json!({
+                "path": f.path().to_string_lossy(),
+                "kind": f.kind().name(),
+                "reason": for_people(f.message()),
+            })
+        })
+        .collect();
+    let mirror = report.mirror.as_ref().map(|m| {
+        serde_json::json!({
+            "unchanged": m.unchanged,
+            "updated": m.updated,
+            "deleted": m.deleted,
+            "actions": m.actions,
+        })
+    });
+    serde_json::json!({
+        "files": report.files,
+        "dirs": report.dirs,
+        "symlinks": report.symlinks,
+        "hardlinks": report.hardlinks,
+        "bytes": report.bytes,
+        "skipped": report.skipped,
+        "reflinked": report.reflinked,
+        "failed": report.failures.len(),
+        "seconds": {
+            "wall": report.wall.as_secs_f64(),
+            "dirs": report.dir_time.as_secs_f64(),
+            "write": report.write_time.as_secs_f64(),
+            "close": report.close_time.as_secs_f64(),
+        },
+        "close": {
+            "threads": report.close_threads,
+            "peak_queue": report.peak_close_queue,
+        },
+        "mirror": mirror,
+        "warnings": report.warnings,
+        "failures": failures,
+    })
+    .to_string()
+}
+
+#[derive(Default)]
+struct Counters {
+    files: AtomicU64,
+    bytes: AtomicU64,
+    done: AtomicBool,
+}
+
+/// A bar of files and bytes on stderr, redrawn by its own thread ten times a second: writers
+/// only bump two relaxed atomic counters.
+pub struct Bar {
+    bar: ProgressBar,
+    counters: Arc<Counters>,
+    ticker: std::sync::Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Bar {
+    /// A bar that draws itself once the run's plan is known.
+    pub fn new() -> Bar {
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {msg} ({binary_bytes}/{binary_total_bytes})",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        Bar {
+            bar,
+            counters: Arc::default(),
+            ticker: std::sync::Mutex::new(None),
+        }
+    }
+}
+
+impl Default for Bar {
+    fn default() -> Self {
+        Bar::new()
+    }
+}
+
+impl Reporter for Bar {
+    fn planned(&self, files: u64, bytes: u64) {
+        self.bar.set_length(bytes);
+        let bar = self.bar.clone();
+        let counters = Arc::clone(&self.counters);
+        let ticker = std::thread::Builder::new()
+            .name("fastwrite-progress".into())
+            .spawn(move || {
+                while !counters.done.load(Ordering::Relaxed) {
+                    let done = counters.files.load(Ordering::Relaxed);
+                    bar.set_position(counters.bytes.load(Ordering::Relaxed));
+                    // Zero: the total is not known up front (a mirror into an empty folder).
+                    if files == 0 {
+                        bar.set_message(format!("{done} files"));
+                    } else {
+                        bar.set_message(format!("{done}/{files} files"));
+                    }
+                    bar.tick();
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            });
+        // No ticker thread only means no bar; the run itself is unaffected.
+        if let Ok(handle) = ticker {
+            *self.ticker.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+        }
+    }
+
+    fn bytes_written(&self, bytes: u64) {
+        self.counters.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    fn file_written(&self) {
+        self.counters.files.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn finished(&self) {
+        self.counters.done.store(true, Ordering::Relaxed);
+        if let Some(handle) = self.ticker.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = handle.join();
+        }
+        self.bar.finish_and_clear();
+    }
+}
+
+/// One line of `fastwrite list`: `tar -tv`'s columns (type and mode, size, mtime in UTC,
+/// name, `-> target` or `link to target`), then, in brackets, what extracting would do where
+/// that is not simply writing it under its name.
+pub fn listed_line(entry: &Listed) -> String {
+    let mode = entry
+        .mode
+        .map_or_else(|| "?????????".to_string(), permissions);
+    let when = entry
+        .mtime
+        .map_or_else(|| "????-??-?? ??:??".to_string(), utc_minutes);
+    let mut line = format!(
+        "{}{mode} {:>12} {when} {}",
+        entry.kind.letter(),
+        entry.size,
+        entry.name
+    );
+    match (&entry.kind, &entry.target) {
+        (ListedKind::Symlink, Some(target)) => line.push_str(&format!(" -> {target}")),
+        (ListedKind::Hardlink, Some(target)) => line.push_str(&format!(" link to {target}")),
+        _ => {}
+    }
+    if let Some(problem) = &entry.problem {
+        line.push_str(&format!("  [{}]", for_people(problem)));
+    } else if let Some(path) = &entry.path {
+        let archived = entry.name.trim_start_matches("./").trim_end_matches('/');
+        if Path::new(archived) != path.as_path() {
+            line.push_str(&format!("  [as {}]", path.display()));
+        }
+    }
+    line
+}
+
+/// One JSON object, on one line (`fastwrite list --json`): `type`, `mode` (octal string),
+/// `size`, `mtime` (seconds since 1970, with a fraction), `name`, `path` (where extract would
+/// write it, or null), `target`, `problem` (why it would not be, or null).
+pub fn listed_json(entry: &Listed) -> String {
+    let mtime = entry.mtime.map(|t| match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_secs_f64(),
+        Err(e) => -e.duration().as_secs_f64(),
+    });
+    serde_json::json!({
+        "type": entry.kind.name(),
+        "mode": entry.mode.map(|m| format!("{m:04o}")),
+        "size": entry.size,
+        "mtime": mtime,
+        "name": entry.name,
+        "path": entry.path.as_ref().map(|p| p.to_string_lossy().replace('\\', "/")),
+        "target": entry.target,
+        "problem": entry.problem.as_deref().map(for_people),
+    })
+    .to_string()
+}
+
+/// `rwxr-xr-x`, with setuid, setgid and sticky as `ls` shows them.
+fn permissions(mode: u32) -> String {
+    let bit = |mask: u32, c: char| if mode & mask != 0 { c } else { '-' };
+    let special = |exec: bool, set: bool, lower: char| match (exec, set) {
+        (true, true) => lower,
+        (false, true) => lower.to_ascii_uppercase(),
+        (true, false) => 'x',
+        (false, false) => '-',
+    };
+    [
+        bit(0o400, 'r'),
+        bit(0o200, 'w'),
+        special(mode & 0o100 != 0, mode & 0o4000 != 0, 's'),
+        bit(0o040, 'r'),
+        bit(0o020, 'w'),
+        special(mode & 0o010 != 0, mode & 0o2000 != 0, 's'),
+        bit(0o004, 'r'),
+        bit(0o002, 'w'),
+        special(mode & 0o001 != 0, mode & 0o1000 != 0, 't'),
+    ]
+    .into_iter()
+    .collect()
+}
+
+/// `YYYY-MM-DD HH:MM` in UTC (the same on every machine, unlike `tar -tv`'s local time).
+fn utc_minutes(time: SystemTime) -> String {
+    let secs: i64 = match time.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_secs()).unwrap_or(i64::MAX),
+    };
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's days-to-civil, in i128 so that no archived time overflows it.
+    let z = i128::from(days) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i128::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
+        rest / 3600,
+        rest % 3600 / 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn modes_and_times_read_as_ls_and_tar_show_them() {
+        assert_eq!(permissions(0o755), "rwxr-xr-x");
+        assert_eq!(permissions(0o4755), "rwsr-xr-x");
+        assert_eq!(permissions(0o2644), "rw-r-Sr--");
+        assert_eq!(permissions(0o1777), "rwxrwxrwt");
+        let at = |secs: u64| UNIX_EPOCH + Duration::from_secs(secs);
+        assert_eq!(utc_minutes(at(0)), "1970-01-01 00:00");
+        assert_eq!(utc_minutes(at(1_600_000_000)), "2020-09-13 12:26");
+        assert_eq!(utc_minutes(at(951_782_400)), "2000-02-29 00:00");
+        let before = UNIX_EPOCH - Duration::from_secs(86_400 + 60);
+        assert_eq!(utc_minutes(before), "1969-12-30 23:59");
+        // The extremes of a base-256 tar time (where this system's time reaches them): a
+        // date, never a panic.
+        if let Some(far) = UNIX_EPOCH.checked_add(Duration::from_secs(i64::MAX as u64)) {
+            let _ = utc_minutes(far);
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! The end of a run, in stages: wait for every close; move tar's later copies into place;
+//! make the directories that are still empty; make the links; apply directory metadata,
+//! deepest first; with fsync, sync every directory written into; count it all in the report.
+//! Each stage runs after the one before is complete, so nothing is written through a link and
+//! no directory's mtime is changed by what is made in it afterwards.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::later::path_key;
+use super::{Deferred, Engine};
+use crate::close::CloseTally;
+use crate::error::{Error, ErrorKind};
+use crate::plan::{Entry, EntryKind};
+use crate::report::Report;
+use crate::sync::Unpoisoned;
+
+/// What the links stage made.
+#[derive(Default)]
+struct Links {
+    symlinks: u64,
+    hardlinks: u64,
+}
+
+impl Engine {
+    /// Waits for every close, then finishes the run stage by stage (see the module's header)
+    /// and returns the report of everything the engine did. Call it on a rayon pool
+    /// (`install`): empty directories are created on it.
+    pub(crate) fn finish(mut self) -> Report {
+        let closes = self.close.finish();
+        let mut deferred = std::mem::take(self.deferred.get_mut().unpoisoned());
+        self.move_later_copies(std::mem::take(&mut deferred.renames));
+        if self.cancelled() {
+            // Stop here: what was written is complete and closed; links, empty directories
+            // and directory metadata for the rest would only be work the user cancelled.
+            deferred = Deferred::default();
+        }
+        let dirs = self.make_remaining_dirs(deferred.dirs);
+        let links = self.make_links(deferred.links, &deferred.forgotten);
+        self.apply_dirs_metadata(dirs);
+        self.into_report(closes, links)
+    }
+
+    /// Makes the directories that are still empty, before links may go into them. Returns the
+    /// directory entries that exist, for their metadata; the others failed.
+    fn make_remaining_dirs(&mut self, wanted: Vec<Entry>) -> Vec<Entry> {
+        self.dirs
+            .create_all(wanted.iter().map(|e| e.path.as_path()));
+        let made = self.dirs.lock();
+        let mut dirs = Vec::with_capacity(wanted.len());
+        for entry in wanted {
+            if made.ready.contains(&entry.path) {
+                dirs.push(entry);
+                continue;
+            }
+            let (at, reason) = made.why_not(&entry.path);
+            let error = anyhow::anyhow!("cannot create directory '{}': {reason}", at.display());
+            self.failures
+                .push(Error::new(&entry.name, ErrorKind::Directory, error));
+        }
+        dirs
+    }
+
+    /// Makes the links, in the source's order, but not those at a path a later entry took.
+    fn make_links(&mut self, mut links: Vec<Entry>, forgotten: &HashMap<u64, usize>) -> Links {
+        links.retain(|link| {
+            forgotten
+                .get(&path_key(&link.path))
+                .is_none_or(|&taken| link.index >= taken)
+        });
+        let mut made = Links::default();
+        for entry in &links {
+            let result = match &entry.kind {
+                EntryKind::Symlink { target } => self.create_symlink(entry, target),
+                EntryKind::Hardlink { target } => self.create_hardlink(entry, target),
+                _ => continue,
+            };
+            match result {
+                Ok(true) if matches!(entry.kind, EntryKind::Symlink { .. }) => made.symlinks += 1,
+                Ok(true) => made.hardlinks += 1,
+                Ok(false) => *self.skipped.get_mut() += 1,
+                Err(error) => self.failures.push(error),
+            }
+        }
+        made
+    }
+
+    /// Applies directory modes and mtimes, deepest first, once their content is complete.
+    fn apply_dirs_metadata(&self, mut dirs: Vec<Entry>) {
+        dirs.retain(|e| e.mode.is_some() || e.mtime.is_some());
+        dirs.sort_by_key(|e| std::cmp::Reverse(e.path.components().count()));
+        for entry in &dirs {
+            if let Err(error) = self.apply_dir_metadata(entry) {
+                self.failures.push(error);
+            }
+        }
+    }
+
+    /// With fsync, syncs every directory written into (a file is durable only once the
+    /// directory entry naming it is: deepest first, the root last); then counts everything.
+    fn into_report(self, closes: CloseTally, links: Links) -> Report {
+        let Engine {
+            root,
+            tree,
+            opts,
+            reporter,
+            dirs,
+            failures,
+            mut files,
+            mut bytes,
+            mut skipped,
+            mut write_nanos,
+            mut copier,
+            ..
+        } = self;
+        let made_dirs = dirs.into_state();
+        if opts.fsync {
+            let top = PathBuf::new();
+            for dir in made_dirs.order.iter().rev().chain(std::iter::once(&top)) {
+                if let Err(error) = tree.sync_dir(dir) {
+                    let error = anyhow::Error::new(error)
+                        .context(format!("syncing directory '{}'", root.join(dir).display()));
+                    failures.push(Error::new(dir, ErrorKind::Close, error));
+                }
+            }
+        }
+        reporter.finished();
+        Report {
+            files: files.get_mut().saturating_sub(closes.failed),
+            dirs: made_dirs.created,
+            dir_time: made_dirs.busy,
+            symlinks: links.symlinks,
+            hardlinks: links.hardlinks,
+            bytes: *bytes.get_mut(),
+            skipped: *skipped.get_mut(),
+            failures: failures.take(),
+            warnings: Vec::new(),
+            wall: Duration::ZERO,
+            write_time: Duration::from_nanos(*write_nanos.get_mut()),
+            close_time: closes.busy,
+            peak_close_queue: closes.peak_queue,
+            close_threads: closes.threads,
+            reflinked: *copier.reflinked.get_mut(),
+            ..Report::default()
+        }
+    }
+}

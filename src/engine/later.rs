@@ -1,0 +1,165 @@
+//! Tar's rule that the last copy of a path wins, as GNU tar applies it: a later entry at a path
+//! this run already wrote waits under a temporary name and takes the path after every close, in
+//! the archive's order; links registered at a path a later entry takes are not made. Only what
+//! this run wrote is ever replaced this way, never a file that was in the output folder before
+//! (unless the user asked for replacing). Every other source never sets
+//! [`Entry::replaces`], and pays nothing here.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::Context;
+
+use super::files::OpenFile;
+use super::{Engine, already_exists};
+use crate::close::Finalize;
+use crate::error::{Error, ErrorKind, Tag};
+use crate::options::Overwrite;
+use crate::plan::Entry;
+use crate::platform;
+use crate::sync::Unpoisoned;
+
+/// A later copy of a path, waiting under a temporary name.
+pub(super) struct Rename {
+    /// The entry's place in the source (its `index`): the last one wins.
+    order: usize,
+    /// Both relative to the output folder: the temporary name, and the entry's path.
+    temp: PathBuf,
+    /// The entry's relative path and name, to check and to report it.
+    path: PathBuf,
+    name: String,
+}
+
+impl Engine {
+    /// Forgets the links registered at `path` before the source's entry `order`: that entry
+    /// takes the path (the last copy of a path in a tar wins). Constant time: an archive that
+    /// stores thousands of links again costs no more than one that does not.
+    pub(crate) fn forget_links(&self, path: &Path, order: usize) {
+        self.deferred
+            .lock()
+            .unpoisoned()
+            .forgotten
+            .insert(path_key(path), order);
+    }
+
+    /// For a source whose later entries may take the path of earlier ones (see
+    /// [`Entry::replaces`]): from now on the engine remembers which paths this run created,
+    /// when the output folder was not empty.
+    pub(crate) fn track_created(&self) {
+        if !self.fresh {
+            self.created.get_or_init(Mutex::default);
+        }
+    }
+
+    /// Notes that this run created (or replaced) the file at `path`, if it keeps track.
+    pub(super) fn note_created(&self, path: &Path) {
+        if let Some(created) = self.created.get() {
+            created.lock().unpoisoned().insert(path_key(path));
+        }
+    }
+
+    /// Whether what is at `path` may be replaced by a later entry at the same path: this run
+    /// wrote it (or the user asked for replacing).
+    pub(super) fn ours(&self, path: &Path) -> bool {
+        if self.fresh || self.opts.overwrite == Overwrite::Replace {
+            return true;
+        }
+        self.created
+            .get()
+            .is_some_and(|created| created.lock().unpoisoned().contains(&path_key(path)))
+    }
+
+    /// Creates a later copy of a path this run wrote under a temporary name, to take the path
+    /// after every close (see [`Engine::move_later_copies`]).
+    pub(super) fn open_later_copy(
+        &self,
+        entry: &Entry,
+        mode: u32,
+        started: Instant,
+    ) -> Result<OpenFile, Error> {
+        let dest = &entry.path;
+        // A later copy of a path this run wrote: it waits under a temporary name until
+        // every close is done, then takes the path (see `Engine::move_later_copies`).
+        let temp = self.temp_path(dest);
+        let file = self
+            .tree
+            .create_new(&temp, mode)
+            .with_context(|| format!("creating '{}'", self.full(&temp).display()))
+            .tag(&entry.name, ErrorKind::Write)?;
+        self.deferred.lock().unpoisoned().renames.push(Rename {
+            order: entry.index,
+            temp: temp.clone(),
+            path: entry.path.clone(),
+            name: entry.name.clone(),
+        });
+        Ok(OpenFile {
+            file,
+            path: temp,
+            finalize: Finalize::Keep,
+            mode,
+            started,
+        })
+    }
+
+    /// Moves the later copies of paths into place, after every close, in the source's order:
+    /// the last copy wins. A copy whose write failed (its temporary file is gone) is passed
+    /// over; one that would replace a file this run did not write fails instead.
+    pub(super) fn move_later_copies(&mut self, mut renames: Vec<Rename>) {
+        renames.sort_by_key(|r| r.order);
+        let cancelled = self.cancelled();
+        for rename in renames {
+            if self.tree.kind(&rename.temp).is_err() {
+                continue;
+            }
+            if cancelled {
+                let _ = self.tree.remove_file(&rename.temp);
+                continue;
+            }
+            let dest = self.full(&rename.path);
+            let in_place = self.tree.kind(&rename.path).ok();
+            if in_place.is_some() && !self.ours(&rename.path) {
+                let _ = self.tree.remove_file(&rename.temp);
+                if self.opts.overwrite == Overwrite::Skip {
+                    *self.skipped.get_mut() += 1;
+                    continue;
+                }
+                let error = already_exists();
+                self.failures
+                    .push(Error::new(&rename.name, ErrorKind::AlreadyExists, error));
+                continue;
+            }
+            if in_place == Some(platform::FileKind::Dir) {
+                let _ = self.tree.remove_file(&rename.temp);
+                let error = anyhow::anyhow!("a directory is in the way at '{}'", dest.display());
+                self.failures
+                    .push(Error::new(&rename.name, ErrorKind::AlreadyExists, error));
+                continue;
+            }
+            match self.tree.rename(&rename.temp, &rename.path) {
+                // The earlier copy's file is gone: one file fewer in the output.
+                Ok(()) if in_place.is_some() => {
+                    let files = self.files.get_mut();
+                    *files = files.saturating_sub(1);
+                }
+                Ok(()) => {}
+                Err(e) => {
+                    let _ = self.tree.remove_file(&rename.temp);
+                    let error = anyhow::Error::new(e)
+                        .context(format!("moving the later copy into '{}'", dest.display()));
+                    self.failures
+                        .push(Error::new(&rename.name, ErrorKind::Write, error));
+                }
+            }
+        }
+    }
+}
+
+/// A path's key in a set of paths: its 64-bit hash (a collision, at odds of about 1 in 10^19
+/// per pair, could only let a later copy replace a file the run did not write).
+pub(crate) fn path_key(path: &Path) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    path.hash(&mut hasher);
+    hasher.finish()
+}

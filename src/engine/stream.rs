@@ -1,0 +1,193 @@
+//! A file whose content comes in pieces of unknown number: a program's `FileWriter`, a single
+//! compressed file, a zip entry read from a pipe. The same door as a whole file
+//! ([`Engine::write_file`]): started like one (parents, the overwrite policy, `O_EXCL`), sealed
+//! like one (mtime and mode on the handle, the hand-over to the close stage), removed if it is
+//! abandoned, so nothing half-written stays under a name.
+//!
+//! Writes are gathered into pieces of [`PIECE`] bytes, so a serializer's many small writes cost
+//! few system calls. A failed write is kept (its kind and the OS's error number) so that the
+//! file cannot be sealed, and what abandoning it reports says why.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use anyhow::anyhow;
+
+use super::Engine;
+use super::files::{OpenFile, WriterState, cancelled};
+use crate::error::{Error, ErrorKind};
+use crate::plan::Entry;
+
+/// Writes are gathered into pieces of this size: 64 KiB holds a typical small file whole.
+pub(crate) const PIECE: usize = 64 << 10;
+
+/// A streamed file being written. Finish it with [`Streamed::seal`]; dropped unsealed, it is
+/// removed and the run records why ([`Streamed::abandon_for`] gives the reason instead).
+pub(crate) struct Streamed<'e> {
+    engine: &'e Engine,
+    entry: Entry,
+    /// `None`: the existing file is kept ([`Overwrite::Skip`](crate::Overwrite::Skip)), and
+    /// what is written is discarded; also once sealed or abandoned.
+    open: Option<OpenFile>,
+    buf: Vec<u8>,
+    written: u64,
+    /// A write that failed (its kind, and the OS's error number).
+    failed: Option<(io::ErrorKind, Option<i32>)>,
+}
+
+impl Engine {
+    /// Starts a streamed file for `entry`, as [`Engine::write_file`] starts a whole one.
+    pub(crate) fn start_streamed(
+        &self,
+        state: &mut WriterState,
+        entry: Entry,
+    ) -> Result<Streamed<'_>, Error> {
+        let open = self.begin(state, &entry)?;
+        Ok(Streamed {
+            engine: self,
+            entry,
+            open,
+            buf: Vec::new(),
+            written: 0,
+            failed: None,
+        })
+    }
+}
+
+impl Streamed<'_> {
+    /// The entry's name, as the caller or the archive spelled it.
+    pub(crate) fn name(&self) -> &Path {
+        Path::new(&self.entry.name)
+    }
+
+    /// Bytes accepted so far (written or buffered).
+    pub(crate) fn len(&self) -> u64 {
+        self.written + self.buf.len() as u64
+    }
+
+    /// Takes `data`, writing whole pieces as they fill. The error is the OS's own
+    /// (`raw_os_error` works on it); the file's path and the whole story come from
+    /// [`Streamed::seal`] or [`Streamed::abandon`].
+    pub(crate) fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        if let Some((kind, _)) = self.failed {
+            return Err(io::Error::new(kind, "an earlier write to this file failed"));
+        }
+        if self.buf.len() + data.len() > PIECE {
+            self.drain()?;
+            if data.len() >= PIECE {
+                return self.put(data);
+            }
+        }
+        if self.buf.capacity() == 0 {
+            self.buf.reserve(PIECE);
+        }
+        self.buf.extend_from_slice(data);
+        Ok(())
+    }
+
+    /// Writes what is buffered to the file (it is still not kept until sealed).
+    pub(crate) fn drain(&mut self) -> io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let mut buf = std::mem::take(&mut self.buf);
+        let result = self.put(&buf);
+        buf.clear();
+        self.buf = buf;
+        result
+    }
+
+    /// Writes `data` to the file (or discards it, for a skipped file).
+    fn put(&mut self, data: &[u8]) -> io::Result<()> {
+        if self.engine.cancelled() {
+            // Not `Interrupted`, which `write_all` would retry for ever.
+            return Err(io::Error::other("the run was cancelled"));
+        }
+        let Some(open) = &self.open else {
+            return Ok(());
+        };
+        let result = (&open.file).write_all(data);
+        match &result {
+            Ok(()) => {
+                self.written += data.len() as u64;
+                self.engine.reporter().bytes_written(data.len() as u64);
+            }
+            Err(e) => self.failed = Some((e.kind(), e.raw_os_error())),
+        }
+        result
+    }
+
+    /// Writes what is buffered, sets the mode and mtime, and hands the file to the close stage.
+    /// On failure (a write that failed now or before, the run cancelled meanwhile) the file is
+    /// removed and the error says why.
+    pub(crate) fn seal(mut self, state: &mut WriterState) -> Result<(), Error> {
+        let engine = self.engine;
+        let drained = self.drain();
+        let Some(open) = self.open.take() else {
+            return Ok(());
+        };
+        let failed = if engine.cancelled() {
+            Some(cancelled(&self.entry))
+        } else if let Err(e) = drained {
+            Some(Error::new(&self.entry.name, ErrorKind::Write, e))
+        } else {
+            self.failed.map(|failed| {
+                self.write_failure(&open, failed, "failed earlier; the file is incomplete")
+            })
+        };
+        if let Some(error) = failed {
+            engine.discard(open);
+            return Err(error);
+        }
+        self.entry.size = self.written;
+        engine.seal(state, open, &self.entry, self.written)
+    }
+
+    /// Gives the file up: removed, and the error to report for it, if it is still open:
+    /// [`ErrorKind::Write`] with the OS's error when a write failed (the usual reason to stop
+    /// early), [`ErrorKind::Unfinished`] otherwise.
+    fn abandon(&mut self) -> Option<Error> {
+        let open = self.open.take()?;
+        let error = match self.failed {
+            Some(failed) => self.write_failure(&open, failed, "failed; the file was removed"),
+            None => Error::new(
+                &self.entry.name,
+                ErrorKind::Unfinished,
+                anyhow!("dropped before it was finished: the file was removed"),
+            ),
+        };
+        self.engine.discard(open);
+        Some(error)
+    }
+
+    /// Gives the file up, for a failure the source met itself (its data could not be read, or
+    /// would pass the output cap): the file is removed and that failure is the one returned,
+    /// for the source to report.
+    pub(crate) fn abandon_for(mut self, error: Error) -> Error {
+        drop(self.abandon());
+        error
+    }
+
+    fn write_failure(
+        &self,
+        open: &OpenFile,
+        (kind, os): (io::ErrorKind, Option<i32>),
+        what: &str,
+    ) -> Error {
+        let cause = match os {
+            Some(code) => io::Error::from_raw_os_error(code),
+            None => io::Error::from(kind),
+        };
+        let error = anyhow!(cause).context(format!("writing '{}' {what}", open.path.display()));
+        Error::new(&self.entry.name, ErrorKind::Write, error)
+    }
+}
+
+impl Drop for Streamed<'_> {
+    /// Unsealed (an early return, a panic): removed, and the run records why.
+    fn drop(&mut self) {
+        if let Some(error) = self.abandon() {
+            self.engine.record(error);
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! Every compression fastwrite reads, in one place: how it is recognised (its magic bytes),
+//! its decoder, the suffixes its files carry, what its header says of the file inside, and the
+//! cargo feature that builds it. A tar stream and a single compressed file both go through
+//! here; a build without a codec still recognises it and says which feature reads it.
+
+#[cfg(feature = "xz")]
+mod xz;
+
+use std::io::{BufRead, Read};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A compression around a tar stream or a single file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Codec {
+    Gzip,
+    Zstd,
+    Xz,
+    Bzip2,
+}
+
+impl Codec {
+    /// Every codec, in the order detection tries them.
+    pub(crate) const ALL: [Codec; 4] = [Codec::Gzip, Codec::Zstd, Codec::Xz, Codec::Bzip2];
+
+    /// The codec whose magic bytes `head` starts with.
+    pub(crate) fn detect(head: &[u8]) -> Option<Codec> {
+        Codec::ALL
+            .into_iter()
+            .find(|codec| head.starts_with(codec.magic()))
+    }
+
+    fn magic(self) -> &'static [u8] {
+        match self {
+            Codec::Gzip => b"\x1f\x8b",
+            Codec::Zstd => b"\x28\xb5\x2f\xfd",
+            Codec::Xz => b"\xfd7zXZ\x00",
+            Codec::Bzip2 => b"BZh",
+        }
+    }
+
+    /// Its name, as its tool is called.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Codec::Gzip => "gzip",
+            Codec::Zstd => "zstd",
+            Codec::Xz => "xz",
+            Codec::Bzip2 => "bzip2",
+        }
+    }
+
+    /// The suffixes a file compressed with it carries (lower case), which `gzip -d` and the
+    /// others take off to name what they write.
+    pub(crate) fn suffixes(self) -> &'static [&'static str] {
+        match self {
+            Codec::Gzip => &[".gz", ".z", ".gzip"],
+            Codec::Zstd => &[".zst", ".zstd"],
+            Codec::Xz => &[".xz"],
+            Codec::Bzip2 => &[".bz2", ".bz"],
+        }
+    }
+
+    /// Wraps `input` in this codec's decoder, which reads concatenated members or frames
+    /// (pigz and `cat a.gz b.gz` make them) to the end. An error means this build has no
+    /// decoder for it: the message names the cargo feature that adds one.
+    pub(crate) fn decoder<'a>(
+        self,
+        input: Box<dyn BufRead + Send + 'a>,
+    ) -> anyhow::Result<Box<dyn Read + Send + 'a>> {
+        match self {
+            #[cfg(feature = "gzip")]
+            Codec::Gzip => Ok(Box::new(flate2::bufread::MultiGzDecoder::new(input))),
+            #[cfg(feature = "zstd")]
+            Codec::Zstd => Ok(Box::new(
+                zstd::stream::read::Decoder::with_buffer(input)
+                    .map_err(|e| anyhow::Error::new(e).context("cannot start the zstd decoder"))?,
+            )),
+            #[cfg(feature = "xz")]
+            Codec::Xz => Ok(Box::new(xz::Decoder::new(input))),
+            #[cfg(feature = "bzip2")]
+            Codec::Bzip2 => Ok(Box::new(bzip2::bufread::MultiBzDecoder::new(input))),
+            #[allow(unreachable_patterns)]
+            _ => {
+                drop(input);
+                anyhow::bail!(
+                    "{} data, and this build of fastwrite has no {} decoder (cargo feature `{}`)",
+                    self.name(),
+                    self.name(),
+                    self.name()
+                )
+            }
+        }
+    }
+}
+
+/// What the start of a gzip stream says of the file inside: its name and mtime, when given.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct GzipHeader {
+    pub name: Option<Vec<u8>>,
+    pub mtime: Option<SystemTime>,
+}
+
+/// Reads a gzip member's header (RFC 1952) from the stream's first bytes: `FNAME` and `MTIME`
+/// (0 means none). Anything it cannot read is simply not given.
+pub(crate) fn gzip_header(head: &[u8]) -> GzipHeader {
+    const FEXTRA: u8 = 4;
+    const FNAME: u8 = 8;
+    let mut header = GzipHeader::default();
+    if head.len() < 10 || head[..3] != [0x1f, 0x8b, 8] {
+        return header;
+    }
+    let mtime = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+    if mtime != 0 {
+        header.mtime = Some(UNIX_EPOCH + Duration::from_secs(u64::from(mtime)));
+    }
+    let flags = head[3];
+    let mut at = 10;
+    if flags & FEXTRA != 0 {
+        let Some(len) = head.get(10..12) else {
+            return header;
+        };
+        at += 2 + usize::from(u16::from_le_bytes([len[0], len[1]]));
+    }
+    if flags & FNAME != 0
+        && let Some(rest) = head.get(at..)
+        && let Some(end) = rest.iter().position(|&b| b == 0)
+    {
+        header.name = Some(rest[..end].to_vec());
+    }
+    header
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codecs_are_recognised_by_their_magic() {
+        assert_eq!(Codec::detect(b"\x1f\x8b\x08"), Some(Codec::Gzip));
+        assert_eq!(Codec::detect(b"\x28\xb5\x2f\xfd"), Some(Codec::Zstd));
+        assert_eq!(Codec::detect(b"\xfd7zXZ\x00\x00"), Some(Codec::Xz));
+        assert_eq!(Codec::detect(b"BZh91AY"), Some(Codec::Bzip2));
+        assert_eq!(Codec::detect(b"PK\x03\x04"), None);
+    }
+
+    #[test]
+    fn a_gzip_header_gives_its_name_and_mtime() {
+        // gzip -N's header for "notes.txt", mtime 1600000000, with an FEXTRA field first.
+        let mut head = vec![0x1f, 0x8b, 8, 4 | 8];
+        head.extend_from_slice(&1_600_000_000u32.to_le_bytes());
+        head.extend_from_slice(&[0, 3, 2, 0, b'x', b'y']);
+        head.extend_from_slice(b"notes.txt\0rest");
+        let h = gzip_header(&head);
+        assert_eq!(h.name.as_deref(), Some(&b"notes.txt"[..]));
+        assert_eq!(
+            h.mtime,
+            Some(UNIX_EPOCH + Duration::from_secs(1_600_000_000))
+        );
+        assert_eq!(
+            gzip_header(&[0x1f, 0x8b, 8, 8, 0, 0, 0, 0, 0, 3]),
+            GzipHeader::default()
+        );
+        assert_eq!(gzip_header(b"not gzip at all"), GzipHeader::default());
+    }
+}

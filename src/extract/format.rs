@@ -1,0 +1,173 @@
+//! What an input is, told by its first bytes: a container (zip, tar) or a compression
+//! ([`Codec`]) around a tar or a single file. Tar's header checksum and numeric fields live here
+//! because detection needs them in every build, the tar reader or not.
+
+use std::path::Path;
+
+use anyhow::{anyhow, bail};
+
+use super::codec::Codec;
+
+/// A tar block (header or data) is this large.
+pub(crate) const BLOCK: usize = 512;
+
+/// What the first bytes of an input say it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    Zip,
+    Tar,
+    Compressed(Codec),
+}
+
+/// Recognises a format from an input's first bytes (up to 512, a tar header's size).
+pub(crate) fn detect(head: &[u8]) -> Option<Format> {
+    let starts = |magic: &[u8]| head.starts_with(magic);
+    if starts(b"PK\x03\x04") || starts(b"PK\x05\x06") || starts(b"PK\x07\x08") {
+        Some(Format::Zip)
+    } else if let Some(codec) = Codec::detect(head) {
+        Some(Format::Compressed(codec))
+    } else if is_tar_header(head) {
+        Some(Format::Tar)
+    } else {
+        None
+    }
+}
+
+/// A tar header is recognised by its checksum, which old v7 archives (with no `ustar` magic)
+/// have too.
+pub(crate) fn is_tar_header(head: &[u8]) -> bool {
+    let Some(header) = head.get(..BLOCK) else {
+        return false;
+    };
+    // An archive with no entries is just its end-of-archive blocks of zeros.
+    header.iter().all(|&b| b == 0) || checksum_ok(header)
+}
+
+/// Whether `block` is a tar header: its checksum field matches the sum of its bytes (with
+/// the field itself counted as spaces), summed unsigned or, as some old writers did, signed.
+pub(crate) fn checksum_ok(block: &[u8]) -> bool {
+    let Some(block) = block.get(..BLOCK) else {
+        return false;
+    };
+    let Ok(stored) = number(&block[148..156]) else {
+        return false;
+    };
+    let (mut unsigned, mut signed) = (0i64, 0i64);
+    for (i, &b) in block.iter().enumerate() {
+        let b = if (148..156).contains(&i) { b' ' } else { b };
+        unsigned += i64::from(b);
+        signed += i64::from(b as i8);
+    }
+    stored == unsigned || stored == signed
+}
+
+/// A header's numeric field: octal text (leading spaces and NULs skipped, ended by a space or
+/// NUL) or GNU's base-256 (first byte 0x80 positive, 0xff negative, then big-endian bytes).
+pub(crate) fn number(field: &[u8]) -> anyhow::Result<i64> {
+    if let Some(&first) = field.first()
+        && first & 0x80 != 0
+    {
+        let negative = first & 0x40 != 0;
+        let mut value: i128 = if negative { -1 } else { 0 };
+        for (i, &byte) in field.iter().enumerate() {
+            let byte = if i == 0 {
+                if negative { byte } else { byte & 0x7f }
+            } else {
+                byte
+            };
+            value = value
+                .checked_mul(256)
+                .map(|v| v | i128::from(byte))
+                .filter(|v| v.unsigned_abs() < 1 << 100)
+                .ok_or_else(|| anyhow!("a base-256 number is too large"))?;
+        }
+        return i64::try_from(value).map_err(|_| anyhow!("a base-256 number is too large"));
+    }
+    let digits: Vec<u8> = field
+        .iter()
+        .copied()
+        .skip_while(|&b| b == b' ' || b == 0)
+        .take_while(|&b| b != b' ' && b != 0)
+        .collect();
+    if digits.is_empty() {
+        return Ok(0);
+    }
+    let mut value: i64 = 0;
+    for &digit in &digits {
+        if !(b'0'..=b'7').contains(&digit) {
+            bail!(
+                "'{}' is not an octal number",
+                String::from_utf8_lossy(field).trim_matches(['\0', ' '])
+            );
+        }
+        value = value
+            .checked_mul(8)
+            .and_then(|v| v.checked_add(i64::from(digit - b'0')))
+            .ok_or_else(|| anyhow!("an octal number is too large"))?;
+    }
+    Ok(value)
+}
+
+/// Whether a name says "compressed tar" (`.tar.gz`, `.tgz`, ...): then a stream that starts
+/// with a block of zeros is an empty tar, not a file of zeros.
+pub(crate) fn named_like_a_tar(path: &Path) -> bool {
+    let name = path.to_string_lossy().to_ascii_lowercase();
+    name.contains(".tar.")
+        || [".tgz", ".taz", ".tbz", ".tbz2", ".txz", ".tzst"]
+            .iter()
+            .any(|s| name.ends_with(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tar_header(magic: &[u8; 6]) -> Vec<u8> {
+        let mut h = vec![0u8; 512];
+        h[..5].copy_from_slice(b"a.txt");
+        h[100..107].copy_from_slice(b"0000644");
+        h[257..263].copy_from_slice(magic);
+        h[148..156].copy_from_slice(b"        ");
+        let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
+        h[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
+        h
+    }
+
+    #[test]
+    fn formats_are_recognised_by_content() {
+        assert_eq!(detect(b"PK\x03\x04rest"), Some(Format::Zip));
+        assert_eq!(detect(b"PK\x05\x06"), Some(Format::Zip));
+        assert_eq!(
+            detect(b"\x1f\x8b\x08"),
+            Some(Format::Compressed(Codec::Gzip))
+        );
+        assert_eq!(
+            detect(b"\x28\xb5\x2f\xfd"),
+            Some(Format::Compressed(Codec::Zstd))
+        );
+        assert_eq!(
+            detect(b"\xfd7zXZ\x00\x00"),
+            Some(Format::Compressed(Codec::Xz))
+        );
+        assert_eq!(detect(b"BZh91AY"), Some(Format::Compressed(Codec::Bzip2)));
+        assert_eq!(detect(&tar_header(b"ustar\0")), Some(Format::Tar));
+        // Old v7 headers have no magic; the checksum gives them away.
+        assert_eq!(detect(&tar_header(b"\0\0\0\0\0\0")), Some(Format::Tar));
+        let mut bad = tar_header(b"ustar\0");
+        bad[0] ^= 1;
+        assert_eq!(detect(&bad), None, "a wrong checksum is not a tar header");
+        // Old writers pad the checksum with leading spaces.
+        let mut padded = tar_header(b"\0\0\0\0\0\0");
+        let sum = std::str::from_utf8(&padded[148..154]).unwrap().to_string();
+        let digits = sum.trim_start_matches('0').to_string();
+        let field = format!("{digits:>6}\0 ");
+        padded[148..156].copy_from_slice(field.as_bytes());
+        assert_eq!(detect(&padded), Some(Format::Tar), "{field:?}");
+        assert_eq!(detect(b"hello world"), None);
+        assert_eq!(
+            detect(&[0u8; 1024]),
+            Some(Format::Tar),
+            "an empty tar is its end blocks"
+        );
+    }
+}

@@ -1,0 +1,151 @@
+//! What each member of a tar becomes, decided in archive order by one function per member
+//! ([`Checker::entry`]): the selection, the name's checks (the same as a zip entry's), nothing
+//! below a symlink seen earlier in the stream, a hard link only to a file earlier in this
+//! archive, devices and FIFOs skipped with a warning.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+
+use super::reader::{Kind, Member};
+use crate::engine::path_key;
+use crate::error::{Error, ErrorKind, Setting};
+use crate::extract::select::{Choice, Chooser};
+use crate::plan::{self, Entry, EntryKind};
+
+/// Decides what each member of a tar becomes, in archive order: taken or not (the
+/// selection), under what path, and whether it is refused. Extraction and listing share it, so
+/// `list` says exactly what `extract` would do.
+pub(crate) struct Checker<'s> {
+    /// Which entries are extracted, under what name.
+    chooser: &'s Chooser,
+    /// Paths of files seen so far (their 64-bit hashes, so that memory grows by a few bytes
+    /// per entry, not by its path): a hard link may only name one of these, and a later copy
+    /// of one replaces it.
+    pub files: HashSet<u64>,
+    /// Entries seen so far: each entry's place in the archive.
+    order: usize,
+    /// Symlinks seen so far: nothing may be extracted below one.
+    symlinks: HashSet<PathBuf>,
+    /// Paths that differ only by case, where names ignore case.
+    case: plan::CaseGuard,
+    pub warnings: Vec<String>,
+}
+
+impl<'s> Checker<'s> {
+    pub fn new(chooser: &'s Chooser) -> Checker<'s> {
+        Checker {
+            chooser,
+            files: HashSet::new(),
+            order: 0,
+            symlinks: HashSet::new(),
+            case: plan::CaseGuard::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Validates one member into an entry. `Ok(None)`: nothing to extract (skipped).
+    pub fn entry(&mut self, member: &Member, name: &str) -> Result<Option<Entry>, Error> {
+        let refused = |error: anyhow::Error| Error::new(name, ErrorKind::Refused, error);
+        let stored = match self.chooser.choose(&member.name, member.kind == Kind::Dir) {
+            Choice::Take(stored) => stored,
+            // Its data is skipped in the stream, unwritten.
+            Choice::Skip => return Ok(None),
+            Choice::Refuse(why) => return Err(refused(anyhow!("refused: {why}"))),
+        };
+        let kind = match member.kind {
+            Kind::File => EntryKind::File,
+            // `./` is the output folder itself: nothing to create.
+            Kind::Dir if plan::is_root(&String::from_utf8_lossy(&stored)) => return Ok(None),
+            Kind::Dir => EntryKind::Dir,
+            Kind::Symlink => EntryKind::Symlink {
+                target: plan::path_from_bytes(&member.link)
+                    .map_err(|r| refused(anyhow!("refused: the link target: {r}")))?,
+            },
+            Kind::HardLink => {
+                let target = match self.chooser.link_target(&member.link) {
+                    Choice::Take(target) => target,
+                    // Nothing is left of what it names: its content is in an entry that was
+                    // not extracted. Said, as GNU tar does (bsdtar drops it without a word).
+                    Choice::Skip => {
+                        let target = plan::display_bytes(&member.link);
+                        return Err(refused(anyhow!(
+                            "refused: hard link target '{target}' has no name left after {}",
+                            Setting::StripComponents
+                        )));
+                    }
+                    Choice::Refuse(why) => {
+                        return Err(refused(anyhow!("refused: hard link target: {why}")));
+                    }
+                };
+                EntryKind::Hardlink {
+                    target: plan::safe_relative_bytes(&target).map_err(|r| {
+                        let target = plan::display_bytes(&member.link);
+                        refused(anyhow!("refused: hard link target '{target}': {r}"))
+                    })?,
+                }
+            }
+            Kind::CharDevice | Kind::BlockDevice | Kind::Fifo => {
+                let what = match member.kind {
+                    Kind::CharDevice => "character device",
+                    Kind::BlockDevice => "block device",
+                    _ => "FIFO",
+                };
+                self.warnings.push(format!("skipped '{name}': a {what}"));
+                return Ok(None);
+            }
+            // A volume label (`tar -V`) names the archive, not a file.
+            Kind::Other(b'V') => return Ok(None),
+            Kind::Other(flag) => {
+                self.warnings.push(format!(
+                    "skipped '{name}': unsupported entry type '{}'",
+                    (flag as char).escape_default()
+                ));
+                return Ok(None);
+            }
+        };
+        let path =
+            plan::safe_relative_bytes(&stored).map_err(|r| refused(anyhow!("refused: {r}")))?;
+        self.case
+            .check(&path)
+            .map_err(|r| refused(anyhow!("refused: {r}")))?;
+        if let Some(link) = path
+            .ancestors()
+            .skip(1)
+            .find(|a| self.symlinks.contains(*a))
+        {
+            return Err(refused(anyhow!(
+                "refused: its parent '{}' is a symlink in this archive",
+                link.display()
+            )));
+        }
+        match &kind {
+            EntryKind::Symlink { target } => {
+                // Recorded even if refused: what the archive puts below it is refused too.
+                self.symlinks.insert(path.clone());
+                plan::check_symlink_target(&path, &target.to_string_lossy())
+                    .map_err(|r| refused(anyhow!("refused: {r}")))?;
+            }
+            EntryKind::Hardlink { target } if !self.files.contains(&path_key(target)) => {
+                return Err(refused(anyhow!(
+                    "refused: hard link target '{}' is not a file earlier in this archive",
+                    target.display()
+                )));
+            }
+            _ => {}
+        }
+        self.order += 1;
+        Ok(Some(Entry {
+            name: name.to_string(),
+            sparse: member.sparse.is_some(),
+            path,
+            kind,
+            mode: member.mode,
+            mtime: member.mtime,
+            size: member.size,
+            index: self.order,
+            replaces: false,
+        }))
+    }
+}

@@ -1,0 +1,79 @@
+//! Listing a tar: every member the selection takes, as it streams, with what extracting it
+//! would do (the same [`Checker`] as extraction).
+
+use std::io::Read;
+
+use anyhow::Context;
+
+use super::checks::Checker;
+use super::reader::{Kind, Reader};
+use crate::engine::path_key;
+use crate::error::{Error, ErrorKind};
+use crate::extract::listed::{Listed, ListedKind};
+use crate::extract::select::{Choice, Chooser};
+use crate::plan::{self, EntryKind};
+
+/// Lists a tar stream as it is read: every member the selection takes, with what extracting
+/// it would do. `Err`: the stream broke (the members before it were listed).
+pub(in crate::extract) fn list(
+    decoded: Box<dyn Read + Send + '_>,
+    label: &str,
+    chooser: &Chooser,
+    each: &mut dyn FnMut(&Listed),
+) -> Result<(), Error> {
+    let mut archive = Reader::new(decoded);
+    let mut check = Checker::new(chooser);
+    let broke = |error: anyhow::Error| Error::new(label, ErrorKind::Source, error);
+    while let Some(member) = archive
+        .next()
+        .context("the archive is corrupt or truncated")
+        .map_err(broke)?
+    {
+        if chooser.choose(&member.name, member.kind == Kind::Dir) == Choice::Skip {
+            continue;
+        }
+        let name = plan::display_bytes(&member.name);
+        let warned = check.warnings.len();
+        let (path, problem) = match check.entry(&member, &name) {
+            Ok(Some(entry)) => {
+                if entry.kind == EntryKind::File {
+                    check.files.insert(path_key(&entry.path));
+                }
+                (Some(entry.path), None)
+            }
+            // Skipped with a warning (a device, a FIFO), or the output folder itself.
+            Ok(None) => (None, check.warnings.drain(warned..).next()),
+            Err(error) => (None, Some(error.message())),
+        };
+        let kind = match member.kind {
+            Kind::File => ListedKind::File,
+            Kind::Dir => ListedKind::Dir,
+            Kind::Symlink => ListedKind::Symlink,
+            Kind::HardLink => ListedKind::Hardlink,
+            Kind::CharDevice => ListedKind::CharDevice,
+            Kind::BlockDevice => ListedKind::BlockDevice,
+            Kind::Fifo => ListedKind::Fifo,
+            Kind::Other(_) => ListedKind::Other,
+        };
+        let links = matches!(member.kind, Kind::Symlink | Kind::HardLink);
+        each(&Listed {
+            kind,
+            mode: member.mode,
+            size: if kind == ListedKind::File {
+                member.size
+            } else {
+                0
+            },
+            mtime: member.mtime,
+            name,
+            path,
+            target: links.then(|| plan::display_bytes(&member.link)),
+            problem,
+        });
+    }
+    // As extraction does: the compressor's own check comes after the end-of-archive blocks.
+    std::io::copy(&mut archive.into_inner(), &mut std::io::sink())
+        .context("the data after the last entry is corrupt")
+        .map_err(broke)?;
+    Ok(())
+}

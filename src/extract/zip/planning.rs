@@ -1,0 +1,344 @@
+//! A zip's plan, from its central directory, before anything is written: one function per
+//! entry ([`Planner::entry`]) decides what it becomes (taken, skipped, refused, with its path,
+//! kind, mode and mtime); then the whole archive's checks: nothing below a symlink, each
+//! symlink's target read and checked, and no two entries' data overlapping (a zip bomb's
+//! trick). Extraction and listing share it, so `list` says what `extract` would do.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use zip::ExtraField;
+
+use super::integrity;
+use super::{Archive, Password};
+use crate::error::{Error, ErrorKind, Setting, Tag};
+use crate::extract::select::{Choice, Chooser};
+use crate::plan::{self, Entry, EntryKind, Plan};
+use crate::platform;
+
+/// The plan for `archive` (whose bytes are `bytes`): every entry the selection takes, checked.
+/// `Err`: the archive is refused whole (overlapping entries).
+pub(in crate::extract) fn build_plan(
+    archive: &mut Archive<'_>,
+    bytes: &[u8],
+    chooser: &Chooser,
+    password: &mut Password<'_>,
+) -> anyhow::Result<Plan> {
+    let mut plan = Plan::default();
+    let mut planner = Planner {
+        bytes,
+        chooser,
+        password,
+        spans: Vec::with_capacity(archive.len()),
+        clock: DosClock::default(),
+        case: plan::CaseGuard::new(),
+    };
+    let mut unreadable = Vec::new();
+    for index in 0..archive.len() {
+        let zf = match archive.by_index_raw(index) {
+            Ok(zf) => zf,
+            Err(e) => {
+                unreadable.push((index, e));
+                continue;
+            }
+        };
+        match planner.entry(&zf, index) {
+            Planned::Take(entry) => plan.entries.push(entry),
+            Planned::Skip => {}
+            Planned::Reject(name, kind, error) => plan.reject(name, kind, error),
+        }
+    }
+    let Planner {
+        password,
+        mut spans,
+        ..
+    } = planner;
+    for (index, e) in unreadable {
+        let name = entry_name(archive, index);
+        let error = anyhow::Error::new(e).context("unreadable entry header");
+        plan.reject(name, ErrorKind::Source, error);
+    }
+    if archive.has_duplicate_names() {
+        plan.warnings.push(
+            "the archive names some entries more than once; one entry of each name was extracted"
+                .into(),
+        );
+    }
+
+    // Nothing below a symlink of the archive, even one refused below (as for a tar).
+    plan.refuse_paths_through_symlinks();
+    read_link_targets(archive, &mut plan, password.known.as_deref());
+    if let Some(overlap) = integrity::find_overlap(&mut spans, archive.central_directory_start()) {
+        let overlap = overlap.describe(|index| entry_name(archive, index));
+        anyhow::bail!(
+            "{overlap}: overlapping entries are how a zip bomb multiplies a small file into gigabytes, and no zip writer makes them (Info-ZIP's unzip refuses them too)"
+        );
+    }
+    Ok(plan)
+}
+
+/// What one entry of the central directory becomes.
+enum Planned {
+    Take(Entry),
+    /// Not chosen, or the output folder itself.
+    Skip,
+    /// Refused or unreadable: its name, and why.
+    Reject(String, ErrorKind, anyhow::Error),
+}
+
+/// What planning carries from entry to entry.
+struct Planner<'a, 'p> {
+    bytes: &'a [u8],
+    chooser: &'a Chooser,
+    password: &'a mut Password<'p>,
+    /// Where each entry's header and data lie, to find overlaps once all are known.
+    spans: Vec<integrity::Span>,
+    clock: DosClock,
+    case: plan::CaseGuard,
+}
+
+impl Planner<'_, '_> {
+    /// Decides what the central directory's entry `index` becomes: its records checked against
+    /// each other, its name chosen and validated, its password at hand, its kind, mode and
+    /// mtime read.
+    fn entry<R: Read>(&mut self, zf: &zip::read::ZipFile<'_, R>, index: usize) -> Planned {
+        let lossy = || String::from_utf8_lossy(zf.name_raw()).into_owned();
+        let local = integrity::local_header(self.bytes, zf.header_start());
+        let central = integrity::Central::read(
+            self.bytes,
+            zf.central_header_start(),
+            zf.crc32(),
+            zf.compressed_size(),
+            zf.size(),
+        );
+        let (Some(local), Some(central)) = (local, central) else {
+            let error = anyhow::anyhow!("its local header or central directory record is damaged");
+            return Planned::Reject(lossy(), ErrorKind::Source, error);
+        };
+        self.spans.push(integrity::Span {
+            entry: index,
+            start: zf.header_start(),
+            end: local.data_start.saturating_add(zf.compressed_size()),
+        });
+        if let Some(disagreement) = integrity::disagreement(&local, &central) {
+            let error = anyhow::anyhow!(
+                "refused: {disagreement}: readers of local headers and of the central directory would extract different things"
+            );
+            return Planned::Reject(lossy(), ErrorKind::Refused, error);
+        }
+        let name = match zf.name() {
+            Ok(name) => name.into_owned(),
+            Err(e) => {
+                let error = anyhow::Error::new(e).context("undecodable name");
+                return Planned::Reject(lossy(), ErrorKind::Source, error);
+            }
+        };
+        let chosen = match self.chooser.choose(name.as_bytes(), zf.is_dir()) {
+            Choice::Take(chosen) => chosen,
+            Choice::Skip => return Planned::Skip,
+            Choice::Refuse(why) => {
+                let error = anyhow::anyhow!("refused: {why}");
+                return Planned::Reject(name, ErrorKind::Refused, error);
+            }
+        };
+        // What is left of a UTF-8 name after whole components is UTF-8 (and most names are
+        // taken whole: not checked again).
+        let chosen = if chosen.len() == name.len() {
+            std::borrow::Cow::Borrowed(name.as_str())
+        } else {
+            String::from_utf8_lossy(&chosen)
+        };
+        if zf.is_dir() && plan::is_root(&chosen) {
+            return Planned::Skip;
+        }
+        let path = match plan::safe_relative_path(&chosen).and_then(|path| {
+            self.case.check(&path)?;
+            Ok(path)
+        }) {
+            Ok(path) => path,
+            Err(refusal) => {
+                let error = anyhow::anyhow!("refused: {refusal}");
+                return Planned::Reject(name, ErrorKind::Refused, error);
+            }
+        };
+        if zf.encrypted() && self.password.get().is_none() {
+            let error = anyhow::anyhow!("encrypted: give its password with {}", Setting::Password);
+            return Planned::Reject(name, ErrorKind::Source, error);
+        }
+        let kind = if zf.is_symlink() {
+            // Its target is its content, read once every entry is planned.
+            EntryKind::Symlink {
+                target: Default::default(),
+            }
+        } else if zf.is_dir() {
+            EntryKind::Dir
+        } else {
+            EntryKind::File
+        };
+        let dos = zf.last_modified().and_then(|t| self.clock.convert(t));
+        let mtime = zf
+            .extra_data_fields()
+            .find_map(|field| match field {
+                ExtraField::ExtendedTimestamp(ts) => ts.mod_time(),
+                _ => None,
+            })
+            .map(|secs| extended_time(secs, dos))
+            .or(dos);
+        Planned::Take(Entry {
+            name,
+            path,
+            kind,
+            mode: unix_mode(zf),
+            mtime,
+            size: zf.size(),
+            index,
+            sparse: false,
+            replaces: false,
+        })
+    }
+}
+
+/// A symlink's target is its content: read and checked for every symlink of the plan now,
+/// before anything is written; a symlink whose target cannot be read or leaves the output
+/// folder is refused.
+fn read_link_targets(archive: &mut Archive<'_>, plan: &mut Plan, password: Option<&[u8]>) {
+    let mut refused = Vec::new();
+    for (i, entry) in plan.entries.iter_mut().enumerate() {
+        if !matches!(entry.kind, EntryKind::Symlink { .. }) {
+            continue;
+        }
+        match read_link_target(archive, entry, password) {
+            Ok(target) => {
+                entry.kind = EntryKind::Symlink {
+                    target: target.into(),
+                }
+            }
+            Err(error) => refused.push((i, error)),
+        }
+    }
+    for (i, error) in refused.into_iter().rev() {
+        plan.entries.remove(i);
+        plan.rejected.push(error);
+    }
+}
+
+/// An entry's name for a message, by its index in the central directory.
+pub(super) fn entry_name(archive: &Archive<'_>, index: usize) -> String {
+    archive
+        .name_for_index(index)
+        .and_then(Result::ok)
+        .map_or_else(|| format!("entry #{index}"), |n| n.into_owned())
+}
+
+/// The entry's permission bits. The zip crate's `unix_mode` clears setuid, setgid and sticky;
+/// they are taken back from the raw attributes here, and `--keep-setid` decides later.
+pub(super) fn unix_mode<R: Read>(zf: &zip::read::ZipFile<'_, R>) -> Option<u32> {
+    let mode = zf.unix_mode()?;
+    let specials = match zf.system() {
+        zip::System::Dos => 0,
+        _ => (zf.external_attributes() >> 16) & 0o7000,
+    };
+    Some((mode | specials) & 0o7777)
+}
+
+fn read_link_target(
+    archive: &mut Archive<'_>,
+    entry: &Entry,
+    password: Option<&[u8]>,
+) -> Result<String, Error> {
+    const MAX_TARGET: u64 = 4096;
+    let mut target = Vec::new();
+    let opened = match password {
+        Some(password) => archive.by_index_decrypt(entry.index, password),
+        None => archive.by_index(entry.index),
+    };
+    opened
+        .context("cannot read the symlink")
+        .tag(&entry.name, ErrorKind::Source)?
+        .take(MAX_TARGET + 1)
+        .read_to_end(&mut target)
+        .context("cannot read the symlink's target")
+        .tag(&entry.name, ErrorKind::Source)?;
+    if target.len() as u64 > MAX_TARGET {
+        let error = anyhow::anyhow!("symlink target is longer than {MAX_TARGET} bytes");
+        return Err(Error::new(&entry.name, ErrorKind::Source, error));
+    }
+    let target = String::from_utf8(target)
+        .context("symlink target is not UTF-8")
+        .tag(&entry.name, ErrorKind::Source)?;
+    plan::check_symlink_target(&entry.path, &target)
+        .map_err(|r| anyhow::anyhow!("refused: {r}"))
+        .tag(&entry.name, ErrorKind::Refused)?;
+    Ok(target)
+}
+
+/// Reads the extended-timestamp field's 32-bit time. Writers store the low 32 bits of a signed
+/// time, so a value of 2^31 or more is either before 1970 or after 2038; the DOS time, which
+/// every entry also has, says which (as Info-ZIP's unzip decides it).
+pub(super) fn extended_time(secs: u32, dos: Option<SystemTime>) -> SystemTime {
+    let unsigned = UNIX_EPOCH + Duration::from_secs(u64::from(secs));
+    if secs < 1 << 31 {
+        return unsigned;
+    }
+    let Some(before_1970) =
+        UNIX_EPOCH.checked_sub(Duration::from_secs((1u64 << 32) - u64::from(secs)))
+    else {
+        return unsigned;
+    };
+    let distance =
+        |t: SystemTime, d: SystemTime| t.duration_since(d).unwrap_or_else(|e| e.duration());
+    match dos {
+        Some(d) if distance(before_1970, d) < distance(unsigned, d) => before_1970,
+        _ => unsigned,
+    }
+}
+
+/// Converts DOS timestamps (local calendar times, 2-second resolution) to points in time.
+///
+/// The conversion asks the C library for the time zone, which re-reads `/etc/localtime` on
+/// every call; an archive of thousands of entries has few distinct hours, so each hour of each
+/// day is converted once and minutes and seconds are added to it.
+#[derive(Default)]
+pub(super) struct DosClock {
+    hours: HashMap<(u16, u8), Option<SystemTime>>,
+}
+
+impl DosClock {
+    pub(super) fn convert(&mut self, t: zip::DateTime) -> Option<SystemTime> {
+        let hour = *self
+            .hours
+            .entry((t.datepart(), t.hour()))
+            .or_insert_with(|| platform::local_time(t.year(), t.month(), t.day(), t.hour(), 0, 0));
+        let within = u64::from(t.minute()) * 60 + u64::from(t.second());
+        Some(hour? + Duration::from_secs(within))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extended_times_past_2038_and_before_1970_are_told_apart_by_the_dos_time() {
+        let at = |secs: i64| {
+            if secs >= 0 {
+                UNIX_EPOCH + Duration::from_secs(secs as u64)
+            } else {
+                UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs())
+            }
+        };
+        let dos_1980 = Some(at(315_532_800));
+        assert_eq!(extended_time(1_700_000_000, dos_1980), at(1_700_000_000));
+        // -86400 stored as u32; DOS time clamps to 1980.
+        assert_eq!(extended_time((-86_400i32) as u32, dos_1980), at(-86_400));
+        // 2040-01-01, DOS time agrees.
+        let y2040 = 2_208_988_800u32;
+        assert_eq!(
+            extended_time(y2040, Some(at(2_208_988_800))),
+            at(2_208_988_800)
+        );
+        assert_eq!(extended_time(y2040, None), at(2_208_988_800));
+    }
+}

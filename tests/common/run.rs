@@ -1,0 +1,472 @@
+//! Running programs.
+
+#![allow(unused_imports)]
+
+use filetime::FileTime;
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::fmt::Write as _;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use super::*;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_fastwrite");
+
+/// Every child process (fastwrite and the reference tools) runs with this TZ unless a test
+/// sets its own: DOS timestamps are local time, and a zone with DST would make an mtime in a
+/// repeated hour ambiguous, so results would depend on the machine's zone.
+pub const TEST_TZ: &str = "UTC0";
+pub(crate) const RUN_TIMEOUT: Duration = Duration::from_secs(180);
+
+#[derive(Debug)]
+pub struct Output {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub cmdline: String,
+}
+
+impl Output {
+    /// The exit code; panics (with the output) if the process died from a signal.
+    #[track_caller]
+    pub fn code(&self) -> i32 {
+        match self.status.code() {
+            Some(c) => c,
+            None => panic!(
+                "{} was killed by a signal ({:?})\n{}",
+                self.cmdline,
+                self.status,
+                self.dump()
+            ),
+        }
+    }
+
+    pub fn dump(&self) -> String {
+        format!(
+            "command: {}\nstatus: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.cmdline, self.status, self.stdout, self.stderr
+        )
+    }
+
+    #[track_caller]
+    pub fn assert_code(&self, expected: i32) -> &Self {
+        let c = self.code();
+        assert_eq!(
+            c,
+            expected,
+            "unexpected exit code {c} (expected {expected})\n{}",
+            self.dump()
+        );
+        self
+    }
+
+    #[track_caller]
+    pub fn assert_success(&self) -> &Self {
+        self.assert_code(0)
+    }
+
+    /// The number on the `--stats` line that starts with `key` (e.g. `"files:"`); panics with
+    /// the output if there is no such line.
+    #[track_caller]
+    pub fn stat(&self, key: &str) -> u64 {
+        let line = self
+            .stderr
+            .lines()
+            .map(str::trim_start)
+            .find(|l| l.starts_with(key))
+            .unwrap_or_else(|| panic!("no `{key}` line in the --stats block\n{}", self.dump()));
+        line[key.len()..]
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no number on the stats line {line:?}\n{}", self.dump()))
+    }
+
+    /// The lines of stderr that mention `needle` (case-insensitive).
+    pub fn stderr_lines_with(&self, needle: &str) -> Vec<String> {
+        let n = needle.to_lowercase();
+        self.stderr
+            .lines()
+            .filter(|l| l.to_lowercase().contains(&n))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Assert that one stderr line names `entry` and contains at least one of `keywords`
+    /// (both case-insensitive).
+    #[track_caller]
+    pub fn assert_stderr_names(&self, entry: &str, keywords: &[&str]) -> &Self {
+        let mut lines = self.stderr_lines_with(entry);
+        // Stderr shows ten failures of a kind and counts the rest; with `--json` the report on
+        // stdout has every one, as `'ENTRY': reason` lines here.
+        lines.extend(self.json_failures(entry));
+        assert!(
+            !lines.is_empty(),
+            "stderr does not name entry {entry:?}\n{}",
+            self.dump()
+        );
+        let ok = lines.iter().any(|l| {
+            let l = l.to_lowercase();
+            keywords.iter().any(|k| l.contains(&k.to_lowercase()))
+        });
+        assert!(
+            ok,
+            "no stderr line naming {entry:?} contains any of {keywords:?}\n{}",
+            self.dump()
+        );
+        self
+    }
+}
+
+impl Output {
+    /// The failures the `--json` report on stdout (if there is one) gives for `entry`, each as
+    /// stderr would say it: `'ENTRY': reason`.
+    pub fn json_failures(&self, entry: &str) -> Vec<String> {
+        let Some(report) = self
+            .stdout
+            .lines()
+            .last()
+            .and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        else {
+            return Vec::new();
+        };
+        let Some(failures) = report["failures"].as_array() else {
+            return Vec::new();
+        };
+        failures
+            .iter()
+            .filter_map(|f| {
+                let path = f["path"].as_str()?.replace('\\', "/");
+                let reason = f["reason"].as_str()?;
+                (path == entry).then(|| format!("'{path}': {reason}"))
+            })
+            .collect()
+    }
+}
+
+pub(crate) fn quote(s: &OsStr) -> String {
+    let s = s.to_string_lossy();
+    if s.is_empty() || s.contains(|c: char| c.is_whitespace() || "'\"\\$`".contains(c)) {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    } else {
+        s.into_owned()
+    }
+}
+
+/// Starts `cmd`. Under Wine a start now and then fails with ERROR_INTERNAL_ERROR (1359, seen
+/// once in a CI run) before the program runs; that is retried, a few times.
+/// Any other failure, and that one anywhere else, is returned at once.
+pub(crate) fn spawn_retrying_wine(cmd: &mut Command) -> std::io::Result<std::process::Child> {
+    const ERROR_INTERNAL_ERROR: i32 = 1359;
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Err(e)
+                if cfg!(windows) && e.raw_os_error() == Some(ERROR_INTERNAL_ERROR) && tries < 3 =>
+            {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            result => return result,
+        }
+    }
+}
+
+/// Run a command to completion with a timeout, capturing stdout and stderr.
+pub fn run_command(cmd: Command) -> Output {
+    run_command_with_stdin(cmd, Stdio::null())
+}
+
+/// `run_command` with the child's standard input taken from `stdin` (a file, or the stdout of
+/// another child for a real pipe).
+pub fn run_command_with_stdin(cmd: Command, stdin: Stdio) -> Output {
+    run_command_full(cmd, stdin, RUN_TIMEOUT)
+}
+
+/// `run_command` with its standard input and timeout chosen: a run that outlives `timeout` is
+/// killed and the test fails with a message saying so.
+pub fn run_command_full(mut cmd: Command, stdin: Stdio, timeout: Duration) -> Output {
+    let cmdline = std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(quote)
+        .collect::<Vec<_>>()
+        .join(" ");
+    cmd.stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child =
+        spawn_retrying_wine(&mut cmd).unwrap_or_else(|e| panic!("cannot start {cmdline}: {e}"));
+    wait_output(child, cmdline, timeout)
+}
+
+/// Waits for a child started with piped stdout and stderr, reading both as it runs; a child
+/// that outlives `timeout` is killed and the test fails. `cmdline` names it in the output.
+pub fn wait_output(mut child: std::process::Child, cmdline: String, timeout: Duration) -> Output {
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = so.read_to_end(&mut v);
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = se.read_to_end(&mut v);
+        v
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for child") {
+            break s;
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmdline} did not finish within {timeout:?} (hang or deadlock?)");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let stdout = String::from_utf8_lossy(&t_out.join().unwrap()).into_owned();
+    let stderr = String::from_utf8_lossy(&t_err.join().unwrap()).into_owned();
+    Output {
+        status,
+        stdout,
+        stderr,
+        cmdline,
+    }
+}
+
+/// Build an argument list from mixed strings and paths: `args(["extract"]).path(a)...` is
+/// clumsy, so tests use `osv!["extract", &archive, "-o", &out]`.
+#[macro_export]
+macro_rules! osv {
+    ($($a:expr),* $(,)?) => {{
+        #[allow(clippy::useless_vec)]
+        let v: Vec<::std::ffi::OsString> = vec![$(::std::ffi::OsString::from($a)),*];
+        v
+    }};
+}
+
+/// Run fastwrite with `args`; always asserts it did not panic.
+#[track_caller]
+pub fn run_fastwrite(args: &[OsString]) -> Output {
+    run_fastwrite_env(args, &[])
+}
+
+#[track_caller]
+pub fn run_fastwrite_env(args: &[OsString], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args);
+    cmd.env("TZ", TEST_TZ);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = run_command(cmd);
+    assert_no_panic(&out);
+    out
+}
+
+/// Run fastwrite with `args`, killed after `timeout` (for inputs that could make it hang);
+/// asserts it did not panic.
+#[track_caller]
+pub fn run_fastwrite_timeout(args: &[OsString], timeout: Duration) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args);
+    cmd.env("TZ", TEST_TZ);
+    let out = run_command_full(cmd, Stdio::null(), timeout);
+    assert_no_panic(&out);
+    out
+}
+
+/// Run fastwrite with `args` and its standard input from `stdin`; asserts it did not panic.
+#[track_caller]
+pub fn run_fastwrite_stdin(args: &[OsString], stdin: Stdio) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args);
+    cmd.env("TZ", TEST_TZ);
+    let out = run_command_with_stdin(cmd, stdin);
+    assert_no_panic(&out);
+    out
+}
+
+/// Run fastwrite with `args`, feeding the bytes of `input` to its standard input through a real
+/// pipe, as a shell pipeline would (`cat FILE | fastwrite ...`): no seeking, no size known in
+/// advance. A thread of this process writes into the pipe, so no external program is needed
+/// (under Wine, the Windows tests cannot start Unix ones). fastwrite may stop reading early on
+/// bad input: the writer then meets a broken pipe, which is not an error. The run has the same
+/// timeout as every other (`run_command_full`).
+#[track_caller]
+pub fn run_fastwrite_piped(args: &[OsString], input: &Path) -> Output {
+    use std::io::Write as _;
+    let data = fs::read(input).unwrap_or_else(|e| panic!("read {}: {e}", input.display()));
+    let (reader, mut writer) = std::io::pipe().expect("create a pipe");
+    let feeder = std::thread::spawn(move || match writer.write_all(&data) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e),
+        _ => Ok(()), // the write end closes here: fastwrite then reads the end of its input
+    });
+    // The read end goes to the child; this process's copy is dropped with the `Command` once
+    // the child has ended, so a writer still blocked on a full pipe then fails and returns.
+    let out = run_fastwrite_stdin(args, Stdio::from(reader));
+    match feeder.join() {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => panic!(
+            "feeding {} to the pipe failed: {e}\n{}",
+            input.display(),
+            out.dump()
+        ),
+        Err(_) => panic!("the thread feeding {} panicked", input.display()),
+    }
+    out
+}
+
+#[track_caller]
+pub fn assert_no_panic(out: &Output) {
+    assert!(
+        !out.stderr.contains("panicked") && !out.stderr.contains("RUST_BACKTRACE"),
+        "fastwrite panicked\n{}",
+        out.dump()
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        assert!(
+            out.status.signal().is_none(),
+            "fastwrite died from signal {:?}\n{}",
+            out.status.signal(),
+            out.dump()
+        );
+    }
+}
+
+/// The uid and gid the tests drop to when they need permission checks that root bypasses.
+pub const NOBODY: u32 = 65534;
+
+#[cfg(unix)]
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Give everything under `root` (itself included, symlinks not followed) to `NOBODY`, so that
+/// `run_fastwrite_unprivileged` can read and write it. Does nothing when not root.
+#[cfg(unix)]
+pub fn give_to_nobody(root: &Path) {
+    if !is_root() {
+        return;
+    }
+    let mut paths = vec![root.to_path_buf()];
+    paths.extend(scan_tree(root).into_keys().map(|r| root.join(r)));
+    for p in paths {
+        std::os::unix::fs::lchown(&p, Some(NOBODY), Some(NOBODY))
+            .unwrap_or_else(|e| panic!("chown {}: {e}", p.display()));
+    }
+}
+
+/// Run fastwrite where permission bits are enforced: as `NOBODY` through `setpriv` when the
+/// tests run as root (chmod 000 denies root nothing), as is otherwise. The paths it works on
+/// must be accessible to that user (see `give_to_nobody`). A prerequisite ([`unmet`]) where
+/// the binary cannot be run unprivileged here (e.g. it sits under a folder only root can enter).
+#[cfg(unix)]
+#[track_caller]
+pub fn run_fastwrite_unprivileged(args: &[OsString]) -> Output {
+    let command = |args: &[OsString]| {
+        let mut c = if is_root() {
+            require_tool("setpriv");
+            let mut c = Command::new("setpriv");
+            c.args([
+                "--reuid",
+                "65534",
+                "--regid",
+                "65534",
+                "--clear-groups",
+                "--",
+            ]);
+            c.arg(BIN);
+            c
+        } else {
+            Command::new(BIN)
+        };
+        c.args(args);
+        c.env("TZ", TEST_TZ);
+        c
+    };
+    let probe = run_command(command(&osv!["--version"]));
+    if !probe.status.success() {
+        unmet(format!(
+            "cannot run {BIN} as uid {NOBODY} here (is the repository under a folder only root can enter?)\n{}",
+            probe.dump()
+        ));
+    }
+    let out = run_command(command(args));
+    assert_no_panic(&out);
+    out
+}
+
+/// `fastwrite extract ARCHIVE -o OUT FLAGS...` (flags after the subcommand, as the contract
+/// allows for global flags too).
+#[track_caller]
+pub fn extract(archive: &Path, out: &Path, flags: &[&str]) -> Output {
+    let mut a = osv!["extract", archive, "-o", out];
+    a.extend(flags.iter().map(OsString::from));
+    run_fastwrite(&a)
+}
+
+/// `fastwrite GLOBALS... extract ARCHIVE -o OUT` (global flags before the subcommand).
+#[track_caller]
+pub fn extract_globals_first(globals: &[&str], archive: &Path, out: &Path) -> Output {
+    let mut a: Vec<OsString> = globals.iter().map(OsString::from).collect();
+    a.extend(osv!["extract", archive, "-o", out]);
+    run_fastwrite(&a)
+}
+
+/// Panic with a clear message if an external tool is not installed. Tests that need one must
+/// fail loudly rather than silently pass: CI installs them.
+#[track_caller]
+pub fn require_tool(name: &str) {
+    let found = std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|d| d.join(name).is_file()))
+        .unwrap_or(false);
+    assert!(
+        found,
+        "required external tool `{name}` not found in PATH; install it (Debian: zip, unzip, p7zip-full, \
+         libarchive-tools, python3, tar, gzip, pigz, zstd, xz-utils, bzip2; .ci/setup does) - this \
+         test must not pass without it"
+    );
+}
+
+/// Run an external tool that must succeed; returns its output.
+#[track_caller]
+pub fn run_tool(program: &str, args: &[OsString], cwd: Option<&Path>) -> Output {
+    require_tool(program);
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    cmd.env("TZ", TEST_TZ);
+    if let Some(d) = cwd {
+        cmd.current_dir(d);
+    }
+    let out = run_command(cmd);
+    assert!(out.status.success(), "external tool failed\n{}", out.dump());
+    out
+}
+
+/// Zip the contents of `src_dir` with Info-ZIP (`zip -qry archive .` run inside it): keeps the
+/// UT extended-timestamp field, unix modes and symlinks. `extra` adds flags (e.g. "-fz").
+#[track_caller]
+pub fn infozip_dir(src_dir: &Path, archive: &Path, extra: &[&str]) {
+    let archive = std::path::absolute(archive).unwrap();
+    let mut a: Vec<OsString> = vec!["-qry".into()];
+    a.extend(extra.iter().map(OsString::from));
+    a.push(archive.into());
+    a.push(".".into());
+    run_tool("zip", &a, Some(src_dir));
+}
+
+/// Extract with Info-ZIP `unzip -q ARCHIVE -d DEST` (the reference result).
+#[track_caller]
+pub fn unzip_to(archive: &Path, dest: &Path) {
+    run_tool("unzip", &osv!["-q", archive, "-d", dest], None);
+}
