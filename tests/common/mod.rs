@@ -17,6 +17,7 @@ mod run;
 #[macro_use]
 mod prerequisites;
 
+mod archives;
 mod compare;
 mod generate;
 mod hostile;
@@ -26,6 +27,7 @@ mod tempdir;
 mod tree;
 mod zip_bytes;
 
+pub use archives::*;
 pub use compare::*;
 pub use generate::*;
 pub use hostile::*;
