@@ -22,8 +22,8 @@
 //! `File`'s drop (and close_already, which defers closes on Windows only), every close result
 //! comes back: an [`Error`] with the path and an [`ErrorKind`] to match on.
 //!
-//! [`extract`] unpacks a zip or tar archive (plain, gzip, zstd, xz, bzip2) into a folder and
-//! [`mirror`] makes a folder an exact copy of another; both are what the `fastwrite` command
+//! [`extract()`] unpacks a zip or tar archive (plain, gzip, zstd, xz, bzip2) into a folder and
+//! [`mirror()`] makes a folder an exact copy of another; both are what the `fastwrite` command
 //! runs, on the same engine, and return a [`Report`].
 //!
 //! Inside, data goes one way: a source (the zip or tar reader, the mirror's walk, or a

@@ -71,8 +71,8 @@ pub enum Overwrite {
 /// How a run writes: threads, closing, durability, what to do with existing files.
 #[derive(Clone)]
 pub struct Options {
-    /// Threads in the write stage of [`extract`](crate::extract) and
-    /// [`mirror`](crate::mirror); a [`Batch`](crate::Batch) writes on its callers' threads
+    /// Threads in the write stage of [`extract`](crate::extract()) and
+    /// [`mirror`](crate::mirror()); a [`Batch`](crate::Batch) writes on its callers' threads
     /// and uses this only to size its close pool.
     pub threads: usize,
     /// How written files are closed.
@@ -111,8 +111,8 @@ pub struct Options {
     /// The name to write a single compressed file under (`notes.txt.gz` is not an archive):
     /// by default the name in its gzip header, else the input's name without its suffix.
     pub file_name: Option<String>,
-    /// Which entries of an archive [`extract`](crate::extract) takes, and under what name
-    /// (all of them, as archived, by default). Not used by [`mirror`](crate::mirror), which
+    /// Which entries of an archive [`extract`](crate::extract()) takes, and under what name
+    /// (all of them, as archived, by default). Not used by [`mirror`](crate::mirror()), which
     /// has [`MirrorOptions::excludes`].
     pub select: Selection,
 }
@@ -211,7 +211,7 @@ pub struct Selection {
     pub strip_components: usize,
 }
 
-/// What [`mirror`](crate::mirror) does beyond copying (the engine's [`Options`] still apply).
+/// What [`mirror`](crate::mirror()) does beyond copying (the engine's [`Options`] still apply).
 #[derive(Debug, Clone, Default)]
 pub struct MirrorOptions {
     /// Remove from the destination what the source does not have (never excluded paths).

@@ -4,7 +4,7 @@
 //! with writing. The bound gives backpressure and caps open handles, so no run can hit the
 //! descriptor limit.
 //!
-//! Writers hand handles over in batches of [`CLOSE_BATCH`]: waking a sleeping thread costs a
+//! Writers hand handles over in batches of [`CLOSE_BATCH`](super::CLOSE_BATCH): waking a sleeping thread costs a
 //! system call (and on a virtual machine an interrupt to another processor), and where closes
 //! are fast the pool is always idle, so one wake-up per file would cost more than the close
 //! itself. A batch wakes one thread; each thread takes one handle and wakes the next if more are

@@ -1,5 +1,5 @@
 //! Listing an archive: what `tar -tv` and `unzip -Z` show, and what extracting it would do to
-//! each entry (the same selection and the same checks as [`extract`](crate::extract), with
+//! each entry (the same selection and the same checks as [`extract`](crate::extract()), with
 //! nothing written). A tar is listed as it streams; a zip from its central directory.
 
 use std::path::Path;
