@@ -393,8 +393,9 @@ impl Batch {
 
     /// The errors that happened out of sight since the last call: failed closes (as the
     /// close threads meet them), dropped [`FileWriter`]s. They are not returned again by
-    /// [`Batch::finish`], which still fails, and counts them ([`FinishError::taken`]). The closes of the last few files a thread wrote may still be
-    /// pending; `finish` waits for them.
+    /// [`Batch::finish`], which still fails, and counts them ([`FinishError::taken`]). The
+    /// closes of the last few files a thread wrote may still be pending; `finish` waits for
+    /// them.
     pub fn take_errors(&self) -> Vec<Error> {
         let errors = self.engine().take_failures();
         self.taken.fetch_add(errors.len(), Ordering::Relaxed);

@@ -113,9 +113,18 @@ pub(crate) fn number(field: &[u8]) -> anyhow::Result<i64> {
 pub(crate) fn named_like_a_tar(path: &Path) -> bool {
     let name = path.to_string_lossy().to_ascii_lowercase();
     name.contains(".tar.")
-        || [".tgz", ".taz", ".tbz", ".tbz2", ".txz", ".tzst"]
+        || Codec::ALL
             .iter()
-            .any(|s| name.ends_with(s))
+            .flat_map(|codec| codec.tar_suffixes())
+            .any(|suffix| name.ends_with(suffix))
+}
+
+/// Why an input this build recognises cannot be read: the feature that reads it is off.
+#[cfg(not(all(feature = "zip", feature = "tar")))]
+pub(crate) fn not_built(label: &str, what: &str, feature: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{label} is a {what} archive, and this build of fastwrite does not read {what} archives (cargo feature `{feature}`)"
+    )
 }
 
 #[cfg(test)]

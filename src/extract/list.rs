@@ -4,9 +4,11 @@
 
 use std::path::Path;
 
+#[cfg(not(all(feature = "zip", feature = "tar")))]
+use super::format::not_built;
+use super::input::{Input, open};
 use super::listed::Listed;
 use super::select::Chooser;
-use super::{Input, open};
 use crate::error::Error;
 use crate::options::Selection;
 
@@ -67,7 +69,7 @@ fn zip_list(
     Err(Error::new(
         archive,
         crate::error::ErrorKind::Source,
-        super::not_built(&label, "a zip", "zip"),
+        not_built(&label, "zip", "zip"),
     ))
 }
 
@@ -84,6 +86,6 @@ fn tar_list(
     Err(Error::new(
         label,
         crate::error::ErrorKind::Source,
-        super::not_built(label, "a tar", "tar"),
+        not_built(label, "tar", "tar"),
     ))
 }

@@ -1,11 +1,12 @@
 //! Extraction: recognise the archive by its content, then hand it to that format's source.
 //!
 //! Each source turns its input into validated entries and feeds them, with their contents, to
-//! the engine (`crate::engine`) through the same door a program's [`Batch`](crate::Batch)
-//! uses, so every format gets the same safety rules, overwrite policy, close stage and report.
+//! the engine (`crate::engine`), the door a program's [`Batch`](crate::Batch) uses too, so
+//! every format gets the same safety rules, overwrite policy, close stage and report.
 
 pub(crate) mod codec;
 pub(crate) mod format;
+mod input;
 mod limits;
 pub(crate) mod list;
 pub(crate) mod listed;
@@ -16,17 +17,16 @@ mod tar;
 #[cfg(feature = "zip")]
 mod zip;
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
-
-use anyhow::{Context, bail};
 
 use crate::options::Options;
 use crate::report::Report;
+#[cfg(fuzzing)]
 use codec::Codec;
-use format::{Format, checksum_ok, detect, named_like_a_tar};
+#[cfg(not(all(feature = "zip", feature = "tar")))]
+use format::not_built;
+use input::{Input, open};
 use select::Chooser;
 
 /// Extracts `archive` into the folder `out` (created if missing): a zip, or a tar plain or
@@ -98,27 +98,23 @@ use zip::stream::extract as zip_stream_extract;
 #[cfg(not(feature = "zip"))]
 fn zip_extract(
     archive: &Path,
-    _: File,
+    _: std::fs::File,
     _: &Path,
     _: &Options,
     _: &Chooser,
 ) -> anyhow::Result<Report> {
-    Err(not_built(
-        &format!("'{}'", archive.display()),
-        "a zip",
-        "zip",
-    ))
+    Err(not_built(&format!("'{}'", archive.display()), "zip", "zip"))
 }
 
 #[cfg(not(feature = "zip"))]
 fn zip_stream_extract(
-    _: Box<dyn BufRead + Send>,
+    _: Box<dyn std::io::BufRead + Send>,
     label: &str,
     _: &Path,
     _: &Options,
     _: &Chooser,
 ) -> anyhow::Result<Report> {
-    Err(not_built(label, "a zip", "zip"))
+    Err(not_built(label, "zip", "zip"))
 }
 
 #[cfg(feature = "tar")]
@@ -126,151 +122,22 @@ use tar::extract as tar_extract;
 
 #[cfg(not(feature = "tar"))]
 fn tar_extract(
-    _: Box<dyn Read + Send>,
+    _: Box<dyn std::io::Read + Send>,
     label: &str,
     _: &Path,
     _: &Options,
     _: &Chooser,
 ) -> anyhow::Result<Report> {
-    Err(not_built(label, "a tar", "tar"))
-}
-
-/// Why an input this build recognises cannot be read: the feature that reads it is off.
-#[cfg(not(all(feature = "zip", feature = "tar")))]
-pub(crate) fn not_built(label: &str, what: &str, feature: &str) -> anyhow::Error {
-    anyhow::anyhow!(
-        "{label} is {what} archive, and this build of fastwrite does not read {what} archives (cargo feature `{feature}`)"
-    )
-}
-
-/// An archive opened and recognised.
-enum Input {
-    /// A zip, read from its end (so only from a file).
-    Zip { file: File },
-    /// A tar, decompressed if it was compressed, read as a stream; `label` names it in
-    /// messages.
-    Tar {
-        decoded: Box<dyn Read + Send>,
-        label: String,
-    },
-    /// A zip from a pipe or standard input, read by its local headers.
-    ZipStream {
-        input: Box<dyn BufRead + Send>,
-        label: String,
-    },
-    /// A single compressed file, not an archive (`notes.txt.gz`).
-    Single {
-        decoded: Box<dyn Read + Send>,
-        codec: Codec,
-        gzip: codec::GzipHeader,
-        /// The input's path (`None`: standard input).
-        path: Option<PathBuf>,
-    },
-}
-
-/// Opens `archive` (`-`: standard input) and tells what it is by its content.
-fn open(archive: &Path) -> anyhow::Result<Input> {
-    if archive == Path::new("-") {
-        return open_stream(std::io::stdin(), "standard input".to_string(), None);
-    }
-    let mut file = File::open(archive)
-        .with_context(|| format!("cannot open archive '{}'", archive.display()))?;
-    let regular = file.metadata().is_ok_and(|m| m.is_file());
-    if !regular && !archive.is_dir() {
-        // A pipe (`<(curl ...)`, a FIFO) cannot be rewound after its format is told, nor read
-        // from its end: it is read as a stream, like standard input.
-        let label = format!("'{}'", archive.display());
-        return open_stream(file, label, Some(archive));
-    }
-    let mut head = Vec::with_capacity(512);
-    (&mut file)
-        .take(512)
-        .read_to_end(&mut head)
-        .with_context(|| format!("cannot read archive '{}'", archive.display()))?;
-    if head.is_empty() {
-        bail!("'{}' is empty, not an archive", archive.display());
-    }
-    match detect(&head) {
-        // Anything unrecognised may still be a zip with a prefix (a self-extracting archive):
-        // the zip reader finds the central directory from the end, or says it is not a zip.
-        Some(Format::Zip) | None => Ok(Input::Zip { file }),
-        Some(_) => {
-            std::io::Seek::rewind(&mut file)
-                .with_context(|| format!("cannot read archive '{}'", archive.display()))?;
-            open_stream(file, archive.display().to_string(), Some(archive))
-        }
-    }
-}
-
-/// A stream (plain or compressed) read once, from its start: a tar, or a single compressed
-/// file. `label` names it in messages; `path` is the input's, if it has one.
-fn open_stream(
-    input: impl Read + Send + 'static,
-    label: String,
-    path: Option<&Path>,
-) -> anyhow::Result<Input> {
-    let mut input = BufReader::with_capacity(INPUT_BUFFER, input);
-    let head = input
-        .fill_buf()
-        .with_context(|| format!("cannot read {label}"))?;
-    let codec = match detect(head) {
-        _ if head.is_empty() => bail!("{label} is empty, not an archive"),
-        Some(Format::Zip) => {
-            return Ok(Input::ZipStream {
-                input: Box::new(input),
-                label,
-            });
-        }
-        Some(Format::Tar) => {
-            return Ok(Input::Tar {
-                decoded: Box::new(input),
-                label,
-            });
-        }
-        Some(Format::Compressed(codec)) => codec,
-        None => bail!("{label} is not a zip or a tar stream (plain, gzip, zstd, xz or bzip2)"),
-    };
-    let gzip = codec::gzip_header(head);
-    let mut decoded = codec
-        .decoder(Box::new(input))
-        .with_context(|| format!("cannot read {label}"))?;
-    if path.is_some_and(named_like_a_tar) {
-        // The name says tar: read as one, so that damage is reported as a damaged archive.
-        return Ok(Input::Tar { decoded, label });
-    }
-    // Otherwise the first block of what is inside tells a tar (its header's checksum) from a
-    // single file.
-    let mut start = Vec::with_capacity(512);
-    (&mut decoded)
-        .take(512)
-        .read_to_end(&mut start)
-        .with_context(|| format!("cannot decompress {label}"))?;
-    let tar = match start.get(..512) {
-        // A block of zeros: an empty tar from a pipe, a file of zeros by its name.
-        Some(block) if block.iter().all(|&b| b == 0) => path.is_none(),
-        Some(block) => checksum_ok(block),
-        None => false,
-    };
-    let decoded: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(start).chain(decoded));
-    Ok(if tar {
-        Input::Tar { decoded, label }
-    } else {
-        Input::Single {
-            decoded,
-            codec,
-            gzip,
-            path: path.map(Path::to_path_buf),
-        }
-    })
+    Err(not_built(label, "tar", "tar"))
 }
 
 /// A tar reader over `input`, decoded by `codec` if there is one (for the fuzz targets).
 #[cfg(fuzzing)]
 pub(crate) fn tar_reader<'a>(
     codec: Option<Codec>,
-    input: Box<dyn BufRead + Send + 'a>,
-) -> anyhow::Result<tar::Reader<Box<dyn Read + Send + 'a>>> {
-    let decoded: Box<dyn Read + Send + 'a> = match codec {
+    input: Box<dyn std::io::BufRead + Send + 'a>,
+) -> anyhow::Result<tar::Reader<Box<dyn std::io::Read + Send + 'a>>> {
+    let decoded: Box<dyn std::io::Read + Send + 'a> = match codec {
         Some(codec) => codec.decoder(input)?,
         None => input,
     };
@@ -291,5 +158,33 @@ pub(crate) fn zip_plan(
     )
 }
 
-/// Reads of a streamed archive are this large: one system call per MiB.
-const INPUT_BUFFER: usize = 1 << 20;
+/// A build without a format still recognises it, and says which cargo feature reads it
+/// (`cargo test --no-default-features --features tar --lib` runs these).
+#[cfg(all(test, not(feature = "zip"), not(feature = "gzip")))]
+mod without_a_format {
+    use super::*;
+
+    fn extract_bytes(name: &str, bytes: &[u8]) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = dir.path().join(name);
+        std::fs::write(&archive, bytes).unwrap();
+        let out = dir.path().join("out");
+        let error = extract(&archive, &out, &Options::default()).unwrap_err();
+        format!("{error:#}")
+    }
+
+    #[test]
+    fn a_zip_names_the_feature_that_reads_it() {
+        // An empty zip: its end-of-central-directory record alone.
+        let mut zip = b"PK\x05\x06".to_vec();
+        zip.resize(22, 0);
+        let message = extract_bytes("empty.zip", &zip);
+        assert!(message.contains("cargo feature `zip`"), "{message}");
+    }
+
+    #[test]
+    fn a_gzip_names_the_feature_that_decodes_it() {
+        let message = extract_bytes("a.tar.gz", b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03");
+        assert!(message.contains("cargo feature `gzip`"), "{message}");
+    }
+}

@@ -352,6 +352,19 @@ mod tests {
     use std::time::Duration;
 
     #[test]
+    fn every_library_setting_is_said_as_a_flag() {
+        for setting in Setting::ALL {
+            assert!(flag(setting).starts_with("--"), "{setting:?} has no flag");
+            let message = format!("past the cap ({setting})");
+            assert!(!for_people(&message).contains("::"), "{message}");
+        }
+        assert_eq!(
+            for_people("already exists (Overwrite::Replace replaces it, Overwrite::Skip keeps it)"),
+            "already exists (--overwrite replaces it, --skip-existing keeps it)"
+        );
+    }
+
+    #[test]
     fn modes_and_times_read_as_ls_and_tar_show_them() {
         assert_eq!(permissions(0o755), "rwxr-xr-x");
         assert_eq!(permissions(0o4755), "rwsr-xr-x");

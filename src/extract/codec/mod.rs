@@ -59,6 +59,16 @@ impl Codec {
         }
     }
 
+    /// The short suffixes that say "a tar compressed with it" (`.tgz`), besides `.tar.*`.
+    pub(crate) fn tar_suffixes(self) -> &'static [&'static str] {
+        match self {
+            Codec::Gzip => &[".tgz", ".taz"],
+            Codec::Zstd => &[".tzst"],
+            Codec::Xz => &[".txz"],
+            Codec::Bzip2 => &[".tbz", ".tbz2"],
+        }
+    }
+
     /// Wraps `input` in this codec's decoder, which reads concatenated members or frames
     /// (pigz and `cat a.gz b.gz` make them) to the end. An error means this build has no
     /// decoder for it: the message names the cargo feature that adds one.

@@ -1,0 +1,136 @@
+//! Opening an input and telling what it is, once, for `extract` and `list` alike: a zip from a
+//! file (read from its end), a tar plain or decompressed (a stream), a zip from a pipe (read by
+//! its local headers), or a single compressed file.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+use super::codec::{self, Codec};
+use super::format::{Format, checksum_ok, detect, named_like_a_tar};
+
+/// An archive opened and recognised.
+pub(super) enum Input {
+    /// A zip, read from its end (so only from a file).
+    Zip { file: File },
+    /// A tar, decompressed if it was compressed, read as a stream; `label` names it in
+    /// messages.
+    Tar {
+        decoded: Box<dyn Read + Send>,
+        label: String,
+    },
+    /// A zip from a pipe or standard input, read by its local headers.
+    ZipStream {
+        input: Box<dyn BufRead + Send>,
+        label: String,
+    },
+    /// A single compressed file, not an archive (`notes.txt.gz`).
+    Single {
+        decoded: Box<dyn Read + Send>,
+        codec: Codec,
+        gzip: codec::GzipHeader,
+        /// The input's path (`None`: standard input).
+        path: Option<PathBuf>,
+    },
+}
+
+/// Opens `archive` (`-`: standard input) and tells what it is by its content.
+pub(super) fn open(archive: &Path) -> anyhow::Result<Input> {
+    if archive == Path::new("-") {
+        return open_stream(std::io::stdin(), "standard input".to_string(), None);
+    }
+    let mut file = File::open(archive)
+        .with_context(|| format!("cannot open archive '{}'", archive.display()))?;
+    let regular = file.metadata().is_ok_and(|m| m.is_file());
+    if !regular && !archive.is_dir() {
+        // A pipe (`<(curl ...)`, a FIFO) cannot be rewound after its format is told, nor read
+        // from its end: it is read as a stream, like standard input.
+        let label = format!("'{}'", archive.display());
+        return open_stream(file, label, Some(archive));
+    }
+    let mut head = Vec::with_capacity(512);
+    (&mut file)
+        .take(512)
+        .read_to_end(&mut head)
+        .with_context(|| format!("cannot read archive '{}'", archive.display()))?;
+    if head.is_empty() {
+        bail!("'{}' is empty, not an archive", archive.display());
+    }
+    match detect(&head) {
+        // Anything unrecognised may still be a zip with a prefix (a self-extracting archive):
+        // the zip reader finds the central directory from the end, or says it is not a zip.
+        Some(Format::Zip) | None => Ok(Input::Zip { file }),
+        Some(_) => {
+            std::io::Seek::rewind(&mut file)
+                .with_context(|| format!("cannot read archive '{}'", archive.display()))?;
+            open_stream(file, archive.display().to_string(), Some(archive))
+        }
+    }
+}
+
+/// A stream (plain or compressed) read once, from its start: a tar, or a single compressed
+/// file. `label` names it in messages; `path` is the input's, if it has one.
+fn open_stream(
+    input: impl Read + Send + 'static,
+    label: String,
+    path: Option<&Path>,
+) -> anyhow::Result<Input> {
+    let mut input = BufReader::with_capacity(INPUT_BUFFER, input);
+    let head = input
+        .fill_buf()
+        .with_context(|| format!("cannot read {label}"))?;
+    let codec = match detect(head) {
+        _ if head.is_empty() => bail!("{label} is empty, not an archive"),
+        Some(Format::Zip) => {
+            return Ok(Input::ZipStream {
+                input: Box::new(input),
+                label,
+            });
+        }
+        Some(Format::Tar) => {
+            return Ok(Input::Tar {
+                decoded: Box::new(input),
+                label,
+            });
+        }
+        Some(Format::Compressed(codec)) => codec,
+        None => bail!("{label} is not a zip or a tar stream (plain, gzip, zstd, xz or bzip2)"),
+    };
+    let gzip = codec::gzip_header(head);
+    let mut decoded = codec
+        .decoder(Box::new(input))
+        .with_context(|| format!("cannot read {label}"))?;
+    if path.is_some_and(named_like_a_tar) {
+        // The name says tar: read as one, so that damage is reported as a damaged archive.
+        return Ok(Input::Tar { decoded, label });
+    }
+    // Otherwise the first block of what is inside tells a tar (its header's checksum) from a
+    // single file.
+    let mut start = Vec::with_capacity(512);
+    (&mut decoded)
+        .take(512)
+        .read_to_end(&mut start)
+        .with_context(|| format!("cannot decompress {label}"))?;
+    let tar = match start.get(..512) {
+        // A block of zeros: an empty tar from a pipe, a file of zeros by its name.
+        Some(block) if block.iter().all(|&b| b == 0) => path.is_none(),
+        Some(block) => checksum_ok(block),
+        None => false,
+    };
+    let decoded: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(start).chain(decoded));
+    Ok(if tar {
+        Input::Tar { decoded, label }
+    } else {
+        Input::Single {
+            decoded,
+            codec,
+            gzip,
+            path: path.map(Path::to_path_buf),
+        }
+    })
+}
+
+/// Reads of a streamed archive are this large: one system call per MiB.
+const INPUT_BUFFER: usize = 1 << 20;
