@@ -21,6 +21,10 @@
 #                       in the reversed order)
 #   LIBRARY_FILES       default 2300
 #   BENCH_MIN_RUNS      default 3      BENCH_MAX_RUNS  default 10
+#   LIBRARY_OLD         a checkout of an earlier fastwrite (say, a `git worktree` of the commit
+#                       before a change): its own benches/library-ways is built against it and
+#                       timed as a fifth way, fastwrite-old, in every batch, with new / old in
+#                       the table
 #   FASTWRITE_BENCH_CACHE, BENCH_SETTLE, BENCH_PROBE_MS, BENCH_SETTLE_MAX: as in zip-peers.sh.
 # Output: a table of means and ratios per latency on stdout, hyperfine JSON in the cache.
 # Time: ~5 minutes (the std-loop at 10 ms is 23 s a run). Disk: ~10 MB a run.
@@ -48,6 +52,19 @@ BIN_SRC="$CACHE/library-ways-target/release/library-ways"
 BIN="$CACHE/library-ways-$(sha256sum "$BIN_SRC" | cut -c1-12)"
 [[ -x "$BIN" ]] || { cp "$BIN_SRC" "$BIN.tmp" && mv "$BIN.tmp" "$BIN"; }
 LAB="$("$repo/lab/build")"
+# The binary each way runs, and the way it is told to run.
+declare -A WAY_BIN=() WAY_ARG=()
+for way in "${WAYS[@]}"; do WAY_BIN[$way]="$BIN" WAY_ARG[$way]="$way"; done
+if [[ -n "${LIBRARY_OLD:-}" ]]; then
+    echo "library-peers: building $LIBRARY_OLD/benches/library-ways (the old fastwrite)" >&2
+    CARGO_TARGET_DIR="$CACHE/library-ways-old-target" \
+        cargo build --release --quiet --manifest-path "$LIBRARY_OLD/benches/library-ways/Cargo.toml"
+    OLD_SRC="$CACHE/library-ways-old-target/release/library-ways"
+    OLD_BIN="$CACHE/library-ways-old-$(sha256sum "$OLD_SRC" | cut -c1-12)"
+    [[ -x "$OLD_BIN" ]] || { cp "$OLD_SRC" "$OLD_BIN.tmp" && mv "$OLD_BIN.tmp" "$OLD_BIN"; }
+    WAYS+=(fastwrite-old)
+    WAY_BIN[fastwrite-old]="$OLD_BIN" WAY_ARG[fastwrite-old]=fastwrite
+fi
 
 stamp="$(date +%Y%m%d-%H%M%S)"
 WORK_ROOT="$CACHE/work/library-$stamp"
@@ -57,7 +74,7 @@ trap 'report_failure library-peers "$WORK_ROOT"' EXIT
 # Untimed pass, no preload: every way once; their trees must be the same.
 mkdir -p "$WORK_ROOT/prepass"
 for way in "${WAYS[@]}"; do
-    "$BIN" "$way" "$WORK_ROOT/prepass/$way" "$FILES"
+    "${WAY_BIN[$way]}" "${WAY_ARG[$way]}" "$WORK_ROOT/prepass/$way" "$FILES"
     diff -r "$WORK_ROOT/prepass/std-loop" "$WORK_ROOT/prepass/$way" >/dev/null ||
         { echo "library-peers: $way wrote another tree than std-loop" >&2; exit 1; }
 done
@@ -68,7 +85,10 @@ for lat in $LATENCIES; do
     order=("${WAYS[@]}")
     if [[ "$lat" == none* ]]; then
         envw="env -u LD_PRELOAD -u FASTWRITE_LAB_CLOSE_MS"
-        [[ "$lat" == none-rev ]] && order=(fastwrite close-already rayon-std std-loop)
+        if [[ "$lat" == none-rev ]]; then
+            order=()
+            for ((i = ${#WAYS[@]} - 1; i >= 0; i--)); do order+=("${WAYS[$i]}"); done
+        fi
     else
         envw="env $(q "LD_PRELOAD=$LAB") FASTWRITE_LAB_CLOSE_MS=$lat"
         lat="${lat}ms"
@@ -81,7 +101,7 @@ for lat in $LATENCIES; do
     cmds=()
     for way in "${order[@]}"; do
         args+=(--command-name "$way@$lat" --prepare "$(q "$here/lib/fresh-dir.sh") $(q "$WORK/$way")")
-        cmds+=("$envw $(q "$BIN") $way $(q "$WORK/$way") $FILES")
+        cmds+=("$envw $(q "${WAY_BIN[$way]}") ${WAY_ARG[$way]} $(q "$WORK/$way") $FILES")
     done
     wait_for_fast_creates "$WORK_ROOT"
     warn_if_busy
@@ -103,13 +123,18 @@ done
 python3 - "${jsons[@]}" <<'PY'
 import json, sys
 WAYS = ("std-loop", "rayon-std", "close-already", "fastwrite")
-print("| latency | std-loop | rayon-std | close-already | fastwrite | fastwrite vs close-already | vs rayon-std | vs fastest other |")
-print("|---|---|---|---|---|---|---|---|")
+results0 = json.load(open(sys.argv[1]))["results"]
+OLD = any(r["command"].startswith("fastwrite-old@") for r in results0)
+extra = (" fastwrite-old |", " new / old |") if OLD else ("", "")
+print(f"| latency | std-loop | rayon-std | close-already | fastwrite |{extra[0]} fastwrite vs close-already | vs rayon-std | vs fastest other |{extra[1]}")
+print("|---|---|---|---|---|" + ("---|" if OLD else "") + "---|---|---|" + ("---|" if OLD else ""))
 def row(lat, mean):
     fw = mean["fastwrite"]
     others = min(mean[w] for w in WAYS[:3])
     cells = " | ".join(f"{mean[w]*1000:.0f} ms" for w in WAYS)
-    print(f"| {lat} | {cells} | {mean['close-already']/fw:.2f}x | {mean['rayon-std']/fw:.2f}x | {others/fw:.2f}x |")
+    old = f" {mean['fastwrite-old']*1000:.0f} ms |" if OLD else ""
+    new_old = f" {fw/mean['fastwrite-old']:.2f} |" if OLD else ""
+    print(f"| {lat} | {cells} |{old} {mean['close-already']/fw:.2f}x | {mean['rayon-std']/fw:.2f}x | {others/fw:.2f}x |{new_old}")
 no_latency = []
 for path in sys.argv[1:]:
     results = json.load(open(path))["results"]
@@ -123,7 +148,7 @@ for path in sys.argv[1:]:
         no_latency.append(mean)
 if len(no_latency) == 2:
     # Each way once first and once last: the order's bias cancels.
-    row("none, both orders", {w: sum(m[w] for m in no_latency) / 2 for w in WAYS})
+    row("none, both orders", {w: sum(m[w] for m in no_latency) / 2 for w in no_latency[0]})
 PY
 trap - EXIT
 cleanup_workdir "$WORK_ROOT"

@@ -37,7 +37,9 @@ pub enum ErrorKind {
     /// Creating a symlink or a hard link failed.
     Link,
     /// Reading what was to be written failed: a corrupt or truncated archive entry, data longer
-    /// or shorter than declared, an unreadable source file, an unsupported entry.
+    /// or shorter than declared, an unreadable source file, an unsupported entry; or, converted
+    /// by `?` from an [`io::Error`] (with no path), a program's own failure to produce a file's
+    /// content (a serializer's).
     Source,
     /// Deleting or renaming something in a mirror's destination failed.
     Delete,

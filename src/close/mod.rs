@@ -24,7 +24,7 @@ use anyhow::Context;
 
 use crate::error::{Error, ErrorKind, Failures};
 use crate::options::{CloseMode, Options};
-use crate::platform::{self, Root};
+use crate::platform::{self, OutDir};
 use pool::ClosePool;
 
 /// Closes one handle and says whether that worked: the seam where tests make closing slow or
@@ -76,7 +76,7 @@ pub(crate) struct CloseJob {
 /// Closes the job's handle and completes its file under the output folder `root`. On failure
 /// the file is removed, so a file whose content may not have reached the disk never stays
 /// under its final name.
-fn complete(job: CloseJob, closer: &dyn Closer, root: &Root) -> Result<(), Error> {
+fn complete(job: CloseJob, closer: &dyn Closer, out_dir: &OutDir) -> Result<(), Error> {
     let CloseJob {
         file,
         path,
@@ -85,20 +85,20 @@ fn complete(job: CloseJob, closer: &dyn Closer, root: &Root) -> Result<(), Error
     } = job;
     let result = closer
         .close(file, &path)
-        .with_context(|| format!("closing '{}'", root.path().join(&path).display()))
+        .with_context(|| format!("closing '{}'", out_dir.path().join(&path).display()))
         .and_then(|()| match &finalize {
             Finalize::Keep => Ok(()),
-            Finalize::RenameTo(dest) => root.rename(&path, dest).with_context(|| {
+            Finalize::RenameTo(dest) => out_dir.rename(&path, dest).with_context(|| {
                 format!(
                     "renaming '{}' into place as '{}'",
-                    root.path().join(&path).display(),
-                    root.path().join(dest).display()
+                    out_dir.path().join(&path).display(),
+                    out_dir.path().join(dest).display()
                 )
             }),
         });
     result.map_err(|error| {
         // Best effort: the failure is what gets reported, whether or not the removal works.
-        let _ = root.remove_file(&path);
+        let _ = out_dir.remove_file(&path);
         Error::new(name, ErrorKind::Close, error)
     })
 }
@@ -129,11 +129,11 @@ impl CloseTally {
         &mut self,
         job: CloseJob,
         closer: &dyn Closer,
-        root: &Root,
+        out_dir: &OutDir,
         failures: &Failures,
     ) -> Duration {
         let start = Instant::now();
-        let result = complete(job, closer, root);
+        let result = complete(job, closer, out_dir);
         let took = start.elapsed();
         self.busy += took;
         self.closed += 1;
@@ -238,7 +238,7 @@ struct Auto {
 struct Shared {
     closer: Arc<dyn Closer>,
     /// The output folder, where closed files are renamed into place or removed.
-    root: Arc<Root>,
+    out_dir: Arc<OutDir>,
     failures: Arc<Failures>,
     /// Threads that write (and so hand files over): Little's law's arrival side.
     writers: usize,
@@ -252,7 +252,7 @@ impl Shared {
             threads,
             self.bound,
             Arc::clone(&self.closer),
-            Arc::clone(&self.root),
+            Arc::clone(&self.out_dir),
             Arc::clone(&self.failures),
         )
     }
@@ -275,13 +275,13 @@ impl CloseStage {
     pub(crate) fn new(
         opts: &Options,
         closer: Arc<dyn Closer>,
-        root: Arc<Root>,
+        out_dir: Arc<OutDir>,
         failures: Arc<Failures>,
         held_open: usize,
     ) -> anyhow::Result<CloseStage> {
         let shared = Shared {
             closer,
-            root,
+            out_dir,
             failures,
             writers: opts.threads.max(1),
             bound: queue_bound(opts.close),
@@ -379,7 +379,7 @@ impl CloseStage {
 
     fn close_inline(&self, job: CloseJob) -> Duration {
         let start = Instant::now();
-        let result = complete(job, self.shared.closer.as_ref(), &self.shared.root);
+        let result = complete(job, self.shared.closer.as_ref(), &self.shared.out_dir);
         let took = start.elapsed();
         if let Err(failure) = result {
             self.inline_failed.fetch_add(1, Ordering::Relaxed);
@@ -493,7 +493,7 @@ mod tests {
             }
         }
         let dir = tempfile::tempdir().unwrap();
-        let root = Root::open(dir.path()).unwrap();
+        let root = OutDir::open(dir.path()).unwrap();
         let failures = Failures::default();
         let mut tally = CloseTally::default();
         for (tmp, dest) in [("good.tmp", "good"), ("bad.tmp", "bad")] {
@@ -518,7 +518,7 @@ mod tests {
     #[test]
     fn system_closer_closes_and_syncs() {
         let dir = tempfile::tempdir().unwrap();
-        let root = Root::open(dir.path()).unwrap();
+        let root = OutDir::open(dir.path()).unwrap();
         let failures = Failures::default();
         let mut tally = CloseTally::default();
         for fsync in [false, true] {

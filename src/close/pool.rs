@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use super::{CloseJob, CloseTally, Closer, SLOW_CLOSE};
 use crate::error::{Error, ErrorKind, Failures};
-use crate::platform::Root;
+use crate::platform::OutDir;
 use crate::queue::Queue;
 use crate::sync::Unpoisoned;
 
@@ -46,7 +46,7 @@ pub(crate) struct ClosePool {
     /// Threads started, for `grow_to` (a lock-free read on the writers' path).
     started: AtomicUsize,
     closer: Arc<dyn Closer>,
-    root: Arc<Root>,
+    out_dir: Arc<OutDir>,
     measured: Arc<Measured>,
     failures: Arc<Failures>,
     /// Closes that had to be done by the submitter because every pool thread had gone.
@@ -60,7 +60,7 @@ impl ClosePool {
         threads: usize,
         bound: usize,
         closer: Arc<dyn Closer>,
-        root: Arc<Root>,
+        out_dir: Arc<OutDir>,
         failures: Arc<Failures>,
     ) -> io::Result<ClosePool> {
         let pool = ClosePool {
@@ -68,7 +68,7 @@ impl ClosePool {
             threads: Mutex::new(Vec::new()),
             started: AtomicUsize::new(0),
             closer,
-            root,
+            out_dir,
             measured: Arc::default(),
             failures,
             orphans: Default::default(),
@@ -89,10 +89,10 @@ impl ClosePool {
         }
         let mut handles = self.threads.lock().unpoisoned();
         while handles.len() < threads {
-            let (q, closer, root, measured, failures) = (
+            let (q, closer, out_dir, measured, failures) = (
                 Arc::clone(&self.queue),
                 Arc::clone(&self.closer),
-                Arc::clone(&self.root),
+                Arc::clone(&self.out_dir),
                 Arc::clone(&self.measured),
                 Arc::clone(&self.failures),
             );
@@ -115,7 +115,7 @@ impl ClosePool {
                         _ => q.pop(),
                     };
                     while let Some(job) = next() {
-                        let took = tally.close(job, closer.as_ref(), &root, &failures);
+                        let took = tally.close(job, closer.as_ref(), &out_dir, &failures);
                         let took = took.as_nanos() as u64;
                         measured.nanos.fetch_add(took, Ordering::Relaxed);
                         measured.closes.fetch_add(1, Ordering::Relaxed);
@@ -152,7 +152,7 @@ impl ClosePool {
             // Only possible if every close thread died; the closes must still happen and count.
             let mut orphans = self.orphans.lock().unpoisoned();
             for job in batch.drain(..) {
-                orphans.close(job, self.closer.as_ref(), &self.root, &self.failures);
+                orphans.close(job, self.closer.as_ref(), &self.out_dir, &self.failures);
             }
         }
     }
@@ -250,8 +250,8 @@ mod tests {
         }
     }
 
-    fn root(dir: &Path) -> Arc<Root> {
-        Arc::new(Root::open(dir).unwrap())
+    fn root(dir: &Path) -> Arc<OutDir> {
+        Arc::new(OutDir::open(dir).unwrap())
     }
 
     #[test]

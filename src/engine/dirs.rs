@@ -18,7 +18,7 @@ use rayon::prelude::*;
 
 use crate::error::Setting;
 use crate::options::Overwrite;
-use crate::platform::{FileKind, OpenDir, Root};
+use crate::platform::{FileKind, OpenDir, OutDir};
 use crate::sync::Unpoisoned;
 
 /// What the directory stage knows about directories under the output folder.
@@ -65,13 +65,13 @@ impl DirState {
 }
 
 pub(super) struct Dirs {
-    root: Arc<Root>,
+    root: Arc<OutDir>,
     overwrite: Overwrite,
     state: Mutex<DirState>,
 }
 
 impl Dirs {
-    pub fn new(root: Arc<Root>, overwrite: Overwrite) -> Dirs {
+    pub fn new(root: Arc<OutDir>, overwrite: Overwrite) -> Dirs {
         Dirs {
             root,
             overwrite,
@@ -194,7 +194,7 @@ impl Dirs {
     /// of its subfolders (while it stays among the last [`OPEN_DIRS`] opened), not once for
     /// each, and never through a symlink. A folder moved elsewhere during the run (by another
     /// program) still gets the subfolders asked for in it, there: never anything through a
-    /// symlink, and files go by their whole path from the root (see `platform::Root`).
+    /// symlink, and files go by their whole path from the root (see `platform::OutDir`).
     fn parent(&self, dir: &Path) -> std::io::Result<Arc<OpenDir>> {
         if let Some(open) = self.lock().open.get(dir) {
             return Ok(Arc::clone(open));

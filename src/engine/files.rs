@@ -123,7 +123,7 @@ impl Engine {
         if entry.replaces {
             return self.open_later_copy(entry, mode, started).map(Some);
         }
-        let err = match self.tree.create_new(dest, mode) {
+        let err = match self.out_dir.create_new(dest, mode) {
             Ok(file) => {
                 self.note_created(&entry.path);
                 return Ok(Some(OpenFile {
@@ -141,7 +141,7 @@ impl Engine {
             let error = anyhow!(err).context(format!("creating '{}'", self.full(dest).display()));
             return fail(ErrorKind::Write, error);
         }
-        let is_dir = self.tree.kind(dest).is_ok_and(|k| k == FileKind::Dir);
+        let is_dir = self.out_dir.kind(dest).is_ok_and(|k| k == FileKind::Dir);
         match self.opts.overwrite {
             Overwrite::Skip => {
                 self.skipped.fetch_add(1, Ordering::Relaxed);
@@ -159,7 +159,7 @@ impl Engine {
                 self.note_created(&entry.path);
                 let temp = self.temp_path(dest);
                 let file = self
-                    .tree
+                    .out_dir
                     .create_new(&temp, mode)
                     .with_context(|| format!("creating '{}'", self.full(&temp).display()))
                     .tag(&entry.name, ErrorKind::Write)?;
@@ -223,7 +223,7 @@ impl Engine {
         self.write_nanos
             .fetch_add(super::nanos(open.started.elapsed()), Ordering::Relaxed);
         drop(open.file);
-        let _ = self.tree.remove_file(&open.path);
+        let _ = self.out_dir.remove_file(&open.path);
     }
 
     /// Hands the closes a writer still holds to the close stage, and adds its counts to the

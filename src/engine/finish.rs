@@ -102,7 +102,7 @@ impl Engine {
     fn into_report(self, closes: CloseTally, links: Links) -> Report {
         let Engine {
             root,
-            tree,
+            out_dir,
             opts,
             reporter,
             dirs,
@@ -118,7 +118,7 @@ impl Engine {
         if opts.fsync {
             let top = PathBuf::new();
             for dir in made_dirs.order.iter().rev().chain(std::iter::once(&top)) {
-                if let Err(error) = tree.sync_dir(dir) {
+                if let Err(error) = out_dir.sync_dir(dir) {
                     let error = anyhow::Error::new(error)
                         .context(format!("syncing directory '{}'", root.join(dir).display()));
                     failures.push(Error::new(dir, ErrorKind::Close, error));

@@ -83,7 +83,7 @@ impl Engine {
         // every close is done, then takes the path (see `Engine::move_later_copies`).
         let temp = self.temp_path(dest);
         let file = self
-            .tree
+            .out_dir
             .create_new(&temp, mode)
             .with_context(|| format!("creating '{}'", self.full(&temp).display()))
             .tag(&entry.name, ErrorKind::Write)?;
@@ -109,17 +109,17 @@ impl Engine {
         renames.sort_by_key(|r| r.order);
         let cancelled = self.cancelled();
         for rename in renames {
-            if self.tree.kind(&rename.temp).is_err() {
+            if self.out_dir.kind(&rename.temp).is_err() {
                 continue;
             }
             if cancelled {
-                let _ = self.tree.remove_file(&rename.temp);
+                let _ = self.out_dir.remove_file(&rename.temp);
                 continue;
             }
             let dest = self.full(&rename.path);
-            let in_place = self.tree.kind(&rename.path).ok();
+            let in_place = self.out_dir.kind(&rename.path).ok();
             if in_place.is_some() && !self.ours(&rename.path) {
-                let _ = self.tree.remove_file(&rename.temp);
+                let _ = self.out_dir.remove_file(&rename.temp);
                 if self.opts.overwrite == Overwrite::Skip {
                     *self.skipped.get_mut() += 1;
                     continue;
@@ -130,13 +130,13 @@ impl Engine {
                 continue;
             }
             if in_place == Some(platform::FileKind::Dir) {
-                let _ = self.tree.remove_file(&rename.temp);
+                let _ = self.out_dir.remove_file(&rename.temp);
                 let error = anyhow::anyhow!("a directory is in the way at '{}'", dest.display());
                 self.failures
                     .push(Error::new(&rename.name, ErrorKind::AlreadyExists, error));
                 continue;
             }
-            match self.tree.rename(&rename.temp, &rename.path) {
+            match self.out_dir.rename(&rename.temp, &rename.path) {
                 // The earlier copy's file is gone: one file fewer in the output.
                 Ok(()) if in_place.is_some() => {
                     let files = self.files.get_mut();
@@ -144,7 +144,7 @@ impl Engine {
                 }
                 Ok(()) => {}
                 Err(e) => {
-                    let _ = self.tree.remove_file(&rename.temp);
+                    let _ = self.out_dir.remove_file(&rename.temp);
                     let error = anyhow::Error::new(e)
                         .context(format!("moving the later copy into '{}'", dest.display()));
                     self.failures

@@ -47,10 +47,10 @@ impl Engine {
                 make(&temp)
                     .with_context(|| format!("creating '{}'", self.full(&temp).display()))
                     .tag(&entry.name, ErrorKind::Link)?;
-                self.tree
+                self.out_dir
                     .rename(&temp, &entry.path)
                     .map_err(|e| {
-                        let _ = self.tree.remove_file(&temp);
+                        let _ = self.out_dir.remove_file(&temp);
                         anyhow::Error::new(e).context(format!("replacing '{}'", dest.display()))
                     })
                     .tag(&entry.name, ErrorKind::Link)?;
@@ -61,11 +61,11 @@ impl Engine {
 
     /// False: skipped.
     pub(super) fn create_symlink(&self, entry: &Entry, target: &Path) -> Result<bool, Error> {
-        if !self.place_link(entry, |at| self.tree.symlink(target, at))? {
+        if !self.place_link(entry, |at| self.out_dir.symlink(target, at))? {
             return Ok(false);
         }
         if let Some(mtime) = entry.mtime {
-            self.tree
+            self.out_dir
                 .set_metadata(&entry.path, None, Some(mtime))
                 .with_context(|| {
                     let dest = self.full(&entry.path);
@@ -94,10 +94,10 @@ impl Engine {
             Some(parent) => self.dirs.lock().ready.contains(parent),
             None => true,
         };
-        if !through_real_dirs || self.tree.kind(target).ok() != Some(FileKind::File) {
+        if !through_real_dirs || self.out_dir.kind(target).ok() != Some(FileKind::File) {
             return Err(refuse());
         }
-        self.place_link(entry, |at| self.tree.hard_link(target, at))
+        self.place_link(entry, |at| self.out_dir.hard_link(target, at))
     }
 
     pub(super) fn apply_dir_metadata(&self, entry: &Entry) -> Result<(), Error> {
@@ -130,7 +130,7 @@ impl Engine {
             (None, Some(_)) => "the mtime",
             (None, None) => return Ok(()),
         };
-        self.tree
+        self.out_dir
             .set_metadata(rel, mode, mtime)
             .with_context(|| format!("setting {what} of '{}'", self.full(rel).display()))
     }

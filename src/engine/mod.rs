@@ -75,8 +75,8 @@ pub(crate) fn run<T>(
 pub(crate) struct Engine {
     root: PathBuf,
     /// The output folder, held open: everything under it is made through this (see
-    /// `platform::Root`).
-    tree: Arc<platform::Root>,
+    /// `platform::OutDir`).
+    out_dir: Arc<platform::OutDir>,
     opts: Options,
     reporter: Arc<dyn Reporter>,
     umask: u32,
@@ -155,14 +155,14 @@ impl Engine {
                     .with_context(|| format!("cannot use output folder '{}'", root.display()));
             }
         };
-        let tree = platform::Root::open(root)
+        let out_dir = platform::OutDir::open(root)
             .with_context(|| format!("cannot use output folder '{}'", root.display()))?;
-        let tree = Arc::new(tree);
+        let out_dir = Arc::new(out_dir);
         let failures = Arc::new(Failures::default());
         let close = CloseStage::new(
             opts,
             closer,
-            Arc::clone(&tree),
+            Arc::clone(&out_dir),
             Arc::clone(&failures),
             OPEN_DIRS,
         )?;
@@ -172,9 +172,9 @@ impl Engine {
             reporter: opts.progress.clone().unwrap_or_else(|| Arc::new(Silent)),
             umask: platform::current_umask(),
             fresh,
-            plain_mkdir: !tree.is_setgid(),
-            dirs: dirs::Dirs::new(Arc::clone(&tree), opts.overwrite),
-            tree,
+            plain_mkdir: !out_dir.is_setgid(),
+            dirs: dirs::Dirs::new(Arc::clone(&out_dir), opts.overwrite),
+            out_dir,
             close,
             failures,
             deferred: Mutex::default(),
@@ -201,8 +201,8 @@ impl Engine {
     }
 
     /// The output folder, held open: what a source changes there itself goes through it.
-    pub(crate) fn tree(&self) -> &platform::Root {
-        &self.tree
+    pub(crate) fn out_dir(&self) -> &platform::OutDir {
+        &self.out_dir
     }
 
     pub(crate) fn reporter(&self) -> &dyn Reporter {
@@ -338,7 +338,7 @@ impl Engine {
         if self.fresh || self.opts.overwrite == Overwrite::Replace || entry.replaces {
             return false;
         }
-        if self.tree.kind(&entry.path).is_err() {
+        if self.out_dir.kind(&entry.path).is_err() {
             return false;
         }
         if self.opts.overwrite == Overwrite::Skip {

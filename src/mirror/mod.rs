@@ -106,7 +106,7 @@ pub fn mirror(
         // The root's mode and mtime last: making links and directories at the end of the run
         // changes its mtime.
         if let Some(root) = applied.root
-            && let Err(error) = platform::Root::open(dst)
+            && let Err(error) = platform::OutDir::open(dst)
                 .and_then(|tree| {
                     tree.set_metadata(
                         Path::new(""),
@@ -275,7 +275,7 @@ pub(crate) fn copy_file(
 /// Renames `from` to `to` (under the destination), which differ only in case, through a
 /// temporary name: a direct rename is a no-op on some systems (Wine, some network file
 /// systems), which see one name.
-fn rename_case(tree: &platform::Root, from: &Path, to: &Path) -> io::Result<()> {
+fn rename_case(tree: &platform::OutDir, from: &Path, to: &Path) -> io::Result<()> {
     let mut temp = to.as_os_str().to_owned();
     temp.push(format!(".fastwrite-case-{}", std::process::id()));
     let temp = PathBuf::from(temp);
@@ -327,7 +327,7 @@ fn apply(
     let updated = AtomicU64::new(0);
     let mut failures = Vec::new();
     for (from, to) in renames {
-        match rename_case(engine.tree(), &from, &to) {
+        match rename_case(engine.out_dir(), &from, &to) {
             Ok(()) => {
                 updated.fetch_add(1, Ordering::Relaxed);
             }
@@ -353,9 +353,9 @@ fn apply(
             let path = dst.join(rel);
             // Symlinks are removed as links, never followed, on the way or inside.
             let removed = if *dir {
-                engine.tree().remove_tree(rel)
+                engine.out_dir().remove_tree(rel)
             } else {
-                engine.tree().remove_file(rel)
+                engine.out_dir().remove_file(rel)
             };
             match removed {
                 Ok(()) => {

@@ -15,9 +15,9 @@ mod unix;
 pub use unix::*;
 #[cfg(unix)]
 #[allow(unsafe_code)]
-mod unix_root;
+mod unix_out_dir;
 #[cfg(unix)]
-pub use unix_root::{OpenDir, Root};
+pub use unix_out_dir::{OpenDir, OutDir};
 
 #[cfg(windows)]
 #[allow(unsafe_code)]

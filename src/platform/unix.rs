@@ -288,7 +288,7 @@ mod tests {
     fn mtimes_at_the_ends_of_the_range_do_not_overflow() {
         let dir = tempfile::tempdir().unwrap();
         let before = UNIX_EPOCH - Duration::new(1_000, 250_000_000);
-        let root = crate::platform::Root::open(dir.path()).unwrap();
+        let root = crate::platform::OutDir::open(dir.path()).unwrap();
         let set = |mtime| root.set_metadata(Path::new(""), None, Some(mtime));
         set(before).unwrap();
         let got = std::fs::symlink_metadata(dir.path())

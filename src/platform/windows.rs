@@ -52,16 +52,16 @@ fn set_path_mode(path: &Path, mode: u32) -> io::Result<()> {
 /// folder of the output swapped for a junction or symlink during a run is followed there (see
 /// `docs/security.md`). Long paths work: std gives paths over `MAX_PATH` the `\\?\` prefix.
 #[derive(Debug)]
-pub struct Root {
+pub struct OutDir {
     path: PathBuf,
 }
 
-impl Root {
-    pub fn open(path: &Path) -> io::Result<Root> {
+impl OutDir {
+    pub fn open(path: &Path) -> io::Result<OutDir> {
         if !std::fs::metadata(path)?.is_dir() {
             return Err(io::Error::from(io::ErrorKind::NotADirectory));
         }
-        Ok(Root {
+        Ok(OutDir {
             path: path.to_path_buf(),
         })
     }
@@ -157,7 +157,7 @@ impl Root {
     }
 }
 
-/// A folder below the root, by path (see [`Root::open_dir`]).
+/// A folder below the root, by path (see [`OutDir::open_dir`]).
 #[derive(Debug)]
 pub struct OpenDir(PathBuf);
 

@@ -4,7 +4,8 @@
 //!   rayon-std      rayon tasks, each `std::fs::write`
 //!   close-already  rayon tasks, each a `File` wrapped in close_already's `FastClose` (rayon
 //!                  backend), written, dropped: how norad writes a UFO font
-//!   fastwrite      rayon tasks, each `Batch::write`, then `Batch::finish`
+//!   fastwrite      rayon tasks, each `Batch::write`, inside `Batch::scope` (which finishes the
+//!                  batch and returns every error)
 //!
 //! Usage: library-ways WAY OUT [FILES]   (default 2,300 files)
 //!
@@ -77,14 +78,15 @@ fn main() -> ExitCode {
         "fastwrite" => fastwrite::Batch::new(&out)
             .map_err(|e| e.to_string())
             .and_then(|batch| {
-                (0..files)
-                    .into_par_iter()
-                    .try_for_each(|i| {
-                        let (path, data) = file(i);
-                        batch.write(path, data)
+                batch
+                    .scope(|batch| {
+                        (0..files).into_par_iter().try_for_each(|i| {
+                            let (path, data) = file(i);
+                            batch.write(path, data)
+                        })
                     })
-                    .map_err(|e| e.to_string())?;
-                batch.finish().map(drop).map_err(|e| e.to_string())
+                    .map(drop)
+                    .map_err(|e| e.to_string())
             }),
         _ => return usage(),
     };

@@ -23,7 +23,7 @@ use crate::engine::{self, Engine, Writer};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
 use crate::plan::{self, Entry, EntryKind};
-use crate::platform::Root;
+use crate::platform::OutDir;
 use crate::report::Report;
 
 use super::super::select::{Choice, Chooser};
@@ -269,7 +269,7 @@ impl Stream<'_> {
         if (word != crc || size != len) && self.failures.len() == failed_before {
             // Written whole, but not what the archive says: removed, and said.
             if let Some((path, _)) = self.written.remove(&local.name) {
-                let _ = self.engine.tree().remove_file(&path);
+                let _ = self.engine.out_dir().remove_file(&path);
             }
             let error = anyhow!(
                 "the data does not match its descriptor (CRC-32 {crc:08x}, {len} bytes; the descriptor says {word:08x}, {size} bytes): the file was removed"
@@ -472,7 +472,7 @@ fn apply_central(
     const S_IFMT: u32 = 0o170_000;
     const S_IFLNK: u32 = 0o120_000;
     const S_IFDIR: u32 = 0o040_000;
-    let Ok(root) = Root::open(out) else {
+    let Ok(root) = OutDir::open(out) else {
         return;
     };
     let mut names: Vec<&String> = written.keys().collect();
@@ -531,7 +531,7 @@ fn apply_central(
 
 /// A folder's mtime, set again after its mode (a file's is unchanged by chmod).
 fn restore_mtime(
-    root: &Root,
+    root: &OutDir,
     path: &Path,
     mtime: Option<SystemTime>,
     dir: bool,
@@ -547,7 +547,7 @@ fn restore_mtime(
 /// Turns the file at `path`, which holds a symlink's target, into that symlink (if the target
 /// stays inside OUT, as every symlink's must).
 fn make_symlink(
-    root: &Root,
+    root: &OutDir,
     out: &Path,
     path: &Path,
     mtime: Option<SystemTime>,

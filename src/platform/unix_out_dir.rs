@@ -43,12 +43,12 @@ static ONE_CALL: AtomicBool = AtomicBool::new(true);
 /// The output folder, held open. Every path given to its methods is relative to it and made of
 /// plain names (the plan has checked that); the empty path is the folder itself.
 #[derive(Debug)]
-pub struct Root {
+pub struct OutDir {
     fd: OwnedFd,
     path: PathBuf,
 }
 
-/// A folder below the root, held open (see [`Root::open_dir`]).
+/// A folder below the root, held open (see [`OutDir::open_dir`]).
 #[derive(Debug)]
 pub struct OpenDir(OwnedFd);
 
@@ -68,27 +68,27 @@ impl OpenDir {
 
 /// A folder opened for an operation: the root itself, or one below it.
 enum Dir<'a> {
-    Root(BorrowedFd<'a>),
+    OutDir(BorrowedFd<'a>),
     Below(OwnedFd),
 }
 
 impl Dir<'_> {
     fn fd(&self) -> RawFd {
         match self {
-            Dir::Root(fd) => fd.as_raw_fd(),
+            Dir::OutDir(fd) => fd.as_raw_fd(),
             Dir::Below(fd) => fd.as_raw_fd(),
         }
     }
 }
 
-impl Root {
+impl OutDir {
     /// Opens the output folder. Symlinks in `path` itself are followed: that is where the user
     /// asked for the output to go.
-    pub fn open(path: &Path) -> io::Result<Root> {
+    pub fn open(path: &Path) -> io::Result<OutDir> {
         let c_path = c_string(path.as_os_str().as_bytes())?;
         // SAFETY: a valid C string; the descriptor returned is ours.
         let fd = unsafe { libc::open(c_path.as_ptr(), DIR_FLAGS) };
-        Ok(Root {
+        Ok(OutDir {
             fd: owned(fd)?,
             path: path.to_path_buf(),
         })
@@ -255,10 +255,10 @@ impl Root {
     fn parent(&self, rel: &Path) -> io::Result<(Dir<'_>, CString)> {
         let path = bytes(rel);
         if path.is_empty() {
-            return Ok((Dir::Root(self.fd.as_fd()), c".".to_owned()));
+            return Ok((Dir::OutDir(self.fd.as_fd()), c".".to_owned()));
         }
         match path.iter().rposition(|&b| b == b'/') {
-            None => Ok((Dir::Root(self.fd.as_fd()), c_string(path)?)),
+            None => Ok((Dir::OutDir(self.fd.as_fd()), c_string(path)?)),
             Some(cut) => {
                 let dir = open_beneath(self.fd.as_fd(), &path[..cut], DIR_FLAGS, 0)?;
                 Ok((Dir::Below(dir), c_string(&path[cut + 1..])?))
@@ -583,7 +583,7 @@ mod tests {
             let outside = tempfile::tempdir().unwrap();
             std::fs::write(outside.path().join("victim"), b"keep").unwrap();
             symlink(outside.path(), out.path().join("d")).unwrap();
-            let root = Root::open(out.path()).unwrap();
+            let root = OutDir::open(out.path()).unwrap();
             let run = || {
                 let p = Path::new;
                 let errs = [
@@ -635,7 +635,7 @@ mod tests {
             let outside = tempfile::tempdir().unwrap();
             symlink(outside.path().join("nothing"), out.path().join("dangling")).unwrap();
             symlink(outside.path(), out.path().join("dir")).unwrap();
-            let root = Root::open(out.path()).unwrap();
+            let root = OutDir::open(out.path()).unwrap();
             let run = || {
                 for name in ["dangling", "dir"] {
                     let err = root.create_new(Path::new(name), 0o644).unwrap_err();
@@ -659,7 +659,7 @@ mod tests {
     fn paths_longer_than_path_max_work() {
         for walk_only in [false, true] {
             let out = tempfile::tempdir().unwrap();
-            let root = Root::open(out.path()).unwrap();
+            let root = OutDir::open(out.path()).unwrap();
             let run = || {
                 let mut dir = PathBuf::new();
                 while dir.as_os_str().len() < 5_000 {
