@@ -117,7 +117,7 @@ impl BatchBuilder {
     /// How many threads will write at once (default: rayon's thread count). Only sizes the
     /// close pool (Little's law); any number of threads may write.
     pub fn writers(mut self, threads: usize) -> BatchBuilder {
-        self.opts.threads = threads.max(1);
+        self.opts.threads = Some(threads.max(1));
         self
     }
 
@@ -147,7 +147,7 @@ impl BatchBuilder {
         let engine =
             Engine::new(&self.root, &self.opts, closer).tag(&self.root, ErrorKind::Directory)?;
         engine.reporter().planned(0, 0);
-        let slots = (2 * self.opts.threads).max(4);
+        let slots = (2 * self.opts.threads.unwrap_or(1)).max(4);
         Ok(Batch {
             engine: Some(engine),
             cancel: self.opts.cancel,
@@ -252,7 +252,7 @@ impl Batch {
     /// ```
     pub fn builder(root: impl AsRef<Path>) -> BatchBuilder {
         let opts = Options {
-            threads: rayon::current_num_threads(),
+            threads: Some(rayon::current_num_threads()),
             // A program's modes are meant as given.
             keep_setid: true,
             ..Options::default()

@@ -72,9 +72,12 @@ pub enum Overwrite {
 #[derive(Clone)]
 pub struct Options {
     /// Threads in the write stage of [`extract`](crate::extract()) and
-    /// [`mirror`](crate::mirror()); a [`Batch`](crate::Batch) writes on its callers' threads
-    /// and uses this only to size its close pool.
-    pub threads: usize,
+    /// [`mirror`](crate::mirror()). `None` (the default): sized by the run, one per core on a
+    /// local disk, more where the output is a network or FUSE filesystem, whose round trips
+    /// more files in flight hide ([`Report::writers`](crate::Report::writers) says how many
+    /// and why). A [`Batch`](crate::Batch) writes on its callers' threads and uses this only
+    /// to size its close pool.
+    pub threads: Option<usize>,
     /// How written files are closed.
     pub close: CloseMode,
     /// Make every file durable (fsync) before closing it, and every directory written into
@@ -132,6 +135,7 @@ impl Options {
 }
 
 /// Writer threads by default: one per CPU.
+/// One writer per core: what a local disk needs.
 pub(crate) fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
@@ -139,7 +143,7 @@ pub(crate) fn default_threads() -> usize {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            threads: default_threads(),
+            threads: None,
             close: CloseMode::default(),
             fsync: false,
             overwrite: Overwrite::Refuse,

@@ -28,6 +28,11 @@ pub struct Report {
     /// Every entry that failed, with its path and kind (for a batch: those not returned
     /// before by [`Batch::take_errors`](crate::Batch::take_errors)).
     pub failures: Vec<Error>,
+    /// Writer threads the run had (0 for a [`Batch`](crate::Batch), whose callers write).
+    pub writers: usize,
+    /// Why that many: asked for (`Options::threads`), one per core on a local disk, or sized by
+    /// what a file's create and write took on a network or FUSE filesystem.
+    pub writers_why: String,
     /// Failures a batch's [`take_errors`](crate::Batch::take_errors) returned before the end:
     /// failures of the run all the same, not repeated in `failures`.
     pub failures_taken: usize,
@@ -100,6 +105,13 @@ impl Report {
             let _ = writeln!(s, "skipped:           {}", self.skipped);
         }
         let _ = writeln!(s, "failed:            {}", self.failures.len());
+        if self.writers > 0 {
+            let _ = writeln!(
+                s,
+                "writers:           {} ({})",
+                self.writers, self.writers_why
+            );
+        }
         let _ = writeln!(
             s,
             "bytes:             {} ({:.1} MiB)",

@@ -283,7 +283,10 @@ impl CloseStage {
             closer,
             out_dir,
             failures,
-            writers: opts.threads.max(1),
+            writers: opts
+                .threads
+                .unwrap_or_else(crate::options::default_threads)
+                .max(1),
             bound: queue_bound(opts.close),
         };
         let policy = match opts.close {
@@ -294,7 +297,8 @@ impl CloseStage {
                     .context("cannot start the close threads")?,
             ),
             CloseMode::Auto { max_threads } => {
-                let max_threads = within_open_file_limit(max_threads, opts.threads, held_open);
+                let writers = opts.threads.unwrap_or_else(crate::options::default_threads);
+                let max_threads = within_open_file_limit(max_threads, writers, held_open);
                 let pool = OnceLock::new();
                 // Closes take milliseconds on Windows and with fsync: auto defers from the
                 // start there, and sizes the pool from what it measures.

@@ -112,8 +112,16 @@ impl Engine {
             mut skipped,
             mut write_nanos,
             mut copier,
+            mut symlink_times_left,
             ..
         } = self;
+        let mut warnings = Vec::new();
+        let left = *symlink_times_left.get_mut();
+        if left > 0 {
+            warnings.push(format!(
+                "{left} symlinks keep the time they were made, not the archived one: on a FUSE filesystem setting a symlink's time would set its target's (sshfs: SFTP follows links)"
+            ));
+        }
         let made_dirs = dirs.into_state();
         if opts.fsync {
             let top = PathBuf::new();
@@ -135,7 +143,7 @@ impl Engine {
             bytes: *bytes.get_mut(),
             skipped: *skipped.get_mut(),
             failures: failures.take(),
-            warnings: Vec::new(),
+            warnings,
             wall: Duration::ZERO,
             write_time: Duration::from_nanos(*write_nanos.get_mut()),
             close_time: closes.busy,

@@ -4,6 +4,7 @@
 
 use std::io;
 use std::path::Path;
+use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
 use anyhow::Context;
@@ -65,6 +66,10 @@ impl Engine {
             return Ok(false);
         }
         if let Some(mtime) = entry.mtime {
+            if !self.symlink_times {
+                self.symlink_times_left.fetch_add(1, Ordering::Relaxed);
+                return Ok(true);
+            }
             self.out_dir
                 .set_metadata(&entry.path, None, Some(mtime))
                 .with_context(|| {

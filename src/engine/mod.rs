@@ -23,6 +23,7 @@ mod finish;
 mod later;
 mod links;
 mod stream;
+mod writers;
 
 use later::Rename;
 
@@ -49,8 +50,9 @@ pub(crate) use stream::Streamed;
 
 /// The write stage's threads for a source: a rayon pool of its own (`-j`), named for profilers.
 pub(crate) fn writer_pool(opts: &Options) -> anyhow::Result<rayon::ThreadPool> {
+    let threads = opts.threads.unwrap_or_else(crate::options::default_threads);
     rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.threads.max(1))
+        .num_threads(threads.max(1))
         .thread_name(|i| format!("fastwrite-write-{i}"))
         .build()
         .context("cannot start the writer threads")
@@ -64,11 +66,18 @@ pub(crate) fn run<T>(
     opts: &Options,
     body: impl FnOnce(&Engine, &rayon::ThreadPool) -> T,
 ) -> anyhow::Result<(Report, T)> {
+    let sized = writers::size(root, opts);
+    let opts = &Options {
+        threads: Some(sized.count),
+        ..opts.clone()
+    };
     let engine = Engine::new(root, opts, Arc::new(SystemCloser { fsync: opts.fsync }))?;
     let writers = writer_pool(opts)?;
     let out = body(&engine, &writers);
     // Empty directories are created on the pool.
-    let report = writers.install(|| engine.finish());
+    let mut report = writers.install(|| engine.finish());
+    report.writers = sized.count;
+    report.writers_why = sized.why;
     Ok((report, out))
 }
 
@@ -86,6 +95,12 @@ pub(crate) struct Engine {
     /// New directories get exactly 0o777 less the umask: not so under a setgid directory,
     /// whose new subdirectories inherit the bit.
     plain_mkdir: bool,
+    /// Whether a symlink's own mtime can be set here. Not on FUSE: there the daemon gets the
+    /// link's path, and sshfs (SFTP's SETSTAT follows links) would set the target's time, or
+    /// fail on a dangling link. `symlink_times_left` counts the symlinks that kept the time
+    /// they were made, for a warning.
+    symlink_times: bool,
+    symlink_times_left: AtomicU64,
     dirs: dirs::Dirs,
     close: CloseStage,
     failures: Arc<Failures>,
@@ -173,6 +188,8 @@ impl Engine {
             umask: platform::current_umask(),
             fresh,
             plain_mkdir: !out_dir.is_setgid(),
+            symlink_times: platform::remote_filesystem(root) != Some("FUSE"),
+            symlink_times_left: AtomicU64::new(0),
             dirs: dirs::Dirs::new(Arc::clone(&out_dir), opts.overwrite),
             out_dir,
             close,
@@ -481,7 +498,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let opts = Options {
             close,
-            threads: 2,
+            threads: Some(2),
             ..Options::default()
         };
         let mut plan = Plan::default();

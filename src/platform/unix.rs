@@ -268,6 +268,79 @@ pub fn free_space(path: &Path) -> io::Result<u64> {
     Ok(u64::from(stats.f_bavail as u64).saturating_mul(stats.f_frsize as u64))
 }
 
+/// The kind of filesystem holding `path` when it is a network or FUSE one, where every create,
+/// write and close is a round trip to a server or a daemon: `Some("NFS")`, `Some("FUSE")`...
+/// `None` for a local disk, or when it cannot be told.
+#[cfg(target_os = "linux")]
+pub fn remote_filesystem(path: &Path) -> Option<&'static str> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut stats = std::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: a valid C string and a buffer of the right type, filled on success.
+    if unsafe { libc::statfs(c_path.as_ptr(), stats.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: statfs succeeded, so the buffer is filled.
+    let stats = unsafe { stats.assume_init() };
+    // The magic numbers of statfs(2) (`f_type` is signed on some targets: compare its bits).
+    #[allow(clippy::unnecessary_cast)]
+    let magic = stats.f_type as u64 & 0xffff_ffff;
+    Some(match magic {
+        0x6573_5546 => "FUSE",
+        0x6969 => "NFS",
+        0x517b => "SMB",
+        0xff53_4d42 => "CIFS",
+        0xfe53_4d42 => "SMB2",
+        0x0102_1997 => "9P",
+        0x00c3_6400 => "Ceph",
+        0x5346_414f => "AFS",
+        0x7375_7245 => "Coda",
+        0x564c => "NCP",
+        0x7461_636f => "OCFS2",
+        0x0116_1970 => "GFS2",
+        0x0bd0_0bd0 => "Lustre",
+        0x4750_4653 => "GPFS",
+        0x2003_0528 => "OrangeFS",
+        _ => return None,
+    })
+}
+
+/// As on Linux; macOS names the filesystem type in `f_fstypename`.
+#[cfg(target_os = "macos")]
+pub fn remote_filesystem(path: &Path) -> Option<&'static str> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut stats = std::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: a valid C string and a buffer of the right type, filled on success.
+    if unsafe { libc::statfs(c_path.as_ptr(), stats.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: statfs succeeded, so the buffer is filled.
+    let stats = unsafe { stats.assume_init() };
+    let name: Vec<u8> = stats
+        .f_fstypename
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    Some(match name.as_slice() {
+        b"nfs" => "NFS",
+        b"smbfs" => "SMB",
+        b"afpfs" => "AFP",
+        b"webdav" => "WebDAV",
+        n if n.starts_with(b"macfuse") || n.starts_with(b"osxfuse") || n.starts_with(b"fuse") => {
+            "FUSE"
+        }
+        _ => return None,
+    })
+}
+
+/// Other Unix systems: not told.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+pub fn remote_filesystem(_path: &Path) -> Option<&'static str> {
+    None
+}
+
 pub fn open_file_limit() -> Option<u64> {
     // SAFETY: plain out-parameter struct.
     unsafe {

@@ -352,6 +352,31 @@ pub fn open_file_limit() -> Option<u64> {
 }
 
 /// Bytes the user may still write on the volume holding `path` (quotas included).
+/// `Some("a network drive")` when `path` is on one (a UNC path, or a mapped drive whose type is
+/// `DRIVE_REMOTE`), where every create, write and close is a round trip to a server.
+pub fn remote_filesystem(path: &Path) -> Option<&'static str> {
+    use std::os::windows::ffi::OsStrExt;
+    use std::path::{Component, Prefix};
+    use windows_sys::Win32::Storage::FileSystem::GetDriveTypeW;
+    const DRIVE_REMOTE: u32 = 4;
+    let absolute = std::path::absolute(path).ok()?;
+    let root = match absolute.components().next()? {
+        Component::Prefix(prefix) => match prefix.kind() {
+            Prefix::UNC(..) | Prefix::VerbatimUNC(..) => return Some("a network share"),
+            _ => {
+                let mut root = prefix.as_os_str().to_os_string();
+                root.push("\\");
+                root
+            }
+        },
+        _ => return None,
+    };
+    let wide: Vec<u16> = root.encode_wide().chain([0]).collect();
+    // SAFETY: a NUL-terminated wide string naming a root folder.
+    let kind = unsafe { GetDriveTypeW(wide.as_ptr()) };
+    (kind == DRIVE_REMOTE).then_some("a network drive")
+}
+
 pub fn free_space(path: &Path) -> io::Result<u64> {
     use std::os::windows::ffi::OsStrExt;
     use windows_sys::Win32::Storage::FileSystem::GetDiskFreeSpaceExW;

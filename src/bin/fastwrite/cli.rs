@@ -67,7 +67,8 @@ pub struct Global {
     #[arg(long, global = true, conflicts_with = "defer_close")]
     pub no_defer_close: bool,
 
-    /// Writer threads [default: number of CPUs]
+    /// Writer threads [default: one per CPU on a local disk; on a network or FUSE filesystem,
+    /// sized by how long a file's create and write take there (--stats says how many and why)]
     #[arg(short = 'j', long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 
@@ -290,7 +291,7 @@ impl Cli {
         let g = &self.global;
         let mut opts = Options::default();
         if let Some(n) = g.threads {
-            opts.threads = usize::from(n);
+            opts.threads = Some(usize::from(n));
         }
         let when = if g.no_defer_close {
             DeferClose::Never
@@ -425,7 +426,7 @@ mod tests {
             let cli = Cli::try_parse_from(args).unwrap();
             let opts = cli.options();
             assert_eq!(opts.close, CloseMode::Inline);
-            assert_eq!(opts.threads, 3);
+            assert_eq!(opts.threads, Some(3));
         }
     }
 

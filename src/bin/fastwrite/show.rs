@@ -151,6 +151,10 @@ pub fn report_json(report: &Report) -> String {
             "write": report.write_time.as_secs_f64(),
             "close": report.close_time.as_secs_f64(),
         },
+        "writers": {
+            "count": report.writers,
+            "why": report.writers_why,
+        },
         "close": {
             "threads": report.close_threads,
             "peak_queue": report.peak_close_queue,

@@ -57,21 +57,24 @@ pub(super) fn extract(
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
-    let threads = opts.threads.max(1);
     // A file is buffered only if it takes at most a quarter of the budget, so several are
     // always in flight; a larger one is streamed by the reader.
     let budget = Budget::new(opts.memory_budget.max(4 * CHUNK as u64));
     let buffer_limit = budget.limit / 4;
-    let queue: Queue<Vec<Job>> = Queue::new(threads * 4, threads, Vec::len);
 
     let (mut report, (outcome, warnings, last_name)) =
         engine::run(out, opts, |engine, writers| {
+            // As many writers as the run has (sized for the output's filesystem), sharing the
+            // one budget.
+            let threads = writers.current_num_threads();
+            let queue: Queue<Vec<Job>> = Queue::new(threads * 4, threads, Vec::len);
+            let queue = &queue;
             // The last copy of a path wins: the engine must know which paths are this run's.
             engine.track_created();
             let mut stream = Stream {
                 engine,
                 check: Checker::new(chooser),
-                queue: &queue,
+                queue,
                 budget: &budget,
                 buffer_limit,
                 links: HashSet::new(),
@@ -82,7 +85,7 @@ pub(super) fn extract(
             let outcome = writers.in_place_scope(|scope| {
                 for _ in 0..threads {
                     scope.spawn(|_| {
-                        let _gone = ReceiverGuard(&queue);
+                        let _gone = ReceiverGuard(queue);
                         let mut writer = engine.writer();
                         while let Some(batch) = queue.pop() {
                             let mut bytes = 0;
@@ -97,7 +100,7 @@ pub(super) fn extract(
                     });
                 }
                 // Closed however the reader ends (even by unwinding), so the writers always stop.
-                let _close = CloseOnDrop(&queue);
+                let _close = CloseOnDrop(queue);
                 stream.read_all(decoded)
             });
             (outcome, stream.check.warnings, stream.last_name)
@@ -113,7 +116,7 @@ pub(super) fn extract(
             error.context(format!("the archive is corrupt or truncated {place}; the entries after it were not extracted")),
         ));
     }
-    report.warnings = warnings;
+    report.warnings.extend(warnings);
     Ok(report)
 }
 
