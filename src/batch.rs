@@ -13,7 +13,7 @@ use std::fmt;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, TryLockError};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, TryLockError};
 use std::time::{Instant, SystemTime};
 
 use anyhow::anyhow;
@@ -114,8 +114,10 @@ impl BatchBuilder {
         self
     }
 
-    /// How many threads will write at once (default: rayon's thread count). Only sizes the
-    /// close pool (Little's law); any number of threads may write.
+    /// How many threads will write at once (default: rayon's thread count; for
+    /// [`Batch::spawn_write`]'s own writers, sized by the output's filesystem). Sizes the close
+    /// pool (Little's law) and the writers `spawn_write` starts; any number of threads may
+    /// call `write`.
     pub fn writers(mut self, threads: usize) -> BatchBuilder {
         self.opts.threads = Some(threads.max(1));
         self
@@ -147,11 +149,17 @@ impl BatchBuilder {
         let engine =
             Engine::new(&self.root, &self.opts, closer).tag(&self.root, ErrorKind::Directory)?;
         engine.reporter().planned(0, 0);
-        let slots = (2 * self.opts.threads.unwrap_or(1)).max(4);
+        // A state for each calling thread (twice over, so a thread rarely finds its home slot
+        // busy), and one for each background writer `spawn_write` may start.
+        let callers = self.opts.threads.unwrap_or_else(rayon::current_num_threads);
+        let slots = (2 * callers).max(4) + crate::engine::MAX_WRITERS;
         Ok(Batch {
-            engine: Some(engine),
-            cancel: self.opts.cancel,
+            engine: Some(Arc::new(engine)),
+            cancel: self.opts.cancel.clone(),
             slots: (0..slots).map(|_| Slot::default()).collect(),
+            background: OnceLock::new(),
+            root: self.root,
+            opts: self.opts,
             started,
             taken: AtomicUsize::new(0),
         })
@@ -198,16 +206,21 @@ impl BatchBuilder {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Batch {
-    /// `None` once finished.
-    engine: Option<Engine>,
+    /// `None` once finished. Shared with the background writers while they run.
+    engine: Option<Arc<Engine>>,
     cancel: Cancel,
     /// Writer states, each with a copy buffer and closes not yet handed over. A thread uses
     /// the slot of its own index (another if that one is busy), so each state mostly stays
     /// with one thread and its lock with that thread's cache.
-    slots: Box<[Slot]>,
+    slots: Arc<[Slot]>,
+    /// The writers of [`Batch::spawn_write`], started by its first call.
+    background: OnceLock<Background>,
     started: Instant,
     /// Errors returned by `take_errors`, which the end still counts.
     taken: AtomicUsize,
+    /// What the background writers are sized by.
+    root: PathBuf,
+    opts: Options,
 }
 
 /// A writer state behind a lock of its own, alone on its cache lines.
@@ -252,7 +265,9 @@ impl Batch {
     /// ```
     pub fn builder(root: impl AsRef<Path>) -> BatchBuilder {
         let opts = Options {
-            threads: Some(rayon::current_num_threads()),
+            // The callers' threads, unless `writers` says: the background writers are then
+            // sized by the output's filesystem.
+            threads: None,
             // A program's modes are meant as given.
             keep_setid: true,
             ..Options::default()
@@ -266,7 +281,7 @@ impl Batch {
     fn engine(&self) -> &Engine {
         // Only `finish` and `drop` take it, and both consume the batch.
         self.engine
-            .as_ref()
+            .as_deref()
             .expect("the engine lives as long as the batch")
     }
 
@@ -300,6 +315,79 @@ impl Batch {
         let entry = file_entry(path.as_ref(), EntryKind::File, meta, data.len() as u64)?;
         self.with_state(|engine, state| engine.write_file(state, &entry, Content::Bytes(data)))
             .map(|_| ())
+    }
+
+    /// Hands the file at `path` with `contents` to the batch's own writers and returns at once:
+    /// the way for one thread (a plain loop, a program in a managed runtime) to keep many files
+    /// in flight where creates and writes are round trips (NFS, SMB, sshfs, cloud mounts).
+    /// The writers are started by the first call, sized like the command line's: one per core
+    /// on a local disk, more on a network or FUSE filesystem. At most 64 MiB of content waits
+    /// for them; a caller that gets further ahead waits for room.
+    ///
+    /// ```
+    /// let out = tempfile::tempdir()?;
+    /// let report = fastwrite::Batch::new(out.path())?.scope(|batch| {
+    ///     for i in 0..100 {
+    ///         batch.spawn_write(format!("glyphs/g{i}.glif"), format!("<glyph name='g{i}'/>"))?;
+    ///     }
+    ///     Ok::<(), fastwrite::Error>(())
+    /// })?; // waits for every background write and every close
+    /// assert_eq!(report.files, 100);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ErrorKind::Refused`] now (a path leaving the root), or [`ErrorKind::Write`] if the
+    /// writer threads cannot be started. What happens to the file later (an existing file, a
+    /// full disk, a failed close) comes back from [`Batch::take_errors`] or [`Batch::finish`],
+    /// with its path, exactly as a failed close does.
+    pub fn spawn_write(
+        &self,
+        path: impl AsRef<Path>,
+        contents: impl Into<Vec<u8>>,
+    ) -> Result<(), Error> {
+        let data: Vec<u8> = contents.into();
+        let entry = file_entry(
+            path.as_ref(),
+            EntryKind::File,
+            FileMeta::new(),
+            data.len() as u64,
+        )?;
+        let background = match self.background.get() {
+            Some(background) => background,
+            None => {
+                let started = Background::start(&self.root, &self.opts)?;
+                self.background.get_or_init(|| started)
+            }
+        };
+        let bytes = data.len() as u64;
+        background.admit(bytes);
+        let done = TaskDone {
+            state: Arc::clone(&background.state),
+            bytes,
+        };
+        let engine = Arc::clone(
+            self.engine
+                .as_ref()
+                .expect("the engine lives as long as the batch"),
+        );
+        let slots = Arc::clone(&self.slots);
+        background.pool.spawn(move || {
+            // The task's shares of the engine and the slots go before it counts itself done, so
+            // that the batch's end finds the engine its own.
+            let done = done;
+            {
+                let (engine, slots) = (engine, slots);
+                let written = with_state(&engine, &slots, |engine, state| {
+                    engine.write_file(state, &entry, Content::Bytes(&data))
+                });
+                if let Err(error) = written {
+                    engine.record(error);
+                }
+            }
+            drop(done);
+        });
+        Ok(())
     }
 
     /// Creates the file at `path` to be written through [`io::Write`] (for serializers:
@@ -463,12 +551,21 @@ impl Batch {
     }
 
     fn end(&mut self) -> Report {
+        // The background writers first: every file they were given is written (or failed).
+        if let Some(background) = self.background.take() {
+            background.finish();
+        }
         let Some(engine) = self.engine.take() else {
             return Report::default();
         };
-        for slot in self.slots.iter_mut() {
-            engine.flush(slot.0.get_mut().unpoisoned());
+        for slot in self.slots.iter() {
+            engine.flush(&mut slot.0.lock().unpoisoned());
         }
+        // Every background task dropped its share of the engine before saying it was done.
+        let engine = match Arc::try_unwrap(engine) {
+            Ok(engine) => engine,
+            Err(_) => unreachable!("no background writer outlives its batch"),
+        };
         let mut report = engine.finish();
         report.wall = self.started.elapsed();
         report
@@ -478,19 +575,104 @@ impl Batch {
     /// or, with every slot busy, the home slot once it is free. A panic in `f` leaves the state
     /// in its slot, pending closes and all (the lock's poison is ignored: the state is whole).
     fn with_state<'s, R>(&'s self, f: impl FnOnce(&'s Engine, &mut WriterState) -> R) -> R {
-        let n = self.slots.len();
-        let home = thread_index() % n;
-        for i in 0..n {
-            let slot = &self.slots[(home + i) % n].0;
-            let mut state = match slot.try_lock() {
-                Ok(guard) => guard,
-                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-                Err(TryLockError::WouldBlock) => continue,
-            };
-            return f(self.engine(), &mut state);
+        with_state(self.engine(), &self.slots, f)
+    }
+}
+
+/// Runs `f` with a writer state of its own from `slots` (see [`Batch::with_state`]).
+fn with_state<'e, R>(
+    engine: &'e Engine,
+    slots: &[Slot],
+    f: impl FnOnce(&'e Engine, &mut WriterState) -> R,
+) -> R {
+    let n = slots.len();
+    let home = thread_index() % n;
+    for i in 0..n {
+        let slot = &slots[(home + i) % n].0;
+        let mut state = match slot.try_lock() {
+            Ok(guard) => guard,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => continue,
+        };
+        return f(engine, &mut state);
+    }
+    let mut state = slots[home].0.lock().unpoisoned();
+    f(engine, &mut state)
+}
+
+/// The writers behind [`Batch::spawn_write`]: threads of the batch's own, as many as the
+/// output's filesystem asks for (one per core on a local disk; on a network or FUSE
+/// filesystem, by Little's law), and the bytes handed to them and not yet written, bounded.
+struct Background {
+    pool: rayon::ThreadPool,
+    /// Bytes of content waiting or being written, and tasks not yet done.
+    state: Arc<(Mutex<InFlight>, Condvar)>,
+}
+
+#[derive(Default)]
+struct InFlight {
+    bytes: u64,
+    tasks: usize,
+}
+
+/// Content handed to the background writers and not yet written, at most: a caller that gets
+/// ahead of them waits (a file larger than this goes alone).
+const BACKGROUND_BYTES: u64 = 64 << 20;
+
+impl Background {
+    fn start(root: &Path, opts: &Options) -> Result<Background, Error> {
+        let count = crate::engine::size_writers(root, opts);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(count)
+            .thread_name(|i| format!("fastwrite-batch-{i}"))
+            .build()
+            .map_err(|e| {
+                Error::new(
+                    root,
+                    ErrorKind::Write,
+                    anyhow!(e).context("cannot start the batch's writer threads"),
+                )
+            })?;
+        Ok(Background {
+            pool,
+            state: Arc::default(),
+        })
+    }
+
+    /// Waits for room for `bytes` more, then counts them and a task in.
+    fn admit(&self, bytes: u64) {
+        let (lock, freed) = &*self.state;
+        let mut flight = lock.lock().unpoisoned();
+        while flight.bytes > 0 && flight.bytes + bytes > BACKGROUND_BYTES {
+            flight = freed.wait(flight).unpoisoned();
         }
-        let mut state = self.slots[home].0.lock().unpoisoned();
-        f(self.engine(), &mut state)
+        flight.bytes += bytes;
+        flight.tasks += 1;
+    }
+
+    /// Waits until every task is done.
+    fn finish(self) {
+        let (lock, done) = &*self.state;
+        let mut flight = lock.lock().unpoisoned();
+        while flight.tasks > 0 {
+            flight = done.wait(flight).unpoisoned();
+        }
+    }
+}
+
+/// Counts a background task out when it ends, however it ends (a panic included).
+struct TaskDone {
+    state: Arc<(Mutex<InFlight>, Condvar)>,
+    bytes: u64,
+}
+
+impl Drop for TaskDone {
+    fn drop(&mut self) {
+        let (lock, changed) = &*self.state;
+        let mut flight = lock.lock().unpoisoned();
+        flight.bytes -= self.bytes;
+        flight.tasks -= 1;
+        changed.notify_all();
     }
 }
 
@@ -504,7 +686,7 @@ impl Drop for Batch {
 impl fmt::Debug for Batch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Batch")
-            .field("root", &self.engine.as_ref().map(Engine::root))
+            .field("root", &self.engine.as_deref().map(Engine::root))
             .finish_non_exhaustive()
     }
 }

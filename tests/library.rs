@@ -625,6 +625,41 @@ fn a_serializers_error_and_taken_errors_still_come_back() {
     batch.finish().unwrap();
 }
 
+/// One thread handing files to the batch's own writers: each call returns at once; a refused
+/// path is refused by the call; what goes wrong later (here an existing file) comes back from
+/// `finish` with its path, exactly once; every other file is written whole.
+fn spawn_write_returns_at_once_and_every_error_comes_back() {
+    let t = tempdir();
+    let out = t.join("out");
+    fs::create_dir_all(out.join("glyphs")).unwrap();
+    fs::write(out.join("glyphs/g7.glif"), "mine").unwrap();
+    let batch = Batch::new(&out).unwrap();
+    let refused = batch.spawn_write("../escape", "x").unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::Refused);
+    for i in 0..200 {
+        batch
+            .spawn_write(format!("glyphs/g{i}.glif"), content(i).into_bytes())
+            .unwrap();
+    }
+    let failed = batch.finish().unwrap_err();
+    let errors = failed.errors();
+    assert_eq!(errors.len(), 1, "{failed:?}");
+    assert_eq!(errors[0].kind(), ErrorKind::AlreadyExists);
+    assert_eq!(errors[0].path(), Path::new("glyphs/g7.glif"));
+    assert_eq!(failed.report().files, 199);
+    assert_eq!(
+        fs::read_to_string(out.join("glyphs/g7.glif")).unwrap(),
+        "mine"
+    );
+    for i in (0..200).filter(|&i| i != 7) {
+        assert_eq!(
+            fs::read_to_string(out.join(format!("glyphs/g{i}.glif"))).unwrap(),
+            content(i)
+        );
+    }
+    assert!(!t.join("escape").exists());
+}
+
 /// `Options::max_output` caps a mirror as it caps an extraction (tests/zip_extract.rs and
 /// tar_extract.rs): past it a file fails with
 /// `ErrorKind::Limit` and the run stops, and nothing over the cap is written.
@@ -1003,6 +1038,7 @@ fn main() {
         #[cfg(target_os = "linux")]
         scope_returns_the_work_error_and_every_failed_close,
         a_serializers_error_and_taken_errors_still_come_back,
+        spawn_write_returns_at_once_and_every_error_comes_back,
         #[cfg(target_os = "linux")]
         a_quota_error_comes_back_from_the_call_that_wrote,
         #[cfg(target_os = "linux")]

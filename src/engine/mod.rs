@@ -46,6 +46,12 @@ use crate::sync::Unpoisoned;
 use dirs::OPEN_DIRS;
 pub(crate) use files::{CHUNK, Content, Writer, WriterState};
 pub(crate) use later::path_key;
+pub(crate) use writers::MAX_WRITERS;
+
+/// How many writers a run into `root` gets (see `writers.rs`).
+pub(crate) fn size_writers(root: &Path, opts: &Options) -> usize {
+    writers::size(root, opts).count
+}
 pub(crate) use stream::Streamed;
 
 /// The write stage's threads for a source: a rayon pool of its own (`-j`), named for profilers.

@@ -6,6 +6,8 @@
 //!                  backend), written, dropped: how norad writes a UFO font
 //!   fastwrite      rayon tasks, each `Batch::write`, inside `Batch::scope` (which finishes the
 //!                  batch and returns every error)
+//!   fastwrite-one-thread  one thread, each file handed over with `Batch::spawn_write` (not in
+//!                  library-peers.sh's table: benches/netfs-peers.sh times it on a mount)
 //!
 //! Usage: library-ways WAY OUT [FILES]   (default 2,300 files)
 //!
@@ -24,7 +26,8 @@ use rayon::prelude::*;
 
 /// The i-th file: its path under OUT and its content, 1-8 KiB.
 fn file(i: usize) -> (PathBuf, Vec<u8>) {
-    let folder = ["glyphs", "glyphs.background", "data"][usize::from(i % 10 == 0) + usize::from(i % 50 == 0)];
+    let folder = ["glyphs", "glyphs.background", "data"]
+        [usize::from(i % 10 == 0) + usize::from(i % 50 == 0)];
     let mut x = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let len = 1024 + (x % 7168) as usize;
     let mut data = Vec::with_capacity(len);
@@ -32,7 +35,9 @@ fn file(i: usize) -> (PathBuf, Vec<u8>) {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        data.extend_from_slice(format!("<point x=\"{}\" y=\"{}\"/>\n", x % 1400, (x >> 20) % 1500).as_bytes());
+        data.extend_from_slice(
+            format!("<point x=\"{}\" y=\"{}\"/>\n", x % 1400, (x >> 20) % 1500).as_bytes(),
+        );
     }
     data.truncate(len);
     (PathBuf::from(format!("{folder}/g{i}.glif")), data)
@@ -56,25 +61,33 @@ fn main() -> ExitCode {
         _ => return usage(),
     };
     let result: Result<(), String> = match way {
-        "std-loop" => make_folders(&out).map_err(|e| e.to_string()).and_then(|()| {
-            (0..files).try_for_each(|i| {
-                let (path, data) = file(i);
-                fs::write(out.join(&path), data).map_err(|e| format!("{}: {e}", path.display()))
-            })
-        }),
-        "rayon-std" => make_folders(&out).map_err(|e| e.to_string()).and_then(|()| {
-            (0..files).into_par_iter().try_for_each(|i| {
-                let (path, data) = file(i);
-                fs::write(out.join(&path), data).map_err(|e| format!("{}: {e}", path.display()))
-            })
-        }),
-        "close-already" => make_folders(&out).map_err(|e| e.to_string()).and_then(|()| {
-            (0..files).into_par_iter().try_for_each(|i| {
-                let (path, data) = file(i);
-                let mut f = FastClose::new(File::create(out.join(&path)).map_err(|e| e.to_string())?);
-                f.write_all(&data).map_err(|e| format!("{}: {e}", path.display()))
-            })
-        }),
+        "std-loop" => make_folders(&out)
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                (0..files).try_for_each(|i| {
+                    let (path, data) = file(i);
+                    fs::write(out.join(&path), data).map_err(|e| format!("{}: {e}", path.display()))
+                })
+            }),
+        "rayon-std" => make_folders(&out)
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                (0..files).into_par_iter().try_for_each(|i| {
+                    let (path, data) = file(i);
+                    fs::write(out.join(&path), data).map_err(|e| format!("{}: {e}", path.display()))
+                })
+            }),
+        "close-already" => make_folders(&out)
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                (0..files).into_par_iter().try_for_each(|i| {
+                    let (path, data) = file(i);
+                    let mut f =
+                        FastClose::new(File::create(out.join(&path)).map_err(|e| e.to_string())?);
+                    f.write_all(&data)
+                        .map_err(|e| format!("{}: {e}", path.display()))
+                })
+            }),
         "fastwrite" => fastwrite::Batch::new(&out)
             .map_err(|e| e.to_string())
             .and_then(|batch| {
@@ -83,6 +96,21 @@ fn main() -> ExitCode {
                         (0..files).into_par_iter().try_for_each(|i| {
                             let (path, data) = file(i);
                             batch.write(path, data)
+                        })
+                    })
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            }),
+        // One thread, as a simple loop or a program in a managed runtime writes: each file
+        // handed to the batch's own writers, which keep many in flight.
+        "fastwrite-one-thread" => fastwrite::Batch::new(&out)
+            .map_err(|e| e.to_string())
+            .and_then(|batch| {
+                batch
+                    .scope(|batch| {
+                        (0..files).try_for_each(|i| {
+                            let (path, data) = file(i);
+                            batch.spawn_write(path, data)
                         })
                     })
                     .map(drop)
@@ -100,6 +128,8 @@ fn main() -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: library-ways std-loop|rayon-std|close-already|fastwrite OUT [FILES]");
+    eprintln!(
+        "usage: library-ways std-loop|rayon-std|close-already|fastwrite|fastwrite-one-thread OUT [FILES]"
+    );
     ExitCode::from(2)
 }
