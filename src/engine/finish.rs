@@ -8,6 +8,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use rayon::prelude::*;
+
 use super::later::path_key;
 use super::{Deferred, Engine};
 use crate::close::CloseTally;
@@ -86,14 +88,21 @@ impl Engine {
         made
     }
 
-    /// Applies directory modes and mtimes, deepest first, once their content is complete.
+    /// Applies directory modes and mtimes, deepest first, once their content is complete. The
+    /// folders of one depth go in parallel (on the writers' pool): none contains another, and
+    /// setting a folder's time does not change its parent's. On a network mount each is a
+    /// round trip or two, and a mirror of a tree of 900 folders waited seconds for them one
+    /// at a time.
     fn apply_dirs_metadata(&self, mut dirs: Vec<Entry>) {
         dirs.retain(|e| e.mode.is_some() || e.mtime.is_some());
-        dirs.sort_by_key(|e| std::cmp::Reverse(e.path.components().count()));
-        for entry in &dirs {
-            if let Err(error) = self.apply_dir_metadata(entry) {
-                self.failures.push(error);
-            }
+        let depth = |e: &Entry| e.path.components().count();
+        dirs.sort_by_key(|e| std::cmp::Reverse(depth(e)));
+        for level in dirs.chunk_by(|a, b| depth(a) == depth(b)) {
+            level.par_iter().for_each(|entry| {
+                if let Err(error) = self.apply_dir_metadata(entry) {
+                    self.failures.push(error);
+                }
+            });
         }
     }
 
