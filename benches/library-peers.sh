@@ -45,23 +45,24 @@ MAX_RUNS="${BENCH_MAX_RUNS:-10}"
 WAYS=(std-loop rayon-std close-already fastwrite)
 command -v hyperfine >/dev/null || { echo "library-peers: hyperfine is required (apt-get install -y hyperfine)" >&2; exit 1; }
 
-echo "library-peers: building benches/library-ways (release, target dir in the cache)" >&2
-CARGO_TARGET_DIR="$CACHE/library-ways-target" \
-    cargo build --release --quiet --manifest-path "$here/library-ways/Cargo.toml"
-BIN_SRC="$CACHE/library-ways-target/release/library-ways"
-BIN="$CACHE/library-ways-$(sha256sum "$BIN_SRC" | cut -c1-12)"
-[[ -x "$BIN" ]] || { cp "$BIN_SRC" "$BIN.tmp" && mv "$BIN.tmp" "$BIN"; }
+# build_ways CHECKOUT NAME: builds CHECKOUT's benches/library-ways (release, its target dir in
+# the cache) and prints a copy of the binary named by NAME and its hash, kept in the cache.
+build_ways() {
+    local target="$CACHE/$2-target" src bin
+    echo "library-peers: building $1/benches/library-ways" >&2
+    CARGO_TARGET_DIR="$target" cargo build --release --quiet --manifest-path "$1/benches/library-ways/Cargo.toml"
+    src="$target/release/library-ways"
+    bin="$CACHE/$2-$(sha256sum "$src" | cut -c1-12)"
+    [[ -x "$bin" ]] || { cp "$src" "$bin.tmp" && mv "$bin.tmp" "$bin"; }
+    echo "$bin"
+}
+BIN="$(build_ways "$repo" library-ways)"
 LAB="$("$repo/lab/build")"
 # The binary each way runs, and the way it is told to run.
 declare -A WAY_BIN=() WAY_ARG=()
 for way in "${WAYS[@]}"; do WAY_BIN[$way]="$BIN" WAY_ARG[$way]="$way"; done
 if [[ -n "${LIBRARY_OLD:-}" ]]; then
-    echo "library-peers: building $LIBRARY_OLD/benches/library-ways (the old fastwrite)" >&2
-    CARGO_TARGET_DIR="$CACHE/library-ways-old-target" \
-        cargo build --release --quiet --manifest-path "$LIBRARY_OLD/benches/library-ways/Cargo.toml"
-    OLD_SRC="$CACHE/library-ways-old-target/release/library-ways"
-    OLD_BIN="$CACHE/library-ways-old-$(sha256sum "$OLD_SRC" | cut -c1-12)"
-    [[ -x "$OLD_BIN" ]] || { cp "$OLD_SRC" "$OLD_BIN.tmp" && mv "$OLD_BIN.tmp" "$OLD_BIN"; }
+    OLD_BIN="$(build_ways "$LIBRARY_OLD" library-ways-old)"
     WAYS+=(fastwrite-old)
     WAY_BIN[fastwrite-old]="$OLD_BIN" WAY_ARG[fastwrite-old]=fastwrite
 fi

@@ -44,6 +44,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
+slot_of() {  # slot_of COMMAND: the folder a command writes into (its last quoted word)
+    local slot
+    slot=$(sed -E "s/.*'([^']*)'\/?$/\1/" <<<"$1")
+    slot="${slot%/.}"
+    echo "${slot%/}"
+}
+
 count_runs() {  # count_runs SLOT: every run's output holds EXPECTED files
     local run n
     for run in "$1.runs"/*; do
@@ -83,17 +90,13 @@ for delay in "${DELAYS[@]}"; do
         add "mirror rsync -a" "rsync -a $(q "$TREE/") $(q "$mnt/mirror-rsync/")"
     args=(-N --runs "$runs" --export-json "$CACHE/results/netfs-${delay}ms-$stamp.json")
     for name in "${order[@]}"; do
-        slot=$(sed -E "s/.*'([^']*)'\/?$/\1/" <<<"${cmd[$name]}")
-        slot="${slot%/.}"
-        slot="${slot%/}"
+        slot=$(slot_of "${cmd[$name]}")
         args+=(--command-name "$name" --prepare "$(q "$here/lib/fresh-dir.sh") $(q "$slot")" "${cmd[$name]}")
     done
     echo "netfs-peers: sshfs at ${delay} ms each way, $runs run(s) per command" >&2
     BENCH_SYNC=0 hyperfine "${args[@]}" >&2
     for name in "${order[@]}"; do
-        slot=$(sed -E "s/.*'([^']*)'\/?$/\1/" <<<"${cmd[$name]}")
-        slot="${slot%/.}"
-        slot="${slot%/}"
+        slot=$(slot_of "${cmd[$name]}")
         BENCH_SYNC=0 "$here/lib/fresh-dir.sh" "$slot" --finish
         count_runs "$slot"
     done

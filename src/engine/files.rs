@@ -157,21 +157,35 @@ impl Engine {
             Overwrite::Refuse => fail(ErrorKind::AlreadyExists, already_exists()),
             Overwrite::Replace => {
                 self.note_created(&entry.path);
-                let temp = self.temp_path(dest);
-                let file = self
-                    .out_dir
-                    .create_new(&temp, mode)
-                    .with_context(|| format!("creating '{}'", self.full(&temp).display()))
-                    .tag(&entry.name, ErrorKind::Write)?;
-                Ok(Some(OpenFile {
-                    file,
-                    path: temp,
-                    finalize: Finalize::RenameTo(dest.clone()),
-                    mode,
-                    started,
-                }))
+                let finalize = Finalize::RenameTo(dest.clone());
+                self.open_beside(entry, mode, started, finalize).map(Some)
             }
         }
+    }
+
+    /// Creates the entry's file under a temporary name beside its path, to be completed by
+    /// `finalize` (a replacement renamed over the old file after a good close; a later copy
+    /// moved into place at the end of the run).
+    pub(super) fn open_beside(
+        &self,
+        entry: &Entry,
+        mode: u32,
+        started: Instant,
+        finalize: Finalize,
+    ) -> Result<OpenFile, Error> {
+        let temp = self.temp_path(&entry.path);
+        let file = self
+            .out_dir
+            .create_new(&temp, mode)
+            .with_context(|| format!("creating '{}'", self.full(&temp).display()))
+            .tag(&entry.name, ErrorKind::Write)?;
+        Ok(OpenFile {
+            file,
+            path: temp,
+            finalize,
+            mode,
+            started,
+        })
     }
 
     /// Finishes a filled file: mtime and mode on the open handle (no second open), then the

@@ -9,12 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use anyhow::Context;
-
 use super::files::OpenFile;
 use super::{Engine, already_exists};
 use crate::close::Finalize;
-use crate::error::{Error, ErrorKind, Tag};
+use crate::error::{Error, ErrorKind};
 use crate::options::Overwrite;
 use crate::plan::Entry;
 use crate::platform;
@@ -78,28 +76,16 @@ impl Engine {
         mode: u32,
         started: Instant,
     ) -> Result<OpenFile, Error> {
-        let dest = &entry.path;
         // A later copy of a path this run wrote: it waits under a temporary name until
         // every close is done, then takes the path (see `Engine::move_later_copies`).
-        let temp = self.temp_path(dest);
-        let file = self
-            .out_dir
-            .create_new(&temp, mode)
-            .with_context(|| format!("creating '{}'", self.full(&temp).display()))
-            .tag(&entry.name, ErrorKind::Write)?;
+        let open = self.open_beside(entry, mode, started, Finalize::Keep)?;
         self.deferred.lock().unpoisoned().renames.push(Rename {
             order: entry.index,
-            temp: temp.clone(),
+            temp: open.path.clone(),
             path: entry.path.clone(),
             name: entry.name.clone(),
         });
-        Ok(OpenFile {
-            file,
-            path: temp,
-            finalize: Finalize::Keep,
-            mode,
-            started,
-        })
+        Ok(open)
     }
 
     /// Moves the later copies of paths into place, after every close, in the source's order:

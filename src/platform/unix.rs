@@ -268,11 +268,9 @@ pub fn free_space(path: &Path) -> io::Result<u64> {
     Ok(u64::from(stats.f_bavail as u64).saturating_mul(stats.f_frsize as u64))
 }
 
-/// The kind of filesystem holding `path` when it is a network or FUSE one, where every create,
-/// write and close is a round trip to a server or a daemon: `Some("NFS")`, `Some("FUSE")`...
-/// `None` for a local disk, or when it cannot be told.
-#[cfg(target_os = "linux")]
-pub fn remote_filesystem(path: &Path) -> Option<&'static str> {
+/// `statfs(2)` of the filesystem holding `path`, if it can be read.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+fn statfs(path: &Path) -> Option<libc::statfs> {
     use std::os::unix::ffi::OsStrExt;
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
     let mut stats = std::mem::MaybeUninit::<libc::statfs>::uninit();
@@ -281,7 +279,15 @@ pub fn remote_filesystem(path: &Path) -> Option<&'static str> {
         return None;
     }
     // SAFETY: statfs succeeded, so the buffer is filled.
-    let stats = unsafe { stats.assume_init() };
+    Some(unsafe { stats.assume_init() })
+}
+
+/// The kind of filesystem holding `path` when it is a network or FUSE one, where every create,
+/// write and close is a round trip to a server or a daemon: `Some("NFS")`, `Some("FUSE")`...
+/// `None` for a local disk, or when it cannot be told.
+#[cfg(target_os = "linux")]
+pub fn remote_filesystem(path: &Path) -> Option<&'static str> {
+    let stats = statfs(path)?;
     // The magic numbers of statfs(2) (`f_type` is signed on some targets: compare its bits).
     #[allow(clippy::unnecessary_cast)]
     let magic = stats.f_type as u64 & 0xffff_ffff;
@@ -308,15 +314,7 @@ pub fn remote_filesystem(path: &Path) -> Option<&'static str> {
 /// As on Linux; macOS names the filesystem type in `f_fstypename`.
 #[cfg(target_os = "macos")]
 pub fn remote_filesystem(path: &Path) -> Option<&'static str> {
-    use std::os::unix::ffi::OsStrExt;
-    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    let mut stats = std::mem::MaybeUninit::<libc::statfs>::uninit();
-    // SAFETY: a valid C string and a buffer of the right type, filled on success.
-    if unsafe { libc::statfs(c_path.as_ptr(), stats.as_mut_ptr()) } != 0 {
-        return None;
-    }
-    // SAFETY: statfs succeeded, so the buffer is filled.
-    let stats = unsafe { stats.assume_init() };
+    let stats = statfs(path)?;
     let name: Vec<u8> = stats
         .f_fstypename
         .iter()
