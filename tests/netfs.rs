@@ -3,14 +3,21 @@
 //! and mirror give the same trees there as on a local disk, start more writers than cores and
 //! say why, and a close that fails on the mount is named.
 //!
-//! Needs root, /dev/fuse, sshfs and openssh-server (`.ci/setup` installs them): where they are
-//! missing the harness reports each test ignored with its reason (a failure under CI).
+//! And on the lab's own FUSE filesystem (`lab/slowfs`), which counts every operation the kernel
+//! asks of it and can delay each kind alone: the round trips a file costs stay at the floor (an
+//! extraction's and a mirror's), a mirror from a slow mount gets its writers, and a close that
+//! the filesystem fails is named.
+//!
+//! Needs root, /dev/fuse, sshfs, openssh-server, fuse3 and libfuse3-dev (`.ci/setup` installs
+//! them): where they are missing the harness reports each test ignored with its reason (a failure
+//! under CI).
 
 #[macro_use]
 mod common;
 
 #[cfg(target_os = "linux")]
 mod linux {
+    use std::collections::BTreeMap;
     use std::path::{Path, PathBuf};
     use std::process::Command;
 
@@ -45,6 +52,71 @@ mod linux {
         fn drop(&mut self) {
             let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/netfs");
             let _ = Command::new(script).arg("down").arg(&self.mnt).status();
+        }
+    }
+
+    /// The lab's FUSE filesystem (`lab/slowfs`), mounted for one test with the delays given
+    /// (`OP=MS`), unmounted when dropped.
+    pub struct SlowFs {
+        _dir: TestDir,
+        pub mnt: PathBuf,
+        pub backing: PathBuf,
+        mounted: bool,
+    }
+
+    impl SlowFs {
+        pub fn up(options: &[&str]) -> SlowFs {
+            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/slowfs");
+            let can = Command::new(&script).arg("check").status();
+            if !can.is_ok_and(|s| s.success()) {
+                unmet(
+                    "the lab's FUSE filesystem needs root, /dev/fuse, fuse3 and libfuse3-dev (lab/slowfs install)",
+                );
+            }
+            let dir = tempdir();
+            let mnt = dir.join("mnt");
+            let mut cmd = Command::new(&script);
+            cmd.arg("up").arg(&mnt).args(options);
+            let out = run_command(cmd);
+            assert!(out.status.success(), "lab/slowfs up failed\n{}", out.dump());
+            let backing = dir.join("mnt.backing");
+            SlowFs {
+                _dir: dir,
+                mnt,
+                backing,
+                mounted: true,
+            }
+        }
+
+        /// Unmounts, and returns how many of each operation the kernel asked for.
+        pub fn down(&mut self) -> BTreeMap<String, u64> {
+            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/slowfs");
+            let mut cmd = Command::new(script);
+            cmd.arg("down").arg(&self.mnt);
+            let out = run_command(cmd);
+            self.mounted = false;
+            assert!(
+                out.status.success(),
+                "lab/slowfs down failed\n{}",
+                out.dump()
+            );
+            let counts: BTreeMap<String, u64> = out
+                .stdout
+                .lines()
+                .filter_map(|l| l.split_once(' '))
+                .map(|(op, n)| (op.to_string(), n.parse().unwrap()))
+                .collect();
+            assert!(counts.contains_key("total"), "no counts\n{}", out.dump());
+            counts
+        }
+    }
+
+    impl Drop for SlowFs {
+        fn drop(&mut self) {
+            if self.mounted {
+                let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/slowfs");
+                let _ = Command::new(script).arg("down").arg(&self.mnt).output();
+            }
         }
     }
 
@@ -174,6 +246,152 @@ mod linux {
         assert!(!remote.join("bad-one").exists());
         assert_eq!(all_paths(&remote).len(), 30);
     }
+
+    /// The files and folders under `root` (itself not counted).
+    fn files_and_dirs(root: &Path) -> (u64, u64) {
+        let tree = scan_tree(root);
+        let dirs = tree.values().filter(|m| m.kind == Kind::Dir).count() as u64;
+        (tree.len() as u64 - dirs, dirs)
+    }
+
+    /// What the kernel asked the filesystem for, per file and folder: an extraction and a mirror
+    /// into an empty folder cost a lookup, a create, a write, an attribute change and a close per
+    /// file (and a lookup, a mkdir and an attribute change per folder), no more; a mirror with
+    /// nothing to do changes nothing. Each count would grow if a stat of a parent, a second
+    /// chmod, or a read of an empty destination came back.
+    pub fn round_trips_per_file_stay_at_the_floor() {
+        let t = tempdir();
+        let src = t.join("src");
+        generate_tree(2403, &GenOptions::new(300).no_big_files().no_symlinks()).build(&src);
+        let (files, dirs) = files_and_dirs(&src);
+        let archive = t.join("a.zip");
+        infozip_dir(&src, &archive, &[]);
+        let count = |counts: &BTreeMap<String, u64>, op: &str| counts.get(op).copied().unwrap_or(0);
+
+        let mut fs = SlowFs::up(&[]);
+        extract(&archive, &fs.mnt.join("x"), &[]).assert_code(0);
+        let c = fs.down();
+        assert_same_tree(
+            &src,
+            &fs.backing.join("x"),
+            &Compare::exact(),
+            "zip onto slowfs",
+        );
+        // The probe file is one create, write and unlink more.
+        assert_eq!(count(&c, "create"), files + 1, "{c:?}");
+        // Empty files are not written to.
+        assert!(count(&c, "write") <= files + 1, "{c:?}");
+        assert_eq!(count(&c, "flush"), files + 1, "{c:?}");
+        assert_eq!(count(&c, "mkdir"), dirs + 1, "{c:?}");
+        // One negative lookup per new name (the kernel's, before a create or mkdir): none for
+        // a writer that lost a race to make a folder, none after a folder's chmod.
+        assert!(count(&c, "getattr") <= files + dirs + 10, "{c:?}");
+        // One time per file and folder; a mode only where it differs from the create's.
+        assert!(count(&c, "utimens") <= files + dirs + 1, "{c:?}");
+        assert!(count(&c, "chmod") <= dirs + files / 10, "{c:?}");
+        assert!(count(&c, "opendir") <= 2, "{c:?}");
+        let per_file = count(&c, "total") as f64 / (files + dirs) as f64;
+
+        let mut fs = SlowFs::up(&[]);
+        let mirrored = fs.mnt.join("m");
+        run_fastwrite(&osv!["mirror", &src, &mirrored]).assert_code(0);
+        let m = fs.down();
+        assert_same_tree(
+            &src,
+            &fs.backing.join("m"),
+            &Compare::exact(),
+            "mirror onto slowfs",
+        );
+        assert_eq!(count(&m, "create"), files + 1, "{m:?}");
+        assert_eq!(count(&m, "mkdir"), dirs + 1, "{m:?}");
+        assert!(count(&m, "getattr") <= files + dirs + 10, "{m:?}");
+        assert!(count(&m, "utimens") <= files + dirs + 2, "{m:?}");
+        // An empty destination is not read.
+        assert!(count(&m, "opendir") <= 2, "{m:?}");
+        // A mirror costs an extraction's round trips (plus the folders' times, which the zip
+        // had none of): at most one more operation per entry.
+        let mirror_per_file = count(&m, "total") as f64 / (files + dirs) as f64;
+        assert!(
+            mirror_per_file <= per_file + 1.0,
+            "mirror {mirror_per_file:.2} against extraction {per_file:.2} operations an entry\n{m:?}\n{c:?}"
+        );
+
+        // Again, with nothing changed: the destination is read, nothing is written.
+        let mut fs2 = SlowFs::up(&[]);
+        let again = fs2.mnt.join("m");
+        std::fs::rename(fs.backing.join("m"), fs2.backing.join("m")).unwrap();
+        run_fastwrite(&osv!["mirror", &src, &again]).assert_code(0);
+        let a = fs2.down();
+        assert_same_tree(
+            &src,
+            &fs2.backing.join("m"),
+            &Compare::exact(),
+            "mirror again",
+        );
+        // Only the probe's create and write (and the root's time that it touched).
+        assert!(count(&a, "create") <= 1, "{a:?}");
+        assert!(count(&a, "write") <= 1, "{a:?}");
+        assert_eq!(count(&a, "mkdir"), 0, "{a:?}");
+        assert!(count(&a, "utimens") <= 1, "{a:?}");
+    }
+
+    /// A mirror from a slow mount onto a local disk: the writers are sized by the source (each
+    /// read there a round trip), and the copy is exact.
+    pub fn a_mirror_from_a_slow_mount_sizes_its_writers_by_the_source() {
+        let fs = SlowFs::up(&["all=1"]);
+        let src = fs.backing.join("tree");
+        generate_tree(2404, &GenOptions::new(120).no_big_files()).build(&src);
+        let t = tempdir();
+        let out = run_fastwrite(&osv![
+            "--json",
+            "mirror",
+            &fs.mnt.join("tree"),
+            &t.join("copy")
+        ]);
+        out.assert_code(0);
+        assert_same_tree(
+            &src,
+            &t.join("copy"),
+            &Compare::exact(),
+            "mirror from slowfs",
+        );
+        let json = report(&out);
+        let writers = json["writers"]["count"].as_u64().unwrap();
+        let why = json["writers"]["why"].as_str().unwrap();
+        assert!(writers > cores(), "{writers} writers: {why}");
+        assert!(why.contains("the source is on FUSE"), "{why}");
+    }
+
+    /// A close that the filesystem itself fails (slowfs fails the FLUSH of `bad*`, as NFS
+    /// reports a failed write-back at close): named with its path, counted, and its file not
+    /// left under its name, whether the close was deferred or inline.
+    pub fn a_close_the_filesystem_fails_is_named() {
+        let fs = SlowFs::up(&["flush=1", "fail_flush=bad"]);
+        let t = tempdir();
+        let src = t.join("src");
+        std::fs::create_dir_all(src.join("d")).unwrap();
+        for i in 0..40 {
+            std::fs::write(src.join(format!("d/good-{i}")), format!("{i}")).unwrap();
+        }
+        std::fs::write(src.join("d/bad-one"), "x").unwrap();
+        let archive = t.join("a.zip");
+        infozip_dir(&src, &archive, &[]);
+        for (name, flags) in [("deferred", &[][..]), ("inline", &["--no-defer-close"][..])] {
+            let remote = fs.mnt.join(name);
+            let mut args = osv!["--json"];
+            args.extend(flags.iter().map(Into::into));
+            args.extend(osv!["extract", &archive, "-o", &remote]);
+            let out = run_fastwrite(&args);
+            out.assert_code(1);
+            out.assert_stderr_names("bad-one", &["clos"]);
+            let json = report(&out);
+            let failures = json["failures"].as_array().unwrap();
+            assert_eq!(failures.len(), 1, "{}", out.dump());
+            assert_eq!(failures[0]["kind"], "close", "{}", out.dump());
+            assert!(!remote.join("d/bad-one").exists(), "{name}");
+            assert_eq!(all_paths(&remote.join("d")).len(), 40, "{name}");
+        }
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -185,6 +403,9 @@ fn main() {
         a_zip_onto_the_mount_is_the_local_tree_with_more_writers,
         a_tar_stream_and_a_mirror_onto_the_mount_are_the_local_tree,
         a_failed_close_on_the_mount_is_named,
+        round_trips_per_file_stay_at_the_floor,
+        a_mirror_from_a_slow_mount_sizes_its_writers_by_the_source,
+        a_close_the_filesystem_fails_is_named,
     ];
     // No network mount is made elsewhere (lab/netfs is Linux's): nothing to run.
     #[cfg(not(target_os = "linux"))]

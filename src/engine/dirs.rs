@@ -4,13 +4,17 @@
 //! parallel on the current rayon pool ([`Dirs::create_all`]): a `mkdir` costs tens of
 //! microseconds and a source tree has thousands. A writer that meets a file whose parents are
 //! not made yet makes them itself ([`Dirs::ensure_parents`]), with no lock held during the
-//! system call, so directory creation overlaps with writing. A directory that exists as a
-//! symlink or a file blocks everything below it, with the reason, and is never followed.
+//! system call, so directory creation overlaps with writing. Each directory is made by one
+//! thread: another that needs it meanwhile waits for that one's `mkdir` instead of making its
+//! own, which would fail with "already exists" and cost a `stat` to check what is there (on a
+//! network filesystem, two round trips for each writer that lost the race). A directory that
+//! exists as a symlink or a file blocks everything below it, with the reason, and is never
+//! followed.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -37,6 +41,41 @@ pub(super) struct DirState {
     pub order: Vec<PathBuf>,
     /// Folders held open to make their subfolders in (see [`Dirs::parent`]).
     open: HashMap<PathBuf, Arc<OpenDir>>,
+    /// Directories a thread is making now: others wait for it (see [`Dirs::make`]).
+    making: HashMap<PathBuf, Arc<Making>>,
+}
+
+/// One directory being made, for the threads that wait for it.
+#[derive(Default)]
+struct Making {
+    done: Mutex<bool>,
+    finished: Condvar,
+}
+
+impl Making {
+    fn wait(&self) {
+        let mut done = self.done.lock().unpoisoned();
+        while !*done {
+            done = self.finished.wait(done).unpoisoned();
+        }
+    }
+}
+
+/// The making of one directory by this thread: when dropped (made, failed, or unwinding) it is
+/// no longer being made, and the threads waiting for it go on.
+struct Maker<'a> {
+    dirs: &'a Dirs,
+    dir: &'a Path,
+}
+
+impl Drop for Maker<'_> {
+    fn drop(&mut self) {
+        let making = self.dirs.lock().making.remove(self.dir);
+        if let Some(making) = making {
+            *making.done.lock().unpoisoned() = true;
+            making.finished.notify_all();
+        }
+    }
 }
 
 /// Folders held open at most (then all are let go): the subfolders of one folder are usually
@@ -52,8 +91,6 @@ impl DirState {
     }
 
     fn made(&mut self, dir: &Path, created: bool) {
-        // Two writers may race for one directory: the one whose mkdir made it counts it,
-        // whichever of them gets here first.
         self.created += u64::from(created);
         if created {
             self.made_here.insert(dir.to_path_buf());
@@ -129,29 +166,17 @@ impl Dirs {
                 }
                 todo
             };
-            let made: Vec<(PathBuf, anyhow::Result<bool>)> = todo
-                .into_par_iter()
-                .map(|d| {
-                    let made = self.create_one(&d);
-                    (d, made)
-                })
-                .collect();
-            let mut state = self.lock();
-            for (dir, made) in made {
-                match made {
-                    Ok(created) => state.made(&dir, created),
-                    Err(e) => {
-                        state.blocked.insert(dir, format!("{e:#}"));
-                    }
-                }
-            }
+            // Each is recorded made or blocked, with its reason, by `make`.
+            todo.into_par_iter().for_each(|d| {
+                let _ = self.make(&d);
+            });
         }
         self.lock().busy += start.elapsed();
     }
 
     /// Makes sure `rel`'s parent directories exist, creating them parents first. Any writer
-    /// may call it: no lock is held during a system call, so writers never wait for each
-    /// other's `mkdir` (two racing for the same directory both find it a real directory).
+    /// may call it: no lock is held during a system call; a writer waits only for the `mkdir`
+    /// of a directory it needs that another is making.
     pub fn ensure_parents(&self, rel: &Path) -> anyhow::Result<()> {
         match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
             Some(parent) => self.ensure(parent),
@@ -161,22 +186,42 @@ impl Dirs {
 
     /// Makes sure `dir` exists as a real directory, creating it and its parents.
     pub fn ensure(&self, dir: &Path) -> anyhow::Result<()> {
-        {
-            let state = self.lock();
-            if state.ready.contains(dir) {
-                return Ok(());
-            }
-            if let Some(reason) = state.blocked.get(dir) {
-                bail!("cannot create directory '{}': {reason}", dir.display());
-            }
+        if self.lock().ready.contains(dir) {
+            return Ok(());
         }
         if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
             self.ensure(parent)?;
         }
         let start = Instant::now();
+        let made = self.make(dir);
+        self.lock().busy += start.elapsed();
+        made
+    }
+
+    /// Makes `dir`, whose parent is ready, unless it is ready or blocked already, or waits for
+    /// the thread making it now; records what became of it.
+    fn make(&self, dir: &Path) -> anyhow::Result<()> {
+        let _maker = loop {
+            let making = {
+                let mut state = self.lock();
+                if state.ready.contains(dir) {
+                    return Ok(());
+                }
+                if let Some(reason) = state.blocked.get(dir) {
+                    bail!("cannot create directory '{}': {reason}", dir.display());
+                }
+                match state.making.get(dir) {
+                    Some(making) => Arc::clone(making),
+                    None => {
+                        state.making.insert(dir.to_path_buf(), Arc::default());
+                        break Maker { dirs: self, dir };
+                    }
+                }
+            };
+            making.wait();
+        };
         let made = self.create_one(dir);
         let mut state = self.lock();
-        state.busy += start.elapsed();
         match made {
             Ok(created) => {
                 state.made(dir, created);

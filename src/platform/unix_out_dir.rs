@@ -183,6 +183,21 @@ impl OutDir {
         mtime: Option<SystemTime>,
     ) -> io::Result<()> {
         let (dir, name) = self.parent(rel)?;
+        // The time first: Linux forgets a folder's cached name when its mode changes, so on a
+        // FUSE or network filesystem a chmod before the utimensat costs one more lookup round
+        // trip (a chmod leaves the mtime as it is).
+        if let Some(mtime) = mtime {
+            let times = [omit_time(), super::unix::timespec(mtime)?];
+            // SAFETY: an open folder, a valid C string, and two timespecs.
+            check(unsafe {
+                libc::utimensat(
+                    dir.fd(),
+                    name.as_ptr(),
+                    times.as_ptr(),
+                    libc::AT_SYMLINK_NOFOLLOW,
+                )
+            })?;
+        }
         if let Some(mode) = mode {
             // SAFETY: an open folder and a valid C string.
             let rc = unsafe {
@@ -202,18 +217,6 @@ impl OutDir {
                     err
                 });
             }
-        }
-        if let Some(mtime) = mtime {
-            let times = [omit_time(), super::unix::timespec(mtime)?];
-            // SAFETY: an open folder, a valid C string, and two timespecs.
-            check(unsafe {
-                libc::utimensat(
-                    dir.fd(),
-                    name.as_ptr(),
-                    times.as_ptr(),
-                    libc::AT_SYMLINK_NOFOLLOW,
-                )
-            })?;
         }
         Ok(())
     }
