@@ -50,7 +50,7 @@ pub(crate) use writers::MAX_WRITERS;
 
 /// How many writers a run into `root` gets (see `writers.rs`).
 pub(crate) fn size_writers(root: &Path, opts: &Options) -> usize {
-    writers::size(root, opts).count
+    writers::size(root, None, opts).count
 }
 pub(crate) use stream::Streamed;
 
@@ -64,15 +64,17 @@ pub(crate) fn writer_pool(opts: &Options) -> anyhow::Result<rayon::ThreadPool> {
         .context("cannot start the writer threads")
 }
 
-/// One run of a source: the writer threads, the engine rooted at `root`, the source's `body`
-/// (called on this thread, with the pool to run its writers on), and the end of the run.
-/// Returns the report and what `body` returned.
+/// One run of a source: the writer threads (sized by `root`'s filesystem and, where the writers
+/// read it, `source`'s), the engine rooted at `root`, the source's `body` (called on this thread,
+/// with the pool to run its writers on), and the end of the run. Returns the report and what
+/// `body` returned.
 pub(crate) fn run<T>(
     root: &Path,
+    source: Option<&Path>,
     opts: &Options,
     body: impl FnOnce(&Engine, &rayon::ThreadPool) -> T,
 ) -> anyhow::Result<(Report, T)> {
-    let sized = writers::size(root, opts);
+    let sized = writers::size(root, source, opts);
     let opts = &Options {
         threads: Some(sized.count),
         ..opts.clone()

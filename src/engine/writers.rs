@@ -35,8 +35,10 @@ pub(crate) struct WriterCount {
     pub why: String,
 }
 
-/// The writers for a run writing into `root`, with `opts`.
-pub(crate) fn size(root: &Path, opts: &Options) -> WriterCount {
+/// The writers for a run writing into `root`, reading from `source` (a mirror's source folder,
+/// a zip archive) where that is given, with `opts`. A slow source is waited on as a slow output
+/// is: a mirror from a mount, or a zip read from one, needs as many reads in flight.
+pub(crate) fn size(root: &Path, source: Option<&Path>, opts: &Options) -> WriterCount {
     if let Some(n) = opts.threads {
         return WriterCount {
             count: n.max(1),
@@ -44,31 +46,69 @@ pub(crate) fn size(root: &Path, opts: &Options) -> WriterCount {
         };
     }
     let cores = default_threads();
-    let local = || WriterCount {
-        count: cores,
-        why: "one per core: a local filesystem".to_string(),
-    };
-    let Some(existing) = root.ancestors().find(|a| a.exists()) else {
-        return local();
-    };
-    let Some(kind) = platform::remote_filesystem(existing) else {
-        return local();
-    };
-    let ceiling = within_open_file_limit(MAX_WRITERS);
-    match probe(root) {
-        Ok(took) => WriterCount {
-            count: little(cores, took, ceiling),
-            why: format!(
-                "{kind}: one file's create and write took {:.1} ms there, so more writers in flight (Little's law, at most {ceiling})",
-                took.as_secs_f64() * 1000.0
-            ),
-        },
-        // The run itself will say what is wrong with the folder; start as wide as allowed.
-        Err(_) => WriterCount {
-            count: ceiling.max(cores),
-            why: format!("{kind}: a network or FUSE filesystem, so as many writers as allowed"),
-        },
+    let out_kind = root
+        .ancestors()
+        .find(|a| a.exists())
+        .and_then(platform::remote_filesystem);
+    let source_kind = source.and_then(platform::remote_filesystem);
+    if out_kind.is_none() && source_kind.is_none() {
+        return WriterCount {
+            count: cores,
+            why: "one per core: a local filesystem".to_string(),
+        };
     }
+    let ceiling = within_open_file_limit(MAX_WRITERS);
+    // What each side costs a file; the slower side decides.
+    let mut took = Duration::ZERO;
+    let mut reasons = Vec::new();
+    let mut measured = true;
+    if let Some(kind) = out_kind {
+        match probe(root) {
+            Ok(t) => {
+                took = took.max(t);
+                reasons.push(format!(
+                    "{kind}: one file's create and write took {:.1} ms there",
+                    ms(t)
+                ));
+            }
+            // The run itself will say what is wrong with the folder.
+            Err(_) => {
+                measured = false;
+                reasons.push(format!("{kind}: a network or FUSE filesystem"));
+            }
+        }
+    }
+    if let (Some(kind), Some(source)) = (source_kind, source) {
+        match probe_read(source) {
+            Ok(t) => {
+                took = took.max(t);
+                reasons.push(format!(
+                    "the source is on {kind}: one read there took {:.1} ms",
+                    ms(t)
+                ));
+            }
+            Err(_) => {
+                measured = false;
+                reasons.push(format!("the source is on {kind}"));
+            }
+        }
+    }
+    let reasons = reasons.join("; ");
+    if measured {
+        WriterCount {
+            count: little(cores, took, ceiling),
+            why: format!("{reasons}, so more writers in flight (Little's law, at most {ceiling})"),
+        }
+    } else {
+        WriterCount {
+            count: ceiling.max(cores),
+            why: format!("{reasons}, so as many writers as allowed"),
+        }
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
 }
 
 /// Little's law: `cores` writers, each busy `CPU_PER_FILE` of every `took`, keep
@@ -105,6 +145,26 @@ fn probe(root: &Path) -> std::io::Result<Duration> {
     written.and(removed).map(|()| took)
 }
 
+/// Reads a little of `source` and says how long it took: a folder's first entry (an OPENDIR and
+/// a READDIR on FUSE, a READDIR on NFS), or 4 KiB from the middle of a regular file (nothing
+/// from anything else: a pipe would block). Whatever the cache
+/// already holds is fast, and then the reads ahead will be too.
+fn probe_read(source: &Path) -> std::io::Result<Duration> {
+    let start = Instant::now();
+    let meta = std::fs::metadata(source)?;
+    if meta.is_dir() {
+        let mut entries = std::fs::read_dir(source)?;
+        entries.next().transpose()?;
+    } else if meta.is_file() {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut file = std::fs::File::open(source)?;
+        file.seek(SeekFrom::Start(meta.len() / 2))?;
+        let mut buf = [0u8; 4096];
+        let _ = file.read(&mut buf)?;
+    }
+    Ok(start.elapsed())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,8 +191,12 @@ mod tests {
             threads: Some(5),
             ..Options::default()
         };
-        assert_eq!(size(dir.path(), &opts).count, 5);
-        let auto = size(&dir.path().join("new/out"), &Options::default());
+        assert_eq!(size(dir.path(), None, &opts).count, 5);
+        let auto = size(
+            &dir.path().join("new/out"),
+            Some(dir.path()),
+            &Options::default(),
+        );
         if platform::remote_filesystem(dir.path()).is_none() {
             assert_eq!(auto.count, default_threads(), "{auto:?}");
             assert!(auto.why.contains("local"), "{auto:?}");

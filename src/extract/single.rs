@@ -75,7 +75,7 @@ pub(super) fn extract(
     out: &Path,
     opts: &Options,
 ) -> anyhow::Result<Report> {
-    let (report, ()) = engine::run(out, opts, |engine, _| {
+    let (report, ()) = engine::run(out, None, opts, |engine, _| {
         let mut writer = engine.writer();
         let written = Entry::for_path(name, EntryKind::File, None, mtime, 0).and_then(|entry| {
             write_streamed(&mut writer, entry, &mut *decoded, &mut 0, opts.max_output)

@@ -88,21 +88,23 @@ pub fn mirror(
         add_found(&mut report, found);
         report
     } else {
-        let (mut report, (found, applied)) = engine::run(dst, opts, |engine, writers| {
-            // Into an empty destination nothing needs comparing or deleting first, so each
-            // directory's files are copied as soon as it is read: walking overlaps with
-            // writing.
-            let stream = engine.is_fresh();
-            if stream {
-                engine.reporter().planned(0, 0);
-            }
-            let mut walk = walk();
-            walk.stream = stream.then_some(engine);
-            writers.install(|| walk.run(root_meta, dst_exists));
-            let mut found = walked(walk, src);
-            let applied = writers.install(|| apply(src, opts, mopts, engine, stream, &mut found));
-            (found, applied)
-        })?;
+        let (mut report, (found, applied)) =
+            engine::run(dst, Some(src), opts, |engine, writers| {
+                // Into an empty destination nothing needs comparing or deleting first, so each
+                // directory's files are copied as soon as it is read: walking overlaps with
+                // writing.
+                let stream = engine.is_fresh();
+                if stream {
+                    engine.reporter().planned(0, 0);
+                }
+                let mut walk = walk();
+                walk.stream = stream.then_some(engine);
+                writers.install(|| walk.run(root_meta, dst_exists));
+                let mut found = walked(walk, src);
+                let applied =
+                    writers.install(|| apply(src, opts, mopts, engine, stream, &mut found));
+                (found, applied)
+            })?;
         // The root's mode and mtime last: making links and directories at the end of the run
         // changes its mtime.
         if let Some(root) = applied.root

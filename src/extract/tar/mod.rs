@@ -63,7 +63,7 @@ pub(super) fn extract(
     let buffer_limit = budget.limit / 4;
 
     let (mut report, (outcome, warnings, last_name)) =
-        engine::run(out, opts, |engine, writers| {
+        engine::run(out, None, opts, |engine, writers| {
             // As many writers as the run has (sized for the output's filesystem), sharing the
             // one budget.
             let threads = writers.current_num_threads();

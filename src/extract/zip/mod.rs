@@ -92,7 +92,7 @@ pub(super) fn extract(
         .with_context(|| format!("refused '{}': nothing was extracted", path.display()))?;
     super::limits::check_declared(&plan, out, opts)?;
 
-    let (mut report, ()) = engine::run(out, opts, |engine, writers| {
+    let (mut report, ()) = engine::run(out, Some(path), opts, |engine, writers| {
         writers.install(|| engine.prepare(&mut plan));
         let files: Vec<&Entry> = plan
             .entries

@@ -53,25 +53,26 @@ pub(in crate::extract) fn extract(
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
-    let (mut report, (outcome, written, mut failures)) = engine::run(out, opts, |engine, _| {
-        let mut state = Stream {
-            engine,
-            writer: engine.writer(),
-            chooser,
-            password: opts.password.clone(),
-            max_output: opts.max_output,
-            total: 0,
-            written: HashMap::new(),
-            failures: Vec::new(),
-        };
-        let outcome = state.entries(&mut *input, label);
-        let outcome = match outcome {
-            Ok(()) => central_directory(&mut *input)
-                .with_context(|| format!("the central directory of {label} is corrupt")),
-            Err(error) => Err(error),
-        };
-        (outcome, state.written, state.failures)
-    })?;
+    let (mut report, (outcome, written, mut failures)) =
+        engine::run(out, None, opts, |engine, _| {
+            let mut state = Stream {
+                engine,
+                writer: engine.writer(),
+                chooser,
+                password: opts.password.clone(),
+                max_output: opts.max_output,
+                total: 0,
+                written: HashMap::new(),
+                failures: Vec::new(),
+            };
+            let outcome = state.entries(&mut *input, label);
+            let outcome = match outcome {
+                Ok(()) => central_directory(&mut *input)
+                    .with_context(|| format!("the central directory of {label} is corrupt")),
+                Err(error) => Err(error),
+            };
+            (outcome, state.written, state.failures)
+        })?;
     report.failures.append(&mut failures);
     match outcome {
         Ok(modes) => apply_central(out, &written, &modes, &mut report),
