@@ -12,9 +12,10 @@
  *                    symlink, link, rename, unlink, rmdir, chmod, chown, truncate, utimens,
  *                    readdir, readlink, statfs, fsync, ...) or a class: lookup (= getattr),
  *                    setattr (= chmod, chown, truncate, utimens), all (every operation).
- *   counts=FILE      when the filesystem is unmounted, write "OP COUNT" lines to FILE: how many
- *                    of each operation the kernel asked for (the round trips a network
- *                    filesystem would make), and "total COUNT". getattr counts the kernel's
+ *   counts=FILE      when the filesystem is unmounted, write "OP COUNT PEAK" lines to FILE: how
+ *                    many of each operation the kernel asked for (the round trips a network
+ *                    filesystem would make) and, for a delayed one, the most that waited at
+ *                    once (the requests in flight); then "total COUNT". getattr counts the kernel's
  *                    LOOKUP and GETATTR requests; one SETATTR request counts once for each
  *                    attribute it changes (chmod, chown, truncate, utimens), as libfuse calls.
  *   fail_flush=TEXT  FLUSH (the close(2) of a file) fails with EIO for files whose name contains
@@ -61,6 +62,8 @@ static struct {
     char *fail_flush;           /* fail the flushes of names containing this */
     double delay_ms[OP_COUNT];
     unsigned long count[OP_COUNT];
+    unsigned long waiting[OP_COUNT]; /* in their delay now */
+    unsigned long peak[OP_COUNT];    /* the most that waited at once */
 } fs;
 
 /*
@@ -82,9 +85,15 @@ static void cost(enum op op) {
     __atomic_fetch_add(&fs.count[op], 1, __ATOMIC_RELAXED);
     double ms = fs.delay_ms[op];
     if (ms > 0) {
+        unsigned long now = __atomic_add_fetch(&fs.waiting[op], 1, __ATOMIC_RELAXED);
+        unsigned long peak = __atomic_load_n(&fs.peak[op], __ATOMIC_RELAXED);
+        while (now > peak && !__atomic_compare_exchange_n(&fs.peak[op], &peak, now, 1,
+                                                          __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        }
         struct timespec t = {(time_t)(ms / 1000), (long)((ms - (time_t)(ms / 1000) * 1000) * 1e6)};
         while (nanosleep(&t, &t) == -1 && errno == EINTR) {
         }
+        __atomic_sub_fetch(&fs.waiting[op], 1, __ATOMIC_RELAXED);
     }
 }
 
@@ -366,7 +375,8 @@ static void fs_destroy(void *data) {
     for (int i = 0; i < OP_COUNT; i++) {
         unsigned long n = __atomic_load_n(&fs.count[i], __ATOMIC_RELAXED);
         if (n)
-            fprintf(f, "%s %lu\n", op_names[i], n);
+            fprintf(f, "%s %lu %lu\n", op_names[i], n,
+                    __atomic_load_n(&fs.peak[i], __ATOMIC_RELAXED));
         total += n;
     }
     fprintf(f, "total %lu\n", total);

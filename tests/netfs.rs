@@ -89,7 +89,7 @@ mod linux {
         }
 
         /// Unmounts, and returns how many of each operation the kernel asked for.
-        pub fn down(&mut self) -> BTreeMap<String, u64> {
+        pub fn down(&mut self) -> Counts {
             let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/slowfs");
             let mut cmd = Command::new(script);
             cmd.arg("down").arg(&self.mnt);
@@ -100,14 +100,32 @@ mod linux {
                 "lab/slowfs down failed\n{}",
                 out.dump()
             );
-            let counts: BTreeMap<String, u64> = out
-                .stdout
-                .lines()
-                .filter_map(|l| l.split_once(' '))
-                .map(|(op, n)| (op.to_string(), n.parse().unwrap()))
-                .collect();
-            assert!(counts.contains_key("total"), "no counts\n{}", out.dump());
+            let counts = Counts(
+                out.stdout
+                    .lines()
+                    .map(|l| {
+                        let mut words = l.split(' ');
+                        let op = words.next().unwrap().to_string();
+                        let mut number = || words.next().map_or(0, |n| n.parse().unwrap());
+                        (op, (number(), number()))
+                    })
+                    .collect(),
+            );
+            assert!(counts.0.contains_key("total"), "no counts\n{}", out.dump());
             counts
+        }
+    }
+
+    /// Each operation's count, and the most of it that waited at once where it was delayed.
+    #[derive(Debug)]
+    pub struct Counts(BTreeMap<String, (u64, u64)>);
+
+    impl Counts {
+        pub fn n(&self, op: &str) -> u64 {
+            self.0.get(op).map_or(0, |c| c.0)
+        }
+        pub fn peak(&self, op: &str) -> u64 {
+            self.0.get(op).map_or(0, |c| c.1)
         }
     }
 
@@ -266,7 +284,7 @@ mod linux {
         let (files, dirs) = files_and_dirs(&src);
         let archive = t.join("a.zip");
         infozip_dir(&src, &archive, &[]);
-        let count = |counts: &BTreeMap<String, u64>, op: &str| counts.get(op).copied().unwrap_or(0);
+        let count = |counts: &Counts, op: &str| counts.n(op);
 
         let mut fs = SlowFs::up(&[]);
         extract(&archive, &fs.mnt.join("x"), &[]).assert_code(0);
@@ -333,6 +351,32 @@ mod linux {
         assert!(count(&a, "write") <= 1, "{a:?}");
         assert_eq!(count(&a, "mkdir"), 0, "{a:?}");
         assert!(count(&a, "utimens") <= 1, "{a:?}");
+    }
+
+    /// A zip and a tar read from a pipe onto a mount where each write waits: one reader keeps
+    /// many writes in flight (the writers it feeds), and the trees are the archives'.
+    pub fn a_stream_from_a_pipe_keeps_many_writes_in_flight() {
+        let t = tempdir();
+        let src = t.join("src");
+        generate_tree(2405, &GenOptions::new(150).no_big_files().no_symlinks()).build(&src);
+        let zip = t.join("a.zip");
+        infozip_dir(&src, &zip, &[]);
+        let tar = t.join("a.tar");
+        run_tool("tar", &osv!["-cf", &tar, "-C", &src, "."], None);
+        for archive in [&zip, &tar] {
+            let mut fs = SlowFs::up(&["write=2"]);
+            let out = run_fastwrite_piped(&osv!["extract", "-", "-o", &fs.mnt.join("x")], archive);
+            out.assert_code(0);
+            let c = fs.down();
+            assert_same_tree(
+                &src,
+                &fs.backing.join("x"),
+                &Compare::exact(),
+                "a pipe onto slowfs",
+            );
+            // Written one at a time, one write would wait at a time.
+            assert!(c.peak("write") > 4, "{}: {c:?}", archive.display());
+        }
     }
 
     /// A mirror from a slow mount onto a local disk: the writers are sized by the source (each
@@ -405,6 +449,7 @@ fn main() {
         a_failed_close_on_the_mount_is_named,
         round_trips_per_file_stay_at_the_floor,
         a_mirror_from_a_slow_mount_sizes_its_writers_by_the_source,
+        a_stream_from_a_pipe_keeps_many_writes_in_flight,
         a_close_the_filesystem_fails_is_named,
     ];
     // No network mount is made elsewhere (lab/netfs is Linux's): nothing to run.

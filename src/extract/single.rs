@@ -113,12 +113,7 @@ pub(super) fn write_streamed(
         };
         *total += n as u64;
         if let Some(max) = max_output.filter(|&max| *total > max) {
-            let error = anyhow!(
-                "refused: it would take the output past the cap of {} ({}); nothing of it was kept",
-                crate::report::human_bytes(max),
-                Setting::MaxOutput
-            );
-            return Err(file.abandon_for(Error::new(path, ErrorKind::Limit, error)));
+            return Err(file.abandon_for(over_the_cap(&path, max)));
         }
         if file.write(&buf[..n]).is_err() {
             // The file keeps what failed, with its path: sealing it says it.
@@ -126,6 +121,16 @@ pub(super) fn write_streamed(
         }
     }
     writer.seal(file)
+}
+
+/// The error of a file that would take the output past `Options::max_output`.
+pub(super) fn over_the_cap(path: impl Into<PathBuf>, max: u64) -> Error {
+    let error = anyhow!(
+        "refused: it would take the output past the cap of {} ({}); nothing of it was kept",
+        crate::report::human_bytes(max),
+        Setting::MaxOutput
+    );
+    Error::new(path, ErrorKind::Limit, error)
 }
 
 #[cfg(test)]

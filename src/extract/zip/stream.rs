@@ -1,5 +1,7 @@
 //! A zip read from a pipe or standard input (`curl ... | fastwrite extract - -o out`), as
-//! bsdtar reads one: entry by entry from the local headers, data descriptors included, written
+//! bsdtar reads one: entry by entry from the local headers, data descriptors included. Each
+//! small file is read into memory, checked (its CRC, its descriptor), and handed to the run's
+//! writers (`extract/feed.rs`), as a tar stream's are; a large one is written by the reader
 //! through the engine's door for streamed files.
 //!
 //! What only the central directory knows comes at the end of the stream and is applied then:
@@ -11,7 +13,7 @@
 //! writing (no free-space check), and a *stored* entry with a data descriptor cannot be
 //! delimited in a stream: it stops the run, asking for a file.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Cursor, Read};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -26,7 +28,9 @@ use crate::plan::{self, Entry, EntryKind};
 use crate::platform::OutDir;
 use crate::report::Report;
 
+use super::super::feed::{self, Feed, Job};
 use super::super::select::{Choice, Chooser};
+use super::super::single;
 
 const LOCAL_HEADER: u32 = 0x0403_4b50;
 const CENTRAL_HEADER: u32 = 0x0201_4b50;
@@ -53,26 +57,41 @@ pub(in crate::extract) fn extract(
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
-    let (mut report, (outcome, written, mut failures)) =
-        engine::run(out, None, opts, |engine, _| {
-            let mut state = Stream {
-                engine,
-                writer: engine.writer(),
-                chooser,
-                password: opts.password.clone(),
-                max_output: opts.max_output,
-                total: 0,
-                written: HashMap::new(),
-                failures: Vec::new(),
-            };
-            let outcome = state.entries(&mut *input, label);
-            let outcome = match outcome {
-                Ok(()) => central_directory(&mut *input)
-                    .with_context(|| format!("the central directory of {label} is corrupt")),
-                Err(error) => Err(error),
-            };
-            (outcome, state.written, state.failures)
+    let (mut report, (outcome, mut written, mut failures)) =
+        engine::run(out, None, opts, |engine, writers| {
+            let ((outcome, written, failures), _failed) =
+                feed::fed(engine, writers, opts.memory_budget, |feed, writer| {
+                    // The last copy of a name wins, as in a tar stream (and as bsdtar does from a
+                    // pipe), whichever writer gets which copy first.
+                    engine.track_created();
+                    let mut state = Stream {
+                        engine,
+                        writer,
+                        feed,
+                        seen: HashSet::new(),
+                        order: 0,
+                        chooser,
+                        password: opts.password.clone(),
+                        max_output: opts.max_output,
+                        total: 0,
+                        written: HashMap::new(),
+                        failures: Vec::new(),
+                    };
+                    let outcome = state.entries(&mut *input, label);
+                    let outcome = match outcome {
+                        Ok(()) => central_directory(&mut *input).with_context(|| {
+                            format!("the central directory of {label} is corrupt")
+                        }),
+                        Err(error) => Err(error),
+                    };
+                    (outcome, state.written, state.failures)
+                });
+            (outcome, written, failures)
         })?;
+    // What failed to be written (a create, a write, a close, a folder) was said by the run:
+    // the central directory has nothing to add to it.
+    let failed: HashSet<&Path> = report.failures.iter().map(Error::path).collect();
+    written.retain(|_, (path, _)| !failed.contains(path.as_path()));
     report.failures.append(&mut failures);
     match outcome {
         Ok(modes) => apply_central(out, &written, &modes, &mut report),
@@ -83,9 +102,16 @@ pub(in crate::extract) fn extract(
     Ok(report)
 }
 
-struct Stream<'a> {
+struct Stream<'a, 'f, 'q> {
     engine: &'a Engine,
-    writer: Writer<'a>,
+    /// This thread's own writer, for large files.
+    writer: &'f mut Writer<'a>,
+    /// Where small files go to the writers.
+    feed: &'f mut Feed<'q>,
+    /// The paths of the files met so far (their keys): a later copy replaces an earlier one.
+    seen: HashSet<u64>,
+    /// The files met so far: each one's place, by which the last copy of a path wins.
+    order: usize,
     chooser: &'a Chooser,
     password: Option<Vec<u8>>,
     max_output: Option<u64>,
@@ -95,7 +121,7 @@ struct Stream<'a> {
     failures: Vec<Error>,
 }
 
-impl Stream<'_> {
+impl Stream<'_, '_, '_> {
     /// Every entry up to the central directory (whose signature it leaves read). `Err`: the
     /// stream cannot be followed any further.
     fn entries(&mut self, input: &mut dyn BufRead, label: &str) -> anyhow::Result<()> {
@@ -140,10 +166,14 @@ impl Stream<'_> {
         match read_zipfile_from_stream_with_options(&mut chained, options) {
             Ok(Some(mut file)) => {
                 let is_dir = file.is_dir();
-                self.entry(&local.name, is_dir, local_mtime(&local.raw), &mut file);
+                let held = self.entry(&local.name, is_dir, local_mtime(&local.raw), &mut file);
                 // Whatever of it was not read (a skipped entry) is skipped now.
                 std::io::copy(&mut file, &mut std::io::sink())
                     .with_context(|| format!("{label}: entry '{}' is cut short", local.name))?;
+                // Read whole, its CRC checked by the zip reader: to the writers.
+                if let Some(held) = held {
+                    self.hand_over(held);
+                }
                 Ok(None)
             }
             Ok(None) => bail!("{label}: a local header the zip reader does not take"),
@@ -164,29 +194,36 @@ impl Stream<'_> {
         }
     }
 
-    /// One entry read from `data`: a folder made, a file written (symlinks too, as files, until
+    /// One entry read from `data`: a folder registered, a file read into memory (returned, to
+    /// be handed over once checked) or, if large, written here (symlinks too, as files, until
     /// the central directory says what they are).
-    fn entry(&mut self, name: &str, is_dir: bool, mtime: Option<SystemTime>, data: &mut dyn Read) {
+    fn entry(
+        &mut self,
+        name: &str,
+        is_dir: bool,
+        mtime: Option<SystemTime>,
+        data: &mut dyn Read,
+    ) -> Option<Held> {
         let chosen = match self.chooser.choose(name.as_bytes(), is_dir) {
             Choice::Take(chosen) => String::from_utf8_lossy(&chosen).into_owned(),
-            Choice::Skip => return,
+            Choice::Skip => return None,
             Choice::Refuse(why) => {
                 let error = anyhow!("refused: {why}");
-                return self
-                    .failures
+                self.failures
                     .push(Error::new(name, ErrorKind::Refused, error));
+                return None;
             }
         };
         if is_dir && plan::is_root(&chosen) {
-            return;
+            return None;
         }
         let path = match plan::safe_relative_path(&chosen) {
             Ok(path) => path,
             Err(refusal) => {
                 let error = anyhow!("refused: {refusal}");
-                return self
-                    .failures
+                self.failures
                     .push(Error::new(name, ErrorKind::Refused, error));
+                return None;
             }
         };
         let kind = if is_dir {
@@ -194,32 +231,68 @@ impl Stream<'_> {
         } else {
             EntryKind::File
         };
-        let entry = match Entry::for_path(&path, kind, None, mtime, 0) {
+        let mut entry = match Entry::for_path(&path, kind, None, mtime, 0) {
             Ok(entry) => entry,
-            Err(error) => return self.failures.push(error),
+            Err(error) => {
+                self.failures.push(error);
+                return None;
+            }
         };
         if is_dir {
-            if let Err(error) = self.engine.make_dir(&entry) {
-                self.failures.push(error);
-            } else {
-                if mtime.is_some() {
-                    self.engine.add_dir(entry);
+            // Made by the writers before anything in it, or at the end if it stays empty.
+            self.engine.add_dir(entry);
+            self.written.insert(name.to_string(), (path, mtime));
+            return None;
+        }
+        self.order += 1;
+        entry.index = self.order;
+        entry.replaces = !self.seen.insert(engine::path_key(&path));
+        let limit = self.feed.buffer_limit;
+        let mut buffer = Vec::new();
+        if let Err(e) = data.take(limit + 1).read_to_end(&mut buffer) {
+            let error = anyhow::Error::new(e)
+                .context("the compressed data is corrupt or truncated; nothing of it was kept");
+            self.failures
+                .push(Error::new(&entry.name, ErrorKind::Source, error));
+            return None;
+        }
+        if buffer.len() as u64 > limit {
+            // Too large to hold: the files before it go to the writers, and this thread writes
+            // it, from what it read and the rest.
+            self.feed.flush(self.writer);
+            let mut rest = Cursor::new(buffer).chain(data);
+            let max = self.max_output;
+            match single::write_streamed(self.writer, entry, &mut rest, &mut self.total, max) {
+                Ok(()) => {
+                    self.written.insert(name.to_string(), (path, mtime));
                 }
-                self.written.insert(name.to_string(), (path, mtime));
+                Err(error) => self.failures.push(error),
             }
-            return;
+            return None;
         }
-        match self.write_file(entry, data) {
-            Ok(()) => {
-                self.written.insert(name.to_string(), (path, mtime));
-            }
-            Err(error) => self.failures.push(error),
+        self.total += buffer.len() as u64;
+        if let Some(max) = self.max_output.filter(|&max| self.total > max) {
+            self.failures.push(single::over_the_cap(&entry.name, max));
+            return None;
         }
+        // Its size is now known, and the writer checks that it writes just that.
+        entry.size = buffer.len() as u64;
+        Some(Held {
+            name: name.to_string(),
+            mtime,
+            job: Job {
+                entry,
+                data: buffer,
+            },
+        })
     }
 
-    fn write_file(&mut self, entry: Entry, data: &mut dyn Read) -> Result<(), Error> {
-        let max = self.max_output;
-        super::super::single::write_streamed(&mut self.writer, entry, data, &mut self.total, max)
+    /// A file read whole and checked, to the writers.
+    fn hand_over(&mut self, held: Held) {
+        let Held { name, mtime, job } = held;
+        self.written.insert(name, (job.entry.path.clone(), mtime));
+        self.feed.room(job.data.len() as u64, self.writer);
+        self.feed.push(job, self.writer);
     }
 
     /// An entry whose sizes and CRC follow its data: deflate knows where its data ends; the
@@ -252,7 +325,7 @@ impl Stream<'_> {
         let is_dir = local.name.ends_with('/');
         let mtime = local_mtime(&local.raw);
         let failed_before = self.failures.len();
-        self.entry(&local.name, is_dir, mtime, &mut data);
+        let held = self.entry(&local.name, is_dir, mtime, &mut data);
         // What the selection skipped is read through too: the descriptor comes after it.
         std::io::copy(&mut data, &mut std::io::sink())
             .with_context(|| format!("entry '{}' is corrupt or cut short", local.name))?;
@@ -267,8 +340,20 @@ impl Stream<'_> {
         } else {
             (u64::from(read_u32(input)?), u64::from(read_u32(input)?))
         };
-        if (word != crc || size != len) && self.failures.len() == failed_before {
-            // Written whole, but not what the archive says: removed, and said.
+        let matches = word == crc && size == len;
+        if let Some(held) = held {
+            if matches {
+                self.hand_over(held);
+            } else {
+                let error = anyhow!(
+                    "the data does not match its descriptor (CRC-32 {crc:08x}, {len} bytes; the descriptor says {word:08x}, {size} bytes): nothing of it was written"
+                );
+                self.failures
+                    .push(Error::new(&local.name, ErrorKind::Source, error));
+            }
+        } else if !matches && self.failures.len() == failed_before {
+            // Written whole by this thread (a large file), but not what the archive says:
+            // removed, and said.
             if let Some((path, _)) = self.written.remove(&local.name) {
                 let _ = self.engine.out_dir().remove_file(&path);
             }
@@ -280,6 +365,15 @@ impl Stream<'_> {
         }
         Ok(())
     }
+}
+
+/// A file read into memory and not yet handed over: checked first (a data descriptor comes
+/// after the data).
+struct Held {
+    /// Its name in the archive.
+    name: String,
+    mtime: Option<SystemTime>,
+    job: Job,
 }
 
 /// Counts and checksums what passes through.

@@ -1,5 +1,6 @@
-//! The memory budget between the tar reader and the writers: bytes of file content in flight,
-//! at most a limit. The reader waits for room; writers free what they wrote.
+//! The memory budget between a streamed source's reader and the writers (`feed.rs`): bytes of
+//! file content in flight, at most a limit. The reader waits for room; writers free what they
+//! wrote.
 
 use std::sync::{Condvar, Mutex};
 
