@@ -6,14 +6,13 @@
 //!
 //! Memory is bounded by a budget (`Options::memory_budget`): bytes of content handed over and
 //! not yet written. The reader waits for room; a file larger than a quarter of the budget is not
-//! buffered but streamed by the reader itself, once the files before it are handed over.
-
-use std::sync::Mutex;
+//! buffered but streamed by the reader itself, once the files before it are handed over. (A tar
+//! declares each size, so its reader takes the room first; a zip from a pipe learns a size by
+//! reading, so it may hold one more file, of at most a quarter of the budget, while it waits.)
 
 use crate::engine::{Content, Engine, Writer};
 use crate::plan::Entry;
 use crate::queue::Queue;
-use crate::sync::Unpoisoned;
 
 use super::budget::Budget;
 
@@ -38,25 +37,23 @@ pub(super) struct Feed<'s> {
     pending_bytes: u64,
     /// A file larger than this is streamed by the reader, not buffered.
     pub buffer_limit: u64,
-    /// Paths of files whose write failed in a writer (the engine has their errors).
-    failed: &'s Mutex<Vec<std::path::PathBuf>>,
 }
 
 /// Runs `read` on this thread with a [`Feed`] to hand files to the writers of `pool` (all of
 /// its threads), and a [`Writer`] of its own for what it writes itself. Returns what `read`
-/// returned, once every file handed over is written, and the paths of those that failed.
+/// returned, once every file handed over is written (a file that fails is recorded in the run
+/// by its writer, with its path, as any other).
 pub(super) fn fed<'e, T>(
     engine: &'e Engine,
     pool: &rayon::ThreadPool,
     memory_budget: u64,
     read: impl for<'q> FnOnce(&mut Feed<'q>, &mut Writer<'e>) -> T,
-) -> (T, Vec<std::path::PathBuf>) {
+) -> T {
     let budget = Budget::new(memory_budget.max(4 * crate::engine::CHUNK as u64));
     let threads = pool.current_num_threads();
     let queue: Queue<Vec<Job>> = Queue::new(threads * 4, threads, Vec::len);
-    let failed = Mutex::new(Vec::new());
-    let (queue, budget_ref, failed_ref) = (&queue, &budget, &failed);
-    let out = pool.in_place_scope(|scope| {
+    let (queue, budget_ref) = (&queue, &budget);
+    pool.in_place_scope(|scope| {
         for _ in 0..threads {
             scope.spawn(move |_| {
                 let _gone = ReceiverGuard(queue);
@@ -65,9 +62,7 @@ pub(super) fn fed<'e, T>(
                     let mut bytes = 0;
                     for job in batch {
                         // Directories are made here, by the writers, off the reader's path.
-                        if !writer.write(&job.entry, Content::Bytes(&job.data)) {
-                            failed_ref.lock().unpoisoned().push(job.entry.path.clone());
-                        }
+                        writer.write(&job.entry, Content::Bytes(&job.data));
                         bytes += job.data.len() as u64;
                     }
                     budget_ref.release(bytes);
@@ -82,14 +77,12 @@ pub(super) fn fed<'e, T>(
             pending: Vec::new(),
             pending_bytes: 0,
             buffer_limit: budget_ref.limit / 4,
-            failed: failed_ref,
         };
         let mut writer = engine.writer();
         let out = read(&mut feed, &mut writer);
         feed.flush(&mut writer);
         out
-    });
-    (out, failed.into_inner().unpoisoned())
+    })
 }
 
 impl Feed<'_> {
@@ -126,9 +119,7 @@ impl Feed<'_> {
         if let Err(batch) = self.queue.push(batch) {
             // Every writer is gone (only after a panic): write them here instead.
             for job in batch {
-                if !writer.write(&job.entry, Content::Bytes(&job.data)) {
-                    self.failed.lock().unpoisoned().push(job.entry.path.clone());
-                }
+                writer.write(&job.entry, Content::Bytes(&job.data));
             }
             self.budget.release(bytes);
         }

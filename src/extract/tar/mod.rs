@@ -47,7 +47,7 @@ pub(super) fn extract(
         engine::run(out, None, opts, |engine, writers| {
             // The last copy of a path wins: the engine must know which paths are this run's.
             engine.track_created();
-            let ((outcome, check, last_name), _failed) =
+            let (outcome, check, last_name) =
                 feed::fed(engine, writers, opts.memory_budget, |feed, writer| {
                     let mut stream = Stream {
                         engine,

@@ -59,7 +59,7 @@ pub(in crate::extract) fn extract(
 ) -> anyhow::Result<Report> {
     let (mut report, (outcome, mut written, mut failures)) =
         engine::run(out, None, opts, |engine, writers| {
-            let ((outcome, written, failures), _failed) =
+            let (outcome, written, failures) =
                 feed::fed(engine, writers, opts.memory_budget, |feed, writer| {
                     // The last copy of a name wins, as in a tar stream (and as bsdtar does from a
                     // pipe), whichever writer gets which copy first.
