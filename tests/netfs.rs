@@ -23,6 +23,27 @@ mod linux {
 
     use crate::common::*;
 
+    /// A script of the lab (`lab/netfs`, `lab/slowfs`).
+    fn lab(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("lab").join(name)
+    }
+
+    /// Mounts with the lab's script `name` (`up MNT ARGS...`) in a folder made for it, where
+    /// `name check` says this machine can (else the test is unmet, with `needs`).
+    fn mount(name: &str, needs: &str, args: &[String]) -> (TestDir, PathBuf) {
+        let can = Command::new(lab(name)).arg("check").status();
+        if !can.is_ok_and(|s| s.success()) {
+            unmet(needs);
+        }
+        let dir = tempdir();
+        let mnt = dir.join("mnt");
+        let mut cmd = Command::new(lab(name));
+        cmd.arg("up").arg(&mnt).args(args);
+        let out = run_command(cmd);
+        assert!(out.status.success(), "lab/{name} up failed\n{}", out.dump());
+        (dir, mnt)
+    }
+
     /// A mount made for one test, unmounted when dropped (even when the test panics).
     pub struct NetFs {
         _dir: TestDir,
@@ -31,27 +52,18 @@ mod linux {
 
     impl NetFs {
         pub fn up(delay_ms: u32) -> NetFs {
-            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/netfs");
-            let can = Command::new(&script).arg("check").status();
-            if !can.is_ok_and(|s| s.success()) {
-                unmet(
-                    "a network mount needs root, /dev/fuse, sshfs and openssh-server (lab/netfs install)",
-                );
-            }
-            let dir = tempdir();
-            let mnt = dir.join("mnt");
-            let mut cmd = Command::new(&script);
-            cmd.arg("up").arg(&mnt).arg(delay_ms.to_string());
-            let out = run_command(cmd);
-            assert!(out.status.success(), "lab/netfs up failed\n{}", out.dump());
+            let needs = "a network mount needs root, /dev/fuse, sshfs and openssh-server (lab/netfs install)";
+            let (dir, mnt) = mount("netfs", needs, &[delay_ms.to_string()]);
             NetFs { _dir: dir, mnt }
         }
     }
 
     impl Drop for NetFs {
         fn drop(&mut self) {
-            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/netfs");
-            let _ = Command::new(script).arg("down").arg(&self.mnt).status();
+            let _ = Command::new(lab("netfs"))
+                .arg("down")
+                .arg(&self.mnt)
+                .status();
         }
     }
 
@@ -66,19 +78,9 @@ mod linux {
 
     impl SlowFs {
         pub fn up(options: &[&str]) -> SlowFs {
-            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/slowfs");
-            let can = Command::new(&script).arg("check").status();
-            if !can.is_ok_and(|s| s.success()) {
-                unmet(
-                    "the lab's FUSE filesystem needs root, /dev/fuse, fuse3 and libfuse3-dev (lab/slowfs install)",
-                );
-            }
-            let dir = tempdir();
-            let mnt = dir.join("mnt");
-            let mut cmd = Command::new(&script);
-            cmd.arg("up").arg(&mnt).args(options);
-            let out = run_command(cmd);
-            assert!(out.status.success(), "lab/slowfs up failed\n{}", out.dump());
+            let needs = "the lab's FUSE filesystem needs root, /dev/fuse, fuse3 and libfuse3-dev (lab/slowfs install)";
+            let args: Vec<String> = options.iter().map(|o| o.to_string()).collect();
+            let (dir, mnt) = mount("slowfs", needs, &args);
             let backing = dir.join("mnt.backing");
             SlowFs {
                 _dir: dir,
@@ -90,8 +92,7 @@ mod linux {
 
         /// Unmounts, and returns how many of each operation the kernel asked for.
         pub fn down(&mut self) -> Counts {
-            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/slowfs");
-            let mut cmd = Command::new(script);
+            let mut cmd = Command::new(lab("slowfs"));
             cmd.arg("down").arg(&self.mnt);
             let out = run_command(cmd);
             self.mounted = false;
@@ -132,8 +133,10 @@ mod linux {
     impl Drop for SlowFs {
         fn drop(&mut self) {
             if self.mounted {
-                let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/slowfs");
-                let _ = Command::new(script).arg("down").arg(&self.mnt).output();
+                let _ = Command::new(lab("slowfs"))
+                    .arg("down")
+                    .arg(&self.mnt)
+                    .output();
             }
         }
     }

@@ -2037,6 +2037,17 @@ fn encrypted_zips_from_7zip_and_infozip() {
     }
 }
 
+/// bsdtar reading `archive` from its standard input, as from a pipe, into the new folder `into`.
+#[cfg(unix)]
+fn bsdtar_from_stdin(archive: &Path, into: &Path) {
+    fs::create_dir(into).unwrap();
+    let mut cmd = std::process::Command::new("bsdtar");
+    cmd.args(["-xpf", "-", "-C"]).arg(into);
+    let stdin = std::process::Stdio::from(fs::File::open(archive).unwrap());
+    let r = run_command_with_stdin(cmd, stdin);
+    assert!(r.status.success(), "{}", r.dump());
+}
+
 /// A zip from a pipe whose data descriptor disagrees with the data before it (a CRC flipped):
 /// that entry fails, named, and nothing of it is written; the others are.
 #[cfg(unix)] // python3, which a Windows build under Wine cannot start
@@ -2080,14 +2091,7 @@ fn a_piped_zip_storing_a_name_twice_keeps_the_last_copy() {
     );
     assert_eq!(all_paths(&out.join("d")).len(), 201);
     let bsd = t.join("bsdtar");
-    fs::create_dir(&bsd).unwrap();
-    let mut cmd = std::process::Command::new("bsdtar");
-    cmd.args(["-xpf", "-", "-C"]).arg(&bsd);
-    let r = run_command_with_stdin(
-        cmd,
-        std::process::Stdio::from(fs::File::open(&archive).unwrap()),
-    );
-    assert!(r.status.success(), "{}", r.dump());
+    bsdtar_from_stdin(&archive, &bsd);
     assert_eq!(
         fs::read_to_string(bsd.join("d/twice.txt")).unwrap(),
         "last copy"
@@ -2132,14 +2136,7 @@ fn a_zip_through_a_pipe_is_the_zip_from_its_file() {
             &format!("{what}: pipe vs file"),
         );
         let bsd = t.join(format!("{what}-bsdtar"));
-        fs::create_dir(&bsd).unwrap();
-        let mut cmd = std::process::Command::new("bsdtar");
-        cmd.args(["-xpf", "-", "-C"]).arg(&bsd);
-        let r = run_command_with_stdin(
-            cmd,
-            std::process::Stdio::from(fs::File::open(archive).unwrap()),
-        );
-        assert!(r.status.success(), "{}", r.dump());
+        bsdtar_from_stdin(archive, &bsd);
         assert_same_tree(
             &bsd,
             &piped,

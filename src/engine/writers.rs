@@ -58,38 +58,38 @@ pub(crate) fn size(root: &Path, source: Option<&Path>, opts: &Options) -> Writer
         };
     }
     let ceiling = within_open_file_limit(MAX_WRITERS);
-    // What each side costs a file; the slower side decides.
-    let mut took = Duration::ZERO;
-    let mut reasons = Vec::new();
-    let mut measured = true;
+    // What each side costs a file (a probe, what it found, what to say without it); the slower
+    // side decides.
+    let mut sides = Vec::new();
     if let Some(kind) = out_kind {
-        match probe(root) {
-            Ok(t) => {
-                took = took.max(t);
-                reasons.push(format!(
-                    "{kind}: one file's create and write took {:.1} ms there",
-                    ms(t)
-                ));
-            }
-            // The run itself will say what is wrong with the folder.
-            Err(_) => {
-                measured = false;
-                reasons.push(format!("{kind}: a network or FUSE filesystem"));
-            }
-        }
+        // If the probe fails, the run itself will say what is wrong with the folder.
+        let found = format!("{kind}: one file's create and write there took");
+        sides.push((
+            probe(root),
+            found,
+            format!("{kind}: a network or FUSE filesystem"),
+        ));
     }
     if let (Some(kind), Some(source)) = (source_kind, source) {
-        match probe_read(source) {
+        let found = format!("the source is on {kind}: one read there took");
+        sides.push((
+            probe_read(source),
+            found,
+            format!("the source is on {kind}"),
+        ));
+    }
+    let mut took = Duration::ZERO;
+    let mut measured = true;
+    let mut reasons = Vec::new();
+    for (probed, found, unmeasured) in sides {
+        match probed {
             Ok(t) => {
                 took = took.max(t);
-                reasons.push(format!(
-                    "the source is on {kind}: one read there took {:.1} ms",
-                    ms(t)
-                ));
+                reasons.push(format!("{found} {:.1} ms", t.as_secs_f64() * 1000.0));
             }
             Err(_) => {
                 measured = false;
-                reasons.push(format!("the source is on {kind}"));
+                reasons.push(unmeasured);
             }
         }
     }
@@ -105,10 +105,6 @@ pub(crate) fn size(root: &Path, source: Option<&Path>, opts: &Options) -> Writer
             why: format!("{reasons}, so as many writers as allowed"),
         }
     }
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }
 
 /// Little's law: `cores` writers, each busy `CPU_PER_FILE` of every `took`, keep
