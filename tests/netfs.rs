@@ -356,8 +356,9 @@ mod linux {
         assert!(count(&a, "utimens") <= 1, "{a:?}");
     }
 
-    /// A zip and a tar read from a pipe onto a mount where each write waits: one reader keeps
-    /// many writes in flight (the writers it feeds), and the trees are the archives'.
+    /// A zip and a tar read from a pipe onto a mount where each write and each chmod waits: one
+    /// reader keeps many in flight (the writers it feeds; for the zip, the modes its central
+    /// directory gives at the end too), and the trees are the archives'.
     pub fn a_stream_from_a_pipe_keeps_many_writes_in_flight() {
         let t = tempdir();
         let src = t.join("src");
@@ -367,7 +368,7 @@ mod linux {
         let tar = t.join("a.tar");
         run_tool("tar", &osv!["-cf", &tar, "-C", &src, "."], None);
         for archive in [&zip, &tar] {
-            let mut fs = SlowFs::up(&["write=2"]);
+            let mut fs = SlowFs::up(&["write=2", "chmod=2"]);
             let out = run_fastwrite_piped(&osv!["extract", "-", "-o", &fs.mnt.join("x")], archive);
             out.assert_code(0);
             let c = fs.down();
@@ -377,8 +378,10 @@ mod linux {
                 &Compare::exact(),
                 "a pipe onto slowfs",
             );
-            // Written one at a time, one write would wait at a time.
+            // Written one at a time, one write would wait at a time; so would the modes a zip's
+            // central directory gives at the end.
             assert!(c.peak("write") > 4, "{}: {c:?}", archive.display());
+            assert!(c.peak("chmod") > 2, "{}: {c:?}", archive.display());
         }
     }
 

@@ -27,6 +27,7 @@ use crate::options::Options;
 use crate::plan::{self, Entry, EntryKind};
 use crate::platform::OutDir;
 use crate::report::Report;
+use crate::sync::Unpoisoned;
 
 use super::super::feed::{self, Feed, Job};
 use super::super::select::{Choice, Chooser};
@@ -557,57 +558,97 @@ fn central_directory(input: &mut dyn Read) -> anyhow::Result<HashMap<String, u32
 }
 
 /// What the central directory says, applied: symlinks made from the files holding their
-/// targets, and Unix modes set.
+/// targets, and Unix modes set. A depth level at a time, deepest first (a folder's mode, perhaps
+/// read-only, after what is inside it), each level in parallel: on a network filesystem each
+/// change is a round trip.
 fn apply_central(
     out: &Path,
     written: &HashMap<String, (PathBuf, Option<SystemTime>)>,
     modes: &HashMap<String, u32>,
     report: &mut Report,
 ) {
+    use rayon::prelude::*;
+    use std::sync::Mutex;
+
     const S_IFMT: u32 = 0o170_000;
     const S_IFLNK: u32 = 0o120_000;
     const S_IFDIR: u32 = 0o040_000;
     let Ok(root) = OutDir::open(out) else {
         return;
     };
-    let mut names: Vec<&String> = written.keys().collect();
-    // Deepest first: a folder's mode (perhaps read-only) after what is inside it.
-    names.sort_by_key(|n| std::cmp::Reverse(n.matches('/').count()));
-    // Folders in which a file became a symlink: that changed their mtime, set again last.
-    let mut touched: Vec<PathBuf> = Vec::new();
-    let umask = crate::platform::current_umask();
-    for name in names {
-        let (path, mtime) = &written[name];
-        let Some(&mode) = modes.get(name) else {
-            continue;
-        };
-        let result = if mode & S_IFMT == S_IFLNK {
-            touched.extend(path.parent().map(Path::to_path_buf));
-            make_symlink(&root, out, path, *mtime).map(|()| report.symlinks += 1)
-        } else {
-            let bits = mode & 0o777;
-            let default = if mode & S_IFMT == S_IFDIR {
-                0o777
-            } else {
-                0o666
-            };
-            if bits == default & !umask {
-                Ok(())
-            } else {
-                root.set_metadata(path, Some(bits), None)
-                    .map_err(|e| anyhow::Error::new(e).context("setting its mode"))
-                    .and_then(|()| restore_mtime(&root, path, *mtime, mode & S_IFMT == S_IFDIR))
-            }
-        };
-        if let Err(error) = result {
-            let kind = if format!("{error}").starts_with("refused") {
-                ErrorKind::Refused
-            } else {
-                ErrorKind::Metadata
-            };
-            report.failures.push(Error::new(name, kind, error));
-        }
+    let depth = |name: &str| name.trim_end_matches('/').matches('/').count();
+    let mut names: Vec<(&String, u32)> = written
+        .keys()
+        .filter_map(|name| modes.get(name).map(|&mode| (name, mode)))
+        .collect();
+    if names.is_empty() {
+        return;
     }
+    names.sort_by_key(|(name, _)| std::cmp::Reverse(depth(name)));
+    // Folders in which a file became a symlink: that changed their mtime, set again last.
+    let touched: Mutex<Vec<PathBuf>> = Mutex::default();
+    let failures: Mutex<Vec<Error>> = Mutex::default();
+    let symlinks = std::sync::atomic::AtomicU64::new(0);
+    let umask = crate::platform::current_umask();
+    // As many threads as the run had writers (sized for the output's filesystem).
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(report.writers.max(1))
+        .thread_name(|i| format!("fastwrite-modes-{i}"))
+        .build();
+    let in_pool = |work: &(dyn Fn() + Sync)| match &pool {
+        Ok(pool) => pool.install(work),
+        Err(_) => work(),
+    };
+    for level in names.chunk_by(|a, b| depth(a.0) == depth(b.0)) {
+        in_pool(&|| {
+            level.par_iter().for_each(|&(name, mode)| {
+                let (path, mtime) = &written[name];
+                let result = if mode & S_IFMT == S_IFLNK {
+                    touched
+                        .lock()
+                        .unpoisoned()
+                        .extend(path.parent().map(Path::to_path_buf));
+                    make_symlink(&root, out, path, *mtime).map(|()| {
+                        symlinks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    })
+                } else {
+                    let bits = mode & 0o777;
+                    let default = if mode & S_IFMT == S_IFDIR {
+                        0o777
+                    } else {
+                        0o666
+                    };
+                    if bits == default & !umask {
+                        Ok(())
+                    } else {
+                        root.set_metadata(path, Some(bits), None)
+                            .map_err(|e| anyhow::Error::new(e).context("setting its mode"))
+                            .and_then(|()| {
+                                restore_mtime(&root, path, *mtime, mode & S_IFMT == S_IFDIR)
+                            })
+                    }
+                };
+                if let Err(error) = result {
+                    let kind = if format!("{error}").starts_with("refused") {
+                        ErrorKind::Refused
+                    } else {
+                        ErrorKind::Metadata
+                    };
+                    failures
+                        .lock()
+                        .unpoisoned()
+                        .push(Error::new(name, kind, error));
+                }
+            })
+        });
+    }
+    report.symlinks += symlinks.into_inner();
+    report
+        .failures
+        .append(&mut failures.into_inner().unpoisoned());
+    let mut touched = touched.into_inner().unpoisoned();
+    touched.sort();
+    touched.dedup();
     let mtimes: HashMap<&Path, Option<SystemTime>> = written
         .values()
         .map(|(path, mtime)| (path.as_path(), *mtime))
