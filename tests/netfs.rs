@@ -300,8 +300,8 @@ mod linux {
         );
         // The probe file is one create, write and unlink more.
         assert_eq!(count(&c, "create"), files + 1, "{c:?}");
-        // Empty files are not written to.
-        assert!(count(&c, "write") <= files + 1, "{c:?}");
+        // Empty files are not written to (the probe's write may come in two pieces, as below).
+        assert!(count(&c, "write") <= files + 2, "{c:?}");
         assert_eq!(count(&c, "flush"), files + 1, "{c:?}");
         assert_eq!(count(&c, "mkdir"), dirs + 1, "{c:?}");
         // One negative lookup per new name (the kernel's, before a create or mkdir): none for
@@ -349,9 +349,11 @@ mod linux {
             &Compare::exact(),
             "mirror again",
         );
-        // Only the probe's create and write (and the root's time that it touched).
+        // Only the probe's create and write (and the root's time that it touched). Its one 4 KiB
+        // write reached the filesystem as two WRITE requests once, under load (the kernel may
+        // send a write in pieces).
         assert!(count(&a, "create") <= 1, "{a:?}");
-        assert!(count(&a, "write") <= 1, "{a:?}");
+        assert!(count(&a, "write") <= 2, "{a:?}");
         assert_eq!(count(&a, "mkdir"), 0, "{a:?}");
         assert!(count(&a, "utimens") <= 1, "{a:?}");
     }
