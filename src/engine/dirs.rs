@@ -59,21 +59,33 @@ impl Making {
             done = self.finished.wait(done).unpoisoned();
         }
     }
+
+    /// Taken out of [`DirState::making`] (so no thread can start waiting on it any more): wakes
+    /// the threads that wait, if any does (each holds a clone), and costs nothing otherwise.
+    fn finish(self: Arc<Self>) {
+        if Arc::strong_count(&self) > 1 {
+            *self.done.lock().unpoisoned() = true;
+            self.finished.notify_all();
+        }
+    }
 }
 
-/// The making of one directory by this thread: when dropped (made, failed, or unwinding) it is
-/// no longer being made, and the threads waiting for it go on.
+/// The making of one directory by this thread. If it ends without being recorded (a panic
+/// unwinding through it), dropping it still takes it out of [`DirState::making`], so the
+/// threads waiting for it go on.
 struct Maker<'a> {
     dirs: &'a Dirs,
     dir: &'a Path,
+    pending: bool,
 }
 
 impl Drop for Maker<'_> {
     fn drop(&mut self) {
-        let making = self.dirs.lock().making.remove(self.dir);
-        if let Some(making) = making {
-            *making.done.lock().unpoisoned() = true;
-            making.finished.notify_all();
+        if self.pending {
+            let making = self.dirs.lock().making.remove(self.dir);
+            if let Some(making) = making {
+                making.finish();
+            }
         }
     }
 }
@@ -168,7 +180,7 @@ impl Dirs {
             };
             // Each is recorded made or blocked, with its reason, by `make`.
             todo.into_par_iter().for_each(|d| {
-                let _ = self.make(&d);
+                let _ = self.make(&d, None);
             });
         }
         self.lock().busy += start.elapsed();
@@ -192,16 +204,14 @@ impl Dirs {
         if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
             self.ensure(parent)?;
         }
-        let start = Instant::now();
-        let made = self.make(dir);
-        self.lock().busy += start.elapsed();
-        made
+        self.make(dir, Some(Instant::now()))
     }
 
     /// Makes `dir`, whose parent is ready, unless it is ready or blocked already, or waits for
-    /// the thread making it now; records what became of it.
-    fn make(&self, dir: &Path) -> anyhow::Result<()> {
-        let _maker = loop {
+    /// the thread making it now; records what became of it (and, `since` given, the time it
+    /// took as the directories' busy time).
+    fn make(&self, dir: &Path, since: Option<Instant>) -> anyhow::Result<()> {
+        let mut maker = loop {
             let making = {
                 let mut state = self.lock();
                 if state.ready.contains(dir) {
@@ -214,15 +224,25 @@ impl Dirs {
                     Some(making) => Arc::clone(making),
                     None => {
                         state.making.insert(dir.to_path_buf(), Arc::default());
-                        break Maker { dirs: self, dir };
+                        break Maker {
+                            dirs: self,
+                            dir,
+                            pending: true,
+                        };
                     }
                 }
             };
             making.wait();
         };
         let made = self.create_one(dir);
+        // One lock to record it, count its time and end its making.
         let mut state = self.lock();
-        match made {
+        if let Some(since) = since {
+            state.busy += since.elapsed();
+        }
+        maker.pending = false;
+        let making = state.making.remove(dir);
+        let result = match made {
             Ok(created) => {
                 state.made(dir, created);
                 Ok(())
@@ -230,9 +250,17 @@ impl Dirs {
             Err(e) => {
                 let reason = format!("{e:#}");
                 state.blocked.insert(dir.to_path_buf(), reason.clone());
-                bail!("cannot create directory '{}': {reason}", dir.display());
+                Err(anyhow::anyhow!(
+                    "cannot create directory '{}': {reason}",
+                    dir.display()
+                ))
             }
+        };
+        drop(state);
+        if let Some(making) = making {
+            making.finish();
         }
+        result
     }
 
     /// The folder `dir`, held open to make subfolders in: a folder is opened once for all
