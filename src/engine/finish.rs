@@ -95,15 +95,15 @@ impl Engine {
     /// at a time.
     fn apply_dirs_metadata(&self, mut dirs: Vec<Entry>) {
         dirs.retain(|e| e.mode.is_some() || e.mtime.is_some());
-        let depth = |e: &Entry| e.path.components().count();
-        dirs.sort_by_key(|e| std::cmp::Reverse(depth(e)));
-        for level in dirs.chunk_by(|a, b| depth(a) == depth(b)) {
-            level.par_iter().for_each(|entry| {
+        deepest_first(
+            &mut dirs,
+            |e| e.path.components().count(),
+            |entry| {
                 if let Err(error) = self.apply_dir_metadata(entry) {
                     self.failures.push(error);
                 }
-            });
-        }
+            },
+        );
     }
 
     /// With fsync, syncs every directory written into (a file is durable only once the
@@ -161,5 +161,19 @@ impl Engine {
             reflinked: *copier.reflinked.get_mut(),
             ..Report::default()
         }
+    }
+}
+
+/// Calls `f` on every item, a depth level at a time, deepest first, the items of one level in
+/// parallel on the current rayon pool: for what must be done to a folder after what is inside
+/// it (a mode that may make it read-only, a time that its content's changes would move).
+pub(crate) fn deepest_first<T: Sync>(
+    items: &mut [T],
+    depth: impl Fn(&T) -> usize,
+    f: impl Fn(&T) + Sync + Send,
+) {
+    items.sort_by_key(|item| std::cmp::Reverse(depth(item)));
+    for level in items.chunk_by(|a, b| depth(a) == depth(b)) {
+        level.par_iter().for_each(&f);
     }
 }

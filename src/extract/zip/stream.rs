@@ -567,7 +567,6 @@ fn apply_central(
     modes: &HashMap<String, u32>,
     report: &mut Report,
 ) {
-    use rayon::prelude::*;
     use std::sync::Mutex;
 
     const S_IFMT: u32 = 0o170_000;
@@ -576,7 +575,6 @@ fn apply_central(
     let Ok(root) = OutDir::open(out) else {
         return;
     };
-    let depth = |name: &str| name.trim_end_matches('/').matches('/').count();
     let mut names: Vec<(&String, u32)> = written
         .keys()
         .filter_map(|name| modes.get(name).map(|&mode| (name, mode)))
@@ -584,63 +582,58 @@ fn apply_central(
     if names.is_empty() {
         return;
     }
-    names.sort_by_key(|(name, _)| std::cmp::Reverse(depth(name)));
     // Folders in which a file became a symlink: that changed their mtime, set again last.
     let touched: Mutex<Vec<PathBuf>> = Mutex::default();
     let failures: Mutex<Vec<Error>> = Mutex::default();
     let symlinks = std::sync::atomic::AtomicU64::new(0);
     let umask = crate::platform::current_umask();
-    // As many threads as the run had writers (sized for the output's filesystem).
+    let apply = |&(name, mode): &(&String, u32)| {
+        let (path, mtime) = &written[name];
+        let result = if mode & S_IFMT == S_IFLNK {
+            touched
+                .lock()
+                .unpoisoned()
+                .extend(path.parent().map(Path::to_path_buf));
+            make_symlink(&root, out, path, *mtime).map(|()| {
+                symlinks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            })
+        } else {
+            let bits = mode & 0o777;
+            let default = if mode & S_IFMT == S_IFDIR {
+                0o777
+            } else {
+                0o666
+            };
+            if bits == default & !umask {
+                Ok(())
+            } else {
+                root.set_metadata(path, Some(bits), None)
+                    .map_err(|e| anyhow::Error::new(e).context("setting its mode"))
+                    .and_then(|()| restore_mtime(&root, path, *mtime, mode & S_IFMT == S_IFDIR))
+            }
+        };
+        if let Err(error) = result {
+            let kind = if format!("{error}").starts_with("refused") {
+                ErrorKind::Refused
+            } else {
+                ErrorKind::Metadata
+            };
+            failures
+                .lock()
+                .unpoisoned()
+                .push(Error::new(name, kind, error));
+        }
+    };
+    // Deepest first (a folder's mode, perhaps read-only, after what is inside it), on as many
+    // threads as the run had writers (sized for the output's filesystem).
+    let depth = |&(name, _): &(&String, u32)| name.trim_end_matches('/').matches('/').count();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(report.writers.max(1))
         .thread_name(|i| format!("fastwrite-modes-{i}"))
         .build();
-    let in_pool = |work: &(dyn Fn() + Sync)| match &pool {
-        Ok(pool) => pool.install(work),
-        Err(_) => work(),
-    };
-    for level in names.chunk_by(|a, b| depth(a.0) == depth(b.0)) {
-        in_pool(&|| {
-            level.par_iter().for_each(|&(name, mode)| {
-                let (path, mtime) = &written[name];
-                let result = if mode & S_IFMT == S_IFLNK {
-                    touched
-                        .lock()
-                        .unpoisoned()
-                        .extend(path.parent().map(Path::to_path_buf));
-                    make_symlink(&root, out, path, *mtime).map(|()| {
-                        symlinks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    })
-                } else {
-                    let bits = mode & 0o777;
-                    let default = if mode & S_IFMT == S_IFDIR {
-                        0o777
-                    } else {
-                        0o666
-                    };
-                    if bits == default & !umask {
-                        Ok(())
-                    } else {
-                        root.set_metadata(path, Some(bits), None)
-                            .map_err(|e| anyhow::Error::new(e).context("setting its mode"))
-                            .and_then(|()| {
-                                restore_mtime(&root, path, *mtime, mode & S_IFMT == S_IFDIR)
-                            })
-                    }
-                };
-                if let Err(error) = result {
-                    let kind = if format!("{error}").starts_with("refused") {
-                        ErrorKind::Refused
-                    } else {
-                        ErrorKind::Metadata
-                    };
-                    failures
-                        .lock()
-                        .unpoisoned()
-                        .push(Error::new(name, kind, error));
-                }
-            })
-        });
+    match &pool {
+        Ok(pool) => pool.install(|| engine::deepest_first(&mut names, depth, apply)),
+        Err(_) => engine::deepest_first(&mut names, depth, apply),
     }
     report.symlinks += symlinks.into_inner();
     report
