@@ -33,6 +33,32 @@ pub(crate) enum Content<'a> {
     Bytes(&'a [u8]),
     /// A file of a source tree, copied in the kernel where it can be (see `copy.rs`).
     File(&'a File),
+    /// A sparse file whose source knows where its holes are: each hole is skipped with a
+    /// seek, never read or scanned as zeros (a 12 GB sparse file holding 2 KB of data costs
+    /// what 2 KB cost).
+    Sparse(&'a mut dyn HoleRead),
+}
+
+/// A sparse file's content that knows where its holes are (a tar's sparse map).
+pub(crate) trait HoleRead: Read {
+    /// If the content goes on with a hole here, steps over it and says how long it is (0: data
+    /// comes next, or the end).
+    fn skip_hole(&mut self) -> u64;
+}
+
+/// Content with no holes known to its source.
+struct Dense<'a, R: ?Sized>(&'a mut R);
+
+impl<R: Read + ?Sized> Read for Dense<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl<R: Read + ?Sized> HoleRead for Dense<'_, R> {
+    fn skip_hole(&mut self) -> u64 {
+        0
+    }
 }
 
 /// A writing thread's own state: its copy buffer, written files not yet handed over for closing
@@ -292,7 +318,8 @@ impl Engine {
                 self.reporter.bytes_written(entry.size);
                 entry.size
             }
-            Content::Reader(src) => self.pump(&mut out, src, path, entry, buf)?,
+            Content::Reader(src) => self.pump(&mut out, &mut Dense(src), path, entry, buf)?,
+            Content::Sparse(src) => self.pump(&mut out, src, path, entry, buf)?,
             Content::File(mut src) => {
                 let fast = self
                     .copier
@@ -303,7 +330,7 @@ impl Engine {
                     self.reporter.bytes_written(entry.size);
                     entry.size
                 } else {
-                    self.pump(&mut out, &mut src, path, entry, buf)?
+                    self.pump(&mut out, &mut Dense(&mut src), path, entry, buf)?
                 }
             }
         };
@@ -318,7 +345,7 @@ impl Engine {
     fn pump(
         &self,
         out: &mut ChunkWriter<'_, '_>,
-        src: &mut dyn Read,
+        src: &mut dyn HoleRead,
         path: &Path,
         entry: &Entry,
         buf: &mut Vec<u8>,
@@ -330,6 +357,21 @@ impl Engine {
         loop {
             if self.cancelled() {
                 return Err(cancelled(entry));
+            }
+            let hole = src.skip_hole();
+            if hole > 0 {
+                written = written.saturating_add(hole);
+                if written > entry.size {
+                    return Err(source(anyhow!(
+                        "the entry holds more data than its declared size of {} bytes",
+                        entry.size
+                    )));
+                }
+                out.skip(hole)
+                    .with_context(|| format!("writing '{}'", self.full(path).display()))
+                    .tag(&entry.name, ErrorKind::Write)?;
+                self.reporter.bytes_written(hole);
+                continue;
             }
             buf.clear();
             let n = src
@@ -419,6 +461,14 @@ impl ChunkWriter<'_, '_> {
             self.pending_hole = false;
             rest = &rest[data_len..];
         }
+        Ok(())
+    }
+
+    /// Leaves a hole of `len` bytes: the file's length is set at the end.
+    fn skip(&mut self, len: u64) -> io::Result<()> {
+        let len = i64::try_from(len).map_err(|_| io::Error::other("a hole past 2^63 bytes"))?;
+        self.file.seek(SeekFrom::Current(len))?;
+        self.pending_hole = true;
         Ok(())
     }
 

@@ -44,7 +44,7 @@ use crate::report::Report;
 use crate::sync::Unpoisoned;
 
 use dirs::OPEN_DIRS;
-pub(crate) use files::{CHUNK, Content, Writer, WriterState};
+pub(crate) use files::{CHUNK, Content, HoleRead, Writer, WriterState};
 pub(crate) use finish::deepest_first;
 pub(crate) use later::path_key;
 pub(crate) use writers::MAX_WRITERS;

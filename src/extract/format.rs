@@ -61,8 +61,8 @@ pub(crate) fn checksum_ok(block: &[u8]) -> bool {
     stored == unsigned || stored == signed
 }
 
-/// A header's numeric field: octal text (leading spaces and NULs skipped, ended by a space or
-/// NUL) or GNU's base-256 (first byte 0x80 positive, 0xff negative, then big-endian bytes).
+/// A header's numeric field: octal text (one leading NUL and leading spaces skipped, ended by a
+/// space or NUL) or GNU's base-256 (first byte 0x80 positive, 0xff negative, then big-endian bytes).
 pub(crate) fn number(field: &[u8]) -> anyhow::Result<i64> {
     if let Some(&first) = field.first()
         && first & 0x80 != 0
@@ -83,10 +83,14 @@ pub(crate) fn number(field: &[u8]) -> anyhow::Result<i64> {
         }
         return i64::try_from(value).map_err(|_| anyhow!("a base-256 number is too large"));
     }
+    // As GNU tar reads it: one leading NUL (a buggy old writer's overflow from the field
+    // before), then leading spaces; the number ends at the next space or NUL. So a field of
+    // NULs then digits is 0, as GNU tar and bsdtar both read it.
+    let field = field.strip_prefix(b"\0").unwrap_or(field);
     let digits: Vec<u8> = field
         .iter()
         .copied()
-        .skip_while(|&b| b == b' ' || b == 0)
+        .skip_while(|&b| b == b' ')
         .take_while(|&b| b != b' ' && b != 0)
         .collect();
     if digits.is_empty() {

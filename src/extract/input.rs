@@ -109,17 +109,25 @@ fn open_stream(
     // Otherwise the first block of what is inside tells a tar (its header's checksum) from a
     // single file.
     let mut start = Vec::with_capacity(512);
-    (&mut decoded)
-        .take(512)
-        .read_to_end(&mut start)
-        .with_context(|| format!("cannot decompress {label}"))?;
+    // Bytes after the end of a short compressed file are said where its data ends.
+    let mut trailing = None;
+    if let Err(error) = (&mut decoded).take(512).read_to_end(&mut start) {
+        if codec::trailing_data(&error).is_none() {
+            return Err(error).with_context(|| format!("cannot decompress {label}"));
+        }
+        trailing = Some(error);
+    }
     let tar = match start.get(..512) {
         // A block of zeros: an empty tar from a pipe, a file of zeros by its name.
         Some(block) if block.iter().all(|&b| b == 0) => path.is_none(),
         Some(block) => checksum_ok(block),
         None => false,
     };
-    let decoded: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(start).chain(decoded));
+    let decoded: Box<dyn Read + Send> = Box::new(
+        std::io::Cursor::new(start)
+            .chain(FailOnce(trailing))
+            .chain(decoded),
+    );
     Ok(if tar {
         Input::Tar { decoded, label }
     } else {
@@ -130,6 +138,15 @@ fn open_stream(
             path: path.map(Path::to_path_buf),
         }
     })
+}
+
+/// Returns its error once, then the end: an error met while peeking, in its place in the data.
+struct FailOnce(Option<std::io::Error>);
+
+impl Read for FailOnce {
+    fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+        self.0.take().map_or(Ok(0), Err)
+    }
 }
 
 /// Reads of a streamed archive are this large: one system call per MiB.

@@ -69,22 +69,49 @@ pub(super) fn file_name(
 
 /// Writes the decoded stream into `out` as the file `name`, with `mtime`.
 pub(super) fn extract(
-    mut decoded: Box<dyn Read + Send + '_>,
+    decoded: Box<dyn Read + Send + '_>,
     name: &Path,
     mtime: Option<SystemTime>,
     out: &Path,
     opts: &Options,
 ) -> anyhow::Result<Report> {
-    let (report, ()) = engine::run(out, None, opts, |engine, _| {
+    let mut decoded = UntilTrailing {
+        inner: decoded,
+        trailing: None,
+    };
+    let (mut report, ()) = engine::run(out, None, opts, |engine, _| {
         let mut writer = engine.writer();
         let written = Entry::for_path(name, EntryKind::File, None, mtime, 0).and_then(|entry| {
-            write_streamed(&mut writer, entry, &mut *decoded, &mut 0, opts.max_output)
+            write_streamed(&mut writer, entry, &mut decoded, &mut 0, opts.max_output)
         });
         if let Err(error) = written {
             engine.record(error);
         }
     })?;
+    report.warnings.extend(decoded.trailing);
     Ok(report)
+}
+
+/// Ends the decoded data where the compressed data ends, keeping what followed it as a warning
+/// (`gzip -d` keeps the file it decoded and says "trailing garbage ignored").
+struct UntilTrailing<R> {
+    inner: R,
+    trailing: Option<String>,
+}
+
+impl<R: Read> Read for UntilTrailing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self.inner.read(buf) {
+            Err(error) => match super::codec::trailing_data(&error) {
+                Some(trailing) => {
+                    self.trailing = Some(trailing);
+                    Ok(0)
+                }
+                None => Err(error),
+            },
+            other => other,
+        }
+    }
 }
 
 /// Writes `data`, whose size is not known up front, as the file of `entry`, counting its bytes

@@ -3,8 +3,21 @@
 //! cargo feature that builds it. A tar stream and a single compressed file both go through
 //! here; a build without a codec still recognises it and says which feature reads it.
 
+#[cfg(any(feature = "gzip", feature = "bzip2"))]
+mod members;
 #[cfg(feature = "xz")]
 mod xz;
+
+/// What an error of a decoder says of bytes after the end of its compressed data (see
+/// `members.rs`), if that is what it is: a warning for a reader that has all it needs.
+pub(crate) fn trailing_data(error: &std::io::Error) -> Option<String> {
+    #[cfg(any(feature = "gzip", feature = "bzip2"))]
+    if let Some(trailing) = members::TrailingData::of(error) {
+        return Some(trailing.to_string());
+    }
+    let _ = error;
+    None
+}
 
 use std::io::{BufRead, Read};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -24,6 +37,13 @@ impl Codec {
 
     /// The codec whose magic bytes `head` starts with.
     pub(crate) fn detect(head: &[u8]) -> Option<Codec> {
+        // A zstd stream may start with a skippable frame (every `pzstd` output does): magic
+        // 0x184D2A50 to 0x184D2A5F, little-endian.
+        if let [first, 0x2a, 0x4d, 0x18, ..] = head
+            && first & 0xf0 == 0x50
+        {
+            return Some(Codec::Zstd);
+        }
         Codec::ALL
             .into_iter()
             .find(|codec| head.starts_with(codec.magic()))
@@ -70,7 +90,8 @@ impl Codec {
     }
 
     /// Wraps `input` in this codec's decoder, which reads concatenated members or frames
-    /// (pigz and `cat a.gz b.gz` make them) to the end. An error means this build has no
+    /// (pigz and `cat a.gz b.gz` make them) to the end; after the last gzip or bzip2 member,
+    /// other bytes end the data with [`TrailingData`]. An error means this build has no
     /// decoder for it: the message names the cargo feature that adds one.
     pub(crate) fn decoder<'a>(
         self,
@@ -78,7 +99,9 @@ impl Codec {
     ) -> anyhow::Result<Box<dyn Read + Send + 'a>> {
         match self {
             #[cfg(feature = "gzip")]
-            Codec::Gzip => Ok(Box::new(flate2::bufread::MultiGzDecoder::new(input))),
+            Codec::Gzip => Ok(Box::new(
+                members::Members::<_, flate2::bufread::GzDecoder<_>>::new(input, self),
+            )),
             #[cfg(feature = "zstd")]
             Codec::Zstd => Ok(Box::new(
                 zstd::stream::read::Decoder::with_buffer(input)
@@ -87,7 +110,9 @@ impl Codec {
             #[cfg(feature = "xz")]
             Codec::Xz => Ok(Box::new(xz::Decoder::new(input))),
             #[cfg(feature = "bzip2")]
-            Codec::Bzip2 => Ok(Box::new(bzip2::bufread::MultiBzDecoder::new(input))),
+            Codec::Bzip2 => Ok(Box::new(
+                members::Members::<_, bzip2::bufread::BzDecoder<_>>::new(input, self),
+            )),
             #[allow(unreachable_patterns)]
             _ => {
                 drop(input);
@@ -150,6 +175,13 @@ mod tests {
         assert_eq!(Codec::detect(b"\xfd7zXZ\x00\x00"), Some(Codec::Xz));
         assert_eq!(Codec::detect(b"BZh91AY"), Some(Codec::Bzip2));
         assert_eq!(Codec::detect(b"PK\x03\x04"), None);
+        // pzstd's output starts with a skippable frame.
+        assert_eq!(
+            Codec::detect(b"\x50\x2a\x4d\x18\x04\0\0\0"),
+            Some(Codec::Zstd)
+        );
+        assert_eq!(Codec::detect(b"\x5f\x2a\x4d\x18"), Some(Codec::Zstd));
+        assert_eq!(Codec::detect(b"\x60\x2a\x4d\x18"), None);
     }
 
     #[test]

@@ -54,6 +54,9 @@ impl<'s> Checker<'s> {
             Choice::Skip => return Ok(None),
             Choice::Refuse(why) => return Err(refused(anyhow!("refused: {why}"))),
         };
+        for note in &member.notes {
+            self.warnings.push(format!("'{name}': {note}"));
+        }
         let kind = match member.kind {
             Kind::File => EntryKind::File,
             // `./` is the output folder itself: nothing to create.

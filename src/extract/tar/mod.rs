@@ -18,12 +18,13 @@ use std::path::Path;
 
 use anyhow::{Context, anyhow};
 
-use crate::engine::{self, Content, Engine, Writer, path_key};
+use crate::engine::{self, Content, Engine, HoleRead, Writer, path_key};
 use crate::error::{Error, ErrorKind};
 use crate::options::Options;
 use crate::plan::{self, Entry, EntryKind};
 use crate::report::Report;
 
+use super::codec;
 use super::feed::{self, Feed, Job};
 use super::select::Chooser;
 
@@ -122,8 +123,13 @@ impl Stream<'_, '_, '_> {
         }
         // The tar ends at its end-of-archive blocks, but a compressor's checksum (gzip's CRC,
         // zstd's and xz's checks) comes after them: read to the end so that it is verified.
-        std::io::copy(&mut archive.into_inner(), &mut std::io::sink())
-            .context("the data after the last entry is corrupt")?;
+        // Bytes after the compressed data end are only worth a warning: nothing is missing.
+        if let Err(error) = std::io::copy(&mut archive.into_inner(), &mut std::io::sink()) {
+            match codec::trailing_data(&error) {
+                Some(trailing) => self.check.warnings.push(trailing),
+                None => return Err(error).context("the data after the last entry is corrupt"),
+            }
+        }
         Ok(())
     }
 
@@ -133,7 +139,7 @@ impl Stream<'_, '_, '_> {
     fn dispatch(
         &mut self,
         mut entry: Entry,
-        raw: &mut dyn Read,
+        raw: &mut dyn HoleRead,
         writer: &mut Writer<'_>,
     ) -> anyhow::Result<bool> {
         // The last copy of a path wins, as with GNU tar and bsdtar (`tar -r` and `tar -u`
@@ -163,7 +169,12 @@ impl Stream<'_, '_, '_> {
                     // Give the writers what is pending before this thread gets busy.
                     self.feed.flush(writer);
                     // If the stream broke inside this file, the next header read says so.
-                    return Ok(writer.write(&entry, Content::Reader(raw)));
+                    let content = if entry.sparse {
+                        Content::Sparse(raw)
+                    } else {
+                        Content::Reader(raw)
+                    };
+                    return Ok(writer.write(&entry, content));
                 }
                 self.feed.room(entry.size, writer);
                 let mut data = Vec::with_capacity(entry.size as usize);

@@ -5,7 +5,7 @@
 //! pax-format sparse files over as their raw map and chunks. Here every header kind real
 //! writers produce is read as GNU tar reads it:
 //! - v7, ustar (with its prefix field), GNU and pax headers; numbers in octal (leading spaces
-//!   and NULs allowed, as old writers pad them) or GNU's base-256; checksums summed unsigned or
+//!   allowed, and one leading NUL, as GNU tar reads them) or GNU's base-256; checksums summed unsigned or
 //!   signed (some historic writers summed signed bytes);
 //! - GNU long names and link names (`L`, `K`: the last one before a member counts) and pax
 //!   records (`path`, `linkpath`, `size`, `mtime`; several pax headers merge, the last record
@@ -22,6 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, anyhow, bail};
 
+use crate::engine::HoleRead;
 use crate::extract::format::{BLOCK, checksum_ok, number};
 /// The most bytes of a GNU long name or pax header kept in memory.
 const MAX_EXTENSION: u64 = 8 << 20;
@@ -55,6 +56,9 @@ pub(crate) struct Member {
     pub size: u64,
     /// For a sparse file, where its data goes.
     pub sparse: Option<Sparse>,
+    /// What was odd but readable in its headers (a pax record without its newline, a malformed
+    /// mtime): extracted as GNU tar and bsdtar extract it, and said as a warning.
+    pub notes: Vec<String>,
 }
 
 /// A sparse file's map: runs of data at offsets; everything else is a hole. The runs are in
@@ -88,6 +92,8 @@ struct SparseState {
 #[derive(Default)]
 struct Pax {
     records: Vec<(Vec<u8>, Vec<u8>)>,
+    /// What was malformed but readable.
+    notes: Vec<String>,
 }
 
 impl Pax {
@@ -133,9 +139,12 @@ impl Pax {
                 .filter(|&l| l > space + 1 && l <= rest.len())
                 .ok_or_else(|| anyhow!("a pax record's length runs past its header"))?;
             let record = &rest[space + 1..len];
-            let record = record
-                .strip_suffix(b"\n")
-                .ok_or_else(|| anyhow!("a pax record does not end with a newline"))?;
+            // GNU tar and bsdtar take a record without its newline, with a warning.
+            let record = record.strip_suffix(b"\n").unwrap_or_else(|| {
+                self.notes
+                    .push("a pax record does not end with a newline".to_string());
+                record
+            });
             let eq = record
                 .iter()
                 .position(|&b| b == b'=')
@@ -172,6 +181,27 @@ fn until_nul(bytes: &[u8]) -> &[u8] {
         .iter()
         .position(|&b| b == 0)
         .map_or(bytes, |end| &bytes[..end])
+}
+
+/// The longest prefix of a pax time that reads as one (`123.5abc` -> `123.5`).
+fn leading_number(value: &[u8]) -> &[u8] {
+    let sign = usize::from(value.first() == Some(&b'-'));
+    let whole = value[sign..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    if whole == 0 {
+        return &[];
+    }
+    let mut end = sign + whole;
+    if value.get(end) == Some(&b'.') {
+        end += 1 + value[end + 1..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+    }
+    let number = &value[..end];
+    number.strip_suffix(b".").unwrap_or(number)
 }
 
 /// A pax time: decimal seconds, optionally negative, with up to nine digits of fraction kept.
@@ -326,11 +356,39 @@ impl<R: Read> Reader<R> {
         let mode = number(&block[100..108])
             .ok()
             .and_then(|m| u32::try_from(m & 0o7777).ok());
-        let mtime = match pax.get("mtime") {
-            Some(value) => pax_time(value),
-            None => number(&block[136..148])
+        let mut notes = pax.notes.clone();
+        let header_mtime = || {
+            number(&block[136..148])
                 .ok()
-                .and_then(crate::platform::unix_time),
+                .and_then(crate::platform::unix_time)
+        };
+        let mtime = match pax.get("mtime") {
+            Some(value) => pax_time(value).or_else(|| {
+                // GNU tar and bsdtar take the number the value starts with.
+                let leading = leading_number(value);
+                notes.push(format!(
+                    "its pax mtime '{}' is malformed; {}",
+                    String::from_utf8_lossy(value).escape_debug(),
+                    if leading.is_empty() {
+                        "the header's mtime is used".to_string()
+                    } else {
+                        format!("'{}' is used", String::from_utf8_lossy(leading))
+                    }
+                ));
+                if leading.is_empty() {
+                    header_mtime()
+                } else {
+                    pax_time(leading)
+                }
+            }),
+            None => header_mtime(),
+        };
+        // An old-style directory (a file type whose name ends in '/') stores no data, whatever
+        // its size field says: GNU tar and bsdtar read the next header right after it.
+        let stored = if kind == Kind::Dir && typeflag != b'D' {
+            0
+        } else {
+            stored
         };
         self.left = stored;
         self.padding = padding(stored);
@@ -351,6 +409,17 @@ impl<R: Read> Reader<R> {
             (stored, None)
         };
         if let Some(sparse) = &sparse {
+            // A map may claim a little more data than the header stores, into the padding
+            // after it (GNU tar reads it from there); `checked_runs` allowed no more than that.
+            let data: u64 = sparse.runs.iter().map(|&(_, len)| len).sum();
+            if data > self.left {
+                let extra = data - self.left;
+                notes.push(format!(
+                    "its sparse map holds {extra} byte(s) more than the archive stores; read from the padding after it, as GNU tar does"
+                ));
+                self.padding -= extra;
+                self.left = data;
+            }
             self.sparse = Some(SparseState {
                 runs: sparse.runs.clone(),
                 next: 0,
@@ -366,6 +435,7 @@ impl<R: Read> Reader<R> {
             mtime,
             size,
             sparse,
+            notes,
         })
     }
 
@@ -610,8 +680,32 @@ impl<R: Read> Read for Data<'_, R> {
     }
 }
 
+impl<R: Read> HoleRead for Data<'_, R> {
+    fn skip_hole(&mut self) -> u64 {
+        let Some(state) = &mut self.0.sparse else {
+            return 0;
+        };
+        // Past the runs already read (a hostile map may hold millions of empty ones), the next
+        // run's start, or the file's end, bounds the hole.
+        while let Some(&(start, len)) = state.runs.get(state.next) {
+            if state.at < start || state.at < start + len {
+                break;
+            }
+            state.next += 1;
+        }
+        let next_data = state
+            .runs
+            .get(state.next)
+            .map_or(state.size, |&(start, _)| start);
+        let hole = next_data.min(state.size).saturating_sub(state.at);
+        state.at += hole;
+        hole
+    }
+}
+
 /// Checks a sparse map against the file's length and the data stored: runs in order, not
-/// overlapping, within the length, and adding up to the stored data.
+/// overlapping, within the length, and adding up to no more than the stored data and its
+/// padding.
 fn checked_runs(runs: Vec<(u64, u64)>, size: u64, stored: u64) -> anyhow::Result<Sparse> {
     let mut end_of_last = 0u64;
     let mut data = 0u64;
@@ -627,7 +721,9 @@ fn checked_runs(runs: Vec<(u64, u64)>, size: u64, stored: u64) -> anyhow::Result
             .checked_add(len)
             .ok_or_else(|| anyhow!("a sparse file's map adds up to more than 2^64 bytes"))?;
     }
-    if data != stored {
+    // Less data than stored: the rest is skipped. A little more: it comes from the padding up
+    // to the next block, as GNU tar reads it. Past that it would be the next header.
+    if data > stored.saturating_add(padding(stored)) {
         bail!("a sparse file's map holds {data} bytes of data, but the archive stores {stored}");
     }
     Ok(Sparse { runs })
