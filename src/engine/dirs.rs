@@ -198,13 +198,24 @@ impl Dirs {
 
     /// Makes sure `dir` exists as a real directory, creating it and its parents.
     pub fn ensure(&self, dir: &Path) -> anyhow::Result<()> {
-        if self.lock().ready.contains(dir) {
-            return Ok(());
+        // The folders not ready yet, nearest first, then made from the top down: a loop, not
+        // a recursion, since an archive's path may be any number of folders deep.
+        let mut missing = Vec::new();
+        {
+            let state = self.lock();
+            let mut at = Some(dir);
+            while let Some(d) = at.filter(|d| !d.as_os_str().is_empty()) {
+                if state.ready.contains(d) {
+                    break;
+                }
+                missing.push(d);
+                at = d.parent();
+            }
         }
-        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-            self.ensure(parent)?;
+        for d in missing.into_iter().rev() {
+            self.make(d, Some(Instant::now()))?;
         }
-        self.make(dir, Some(Instant::now()))
+        Ok(())
     }
 
     /// Makes `dir`, whose parent is ready, unless it is ready or blocked already, or waits for
@@ -269,12 +280,23 @@ impl Dirs {
     /// program) still gets the subfolders asked for in it, there: never anything through a
     /// symlink, and files go by their whole path from the root (see `platform::OutDir`).
     fn parent(&self, dir: &Path) -> std::io::Result<Arc<OpenDir>> {
-        if let Some(open) = self.lock().open.get(dir) {
-            return Ok(Arc::clone(open));
-        }
+        let above = {
+            let state = self.lock();
+            if let Some(open) = state.open.get(dir) {
+                return Ok(Arc::clone(open));
+            }
+            dir.parent()
+                .and_then(|up| state.open.get(up))
+                .map(Arc::clone)
+        };
         // Opened with no lock held; two writers racing for the same folder both open it, and
-        // one of the two is closed at once.
-        let opened = Arc::new(self.root.open_dir(dir)?);
+        // one of the two is closed at once. From its parent's open folder when that is held
+        // (one name to look up, where a path from the root would be looked up again for each
+        // folder of a deep chain), else from the root.
+        let opened = Arc::new(match (above, dir.file_name()) {
+            (Some(above), Some(name)) => above.open_dir(name)?,
+            _ => self.root.open_dir(dir)?,
+        });
         let mut state = self.lock();
         if state.open.len() >= OPEN_DIRS {
             state.open.clear();

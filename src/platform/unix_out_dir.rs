@@ -64,6 +64,21 @@ impl OpenDir {
     pub fn kind(&self, name: &OsStr) -> io::Result<FileKind> {
         kind_at(self.0.as_raw_fd(), &c_string(name.as_bytes())?)
     }
+
+    /// Opens the folder `name` here, never through a symlink: one call, however deep this
+    /// folder is.
+    pub fn open_dir(&self, name: &OsStr) -> io::Result<OpenDir> {
+        let name = c_string(name.as_bytes())?;
+        // SAFETY: an open folder and a valid C string.
+        let fd = unsafe {
+            libc::openat(
+                self.0.as_raw_fd(),
+                name.as_ptr(),
+                DIR_FLAGS | libc::O_NOFOLLOW,
+            )
+        };
+        owned(fd).map(OpenDir)
+    }
 }
 
 /// A folder opened for an operation: the root itself, or one below it.

@@ -169,6 +169,10 @@ impl OpenDir {
     pub fn kind(&self, name: &std::ffi::OsStr) -> io::Result<FileKind> {
         kind_of(&self.0.join(name))
     }
+
+    pub fn open_dir(&self, name: &std::ffi::OsStr) -> io::Result<OpenDir> {
+        Ok(OpenDir(self.0.join(name)))
+    }
 }
 
 fn kind_of(path: &Path) -> io::Result<FileKind> {
