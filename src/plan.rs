@@ -209,9 +209,10 @@ pub fn safe_relative_os_path(path: &Path) -> Result<PathBuf, Refusal> {
 }
 
 /// [`safe_relative_path`] for an archive name's bytes. A name that is UTF-8 gets exactly
-/// those rules. One that is not (Latin-1 and other legacy encodings in older tarballs) is,
-/// on Unix, restored byte for byte as GNU tar does, under the same rules: both `/` and `\`
-/// separate components, and `..`, a root, a drive letter or NUL are refused. On Windows,
+/// those rules. One that is not (Latin-1 and other legacy encodings in older tarballs, a Unix
+/// zip's cp866 or Shift-JIS) is, on Unix, restored byte for byte as GNU tar does, under the
+/// same rules but one: only `/` separates components (`\` is a byte of a Shift-JIS character),
+/// and `..`, a root, a drive letter or NUL are refused. On Windows,
 /// whose names are Unicode, such a name is refused.
 pub fn safe_relative_bytes(name: &[u8]) -> Result<PathBuf, Refusal> {
     match std::str::from_utf8(name) {
@@ -234,7 +235,10 @@ fn not_utf8(name: &[u8]) -> Result<PathBuf, Refusal> {
     }
     let mut path = Vec::with_capacity(name.len());
     let mut depth = 0;
-    for part in name.split(|&b| b == b'/' || b == b'\\') {
+    // Only `/` separates: in a legacy multi-byte encoding `\` is the second byte of many
+    // characters (Shift-JIS), and GNU tar, bsdtar and unzip keep it as one. Such a name is
+    // refused on Windows (below), so it cannot climb out there.
+    for part in name.split(|&b| b == b'/') {
         match part {
             b"" | b"." => {}
             b".." => return Err(refuse("path escapes the output folder ('..' component)")),
@@ -474,7 +478,7 @@ mod tests {
         for evil in [
             &b"../\xff"[..],
             b"/\xff",
-            b"a\\..\\..\\\xff",
+            b"a/../../\xff",
             b"C:\xff",
             b"\xff\0x",
         ] {
@@ -484,10 +488,17 @@ mod tests {
                 display_bytes(evil)
             );
         }
-        let latin1 = safe_relative_bytes(b"./caf\xe9/\\na\xefve");
+        let latin1 = safe_relative_bytes(b"./caf\xe9//na\xefve");
         if cfg!(unix) {
             let path = latin1.unwrap();
             assert_eq!(path.as_os_str().as_encoded_bytes(), b"caf\xe9/na\xefve");
+            // `\` is a byte of a Shift-JIS character, not a separator, in a name not UTF-8.
+            let sjis = safe_relative_bytes(b"\x95\\\x82\xbe/a\\..\\..\\\xff").unwrap();
+            assert_eq!(sjis.components().count(), 2);
+            assert_eq!(
+                sjis.as_os_str().as_encoded_bytes(),
+                b"\x95\\\x82\xbe/a\\..\\..\\\xff"
+            );
         } else {
             assert!(latin1.unwrap_err().0.contains("Unicode"));
         }
@@ -547,7 +558,10 @@ mod tests {
     #[test]
     fn paths_deeper_than_the_limit_are_refused() {
         let at_limit = vec!["d"; MAX_DEPTH].join("/");
-        assert_eq!(safe_relative_path(&at_limit).unwrap().components().count(), MAX_DEPTH);
+        assert_eq!(
+            safe_relative_path(&at_limit).unwrap().components().count(),
+            MAX_DEPTH
+        );
         // `.` and empty names are not folders.
         safe_relative_path(&format!("./{at_limit}//.")).unwrap();
         let deeper = format!("{at_limit}/x");

@@ -161,6 +161,8 @@ pub(super) struct Central<'a> {
     pub compressed: u64,
     pub uncompressed: u64,
     pub name: &'a [u8],
+    /// Its extra fields' bytes (empty if they run past the archive).
+    pub extra: &'a [u8],
 }
 
 impl<'a> Central<'a> {
@@ -179,7 +181,12 @@ impl<'a> Central<'a> {
             return None;
         }
         let name_len = usize::from(u16_at(fixed, 28)?);
+        let extra_len = usize::from(u16_at(fixed, 30)?);
+        let extra_start = record + 46 + name_len;
         Some(Central {
+            extra: archive
+                .get(extra_start..extra_start + extra_len)
+                .unwrap_or_default(),
             flags: u16_at(fixed, 8)?,
             method: u16_at(fixed, 10)?,
             crc,
@@ -188,6 +195,38 @@ impl<'a> Central<'a> {
             name: archive.get(record + 46..record + 46 + name_len)?,
         })
     }
+}
+
+/// The last end-of-central-directory record's comment, where it runs past the end of the file.
+pub(super) struct CutComment {
+    /// Where its length field is.
+    pub length_at: usize,
+    pub declared: u16,
+    /// The bytes that are there.
+    pub fits: u16,
+}
+
+/// Finds the last end-of-central-directory record (searching back from the end, as Info-ZIP's
+/// unzip does), and says if its comment runs past the end of the file. The zip crate would
+/// then look further back for a record whose comment fits, and may find another archive's
+/// (Go's `comment-truncated.zip` hides one there): unzip, bsdtar, 7-Zip and Python read the
+/// last record, with its comment cut short, and fastwrite reads what they read.
+pub(super) fn cut_comment(bytes: &[u8]) -> Option<CutComment> {
+    const EOCD: &[u8] = b"PK\x05\x06";
+    const EOCD_LEN: usize = 22;
+    let search_from = bytes.len().saturating_sub(EOCD_LEN + usize::from(u16::MAX));
+    let at = search_from
+        + bytes[search_from..]
+            .windows(EOCD.len())
+            .rposition(|w| w == EOCD)?;
+    let after = at.checked_add(EOCD_LEN).filter(|&end| end <= bytes.len())?;
+    let declared = u16_at(&bytes[at..after], 20)?;
+    let fits = u16::try_from(bytes.len() - after).ok()?;
+    (declared > fits).then_some(CutComment {
+        length_at: at + 20,
+        declared,
+        fits,
+    })
 }
 
 /// How a local header disagrees with its central directory entry in a way that changes what

@@ -59,9 +59,25 @@ impl Deref for Bytes {
     }
 }
 
+/// The archive's bytes, and a warning if its comment was cut short (see
+/// [`integrity::cut_comment`]): then the bytes are a copy whose comment length fits.
+fn load(path: &Path, file: File) -> anyhow::Result<(Bytes, Option<String>)> {
+    let bytes = map(path, file)?;
+    let Some(cut) = integrity::cut_comment(&bytes) else {
+        return Ok((bytes, None));
+    };
+    let mut copy = bytes.to_vec();
+    copy[cut.length_at..cut.length_at + 2].copy_from_slice(&cut.fits.to_le_bytes());
+    let warning = format!(
+        "the zip's comment is cut short ({} of its {} bytes are there): read as Info-ZIP's unzip, bsdtar and Python read it",
+        cut.fits, cut.declared
+    );
+    Ok((Bytes::Owned(copy), Some(warning)))
+}
+
 /// The one unsafe call outside the platform layer: mapping the archive.
 #[allow(unsafe_code)]
-fn load(path: &Path, mut file: File) -> anyhow::Result<Bytes> {
+fn map(path: &Path, mut file: File) -> anyhow::Result<Bytes> {
     // SAFETY: see the module header: the mapping is read-only, and the one hazard (another
     // process truncating the archive meanwhile) is the accepted trade-off of every mmap reader.
     if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
@@ -76,6 +92,28 @@ fn load(path: &Path, mut file: File) -> anyhow::Result<Bytes> {
 
 pub(super) type Archive<'a> = ZipArchive<Cursor<&'a [u8]>>;
 
+/// Reads the zip's central directory, or says why it cannot be read.
+fn open_archive<'a>(path: &Path, bytes: &'a [u8]) -> anyhow::Result<Archive<'a>> {
+    ZipArchive::new(Cursor::new(bytes)).map_err(|error| {
+        // PKWARE's strong encryption of the central directory (a local header's flag bit 13)
+        // hides the directory itself: the zip reader sees nonsense and says so in its terms.
+        const DIRECTORY_ENCRYPTED: u16 = 1 << 13;
+        let flags = bytes
+            .get(6..8)
+            .filter(|_| bytes.starts_with(b"PK\x03\x04"))
+            .map(|f| u16::from_le_bytes([f[0], f[1]]));
+        if flags.is_some_and(|f| f & DIRECTORY_ENCRYPTED != 0) {
+            anyhow::anyhow!(
+                "'{}' is a zip whose central directory is encrypted with PKWARE's strong encryption, which fastwrite does not read (nor does Info-ZIP's unzip; 7-Zip does)",
+                path.display()
+            )
+        } else {
+            anyhow::Error::new(error)
+                .context(format!("'{}' is not a readable zip archive", path.display()))
+        }
+    })
+}
+
 /// Extracts the zip `file` (named `path` in messages) into `out`.
 pub(super) fn extract(
     path: &Path,
@@ -84,12 +122,12 @@ pub(super) fn extract(
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
-    let bytes = load(path, file)?;
-    let archive = ZipArchive::new(Cursor::new(&bytes[..]))
-        .with_context(|| format!("'{}' is not a readable zip archive", path.display()))?;
+    let (bytes, cut) = load(path, file)?;
+    let archive = open_archive(path, &bytes)?;
     let mut password = Password::new(opts);
     let mut plan = build_plan(&mut archive.clone(), &bytes, chooser, &mut password)
         .with_context(|| format!("refused '{}': nothing was extracted", path.display()))?;
+    plan.warnings.extend(cut);
     super::limits::check_declared(&plan, out, opts)?;
 
     let (mut report, ()) = engine::run(out, Some(path), opts, |engine, writers| {
@@ -172,10 +210,8 @@ pub(super) fn list(
 ) -> Result<(), Error> {
     let not_listed =
         |error: anyhow::Error| Error::new(path.display().to_string(), ErrorKind::Source, error);
-    let bytes = load(path, file).map_err(not_listed)?;
-    let archive = ZipArchive::new(Cursor::new(&bytes[..]))
-        .with_context(|| format!("'{}' is not a readable zip archive", path.display()))
-        .map_err(not_listed)?;
+    let (bytes, _) = load(path, file).map_err(not_listed)?;
+    let archive = open_archive(path, &bytes).map_err(not_listed)?;
     // Listing reads no data: encrypted entries are listed as they are, password or not.
     let mut password = Password {
         known: Some(Vec::new()),
@@ -203,12 +239,10 @@ pub(super) fn list(
         let Ok(zf) = archive.by_index_raw(index) else {
             continue;
         };
-        let kind = if zf.is_symlink() {
-            ListedKind::Symlink
-        } else if zf.is_dir() {
-            ListedKind::Dir
-        } else {
-            ListedKind::File
+        let kind = match planning::kind_of(&zf) {
+            planning::ZipKind::Symlink => ListedKind::Symlink,
+            planning::ZipKind::Dir => ListedKind::Dir,
+            planning::ZipKind::File => ListedKind::File,
         };
         let mode = unix_mode(&zf);
         let size = if kind == ListedKind::File {

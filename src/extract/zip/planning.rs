@@ -128,14 +128,16 @@ impl Planner<'_, '_> {
             );
             return Planned::Reject(lossy(), ErrorKind::Refused, error);
         }
-        let name = match zf.name() {
-            Ok(name) => name.into_owned(),
+        let bytes = match name_bytes(zf.name_raw(), zf.system(), || zf.name()) {
+            Ok(bytes) => bytes,
             Err(e) => {
                 let error = anyhow::Error::new(e).context("undecodable name");
                 return Planned::Reject(lossy(), ErrorKind::Source, error);
             }
         };
-        let chosen = match self.chooser.choose(name.as_bytes(), zf.is_dir()) {
+        let name = plan::display_bytes(&bytes);
+        let what = kind_of(zf);
+        let chosen = match self.chooser.choose(&bytes, what == ZipKind::Dir) {
             Choice::Take(chosen) => chosen,
             Choice::Skip => return Planned::Skip,
             Choice::Refuse(why) => {
@@ -143,17 +145,10 @@ impl Planner<'_, '_> {
                 return Planned::Reject(name, ErrorKind::Refused, error);
             }
         };
-        // What is left of a UTF-8 name after whole components is UTF-8 (and most names are
-        // taken whole: not checked again).
-        let chosen = if chosen.len() == name.len() {
-            std::borrow::Cow::Borrowed(name.as_str())
-        } else {
-            String::from_utf8_lossy(&chosen)
-        };
-        if zf.is_dir() && plan::is_root(&chosen) {
+        if what == ZipKind::Dir && plan::is_root(&String::from_utf8_lossy(&chosen)) {
             return Planned::Skip;
         }
-        let path = match plan::safe_relative_path(&chosen).and_then(|path| {
+        let path = match plan::safe_relative_bytes(&chosen).and_then(|path| {
             self.case.check(&path)?;
             Ok(path)
         }) {
@@ -163,19 +158,26 @@ impl Planner<'_, '_> {
                 return Planned::Reject(name, ErrorKind::Refused, error);
             }
         };
+        // Flag bit 6: PKWARE's strong encryption (certificates or passwords, with RC2, 3DES or
+        // AES), not the traditional or WinZip AES a password opens here.
+        const STRONG_ENCRYPTION: u16 = 1 << 6;
+        if central.flags & STRONG_ENCRYPTION != 0 {
+            let error = anyhow::anyhow!(
+                "encrypted with PKWARE's strong encryption, which fastwrite does not read (nor does Info-ZIP's unzip; 7-Zip does)"
+            );
+            return Planned::Reject(name, ErrorKind::Source, error);
+        }
         if zf.encrypted() && self.password.get().is_none() {
             let error = anyhow::anyhow!("encrypted: give its password with {}", Setting::Password);
             return Planned::Reject(name, ErrorKind::Source, error);
         }
-        let kind = if zf.is_symlink() {
+        let kind = match what {
             // Its target is its content, read once every entry is planned.
-            EntryKind::Symlink {
+            ZipKind::Symlink => EntryKind::Symlink {
                 target: Default::default(),
-            }
-        } else if zf.is_dir() {
-            EntryKind::Dir
-        } else {
-            EntryKind::File
+            },
+            ZipKind::Dir => EntryKind::Dir,
+            ZipKind::File => EntryKind::File,
         };
         let dos = zf.last_modified().and_then(|t| self.clock.convert(t));
         let mtime = zf
@@ -184,6 +186,7 @@ impl Planner<'_, '_> {
                 ExtraField::ExtendedTimestamp(ts) => ts.mod_time(),
                 _ => None,
             })
+            .or_else(|| old_unix_mtime(central.extra))
             .map(|secs| extended_time(secs, dos))
             .or(dos);
         Planned::Take(Entry {
@@ -227,9 +230,70 @@ fn read_link_targets(archive: &mut Archive<'_>, plan: &mut Plan, password: Optio
 /// An entry's name for a message, by its index in the central directory.
 pub(super) fn entry_name(archive: &Archive<'_>, index: usize) -> String {
     archive
-        .name_for_index(index)
-        .and_then(Result::ok)
-        .map_or_else(|| format!("entry #{index}"), |n| n.into_owned())
+        .by_index_data(index)
+        .ok()
+        .and_then(|zf| {
+            let name = name_bytes(zf.name_raw(), zf.system(), || zf.name()).ok()?;
+            Some(plan::display_bytes(&name))
+        })
+        .unwrap_or_else(|| format!("entry #{index}"))
+}
+
+/// An entry's name as the references read it. UTF-8 where it is UTF-8 (whether or not its
+/// flag says so). Where it is not: on Unix, the raw bytes, kept as GNU tar keeps a tar's, where
+/// the zip was made anywhere but MS-DOS (Info-ZIP's unzip, bsdtar and 7-Zip all keep a Unix
+/// zip's cp866, koi8-r or Shift-JIS names so: libarchive's `test_read_format_zip_filename_*`);
+/// CP437, the format's own, where it was made on MS-DOS, and on Windows, whose names are
+/// Unicode (`decoded`: the zip crate's reading, UTF-8 or CP437).
+fn name_bytes<'n>(
+    raw: &'n [u8],
+    system: zip::System,
+    decoded: impl FnOnce() -> zip::result::ZipResult<std::borrow::Cow<'n, str>>,
+) -> zip::result::ZipResult<std::borrow::Cow<'n, [u8]>> {
+    use std::borrow::Cow;
+    if cfg!(unix) && system != zip::System::Dos && std::str::from_utf8(raw).is_err() {
+        return Ok(Cow::Borrowed(raw));
+    }
+    Ok(match decoded()? {
+        Cow::Borrowed(name) => Cow::Borrowed(name.as_bytes()),
+        Cow::Owned(name) => Cow::Owned(name.into_bytes()),
+    })
+}
+
+/// What a zip entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ZipKind {
+    File,
+    Dir,
+    Symlink,
+}
+
+/// What an entry is, as Info-ZIP's unzip, bsdtar and 7-Zip agree: a name ending in `/` is a
+/// folder whatever its mode says (commons-compress's COMPRESS-379 has mode `0o177777`, which
+/// the zip crate's test of the mode's bits takes for a symlink); else the Unix file type, where
+/// the zip was made on Unix; else the MS-DOS directory attribute (0x10), which marks a folder
+/// without its `/` for bsdtar and 7-Zip (libarchive's `test_read_format_zip_msdos`).
+pub(super) fn kind_of<R: Read>(zf: &zip::read::ZipFile<'_, R>) -> ZipKind {
+    const S_IFMT: u32 = 0o170000;
+    const S_IFDIR: u32 = 0o040000;
+    const S_IFLNK: u32 = 0o120000;
+    const DOS_DIRECTORY: u32 = 0x10;
+    if zf.is_dir() {
+        return ZipKind::Dir;
+    }
+    let external = zf.external_attributes();
+    if zf.system() == zip::System::Unix {
+        match (external >> 16) & S_IFMT {
+            S_IFLNK => return ZipKind::Symlink,
+            S_IFDIR => return ZipKind::Dir,
+            _ => {}
+        }
+    }
+    if external & DOS_DIRECTORY != 0 {
+        ZipKind::Dir
+    } else {
+        ZipKind::File
+    }
 }
 
 /// The entry's permission bits. The zip crate's `unix_mode` clears setuid, setgid and sticky;
@@ -272,6 +336,27 @@ fn read_link_target(
         .map_err(|r| anyhow::anyhow!("refused: {r}"))
         .tag(&entry.name, ErrorKind::Refused)?;
     Ok(target)
+}
+
+/// The mtime of Info-ZIP's old Unix extra field ("UX", 0x5855: access time, then
+/// modification time, each 32 bits), which zips made before the extended timestamp carry
+/// (Go's `time-osx.zip`); unzip, bsdtar and 7-Zip read it, so the DOS time's local-time
+/// guess is not needed.
+fn old_unix_mtime(mut extra: &[u8]) -> Option<u32> {
+    const OLD_UNIX: u16 = 0x5855;
+    while let [a, b, c, d, rest @ ..] = extra {
+        let (id, len) = (
+            u16::from_le_bytes([*a, *b]),
+            usize::from(u16::from_le_bytes([*c, *d])),
+        );
+        let data = rest.get(..len)?;
+        if id == OLD_UNIX {
+            let mtime = data.get(4..8)?;
+            return Some(u32::from_le_bytes([mtime[0], mtime[1], mtime[2], mtime[3]]));
+        }
+        extra = &rest[len..];
+    }
+    None
 }
 
 /// Reads the extended-timestamp field's 32-bit time. Writers store the low 32 bits of a signed
