@@ -356,6 +356,24 @@ mod tests {
     }
 
     #[test]
+    fn a_comment_cut_short_is_found_in_the_last_end_record() {
+        let eocd = |comment_len: u16| {
+            let mut record = b"PK\x05\x06".to_vec();
+            record.extend_from_slice(&[0; 16]);
+            record.extend_from_slice(&comment_len.to_le_bytes());
+            record
+        };
+        let whole = [b"data".to_vec(), eocd(3), b"abc".to_vec()].concat();
+        assert!(cut_comment(&whole).is_none());
+        // An earlier record whose comment fits, then the last one, cut short by 2 bytes.
+        let cut = [eocd(0), eocd(3), b"a".to_vec()].concat();
+        let found = cut_comment(&cut).expect("cut short");
+        assert_eq!((found.length_at, found.declared, found.fits), (22 + 20, 3, 1));
+        assert!(cut_comment(b"PK\x05\x06 too short").is_none());
+        assert!(cut_comment(b"no record at all").is_none());
+    }
+
+    #[test]
     fn only_disagreements_that_change_the_extraction_count() {
         let bytes = local(&[], (10, 20));
         let header = local_header(&bytes, 0).unwrap();
@@ -366,6 +384,7 @@ mod tests {
             compressed,
             uncompressed: 20,
             name,
+            extra: &[],
         };
         assert_eq!(
             disagreement(&header, &central(b"a", 8, 0xdead_beef, 10)),
