@@ -368,7 +368,10 @@ mod tests {
         // An earlier record whose comment fits, then the last one, cut short by 2 bytes.
         let cut = [eocd(0), eocd(3), b"a".to_vec()].concat();
         let found = cut_comment(&cut).expect("cut short");
-        assert_eq!((found.length_at, found.declared, found.fits), (22 + 20, 3, 1));
+        assert_eq!(
+            (found.length_at, found.declared, found.fits),
+            (22 + 20, 3, 1)
+        );
         assert!(cut_comment(b"PK\x05\x06 too short").is_none());
         assert!(cut_comment(b"no record at all").is_none());
     }

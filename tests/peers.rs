@@ -1,0 +1,529 @@
+//! The peers' own test archives (libarchive, Apache commons-compress, Go, node-tar and tar-rs,
+//! byte for byte in `tests/data/peers`, each with its source and licence in SOURCE.md there):
+//! each one that broke some extractor once, extracted by fastwrite and by the reference tools
+//! that agree on it (GNU tar and bsdtar for a tar; Info-ZIP's unzip, bsdtar and 7-Zip for a
+//! zip), and the trees compared. Where the references disagree, or fastwrite deliberately
+//! differs (docs/security.md), the test says so and checks what fastwrite does instead.
+//!
+//! Archives that real tools make only with an option (pzstd's skippable frame, garbage after a
+//! compressed stream) are made here by those tools.
+
+#[macro_use]
+mod common;
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+/// A public test archive kept in the repository.
+#[track_caller]
+fn peer_archive(name: &str) -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/peers")
+        .join(name);
+    assert!(p.is_file(), "test archive {} is missing", p.display());
+    p
+}
+
+/// A reference extractor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tool {
+    GnuTar,
+    Bsdtar,
+    Unzip,
+    SevenZip,
+}
+
+impl Tool {
+    /// Extracts `archive` into the new folder `dest` with this tool, whatever its exit code
+    /// (unzip and GNU tar exit non-zero on the warnings these archives earn).
+    #[cfg(unix)] // the reference tools are Unix programs, which a Windows build cannot start
+    #[track_caller]
+    fn extract(self, archive: &Path, dest: &Path) -> Output {
+        fs::create_dir_all(dest).unwrap();
+        let (program, args): (&str, Vec<OsString>) = match self {
+            Tool::GnuTar => ("tar", osv!["-xpf", archive, "-C", dest]),
+            Tool::Bsdtar => ("bsdtar", osv!["-xpf", archive, "-C", dest]),
+            Tool::Unzip => ("unzip", osv!["-q", "-o", archive, "-d", dest]),
+            Tool::SevenZip => {
+                let mut out = OsString::from("-o");
+                out.push(dest);
+                ("7z", osv!["x", "-y", out, archive])
+            }
+        };
+        require_tool(program);
+        let mut cmd = Command::new(program);
+        cmd.args(&args).env("TZ", TEST_TZ);
+        run_command(cmd)
+    }
+}
+
+/// One public archive, what fastwrite must do with it, and the references that agree with it.
+struct Case {
+    archive: &'static str,
+    /// fastwrite's exit code.
+    code: i32,
+    /// A warning fastwrite must print (empty: none expected).
+    warning: &'static str,
+    /// The references whose trees fastwrite's must equal.
+    same_as: &'static [Tool],
+    /// Compare modes and mtimes too (tars: GNU tar and bsdtar restore both as root).
+    metadata: bool,
+}
+
+/// Extracts each case with fastwrite and with its references, and compares the trees.
+#[cfg(unix)] // the reference tools are Unix programs, which a Windows build cannot start
+#[track_caller]
+fn check_cases(cases: &[Case]) {
+    for case in cases {
+        let archive = peer_archive(case.archive);
+        let work = tempdir();
+        let out = work.join("fastwrite");
+        let got = extract(&archive, &out, &[]);
+        got.assert_code(case.code);
+        if !case.warning.is_empty() {
+            assert!(
+                !got.stderr_lines_with(case.warning).is_empty(),
+                "{}: no warning saying {:?}\n{}",
+                case.archive,
+                case.warning,
+                got.dump()
+            );
+        }
+        for &tool in case.same_as {
+            let reference = work.join(format!("{tool:?}"));
+            let made = tool.extract(&archive, &reference);
+            let cmp = if case.metadata {
+                Compare::exact()
+            } else {
+                Compare::content_only()
+            };
+            let diffs = diff_trees(&reference, &out, &cmp);
+            assert!(
+                diffs.is_empty(),
+                "{}: fastwrite's tree differs from {tool:?}'s:\n{}\n{}\n{}",
+                case.archive,
+                diffs.join("\n"),
+                got.dump(),
+                made.dump()
+            );
+        }
+    }
+}
+
+#[test]
+#[cfg(unix)] // GNU tar and bsdtar, which a Windows build under Wine cannot start
+fn tars_of_the_peers_extract_as_gnu_tar_and_bsdtar_extract_them() {
+    use Tool::*;
+    check_cases(&[
+        // An old-style directory: a regular-file type whose name ends in '/', with a size of 1
+        // and no data after it. The size used to swallow the next header.
+        Case {
+            archive: "test_compat_tar_directory_1.tar",
+            code: 0,
+            warning: "",
+            same_as: &[GnuTar, Bsdtar],
+            metadata: true,
+        },
+        // A size field of NULs then digits: 0, not 14.
+        Case {
+            archive: "test_read_format_tar_timestamp_overflow.tar",
+            code: 0,
+            warning: "",
+            same_as: &[GnuTar, Bsdtar],
+            metadata: true,
+        },
+        // A pax record without its newline: both references extract it, with a warning.
+        Case {
+            archive: "test_read_pax_empty_val_no_nl.tar",
+            code: 0,
+            warning: "does not end with a newline",
+            same_as: &[GnuTar, Bsdtar],
+            metadata: true,
+        },
+        // A malformed pax mtime: the number it starts with, as both references take it.
+        Case {
+            archive: "pax-bad-mtime-file.tar",
+            code: 0,
+            warning: "its pax mtime '999xxx9324.432432444444' is malformed; '999' is used",
+            same_as: &[GnuTar, Bsdtar],
+            metadata: true,
+        },
+        // 51 bytes of garbage after the gzip stream, after a complete tar: every entry, and
+        // a warning (GNU tar: "trailing garbage ignored").
+        Case {
+            archive: "test_compat_gzip_2.tgz",
+            code: 0,
+            warning: "51 byte(s) after the end of the gzip data",
+            same_as: &[GnuTar, Bsdtar],
+            metadata: true,
+        },
+    ]);
+}
+
+#[test]
+#[cfg(unix)] // unzip, bsdtar and 7z, which a Windows build under Wine cannot start
+fn zips_of_the_peers_extract_as_the_references_agree() {
+    use Tool::*;
+    check_cases(&[
+        // `def` and `jkl` carry the MS-DOS directory attribute and no '/': folders for bsdtar
+        // and 7-Zip (unzip makes files, then cannot put `def/foo` below one).
+        Case {
+            archive: "test_read_format_zip_msdos.zip",
+            code: 0,
+            warning: "",
+            same_as: &[Bsdtar, SevenZip],
+            metadata: false,
+        },
+        // `META-INF/maven/` with Unix mode 0o177777: a folder, not a symlink.
+        Case {
+            archive: "COMPRESS-379.jar",
+            code: 0,
+            warning: "",
+            same_as: &[Unzip, Bsdtar, SevenZip],
+            metadata: false,
+        },
+        // Legacy methods: imploded (6) and shrunk (1). bsdtar cannot read them.
+        Case {
+            archive: "imploding-4Kdict-2trees.zip",
+            code: 0,
+            warning: "",
+            same_as: &[Unzip, SevenZip],
+            metadata: false,
+        },
+        Case {
+            archive: "imploding-8Kdict-3trees.zip",
+            code: 0,
+            warning: "",
+            same_as: &[Unzip, SevenZip],
+            metadata: false,
+        },
+        Case {
+            archive: "SHRUNK.ZIP",
+            code: 0,
+            warning: "",
+            same_as: &[Unzip, SevenZip],
+            metadata: false,
+        },
+        // Names in legacy encodings without the UTF-8 flag: the raw bytes, as all three keep
+        // them (the cp932 one has a 0x5C byte inside a character: not a separator).
+        Case {
+            archive: "test_read_format_zip_filename_cp866.zip",
+            code: 0,
+            warning: "",
+            same_as: &[Unzip, Bsdtar, SevenZip],
+            metadata: false,
+        },
+        Case {
+            archive: "test_read_format_zip_filename_koi8r.zip",
+            code: 0,
+            warning: "",
+            same_as: &[Unzip, Bsdtar, SevenZip],
+            metadata: false,
+        },
+        Case {
+            archive: "test_read_format_zip_filename_cp932.zip",
+            code: 0,
+            warning: "",
+            same_as: &[Unzip, Bsdtar, SevenZip],
+            metadata: false,
+        },
+        // A second end record hidden before the last, whose comment runs past the end of the
+        // file: the last one is read, and `FILE` extracted (not the hidden archive's `file`).
+        Case {
+            archive: "comment-truncated.zip",
+            code: 0,
+            warning: "comment is cut short",
+            same_as: &[Unzip, Bsdtar],
+            metadata: false,
+        },
+        // An APK signing block between the entries and the central directory; two stray
+        // bytes after each entry's data.
+        Case {
+            archive: "slice_0.apk",
+            code: 0,
+            warning: "",
+            same_as: &[Unzip, Bsdtar, SevenZip],
+            metadata: false,
+        },
+        Case {
+            archive: "archive_with_bytes_after_data.zip",
+            code: 0,
+            warning: "",
+            same_as: &[Unzip, SevenZip],
+            metadata: false,
+        },
+    ]);
+}
+
+/// The old Info-ZIP Unix extra field's mtime is a point in time: the same in any time zone,
+/// where the DOS time is local (the entry's DOS time is 9 hours off in Tokyo).
+#[test]
+#[cfg(unix)] // unzip, which a Windows build under Wine cannot start
+fn the_old_unix_extra_field_gives_the_mtime_in_any_time_zone() {
+    let archive = peer_archive("time-osx.zip");
+    let work = tempdir();
+    for tz in ["UTC0", "JST-9"] {
+        let out = work.join(format!("fastwrite-{tz}"));
+        let args = osv!["extract", &archive, "-o", &out];
+        run_fastwrite_env(&args, &[("TZ", tz)]).assert_success();
+        let reference = work.join(format!("unzip-{tz}"));
+        require_tool("unzip");
+        let mut unzip = Command::new("unzip");
+        unzip
+            .args(osv!["-q", &archive, "-d", &reference])
+            .env("TZ", tz);
+        run_command(unzip);
+        assert_eq!(mtime_of(&out.join("test.txt")), 1_509_509_517, "TZ={tz}");
+        assert_eq!(
+            mtime_of(&out.join("test.txt")),
+            mtime_of(&reference.join("test.txt")),
+            "TZ={tz}"
+        );
+    }
+}
+
+#[test]
+fn strong_encryption_is_named_not_taken_for_a_wrong_password() {
+    let work = tempdir();
+    // Entries encrypted with PKWARE's strong encryption (flag bit 6), with and without a
+    // password given: neither asks for one nor blames it.
+    for flags in [&[][..], &["--password", "12345678"]] {
+        let out = work.join(format!("data{}", flags.len()));
+        let got = extract(
+            &peer_archive("test_read_format_zip_encryption_data.zip"),
+            &out,
+            flags,
+        );
+        got.assert_code(1);
+        for entry in ["foo.txt", "bar.txt"] {
+            got.assert_stderr_names(entry, &["PKWARE's strong encryption"]);
+        }
+        assert!(
+            got.stderr_lines_with("password")
+                .iter()
+                .all(|l| !l.contains("wrong"))
+        );
+        assert!(all_paths(&out).is_empty(), "{:?}", all_paths(&out));
+    }
+    // Its central directory encrypted too: the archive is refused whole, and says why.
+    let got = extract(
+        &peer_archive("test_read_format_zip_encryption_header.zip"),
+        &work.join("header"),
+        &[],
+    );
+    got.assert_code(2);
+    assert!(
+        got.stderr
+            .contains("central directory is encrypted with PKWARE's strong encryption"),
+        "{}",
+        got.dump()
+    );
+}
+
+/// node-tar's `excessively-deep.tar`: one file 222,370 folders down. It overflowed a writer's
+/// stack (SIGABRT). Now the entry is refused, said, and nothing is left of it.
+#[test]
+fn a_path_deeper_than_the_limit_is_refused_not_a_crash() {
+    let work = tempdir();
+    let out = work.join("out");
+    let got = extract(&peer_archive("excessively-deep.tar"), &out, &[]);
+    got.assert_code(1);
+    assert!(
+        got.stderr.contains("more than 1024 folders deep"),
+        "{}",
+        got.dump()
+    );
+    assert!(all_paths(&out).is_empty(), "{:?}", all_paths(&out));
+}
+
+/// 1,024 folders deep is the limit: such a tree is extracted whole, beside a sibling 1,025
+/// deep that is refused.
+#[test]
+#[cfg(unix)] // a 2 KB path: past what Windows takes without its long-path prefix
+fn a_path_at_the_depth_limit_is_extracted() {
+    let work = tempdir();
+    let at_limit = format!("{}/f.txt", vec!["d"; 1023].join("/"));
+    let deeper = format!("{}/g.txt", vec!["e"; 1024].join("/"));
+    let archive = work.join("deep.tar");
+    fs::write(
+        &archive,
+        crate_tar(&[(at_limit.as_str(), b"deep"), (deeper.as_str(), b"deeper")]),
+    )
+    .unwrap();
+    let out = work.join("out");
+    let got = extract(&archive, &out, &[]);
+    got.assert_code(1);
+    got.assert_stderr_names(&deeper, &["more than 1024 folders deep"]);
+    assert_eq!(fs::read(out.join(&at_limit)).unwrap(), b"deep");
+    assert!(!out.join("e").exists());
+}
+
+/// tar-rs's `sparse-large.tar`: a 12.6 GB sparse file holding 1.6 KB of data. Its holes are
+/// skipped with a seek, never read as zeros (bsdtar: 0.04 s; fastwrite took 7-10 s of CPU
+/// writing zeros before), and the file occupies what its data does.
+#[test]
+#[cfg(unix)] // GNU tar and python3 (SEEK_DATA), which a Windows build under Wine cannot use
+fn a_huge_sparse_file_is_written_as_its_data_and_holes() {
+    let archive = peer_archive("sparse-large.tar");
+    let work = tempdir();
+    let out = work.join("fastwrite");
+    extract(&archive, &out, &[]).assert_success();
+    let reference = work.join("tar");
+    Tool::GnuTar.extract(&archive, &reference).assert_success();
+    let (got, want) = (out.join("huge"), reference.join("huge"));
+    let meta = meta_of(&got);
+    assert_eq!(meta.len, 12_626_929_280);
+    assert_eq!(meta.len, meta_of(&want).len);
+    assert!(
+        meta.disk_bytes < 1 << 20,
+        "{} bytes on disk",
+        meta.disk_bytes
+    );
+    assert_eq!(data_regions(&got), data_regions(&want));
+}
+
+/// The data of a sparse file, region by region (offset and bytes, hex), as SEEK_DATA finds it.
+#[cfg(unix)] // python3
+fn data_regions(path: &Path) -> String {
+    let script = r#"
+import os, sys, hashlib
+fd = os.open(sys.argv[1], os.O_RDONLY)
+size = os.fstat(fd).st_size
+at = 0
+while at < size:
+    try:
+        start = os.lseek(fd, at, os.SEEK_DATA)
+    except OSError:
+        break
+    end = os.lseek(fd, start, os.SEEK_HOLE)
+    data = os.pread(fd, end - start, start).rstrip(b"\0")
+    if data:
+        print(start, hashlib.sha256(data).hexdigest())
+    at = end
+"#;
+    let out = run_tool("python3", &osv!["-c", script, path], None);
+    out.stdout
+}
+
+/// libarchive's `test_read_format_gtar_sparse_skip_entry` (decompressed from its `.tar.Z`):
+/// a pax sparse file whose map holds one byte less than the archive stores. bsdtar refuses
+/// the archive; GNU tar extracts both entries, and so does fastwrite (the file's length is its
+/// header's real size, one byte past the end of the map's last run, where GNU tar stops).
+#[test]
+#[cfg(unix)] // gzip -d reads .Z; GNU tar: Unix programs
+fn a_sparse_map_shorter_than_its_data_extracts_both_entries() {
+    let work = tempdir();
+    let archive = work.join("sparse_skip.tar");
+    let tar = run_tool(
+        "sh",
+        &osv![
+            "-c",
+            "gzip -dc \"$0\" > \"$1\"",
+            peer_archive("test_read_format_gtar_sparse_skip_entry.tar.Z"),
+            &archive
+        ],
+        None,
+    );
+    assert!(tar.status.success());
+    let out = work.join("out");
+    extract(&archive, &out, &[]).assert_success();
+    assert_eq!(fs::read(out.join("b")).unwrap(), b"foo\n");
+    let a = meta_of(&out.join("a"));
+    assert_eq!(a.len, 10_737_418_244);
+    assert!(a.disk_bytes < 1 << 20, "{} bytes on disk", a.disk_bytes);
+    let reference = work.join("tar");
+    Tool::GnuTar.extract(&archive, &reference).assert_success();
+    assert_eq!(
+        data_regions(&out.join("a")),
+        data_regions(&reference.join("a"))
+    );
+}
+
+/// pzstd's output starts with a skippable frame: still a .tar.zst.
+#[test]
+#[cfg(unix)] // pzstd and GNU tar
+fn a_tar_zst_from_pzstd_is_recognised() {
+    let work = tempdir();
+    let src = work.join("src");
+    fs::create_dir_all(src.join("d")).unwrap();
+    fs::write(src.join("d/a.txt"), b"alpha").unwrap();
+    fs::write(src.join("b.txt"), text(1, 100_000)).unwrap();
+    let tar = work.join("t.tar");
+    run_tool("tar", &osv!["-cf", &tar, "-C", &src, "."], None);
+    let zst = work.join("t.tar.zst");
+    run_tool("pzstd", &osv!["-q", "-p", "2", &tar, "-o", &zst], None);
+    assert_eq!(
+        &fs::read(&zst).unwrap()[1..4],
+        b"\x2a\x4d\x18",
+        "a skippable frame first"
+    );
+    // Named anything: recognised by its content.
+    let renamed = work.join("archive.bin");
+    fs::rename(&zst, &renamed).unwrap();
+    let out = work.join("out");
+    extract(&renamed, &out, &[]).assert_success();
+    assert_same_tree(&src, &out, &Compare::content_only(), "pzstd .tar.zst");
+}
+
+/// Garbage after a complete compressed tar, and after a single compressed file: everything is
+/// written, exit 0, and a warning says how many bytes were ignored (gzip and bzip2 say
+/// "trailing garbage ignored"). A corrupt member is still an error.
+#[test]
+#[cfg(unix)] // gzip, bzip2 and GNU tar
+fn bytes_after_the_compressed_data_are_a_warning() {
+    let work = tempdir();
+    let src = work.join("src");
+    fs::create_dir_all(&src).unwrap();
+    for i in 0..5 {
+        fs::write(src.join(format!("f{i}.txt")), text(i, 3000)).unwrap();
+    }
+    let tar = work.join("t.tar");
+    run_tool("tar", &osv!["-cf", &tar, "-C", &src, "."], None);
+    for (program, suffix, name) in [("gzip", "tgz", "gzip"), ("bzip2", "tbz2", "bzip2")] {
+        let packed = work.join(format!("t.{suffix}"));
+        let bytes = std::process::Command::new(program)
+            .arg("-c")
+            .arg(&tar)
+            .output()
+            .unwrap()
+            .stdout;
+        fs::write(
+            &packed,
+            [bytes.as_slice(), b"this is not compressed data\n"].concat(),
+        )
+        .unwrap();
+        let out = work.join(format!("out-{suffix}"));
+        let got = extract(&packed, &out, &[]);
+        got.assert_success();
+        assert!(
+            !got.stderr_lines_with(&format!("28 byte(s) after the end of the {name} data"))
+                .is_empty(),
+            "{}",
+            got.dump()
+        );
+        assert_same_tree(&src, &out, &Compare::content_only(), program);
+    }
+    // A single compressed file: written whole, with the same warning.
+    let single = work.join("notes.txt.gz");
+    // -n: no name inside, so the file is named after the archive.
+    let gz = std::process::Command::new("gzip")
+        .arg("-cn")
+        .arg(src.join("f1.txt"))
+        .output()
+        .unwrap()
+        .stdout;
+    fs::write(&single, [gz.as_slice(), b"junk"].concat()).unwrap();
+    let out = work.join("single");
+    let got = extract(&single, &out, &[]);
+    got.assert_success();
+    assert!(
+        !got.stderr_lines_with("4 byte(s) after").is_empty(),
+        "{}",
+        got.dump()
+    );
+    assert_eq!(fs::read(out.join("notes.txt")).unwrap(), text(1, 3000));
+}
