@@ -3067,6 +3067,50 @@ fn a_hard_link_whose_target_is_stripped_away_is_refused() {
     assert!(!out.join("b").exists());
 }
 
+/// A hard link, then a later copy of its target: GNU tar and bsdtar break the link (it keeps
+/// the old content, the path gets the new), and a link after the later copy names the new
+/// one. fastwrite made every link at the end of the run, to the last copy.
+#[cfg(unix)] // GNU tar and bsdtar, the references, and python3, which writes the archive
+#[test]
+fn a_later_copy_of_a_hard_links_target_breaks_the_link() {
+    let t = tempdir();
+    let archive = t.join("relink.tar");
+    make_tar(
+        &archive,
+        "gnu",
+        &[
+            TarEntry::file("d/a.txt", "old content", 0o644),
+            TarEntry::hardlink("d/l.txt", "d/a.txt"),
+            TarEntry::file("d/a.txt", "new content", 0o644),
+            TarEntry::hardlink("m.txt", "d/a.txt"),
+        ],
+    );
+    let out = t.join("out");
+    extract(&archive, &out, &[]).assert_success();
+    assert_eq!(
+        fs::read_to_string(out.join("d/l.txt")).unwrap(),
+        "old content"
+    );
+    assert_eq!(
+        fs::read_to_string(out.join("d/a.txt")).unwrap(),
+        "new content"
+    );
+    assert_eq!(
+        fs::read_to_string(out.join("m.txt")).unwrap(),
+        "new content"
+    );
+    for reference in ["tar", "bsdtar"] {
+        let want = t.join(reference);
+        fs::create_dir(&want).unwrap();
+        run_tool(reference, &osv!["-xpf", &archive, "-C", &want], None);
+        let strict = Compare {
+            hardlinks: true,
+            ..Compare::content_only()
+        };
+        assert_same_tree(&want, &out, &strict, reference);
+    }
+}
+
 /// A pattern that matches nothing is an error naming it, after the rest is written (GNU tar:
 /// "Not found in archive"); a pattern that matches is not named.
 #[cfg(unix)] // GNU tar makes the archive

@@ -4,7 +4,6 @@
 //! Each stage runs after the one before is complete, so nothing is written through a link and
 //! no directory's mtime is changed by what is made in it afterwards.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -20,7 +19,7 @@ use crate::sync::Unpoisoned;
 
 /// What the links stage made.
 #[derive(Default)]
-struct Links {
+pub(super) struct Links {
     symlinks: u64,
     hardlinks: u64,
 }
@@ -32,16 +31,30 @@ impl Engine {
     pub(crate) fn finish(mut self) -> Report {
         let closes = self.close.finish();
         let mut deferred = std::mem::take(self.deferred.get_mut().unpoisoned());
-        self.move_later_copies(std::mem::take(&mut deferred.renames));
+        // Links at a path a later entry took are not made.
+        let forgotten = std::mem::take(&mut deferred.forgotten);
+        deferred.links.retain(|link| {
+            forgotten
+                .get(&path_key(&link.path))
+                .is_none_or(|&taken| link.index >= taken)
+        });
+        let mut made = Links::default();
+        self.move_later_copies(
+            std::mem::take(&mut deferred.renames),
+            &mut deferred.links,
+            &mut made,
+        );
         if self.cancelled() {
             // Stop here: what was written is complete and closed; links, empty directories
             // and directory metadata for the rest would only be work the user cancelled.
             deferred = Deferred::default();
         }
         let dirs = self.make_remaining_dirs(deferred.dirs);
-        let links = self.make_links(deferred.links, &deferred.forgotten);
+        for entry in &deferred.links {
+            self.make_link(entry, &mut made);
+        }
         self.apply_dirs_metadata(dirs);
-        self.into_report(closes, links)
+        self.into_report(closes, made)
     }
 
     /// Makes the directories that are still empty, before links may go into them. Returns the
@@ -64,28 +77,19 @@ impl Engine {
         dirs
     }
 
-    /// Makes the links, in the source's order, but not those at a path a later entry took.
-    fn make_links(&mut self, mut links: Vec<Entry>, forgotten: &HashMap<u64, usize>) -> Links {
-        links.retain(|link| {
-            forgotten
-                .get(&path_key(&link.path))
-                .is_none_or(|&taken| link.index >= taken)
-        });
-        let mut made = Links::default();
-        for entry in &links {
-            let result = match &entry.kind {
-                EntryKind::Symlink { target } => self.create_symlink(entry, target),
-                EntryKind::Hardlink { target } => self.create_hardlink(entry, target),
-                _ => continue,
-            };
-            match result {
-                Ok(true) if matches!(entry.kind, EntryKind::Symlink { .. }) => made.symlinks += 1,
-                Ok(true) => made.hardlinks += 1,
-                Ok(false) => *self.skipped.get_mut() += 1,
-                Err(error) => self.failures.push(error),
-            }
+    /// Makes one link, counted in `made` (links are made in the source's order).
+    pub(super) fn make_link(&mut self, entry: &Entry, made: &mut Links) {
+        let result = match &entry.kind {
+            EntryKind::Symlink { target } => self.create_symlink(entry, target),
+            EntryKind::Hardlink { target } => self.create_hardlink(entry, target),
+            _ => return,
+        };
+        match result {
+            Ok(true) if matches!(entry.kind, EntryKind::Symlink { .. }) => made.symlinks += 1,
+            Ok(true) => made.hardlinks += 1,
+            Ok(false) => *self.skipped.get_mut() += 1,
+            Err(error) => self.failures.push(error),
         }
-        made
     }
 
     /// Applies directory modes and mtimes, deepest first, once their content is complete. The

@@ -10,11 +10,12 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use super::files::OpenFile;
+use super::finish::Links;
 use super::{Engine, already_exists};
 use crate::close::Finalize;
 use crate::error::{Error, ErrorKind};
 use crate::options::Overwrite;
-use crate::plan::Entry;
+use crate::plan::{Entry, EntryKind};
 use crate::platform;
 use crate::sync::Unpoisoned;
 
@@ -91,10 +92,32 @@ impl Engine {
     /// Moves the later copies of paths into place, after every close, in the source's order:
     /// the last copy wins. A copy whose write failed (its temporary file is gone) is passed
     /// over; one that would replace a file this run did not write fails instead.
-    pub(super) fn move_later_copies(&mut self, mut renames: Vec<Rename>) {
+    ///
+    /// A hard link that came before a later copy of its target names the copy it replaces:
+    /// GNU tar and bsdtar break the link, which keeps the old content. Such links (taken out
+    /// of `links`) are made just before the rename, to the earlier copy.
+    pub(super) fn move_later_copies(
+        &mut self,
+        mut renames: Vec<Rename>,
+        links: &mut Vec<Entry>,
+        made: &mut Links,
+    ) {
         renames.sort_by_key(|r| r.order);
         let cancelled = self.cancelled();
         for rename in renames {
+            if !cancelled {
+                let earlier: Vec<Entry> = links
+                    .extract_if(.., |link| {
+                        link.index < rename.order
+                            && matches!(&link.kind, EntryKind::Hardlink { target } if *target == rename.path)
+                    })
+                    .collect();
+                for link in &earlier {
+                    // Its folder is made here, before the stage that makes the rest.
+                    let _ = self.dirs.ensure_parents(&link.path);
+                    self.make_link(link, made);
+                }
+            }
             if self.out_dir.kind(&rename.temp).is_err() {
                 continue;
             }

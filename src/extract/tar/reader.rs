@@ -298,9 +298,10 @@ impl<R: Read> Reader<R> {
     /// The bytes of data stored after a header (a pax `size` record overrides the field).
     fn stored_size(&self, block: &[u8], pax: &Pax, typeflag: u8) -> anyhow::Result<u64> {
         let field = unsigned(&block[124..136], "size")?;
-        // Links and directories store no data whatever the field says, except in GNU's
+        // Links, directories, devices and FIFOs store no data whatever the field says (GNU
+        // tar, bsdtar and Go read them so: Go's `hdr-only.tar` gives them sizes), except GNU's
         // dumpdir (`D`), which fastwrite skips as data.
-        if matches!(typeflag, b'1' | b'2' | b'5') {
+        if matches!(typeflag, b'1' | b'2' | b'3' | b'4' | b'5' | b'6') {
             return Ok(0);
         }
         if matches!(typeflag, b'x' | b'g' | b'L' | b'K') {
