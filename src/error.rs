@@ -105,11 +105,13 @@ pub enum Setting {
     Delete,
     /// [`MirrorOptions::hard_links`](crate::MirrorOptions::hard_links).
     HardLinks,
+    /// [`Options::devices`](crate::Options::devices): create device nodes and FIFOs.
+    Devices,
 }
 
 impl Setting {
     /// Every setting, for a front end that maps them to its own words.
-    pub const ALL: [Setting; 10] = [
+    pub const ALL: [Setting; 11] = [
         Setting::Replace,
         Setting::Skip,
         Setting::MaxOutput,
@@ -120,6 +122,7 @@ impl Setting {
         Setting::Exclude,
         Setting::Delete,
         Setting::HardLinks,
+        Setting::Devices,
     ];
 
     /// How messages spell it: its Rust path, as a program sets it.
@@ -135,6 +138,7 @@ impl Setting {
             Setting::Exclude => "Selection::exclude",
             Setting::Delete => "MirrorOptions::delete",
             Setting::HardLinks => "MirrorOptions::hard_links",
+            Setting::Devices => "Options::devices",
         }
     }
 }

@@ -87,6 +87,11 @@ pub struct Options {
     pub overwrite: Overwrite,
     /// Keep setuid, setgid and sticky bits from the source (dropped by default).
     pub keep_setid: bool,
+    /// Create the device nodes and FIFOs a tar holds, as GNU tar and bsdtar do when run as
+    /// root (a container's root filesystem needs them). Off by default: they are skipped,
+    /// each with a warning, and the run still succeeds. Devices need root (`CAP_MKNOD`);
+    /// Windows has neither, and each fails there.
+    pub devices: bool,
     /// Bytes of file content a streamed archive may hold in memory between its reader and the
     /// writers.
     pub memory_budget: u64,
@@ -148,6 +153,7 @@ impl Default for Options {
             fsync: false,
             overwrite: Overwrite::Refuse,
             keep_setid: false,
+            devices: false,
             memory_budget: Options::DEFAULT_MEMORY_BUDGET,
             max_output: None,
             space_check: true,
@@ -169,6 +175,7 @@ impl fmt::Debug for Options {
             .field("fsync", &self.fsync)
             .field("overwrite", &self.overwrite)
             .field("keep_setid", &self.keep_setid)
+            .field("devices", &self.devices)
             .field("memory_budget", &self.memory_budget)
             .field("max_output", &self.max_output)
             .field("space_check", &self.space_check)

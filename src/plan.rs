@@ -27,6 +27,31 @@ pub enum EntryKind {
     Hardlink {
         target: PathBuf,
     },
+    /// A device node or a FIFO (a tar's, with [`Options::devices`](crate::Options::devices)).
+    Special {
+        kind: Special,
+        major: u32,
+        minor: u32,
+    },
+}
+
+/// What kind of special file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Special {
+    Fifo,
+    CharDevice,
+    BlockDevice,
+}
+
+impl Special {
+    /// How messages name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Special::Fifo => "FIFO",
+            Special::CharDevice => "character device",
+            Special::BlockDevice => "block device",
+        }
+    }
 }
 
 /// One thing to create under the output folder.

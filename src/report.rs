@@ -21,6 +21,8 @@ pub struct Report {
     pub symlinks: u64,
     /// Hard links created.
     pub hardlinks: u64,
+    /// Device nodes and FIFOs created ([`Options::devices`](crate::Options::devices)).
+    pub specials: u64,
     /// Bytes of file content written.
     pub bytes: u64,
     /// Existing files kept because of [`Overwrite::Skip`](crate::Overwrite::Skip).
@@ -96,6 +98,9 @@ impl Report {
         let _ = writeln!(s, "directories:       {}", self.dirs);
         let _ = writeln!(s, "symlinks:          {}", self.symlinks);
         let _ = writeln!(s, "hard links:        {}", self.hardlinks);
+        if self.specials > 0 {
+            let _ = writeln!(s, "devices and FIFOs: {}", self.specials);
+        }
         if let Some(m) = &self.mirror {
             let _ = writeln!(s, "unchanged:         {}", m.unchanged);
             let _ = writeln!(s, "updated:           {}", m.updated);

@@ -10,7 +10,8 @@
 //!
 //! Failing closes come from the close-latency lab (lab/slowclose.c, preloaded into the child
 //! only); a full disk is a 2 MiB tmpfs (needs root: skipped otherwise, saying so); permission
-//! failures run the binary as uid 65534 through setpriv when the tests run as root.
+//! failures run the binary as uid 65534 through setpriv when the tests run as root. Device
+//! nodes (`--devices`) are made as root, and refused to uid 65534, here too.
 
 // Linux only: the faults are made with an LD_PRELOAD library (dlsym(RTLD_NEXT) and
 // /proc/self/fd), tmpfs mounts, setpriv and POSIX signals sent to the child, none of which
@@ -1208,6 +1209,80 @@ mod linux {
         }
     }
 
+    /// `--devices` creates them as GNU tar and bsdtar do as root: each with its type, numbers,
+    /// mode and mtime, compared with GNU tar's tree; as another user the devices fail (the system
+    /// refuses them), named, and the FIFO is still made.
+    fn devices_and_fifos_created_with_devices() {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let t = tempdir();
+        let archive = t.join("dev.tar");
+        make_tar(
+            &archive,
+            "gnu",
+            &[
+                TarEntry::special('c', "dev/null").mtime("1600000000"),
+                TarEntry::special('b', "dev/sda").mtime("1600000000"),
+                TarEntry::special('p', "a-fifo").mtime("1600000000"),
+                TarEntry::file("after.txt", "a", 0o644),
+            ],
+        );
+        if !is_root() {
+            unmet("device nodes can be made only as root");
+        }
+        let out = t.join("out");
+        let r = extract(&archive, &out, &["--devices", "--stats"]);
+        r.assert_success();
+        assert_eq!(r.stderr_lines_with("warning").len(), 0, "{}", r.dump());
+        assert_eq!(r.stat("devices and FIFOs:"), 3);
+        let null = fs::symlink_metadata(out.join("dev/null")).unwrap();
+        assert!(null.file_type().is_char_device());
+        assert_eq!((libc_major(null.rdev()), libc_minor(null.rdev())), (1, 3));
+        let sda = fs::symlink_metadata(out.join("dev/sda")).unwrap();
+        assert!(sda.file_type().is_block_device());
+        assert_eq!((libc_major(sda.rdev()), libc_minor(sda.rdev())), (8, 0));
+        assert!(
+            fs::symlink_metadata(out.join("a-fifo"))
+                .unwrap()
+                .file_type()
+                .is_fifo()
+        );
+        let reference = t.join("tar");
+        fs::create_dir(&reference).unwrap();
+        run_tool("tar", &osv!["-xpf", &archive, "-C", &reference], None);
+        assert_same_tree(
+            &reference,
+            &out,
+            &Compare::exact().files_metadata_only(),
+            "--devices",
+        );
+
+        // Not root: the system refuses a device (EPERM), said by name; the FIFO is made.
+        let as_nobody = t.join("nobody");
+        fs::create_dir(&as_nobody).unwrap();
+        give_to_nobody(&as_nobody);
+        let out = as_nobody.join("out");
+        let r = run_fastwrite_unprivileged(&osv!["extract", &archive, "-o", &out, "--devices"]);
+        r.assert_code(1);
+        r.assert_stderr_names("dev/null", &["permitted"]);
+        r.assert_stderr_names("dev/sda", &["permitted"]);
+        assert!(
+            fs::symlink_metadata(out.join("a-fifo"))
+                .unwrap()
+                .file_type()
+                .is_fifo()
+        );
+        assert_eq!(fs::read_to_string(out.join("after.txt")).unwrap(), "a");
+    }
+
+    /// Linux's encoding of a device number (glibc's `gnu_dev_major` and `gnu_dev_minor`).
+    fn libc_major(dev: u64) -> u64 {
+        ((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff)
+    }
+
+    fn libc_minor(dev: u64) -> u64 {
+        ((dev >> 12) & 0xffff_ff00) | (dev & 0xff)
+    }
+
     /// A test that cannot run here is reported as ignored with its reason, never as passed; under
     /// CI it fails.
     fn unmet_prerequisites_are_ignored_here_and_fail_under_ci() {
@@ -1217,6 +1292,7 @@ mod linux {
     pub fn main() {
         run_tests(tests![
             unmet_prerequisites_are_ignored_here_and_fail_under_ci,
+            devices_and_fifos_created_with_devices,
             failed_close_is_named_and_leaves_nothing_behind,
             failed_close_of_a_replacement_keeps_the_old_file,
             quota_exceeded_while_writing,

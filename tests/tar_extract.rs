@@ -1637,7 +1637,10 @@ fn devices_and_fifos_skipped_with_warning() {
             assert!(
                 lines.iter().any(|l| {
                     let l = l.to_lowercase();
-                    l.contains("warning") && l.contains("skip") && l.contains(what)
+                    l.contains("warning")
+                        && l.contains("skip")
+                        && l.contains(what)
+                        && l.contains("--devices creates it")
                 }),
                 "no warning naming {name} as a {what}\n{}",
                 r.dump()

@@ -22,6 +22,8 @@ use crate::sync::Unpoisoned;
 pub(super) struct Links {
     symlinks: u64,
     hardlinks: u64,
+    /// Device nodes and FIFOs.
+    specials: u64,
 }
 
 impl Engine {
@@ -82,11 +84,17 @@ impl Engine {
         let result = match &entry.kind {
             EntryKind::Symlink { target } => self.create_symlink(entry, target),
             EntryKind::Hardlink { target } => self.create_hardlink(entry, target),
+            EntryKind::Special { kind, major, minor } => {
+                self.create_special(entry, *kind, (*major, *minor))
+            }
             _ => return,
         };
         match result {
-            Ok(true) if matches!(entry.kind, EntryKind::Symlink { .. }) => made.symlinks += 1,
-            Ok(true) => made.hardlinks += 1,
+            Ok(true) => match entry.kind {
+                EntryKind::Symlink { .. } => made.symlinks += 1,
+                EntryKind::Hardlink { .. } => made.hardlinks += 1,
+                _ => made.specials += 1,
+            },
             Ok(false) => *self.skipped.get_mut() += 1,
             Err(error) => self.failures.push(error),
         }
@@ -153,6 +161,7 @@ impl Engine {
             dir_time: made_dirs.busy,
             symlinks: links.symlinks,
             hardlinks: links.hardlinks,
+            specials: links.specials,
             bytes: *bytes.get_mut(),
             skipped: *skipped.get_mut(),
             failures: failures.take(),

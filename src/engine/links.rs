@@ -12,7 +12,7 @@ use anyhow::Context;
 use super::{Engine, already_exists};
 use crate::error::{Error, ErrorKind, Tag};
 use crate::options::Overwrite;
-use crate::plan::Entry;
+use crate::plan::{Entry, Special};
 use crate::platform::FileKind;
 
 impl Engine {
@@ -103,6 +103,25 @@ impl Engine {
             return Err(refuse());
         }
         self.place_link(entry, |at| self.out_dir.hard_link(target, at))
+    }
+
+    /// A device node or FIFO, with its mode and mtime. False: skipped.
+    pub(super) fn create_special(
+        &self,
+        entry: &Entry,
+        kind: Special,
+        device: (u32, u32),
+    ) -> Result<bool, Error> {
+        let mode = self.opts.mode_bits(entry.mode.unwrap_or(0o644));
+        if !self.place_link(entry, |at| {
+            self.out_dir.make_special(at, kind, mode, device)
+        })? {
+            return Ok(false);
+        }
+        // Made with the umask applied: the archived mode, and the mtime, set now.
+        self.set_metadata(&entry.path, Some(mode), entry.mtime)
+            .tag(&entry.name, ErrorKind::Metadata)?;
+        Ok(true)
     }
 
     pub(super) fn apply_dir_metadata(&self, entry: &Entry) -> Result<(), Error> {

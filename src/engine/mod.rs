@@ -314,7 +314,9 @@ impl Engine {
                         files.push(entry);
                     }
                 }
-                EntryKind::Symlink { .. } | EntryKind::Hardlink { .. } => self.add_link(entry),
+                EntryKind::Symlink { .. }
+                | EntryKind::Hardlink { .. }
+                | EntryKind::Special { .. } => self.add_link(entry),
             }
         }
         plan.entries = files;
@@ -340,7 +342,8 @@ impl Engine {
         self.deferred.lock().unpoisoned().dirs.push(entry);
     }
 
-    /// Registers a symlink or hard link, created after every file is closed.
+    /// Registers a symlink, a hard link or a special file, created after every file is
+    /// closed.
     pub(crate) fn add_link(&self, entry: Entry) {
         if let EntryKind::Hardlink { target } = &entry.kind {
             // A hard link is only made through directories checked to be real; its target may

@@ -172,6 +172,28 @@ impl OutDir {
         check(unsafe { libc::symlinkat(target.as_ptr(), dir.fd(), name.as_ptr()) })
     }
 
+    /// Makes a device node or FIFO at `rel`, with `mode` (less the umask) and, for a device,
+    /// its major and minor numbers.
+    pub fn make_special(
+        &self,
+        rel: &Path,
+        kind: crate::plan::Special,
+        mode: u32,
+        (major, minor): (u32, u32),
+    ) -> io::Result<()> {
+        use crate::plan::Special;
+        let (dir, name) = self.parent(rel)?;
+        let (file_type, device) = match kind {
+            Special::Fifo => (libc::S_IFIFO, 0),
+            // Linux takes the numbers unsigned, macOS signed.
+            Special::CharDevice => (libc::S_IFCHR, libc::makedev(major as _, minor as _)),
+            Special::BlockDevice => (libc::S_IFBLK, libc::makedev(major as _, minor as _)),
+        };
+        let mode = file_type | (mode as libc::mode_t & 0o7777);
+        // SAFETY: an open folder and a valid C string.
+        check(unsafe { libc::mknodat(dir.fd(), name.as_ptr(), mode, device) })
+    }
+
     /// Gives the file at `original` a second name, `rel` (a symlink at `original` is linked as
     /// itself, never followed).
     pub fn hard_link(&self, original: &Path, rel: &Path) -> io::Result<()> {

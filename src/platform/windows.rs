@@ -124,6 +124,20 @@ impl OutDir {
         symlink(target, &self.at(rel))
     }
 
+    /// Windows has no device nodes or FIFOs.
+    pub fn make_special(
+        &self,
+        _rel: &Path,
+        kind: crate::plan::Special,
+        _mode: u32,
+        _device: (u32, u32),
+    ) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("Windows has no {}s", kind.describe()),
+        ))
+    }
+
     pub fn hard_link(&self, original: &Path, rel: &Path) -> io::Result<()> {
         std::fs::hard_link(self.at(original), self.at(rel))
     }

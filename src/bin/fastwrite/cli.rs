@@ -223,6 +223,11 @@ pub struct ExtractArgs {
     #[arg(long)]
     pub keep_setid: bool,
 
+    /// Create the device nodes and FIFOs a tar holds, as GNU tar and bsdtar do as root (a
+    /// container's root filesystem needs them); without it they are skipped with a warning
+    #[arg(long)]
+    pub devices: bool,
+
     /// Memory for file contents in flight when streaming a tar archive, in MiB
     #[arg(long, value_name = "MIB", default_value_t = DEFAULT_MEMORY_BUDGET >> 20, value_parser = clap::value_parser!(u64).range(4..))]
     pub memory_budget: u64,
@@ -320,6 +325,7 @@ impl Cli {
                     Overwrite::Refuse
                 };
                 opts.keep_setid = args.keep_setid;
+                opts.devices = args.devices;
                 opts.memory_budget = args.memory_budget << 20;
                 opts.max_output = args.max_output;
                 opts.space_check = !args.no_space_check;

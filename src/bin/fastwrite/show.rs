@@ -47,6 +47,7 @@ fn flag(setting: Setting) -> &'static str {
         Setting::Exclude => "--exclude",
         Setting::Delete => "--delete",
         Setting::HardLinks => "--hard-links",
+        Setting::Devices => "--devices",
         // A setting newer than this table: its library name still tells what to change.
         _ => setting.name(),
     }
@@ -141,6 +142,7 @@ pub fn report_json(report: &Report) -> String {
         "dirs": report.dirs,
         "symlinks": report.symlinks,
         "hardlinks": report.hardlinks,
+        "specials": report.specials,
         "bytes": report.bytes,
         "skipped": report.skipped,
         "reflinked": report.reflinked,

@@ -12,7 +12,7 @@ use super::reader::{Kind, Member};
 use crate::engine::path_key;
 use crate::error::{Error, ErrorKind, Setting};
 use crate::extract::select::{Choice, Chooser};
-use crate::plan::{self, Entry, EntryKind};
+use crate::plan::{self, Entry, EntryKind, Special};
 
 /// Decides what each member of a tar becomes, in archive order: taken or not (the
 /// selection), under what path, and whether it is refused. Extraction and listing share it, so
@@ -31,10 +31,13 @@ pub(crate) struct Checker<'s> {
     /// Paths that differ only by case, where names ignore case.
     case: plan::CaseGuard,
     pub warnings: Vec<String>,
+    /// Device nodes and FIFOs become entries ([`Options::devices`](crate::Options::devices));
+    /// else they are skipped with a warning.
+    devices: bool,
 }
 
 impl<'s> Checker<'s> {
-    pub fn new(chooser: &'s Chooser) -> Checker<'s> {
+    pub fn new(chooser: &'s Chooser, devices: bool) -> Checker<'s> {
         Checker {
             chooser,
             files: HashSet::new(),
@@ -42,6 +45,7 @@ impl<'s> Checker<'s> {
             symlinks: HashSet::new(),
             case: plan::CaseGuard::new(),
             warnings: Vec::new(),
+            devices,
         }
     }
 
@@ -90,13 +94,21 @@ impl<'s> Checker<'s> {
                 }
             }
             Kind::CharDevice | Kind::BlockDevice | Kind::Fifo => {
-                let what = match member.kind {
-                    Kind::CharDevice => "character device",
-                    Kind::BlockDevice => "block device",
-                    _ => "FIFO",
+                let kind = match member.kind {
+                    Kind::CharDevice => Special::CharDevice,
+                    Kind::BlockDevice => Special::BlockDevice,
+                    _ => Special::Fifo,
                 };
-                self.warnings.push(format!("skipped '{name}': a {what}"));
-                return Ok(None);
+                if !self.devices {
+                    self.warnings.push(format!(
+                        "skipped '{name}': a {} ({} creates it)",
+                        kind.describe(),
+                        Setting::Devices
+                    ));
+                    return Ok(None);
+                }
+                let (major, minor) = member.device.unwrap_or_default();
+                EntryKind::Special { kind, major, minor }
             }
             // A volume label (`tar -V`) names the archive, not a file.
             Kind::Other(b'V') => return Ok(None),

@@ -22,7 +22,8 @@ pub(in crate::extract) fn list(
     each: &mut dyn FnMut(&Listed),
 ) -> Result<(), Error> {
     let mut archive = Reader::new(decoded);
-    let mut check = Checker::new(chooser);
+    // What extract does by default: devices and FIFOs skipped, said.
+    let mut check = Checker::new(chooser, false);
     let broke = |error: anyhow::Error| Error::new(label, ErrorKind::Source, error);
     while let Some(member) = archive
         .next()
@@ -71,9 +72,14 @@ pub(in crate::extract) fn list(
             problem,
         });
     }
-    // As extraction does: the compressor's own check comes after the end-of-archive blocks.
-    std::io::copy(&mut archive.into_inner(), &mut std::io::sink())
-        .context("the data after the last entry is corrupt")
-        .map_err(broke)?;
+    // As extraction does: the compressor's own check comes after the end-of-archive blocks,
+    // and bytes after the compressed data are not the archive's.
+    if let Err(error) = std::io::copy(&mut archive.into_inner(), &mut std::io::sink())
+        && crate::extract::codec::trailing_data(&error).is_none()
+    {
+        return Err(broke(
+            anyhow::Error::new(error).context("the data after the last entry is corrupt"),
+        ));
+    }
     Ok(())
 }

@@ -52,7 +52,7 @@ pub(super) fn extract(
                 feed::fed(engine, writers, opts.memory_budget, |feed, writer| {
                     let mut stream = Stream {
                         engine,
-                        check: Checker::new(chooser),
+                        check: Checker::new(chooser, opts.devices),
                         feed,
                         links: HashSet::new(),
                         last_name: None,
@@ -154,7 +154,7 @@ impl Stream<'_, '_, '_> {
         }
         match entry.kind {
             EntryKind::Dir => self.engine.add_dir(entry),
-            EntryKind::Symlink { .. } | EntryKind::Hardlink { .. } => {
+            EntryKind::Symlink { .. } | EntryKind::Hardlink { .. } | EntryKind::Special { .. } => {
                 self.links.insert(key);
                 self.engine.add_link(entry);
             }

@@ -56,6 +56,8 @@ pub(crate) struct Member {
     pub size: u64,
     /// For a sparse file, where its data goes.
     pub sparse: Option<Sparse>,
+    /// A device's major and minor numbers (character and block devices).
+    pub device: Option<(u32, u32)>,
     /// What was odd but readable in its headers (a pax record without its newline, a malformed
     /// mtime): extracted as GNU tar and bsdtar extract it, and said as a warning.
     pub notes: Vec<String>,
@@ -428,6 +430,15 @@ impl<R: Read> Reader<R> {
                 size,
             });
         }
+        let device = matches!(kind, Kind::CharDevice | Kind::BlockDevice).then(|| {
+            let field = |range: std::ops::Range<usize>| {
+                number(&block[range])
+                    .ok()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .unwrap_or(0)
+            };
+            (field(329..337), field(337..345))
+        });
         Ok(Member {
             kind,
             name,
@@ -436,6 +447,7 @@ impl<R: Read> Reader<R> {
             mtime,
             size,
             sparse,
+            device,
             notes,
         })
     }
