@@ -1832,12 +1832,12 @@ fn max_output_refuses_a_zip_that_declares_more() {
 }
 
 /// Names without the UTF-8 flag: valid UTF-8 is read as UTF-8 (what writers that forget the
-/// flag mean, and what Info-ZIP's unzip shows in a UTF-8 locale), anything else as CP437, the
-/// zip format's own default (as 7-Zip, Python's zipfile and Windows read it). Info-ZIP's unzip
-/// on Unix writes such bytes raw instead, making names that are not UTF-8; fastwrite's names
-/// are always Unicode, the same on every system (docs/security.md says why).
+/// flag mean, and what Info-ZIP's unzip shows in a UTF-8 locale). Anything else depends on
+/// where the zip was made: on Unix (the zip crate's host, 3), byte for byte, as Info-ZIP's
+/// unzip, bsdtar and 7-Zip keep it (Windows: CP437, its names being Unicode); on MS-DOS (host
+/// 0), as CP437, the zip format's own default (as 7-Zip, Python's zipfile and Windows read it).
 #[test]
-fn names_without_the_utf8_flag_are_utf8_when_valid_else_cp437() {
+fn names_without_the_utf8_flag_are_utf8_when_valid_else_by_their_host() {
     let t = tempdir();
     let archive = t.join("names.zip");
     // Placeholders of the final names' byte lengths, patched in both headers.
@@ -1872,18 +1872,51 @@ fn names_without_the_utf8_flag_are_utf8_when_valid_else_cp437() {
     fs::write(&archive, &bytes).unwrap();
     let out = t.join("out");
     extract(&archive, &out, &[]).assert_success();
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let mut names: Vec<Vec<u8>> = fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().as_bytes().to_vec())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                b"caf\x82-cp437".to_vec(),
+                "café-utf8".as_bytes().to_vec(),
+                b"caf\xe9-latin1".to_vec()
+            ],
+            "made on Unix: the raw bytes"
+        );
+        // Info-ZIP's unzip and bsdtar agree, byte for byte.
+        let u = t.join("unzip");
+        unzip_to(&archive, &u);
+        assert_same_tree(&u, &out, &Compare::content_only(), "unzip");
+    }
+    #[cfg(not(unix))]
+    assert_eq!(
+        children(&out),
+        ["café-cp437", "café-utf8", "cafΘ-latin1"],
+        "Windows: CP437"
+    );
+
+    // The same zip said to be made on MS-DOS (host 0 in each central record's "made by"):
+    // CP437 on every system, 0x82 and 0xE9 being é and Θ there.
+    let mut i = 0;
+    while let Some(at) = bytes[i..].windows(4).position(|w| w == b"PK\x01\x02") {
+        bytes[i + at + 5] = 0;
+        i += at + 1;
+    }
+    let dos = t.join("dos.zip");
+    fs::write(&dos, &bytes).unwrap();
+    let out = t.join("out-dos");
+    extract(&dos, &out, &[]).assert_success();
     assert_eq!(
         children(&out),
         ["café-cp437", "café-utf8", "cafΘ-latin1"],
         "0x82 and 0xE9 are é and Θ in CP437"
     );
-    #[cfg(unix)]
-    {
-        // Info-ZIP's unzip agrees on the UTF-8 name.
-        let u = t.join("unzip");
-        unzip_to(&archive, &u);
-        assert!(u.join("café-utf8").exists());
-    }
 }
 
 /// Patterns, `--exclude` and `--strip-components` on a zip made by Info-ZIP, against bsdtar
