@@ -104,7 +104,12 @@ impl Planner<'_, '_> {
     /// each other, its name chosen and validated, its password at hand, its kind, mode and
     /// mtime read.
     fn entry<R: Read>(&mut self, zf: &zip::read::ZipFile<'_, R>, index: usize) -> Planned {
-        let lossy = || String::from_utf8_lossy(zf.name_raw()).into_owned();
+        // The name as `list` and every message give it (`entry_name`), whatever befalls it.
+        let decoded = name_bytes(zf.name_raw(), zf.system(), || zf.name());
+        let name = match &decoded {
+            Ok(bytes) => plan::display_bytes(bytes),
+            Err(_) => String::from_utf8_lossy(zf.name_raw()).into_owned(),
+        };
         let local = integrity::local_header(self.bytes, zf.header_start());
         let central = integrity::Central::read(
             self.bytes,
@@ -115,7 +120,7 @@ impl Planner<'_, '_> {
         );
         let (Some(local), Some(central)) = (local, central) else {
             let error = anyhow::anyhow!("its local header or central directory record is damaged");
-            return Planned::Reject(lossy(), ErrorKind::Source, error);
+            return Planned::Reject(name, ErrorKind::Source, error);
         };
         self.spans.push(integrity::Span {
             entry: index,
@@ -126,16 +131,15 @@ impl Planner<'_, '_> {
             let error = anyhow::anyhow!(
                 "refused: {disagreement}: readers of local headers and of the central directory would extract different things"
             );
-            return Planned::Reject(lossy(), ErrorKind::Refused, error);
+            return Planned::Reject(name, ErrorKind::Refused, error);
         }
-        let bytes = match name_bytes(zf.name_raw(), zf.system(), || zf.name()) {
+        let bytes = match decoded {
             Ok(bytes) => bytes,
             Err(e) => {
                 let error = anyhow::Error::new(e).context("undecodable name");
-                return Planned::Reject(lossy(), ErrorKind::Source, error);
+                return Planned::Reject(name, ErrorKind::Source, error);
             }
         };
-        let name = plan::display_bytes(&bytes);
         let what = kind_of(zf);
         let chosen = match self.chooser.choose(&bytes, what == ZipKind::Dir) {
             Choice::Take(chosen) => chosen,
