@@ -559,3 +559,216 @@ fn list_shows_every_entry_and_which_would_fail() {
         extracted.assert_stderr_names(name, &["local header names"]);
     }
 }
+
+/// Each zip of the peers through a pipe gives the tree it gives from a file, and the same exit
+/// code, but for what a stream cannot know (docs/security.md): the central directory's
+/// attributes (`test_read_format_zip_msdos`: folders marked only there), where a zip with
+/// legacy names was made (the cp866, koi8-r and cp932 ones), and that a local header and its
+/// central record disagree (`7075_utf8_paths`). The APK's signing block, between the last
+/// entry and the central directory, is passed over with a warning.
+#[test]
+fn zips_of_the_peers_through_a_pipe_give_the_files_tree() {
+    let work = tempdir();
+    for name in [
+        "COMPRESS-379.jar",
+        "SHRUNK.ZIP",
+        "archive_with_bytes_after_data.zip",
+        "comment-truncated.zip",
+        "imploding-4Kdict-2trees.zip",
+        "imploding-8Kdict-3trees.zip",
+        "slice_0.apk",
+        "test_read_format_zip_encryption_data.zip",
+        "time-osx.zip",
+    ] {
+        let archive = peer_archive(name);
+        let from_file = work.join(format!("{name}-file"));
+        let file = extract(&archive, &from_file, &[]);
+        let from_pipe = work.join(format!("{name}-pipe"));
+        let pipe = run_fastwrite_piped(&osv!["extract", "-", "-o", &from_pipe], &archive);
+        assert_eq!(
+            pipe.code(),
+            file.code(),
+            "{name}\n{}\n{}",
+            file.dump(),
+            pipe.dump()
+        );
+        if from_file.exists() || from_pipe.exists() {
+            assert_same_tree(&from_file, &from_pipe, &Compare::content_only(), name);
+        }
+        if name == "slice_0.apk" {
+            assert!(
+                !pipe
+                    .stderr_lines_with("4096 bytes between entries")
+                    .is_empty(),
+                "{}",
+                pipe.dump()
+            );
+        }
+    }
+}
+
+/// A piped zip's local header with Info-ZIP's Unicode Path field (0x7075) is named by it, as
+/// the same zip read from a file is (and as bsdtar reads it from a pipe); a field whose CRC-32
+/// does not match the name it stands for is stale and ignored.
+#[test]
+fn a_unicode_path_field_names_a_piped_entry() {
+    let work = tempdir();
+    let archive = work.join("unicode.zip");
+    crate_zip(
+        &archive,
+        &[
+            Z::File("cafX.txt", b"current".to_vec(), 0o644, STORED),
+            Z::File("oldX.txt", b"stale".to_vec(), 0o644, STORED),
+        ],
+    );
+    // A Latin-1 name (not UTF-8, no flag) and an ASCII one, each given a Unicode Path field
+    // in both headers; the second field's CRC-32 is of another name.
+    let bytes = fs::read(&archive).unwrap();
+    let with_field = |bytes: &[u8], placeholder: &[u8], raw: &[u8], unicode: &str, crc: u32| {
+        let mut field = vec![0x75, 0x70];
+        field.extend_from_slice(&u16::try_from(5 + unicode.len()).unwrap().to_le_bytes());
+        field.push(1);
+        field.extend_from_slice(&crc.to_le_bytes());
+        field.extend_from_slice(unicode.as_bytes());
+        add_extra_field(bytes, placeholder, raw, &field)
+    };
+    let bytes = with_field(
+        &bytes,
+        b"cafX.txt",
+        b"caf\xe9.txt",
+        "café.txt",
+        crc32(b"caf\xe9.txt"),
+    );
+    let bytes = with_field(&bytes, b"oldX.txt", b"old_.txt", "new.txt", crc32(b"other"));
+    fs::write(&archive, &bytes).unwrap();
+    let from_file = work.join("file");
+    extract(&archive, &from_file, &[]).assert_success();
+    let from_pipe = work.join("pipe");
+    run_fastwrite_piped(&osv!["extract", "-", "-o", &from_pipe], &archive).assert_success();
+    assert!(
+        from_pipe.join("café.txt").is_file(),
+        "{:?}",
+        all_paths(&from_pipe)
+    );
+    assert_eq!(fs::read(from_pipe.join("café.txt")).unwrap(), b"current");
+    assert!(
+        !from_pipe.join("new.txt").exists(),
+        "a stale field is ignored"
+    );
+    assert_same_tree(&from_file, &from_pipe, &Compare::content_only(), "0x7075");
+}
+
+/// The CRC-32 of `data` (IEEE), for the test's own zip surgery.
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &byte in data {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// Rewrites a zip made by the zip crate: the entry named `placeholder` (in both its headers)
+/// gets the name `raw` (of the same length) and the extra field `field` appended to its
+/// extra fields in both headers; every offset after it moves along.
+fn add_extra_field(zip: &[u8], placeholder: &[u8], raw: &[u8], field: &[u8]) -> Vec<u8> {
+    assert_eq!(placeholder.len(), raw.len());
+    let u16_at = |b: &[u8], i: usize| usize::from(u16::from_le_bytes([b[i], b[i + 1]]));
+    let u32_at = |b: &[u8], i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    let grow = u32::try_from(field.len()).unwrap();
+    let mut out = Vec::new();
+    let mut at = 0;
+    let mut local_at = None;
+    // Local headers and their data.
+    while zip[at..].starts_with(b"PK\x03\x04") {
+        let (name_len, extra_len) = (u16_at(zip, at + 26), u16_at(zip, at + 28));
+        let size = u32_at(zip, at + 18) as usize;
+        let end = at + 30 + name_len + extra_len + size;
+        let mut header = zip[at..end].to_vec();
+        if &header[30..30 + name_len] == placeholder {
+            local_at = Some(out.len());
+            header[30..30 + name_len].copy_from_slice(raw);
+            header[28..30].copy_from_slice(&((extra_len + field.len()) as u16).to_le_bytes());
+            let insert = 30 + name_len + extra_len;
+            header.splice(insert..insert, field.iter().copied());
+        }
+        out.extend_from_slice(&header);
+        at = end;
+    }
+    let local_at = u32::try_from(local_at.expect("the placeholder's local header")).unwrap();
+    // Central records: the same change, and local offsets after the grown header moved.
+    while zip[at..].starts_with(b"PK\x01\x02") {
+        let (name_len, extra_len, comment_len) = (
+            u16_at(zip, at + 28),
+            u16_at(zip, at + 30),
+            u16_at(zip, at + 32),
+        );
+        let end = at + 46 + name_len + extra_len + comment_len;
+        let mut record = zip[at..end].to_vec();
+        let offset = u32_at(&record, 42);
+        if offset > local_at {
+            record[42..46].copy_from_slice(&(offset + grow).to_le_bytes());
+        }
+        if &record[46..46 + name_len] == placeholder {
+            record[46..46 + name_len].copy_from_slice(raw);
+            record[30..32].copy_from_slice(&((extra_len + field.len()) as u16).to_le_bytes());
+            let insert = 46 + name_len + extra_len;
+            record.splice(insert..insert, field.iter().copied());
+        }
+        out.extend_from_slice(&record);
+        at = end;
+    }
+    // The end record: the central directory's size and offset.
+    let mut end = zip[at..].to_vec();
+    assert!(end.starts_with(b"PK\x05\x06"), "no zip64 here");
+    let cd_size = u32_at(&end, 12) + grow;
+    let cd_offset = u32_at(&end, 16) + grow;
+    end[12..16].copy_from_slice(&cd_size.to_le_bytes());
+    end[16..20].copy_from_slice(&cd_offset.to_le_bytes());
+    out.extend_from_slice(&end);
+    out
+}
+
+/// A piped zip entry whose data is corrupt fails, named with what the decoder said, and the
+/// stream goes on after it (its local header says how long its data is): the entries after it
+/// are written, as from a file. It stopped the whole stream, saying the zip library's
+/// "failed to initialize or panicked".
+#[test]
+fn a_corrupt_entry_in_a_piped_zip_does_not_stop_the_stream() {
+    let work = tempdir();
+    let archive = work.join("corrupt.zip");
+    let deflated = zip::CompressionMethod::Deflated;
+    crate_zip(
+        &archive,
+        &[
+            Z::File("first.txt", text(1, 20_000), 0o644, deflated),
+            Z::File("broken.txt", text(2, 20_000), 0o644, deflated),
+            Z::File("last.txt", text(3, 20_000), 0o644, deflated),
+        ],
+    );
+    let mut bytes = fs::read(&archive).unwrap();
+    let data = local_data_offset(&bytes, "broken.txt");
+    for b in &mut bytes[data + 10..data + 60] {
+        *b ^= 0x5a;
+    }
+    fs::write(&archive, &bytes).unwrap();
+    for piped in [false, true] {
+        let out = work.join(format!("out-{piped}"));
+        let got = if piped {
+            run_fastwrite_piped(&osv!["extract", "-", "-o", &out], &archive)
+        } else {
+            extract(&archive, &out, &[])
+        };
+        got.assert_code(1);
+        got.assert_stderr_names("broken.txt", &["corrupt", "invalid", "crc", "deflate"]);
+        assert!(!got.stderr.contains("panicked"), "{}", got.dump());
+        assert_eq!(children(&out), ["first.txt", "last.txt"], "piped: {piped}");
+        assert_eq!(fs::read(out.join("last.txt")).unwrap(), text(3, 20_000));
+    }
+}

@@ -58,37 +58,40 @@ pub(in crate::extract) fn extract(
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
-    let (mut report, (outcome, mut written, mut failures)) =
+    let (mut report, (outcome, mut written, mut failures, between)) =
         engine::run(out, None, opts, |engine, writers| {
-            let (outcome, written, failures) =
-                feed::fed(engine, writers, opts.memory_budget, |feed, writer| {
-                    // The last copy of a name wins, as in a tar stream (and as bsdtar does from a
-                    // pipe), whichever writer gets which copy first.
-                    engine.track_created();
-                    let mut state = Stream {
-                        engine,
-                        writer,
-                        feed,
-                        seen: HashSet::new(),
-                        order: 0,
-                        chooser,
-                        password: opts.password.clone(),
-                        max_output: opts.max_output,
-                        total: 0,
-                        written: HashMap::new(),
-                        failures: Vec::new(),
-                    };
-                    let outcome = state.entries(&mut *input, label);
-                    let outcome = match outcome {
-                        Ok(()) => central_directory(&mut *input).with_context(|| {
-                            format!("the central directory of {label} is corrupt")
-                        }),
-                        Err(error) => Err(error),
-                    };
-                    (outcome, state.written, state.failures)
-                });
-            (outcome, written, failures)
+            feed::fed(engine, writers, opts.memory_budget, |feed, writer| {
+                // The last copy of a name wins, as in a tar stream (and as bsdtar does from a
+                // pipe), whichever writer gets which copy first.
+                engine.track_created();
+                let mut state = Stream {
+                    engine,
+                    writer,
+                    feed,
+                    seen: HashSet::new(),
+                    order: 0,
+                    chooser,
+                    password: opts.password.clone(),
+                    max_output: opts.max_output,
+                    total: 0,
+                    written: HashMap::new(),
+                    failures: Vec::new(),
+                    between: 0,
+                };
+                let outcome = state.entries(&mut *input, label);
+                let outcome = match outcome {
+                    Ok(()) => central_directory(&mut *input)
+                        .with_context(|| format!("the central directory of {label} is corrupt")),
+                    Err(error) => Err(error),
+                };
+                (outcome, state.written, state.failures, state.between)
+            })
         })?;
+    if between > 0 {
+        report.warnings.push(format!(
+            "{between} bytes between entries were no zip header (an APK's signing block, or junk): passed over"
+        ));
+    }
     // What failed to be written (a create, a write, a close, a folder) was said by the run:
     // the central directory has nothing to add to it.
     let failed: HashSet<&Path> = report.failures.iter().map(Error::path).collect();
@@ -120,6 +123,8 @@ struct Stream<'a, 'f, 'q> {
     /// What was written, by archived name: its path and its local header's mtime.
     written: HashMap<String, (PathBuf, Option<SystemTime>)>,
     failures: Vec<Error>,
+    /// Bytes between entries that were no header, passed over.
+    between: u64,
 }
 
 impl Stream<'_, '_, '_> {
@@ -130,15 +135,56 @@ impl Stream<'_, '_, '_> {
             if self.engine.cancelled() {
                 return Ok(());
             }
-            let signature = read_u32(input).with_context(|| format!("{label} ends early"))?;
+            let mut signature = read_u32(input).with_context(|| format!("{label} ends early"))?;
+            if !matches!(
+                signature,
+                LOCAL_HEADER | CENTRAL_HEADER | END_OF_CENTRAL | ZIP64_END
+            ) {
+                // Bytes between entries (an APK's signing block before its central directory,
+                // junk a tool left): passed over to the next header, as bsdtar does, and
+                // said. A zip read from a file never looks at them either.
+                let (found, skipped) = resync(input, signature).with_context(|| {
+                    format!("{label}: not a zip local header where one must be, and none after it")
+                })?;
+                self.between += skipped;
+                signature = found;
+            }
             match signature {
                 LOCAL_HEADER => {}
-                CENTRAL_HEADER => return Ok(()),
-                END_OF_CENTRAL => return Ok(()),
-                _ => bail!("{label}: not a zip local header where one must be"),
+                _ => return Ok(()),
             }
             let local = read_local(input)
                 .with_context(|| format!("{label}: a local header is cut short"))?;
+            // PKWARE's strong encryption (flag bit 6); with its central directory encrypted
+            // too (bit 13), the local headers' sizes are masked.
+            const STRONG_ENCRYPTION: u16 = 1 << 6;
+            const MASKED: u16 = 1 << 13;
+            if local.flags & STRONG_ENCRYPTION != 0 {
+                if local.flags & MASKED != 0 {
+                    bail!(
+                        "{label}: entry '{}' is encrypted with PKWARE's strong encryption, and its sizes are hidden with its central directory: nothing more can be read from a stream (nor from a file: fastwrite does not read this encryption)",
+                        local.name
+                    );
+                }
+                let error = anyhow!(
+                    "encrypted with PKWARE's strong encryption, which fastwrite does not read (nor does Info-ZIP's unzip; 7-Zip does)"
+                );
+                self.failures
+                    .push(Error::new(&local.name, ErrorKind::Source, error));
+                if local.flags & 8 != 0 {
+                    bail!(
+                        "{label}: cannot go past entry '{}': its size follows its data",
+                        local.name
+                    );
+                }
+                let skip = compressed_size(&local.raw)
+                    .with_context(|| format!("{label}: cannot go past entry '{}'", local.name))?;
+                let skipped = std::io::copy(&mut (&mut *input).take(skip), &mut std::io::sink())?;
+                if skipped != skip {
+                    bail!("{label} ends inside entry '{}'", local.name);
+                }
+                continue;
+            }
             if local.flags & 8 != 0 {
                 self.with_descriptor(input, &local)?;
             } else if let Some(skip) = self.plain(input, &local, label)? {
@@ -153,8 +199,8 @@ impl Stream<'_, '_, '_> {
     }
 
     /// An entry with its sizes in its local header, read by the `zip` crate (every method,
-    /// encryption, the CRC check). `Some(n)`: it could not be decrypted, and its `n` bytes of
-    /// data are still to be passed over.
+    /// encryption, the CRC check). `Some(n)`: it failed (said), and its last `n` bytes of data
+    /// are still to be passed over: the stream goes on after it, as its header says where.
     fn plain(
         &mut self,
         input: &mut dyn BufRead,
@@ -162,37 +208,63 @@ impl Stream<'_, '_, '_> {
         label: &str,
     ) -> anyhow::Result<Option<u64>> {
         let password = self.password.clone();
-        let mut chained = Cursor::new(local.raw.clone()).chain(input);
+        // How much of its data the zip reader took, so that the rest can be passed over.
+        let mut counted = Counted {
+            inner: input,
+            read: 0,
+        };
+        let mut chained = Cursor::new(local.raw.clone()).chain(&mut counted);
         let options = ZipReadOptions::new().password(password.as_deref());
-        match read_zipfile_from_stream_with_options(&mut chained, options) {
+        let failed_before = self.failures.len();
+        let read = match read_zipfile_from_stream_with_options(&mut chained, options) {
             Ok(Some(mut file)) => {
                 let is_dir = file.is_dir();
                 let held = self.entry(&local.name, is_dir, local_mtime(&local.raw), &mut file);
                 // Whatever of it was not read (a skipped entry) is skipped now.
-                std::io::copy(&mut file, &mut std::io::sink())
-                    .with_context(|| format!("{label}: entry '{}' is cut short", local.name))?;
-                // Read whole, its CRC checked by the zip reader: to the writers.
-                if let Some(held) = held {
-                    self.hand_over(held);
-                }
-                Ok(None)
+                std::io::copy(&mut file, &mut std::io::sink()).map(|_| held)
             }
             Ok(None) => bail!("{label}: a local header the zip reader does not take"),
-            Err(e) if is_password_error(&e) => {
-                let error = if self.password.is_some() {
+            Err(e) => {
+                let error = if !is_password_error(&e) {
+                    anyhow::Error::new(e).context("cannot read the entry")
+                } else if self.password.is_some() {
                     anyhow!("wrong password: the entry cannot be decrypted with it")
                 } else {
                     anyhow!("encrypted: give its password with {}", Setting::Password)
                 };
                 self.failures
                     .push(Error::new(&local.name, ErrorKind::Source, error));
-                let skip = compressed_size(&local.raw)
-                    .with_context(|| format!("{label}: cannot go past entry '{}'", local.name))?;
-                Ok(Some(skip))
+                Ok(None)
             }
-            Err(e) => Err(anyhow::Error::new(e)
-                .context(format!("{label}: cannot read entry '{}'", local.name))),
+        };
+        drop(chained);
+        match read {
+            // Read whole, its CRC checked by the zip reader: to the writers.
+            Ok(held) if self.failures.len() == failed_before => {
+                if let Some(held) = held {
+                    self.hand_over(held);
+                }
+                return Ok(None);
+            }
+            Ok(_) => {}
+            // The data is corrupt. The first error the entry met was said already (a later
+            // read only says the decompressor "failed before"), unless there was none yet.
+            Err(e) if self.failures.len() == failed_before => {
+                let error = anyhow::Error::new(e).context("its data is corrupt or cut short");
+                self.failures
+                    .push(Error::new(&local.name, ErrorKind::Source, error));
+            }
+            Err(_) => {}
         }
+        let size = compressed_size(&local.raw)
+            .with_context(|| format!("{label}: cannot go past entry '{}'", local.name))?;
+        let left = size.checked_sub(counted.read).with_context(|| {
+            format!(
+                "{label}: entry '{}' took more than its own data",
+                local.name
+            )
+        })?;
+        Ok(Some(left))
     }
 
     /// One entry read from `data`: a folder registered, a file read into memory (returned, to
@@ -377,6 +449,44 @@ struct Held {
     job: Job,
 }
 
+/// Counts what passes through.
+struct Counted<R> {
+    inner: R,
+    read: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+/// Reads on from a word that is no header signature to the next one (a local or central
+/// header, an end record). Returns that signature and how many bytes were passed over; the end
+/// of the input first is an error.
+fn resync(input: &mut dyn BufRead, word: u32) -> std::io::Result<(u32, u64)> {
+    let mut window = word.to_le_bytes();
+    let mut skipped = 0u64;
+    loop {
+        let buf = input.fill_buf()?;
+        let Some(&byte) = buf.first() else {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        };
+        input.consume(1);
+        window = [window[1], window[2], window[3], byte];
+        skipped += 1;
+        let signature = u32::from_le_bytes(window);
+        if matches!(
+            signature,
+            LOCAL_HEADER | CENTRAL_HEADER | END_OF_CENTRAL | ZIP64_END
+        ) {
+            return Ok((signature, skipped));
+        }
+    }
+}
+
 /// Counts and checksums what passes through.
 struct Checked<R> {
     inner: R,
@@ -416,12 +526,7 @@ fn read_local(input: &mut dyn Read) -> std::io::Result<Local> {
     let mut rest = vec![0u8; name_len + extra_len];
     input.read_exact(&mut rest)?;
     let (name, extra) = rest.split_at(name_len);
-    let name = match std::str::from_utf8(name) {
-        Ok(name) => name.to_string(),
-        // No UTF-8 flag and not UTF-8: CP437, as the zip crate reads such names from a file.
-        Err(_) if flags & (1 << 11) == 0 => name.iter().map(|&b| cp437(b)).collect(),
-        Err(_) => String::from_utf8_lossy(name).into_owned(),
-    };
+    let name = decode_name(name, extra, flags);
     let mut zip64 = false;
     let mut at = 0;
     while at + 4 <= extra.len() {
@@ -498,6 +603,36 @@ fn local_mtime(raw: &[u8]) -> Option<SystemTime> {
     dos
 }
 
+/// A header's name, as the zip crate reads it from a file: the Info-ZIP Unicode Path field's
+/// (0x7075) where its CRC-32 matches the name it stands for (else that field is stale, and
+/// ignored, as APPNOTE says); else the name itself, UTF-8 where it is, CP437 where it is not
+/// and the UTF-8 flag is not set.
+fn decode_name(raw: &[u8], extra: &[u8], flags: u16) -> String {
+    const UNICODE_PATH: u16 = 0x7075;
+    let mut at = 0;
+    while let Some(header) = extra.get(at..at + 4) {
+        let id = u16::from_le_bytes([header[0], header[1]]);
+        let len = usize::from(u16::from_le_bytes([header[2], header[3]]));
+        let Some(field) = extra.get(at + 4..at + 4 + len) else {
+            break;
+        };
+        // A version byte (1), the CRC-32 of the name it replaces, the name in UTF-8.
+        if id == UNICODE_PATH
+            && let [1, a, b, c, d, unicode @ ..] = field
+            && u32::from_le_bytes([*a, *b, *c, *d]) == crc32fast::hash(raw)
+            && let Ok(unicode) = std::str::from_utf8(unicode)
+        {
+            return unicode.to_string();
+        }
+        at += 4 + len;
+    }
+    match std::str::from_utf8(raw) {
+        Ok(name) => name.to_string(),
+        Err(_) if flags & (1 << 11) == 0 => raw.iter().map(|&b| cp437(b)).collect(),
+        Err(_) => String::from_utf8_lossy(raw).into_owned(),
+    }
+}
+
 /// The IBM PC character for a byte of a CP437 name.
 fn cp437(b: u8) -> char {
     const HIGH: &str = "ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜ¢£¥₧ƒáíóúñÑªº¿⌐¬½¼¡«»░▒▓│┤╡╢╖╕╣║╗╝╜╛┐└┴┬├─┼╞╟╚╔╩╦╠═╬╧╨╤╥╙╘╒╓╫╪┘┌█▄▌▐▀αßΓπΣσµτΦΘΩδ∞φε∩≡±≥≤⌠⌡÷≈°∙·√ⁿ²■\u{a0}";
@@ -535,12 +670,8 @@ fn central_directory(input: &mut dyn Read) -> anyhow::Result<HashMap<String, u32
         );
         let mut rest = vec![0u8; name_len + extra_len + comment_len];
         input.read_exact(&mut rest)?;
-        let raw_name = &rest[..name_len];
-        let name = match std::str::from_utf8(raw_name) {
-            Ok(name) => name.to_string(),
-            Err(_) if flags & (1 << 11) == 0 => raw_name.iter().map(|&b| cp437(b)).collect(),
-            Err(_) => String::from_utf8_lossy(raw_name).into_owned(),
-        };
+        let (raw_name, extra) = rest[..name_len + extra_len].split_at(name_len);
+        let name = decode_name(raw_name, extra, flags);
         let mode = external >> 16;
         if made_by_unix && mode != 0 {
             modes.insert(name, mode);
