@@ -11,9 +11,11 @@
 #[macro_use]
 mod common;
 
+#[cfg(unix)] // the reference tools' arguments
 use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
+#[cfg(unix)] // the reference tools
 use std::process::Command;
 
 use common::*;
@@ -29,6 +31,7 @@ fn peer_archive(name: &str) -> PathBuf {
 }
 
 /// A reference extractor.
+#[cfg(unix)] // the reference tools are Unix programs, which a Windows build cannot start
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tool {
     GnuTar,
@@ -37,10 +40,10 @@ enum Tool {
     SevenZip,
 }
 
+#[cfg(unix)] // see Tool
 impl Tool {
     /// Extracts `archive` into the new folder `dest` with this tool, whatever its exit code
     /// (unzip and GNU tar exit non-zero on the warnings these archives earn).
-    #[cfg(unix)] // the reference tools are Unix programs, which a Windows build cannot start
     #[track_caller]
     fn extract(self, archive: &Path, dest: &Path) -> Output {
         fs::create_dir_all(dest).unwrap();
@@ -62,6 +65,7 @@ impl Tool {
 }
 
 /// One public archive, what fastwrite must do with it, and the references that agree with it.
+#[cfg(unix)] // see Tool
 struct Case {
     archive: &'static str,
     /// fastwrite's exit code.
