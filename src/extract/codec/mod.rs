@@ -91,7 +91,7 @@ impl Codec {
 
     /// Wraps `input` in this codec's decoder, which reads concatenated members or frames
     /// (pigz and `cat a.gz b.gz` make them) to the end; after the last gzip or bzip2 member,
-    /// other bytes end the data with [`TrailingData`]. An error means this build has no
+    /// other bytes end the data with `members::TrailingData`. An error means this build has no
     /// decoder for it: the message names the cargo feature that adds one.
     pub(crate) fn decoder<'a>(
         self,
