@@ -776,3 +776,65 @@ fn a_corrupt_entry_in_a_piped_zip_does_not_stop_the_stream() {
         assert_eq!(fs::read(out.join("last.txt")).unwrap(), text(3, 20_000));
     }
 }
+
+/// Blocks of zeros then other data is no tar (an ISO 9660 image's first 32 KiB are zeros): it
+/// was read as an empty tar, nothing written, exit 0. An empty tar (zeros alone) is still one.
+#[test]
+fn zeros_then_other_data_is_not_an_empty_tar() {
+    let work = tempdir();
+    let iso_like = work.join("image.iso");
+    let mut bytes = vec![0u8; 32 * 1024];
+    bytes.extend_from_slice(b"\x01CD001\x01\0");
+    bytes.resize(40 * 1024, b'x');
+    fs::write(&iso_like, &bytes).unwrap();
+    let got = extract(&iso_like, &work.join("out"), &[]);
+    got.assert_code(1);
+    assert!(got.stderr.contains("not a tar"), "{}", got.dump());
+    let listed = run_fastwrite(&osv!["list", &iso_like]);
+    assert_ne!(listed.code(), 0, "{}", listed.dump());
+    assert!(listed.stderr.contains("not a tar"), "{}", listed.dump());
+    let empty = work.join("empty.tar");
+    fs::write(&empty, vec![0u8; 10240]).unwrap();
+    extract(&empty, &work.join("empty"), &[]).assert_success();
+}
+
+/// LZ4 frames have the same skippable frames as zstd (libarchive's
+/// `test_compat_lz4_skippable_frames`): what follows them tells the two apart, so an LZ4 file
+/// is refused as unrecognised, from a file and from a pipe alike, not misread as zstd.
+#[test]
+fn lz4_skippable_frames_are_not_taken_for_zstd() {
+    let work = tempdir();
+    let lz4 = work.join("a.tar.lz4");
+    // Two skippable frames, then LZ4's frame magic and a few bytes of a frame.
+    let mut bytes = b"\x50\x2a\x4d\x18\0\0\0\0\x51\x2a\x4d\x18\x02\0\0\0ab".to_vec();
+    bytes.extend_from_slice(b"\x04\x22\x4d\x18\x64\x40\xa7\x95\x11\0\0\x6f");
+    fs::write(&lz4, &bytes).unwrap();
+    let from_file = extract(&lz4, &work.join("file"), &[]);
+    from_file.assert_code(2);
+    let from_pipe = run_fastwrite_piped(&osv!["extract", "-", "-o", work.join("pipe")], &lz4);
+    from_pipe.assert_code(2);
+    assert!(!from_file.stderr.contains("zstd"), "{}", from_file.dump());
+}
+
+/// Android's build tools start an APK with a header that has no name and no data (its extra
+/// field pads what follows), which no central record lists: from a pipe it was "refused:
+/// empty path", exit 1; it names nothing, and is passed over, as from a file.
+#[test]
+fn a_nameless_empty_header_in_a_piped_zip_names_nothing() {
+    let work = tempdir();
+    let zip = work.join("plain.zip");
+    crate_zip(&zip, &[Z::File("a.txt", b"alpha".to_vec(), 0o644, STORED)]);
+    // A stored, nameless, empty local header with 6 bytes of padding in its extra field.
+    let mut apk = b"PK\x03\x04".to_vec();
+    apk.extend_from_slice(&[0; 22]);
+    apk.extend_from_slice(&0u16.to_le_bytes());
+    apk.extend_from_slice(&6u16.to_le_bytes());
+    apk.extend_from_slice(&[0xd9, 0xd9, 0x02, 0, 0, 0]);
+    apk.extend_from_slice(&fs::read(&zip).unwrap());
+    let padded = work.join("padded.apk");
+    fs::write(&padded, &apk).unwrap();
+    let out = work.join("pipe");
+    run_fastwrite_piped(&osv!["extract", "-", "-o", &out], &padded).assert_success();
+    assert_eq!(fs::read(out.join("a.txt")).unwrap(), b"alpha");
+    assert_eq!(children(&out), ["a.txt"]);
+}

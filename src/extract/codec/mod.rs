@@ -37,16 +37,10 @@ impl Codec {
 
     /// The codec whose magic bytes `head` starts with.
     pub(crate) fn detect(head: &[u8]) -> Option<Codec> {
-        // A zstd stream may start with a skippable frame (every `pzstd` output does): magic
-        // 0x184D2A50 to 0x184D2A5F, little-endian.
-        if let [first, 0x2a, 0x4d, 0x18, ..] = head
-            && first & 0xf0 == 0x50
-        {
-            return Some(Codec::Zstd);
-        }
-        Codec::ALL
+        let codec = Codec::ALL
             .into_iter()
-            .find(|codec| head.starts_with(codec.magic()))
+            .find(|codec| head.starts_with(codec.magic()));
+        codec.or_else(|| after_skippable_frames(head))
     }
 
     fn magic(self) -> &'static [u8] {
@@ -127,6 +121,26 @@ impl Codec {
     }
 }
 
+/// A zstd stream may start with skippable frames (every `pzstd` output does one): magic
+/// 0x184D2A50 to 0x184D2A5F, little-endian, then the frame's length. LZ4's frame format has the
+/// very same skippable frames, so what follows them decides: zstd's magic, or one beyond what
+/// `head` holds (taken for zstd, whose tools write them; an LZ4 file is then refused by the
+/// decoder, not misnamed).
+fn after_skippable_frames(mut head: &[u8]) -> Option<Codec> {
+    let mut frames = 0;
+    while let [first, 0x2a, 0x4d, 0x18, a, b, c, d, rest @ ..] = head
+        && first & 0xf0 == 0x50
+    {
+        frames += 1;
+        let len = u32::from_le_bytes([*a, *b, *c, *d]);
+        match usize::try_from(len).ok().and_then(|len| rest.get(len..)) {
+            Some(next) => head = next,
+            None => return Some(Codec::Zstd),
+        }
+    }
+    (frames > 0 && head.starts_with(Codec::Zstd.magic())).then_some(Codec::Zstd)
+}
+
 /// What the start of a gzip stream says of the file inside: its name and mtime, when given.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct GzipHeader {
@@ -175,13 +189,21 @@ mod tests {
         assert_eq!(Codec::detect(b"\xfd7zXZ\x00\x00"), Some(Codec::Xz));
         assert_eq!(Codec::detect(b"BZh91AY"), Some(Codec::Bzip2));
         assert_eq!(Codec::detect(b"PK\x03\x04"), None);
-        // pzstd's output starts with a skippable frame.
+        // pzstd's output starts with a skippable frame (a 4-byte one), then zstd's magic.
+        let pzstd = b"\x50\x2a\x4d\x18\x04\0\0\0\x11\0\0\0\x28\xb5\x2f\xfd";
+        assert_eq!(Codec::detect(pzstd), Some(Codec::Zstd));
+        // Two, the second of the last magic; one longer than what was read.
+        let two = b"\x50\x2a\x4d\x18\0\0\0\0\x5f\x2a\x4d\x18\x01\0\0\0x\x28\xb5\x2f\xfd";
+        assert_eq!(Codec::detect(two), Some(Codec::Zstd));
         assert_eq!(
-            Codec::detect(b"\x50\x2a\x4d\x18\x04\0\0\0"),
+            Codec::detect(b"\x5f\x2a\x4d\x18\xff\0\0\0ab"),
             Some(Codec::Zstd)
         );
-        assert_eq!(Codec::detect(b"\x5f\x2a\x4d\x18"), Some(Codec::Zstd));
-        assert_eq!(Codec::detect(b"\x60\x2a\x4d\x18"), None);
+        // LZ4's skippable frames look the same: its own magic after them is not zstd
+        // (libarchive's test_compat_lz4_skippable_frames).
+        let lz4 = b"\x50\x2a\x4d\x18\0\0\0\0\x04\x22\x4d\x18\x64\x40";
+        assert_eq!(Codec::detect(lz4), None);
+        assert_eq!(Codec::detect(b"\x60\x2a\x4d\x18\0\0\0\0"), None);
     }
 
     #[test]

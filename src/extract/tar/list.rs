@@ -7,6 +7,7 @@ use anyhow::Context;
 
 use super::checks::Checker;
 use super::reader::{Kind, Reader};
+use super::{AfterEnd, NOT_A_TAR};
 use crate::engine::path_key;
 use crate::error::{Error, ErrorKind};
 use crate::extract::listed::{Listed, ListedKind};
@@ -22,6 +23,7 @@ pub(in crate::extract) fn list(
     each: &mut dyn FnMut(&Listed),
 ) -> Result<(), Error> {
     let mut archive = Reader::new(decoded);
+    let mut members = 0u64;
     // What extract does by default: devices and FIFOs skipped, said.
     let mut check = Checker::new(chooser, false);
     let broke = |error: anyhow::Error| Error::new(label, ErrorKind::Source, error);
@@ -30,6 +32,7 @@ pub(in crate::extract) fn list(
         .context("the archive is corrupt or truncated")
         .map_err(broke)?
     {
+        members += 1;
         if chooser.choose(&member.name, member.kind == Kind::Dir) == Choice::Skip {
             continue;
         }
@@ -74,12 +77,16 @@ pub(in crate::extract) fn list(
     }
     // As extraction does: the compressor's own check comes after the end-of-archive blocks,
     // and bytes after the compressed data are not the archive's.
-    if let Err(error) = std::io::copy(&mut archive.into_inner(), &mut std::io::sink())
+    let mut after = AfterEnd::default();
+    if let Err(error) = std::io::copy(&mut archive.into_inner(), &mut after)
         && crate::extract::codec::trailing_data(&error).is_none()
     {
         return Err(broke(
             anyhow::Error::new(error).context("the data after the last entry is corrupt"),
         ));
+    }
+    if members == 0 && after.other {
+        return Err(broke(anyhow::anyhow!(NOT_A_TAR)));
     }
     Ok(())
 }

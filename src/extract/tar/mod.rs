@@ -77,6 +77,27 @@ pub(super) fn extract(
     Ok(report)
 }
 
+/// What follows a tar's end-of-archive blocks: read to the end, and whether any of it is not
+/// zero (tape blocking pads with zeros).
+#[derive(Default)]
+struct AfterEnd {
+    other: bool,
+}
+
+/// Why a tar with no member whose end blocks are followed by other data is not a tar.
+const NOT_A_TAR: &str = "it starts with blocks of zeros, as an empty tar ends, and goes on with other data: not a tar (an ISO image starts so)";
+
+impl std::io::Write for AfterEnd {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.other |= buf.iter().any(|&b| b != 0);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// The reader's state while it walks the stream.
 struct Stream<'s, 'f, 'q> {
     engine: &'s Engine,
@@ -99,6 +120,7 @@ impl Stream<'_, '_, '_> {
         writer: &mut Writer<'_>,
     ) -> anyhow::Result<()> {
         let mut archive = Reader::new(input);
+        let mut members = 0u64;
         loop {
             if self.engine.stopped() {
                 // The rest of the stream is neither read nor checked: not even the rest of the
@@ -108,6 +130,7 @@ impl Stream<'_, '_, '_> {
             let Some(member) = archive.next().context("cannot read the next header")? else {
                 break;
             };
+            members += 1;
             let name = plan::display_bytes(&member.name);
             let complete = match self.check.entry(&member, &name) {
                 Ok(Some(entry)) => self.dispatch(entry, &mut archive.data(), writer)?,
@@ -124,11 +147,17 @@ impl Stream<'_, '_, '_> {
         // The tar ends at its end-of-archive blocks, but a compressor's checksum (gzip's CRC,
         // zstd's and xz's checks) comes after them: read to the end so that it is verified.
         // Bytes after the compressed data end are only worth a warning: nothing is missing.
-        if let Err(error) = std::io::copy(&mut archive.into_inner(), &mut std::io::sink()) {
+        let mut after = AfterEnd::default();
+        if let Err(error) = std::io::copy(&mut archive.into_inner(), &mut after) {
             match codec::trailing_data(&error) {
                 Some(trailing) => self.check.warnings.push(trailing),
                 None => return Err(error).context("the data after the last entry is corrupt"),
             }
+        }
+        if members == 0 && after.other {
+            // An empty tar is blocks of zeros alone. Zeros and then something else is another
+            // format that starts with zeros: an ISO 9660 image's first 32 KiB are.
+            anyhow::bail!(NOT_A_TAR);
         }
         Ok(())
     }

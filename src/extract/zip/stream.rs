@@ -155,6 +155,12 @@ impl Stream<'_, '_, '_> {
             }
             let local = read_local(input)
                 .with_context(|| format!("{label}: a local header is cut short"))?;
+            // A header with no name and no data names nothing: Android's build tools put one
+            // first in an APK, its extra field padding what follows; no central record lists
+            // it, so a zip read from a file never sees it.
+            if local.name.is_empty() && local.flags & 8 == 0 && compressed_size(&local.raw)? == 0 {
+                continue;
+            }
             // PKWARE's strong encryption (flag bit 6); with its central directory encrypted
             // too (bit 13), the local headers' sizes are masked.
             const STRONG_ENCRYPTION: u16 = 1 << 6;
