@@ -622,9 +622,11 @@ fn decode_name(raw: &[u8], extra: &[u8], flags: u16) -> String {
         let Some(field) = extra.get(at + 4..at + 4 + len) else {
             break;
         };
-        // A version byte (1), the CRC-32 of the name it replaces, the name in UTF-8.
+        // A version byte (1, but read whatever it is, as the zip crate reads the central
+        // record's: commons-compress's COMPRESS-479 has 0x74 in a local one), the CRC-32 of the
+        // name it replaces, the name in UTF-8.
         if id == UNICODE_PATH
-            && let [1, a, b, c, d, unicode @ ..] = field
+            && let [_version, a, b, c, d, unicode @ ..] = field
             && u32::from_le_bytes([*a, *b, *c, *d]) == crc32fast::hash(raw)
             && let Ok(unicode) = std::str::from_utf8(unicode)
         {
