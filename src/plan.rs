@@ -309,6 +309,10 @@ pub fn path_from_bytes(target: &[u8]) -> Result<PathBuf, Refusal> {
 /// An archive name's bytes for messages: UTF-8 as it is, any other byte as `\xNN`, so that
 /// two different names never look the same.
 pub fn display_bytes(name: &[u8]) -> String {
+    // Nearly every name is UTF-8: one validation, one copy.
+    if let Ok(name) = std::str::from_utf8(name) {
+        return name.to_owned();
+    }
     let mut out = String::with_capacity(name.len());
     for chunk in name.utf8_chunks() {
         out.push_str(chunk.valid());
