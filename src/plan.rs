@@ -594,11 +594,15 @@ mod tests {
         // `.` and empty names are not folders.
         safe_relative_path(&format!("./{at_limit}//.")).unwrap();
         let deeper = format!("{at_limit}/x");
-        for refused in [
+        let mut refused = vec![
             safe_relative_path(&deeper),
-            safe_relative_bytes(&[deeper.as_bytes(), b"\xff"].concat()),
             safe_relative_os_path(Path::new(&deeper)),
-        ] {
+        ];
+        // Windows refuses a name that is not UTF-8 for that first.
+        if cfg!(unix) {
+            refused.push(safe_relative_bytes(&[deeper.as_bytes(), b"\xff"].concat()));
+        }
+        for refused in refused {
             let why = refused.unwrap_err().to_string();
             assert!(why.contains("more than 1024 folders deep"), "{why}");
         }
