@@ -358,41 +358,37 @@ impl Engine {
             if self.cancelled() {
                 return Err(cancelled(entry));
             }
+            // A hole (of a sparse file whose source knows them) is skipped; data is written.
             let hole = src.skip_hole();
-            if hole > 0 {
-                written = written.saturating_add(hole);
-                if written > entry.size {
-                    return Err(source(anyhow!(
-                        "the entry holds more data than its declared size of {} bytes",
-                        entry.size
-                    )));
+            let n = if hole > 0 {
+                hole
+            } else {
+                buf.clear();
+                let n = src
+                    .take(CHUNK as u64)
+                    .read_to_end(buf)
+                    .context("reading the entry's data")
+                    .map_err(source)?;
+                if n == 0 {
+                    break;
                 }
-                out.skip(hole)
-                    .with_context(|| format!("writing '{}'", self.full(path).display()))
-                    .tag(&entry.name, ErrorKind::Write)?;
-                self.reporter.bytes_written(hole);
-                continue;
-            }
-            buf.clear();
-            let n = src
-                .take(CHUNK as u64)
-                .read_to_end(buf)
-                .context("reading the entry's data")
-                .map_err(source)?;
-            if n == 0 {
-                break;
-            }
-            written += n as u64;
+                n as u64
+            };
+            written = written.saturating_add(n);
             if written > entry.size {
                 return Err(source(anyhow!(
                     "the entry holds more data than its declared size of {} bytes",
                     entry.size
                 )));
             }
-            out.write(buf)
-                .with_context(|| format!("writing '{}'", self.full(path).display()))
-                .tag(&entry.name, ErrorKind::Write)?;
-            self.reporter.bytes_written(n as u64);
+            if hole > 0 {
+                out.skip(hole)
+            } else {
+                out.write(buf)
+            }
+            .with_context(|| format!("writing '{}'", self.full(path).display()))
+            .tag(&entry.name, ErrorKind::Write)?;
+            self.reporter.bytes_written(n);
         }
         if written != entry.size {
             return Err(source(anyhow!(
