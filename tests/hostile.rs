@@ -409,3 +409,80 @@ fn preexisting_symlink_at_file_path_not_written_through() {
         }
     }
 }
+
+/// No control character of a name reaches the terminal unquoted (issue 26): `list` lines, the
+/// failure lines on stderr and a mirror's dry run quote them as GNU tar does (`\033`, `\a`,
+/// `\n`), so a name cannot recolour the terminal, set its title (`ESC ]0;...BEL`), or split its
+/// line in two: one entry, one line. (`--json` escapes them its own way.)
+#[test]
+fn control_characters_in_names_never_reach_the_terminal() {
+    let t = tempdir();
+    let names = [
+        "red-\u{1b}[31m.txt",
+        "title-\u{1b}]0;pwned\u{7}.txt",
+        "two\nlines.txt",
+        "c1-\u{9b}2J.txt",
+    ];
+    let archive = t.join("names.tar");
+    let mut entries: Vec<TarEntry> = names
+        .iter()
+        .map(|n| TarEntry::file(n, "x", 0o644))
+        .collect();
+    // Refused (absolute): its name is on stderr.
+    entries.push(TarEntry::file("/abs-\u{1b}[2J.txt", "x", 0o644));
+    make_tar(&archive, "pax", &entries);
+    let clean = |text: &str, what: &str| {
+        let bad: Vec<char> = text
+            .chars()
+            .filter(|&c| c.is_control() && c != '\n')
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "{what}: {bad:?} reach the terminal:\n{text}"
+        );
+    };
+    let listed = run_fastwrite(&osv!["list", &archive]);
+    clean(&listed.stdout, "list");
+    clean(&listed.stderr, "list's stderr");
+    assert_eq!(
+        listed.stdout.lines().count(),
+        names.len() + 1,
+        "{}",
+        listed.dump()
+    );
+    assert!(
+        listed.stdout.contains("red-\\033[31m.txt"),
+        "{}",
+        listed.dump()
+    );
+    assert!(
+        listed.stdout.contains("title-\\033]0;pwned\\a.txt"),
+        "{}",
+        listed.dump()
+    );
+    assert!(
+        listed.stdout.contains("two\\nlines.txt"),
+        "{}",
+        listed.dump()
+    );
+    let got = extract(&archive, &t.join("out"), &[]);
+    clean(&got.stderr, "extract's stderr");
+    assert!(got.stderr.contains("/abs-\\033[2J.txt"), "{}", got.dump());
+    #[cfg(unix)] // Windows names cannot hold control characters
+    {
+        let src = t.join("src");
+        std::fs::create_dir(&src).unwrap();
+        for name in names {
+            std::fs::write(src.join(name), "x").unwrap();
+        }
+        let dry = run_fastwrite(&osv!["mirror", "-n", &src, t.join("dst")]);
+        dry.assert_success();
+        clean(&dry.stdout, "mirror -n");
+        let copies = dry
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("copy "))
+            .count();
+        assert_eq!(copies, names.len(), "one line each\n{}", dry.dump());
+    }
+}

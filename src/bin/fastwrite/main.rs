@@ -15,7 +15,7 @@ use std::sync::Arc;
 use clap::Parser;
 
 use crate::cli::{Cli, Command};
-use crate::show::{Bar, exit, for_people};
+use crate::show::{Bar, exit, for_terminal};
 
 /// Failures of one kind printed on stderr before the rest are counted (all are in `--json`).
 const FAILURES_SHOWN_PER_KIND: usize = 10;
@@ -53,19 +53,19 @@ fn run(cli: Cli) -> i32 {
             if let Some(bar) = &opts.progress {
                 bar.finished();
             }
-            eprintln!("fastwrite: {}", for_people(format_args!("{error:#}")));
+            eprintln!("fastwrite: {}", for_terminal(format_args!("{error:#}")));
             return exit::CANNOT_START;
         }
     };
     if !cli.global.quiet {
         for warning in &report.warnings {
-            eprintln!("fastwrite: warning: {}", for_people(warning));
+            eprintln!("fastwrite: warning: {}", for_terminal(warning));
         }
     }
     if let Some(mirror) = report.mirror.as_ref().filter(|_| !cli.global.json) {
         let mut out = std::io::stdout().lock();
         for line in &mirror.actions {
-            if writeln!(out, "{line}").is_err() {
+            if writeln!(out, "{}", show::terminal_safe(line)).is_err() {
                 break;
             }
         }
@@ -120,7 +120,10 @@ fn print_man_page(command: Option<&str>) -> i32 {
             _ => "fastwrite-completions",
         };
         let Some(sub) = page.find_subcommand(name).cloned() else {
-            eprintln!("fastwrite: no command '{name}'");
+            eprintln!(
+                "fastwrite: no command '{}'",
+                crate::show::terminal_safe(name)
+            );
             return exit::CANNOT_START;
         };
         page = sub.name(title).bin_name(format!("fastwrite {name}"));
@@ -166,7 +169,7 @@ fn list(args: &crate::cli::ListArgs, json: bool) -> i32 {
     match listed {
         Ok(failures) => {
             for failure in &failures {
-                eprintln!("fastwrite: {}", for_people(failure));
+                eprintln!("fastwrite: {}", for_terminal(failure));
             }
             if failures.is_empty() {
                 exit::SUCCESS
@@ -175,7 +178,7 @@ fn list(args: &crate::cli::ListArgs, json: bool) -> i32 {
             }
         }
         Err(error) => {
-            eprintln!("fastwrite: {}", for_people(format_args!("{error:#}")));
+            eprintln!("fastwrite: {}", for_terminal(format_args!("{error:#}")));
             exit::CANNOT_START
         }
     }

@@ -53,6 +53,37 @@ fn flag(setting: Setting) -> &'static str {
     }
 }
 
+/// Control characters quoted as GNU tar quotes them (`\n`, `\t`, `\033`...), for every line a
+/// person reads: a name from an archive or a tree cannot move the cursor, recolour or retitle
+/// the terminal (`ESC ]0;...BEL`), or split its line in two. (`--json` escapes them its own way.)
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    let control = |c: char| c.is_control();
+    if !text.contains(control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\u{b}' => out.push_str("\\v"),
+            '\u{c}' => out.push_str("\\f"),
+            '\r' => out.push_str("\\r"),
+            // C0, DEL and C1 (U+0080-U+009F: some terminals take 0x9B as ESC [).
+            c if control(c) => out.push_str(&format!("\\{:03o}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// [`for_people`], quoted for a terminal ([`terminal_safe`]).
+pub fn for_terminal(message: impl Display) -> String {
+    terminal_safe(&for_people(message)).into_owned()
+}
+
 /// A library message as this command line says it: each library setting it names becomes the
 /// flag that sets it.
 pub fn for_people(message: impl Display) -> String {
@@ -92,7 +123,7 @@ pub fn failure_summary(report: &mut Report, per_kind: usize) -> Vec<String> {
         };
         *count += 1;
         if *count <= per_kind {
-            lines.push(for_people(failure));
+            lines.push(for_terminal(failure));
         }
     }
     for (kind, count) in shown {
@@ -280,7 +311,7 @@ pub fn listed_line(entry: &Listed) -> String {
             line.push_str(&format!("  [as {}]", path.display()));
         }
     }
-    line
+    terminal_safe(&line).into_owned()
 }
 
 /// One JSON object, on one line (`fastwrite list --json`): `type`, `mode` (octal string),
@@ -355,6 +386,19 @@ fn utc_minutes(time: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_quoted_as_gnu_tar_quotes_them() {
+        assert_eq!(terminal_safe("plain: é ✓"), "plain: é ✓");
+        assert!(matches!(
+            terminal_safe("plain"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(terminal_safe("a\u{1b}[31mb"), "a\\033[31mb");
+        assert_eq!(terminal_safe("t\u{1b}]0;x\u{7}"), "t\\033]0;x\\a");
+        assert_eq!(terminal_safe("1\n2\r3\t4\0"), "1\\n2\\r3\\t4\\000");
+        assert_eq!(terminal_safe("del\u{7f} c1\u{9b}"), "del\\177 c1\\233");
+    }
     use std::time::Duration;
 
     #[test]
