@@ -70,6 +70,31 @@ mod unix {
         }
     }
 
+    /// The compressed file's mode is the file's, as `gzip -d`, `zstd -d`, `xz -d` and
+    /// `bzip2 -d` keep it: a `chmod 600` secret is not left readable by all (it was 0644).
+    #[test]
+    fn each_compressor_keeps_the_files_mode() {
+        let t = tempdir();
+        for (tool, compressed) in sources(t.path()) {
+            set_mode(&compressed, 0o600);
+            let out = t.join(format!("out-{tool}"));
+            extract(&compressed, &out, &[]).assert_success();
+            assert_eq!(mode_of(&out.join("notes.txt")) & 0o7777, 0o600, "{tool}");
+            // The tool itself, for reference.
+            let by_tool = t.join(format!("by-{tool}"));
+            fs::create_dir(&by_tool).unwrap();
+            let copy = by_tool.join(compressed.file_name().unwrap());
+            fs::copy(&compressed, &copy).unwrap();
+            set_mode(&copy, 0o600);
+            run_tool(tool, &osv!["-d", "-q", &copy], None);
+            assert_eq!(
+                mode_of(&by_tool.join("notes.txt")) & 0o7777,
+                0o600,
+                "{tool} -d"
+            );
+        }
+    }
+
     #[test]
     fn a_gzip_name_and_mtime_come_from_its_header() {
         let t = tempdir();

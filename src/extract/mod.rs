@@ -83,11 +83,14 @@ fn read_any(
             path,
         } => {
             let name = single::file_name(opts.file_name.as_deref(), &gzip, path.as_deref(), codec)?;
-            // The gzip header's mtime, else the input file's, as the tools keep it.
-            let mtime = gzip.mtime.or_else(|| {
-                path.and_then(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
-            });
-            single::extract(decoded, &name, mtime, out, opts)
+            // The gzip header's mtime, else the input file's; the input file's mode (`gzip -d`,
+            // `zstd -d` and `xz -d` keep both: a `chmod 600` secret stays 0600).
+            let meta = path.as_deref().and_then(|p| std::fs::metadata(p).ok());
+            let mtime = gzip
+                .mtime
+                .or_else(|| meta.as_ref().and_then(|m| m.modified().ok()));
+            let mode = meta.as_ref().map(crate::platform::mode_of);
+            single::extract(decoded, &name, mtime, mode, out, opts)
         }
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! Its name: `--name`; else the one in the gzip header (as `gzip -dN`); else the input's name
 //! without its suffix. Its mtime: the gzip header's; else the input file's (as the tools keep
-//! it); from standard input with neither, the time of writing.
+//! it); from standard input with neither, the time of writing. Its mode: the input file's, as
+//! the tools keep it (from standard input, the default).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -67,11 +68,12 @@ pub(super) fn file_name(
     }
 }
 
-/// Writes the decoded stream into `out` as the file `name`, with `mtime`.
+/// Writes the decoded stream into `out` as the file `name`, with `mtime` and `mode`.
 pub(super) fn extract(
     decoded: Box<dyn Read + Send + '_>,
     name: &Path,
     mtime: Option<SystemTime>,
+    mode: Option<u32>,
     out: &Path,
     opts: &Options,
 ) -> anyhow::Result<Report> {
@@ -81,7 +83,7 @@ pub(super) fn extract(
     };
     let (mut report, ()) = engine::run(out, None, opts, |engine, _| {
         let mut writer = engine.writer();
-        let written = Entry::for_path(name, EntryKind::File, None, mtime, 0).and_then(|entry| {
+        let written = Entry::for_path(name, EntryKind::File, mode, mtime, 0).and_then(|entry| {
             write_streamed(&mut writer, entry, &mut decoded, &mut 0, opts.max_output)
         });
         if let Err(error) = written {
