@@ -118,7 +118,7 @@ fn many_failures_of_one_kind_are_summarised_and_all_are_in_the_json() {
     assert_eq!(named.len(), 10, "{}", r.stderr);
     assert!(
         r.stderr.contains(&format!(
-            "... and {} more failed the same way (already-exists): --overwrite replaces them, --skip-existing keeps them",
+            "... and {} more failed the same way (already there): --overwrite replaces them, --skip-existing keeps them",
             FILES - 10
         )),
         "{}",

@@ -341,6 +341,12 @@ fn a_path_deeper_than_the_limit_is_refused_not_a_crash() {
         "{}",
         got.dump()
     );
+    // Counted in words a person reads ("1 entries" before).
+    assert!(
+        got.stderr.contains("1 entry failed; 0 files written"),
+        "{}",
+        got.dump()
+    );
     assert!(all_paths(&out).is_empty(), "{:?}", all_paths(&out));
 }
 

@@ -81,8 +81,9 @@ fn run(cli: Cli) -> i32 {
     }
     if failed > 0 {
         eprintln!(
-            "fastwrite: {failed} entries failed; {} files written",
-            report.files
+            "fastwrite: {} failed; {} written",
+            show::count(failed as u64, "entry", "entries"),
+            show::count(report.files, "file", "files")
         );
     }
     if cli.global.stats {

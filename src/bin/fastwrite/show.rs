@@ -96,6 +96,33 @@ pub fn for_people(message: impl Display) -> String {
     text
 }
 
+/// A kind of failure in words, for a person (`ErrorKind::name` is for scripts).
+fn kind_words(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Refused => "refused",
+        ErrorKind::AlreadyExists => "already there",
+        ErrorKind::Directory => "no folder could be made for them",
+        ErrorKind::Write => "not written",
+        ErrorKind::Close => "failed to close",
+        ErrorKind::Metadata => "their mode or time not set",
+        ErrorKind::Link => "the link not made",
+        ErrorKind::Source => "their data unreadable",
+        ErrorKind::Delete => "not deleted",
+        ErrorKind::Unfinished => "left unfinished",
+        ErrorKind::Cancelled => "cancelled",
+        ErrorKind::Limit => "past the output cap",
+        ErrorKind::NotFound => "matching nothing",
+        // A kind newer than this table.
+        _ => kind.name(),
+    }
+}
+
+/// `n` and the noun, singular or plural (`1 entry`, `2 entries`).
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// What the command line offers for failures of this kind, where a flag resolves them.
 fn remedy(kind: ErrorKind) -> Option<&'static str> {
     match kind {
@@ -129,7 +156,10 @@ pub fn failure_summary(report: &mut Report, per_kind: usize) -> Vec<String> {
     for (kind, count) in shown {
         if count > per_kind {
             let more = count - per_kind;
-            let mut line = format!("... and {more} more failed the same way ({})", kind.name());
+            let mut line = format!(
+                "... and {more} more failed the same way ({})",
+                kind_words(kind)
+            );
             if let Some(remedy) = remedy(kind) {
                 line.push_str(&format!(": {remedy}"));
             }
