@@ -81,3 +81,45 @@ fn manual_pages_document_every_command() {
     assert!(mirror.stdout.contains("delete"), "{}", mirror.dump());
     assert_eq!(run_fastwrite(&osv!["man", "nothing"]).code(), 2);
 }
+
+/// `-o -` is refused (it looked like standard output and made a folder named `-`), and so is
+/// `extract -` with a terminal on standard input (it waited silently for an archive to be
+/// typed; tar refuses too): both exit 2, saying why, with nothing made.
+#[cfg(unix)] // script(1) gives the child a pseudo-terminal; a Windows build cannot start it
+#[test]
+fn a_terminal_users_mistakes_are_refused_before_anything_is_made() {
+    let t = tempdir();
+    let archive = t.join("a.tar");
+    std::fs::write(&archive, crate_tar(&[("a.txt", b"a")])).unwrap();
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(osv!["extract", &archive, "-o", "-"])
+        .current_dir(t.path());
+    let r = run_command(cmd);
+    r.assert_code(2);
+    assert!(
+        r.stderr.contains("'-o -' would make a folder named '-'"),
+        "{}",
+        r.dump()
+    );
+    assert!(!t.join("-").exists());
+
+    require_tool("script");
+    let out = t.join("out");
+    let line = format!("{BIN} extract - -o {}", out.display());
+    let r = run_tool_status("script", &osv!["-qec", line, "/dev/null"]);
+    assert_eq!(r.code(), 2, "{}", r.dump());
+    assert!(
+        r.stdout.contains("standard input is a terminal"),
+        "{}",
+        r.dump()
+    );
+    assert!(!out.exists());
+}
+
+/// Runs `program args`, whatever its exit code.
+#[cfg(unix)]
+fn run_tool_status(program: &str, args: &[std::ffi::OsString]) -> Output {
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args).stdin(std::process::Stdio::null());
+    run_command(cmd)
+}

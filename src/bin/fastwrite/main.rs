@@ -29,6 +29,12 @@ fn run(cli: Cli) -> i32 {
         Command::Completions { shell } => return print_completions(*shell),
         Command::Man { command } => return print_man_page(command.as_deref()),
         Command::List(args) => return list(args, cli.global.json),
+        Command::Extract(args) => {
+            if let Some(refusal) = refuse_extract(args) {
+                eprintln!("fastwrite: {refusal}");
+                return exit::CANNOT_START;
+            }
+        }
         _ => {}
     }
     let mut opts = cli.options();
@@ -97,6 +103,23 @@ fn run(cli: Cli) -> i32 {
         return 128 + signal;
     }
     show::exit_code(&report)
+}
+
+/// What `extract` refuses before it starts, as tar does: an archive to be read from a terminal
+/// (it would wait for a person to type one), and `-o -`, which looks like standard output but
+/// would make a folder named `-`.
+fn refuse_extract(args: &crate::cli::ExtractArgs) -> Option<&'static str> {
+    if args.output.as_os_str() == "-" {
+        return Some(
+            "'-o -' would make a folder named '-' (writing to standard output is not offered): give './-' if that is the folder you mean",
+        );
+    }
+    if args.archive.as_os_str() == "-" && std::io::stdin().is_terminal() {
+        return Some(
+            "standard input is a terminal, not an archive: pipe one in (curl ... | fastwrite extract - -o OUT)",
+        );
+    }
+    None
 }
 
 /// `fastwrite completions SHELL`: the script, from the same definitions as `--help`.
