@@ -195,11 +195,12 @@ impl fmt::Debug for Options {
 /// Which entries of an archive to extract, and under what name: what `tar x` and `unzip` take
 /// as member names after the archive, `--exclude` and `--strip-components`.
 ///
-/// Patterns follow one set of rules, those of `mirror --exclude`: a pattern without `/`
-/// matches a name at any depth (`README.md`, `*.txt`), one with a `/` the path from the top
-/// (`docs/**`, `/README.md`), a trailing `/` directories only; `*` and `?` stop at `/`, `**`
-/// does not. A pattern that matches a directory takes (or leaves out) everything in it.
-/// Patterns are matched against names as archived (after a leading `./`), before stripping.
+/// Patterns follow the rules of `mirror --exclude`: a pattern without `/` matches a name at any
+/// depth (`README.md`, `*.txt`), one with a `/` the path from the top (`docs/**`,
+/// `/README.md`), a trailing `/` directories only; but here `*` and `?` cross `/`, as in GNU
+/// tar, bsdtar and unzip (`docs/*.md` takes `docs/a/b.md`). A pattern that matches a directory
+/// takes (or leaves out) everything in it. Patterns are matched against names as archived,
+/// before stripping; a leading `./` on either side changes nothing.
 ///
 /// ```
 /// let mut opts = fastwrite::Options::default();

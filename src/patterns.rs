@@ -5,8 +5,12 @@
 //! - A pattern with a `/` matches the path from the root (`docs/*.html`; a leading `/` is
 //!   allowed and changes nothing, so `/README.md` is the top-level one only).
 //! - A trailing `/` matches directories only (`build/`).
-//! - `*` and `?` never match `/`; `**` matches across directories; `[abc]` and `{a,b}` as in
-//!   shells; on Unix `\` escapes the next character.
+//! - For `mirror --exclude` (rsync's rules), `*` and `?` never match `/`; for an archive's
+//!   patterns ([`Slash::Crossed`]), they do, as in GNU tar, bsdtar and unzip (`proj/*.md` takes
+//!   `proj/docs/a.md` too). `**` matches across directories; `[abc]` and `{a,b}` as in shells;
+//!   on Unix `\` escapes the next character.
+//! - A leading `./` is dropped, as archived names are matched without theirs (`./proj/x`, as
+//!   `list` shows such a name, matches it).
 //!
 //! A pattern that matches a directory matches everything in it: callers test a path's parents
 //! as well as the path itself.
@@ -15,6 +19,15 @@ use std::path::Path;
 
 use anyhow::Context;
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+
+/// Whether `*` and `?` match a `/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Slash {
+    /// They stop at it (rsync's rules, for a tree's paths).
+    Stops,
+    /// They cross it (tar's and unzip's, for an archive's names).
+    Crossed,
+}
 
 /// A set of patterns, compiled once.
 #[derive(Debug)]
@@ -25,9 +38,9 @@ pub(crate) struct Patterns {
     empty: bool,
 }
 
-fn glob(pattern: &str, flag: &str) -> anyhow::Result<Glob> {
+fn glob(pattern: &str, flag: &str, slash: Slash) -> anyhow::Result<Glob> {
     GlobBuilder::new(pattern)
-        .literal_separator(true)
+        .literal_separator(slash == Slash::Stops)
         .backslash_escape(!cfg!(windows))
         .build()
         .with_context(|| format!("invalid {flag} pattern '{pattern}'"))
@@ -35,18 +48,22 @@ fn glob(pattern: &str, flag: &str) -> anyhow::Result<Glob> {
 
 impl Patterns {
     /// Compiles `patterns`; `flag` names them in an error (`--exclude`).
-    pub fn new(patterns: &[String], flag: &str) -> anyhow::Result<Patterns> {
+    pub fn new(patterns: &[String], flag: &str, slash: Slash) -> anyhow::Result<Patterns> {
         let mut builders: [(GlobSetBuilder, Vec<usize>); 4] =
             std::array::from_fn(|_| (GlobSetBuilder::new(), Vec::new()));
         for (index, pattern) in patterns.iter().enumerate() {
+            let mut pattern = pattern.as_str();
+            while let Some(rest) = pattern.strip_prefix("./") {
+                pattern = rest;
+            }
             let (body, dirs_only) = match pattern.strip_suffix('/') {
                 Some(body) if !body.is_empty() => (body, true),
-                _ => (pattern.as_str(), false),
+                _ => (pattern, false),
             };
             let anchored = body.contains('/');
             let body = body.trim_start_matches('/');
             let (set, places) = &mut builders[usize::from(anchored) + 2 * usize::from(dirs_only)];
-            set.add(glob(body, flag)?);
+            set.add(glob(body, flag, slash)?);
             places.push(index);
         }
         let mut sets = Vec::with_capacity(4);
@@ -104,7 +121,20 @@ mod tests {
 
     fn ex(patterns: &[&str]) -> Patterns {
         let patterns: Vec<String> = patterns.iter().map(|p| p.to_string()).collect();
-        Patterns::new(&patterns, "exclude").unwrap()
+        Patterns::new(&patterns, "exclude", Slash::Stops).unwrap()
+    }
+
+    #[test]
+    fn an_archives_star_crosses_slashes_and_a_leading_dot_slash_is_dropped() {
+        let patterns: Vec<String> = ["proj/*.md", "./lib/x"].map(String::from).to_vec();
+        let tar = Patterns::new(&patterns, "entry", Slash::Crossed).unwrap();
+        assert!(tar.matches(Path::new("proj/a.md"), false));
+        assert!(tar.matches(Path::new("proj/docs/deep/b.md"), false));
+        assert!(!tar.matches(Path::new("other/proj/a.md"), false));
+        assert!(tar.matches(Path::new("lib/x"), false));
+        let rsync = Patterns::new(&patterns, "exclude", Slash::Stops).unwrap();
+        assert!(!rsync.matches(Path::new("proj/docs/b.md"), false));
+        assert!(rsync.matches(Path::new("lib/x"), false));
     }
 
     #[test]
@@ -132,7 +162,7 @@ mod tests {
     #[test]
     fn no_patterns_exclude_nothing_and_bad_ones_are_refused() {
         assert!(!ex(&[]).matches(Path::new("anything"), true));
-        let err = Patterns::new(&["a[".to_string()], "exclude").unwrap_err();
+        let err = Patterns::new(&["a[".to_string()], "exclude", Slash::Stops).unwrap_err();
         assert!(format!("{err:#}").contains("invalid exclude pattern 'a['"));
     }
 

@@ -3165,3 +3165,66 @@ fn stripping_lets_nothing_escape() {
     assert!(!t.join("escape").exists() && !t.join("escape2").exists());
     assert!(!out.join("escape2").exists() && !out.join("b").exists());
 }
+
+/// Patterns as users type them (issue 26): `*` crosses `/` (`proj/*.md` takes
+/// `proj/docs/deep/d.md`, as GNU tar, bsdtar and unzip take it), and a name archived as
+/// `./proj/x` matches `./proj/x` (as `list` shows it) and `proj/x` alike, as patterns and as
+/// `--exclude`. Compared with bsdtar, which takes both spellings in both archives.
+#[cfg(unix)] // GNU tar makes the archives, bsdtar and unzip are the references
+#[test]
+fn patterns_as_users_type_them() {
+    let t = tempdir();
+    let src = t.join("src");
+    for f in [
+        "proj/a.md",
+        "proj/b.md",
+        "proj/docs/c.md",
+        "proj/docs/deep/d.md",
+        "proj/e.md",
+        "proj/x.txt",
+    ] {
+        let p = src.join(f);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, f).unwrap();
+    }
+    let dotted = t.join("dot.tar");
+    run_tool("tar", &osv!["-cf", &dotted, "./proj"], Some(&src));
+    let plain = t.join("plain.tar");
+    run_tool("tar", &osv!["-cf", &plain, "proj"], Some(&src));
+    let count = |dir: &Path| {
+        fs::read_dir(dir).map_or(0, |_| {
+            all_paths(dir)
+                .iter()
+                .filter(|p| p.ends_with(".md") || p.ends_with(".txt"))
+                .count()
+        })
+    };
+    for (a, archive) in [&dotted, &plain].into_iter().enumerate() {
+        for (p, pattern) in ["proj/*.md", "./proj/*.md"].into_iter().enumerate() {
+            let out = t.join(format!("fastwrite-{a}-{p}"));
+            extract(archive, &out, &[pattern]).assert_success();
+            let want = t.join(format!("bsdtar-{a}-{p}"));
+            fs::create_dir(&want).unwrap();
+            run_tool("bsdtar", &osv!["-xf", archive, "-C", &want, pattern], None);
+            assert_eq!(count(&out), 5, "{} {pattern}", archive.display());
+            assert_same_tree(&want, &out, &Compare::content_only(), pattern);
+        }
+        let out = t.join(format!("excluded-{a}"));
+        extract(archive, &out, &["--exclude", "./proj/x.txt"]).assert_success();
+        assert_eq!(
+            count(&out),
+            5,
+            "--exclude ./proj/x.txt: {}",
+            archive.display()
+        );
+    }
+    // A zip made by Info-ZIP, against unzip.
+    let zip = t.join("p.zip");
+    infozip_dir(&src, &zip, &[]);
+    let out = t.join("zip");
+    extract(&zip, &out, &["proj/*.md"]).assert_success();
+    let want = t.join("unzip");
+    run_tool("unzip", &osv!["-q", &zip, "proj/*.md", "-d", &want], None);
+    assert_eq!(count(&out), 5);
+    assert_same_tree(&want, &out, &Compare::content_only(), "unzip proj/*.md");
+}

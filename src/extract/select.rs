@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Selection;
-use crate::patterns::Patterns;
+use crate::patterns::{Patterns, Slash};
 use crate::sync::Unpoisoned;
 
 /// A [`Selection`], compiled, with what its patterns have matched so far.
@@ -39,8 +39,8 @@ impl Chooser {
     /// Compiles a selection; an invalid pattern is an error before anything is read.
     pub fn new(selection: &Selection) -> anyhow::Result<Chooser> {
         Ok(Chooser {
-            include: Patterns::new(&selection.patterns, "entry")?,
-            exclude: Patterns::new(&selection.exclude, Setting::Exclude.name())?,
+            include: Patterns::new(&selection.patterns, "entry", Slash::Crossed)?,
+            exclude: Patterns::new(&selection.exclude, Setting::Exclude.name(), Slash::Crossed)?,
             strip: selection.strip_components,
             matched: Mutex::new(vec![false; selection.patterns.len()]),
             patterns: selection.patterns.clone(),
@@ -230,8 +230,15 @@ mod tests {
         assert_eq!(c.choose(b"README.md", false), take("README.md"));
         assert_eq!(c.choose(b"sub/README.md", false), Choice::Skip);
         assert_eq!(c.choose(b"src/lib.rs", false), take("src/lib.rs"));
-        assert_eq!(c.choose(b"src/deep/lib.rs", false), Choice::Skip);
+        // `*` crosses `/` in an archive's patterns, as GNU tar, bsdtar and unzip take it.
+        assert_eq!(c.choose(b"src/deep/lib.rs", false), take("src/deep/lib.rs"));
+        assert_eq!(c.choose(b"lib/src/x.rs", false), Choice::Skip);
         assert!(c.unmatched().is_empty());
+        // `./docs/x`, as `list` shows a name archived so, matches it (and `docs/x`).
+        let dotted = chooser(&["./docs/x"], &["./docs/x/old"], 0);
+        assert_eq!(dotted.choose(b"./docs/x", false), take("./docs/x"));
+        assert_eq!(dotted.choose(b"docs/x", false), take("docs/x"));
+        assert_eq!(dotted.choose(b"./docs/x/old", false), Choice::Skip);
         let none = chooser(&["docs", "missing*"], &[], 0);
         none.choose(b"docs/x", false);
         let unmatched = none.unmatched();

@@ -36,7 +36,7 @@ use crate::plan::{Entry, EntryKind, Plan};
 use crate::platform;
 use crate::report::{MirrorCounts, Report};
 
-use crate::patterns::Patterns;
+use crate::patterns::{Patterns, Slash};
 use crate::sync::Unpoisoned;
 use walk::{Action, Found, Walk};
 
@@ -70,7 +70,7 @@ pub fn mirror(
             Setting::HardLinks
         );
     }
-    let exclude = Patterns::new(&mopts.excludes, Setting::Exclude.name())?;
+    let exclude = Patterns::new(&mopts.excludes, Setting::Exclude.name(), Slash::Stops)?;
     let walk = || Walk {
         src,
         dst,

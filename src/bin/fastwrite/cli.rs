@@ -202,7 +202,8 @@ pub struct ExtractArgs {
 
     /// Leave out entries matching GLOB (repeatable), and everything in a matching directory:
     /// `NAME` matches at any depth, `a/b` from the top of the archive, a trailing `/` only
-    /// directories; `*` stops at `/`, `**` does not. Patterns see names as archived
+    /// directories; `*` crosses `/`, as in tar and unzip. Patterns see names as archived, with or
+    /// without a leading `./`
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
 
