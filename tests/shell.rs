@@ -123,3 +123,56 @@ fn run_tool_status(program: &str, args: &[std::ffi::OsString]) -> Output {
     cmd.args(args).stdin(std::process::Stdio::null());
     run_command(cmd)
 }
+
+/// An input fastwrite does not read is named for what it is (issue 26, item 6): another
+/// format, text, a zip cut short, or none of these. All said "not a readable zip archive:
+/// invalid Zip archive: Could not find EOCD"; `list` named the path twice.
+#[test]
+fn an_unreadable_input_is_named_for_what_it_is() {
+    let t = tempdir();
+    let zip = t.join("whole.zip");
+    crate_zip(&zip, &[Z::File("a.txt", vec![b'a'; 5000], 0o644, STORED)]);
+    let cut: Vec<u8> = std::fs::read(&zip).unwrap()[..1000].to_vec();
+    let cases: [(&str, Vec<u8>, &str); 5] = [
+        (
+            "a.7z",
+            b"7z\xbc\xaf\x27\x1c\x00\x04rest of it".to_vec(),
+            "is a 7z archive, which fastwrite does not read",
+        ),
+        (
+            "a.rar",
+            b"Rar!\x1a\x07\x01\x00rest".to_vec(),
+            "is a RAR archive",
+        ),
+        (
+            "notes.txt",
+            b"just some notes\nover two lines\n".to_vec(),
+            "is text, not an archive",
+        ),
+        (
+            "cut.zip",
+            cut,
+            "is a zip that cannot be read (cut short, or damaged)",
+        ),
+        (
+            "noise.bin",
+            (0..600u32).map(|i| (i * 7919 % 251) as u8 | 0x80).collect(),
+            "is not an archive fastwrite knows",
+        ),
+    ];
+    for (name, bytes, says) in cases {
+        let input = t.join(name);
+        std::fs::write(&input, bytes).unwrap();
+        let r = extract(&input, &t.join(format!("out-{name}")), &[]);
+        r.assert_code(2);
+        assert!(r.stderr.contains(says), "{name}: {}", r.dump());
+        let listed = run_fastwrite(&osv!["list", &input]);
+        let shown = input.display().to_string();
+        assert_eq!(
+            listed.stderr.matches(&shown).count(),
+            1,
+            "{}",
+            listed.dump()
+        );
+    }
+}

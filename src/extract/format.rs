@@ -33,6 +33,55 @@ pub(crate) fn detect(head: &[u8]) -> Option<Format> {
     }
 }
 
+/// What an input fastwrite does not read is, from its first bytes, for the message that
+/// refuses it: another format named ("a 7z archive"), text, or neither.
+pub(crate) fn not_readable(head: &[u8]) -> String {
+    const OTHERS: &[(&[u8], &str)] = &[
+        (b"7z\xbc\xaf\x27\x1c", "a 7z archive"),
+        (b"Rar!\x1a\x07", "a RAR archive"),
+        (b"\x04\x22\x4d\x18", "an LZ4 file"),
+        (b"LZIP", "an lzip file"),
+        (b"\x1f\x9d", "a compress (.Z) file"),
+        (b"\x89LZO\0", "an lzop file"),
+        (b"MSCF", "a Windows cabinet (.cab)"),
+        (b"!<arch>\n", "an ar archive (.a, .deb)"),
+        (b"070701", "a cpio archive"),
+        (b"070702", "a cpio archive"),
+        (b"070707", "a cpio archive"),
+        (b"\xc7\x71", "a cpio archive"),
+        (b"\x71\xc7", "a cpio archive"),
+        (b"xar!", "a xar archive"),
+        (b"\xed\xab\xee\xdb", "an RPM package"),
+        (
+            b"MZ",
+            "a Windows program (not a self-extracting zip: no zip was found at its end)",
+        ),
+    ];
+    const READ: &str =
+        "fastwrite reads zip, tar, and tar or single files compressed with gzip, zstd, xz or bzip2";
+    // Past skippable frames (zstd's and LZ4's): what follows says which it is.
+    let mut head = head;
+    while let [first, 0x2a, 0x4d, 0x18, a, b, c, d, rest @ ..] = head
+        && first & 0xf0 == 0x50
+        && let Some(next) = usize::try_from(u32::from_le_bytes([*a, *b, *c, *d]))
+            .ok()
+            .and_then(|len| rest.get(len..))
+    {
+        head = next;
+    }
+    if let Some((_, what)) = OTHERS.iter().find(|(magic, _)| head.starts_with(magic)) {
+        return format!("{what}, which fastwrite does not read ({READ})");
+    }
+    let text = std::str::from_utf8(head).is_ok_and(|t| {
+        t.chars()
+            .all(|c| !c.is_control() || c.is_ascii_whitespace())
+    });
+    if text {
+        return format!("text, not an archive ({READ})");
+    }
+    format!("not an archive fastwrite knows ({READ})")
+}
+
 /// A tar header is recognised by its checksum, which old v7 archives (with no `ustar` magic)
 /// have too.
 pub(crate) fn is_tar_header(head: &[u8]) -> bool {
@@ -177,6 +226,11 @@ mod tests {
         padded[148..156].copy_from_slice(field.as_bytes());
         assert_eq!(detect(&padded), Some(Format::Tar), "{field:?}");
         assert_eq!(detect(b"hello world"), None);
+        assert!(not_readable(b"7z\xbc\xaf\x27\x1c\0\x04").starts_with("a 7z archive, which"));
+        assert!(not_readable(b"Rar!\x1a\x07\x01\0").starts_with("a RAR archive"));
+        assert!(not_readable(b"\x04\x22\x4d\x18\x64").starts_with("an LZ4 file"));
+        assert!(not_readable(b"some notes\nand more\n").starts_with("text, not an archive"));
+        assert!(not_readable(b"\x01\x02\xff\xfe").starts_with("not an archive fastwrite knows"));
         assert_eq!(
             detect(&[0u8; 1024]),
             Some(Format::Tar),

@@ -96,7 +96,7 @@ fn open_stream(
             });
         }
         Some(Format::Compressed(codec)) => codec,
-        None => bail!("{label} is not a zip or a tar stream (plain, gzip, zstd, xz or bzip2)"),
+        None => bail!("{label} is {}", super::format::not_readable(head)),
     };
     let gzip = codec::gzip_header(head);
     let mut decoded = codec

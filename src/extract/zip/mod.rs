@@ -92,24 +92,32 @@ fn map(path: &Path, mut file: File) -> anyhow::Result<Bytes> {
 
 pub(super) type Archive<'a> = ZipArchive<Cursor<&'a [u8]>>;
 
-/// Reads the zip's central directory, or says why it cannot be read.
-fn open_archive<'a>(path: &Path, bytes: &'a [u8]) -> anyhow::Result<Archive<'a>> {
+/// Reads the zip's central directory, or says what the input is instead, as a noun phrase
+/// ("a 7z archive, which fastwrite does not read"): `extract` says "'PATH' is ...", `list`
+/// names the path itself.
+fn open_archive(bytes: &[u8]) -> anyhow::Result<Archive<'_>> {
     ZipArchive::new(Cursor::new(bytes)).map_err(|error| {
-        // PKWARE's strong encryption of the central directory (a local header's flag bit 13)
-        // hides the directory itself: the zip reader sees nonsense and says so in its terms.
-        const DIRECTORY_ENCRYPTED: u16 = 1 << 13;
-        let flags = bytes
-            .get(6..8)
-            .filter(|_| bytes.starts_with(b"PK\x03\x04"))
-            .map(|f| u16::from_le_bytes([f[0], f[1]]));
-        if flags.is_some_and(|f| f & DIRECTORY_ENCRYPTED != 0) {
+        // PKWARE's strong encryption of the central directory (a local header's flag bits 6
+        // and 13, a version needed of 5.0 to 6.3) hides the directory itself: the zip reader
+        // sees nonsense and says so in its terms.
+        const STRONG_AND_DIRECTORY_ENCRYPTED: u16 = 1 << 6 | 1 << 13;
+        let header = |at: usize| {
+            bytes
+                .get(at..at + 2)
+                .filter(|_| bytes.starts_with(b"PK\x03\x04"))
+                .map(|f| u16::from_le_bytes([f[0], f[1]]))
+        };
+        let strong = header(6).is_some_and(|flags| {
+            flags & STRONG_AND_DIRECTORY_ENCRYPTED == STRONG_AND_DIRECTORY_ENCRYPTED
+        }) && header(4).is_some_and(|version| (50..=63).contains(&(version & 0xff)));
+        if strong {
             anyhow::anyhow!(
-                "'{}' is a zip whose central directory is encrypted with PKWARE's strong encryption, which fastwrite does not read (nor does Info-ZIP's unzip; 7-Zip does)",
-                path.display()
+                "a zip whose central directory is encrypted with PKWARE's strong encryption, which fastwrite does not read (nor does Info-ZIP's unzip; 7-Zip does)"
             )
+        } else if bytes.starts_with(b"PK") {
+            anyhow::anyhow!("a zip that cannot be read (cut short, or damaged): {error}")
         } else {
-            anyhow::Error::new(error)
-                .context(format!("'{}' is not a readable zip archive", path.display()))
+            anyhow::anyhow!(super::format::not_readable(&bytes[..bytes.len().min(512)]))
         }
     })
 }
@@ -123,7 +131,8 @@ pub(super) fn extract(
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
     let (bytes, cut) = load(path, file)?;
-    let archive = open_archive(path, &bytes)?;
+    let archive =
+        open_archive(&bytes).map_err(|what| anyhow::anyhow!("'{}' is {what}", path.display()))?;
     let mut password = Password::new(opts);
     let mut plan = build_plan(&mut archive.clone(), &bytes, chooser, &mut password)
         .with_context(|| format!("refused '{}': nothing was extracted", path.display()))?;
@@ -211,7 +220,7 @@ pub(super) fn list(
     let not_listed =
         |error: anyhow::Error| Error::new(path.display().to_string(), ErrorKind::Source, error);
     let (bytes, _) = load(path, file).map_err(not_listed)?;
-    let archive = open_archive(path, &bytes).map_err(not_listed)?;
+    let archive = open_archive(&bytes).map_err(not_listed)?;
     // Listing reads no data: encrypted entries are listed as they are, password or not.
     let mut password = Password {
         known: Some(Vec::new()),
