@@ -5,9 +5,9 @@ use std::io::Read;
 
 use anyhow::Context;
 
+use super::after_the_end;
 use super::checks::Checker;
 use super::reader::{Kind, Reader};
-use super::{AfterEnd, NOT_A_TAR};
 use crate::engine::path_key;
 use crate::error::{Error, ErrorKind};
 use crate::extract::listed::{Listed, ListedKind};
@@ -75,18 +75,7 @@ pub(in crate::extract) fn list(
             problem,
         });
     }
-    // As extraction does: the compressor's own check comes after the end-of-archive blocks,
-    // and bytes after the compressed data are not the archive's.
-    let mut after = AfterEnd::default();
-    if let Err(error) = std::io::copy(&mut archive.into_inner(), &mut after)
-        && crate::extract::codec::trailing_data(&error).is_none()
-    {
-        return Err(broke(
-            anyhow::Error::new(error).context("the data after the last entry is corrupt"),
-        ));
-    }
-    if members == 0 && after.other {
-        return Err(broke(anyhow::anyhow!(NOT_A_TAR)));
-    }
+    // As extraction reads it (a listing has no warnings to give).
+    after_the_end(archive.into_inner(), members).map_err(broke)?;
     Ok(())
 }

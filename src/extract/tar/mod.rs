@@ -77,15 +77,35 @@ pub(super) fn extract(
     Ok(report)
 }
 
-/// What follows a tar's end-of-archive blocks: read to the end, and whether any of it is not
+/// Reads what follows a tar's end-of-archive blocks, for extraction and listing alike. A
+/// compressor's checksum (gzip's CRC, zstd's and xz's checks) comes after them: read to the end
+/// so that it is verified. Bytes after the compressed data end are only worth a warning
+/// (returned): nothing is missing. `members`: how many the tar held; with none, zeros followed
+/// by other data is another format that starts with zeros (an ISO 9660 image's first 32 KiB
+/// are), not an empty tar (blocks of zeros alone).
+fn after_the_end(mut input: impl Read, members: u64) -> anyhow::Result<Option<String>> {
+    let mut after = AfterEnd::default();
+    let mut warning = None;
+    if let Err(error) = std::io::copy(&mut input, &mut after) {
+        match codec::trailing_data(&error) {
+            Some(trailing) => warning = Some(trailing),
+            None => return Err(error).context("the data after the last entry is corrupt"),
+        }
+    }
+    if members == 0 && after.other {
+        anyhow::bail!(
+            "it starts with blocks of zeros, as an empty tar ends, and goes on with other data: not a tar (an ISO image starts so)"
+        );
+    }
+    Ok(warning)
+}
+
+/// What follows a tar's end-of-archive blocks, counted as it is read: whether any of it is not
 /// zero (tape blocking pads with zeros).
 #[derive(Default)]
 struct AfterEnd {
     other: bool,
 }
-
-/// Why a tar with no member whose end blocks are followed by other data is not a tar.
-const NOT_A_TAR: &str = "it starts with blocks of zeros, as an empty tar ends, and goes on with other data: not a tar (an ISO image starts so)";
 
 impl std::io::Write for AfterEnd {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -144,21 +164,9 @@ impl Stream<'_, '_, '_> {
                 self.last_name = Some(name);
             }
         }
-        // The tar ends at its end-of-archive blocks, but a compressor's checksum (gzip's CRC,
-        // zstd's and xz's checks) comes after them: read to the end so that it is verified.
-        // Bytes after the compressed data end are only worth a warning: nothing is missing.
-        let mut after = AfterEnd::default();
-        if let Err(error) = std::io::copy(&mut archive.into_inner(), &mut after) {
-            match codec::trailing_data(&error) {
-                Some(trailing) => self.check.warnings.push(trailing),
-                None => return Err(error).context("the data after the last entry is corrupt"),
-            }
-        }
-        if members == 0 && after.other {
-            // An empty tar is blocks of zeros alone. Zeros and then something else is another
-            // format that starts with zeros: an ISO 9660 image's first 32 KiB are.
-            anyhow::bail!(NOT_A_TAR);
-        }
+        self.check
+            .warnings
+            .extend(after_the_end(archive.into_inner(), members)?);
         Ok(())
     }
 

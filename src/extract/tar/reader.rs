@@ -90,6 +90,25 @@ struct SparseState {
     size: u64,
 }
 
+impl SparseState {
+    /// The run (start, end) the reader is in or before, stepping over those already passed
+    /// (zero-length ones included) in a loop: a hostile map may hold millions of them. Past the
+    /// last, `(size, size)`.
+    fn current_run(&mut self) -> (u64, u64) {
+        loop {
+            let Some(&(start, len)) = self.runs.get(self.next) else {
+                return (self.size, self.size);
+            };
+            // `checked_runs` made sure no run's end overflows.
+            let end = start + len;
+            if self.at < start || self.at < end {
+                return (start, end);
+            }
+            self.next += 1;
+        }
+    }
+}
+
 /// The pax records that apply to the next member, merged from its pax headers.
 #[derive(Default)]
 struct Pax {
@@ -630,23 +649,10 @@ impl<R: Read> Reader<R> {
         let Some(state) = &mut self.sparse else {
             return self.read_stored(buf);
         };
-        // Runs already passed (zero-length ones included) are stepped over in a loop: a
-        // hostile map may hold millions of them.
-        let (start, end) = loop {
-            if state.at >= state.size || buf.is_empty() {
-                return Ok(0);
-            }
-            let (start, len) = state
-                .runs
-                .get(state.next)
-                .copied()
-                .unwrap_or((state.size, 0));
-            let end = start + len;
-            if state.at < start || state.at < end {
-                break (start, end);
-            }
-            state.next += 1;
-        };
+        if state.at >= state.size || buf.is_empty() {
+            return Ok(0);
+        }
+        let (start, end) = state.current_run();
         if state.at < start {
             // A hole.
             let n = usize::try_from(start - state.at).map_or(buf.len(), |h| h.min(buf.len()));
@@ -698,18 +704,8 @@ impl<R: Read> HoleRead for Data<'_, R> {
         let Some(state) = &mut self.0.sparse else {
             return 0;
         };
-        // Past the runs already read (a hostile map may hold millions of empty ones), the next
-        // run's start, or the file's end, bounds the hole.
-        while let Some(&(start, len)) = state.runs.get(state.next) {
-            if state.at < start || state.at < start + len {
-                break;
-            }
-            state.next += 1;
-        }
-        let next_data = state
-            .runs
-            .get(state.next)
-            .map_or(state.size, |&(start, _)| start);
+        // The next run's start, or the file's end, bounds the hole.
+        let (next_data, _) = state.current_run();
         let hole = next_data.min(state.size).saturating_sub(state.at);
         state.at += hole;
         hole

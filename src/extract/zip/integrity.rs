@@ -197,6 +197,20 @@ impl<'a> Central<'a> {
     }
 }
 
+/// A general-purpose flag: PKWARE's strong encryption (certificates or passwords, with RC2,
+/// 3DES or AES), not the traditional or WinZip AES a password opens here.
+pub(super) const STRONG_ENCRYPTION: u16 = 1 << 6;
+/// A general-purpose flag: the central directory is encrypted too, and local headers' sizes
+/// are masked.
+pub(super) const DIRECTORY_ENCRYPTED: u16 = 1 << 13;
+
+/// Why an entry with [`STRONG_ENCRYPTION`] fails.
+pub(super) fn strong_encryption() -> anyhow::Error {
+    anyhow::anyhow!(
+        "encrypted with PKWARE's strong encryption, which fastwrite does not read (nor does Info-ZIP's unzip; 7-Zip does)"
+    )
+}
+
 /// The last end-of-central-directory record's comment, where it runs past the end of the file.
 pub(super) struct CutComment {
     /// Where its length field is.

@@ -100,7 +100,8 @@ fn open_archive(bytes: &[u8]) -> anyhow::Result<Archive<'_>> {
         // PKWARE's strong encryption of the central directory (a local header's flag bits 6
         // and 13, a version needed of 5.0 to 6.3) hides the directory itself: the zip reader
         // sees nonsense and says so in its terms.
-        const STRONG_AND_DIRECTORY_ENCRYPTED: u16 = 1 << 6 | 1 << 13;
+        const STRONG_AND_DIRECTORY_ENCRYPTED: u16 =
+            integrity::STRONG_ENCRYPTION | integrity::DIRECTORY_ENCRYPTED;
         let header = |at: usize| {
             bytes
                 .get(at..at + 2)

@@ -162,14 +162,8 @@ impl Planner<'_, '_> {
                 return Planned::Reject(name, ErrorKind::Refused, error);
             }
         };
-        // Flag bit 6: PKWARE's strong encryption (certificates or passwords, with RC2, 3DES or
-        // AES), not the traditional or WinZip AES a password opens here.
-        const STRONG_ENCRYPTION: u16 = 1 << 6;
-        if central.flags & STRONG_ENCRYPTION != 0 {
-            let error = anyhow::anyhow!(
-                "encrypted with PKWARE's strong encryption, which fastwrite does not read (nor does Info-ZIP's unzip; 7-Zip does)"
-            );
-            return Planned::Reject(name, ErrorKind::Source, error);
+        if central.flags & integrity::STRONG_ENCRYPTION != 0 {
+            return Planned::Reject(name, ErrorKind::Source, integrity::strong_encryption());
         }
         if zf.encrypted() && self.password.get().is_none() {
             let error = anyhow::anyhow!("encrypted: give its password with {}", Setting::Password);

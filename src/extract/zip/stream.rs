@@ -32,6 +32,7 @@ use crate::sync::Unpoisoned;
 use super::super::feed::{self, Feed, Job};
 use super::super::select::{Choice, Chooser};
 use super::super::single;
+use super::integrity;
 
 const LOCAL_HEADER: u32 = 0x0403_4b50;
 const CENTRAL_HEADER: u32 = 0x0201_4b50;
@@ -161,39 +162,39 @@ impl Stream<'_, '_, '_> {
             if local.name.is_empty() && local.flags & 8 == 0 && compressed_size(&local.raw)? == 0 {
                 continue;
             }
-            // PKWARE's strong encryption (flag bit 6); with its central directory encrypted
-            // too (bit 13), the local headers' sizes are masked.
-            const STRONG_ENCRYPTION: u16 = 1 << 6;
-            const MASKED: u16 = 1 << 13;
-            if local.flags & STRONG_ENCRYPTION != 0 {
-                if local.flags & MASKED != 0 {
+            // An entry that fails leaves its data to be passed over, by its header's size.
+            let skip = if local.flags & integrity::STRONG_ENCRYPTION != 0 {
+                // With its central directory encrypted too, the local headers' sizes are
+                // masked: nothing says where the next entry starts.
+                if local.flags & integrity::DIRECTORY_ENCRYPTED != 0 {
                     bail!(
                         "{label}: entry '{}' is encrypted with PKWARE's strong encryption, and its sizes are hidden with its central directory: nothing more can be read from a stream (nor from a file: fastwrite does not read this encryption)",
                         local.name
                     );
                 }
-                let error = anyhow!(
-                    "encrypted with PKWARE's strong encryption, which fastwrite does not read (nor does Info-ZIP's unzip; 7-Zip does)"
-                );
-                self.failures
-                    .push(Error::new(&local.name, ErrorKind::Source, error));
+                self.failures.push(Error::new(
+                    &local.name,
+                    ErrorKind::Source,
+                    integrity::strong_encryption(),
+                ));
                 if local.flags & 8 != 0 {
                     bail!(
                         "{label}: cannot go past entry '{}': its size follows its data",
                         local.name
                     );
                 }
-                let skip = compressed_size(&local.raw)
-                    .with_context(|| format!("{label}: cannot go past entry '{}'", local.name))?;
-                let skipped = std::io::copy(&mut (&mut *input).take(skip), &mut std::io::sink())?;
-                if skipped != skip {
-                    bail!("{label} ends inside entry '{}'", local.name);
-                }
-                continue;
-            }
-            if local.flags & 8 != 0 {
+                Some(
+                    compressed_size(&local.raw).with_context(|| {
+                        format!("{label}: cannot go past entry '{}'", local.name)
+                    })?,
+                )
+            } else if local.flags & 8 != 0 {
                 self.with_descriptor(input, &local)?;
-            } else if let Some(skip) = self.plain(input, &local, label)? {
+                None
+            } else {
+                self.plain(input, &local, label)?
+            };
+            if let Some(skip) = skip {
                 // Its data is still in the stream, of the length its header gives (no
                 // descriptor here): passed over, and the next entry read.
                 let skipped = std::io::copy(&mut (&mut *input).take(skip), &mut std::io::sink())?;
