@@ -64,15 +64,18 @@ mod unix {
         args: fn(&Path, &Path) -> Vec<OsString>,
     }
 
+    /// bsdtar reads both kinds.
+    const BSDTAR: Reference = Reference {
+        program: "bsdtar",
+        args: |archive, dest| osv!["-xpf", archive, "-C", dest],
+    };
+
     const TAR_REFERENCES: &[Reference] = &[
         Reference {
             program: "tar",
             args: |archive, dest| osv!["-xpf", archive, "-C", dest],
         },
-        Reference {
-            program: "bsdtar",
-            args: |archive, dest| osv!["-xpf", archive, "-C", dest],
-        },
+        BSDTAR,
     ];
 
     const ZIP_REFERENCES: &[Reference] = &[
@@ -80,10 +83,7 @@ mod unix {
             program: "unzip",
             args: |archive, dest| osv!["-qo", archive, "-d", dest],
         },
-        Reference {
-            program: "bsdtar",
-            args: |archive, dest| osv!["-xpf", archive, "-C", dest],
-        },
+        BSDTAR,
         Reference {
             program: "7z",
             args: |archive, dest| {
