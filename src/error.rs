@@ -52,6 +52,10 @@ pub enum ErrorKind {
     /// ([`Options::max_output`](crate::Options::max_output)): it was not written, and the
     /// run stopped there.
     Limit,
+    /// Written from a part of a compressed archive whose check (a gzip CRC, an xz or zstd
+    /// checksum) then failed: the file was removed (a replaced file keeps its old content),
+    /// the link not made. Nothing unverified stays under a file's name.
+    Unverified,
     /// A pattern given to choose entries ([`Selection::patterns`](crate::Selection::patterns))
     /// matched none of them. Its path is the pattern.
     NotFound,
@@ -59,7 +63,8 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Its name in `--json` output: `refused`, `already-exists`, `directory`, `write`, `close`,
-    /// `metadata`, `link`, `source`, `delete`, `unfinished`, `cancelled`, `limit`, `not-found`.
+    /// `metadata`, `link`, `source`, `delete`, `unfinished`, `cancelled`, `limit`,
+    /// `unverified`, `not-found`.
     pub fn name(self) -> &'static str {
         match self {
             ErrorKind::Refused => "refused",
@@ -74,6 +79,7 @@ impl ErrorKind {
             ErrorKind::Unfinished => "unfinished",
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Limit => "limit",
+            ErrorKind::Unverified => "unverified",
             ErrorKind::NotFound => "not-found",
         }
     }

@@ -147,7 +147,7 @@ impl Engine {
         let mode = self.file_mode(entry);
         let dest = &entry.path;
         if entry.replaces {
-            return self.open_later_copy(entry, mode, started).map(Some);
+            return self.open_later_copy(entry, mode, started, false).map(Some);
         }
         let err = match self.out_dir.create_new(dest, mode) {
             Ok(file) => {
@@ -181,6 +181,11 @@ impl Engine {
                 ),
             ),
             Overwrite::Refuse => fail(ErrorKind::AlreadyExists, already_exists()),
+            // Held under a temporary name until the source's data is verified: the old file
+            // stays if it is not.
+            Overwrite::Replace if self.holds_replacements() => {
+                self.open_later_copy(entry, mode, started, true).map(Some)
+            }
             Overwrite::Replace => {
                 self.note_created(&entry.path);
                 let finalize = Finalize::RenameTo(dest.clone());

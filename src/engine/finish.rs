@@ -33,6 +33,8 @@ impl Engine {
     pub(crate) fn finish(mut self) -> Report {
         let closes = self.close.finish();
         let mut deferred = std::mem::take(self.deferred.get_mut().unpoisoned());
+        // What came from data that failed its check is taken back first.
+        self.take_back_unverified(&mut deferred);
         // Links at a path a later entry took are not made.
         let forgotten = std::mem::take(&mut deferred.forgotten);
         deferred.links.retain(|link| {

@@ -19,15 +19,19 @@ use crate::plan::{Entry, EntryKind};
 use crate::platform;
 use crate::sync::Unpoisoned;
 
-/// A later copy of a path, waiting under a temporary name.
+/// A later copy of a path, or a held replacement of an existing file (see
+/// [`Engine::hold_replacements`]), waiting under a temporary name.
 pub(super) struct Rename {
     /// The entry's place in the source (its `index`): the last one wins.
-    order: usize,
+    pub(super) order: usize,
     /// Both relative to the output folder: the temporary name, and the entry's path.
-    temp: PathBuf,
+    pub(super) temp: PathBuf,
     /// The entry's relative path and name, to check and to report it.
     path: PathBuf,
     name: String,
+    /// It replaces a file that was there before the run (`Overwrite::Replace`), not one this
+    /// run wrote: always the first of its path in the source.
+    held: bool,
 }
 
 impl Engine {
@@ -69,24 +73,64 @@ impl Engine {
             .is_some_and(|created| created.lock().unpoisoned().contains(&path_key(path)))
     }
 
-    /// Creates a later copy of a path this run wrote under a temporary name, to take the path
-    /// after every close (see [`Engine::move_later_copies`]).
+    /// Creates a later copy of a path this run wrote (or, `held`, the replacement of a file
+    /// that was there) under a temporary name, to take the path after every close (see
+    /// [`Engine::move_later_copies`]).
     pub(super) fn open_later_copy(
         &self,
         entry: &Entry,
         mode: u32,
         started: Instant,
+        held: bool,
     ) -> Result<OpenFile, Error> {
-        // A later copy of a path this run wrote: it waits under a temporary name until
-        // every close is done, then takes the path (see `Engine::move_later_copies`).
         let open = self.open_beside(entry, mode, started, Finalize::Keep)?;
         self.deferred.lock().unpoisoned().renames.push(Rename {
             order: entry.index,
             temp: open.path.clone(),
             path: entry.path.clone(),
             name: entry.name.clone(),
+            held,
         });
         Ok(open)
+    }
+
+    /// Moves held replacements over the files they replace, in parallel (on the writers'
+    /// pool): each is the first of its path in the source, so they come before any later copy
+    /// and no two share a path. A network mount pays a round trip for each.
+    fn move_held_replacements(&self, held: Vec<Rename>) {
+        use rayon::prelude::*;
+        let cancelled = self.cancelled();
+        held.into_par_iter().for_each(|rename| {
+            if self.out_dir.kind(&rename.temp).is_err() {
+                return;
+            }
+            if cancelled {
+                let _ = self.out_dir.remove_file(&rename.temp);
+                return;
+            }
+            if self
+                .out_dir
+                .kind(&rename.path)
+                .is_ok_and(|k| k == platform::FileKind::Dir)
+            {
+                let _ = self.out_dir.remove_file(&rename.temp);
+                let dest = self.full(&rename.path);
+                let error = anyhow::anyhow!("a directory is in the way at '{}'", dest.display());
+                self.failures
+                    .push(Error::new(&rename.name, ErrorKind::AlreadyExists, error));
+                return;
+            }
+            if let Err(e) = self.out_dir.rename(&rename.temp, &rename.path) {
+                let _ = self.out_dir.remove_file(&rename.temp);
+                let error = anyhow::Error::new(e).context(format!(
+                    "renaming '{}' into place as '{}'",
+                    self.full(&rename.temp).display(),
+                    self.full(&rename.path).display()
+                ));
+                self.failures
+                    .push(Error::new(&rename.name, ErrorKind::Close, error));
+            }
+        });
     }
 
     /// Moves the later copies of paths into place, after every close, in the source's order:
@@ -102,6 +146,8 @@ impl Engine {
         links: &mut Vec<Entry>,
         made: &mut Links,
     ) {
+        let held = renames.extract_if(.., |r| r.held).collect();
+        self.move_held_replacements(held);
         renames.sort_by_key(|r| r.order);
         let cancelled = self.cancelled();
         for rename in renames {

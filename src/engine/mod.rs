@@ -23,6 +23,7 @@ mod finish;
 mod later;
 mod links;
 mod stream;
+mod unverified;
 mod writers;
 
 use later::Rename;
@@ -47,6 +48,7 @@ use dirs::OPEN_DIRS;
 pub(crate) use files::{CHUNK, Content, HoleRead, Writer, WriterState};
 pub(crate) use finish::deepest_first;
 pub(crate) use later::path_key;
+pub(crate) use unverified::{Unverified, UnverifiedKind};
 pub(crate) use writers::MAX_WRITERS;
 
 /// How many writers a run into `root` gets (see `writers.rs`).
@@ -131,6 +133,9 @@ pub(crate) struct Engine {
     /// for every other run, which then pays nothing per file. (Into an empty folder
     /// everything is this run's.)
     created: std::sync::OnceLock<Mutex<std::collections::HashSet<u64>>>,
+    /// Replacements of existing files wait under temporary names until the end of the run
+    /// (see [`Engine::hold_replacements`]).
+    hold_replacements: AtomicBool,
 }
 
 #[derive(Default)]
@@ -145,6 +150,8 @@ struct Deferred {
     renames: Vec<Rename>,
     /// Directories with a mode or mtime to apply once their content is complete.
     dirs: Vec<Entry>,
+    /// Entries written from data that failed its check, taken back after every close.
+    unverified: Option<unverified::Pending>,
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -213,6 +220,7 @@ impl Engine {
             declared: AtomicU64::new(0),
             over_limit: AtomicBool::new(false),
             created: std::sync::OnceLock::new(),
+            hold_replacements: AtomicBool::new(false),
         })
     }
 

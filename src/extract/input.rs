@@ -16,10 +16,12 @@ pub(super) enum Input {
     /// A zip, read from its end (so only from a file).
     Zip { file: File },
     /// A tar, decompressed if it was compressed, read as a stream; `label` names it in
-    /// messages.
+    /// messages; `verified` follows the decompressor's checks (`None`: a plain tar, which has
+    /// none).
     Tar {
         decoded: Box<dyn Read + Send>,
         label: String,
+        verified: Option<codec::Verified>,
     },
     /// A zip from a pipe or standard input, read by its local headers.
     ZipStream {
@@ -93,18 +95,25 @@ fn open_stream(
             return Ok(Input::Tar {
                 decoded: Box::new(input),
                 label,
+                verified: None,
             });
         }
         Some(Format::Compressed(codec)) => codec,
         None => bail!("{label} is {}", super::format::not_readable(head)),
     };
     let gzip = codec::gzip_header(head);
+    let verified = codec::Verified::default();
     let mut decoded = codec
-        .decoder(Box::new(input))
+        .decoder(Box::new(input), &verified)
         .with_context(|| format!("cannot read {label}"))?;
     if path.is_some_and(named_like_a_tar) {
         // The name says tar: read as one, so that damage is reported as a damaged archive.
-        return Ok(Input::Tar { decoded, label });
+        let verified = Some(verified);
+        return Ok(Input::Tar {
+            decoded,
+            label,
+            verified,
+        });
     }
     // Otherwise the first block of what is inside tells a tar (its header's checksum) from a
     // single file.
@@ -129,7 +138,12 @@ fn open_stream(
             .chain(decoded),
     );
     Ok(if tar {
-        Input::Tar { decoded, label }
+        let verified = Some(verified);
+        Input::Tar {
+            decoded,
+            label,
+            verified,
+        }
     } else {
         Input::Single {
             decoded,

@@ -34,7 +34,7 @@ pub fn list(
     let mut failures = Vec::new();
     let read = match open(archive)? {
         Input::Zip { file } => zip_list(archive, file, &chooser, each),
-        Input::Tar { decoded, label } => tar_list(decoded, &label, &chooser, each),
+        Input::Tar { decoded, label, .. } => tar_list(decoded, &label, &chooser, each),
         Input::ZipStream { label, .. } => Err(Error::new(
             label,
             crate::error::ErrorKind::Source,

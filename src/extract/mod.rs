@@ -74,7 +74,11 @@ fn read_any(
 ) -> anyhow::Result<Report> {
     match open(archive)? {
         Input::Zip { file } => zip_extract(archive, file, out, opts, chooser),
-        Input::Tar { decoded, label } => tar_extract(decoded, &label, out, opts, chooser),
+        Input::Tar {
+            decoded,
+            label,
+            verified,
+        } => tar_extract(decoded, &label, verified, out, opts, chooser),
         Input::ZipStream { input, label } => zip_stream_extract(input, &label, out, opts, chooser),
         Input::Single {
             decoded,
@@ -131,6 +135,7 @@ use tar::extract as tar_extract;
 fn tar_extract(
     _: Box<dyn std::io::Read + Send>,
     label: &str,
+    _: Option<codec::Verified>,
     _: &Path,
     _: &Options,
     _: &Chooser,
@@ -145,7 +150,7 @@ pub(crate) fn tar_reader<'a>(
     input: Box<dyn std::io::BufRead + Send + 'a>,
 ) -> anyhow::Result<tar::Reader<Box<dyn std::io::Read + Send + 'a>>> {
     let decoded: Box<dyn std::io::Read + Send + 'a> = match codec {
-        Some(codec) => codec.decoder(input)?,
+        Some(codec) => codec.decoder(input, &codec::Verified::default())?,
         None => input,
     };
     Ok(tar::Reader::new(decoded))

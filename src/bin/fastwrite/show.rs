@@ -111,6 +111,7 @@ fn kind_words(kind: ErrorKind) -> &'static str {
         ErrorKind::Unfinished => "left unfinished",
         ErrorKind::Cancelled => "cancelled",
         ErrorKind::Limit => "past the output cap",
+        ErrorKind::Unverified => "written from data that failed its check",
         ErrorKind::NotFound => "matching nothing",
         // A kind newer than this table.
         _ => kind.name(),

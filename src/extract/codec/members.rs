@@ -9,7 +9,7 @@
 use std::fmt;
 use std::io::{self, BufRead, Read};
 
-use super::Codec;
+use super::{Codec, Verified};
 
 /// Bytes after the end of the compressed data that are not more of it. Carried inside the
 /// `io::Error` a decoder returns at that point: a reader that has all it needs (a tar past its
@@ -52,6 +52,9 @@ pub(super) trait Member<R>: Read {
 pub(super) struct Members<R, D> {
     state: State<R, D>,
     codec: Codec,
+    /// Bytes decoded so far; each member's end, its CRC passed, is noted in `verified`.
+    out: u64,
+    verified: Verified,
 }
 
 enum State<R, D> {
@@ -62,10 +65,12 @@ enum State<R, D> {
 }
 
 impl<R: BufRead, D: Member<R>> Members<R, D> {
-    pub(super) fn new(input: R, codec: Codec) -> Self {
+    pub(super) fn new(input: R, codec: Codec, verified: Verified) -> Self {
         Members {
             state: State::Decoding(D::start(input)),
             codec,
+            out: 0,
+            verified,
         }
     }
 
@@ -116,9 +121,14 @@ impl<R: BufRead, D: Member<R>> Read for Members<R, D> {
                     let n = decoder.read(buf);
                     match n {
                         Ok(0) if !buf.is_empty() => {
+                            // The member's end: its decoder has checked its CRC and size.
+                            self.verified.up_to(self.out);
                             self.state = State::Between(decoder.into_input());
                         }
                         other => {
+                            if let Ok(n) = other {
+                                self.out += n as u64;
+                            }
                             self.state = State::Decoding(decoder);
                             return other;
                         }
@@ -163,7 +173,7 @@ mod tests {
     }
 
     fn decode(input: &[u8]) -> (Vec<u8>, io::Result<usize>) {
-        let mut members = Members::<_, GzDecoder<_>>::new(input, Codec::Gzip);
+        let mut members = Members::<_, GzDecoder<_>>::new(input, Codec::Gzip, Verified::default());
         let mut out = Vec::new();
         let result = members.read_to_end(&mut out);
         (out, result)

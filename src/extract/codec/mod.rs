@@ -7,6 +7,8 @@
 mod members;
 #[cfg(feature = "xz")]
 mod xz;
+#[cfg(feature = "zstd")]
+mod zstd;
 
 /// What an error of a decoder says of bytes after the end of its compressed data (see
 /// `members.rs`), if that is what it is: a warning for a reader that has all it needs.
@@ -19,8 +21,83 @@ pub(crate) fn trailing_data(error: &std::io::Error) -> Option<String> {
     None
 }
 
-use std::io::{BufRead, Read};
+use std::io::{self, BufRead, Read};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How much of a decoder's output its checks have passed. A compressor's check comes after
+/// the data it covers: a gzip or bzip2 member's CRC at the member's end, an xz stream's
+/// checks by its end, a zstd stream's when the stream ends. What a reader took from the
+/// decoder past [`Verified::bytes`] is not yet known to be what was compressed; the tar source
+/// keeps track of the files written from it (see `tar/mod.rs`).
+#[derive(Clone, Default, Debug)]
+pub(crate) struct Verified(Arc<VerifiedState>);
+
+#[derive(Default, Debug)]
+struct VerifiedState {
+    bytes: AtomicU64,
+    /// The decoder has returned an error other than trailing data: what it gave after
+    /// `bytes` will never be verified.
+    failed: AtomicBool,
+}
+
+impl Verified {
+    /// The decoded bytes, from the start, that every check has passed for.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.0.bytes.load(Ordering::Acquire)
+    }
+
+    /// Whether the decoder failed (a check, corrupt or truncated data).
+    pub(crate) fn failed(&self) -> bool {
+        self.0.failed.load(Ordering::Acquire)
+    }
+
+    /// A member, stream or frame ended after `bytes` decoded bytes: its checks passed.
+    fn up_to(&self, bytes: u64) {
+        self.0.bytes.fetch_max(bytes, Ordering::AcqRel);
+    }
+
+    /// Takes note of what a decoder's read returned, after `out` bytes before it: the end (all
+    /// verified), trailing data after the last member (all verified), or a failure.
+    fn note(&self, out: u64, result: &io::Result<usize>) {
+        match result {
+            Ok(0) => self.up_to(out),
+            Ok(_) => {}
+            Err(error) if trailing_data(error).is_some() => self.up_to(out),
+            Err(_) => self.0.failed.store(true, Ordering::Release),
+        }
+    }
+}
+
+/// A decoder's output counted, and noted in its [`Verified`]: its end, and its failure (the
+/// decoders note where each member, stream or frame ends).
+struct Watched<D> {
+    decoder: D,
+    out: u64,
+    verified: Verified,
+}
+
+impl<D: Read> Read for Watched<D> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.verified.failed() {
+            // A decoder past an error may say "the end": never take that for verified.
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the compressed data failed already",
+            ));
+        }
+        let result = self.decoder.read(buf);
+        if buf.is_empty() {
+            return result;
+        }
+        self.verified.note(self.out, &result);
+        if let Ok(n) = result {
+            self.out += n as u64;
+        }
+        result
+    }
+}
 
 /// A compression around a tar stream or a single file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,31 +162,46 @@ impl Codec {
 
     /// Wraps `input` in this codec's decoder, which reads concatenated members or frames
     /// (pigz and `cat a.gz b.gz` make them) to the end; after the last gzip or bzip2 member,
-    /// other bytes end the data with `members::TrailingData`. An error means this build has no
-    /// decoder for it: the message names the cargo feature that adds one.
+    /// other bytes end the data with `members::TrailingData`. `verified` follows what its
+    /// checks have passed. An error means this build has no decoder for it: the message names
+    /// the cargo feature that adds one.
     pub(crate) fn decoder<'a>(
         self,
         input: Box<dyn BufRead + Send + 'a>,
+        verified: &Verified,
     ) -> anyhow::Result<Box<dyn Read + Send + 'a>> {
+        let watched = |decoder: Box<dyn Read + Send + 'a>| -> Box<dyn Read + Send + 'a> {
+            Box::new(Watched {
+                decoder,
+                out: 0,
+                verified: verified.clone(),
+            })
+        };
         match self {
             #[cfg(feature = "gzip")]
-            Codec::Gzip => Ok(Box::new(
-                members::Members::<_, flate2::bufread::GzDecoder<_>>::new(input, self),
-            )),
+            Codec::Gzip => Ok(watched(Box::new(members::Members::<
+                _,
+                flate2::bufread::GzDecoder<_>,
+            >::new(
+                input, self, verified.clone()
+            )))),
             #[cfg(feature = "zstd")]
-            Codec::Zstd => Ok(Box::new(
-                zstd::stream::read::Decoder::with_buffer(input)
+            Codec::Zstd => Ok(watched(Box::new(
+                zstd::Decoder::new(input, verified.clone())
                     .map_err(|e| anyhow::Error::new(e).context("cannot start the zstd decoder"))?,
-            )),
+            ))),
             #[cfg(feature = "xz")]
-            Codec::Xz => Ok(Box::new(xz::Decoder::new(input))),
+            Codec::Xz => Ok(watched(Box::new(xz::Decoder::new(input, verified.clone())))),
             #[cfg(feature = "bzip2")]
-            Codec::Bzip2 => Ok(Box::new(
-                members::Members::<_, bzip2::bufread::BzDecoder<_>>::new(input, self),
-            )),
+            Codec::Bzip2 => Ok(watched(Box::new(members::Members::<
+                _,
+                bzip2::bufread::BzDecoder<_>,
+            >::new(
+                input, self, verified.clone()
+            )))),
             #[allow(unreachable_patterns)]
             _ => {
-                drop(input);
+                drop((input, watched));
                 anyhow::bail!(
                     "{} data, and this build of fastwrite has no {} decoder (cargo feature `{}`)",
                     self.name(),

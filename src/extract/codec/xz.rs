@@ -25,6 +25,9 @@ type Input<'a> = Box<dyn BufRead + Send + 'a>;
 /// Reads the decoded bytes of every xz stream in its input, in order.
 pub(super) struct Decoder<'a> {
     state: State<'a>,
+    /// Bytes decoded so far; each stream's end, its checks passed, is noted in `verified`.
+    out: u64,
+    verified: super::Verified,
 }
 
 enum State<'a> {
@@ -40,9 +43,11 @@ enum State<'a> {
 }
 
 impl<'a> Decoder<'a> {
-    pub fn new(input: Input<'a>) -> Decoder<'a> {
+    pub fn new(input: Input<'a>, verified: super::Verified) -> Decoder<'a> {
         Decoder {
             state: State::Next(input),
+            out: 0,
+            verified,
         }
     }
 }
@@ -74,8 +79,13 @@ impl Read for Decoder<'_> {
                     self.state = State::Stream(XzDecoder::new_stream(input, stream()?));
                 }
                 State::Stream(mut decoder) => match decoder.read(buf) {
-                    Ok(0) => self.state = State::Between(decoder.into_inner()),
+                    Ok(0) => {
+                        // The stream's end: liblzma has checked its blocks and its index.
+                        self.verified.up_to(self.out);
+                        self.state = State::Between(decoder.into_inner());
+                    }
                     Ok(n) => {
+                        self.out += n as u64;
                         self.state = State::Stream(decoder);
                         return Ok(n);
                     }
@@ -148,7 +158,7 @@ mod tests {
 
     fn decode(input: &[u8]) -> io::Result<Vec<u8>> {
         let mut out = Vec::new();
-        Decoder::new(Box::new(input)).read_to_end(&mut out)?;
+        Decoder::new(Box::new(input), super::super::Verified::default()).read_to_end(&mut out)?;
         Ok(out)
     }
 

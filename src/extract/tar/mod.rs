@@ -18,7 +18,9 @@ use std::path::Path;
 
 use anyhow::{Context, anyhow};
 
-use crate::engine::{self, Content, Engine, HoleRead, Writer, path_key};
+use crate::engine::{
+    self, Content, Engine, HoleRead, Unverified, UnverifiedKind, Writer, path_key,
+};
 use crate::error::{Error, ErrorKind};
 use crate::options::Options;
 use crate::plan::{self, Entry, EntryKind};
@@ -36,10 +38,13 @@ use checks::Checker;
 pub(super) use list::list;
 pub(super) use reader::Reader;
 
-/// Extracts the tar stream `input` (in `format`; `label` names it in messages) into `out`.
+/// Extracts the tar stream `decoded` (`label` names it in messages) into `out`. `verified`
+/// follows the decompressor's checks, for a compressed tar: what was written from data that
+/// then fails its check is taken back (see [`Stream::settle`]).
 pub(super) fn extract(
     decoded: Box<dyn Read + Send + '_>,
     label: &str,
+    verified: Option<codec::Verified>,
     out: &Path,
     opts: &Options,
     chooser: &Chooser,
@@ -48,6 +53,9 @@ pub(super) fn extract(
         engine::run(out, None, opts, |engine, writers| {
             // The last copy of a path wins: the engine must know which paths are this run's.
             engine.track_created();
+            if verified.is_some() {
+                engine.hold_replacements();
+            }
             let (outcome, check, last_name) =
                 feed::fed(engine, writers, opts.memory_budget, |feed, writer| {
                     let mut stream = Stream {
@@ -56,6 +64,8 @@ pub(super) fn extract(
                         feed,
                         links: HashSet::new(),
                         last_name: None,
+                        verified,
+                        handed: Vec::new(),
                     };
                     let outcome = stream.walk(decoded, writer);
                     (outcome, stream.check, stream.last_name)
@@ -129,6 +139,30 @@ struct Stream<'s, 'f, 'q> {
     links: HashSet<u64>,
     /// The last entry read whole, to say where a broken stream broke.
     last_name: Option<String>,
+    /// The decompressor's checks, for a compressed tar.
+    verified: Option<codec::Verified>,
+    /// With checks: the entries handed to the engine since the last passed check, each with
+    /// where its data ended in the decoded stream.
+    handed: Vec<(u64, Unverified)>,
+}
+
+/// How far a broken stream is read on, past the break, to reach the compressor's check (see
+/// [`Stream::settle`]): what it takes to tell a tar that was damaged before it was compressed
+/// (its check passes) from damaged compressed data, without decompressing a bomb's terabytes.
+const READ_ON_LIMIT: u64 = 1 << 30;
+
+/// Counts the bytes read through it: where each entry's data ends in the decoded stream.
+struct Counted<R> {
+    inner: R,
+    read: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
 }
 
 impl Stream<'_, '_, '_> {
@@ -139,7 +173,55 @@ impl Stream<'_, '_, '_> {
         input: Box<dyn Read + Send + '_>,
         writer: &mut Writer<'_>,
     ) -> anyhow::Result<()> {
-        let mut archive = Reader::new(input);
+        let mut archive = Reader::new(Counted {
+            inner: input,
+            read: 0,
+        });
+        let outcome = self.entries(&mut archive, writer);
+        if outcome.is_err() {
+            self.settle(archive.into_inner());
+        }
+        outcome
+    }
+
+    /// With a compressor's checks, after the stream broke: the entries handed over from data
+    /// no check has passed are taken back by the engine at the end of the run (removed, or not
+    /// made), each named. If the break is in the tar itself and the compressed data has not
+    /// failed, the rest is read (up to [`READ_ON_LIMIT`]) so that its check decides: a tar
+    /// damaged before it was compressed keeps what was extracted, as GNU tar does.
+    fn settle(&mut self, mut rest: Counted<Box<dyn Read + Send + '_>>) {
+        let Some(verified) = &self.verified else {
+            return;
+        };
+        if !verified.failed()
+            && self
+                .handed
+                .last()
+                .is_some_and(|(end, _)| *end > verified.bytes())
+        {
+            // Reaching the end marks it all verified (`codec::Watched`); a failure, none.
+            let _ = std::io::copy(&mut (&mut rest).take(READ_ON_LIMIT), &mut std::io::sink());
+        }
+        let good = verified.bytes();
+        let failed: Vec<Unverified> = std::mem::take(&mut self.handed)
+            .into_iter()
+            .filter(|(end, _)| *end > good)
+            .map(|(_, entry)| entry)
+            .collect();
+        let why = if verified.failed() {
+            "its check (the compressed data is damaged or cut short)"
+        } else {
+            "to reach its check (the compressed data goes on past what fastwrite reads after a break)"
+        };
+        self.engine.unverified(failed, why.to_string());
+    }
+
+    /// The walk itself, entry after entry (see [`Stream::walk`]).
+    fn entries(
+        &mut self,
+        archive: &mut Reader<Counted<Box<dyn Read + Send + '_>>>,
+        writer: &mut Writer<'_>,
+    ) -> anyhow::Result<()> {
         let mut members = 0u64;
         loop {
             if self.engine.stopped() {
@@ -153,7 +235,18 @@ impl Stream<'_, '_, '_> {
             members += 1;
             let name = plan::display_bytes(&member.name);
             let complete = match self.check.entry(&member, &name) {
-                Ok(Some(entry)) => self.dispatch(entry, &mut archive.data(), writer)?,
+                Ok(Some(entry)) => {
+                    let handed = self
+                        .verified
+                        .is_some()
+                        .then(|| self.handed(&entry))
+                        .flatten();
+                    let complete = self.dispatch(entry, &mut archive.data(), writer)?;
+                    if let Some(handed) = handed {
+                        self.note_handed(archive.get_ref().read, handed);
+                    }
+                    complete
+                }
                 Ok(None) => true,
                 Err(error) => {
                     self.engine.record(error);
@@ -166,8 +259,38 @@ impl Stream<'_, '_, '_> {
         }
         self.check
             .warnings
-            .extend(after_the_end(archive.into_inner(), members)?);
+            .extend(after_the_end(archive.get_mut(), members)?);
         Ok(())
+    }
+
+    /// What the engine would take back of `entry` if its data fails its check: a file or a
+    /// link (a folder stays).
+    fn handed(&self, entry: &Entry) -> Option<Unverified> {
+        let kind = match entry.kind {
+            EntryKind::Dir => return None,
+            // As `dispatch` tells a later copy of a path.
+            EntryKind::File if self.check.files.contains(&path_key(&entry.path)) => {
+                UnverifiedKind::LaterCopy
+            }
+            EntryKind::File => UnverifiedKind::File,
+            _ => UnverifiedKind::Link,
+        };
+        Some(Unverified {
+            index: entry.index,
+            path: entry.path.clone(),
+            name: entry.name.clone(),
+            size: entry.size,
+            kind,
+        })
+    }
+
+    /// Keeps `entry`, whose data ended `end` bytes into the decoded stream, until a check
+    /// passes past it; forgets those a check has passed.
+    fn note_handed(&mut self, end: u64, entry: Unverified) {
+        self.handed.push((end, entry));
+        let good = self.verified.as_ref().map_or(0, codec::Verified::bytes);
+        let passed = self.handed.partition_point(|(end, _)| *end <= good);
+        self.handed.drain(..passed);
     }
 
     /// Hands an entry to the engine: directories and links now, file content to a writer (or,

@@ -263,6 +263,14 @@ impl<R: Read> Reader<R> {
         self.input
     }
 
+    pub(crate) fn get_ref(&self) -> &R {
+        &self.input
+    }
+
+    pub(crate) fn get_mut(&mut self) -> &mut R {
+        &mut self.input
+    }
+
     /// Skips what is left of the current member, then reads the next member's headers.
     /// `None`: the end of the archive (a block of zeros, or the end of the input at a block
     /// boundary).
