@@ -2125,6 +2125,102 @@ fn a_damaged_compressed_tar_leaves_nothing_unverified() {
     }
 }
 
+/// Issue 26, item 2, with members: a check covers its own member (gzip, bzip2), stream (xz) or
+/// frame (zstd). The archive in two, cut inside big.bin, one byte flipped in the second half:
+/// a.txt and b.txt, whole in the first member, passed its check and stay; big.bin, half in
+/// the second, is removed and named; z.txt is not kept either.
+#[test]
+fn a_damaged_second_member_keeps_what_the_first_verified() {
+    let t = tempdir();
+    let (tar, a, b) = damaged_sample();
+    for comp in [
+        Comp::GzipMulti,
+        Comp::ZstdMulti,
+        Comp::XzMulti,
+        Comp::Bzip2Multi,
+    ] {
+        let mut bytes = comp.compress(&tar);
+        let i = bytes.len() - bytes.len() / 4;
+        bytes[i] ^= 0x10;
+        let archive = t.join(format!("second.tar{}", comp.suffix()));
+        fs::write(&archive, &bytes).unwrap();
+        let out = t.join(format!("out-{comp:?}"));
+        let r = extract(&archive, &out, &["--json"]);
+        r.assert_code(1);
+        assert_eq!(
+            all_paths(&out),
+            ["a.txt", "b.txt"],
+            "{comp:?}\n{}",
+            r.dump()
+        );
+        assert_eq!(fs::read(out.join("a.txt")).unwrap(), a);
+        assert_eq!(fs::read(out.join("b.txt")).unwrap(), b);
+        assert!(
+            !r.json_failures("big.bin").is_empty(),
+            "{comp:?}: big.bin is not named\n{}",
+            r.dump()
+        );
+    }
+}
+
+/// Issue 26, item 7: `list` and `extract` exit alike on what they cannot read: 2 for an input
+/// that is no archive (random bytes; a gzip of text named .tar.gz, where GNU tar says "does not
+/// look like a tar archive"; a zip cut before its central directory; an empty file), 1 for an
+/// archive that breaks after its start. `list` of a single compressed file cannot start (2).
+#[test]
+fn list_and_extract_exit_alike() {
+    let t = tempdir();
+    let text = b"plain text, not a tar at all\n".repeat(40);
+    let (tar, _, _) = damaged_sample();
+    let zip = t.join("whole.zip");
+    crate_zip(
+        &zip,
+        &[
+            Z::File("a.txt", b"a".to_vec(), 0o644, STORED),
+            Z::File("b.txt", text.clone(), 0o644, STORED),
+        ],
+    );
+    let zip_bytes = fs::read(&zip).unwrap();
+    let gz_tar = Comp::Gzip.compress(&tar);
+    let cases: [(&str, Vec<u8>, i32, &str); 6] = [
+        ("random.bin", random(830, 3000), 2, "not an archive"),
+        ("text.tar.gz", Comp::Gzip.compress(&text), 2, "not a tar"),
+        ("short.tar.gz", Comp::Gzip.compress(b"hi\n"), 2, "not a tar"),
+        (
+            "cut.zip",
+            zip_bytes[..zip_bytes.len() / 2].to_vec(),
+            2,
+            "zip",
+        ),
+        ("empty.tar", Vec::new(), 2, "empty"),
+        (
+            "half.tar.gz",
+            gz_tar[..gz_tar.len() / 2].to_vec(),
+            1,
+            "corrupt or truncated",
+        ),
+    ];
+    for (name, bytes, code, says) in cases {
+        let archive = t.join(name);
+        fs::write(&archive, bytes).unwrap();
+        let listed = run_fastwrite(&osv!["list", &archive]);
+        let extracted = extract(&archive, &t.join(format!("out-{name}")), &[]);
+        for (what, r) in [("list", &listed), ("extract", &extracted)] {
+            assert_eq!(r.code(), code, "{what} {name}\n{}", r.dump());
+            assert!(
+                r.stderr.to_lowercase().contains(says),
+                "{what} {name}: no word of {says:?}\n{}",
+                r.dump()
+            );
+        }
+    }
+    let single = t.join("notes.txt.gz");
+    fs::write(&single, Comp::Gzip.compress(&text)).unwrap();
+    let r = run_fastwrite(&osv!["list", &single]);
+    assert_eq!(r.code(), 2, "{}", r.dump());
+    assert!(r.stderr.contains("single compressed file"), "{}", r.dump());
+}
+
 /// Garbage after the end-of-archive blocks (GNU tar ignores it): no crash, a sensible exit
 /// (0, or 1 with a message), and every entry intact.
 #[test]

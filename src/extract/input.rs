@@ -106,35 +106,58 @@ fn open_stream(
     let mut decoded = codec
         .decoder(Box::new(input), &verified)
         .with_context(|| format!("cannot read {label}"))?;
-    if path.is_some_and(named_like_a_tar) {
-        // The name says tar: read as one, so that damage is reported as a damaged archive.
-        let verified = Some(verified);
-        return Ok(Input::Tar {
-            decoded,
-            label,
-            verified,
-        });
-    }
-    // Otherwise the first block of what is inside tells a tar (its header's checksum) from a
-    // single file.
+    // The first block of what is inside tells a tar (its header's checksum) from a single
+    // file.
+    let archive_path = path.unwrap_or(Path::new("-"));
+    let named_tar = path.is_some_and(named_like_a_tar);
     let mut start = Vec::with_capacity(512);
-    // Bytes after the end of a short compressed file are said where its data ends.
-    let mut trailing = None;
+    // An error met here is returned in its place in the data: bytes after the end of a short
+    // compressed file are said where its data ends, and damage in a file named as a tar is
+    // reported as a damaged archive.
+    let mut peeked = None;
     if let Err(error) = (&mut decoded).take(512).read_to_end(&mut start) {
-        if codec::trailing_data(&error).is_none() {
+        if !named_tar && codec::trailing_data(&error).is_none() {
             return Err(error).with_context(|| format!("cannot decompress {label}"));
         }
-        trailing = Some(error);
+        peeked = Some(error);
     }
     let tar = match start.get(..512) {
         // A block of zeros: an empty tar from a pipe, a file of zeros by its name.
-        Some(block) if block.iter().all(|&b| b == 0) => path.is_none(),
-        Some(block) => checksum_ok(block),
-        None => false,
+        Some(block) if block.iter().all(|&b| b == 0) => path.is_none() || named_tar,
+        Some(block) if checksum_ok(block) => true,
+        // Named as a tar, and a whole first block that is no tar header: damaged compressed
+        // data (a bzip2 block decodes to garbage before its CRC is checked), which its check
+        // tells, read on to; or not a tar, where GNU tar says "This does not look like a tar
+        // archive" (exit 2), and so does fastwrite, for extract and list alike.
+        Some(_) if named_tar => {
+            let read_on = (&mut decoded).take(codec::READ_ON_LIMIT);
+            match std::io::copy(&mut { read_on }, &mut std::io::sink()) {
+                Err(error) if codec::trailing_data(&error).is_none() => {
+                    peeked = Some(error);
+                    true
+                }
+                _ => bail!(
+                    "'{}' is {} data, and what it holds is not a tar: its first block is no tar header",
+                    archive_path.display(),
+                    codec.name()
+                ),
+            }
+        }
+        Some(_) => false,
+        // Whole compressed data that holds less than a block, named as a tar: not one (a tar
+        // is made of 512-byte blocks).
+        None if named_tar && peeked.is_none() && !start.iter().all(|&b| b == 0) => bail!(
+            "'{}' is {} data, and what it holds is not a tar: {} bytes, less than a tar's first block",
+            archive_path.display(),
+            codec.name(),
+            start.len()
+        ),
+        // Cut short inside the first block: damage, reported by the tar reader.
+        None => named_tar,
     };
     let decoded: Box<dyn Read + Send> = Box::new(
         std::io::Cursor::new(start)
-            .chain(FailOnce(trailing))
+            .chain(FailOnce(peeked))
             .chain(decoded),
     );
     Ok(if tar {

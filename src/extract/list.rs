@@ -15,8 +15,10 @@ use crate::options::Selection;
 /// Lists `archive` (`-`: a tar on standard input), calling `each` for every entry `selection`
 /// takes, in archive order, as it is read. Returns the failures of the listing itself: a
 /// pattern that matched nothing, a stream that broke part-way (after the entries before it
-/// were listed). An `Err` means it could not start: the archive is missing, unreadable or
-/// unrecognised, a pattern is invalid, or a zip is refused whole (overlapping entries).
+/// were listed). An `Err` means it could not start, where [`extract`](crate::extract()) could
+/// not either: the archive is missing, unreadable or unrecognised, a pattern is invalid, or a
+/// zip is refused whole (overlapping entries); and where only listing cannot: a zip on
+/// standard input (listed from its central directory, at its end), a single compressed file.
 ///
 /// ```no_run
 /// let failures = fastwrite::list("wheel.whl".as_ref(), &Default::default(), &mut |entry| {
@@ -33,20 +35,18 @@ pub fn list(
     let chooser = Chooser::new(selection)?;
     let mut failures = Vec::new();
     let read = match open(archive)? {
-        Input::Zip { file } => zip_list(archive, file, &chooser, each),
+        Input::Zip { file } => {
+            zip_list(archive, file, &chooser, each)?;
+            Ok(())
+        }
         Input::Tar { decoded, label, .. } => tar_list(decoded, &label, &chooser, each),
-        Input::ZipStream { label, .. } => Err(Error::new(
-            label,
-            crate::error::ErrorKind::Source,
-            anyhow::anyhow!(
-                "a zip is listed from its central directory, at its end: save it to a file first"
-            ),
-        )),
-        Input::Single { .. } => Err(Error::new(
-            archive,
-            crate::error::ErrorKind::Source,
-            anyhow::anyhow!("a single compressed file, not an archive: nothing to list"),
-        )),
+        Input::ZipStream { label, .. } => anyhow::bail!(
+            "{label} is a zip, which is listed from its central directory, at its end: save it to a file first"
+        ),
+        Input::Single { .. } => anyhow::bail!(
+            "'{}' is a single compressed file, not an archive: nothing to list",
+            archive.display()
+        ),
     };
     if let Err(error) = read {
         failures.push(error);
@@ -64,13 +64,9 @@ fn zip_list(
     _: std::fs::File,
     _: &Chooser,
     _: &mut dyn FnMut(&Listed),
-) -> Result<(), Error> {
+) -> anyhow::Result<()> {
     let label = format!("'{}'", archive.display());
-    Err(Error::new(
-        archive,
-        crate::error::ErrorKind::Source,
-        not_built(&label, "zip", "zip"),
-    ))
+    Err(not_built(&label, "zip", "zip"))
 }
 
 #[cfg(feature = "tar")]

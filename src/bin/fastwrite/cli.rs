@@ -31,9 +31,10 @@ Examples:
   fastwrite mirror src/ backup/ --delete      (backup/ becomes an exact copy of src/)
   fastwrite mirror src/ backup/ --delete -n   (say what would change, change nothing)
 
-Exit codes: 0 everything written; 1 some entries failed (each is named on stderr);
-2 the run could not start (bad arguments, unreadable or unrecognised archive);
-130 interrupted by Ctrl-C (what was written is complete).";
+Exit codes, alike for every command: 0 everything written (listed); 1 some entries failed,
+or the archive broke after its start (each is named on stderr); 2 the run could not start
+(bad arguments, unreadable or unrecognised archive); 130 interrupted by Ctrl-C (what was
+written is complete).";
 
 #[derive(Debug, Parser)]
 #[command(name = "fastwrite", version, about = "Writes many files fast: extracts zip and tar archives, mirrors folders.", after_help = EXAMPLES)]

@@ -26,6 +26,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// How far a stream is read on, past a break or a first block that is no tar header, to
+/// reach the compressor's check: what it takes to tell a tar damaged before it was compressed,
+/// or data that is no tar, from damaged compressed data (its check fails), without
+/// decompressing a bomb's terabytes.
+pub(crate) const READ_ON_LIMIT: u64 = 1 << 30;
+
 /// How much of a decoder's output its checks have passed. A compressor's check comes after
 /// the data it covers: a gzip or bzip2 member's CRC at the member's end, an xz stream's
 /// checks by its end, a zstd stream's when the stream ends. What a reader took from the

@@ -146,11 +146,6 @@ struct Stream<'s, 'f, 'q> {
     handed: Vec<(u64, Unverified)>,
 }
 
-/// How far a broken stream is read on, past the break, to reach the compressor's check (see
-/// [`Stream::settle`]): what it takes to tell a tar that was damaged before it was compressed
-/// (its check passes) from damaged compressed data, without decompressing a bomb's terabytes.
-const READ_ON_LIMIT: u64 = 1 << 30;
-
 /// Counts the bytes read through it: where each entry's data ends in the decoded stream.
 struct Counted<R> {
     inner: R,
@@ -187,7 +182,7 @@ impl Stream<'_, '_, '_> {
     /// With a compressor's checks, after the stream broke: the entries handed over from data
     /// no check has passed are taken back by the engine at the end of the run (removed, or not
     /// made), each named. If the break is in the tar itself and the compressed data has not
-    /// failed, the rest is read (up to [`READ_ON_LIMIT`]) so that its check decides: a tar
+    /// failed, the rest is read (up to [`codec::READ_ON_LIMIT`]) so that its check decides: a tar
     /// damaged before it was compressed keeps what was extracted, as GNU tar does.
     fn settle(&mut self, mut rest: Counted<Box<dyn Read + Send + '_>>) {
         let Some(verified) = &self.verified else {
@@ -200,7 +195,10 @@ impl Stream<'_, '_, '_> {
                 .is_some_and(|(end, _)| *end > verified.bytes())
         {
             // Reaching the end marks it all verified (`codec::Watched`); a failure, none.
-            let _ = std::io::copy(&mut (&mut rest).take(READ_ON_LIMIT), &mut std::io::sink());
+            let _ = std::io::copy(
+                &mut (&mut rest).take(codec::READ_ON_LIMIT),
+                &mut std::io::sink(),
+            );
         }
         let good = verified.bytes();
         let failed: Vec<Unverified> = std::mem::take(&mut self.handed)

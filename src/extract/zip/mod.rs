@@ -217,11 +217,11 @@ pub(super) fn list(
     file: File,
     chooser: &Chooser,
     each: &mut dyn FnMut(&Listed),
-) -> Result<(), Error> {
-    let not_listed =
-        |error: anyhow::Error| Error::new(path.display().to_string(), ErrorKind::Source, error);
-    let (bytes, _) = load(path, file).map_err(not_listed)?;
-    let archive = open_archive(&bytes).map_err(not_listed)?;
+) -> anyhow::Result<()> {
+    // What extract refuses before writing anything, list refuses the same way (exit 2).
+    let (bytes, _) = load(path, file)?;
+    let archive =
+        open_archive(&bytes).map_err(|what| anyhow::anyhow!("'{}' is {what}", path.display()))?;
     // Listing reads no data: encrypted entries are listed as they are, password or not.
     let mut password = Password {
         known: Some(Vec::new()),
@@ -229,8 +229,7 @@ pub(super) fn list(
         asked: true,
     };
     let plan = build_plan(&mut archive.clone(), &bytes, chooser, &mut password)
-        .context("refused whole: extract would write nothing")
-        .map_err(not_listed)?;
+        .with_context(|| format!("refused '{}': extract would write nothing", path.display()))?;
     let planned: HashMap<usize, &Entry> = plan.entries.iter().map(|e| (e.index, e)).collect();
     let refused: HashMap<&Path, String> = plan
         .rejected
