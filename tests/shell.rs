@@ -176,3 +176,69 @@ fn an_unreadable_input_is_named_for_what_it_is() {
         );
     }
 }
+
+/// Issue 26, item 9: a flag that would do nothing is refused (exit 2, naming it, nothing made),
+/// not accepted and ignored: `--name` with a zip or a tar, patterns, `--exclude` and
+/// `--strip-components` with a single compressed file (which was written, then "no entry
+/// matches"), and the writing and reporting flags with `list`, `man` and `completions`. Where
+/// they serve, they still work.
+#[test]
+fn a_flag_that_would_do_nothing_is_refused() {
+    let t = tempdir();
+    let zip = t.join("a.zip");
+    crate_zip(&zip, &[Z::File("a.txt", b"aaa".to_vec(), 0o644, STORED)]);
+    let tar = t.join("a.tar");
+    std::fs::write(&tar, crate_tar(&[("a.txt", b"aaa")])).unwrap();
+    let single = t.join("notes.txt.gz");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, b"some notes\n").unwrap();
+    std::fs::write(&single, gz.finish().unwrap()).unwrap();
+    let out = t.join("out");
+    let refused: [(Vec<std::ffi::OsString>, &str); 10] = [
+        (osv!["extract", &zip, "-o", &out, "--name", "x"], "--name"),
+        (osv!["extract", &tar, "-o", &out, "--name", "x"], "--name"),
+        (
+            osv!["extract", &single, "-o", &out, "notes.txt"],
+            "patterns",
+        ),
+        (
+            osv!["extract", &single, "-o", &out, "--exclude", "x"],
+            "--exclude",
+        ),
+        (
+            osv!["extract", &single, "-o", &out, "--strip-components", "1"],
+            "--strip-components",
+        ),
+        (osv!["list", &zip, "--stats"], "--stats"),
+        (osv!["-j", "2", "list", &zip], "-j/--threads"),
+        (osv!["list", &zip, "--fsync"], "--fsync"),
+        (osv!["man", "--json"], "--json"),
+        (
+            osv!["completions", "bash", "--no-defer-close"],
+            "--no-defer-close",
+        ),
+    ];
+    for (args, flag) in refused {
+        let r = run_fastwrite(&args);
+        r.assert_code(2);
+        assert!(
+            r.stderr.contains(flag) && r.stderr.contains("refused"),
+            "{args:?}: {flag} not named as refused\n{}",
+            r.dump()
+        );
+        assert!(r.stdout.is_empty(), "{args:?}\n{}", r.dump());
+        assert!(!out.exists(), "{args:?}: OUT was made\n{}", r.dump());
+    }
+    // Where they serve, they work: --json with list, --name with a single file.
+    let r = run_fastwrite(&osv!["list", &zip, "--json"]);
+    r.assert_code(0);
+    assert!(r.stdout.contains("\"name\":\"a.txt\""), "{}", r.dump());
+    let r = run_fastwrite(&osv![
+        "extract", &single, "-o", &out, "--name", "mine.txt", "-j", "2"
+    ]);
+    r.assert_code(0);
+    assert_eq!(
+        std::fs::read(out.join("mine.txt")).unwrap(),
+        b"some notes\n"
+    );
+}

@@ -24,6 +24,7 @@ mod zip;
 use std::path::Path;
 use std::time::Instant;
 
+use crate::error::Setting;
 use crate::options::Options;
 use crate::report::Report;
 #[cfg(fuzzing)]
@@ -72,7 +73,32 @@ fn read_any(
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
-    match open(archive)? {
+    let input = open(archive)?;
+    // What applies to one kind of input only is refused with the others, before anything is
+    // written, rather than ignored.
+    let archive_kind = match &input {
+        Input::Zip { .. } | Input::ZipStream { .. } => Some("a zip archive"),
+        Input::Tar { .. } => Some("a tar archive"),
+        Input::Single { .. } => None,
+    };
+    if let Some(kind) = archive_kind
+        && opts.file_name.is_some()
+    {
+        anyhow::bail!(
+            "{} names the file a single compressed file decompresses to, and '{}' is {kind}: refused",
+            Setting::FileName,
+            archive.display()
+        );
+    }
+    if archive_kind.is_none() && chooser.chooses() {
+        anyhow::bail!(
+            "'{}' is a single compressed file, which holds one file and no entries to choose from: patterns, {} and {} do not apply (refused)",
+            archive.display(),
+            Setting::Exclude,
+            Setting::StripComponents
+        );
+    }
+    match input {
         Input::Zip { file } => zip_extract(archive, file, out, opts, chooser),
         Input::Tar {
             decoded,

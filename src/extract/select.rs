@@ -47,6 +47,11 @@ impl Chooser {
         })
     }
 
+    /// Whether it chooses at all: patterns, excludes or components to strip.
+    pub fn chooses(&self) -> bool {
+        !self.patterns.is_empty() || !self.exclude.is_empty() || self.strip > 0
+    }
+
     /// Takes every entry under its archived name.
     #[cfg(fuzzing)]
     pub fn everything() -> Chooser {

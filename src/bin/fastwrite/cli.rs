@@ -56,30 +56,66 @@ pub enum DeferClose {
     Never,
 }
 
+/// The help's heading for the flags that tune how files are written and closed: after each
+/// command's own options, for `extract` and `mirror` (the other commands refuse them).
+const TUNING: &str = "Tuning (extract and mirror)";
+
+/// The global flags, by clap's id and as a user types them, with the commands that use each.
+/// A command refuses the ones it does not use (see [`unused_flag`]).
+const GLOBALS: [(&str, &str, &[&str]); 8] = [
+    ("defer_close", "--defer-close", &["extract", "mirror"]),
+    ("no_defer_close", "--no-defer-close", &["extract", "mirror"]),
+    ("threads", "-j/--threads", &["extract", "mirror"]),
+    ("close_threads", "--close-threads", &["extract", "mirror"]),
+    ("fsync", "--fsync", &["extract", "mirror"]),
+    ("quiet", "--quiet", &["extract", "mirror"]),
+    ("stats", "--stats", &["extract", "mirror"]),
+    ("json", "--json", &["extract", "mirror", "list"]),
+];
+
+/// A global flag given on the command line to a command that does nothing with it (`list
+/// --fsync`, `man --json`): refused, rather than accepted and ignored.
+pub fn unused_flag(matches: &clap::ArgMatches) -> Option<String> {
+    let (command, sub) = matches.subcommand()?;
+    GLOBALS.iter().find_map(|(id, flag, used_by)| {
+        let given = [matches, sub]
+            .into_iter()
+            .any(|m| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine));
+        (given && !used_by.contains(&command)).then(|| {
+            let (last, rest) = used_by.split_last().expect("every flag serves a command");
+            let serves = match rest {
+                [] => last.to_string(),
+                _ => format!("{} and {last}", rest.join(", ")),
+            };
+            format!("{flag} does nothing with '{command}': refused (it serves {serves})")
+        })
+    })
+}
+
 #[derive(Debug, Args)]
 pub struct Global {
     /// When to close files in the close pool instead of in the writer that wrote them: auto
     /// defers where closes are slow (always on Windows and with --fsync; elsewhere once the
     /// closes measured so far are slow)
-    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = DeferClose::Auto)]
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = DeferClose::Auto, help_heading = TUNING)]
     pub defer_close: DeferClose,
 
     /// Same as --defer-close never (for A/B timing)
-    #[arg(long, global = true, conflicts_with = "defer_close")]
+    #[arg(long, global = true, conflicts_with = "defer_close", help_heading = TUNING)]
     pub no_defer_close: bool,
 
     /// Writer threads [default: one per CPU on a local disk; on a network or FUSE filesystem,
     /// sized by how long a file's create and write take there (--stats says how many and why)]
-    #[arg(short = 'j', long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(short = 'j', long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..), help_heading = TUNING)]
     pub threads: Option<u16>,
 
     /// Threads in the close pool: with --defer-close always, how many [default: 4; 16 on
     /// Windows]; with auto, the most it may start [default: 256]
-    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..), help_heading = TUNING)]
     pub close_threads: Option<u16>,
 
     /// Make every file durable (fsync) before it is closed; done in the close pool when deferred
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = TUNING)]
     pub fsync: bool,
 
     /// Print nothing but errors

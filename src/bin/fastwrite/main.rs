@@ -12,8 +12,6 @@ mod show;
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
-use clap::Parser;
-
 use crate::cli::{Cli, Command};
 use crate::show::{Bar, exit, for_terminal};
 
@@ -21,7 +19,14 @@ use crate::show::{Bar, exit, for_terminal};
 const FAILURES_SHOWN_PER_KIND: usize = 10;
 
 fn main() {
-    std::process::exit(run(Cli::parse()));
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().get_matches();
+    if let Some(refusal) = crate::cli::unused_flag(&matches) {
+        eprintln!("fastwrite: {refusal}");
+        std::process::exit(exit::CANNOT_START);
+    }
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
+    std::process::exit(run(cli));
 }
 
 fn run(cli: Cli) -> i32 {
