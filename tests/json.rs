@@ -164,3 +164,31 @@ fn a_mirror_reports_in_json_too() {
     // The new file, and its folder's mtime, which adding it changed.
     assert_eq!(actions, serde_json::json!(["update d/", "copy d/new"]));
 }
+
+/// Issue 26, item 10: a run that cannot start still answers a script with `--json`: one
+/// object, `{"error": ...}`, on stdout (it printed nothing), exit 2; for extract, list and
+/// mirror alike.
+#[test]
+fn a_run_that_cannot_start_says_so_in_json() {
+    let t = tempdir();
+    let missing = t.join("missing.zip");
+    let not_a_folder = t.join("file.txt");
+    fs::write(&not_a_folder, "x").unwrap();
+    for args in [
+        osv!["extract", &missing, "-o", t.join("out"), "--json"],
+        osv!["list", &missing, "--json"],
+        osv!["mirror", &not_a_folder, t.join("dst"), "--json"],
+    ] {
+        let r = run_fastwrite(&args);
+        r.assert_code(2);
+        let lines: Vec<&str> = r.stdout.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}\n{}", r.dump());
+        let v: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        let error = v["error"].as_str().unwrap_or_default();
+        assert!(
+            !error.is_empty() && r.stderr.contains(error),
+            "{args:?}: the JSON's error is not stderr's\n{}",
+            r.dump()
+        );
+    }
+}

@@ -80,6 +80,23 @@ fn manual_pages_document_every_command() {
     let mirror = run_fastwrite(&osv!["man", "mirror"]);
     assert!(mirror.stdout.contains("delete"), "{}", mirror.dump());
     assert_eq!(run_fastwrite(&osv!["man", "nothing"]).code(), 2);
+    // Every page the top page names under SEE ALSO is there (issue 26, item 10: `man list`
+    // was refused, though fastwrite(1) names fastwrite-list(1)).
+    let named: Vec<&str> = top
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("fastwrite\\-")?.strip_suffix("(1)"))
+        .collect();
+    assert!(named.contains(&"list"), "{named:?}\n{}", top.stdout);
+    for name in named {
+        let page = run_fastwrite(&osv!["man", name]);
+        assert_eq!(page.code(), 0, "man {name}\n{}", page.dump());
+        assert!(
+            page.stdout.contains(&format!(".TH fastwrite-{name} 1")),
+            "{}",
+            page.dump()
+        );
+    }
 }
 
 /// `-o -` is refused (it looked like standard output and made a folder named `-`), and so is

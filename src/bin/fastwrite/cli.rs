@@ -154,7 +154,7 @@ pub enum Command {
     /// fastwrite-extract.1`, for `man/man1/`; or read one now: `fastwrite man extract | man -l -`
     Man {
         /// The command to document (fastwrite itself if none)
-        #[arg(value_parser = ["extract", "mirror", "completions"])]
+        #[arg(value_parser = ["extract", "mirror", "list", "completions", "man"])]
         command: Option<String>,
     },
 }

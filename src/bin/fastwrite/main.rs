@@ -36,8 +36,7 @@ fn run(cli: Cli) -> i32 {
         Command::List(args) => return list(args, cli.global.json),
         Command::Extract(args) => {
             if let Some(refusal) = refuse_extract(args) {
-                eprintln!("fastwrite: {refusal}");
-                return exit::CANNOT_START;
+                return cannot_start(refusal, cli.global.json);
             }
         }
         _ => {}
@@ -64,8 +63,7 @@ fn run(cli: Cli) -> i32 {
             if let Some(bar) = &opts.progress {
                 bar.finished();
             }
-            eprintln!("fastwrite: {}", for_terminal(format_args!("{error:#}")));
-            return exit::CANNOT_START;
+            return cannot_start(&format!("{error:#}"), cli.global.json);
         }
     };
     if !cli.global.quiet {
@@ -140,12 +138,16 @@ fn print_completions(shell: clap_complete::Shell) -> i32 {
 /// the same definitions as `--help`.
 fn print_man_page(command: Option<&str>) -> i32 {
     use clap::CommandFactory;
-    let mut page = Cli::command();
+    // Every page the top page names under SEE ALSO is one `man` prints (clap's own `help`
+    // command, which has none, is left out of the list).
+    let mut page = Cli::command().disable_help_subcommand(true);
     if let Some(name) = command {
         // The command's own page names itself as git's do (`git-commit(1)`).
         let title = match name {
             "extract" => "fastwrite-extract",
             "mirror" => "fastwrite-mirror",
+            "list" => "fastwrite-list",
+            "man" => "fastwrite-man",
             _ => "fastwrite-completions",
         };
         let Some(sub) = page.find_subcommand(name).cloned() else {
@@ -206,9 +208,17 @@ fn list(args: &crate::cli::ListArgs, json: bool) -> i32 {
                 exit::SOME_FAILED
             }
         }
-        Err(error) => {
-            eprintln!("fastwrite: {}", for_terminal(format_args!("{error:#}")));
-            exit::CANNOT_START
-        }
+        Err(error) => cannot_start(&format!("{error:#}"), json),
     }
+}
+
+/// A run that cannot start: the reason on stderr, and with `--json` as `{"error": ...}` on
+/// stdout too. Exit 2.
+fn cannot_start(message: &str, json: bool) -> i32 {
+    eprintln!("fastwrite: {}", for_terminal(message));
+    if json {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", show::error_json(message)).and_then(|()| out.flush());
+    }
+    exit::CANNOT_START
 }

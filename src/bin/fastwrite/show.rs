@@ -179,6 +179,12 @@ fn sort_failures(report: &mut Report) {
 /// The whole report as one JSON object, for scripts (`--json`): counts, bytes, time per
 /// phase in seconds, the close stage's figures, a mirror's counts, every warning, and every
 /// failure with its `path`, `kind` (`ErrorKind::name`) and `reason`.
+/// What `--json` prints when a run cannot start (exit 2): `{"error": MESSAGE}`, so a script
+/// reading stdout gets an object whatever happened.
+pub fn error_json(message: &str) -> String {
+    serde_json::json!({ "error": message }).to_string()
+}
+
 pub fn report_json(report: &Report) -> String {
     let failures: Vec<serde_json::Value> = report
         .failures
