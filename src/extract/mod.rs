@@ -24,6 +24,8 @@ mod zip;
 use std::path::Path;
 use std::time::Instant;
 
+use anyhow::Context;
+
 use crate::error::Setting;
 use crate::options::Options;
 use crate::report::Report;
@@ -58,6 +60,13 @@ pub fn extract(archive: &Path, out: &Path, opts: &Options) -> anyhow::Result<Rep
 
 fn extract_any(archive: &Path, out: &Path, opts: &Options) -> anyhow::Result<Report> {
     let chooser = Chooser::new(&opts.select)?;
+    // An output folder nothing can be made in fails the run in one line, before the archive
+    // is read, rather than every entry in a line of its own. (A mirror's DST is not checked:
+    // a mirror with nothing to change writes nothing.)
+    if let Ok(dir) = crate::platform::OutDir::open(out) {
+        dir.check_writable()
+            .with_context(|| format!("cannot write in output folder '{}'", out.display()))?;
+    }
     let mut report = read_any(archive, out, opts, &chooser)?;
     if !opts.cancel.is_cancelled() {
         // As GNU tar does: after everything else is written, each pattern that matched

@@ -114,6 +114,31 @@ impl OutDir {
         &self.path
     }
 
+    /// Whether this process may make entries in the folder (write and search permission for
+    /// its effective ids, a writable mount): checked once, so that a folder nothing can be
+    /// written in fails the run in one line rather than every file in one line each. Only a
+    /// clear "no" (permission, a read-only mount) is an error; where the filesystem cannot say
+    /// (a FUSE daemon without an `access` call), the writes will tell.
+    pub fn check_writable(&self) -> io::Result<()> {
+        // SAFETY: a valid descriptor and a constant C string.
+        let rc = unsafe {
+            libc::faccessat(
+                self.fd.as_raw_fd(),
+                c".".as_ptr(),
+                libc::W_OK | libc::X_OK,
+                libc::AT_EACCESS,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let error = io::Error::last_os_error();
+        match error.raw_os_error() {
+            Some(libc::EACCES | libc::EPERM | libc::EROFS) => Err(error),
+            _ => Ok(()),
+        }
+    }
+
     /// Creates a new file for writing; fails if anything (even a dangling symlink) has the
     /// name. `mode` is applied at creation (less the umask; see `fix_mode`).
     pub fn create_new(&self, rel: &Path, mode: u32) -> io::Result<File> {
