@@ -25,7 +25,10 @@ pub struct Report {
     pub specials: u64,
     /// Bytes of file content written.
     pub bytes: u64,
-    /// Existing files kept because of [`Overwrite::Skip`](crate::Overwrite::Skip).
+    /// Entries not written on purpose, each said: existing files kept because of
+    /// [`Overwrite::Skip`](crate::Overwrite::Skip), and entries of a kind not written (device
+    /// nodes and FIFOs without [`Options::devices`](crate::Options::devices), unsupported tar
+    /// entry types, a mirror's sockets), each also a warning.
     pub skipped: u64,
     /// Every entry that failed, with its path and kind (for a batch: those not returned
     /// before by [`Batch::take_errors`](crate::Batch::take_errors)).

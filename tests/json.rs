@@ -192,3 +192,46 @@ fn a_run_that_cannot_start_says_so_in_json() {
         );
     }
 }
+
+/// Issue 26, item 10: `skipped` counts every entry left out on purpose that a warning names
+/// (it said 0 while the skips were printed): a FIFO and a character device in a tar without
+/// `--devices`, an unsupported entry type, and existing files kept with `--skip-existing`.
+#[test]
+fn skipped_counts_every_skip_that_is_said() {
+    let t = tempdir();
+    let archive = t.join("kinds.tar");
+    let mut builder = tar::Builder::new(Vec::new());
+    for (path, kind, data) in [
+        ("a.txt", tar::EntryType::Regular, &b"aaa"[..]),
+        ("pipe", tar::EntryType::Fifo, b""),
+        ("null", tar::EntryType::Char, b""),
+        ("odd", tar::EntryType::new(b'Q'), b""),
+        ("b.txt", tar::EntryType::Regular, b"bbb"),
+    ] {
+        let mut header = tar::Header::new_gnu();
+        header.set_path(path).unwrap();
+        header.set_entry_type(kind);
+        header.set_mode(0o644);
+        header.set_size(data.len() as u64);
+        header.set_cksum();
+        builder.append(&header, data).unwrap();
+    }
+    fs::write(&archive, builder.into_inner().unwrap()).unwrap();
+    let out = t.join("out");
+    let r = run_fastwrite(&osv!["extract", &archive, "-o", &out, "--json"]);
+    r.assert_code(0);
+    let said = r.stderr.matches("warning: skipped").count();
+    assert_eq!(said, 3, "{}", r.dump());
+    assert_eq!(report(&r)["skipped"], 3, "{}", r.dump());
+    // Again over itself, keeping what is there: the two files are skipped too.
+    let r = run_fastwrite(&osv![
+        "extract",
+        &archive,
+        "-o",
+        &out,
+        "--json",
+        "--skip-existing"
+    ]);
+    r.assert_code(0);
+    assert_eq!(report(&r)["skipped"], 5, "{}", r.dump());
+}

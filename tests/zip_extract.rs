@@ -2276,3 +2276,42 @@ sys.exit(os.waitstatus_to_exitcode(status))
         "inside"
     );
 }
+
+/// Issue 26, item 10: a name stored twice is named in the warning (it said "some entries"),
+/// and the last entry of the name is the one extracted, as unzip and bsdtar extract it.
+#[test]
+fn names_stored_twice_are_named_and_the_last_wins() {
+    let t = tempdir();
+    let archive = t.join("twice.zip");
+    crate_zip(
+        &archive,
+        &[
+            Z::File("a.txt", b"first".to_vec(), 0o644, STORED),
+            Z::File("c.txt", b"cee".to_vec(), 0o644, STORED),
+            Z::File("b.txt", b"second".to_vec(), 0o644, STORED),
+        ],
+    );
+    // The zip crate writes no name twice: b.txt becomes a.txt in its local header and its
+    // central directory record (same length; no checksum covers names).
+    let bytes = fs::read(&archive).unwrap();
+    let mut patched = Vec::with_capacity(bytes.len());
+    let mut rest = &bytes[..];
+    while let Some(at) = rest.windows(5).position(|w| w == b"b.txt") {
+        patched.extend_from_slice(&rest[..at]);
+        patched.extend_from_slice(b"a.txt");
+        rest = &rest[at + 5..];
+    }
+    patched.extend_from_slice(rest);
+    fs::write(&archive, patched).unwrap();
+    let out = t.join("out");
+    let r = run_fastwrite(&osv!["extract", &archive, "-o", &out]);
+    r.assert_code(0);
+    assert!(
+        r.stderr
+            .contains("names some entries more than once ('a.txt')"),
+        "{}",
+        r.dump()
+    );
+    assert_eq!(fs::read(out.join("a.txt")).unwrap(), b"second");
+    assert_eq!(fs::read(out.join("c.txt")).unwrap(), b"cee");
+}

@@ -147,6 +147,7 @@ fn walked(walk: Walk<'_>, src: &Path) -> Found {
 fn add_found(report: &mut Report, mut found: Found) {
     report.failures.append(&mut found.failures);
     report.warnings.append(&mut found.warnings);
+    report.skipped += found.skipped;
     if let Some(m) = &mut report.mirror {
         m.unchanged = found.unchanged;
     }

@@ -166,6 +166,8 @@ pub struct Found {
     pub actions: Vec<Action>,
     pub failures: Vec<Error>,
     pub warnings: Vec<String>,
+    /// Sources of a kind not copied (sockets, FIFOs, devices), each also a warning.
+    pub skipped: u64,
     pub unchanged: u64,
     pub linked: Vec<Linked>,
 }
@@ -428,6 +430,7 @@ impl Walk<'_> {
         found.actions.append(&mut local.actions);
         found.failures.append(&mut local.failures);
         found.warnings.append(&mut local.warnings);
+        found.skipped += local.skipped;
         found.linked.append(&mut local.linked);
         found.unchanged += local.unchanged;
     }
@@ -536,6 +539,7 @@ impl Walk<'_> {
                 src_path.display(),
                 what(&meta)
             ));
+            local.skipped += 1;
             return false;
         }
         // Something that is not a directory goes where a directory may be.

@@ -24,6 +24,9 @@ pub(crate) struct Checker<'s> {
     /// per entry, not by its path): a hard link may only name one of these, and a later copy
     /// of one replaces it.
     pub files: HashSet<u64>,
+    /// Files the selection left out (hashes of their names as archived, without a leading
+    /// `./`): a hard link to one of them is refused saying so.
+    unselected: HashSet<u64>,
     /// Entries seen so far: each entry's place in the archive.
     order: usize,
     /// Symlinks seen so far: nothing may be extracted below one.
@@ -31,6 +34,8 @@ pub(crate) struct Checker<'s> {
     /// Paths that differ only by case, where names ignore case.
     case: plan::CaseGuard,
     pub warnings: Vec<String>,
+    /// Members skipped for their kind (each with a warning), for the report's `skipped`.
+    pub skipped: u64,
     /// Device nodes and FIFOs become entries ([`Options::devices`](crate::Options::devices));
     /// else they are skipped with a warning.
     devices: bool,
@@ -41,11 +46,20 @@ impl<'s> Checker<'s> {
         Checker {
             chooser,
             files: HashSet::new(),
+            unselected: HashSet::new(),
             order: 0,
             symlinks: HashSet::new(),
             case: plan::CaseGuard::new(),
             warnings: Vec::new(),
+            skipped: 0,
             devices,
+        }
+    }
+
+    /// Notes a member the selection left out (listing skips those before [`Checker::entry`]).
+    pub fn left_out(&mut self, member: &Member) {
+        if member.kind == Kind::File {
+            self.unselected.insert(archived_key(&member.name));
         }
     }
 
@@ -55,7 +69,10 @@ impl<'s> Checker<'s> {
         let stored = match self.chooser.choose(&member.name, member.kind == Kind::Dir) {
             Choice::Take(stored) => stored,
             // Its data is skipped in the stream, unwritten.
-            Choice::Skip => return Ok(None),
+            Choice::Skip => {
+                self.left_out(member);
+                return Ok(None);
+            }
             Choice::Refuse(why) => return Err(refused(anyhow!("refused: {why}"))),
         };
         for note in &member.notes {
@@ -105,6 +122,7 @@ impl<'s> Checker<'s> {
                         kind.describe(),
                         Setting::Devices
                     ));
+                    self.skipped += 1;
                     return Ok(None);
                 }
                 let (major, minor) = member.device.unwrap_or_default();
@@ -117,6 +135,7 @@ impl<'s> Checker<'s> {
                     "skipped '{name}': unsupported entry type '{}'",
                     (flag as char).escape_default()
                 ));
+                self.skipped += 1;
                 return Ok(None);
             }
         };
@@ -142,6 +161,15 @@ impl<'s> Checker<'s> {
                 plan::check_symlink_target(&path, &target.to_string_lossy())
                     .map_err(|r| refused(anyhow!("refused: {r}")))?;
             }
+            EntryKind::Hardlink { target }
+                if !self.files.contains(&path_key(target))
+                    && self.unselected.contains(&archived_key(&member.link)) =>
+            {
+                return Err(refused(anyhow!(
+                    "refused: hard link target '{}' is in the archive, but not selected: select it too, or leave the link out",
+                    target.display()
+                )));
+            }
             EntryKind::Hardlink { target } if !self.files.contains(&path_key(target)) => {
                 return Err(refused(anyhow!(
                     "refused: hard link target '{}' is not a file earlier in this archive",
@@ -163,4 +191,17 @@ impl<'s> Checker<'s> {
             replaces: false,
         }))
     }
+}
+
+/// A name as archived, without a leading `./`, as a key in a set of names (see
+/// [`Checker::unselected`]): a hard link names its target as the archive named it.
+fn archived_key(name: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut name = name;
+    while let Some(rest) = name.strip_prefix(b"./") {
+        name = rest;
+    }
+    let mut hasher = std::hash::DefaultHasher::new();
+    name.hash(&mut hasher);
+    hasher.finish()
 }

@@ -34,6 +34,7 @@ pub(in crate::extract) fn list(
     {
         members += 1;
         if chooser.choose(&member.name, member.kind == Kind::Dir) == Choice::Skip {
+            check.left_out(&member);
             continue;
         }
         let name = plan::display_bytes(&member.name);

@@ -49,7 +49,7 @@ pub(super) fn extract(
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
-    let (mut report, (outcome, warnings, last_name)) =
+    let (mut report, (outcome, warnings, skipped, last_name)) =
         engine::run(out, None, opts, |engine, writers| {
             // The last copy of a path wins: the engine must know which paths are this run's.
             engine.track_created();
@@ -70,7 +70,7 @@ pub(super) fn extract(
                     let outcome = stream.walk(decoded, writer);
                     (outcome, stream.check, stream.last_name)
                 });
-            (outcome, check.warnings, last_name)
+            (outcome, check.warnings, check.skipped, last_name)
         })?;
     if let Err(error) = outcome {
         let place = match last_name {
@@ -84,6 +84,7 @@ pub(super) fn extract(
         ));
     }
     report.warnings.extend(warnings);
+    report.skipped += skipped;
     Ok(report)
 }
 

@@ -197,6 +197,37 @@ impl<'a> Central<'a> {
     }
 }
 
+/// The names the central directory at `start` holds more than once, in its order, each once.
+/// The directory's records are walked as they lie (46 fixed bytes, then the name, the extra
+/// fields and the comment) until one is not a record.
+pub(super) fn names_stored_twice(archive: &[u8], start: u64) -> Vec<&[u8]> {
+    // Each name seen, and whether it is in `twice` already.
+    let mut seen = std::collections::HashMap::new();
+    let mut twice = Vec::new();
+    let Ok(mut at) = usize::try_from(start) else {
+        return twice;
+    };
+    while let Some(fixed) = archive.get(at..at.saturating_add(46))
+        && &fixed[..4] == CENTRAL_SIGNATURE
+    {
+        let lengths = [28, 30, 32].map(|i| usize::from(u16_at(fixed, i).unwrap_or_default()));
+        let Some(name) = archive.get(at + 46..at + 46 + lengths[0]) else {
+            break;
+        };
+        let told = seen.entry(name).or_insert(None);
+        match told {
+            None => *told = Some(false),
+            Some(false) => {
+                *told = Some(true);
+                twice.push(name);
+            }
+            Some(true) => {}
+        }
+        at += 46 + lengths.iter().sum::<usize>();
+    }
+    twice
+}
+
 /// A general-purpose flag: PKWARE's strong encryption (certificates or passwords, with RC2,
 /// 3DES or AES), not the traditional or WinZip AES a password opens here.
 pub(super) const STRONG_ENCRYPTION: u16 = 1 << 6;

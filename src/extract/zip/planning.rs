@@ -61,10 +61,20 @@ pub(in crate::extract) fn build_plan(
         plan.reject(name, ErrorKind::Source, error);
     }
     if archive.has_duplicate_names() {
-        plan.warnings.push(
-            "the archive names some entries more than once; one entry of each name was extracted"
-                .into(),
-        );
+        let names = integrity::names_stored_twice(bytes, archive.central_directory_start());
+        let shown: Vec<String> = names
+            .iter()
+            .take(5)
+            .map(|name| format!("'{}'", plan::display_bytes(name)))
+            .collect();
+        let more = match names.len().saturating_sub(shown.len()) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        plan.warnings.push(format!(
+            "the archive names some entries more than once ({}{more}): the last entry of each name was extracted, as unzip and bsdtar do",
+            shown.join(", ")
+        ));
     }
 
     // Nothing below a symlink of the archive, even one refused below (as for a tar).
