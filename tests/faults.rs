@@ -913,14 +913,15 @@ mod linux {
     }
 
     /// Runs fastwrite (the lab preloaded with `lab_vars`), sends it `signals` signals (`signal`,
-    /// SIGINT or SIGTERM) 100 ms apart
-    /// starting `after` the start, and waits for it. Returns its output and how long it took to
-    /// exit after the first signal. Fails if it finished before the first signal (the run must be
-    /// slower for the test to mean anything), and kills it if it outlives the first by 20 s.
+    /// SIGINT or SIGTERM) 100 ms apart, starting once `ready` says so (polled every 2 ms: an
+    /// event, such as a file written, never a time, which a loaded machine stretches), and waits
+    /// for it. Returns its output and how long it took to exit after the first signal. Fails if
+    /// it finished before the first signal (the run must be slower for the test to mean
+    /// anything), and kills it if it outlives the first by 20 s.
     fn run_and_interrupt(
         args: &[OsString],
         lab_vars: &[(&str, &str)],
-        after: Duration,
+        ready: &dyn Fn() -> bool,
         signal: libc::c_int,
         signals: usize,
     ) -> (Output, Duration) {
@@ -953,7 +954,14 @@ mod linux {
             cmdline: cmdline.clone(),
         };
 
-        std::thread::sleep(after);
+        let started = Instant::now();
+        while !ready() && child.try_wait().expect("wait for fastwrite").is_none() {
+            assert!(
+                started.elapsed() < NO_HANG,
+                "the run never got ready to be interrupted"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
         let mut first = None;
         let mut sent = 0;
         let status = loop {
@@ -984,8 +992,8 @@ mod linux {
         let out = output(status, so, se);
         let Some(took) = took else {
             panic!(
-                "fastwrite finished before it could be interrupted ({after:?} in): the run must be \
-             slower for this test to mean anything\n{}",
+                "fastwrite finished before it could be interrupted: the run must be slower for \
+             this test to mean anything\n{}",
                 out.dump()
             );
         };
@@ -999,8 +1007,8 @@ mod linux {
     /// version of every file and the run has `--overwrite`: then every file is the old version or
     /// the new one, whole (a replacement in flight is removed or renamed into place, never left
     /// under its temp name), and some are still old. Closes take 2 ms each (the lab), with 2
-    /// writers and 2 close threads, so the whole run would take about 3 s; the signal comes 400 ms
-    /// in.
+    /// writers and 2 close threads, so the whole run would take about 3 s; the signal comes once
+    /// the archive's 100th file is written (new), whatever the machine's load.
     fn interrupt_test(signal: libc::c_int, signals: usize, overwrite: bool) {
         let t = tempdir();
         let files = many_small_files();
@@ -1016,10 +1024,12 @@ mod linux {
             let mut flags = mode.to_vec();
             flags.extend(["-j", "2", "--close-threads", "2"]);
             let more: &[&str] = if overwrite { &["--overwrite"] } else { &[] };
+            let (sentinel, content) = files.iter().nth(99).expect("3000 files");
+            let sentinel = out.join(sentinel);
             let (r, took) = run_and_interrupt(
                 &extract_args(&flags, &archive, &out, more),
                 &[("FASTWRITE_LAB_CLOSE_MS", "2")],
-                Duration::from_millis(400),
+                &|| fs::read(&sentinel).is_ok_and(|now| now == *content),
                 signal,
                 signals,
             );
@@ -1053,7 +1063,7 @@ mod linux {
             );
             assert!(
                 new > 0,
-                "no new file at all was left, though hundreds were complete before the signal\n{}",
+                "no new file at all was left, though the 100th was complete before the signal\n{}",
                 r.dump()
             );
             if overwrite {

@@ -259,3 +259,28 @@ fn a_flag_that_would_do_nothing_is_refused() {
         b"some notes\n"
     );
 }
+
+/// The README's first command: the sample extracts whole, its symlink leads to the file it
+/// names (it pointed at a README.md that does not exist), and what the command writes is
+/// ignored by git (`demo-out/` was left untracked in the repository).
+#[cfg(unix)] // the sample's symlink
+#[test]
+fn the_readme_sample_extracts_whole_and_leaves_the_repository_clean() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let t = tempdir();
+    let out = t.join("demo-out");
+    let r = run_fastwrite(&osv!["extract", root.join("samples/demo.zip"), "-o", &out]);
+    r.assert_code(0);
+    let link = out.join("project/docs/readme-link.md");
+    assert!(
+        std::fs::symlink_metadata(&link).unwrap().is_symlink(),
+        "{}",
+        r.dump()
+    );
+    assert_eq!(
+        std::fs::read(&link).expect("the sample's symlink dangles"),
+        std::fs::read(out.join("project/README.md")).unwrap()
+    );
+    let ignored = std::fs::read_to_string(root.join(".gitignore")).unwrap();
+    assert!(ignored.lines().any(|l| l == "/demo-out/"), "{ignored}");
+}
