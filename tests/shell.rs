@@ -284,3 +284,26 @@ fn the_readme_sample_extracts_whole_and_leaves_the_repository_clean() {
     let ignored = std::fs::read_to_string(root.join(".gitignore")).unwrap();
     assert!(ignored.lines().any(|l| l == "/demo-out/"), "{ignored}");
 }
+
+/// Issue 26, item 12: without `-o`, extract writes into the current folder, as tar and unzip
+/// do (`-o` was required); `-C`, `--directory` (tar) and `-d` (unzip) name OUT as `-o` does.
+#[test]
+fn out_defaults_to_the_current_folder_and_takes_tar_and_unzip_spellings() {
+    let t = tempdir();
+    let zip = t.join("a.zip");
+    crate_zip(&zip, &[Z::File("a.txt", b"aaa".to_vec(), 0o644, STORED)]);
+    let here = t.join("here");
+    std::fs::create_dir(&here).unwrap();
+    let r = std::process::Command::new(BIN)
+        .args(osv!["extract", &zip])
+        .current_dir(&here)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(std::fs::read(here.join("a.txt")).unwrap(), b"aaa");
+    for flag in ["-C", "--directory", "-d", "-o", "--output"] {
+        let out = t.join(format!("out{flag}"));
+        run_fastwrite(&osv!["extract", &zip, flag, &out]).assert_code(0);
+        assert_eq!(std::fs::read(out.join("a.txt")).unwrap(), b"aaa", "{flag}");
+    }
+}

@@ -233,8 +233,17 @@ pub struct ExtractArgs {
     #[arg(value_name = "PATTERN")]
     pub patterns: Vec<String>,
 
-    /// The output folder (created if missing)
-    #[arg(short, long, value_name = "OUT")]
+    /// The output folder (created if missing) [default: the current folder, as tar and unzip
+    /// extract]; `-C` and `--directory` (tar's) and `-d` (unzip's) say the same
+    #[arg(
+        short,
+        long,
+        value_name = "OUT",
+        default_value = ".",
+        hide_default_value = true,
+        visible_short_aliases = ['C', 'd'],
+        visible_alias = "directory"
+    )]
     pub output: PathBuf,
 
     /// Leave out entries matching GLOB (repeatable), and everything in a matching directory:
