@@ -557,10 +557,16 @@ mod tests {
                 "--skip-existing",
             ][..],
             &["fastwrite", "extract", "a.zip", "-o", "o", "-j", "0"][..],
-            &["fastwrite", "extract", "a.zip"][..],
+            &["fastwrite", "extract", "a.zip", "-o", "o", "-C", "p"][..],
         ] {
             assert!(Cli::try_parse_from(args).is_err(), "{args:?}");
         }
+        // Without -o, the current folder.
+        let cli = Cli::try_parse_from(["fastwrite", "extract", "a.zip"]).unwrap();
+        let Command::Extract(args) = cli.command else {
+            panic!("extract")
+        };
+        assert_eq!(args.output, PathBuf::from("."));
     }
 
     #[test]
