@@ -307,3 +307,46 @@ fn out_defaults_to_the_current_folder_and_takes_tar_and_unzip_spellings() {
         assert_eq!(std::fs::read(out.join("a.txt")).unwrap(), b"aaa", "{flag}");
     }
 }
+
+/// Issue 26, item 11: a tar shows progress on a terminal, as a zip and a mirror do (it was
+/// silent however long it took): under script(1)'s pseudo-terminal, a tar streamed in two
+/// halves a second apart shows the files and bytes done so far.
+#[cfg(unix)] // script(1) gives the child a pseudo-terminal; a Windows build cannot start it
+#[test]
+fn a_tar_shows_progress_on_a_terminal() {
+    require_tool("script");
+    let t = tempdir();
+    let names: Vec<String> = (0..200).map(|i| format!("d/f{i:03}.txt")).collect();
+    let data = vec![b'x'; 3000];
+    let files: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &data[..])).collect();
+    let archive = t.join("a.tar");
+    let tar = crate_tar(&files);
+    std::fs::write(&archive, &tar).unwrap();
+    let half = tar.len() / 2;
+    let out = t.join("out");
+    let line = format!(
+        "sh -c '(head -c {half} {a}; sleep 1; tail -c +{rest} {a}) | {BIN} extract - -o {o}'",
+        a = archive.display(),
+        rest = half + 1,
+        o = out.display()
+    );
+    let r = run_command({
+        let mut c = std::process::Command::new("script");
+        c.args(["-qfec", &line, "/dev/null"]);
+        c
+    });
+    r.assert_code(0);
+    let drawn = r.stdout.replace('\r', "\n");
+    let counts: Vec<u64> = drawn
+        .lines()
+        .filter_map(|l| {
+            let (before, _) = l.split_once(" files (")?;
+            before.rsplit(' ').next()?.parse().ok()
+        })
+        .collect();
+    assert!(
+        counts.iter().any(|&n| n > 0 && n < 200),
+        "no progress line with some of the files done: {counts:?}\n{drawn}"
+    );
+    assert_eq!(all_paths(&out.join("d")).len(), 200);
+}

@@ -277,6 +277,16 @@ impl Default for Bar {
 
 impl Reporter for Bar {
     fn planned(&self, files: u64, bytes: u64) {
+        if files == 0 && bytes == 0 {
+            // Nothing known up front (a tar stream, a mirror into an empty folder): a spinner
+            // with what is done so far.
+            self.bar.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {msg} ({binary_bytes})",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+        }
         self.bar.set_length(bytes);
         let bar = self.bar.clone();
         let counters = Arc::clone(&self.counters);

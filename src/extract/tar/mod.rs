@@ -51,6 +51,8 @@ pub(super) fn extract(
 ) -> anyhow::Result<Report> {
     let (mut report, (outcome, warnings, skipped, last_name)) =
         engine::run(out, None, opts, |engine, writers| {
+            // A stream's size is not known up front: a bar of what is done so far.
+            engine.reporter().planned(0, 0);
             // The last copy of a path wins: the engine must know which paths are this run's.
             engine.track_created();
             if verified.is_some() {
