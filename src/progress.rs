@@ -15,6 +15,10 @@ pub trait Reporter: Send + Sync {
     fn bytes_written(&self, _bytes: u64) {}
     /// One file is written.
     fn file_written(&self) {}
+    /// A file (written, its close under way) or a link (made) is in place, by its name in the
+    /// source: what `tar -xv` and `unzip` list. Called from many threads, in the order the
+    /// work completes.
+    fn entry_written(&self, _name: &str) {}
     /// The run is over (successfully or not).
     fn finished(&self) {}
 }

@@ -350,3 +350,54 @@ fn a_tar_shows_progress_on_a_terminal() {
     );
     assert_eq!(all_paths(&out.join("d")).len(), 200);
 }
+
+/// Issue 26, item 13: `-v` lists each file and link as it is written, a name a line on stdout
+/// (as `tar -xv` and unzip do), each once, for a tar, a zip and a mirror; with `--json` or
+/// `--quiet` it is refused (both say otherwise what stdout or stderr hold).
+#[cfg(unix)] // the tar's symlink
+#[test]
+fn verbose_lists_every_file_and_link_written() {
+    let t = tempdir();
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut expected = std::collections::BTreeSet::new();
+    for i in 0..50 {
+        let name = format!("d{}/f{i:02}.txt", i % 3);
+        let mut header = tar::Header::new_gnu();
+        header.set_size(3);
+        header.set_mode(0o644);
+        builder
+            .append_data(&mut header, &name, &b"abc"[..])
+            .unwrap();
+        expected.insert(name);
+    }
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(tar::EntryType::Symlink);
+    header.set_size(0);
+    builder
+        .append_link(&mut header, "d0/link", "f00.txt")
+        .unwrap();
+    expected.insert("d0/link".to_string());
+    let archive = t.join("a.tar");
+    std::fs::write(&archive, builder.into_inner().unwrap()).unwrap();
+    let lines = |r: &Output| -> std::collections::BTreeSet<String> {
+        let all: Vec<String> = r.stdout.lines().map(str::to_string).collect();
+        let set: std::collections::BTreeSet<String> = all.iter().cloned().collect();
+        assert_eq!(all.len(), set.len(), "a name listed twice\n{}", r.dump());
+        set
+    };
+    let r = run_fastwrite(&osv!["extract", &archive, "-o", t.join("out"), "-v"]);
+    r.assert_code(0);
+    assert_eq!(lines(&r), expected, "{}", r.dump());
+    let zip = t.join("a.zip");
+    crate_zip(&zip, &[Z::File("z.txt", b"z".to_vec(), 0o644, STORED)]);
+    let r = run_fastwrite(&osv!["extract", &zip, "-o", t.join("zout"), "--verbose"]);
+    r.assert_code(0);
+    assert_eq!(r.stdout, "z.txt\n");
+    let r = run_fastwrite(&osv!["mirror", t.join("out"), t.join("copy"), "-v"]);
+    r.assert_code(0);
+    assert_eq!(lines(&r), expected, "{}", r.dump());
+    for other in ["--json", "--quiet"] {
+        let r = run_fastwrite(&osv!["extract", &zip, "-o", t.join("x"), "-v", other]);
+        r.assert_code(2);
+    }
+}

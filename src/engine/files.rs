@@ -248,6 +248,7 @@ impl Engine {
         counts.files += 1;
         counts.bytes += bytes;
         self.reporter.file_written();
+        self.reporter.entry_written(&entry.name);
         let job = CloseJob {
             file: open.file,
             path: open.path,

@@ -92,11 +92,14 @@ impl Engine {
             _ => return,
         };
         match result {
-            Ok(true) => match entry.kind {
-                EntryKind::Symlink { .. } => made.symlinks += 1,
-                EntryKind::Hardlink { .. } => made.hardlinks += 1,
-                _ => made.specials += 1,
-            },
+            Ok(true) => {
+                self.reporter.entry_written(&entry.name);
+                match entry.kind {
+                    EntryKind::Symlink { .. } => made.symlinks += 1,
+                    EntryKind::Hardlink { .. } => made.hardlinks += 1,
+                    _ => made.specials += 1,
+                }
+            }
             Ok(false) => *self.skipped.get_mut() += 1,
             Err(error) => self.failures.push(error),
         }

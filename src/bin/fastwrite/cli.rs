@@ -62,13 +62,14 @@ const TUNING: &str = "Tuning (extract and mirror)";
 
 /// The global flags, by clap's id and as a user types them, with the commands that use each.
 /// A command refuses the ones it does not use (see [`unused_flag`]).
-const GLOBALS: [(&str, &str, &[&str]); 8] = [
+const GLOBALS: [(&str, &str, &[&str]); 9] = [
     ("defer_close", "--defer-close", &["extract", "mirror"]),
     ("no_defer_close", "--no-defer-close", &["extract", "mirror"]),
     ("threads", "-j/--threads", &["extract", "mirror"]),
     ("close_threads", "--close-threads", &["extract", "mirror"]),
     ("fsync", "--fsync", &["extract", "mirror"]),
     ("quiet", "--quiet", &["extract", "mirror"]),
+    ("verbose", "--verbose", &["extract", "mirror"]),
     ("stats", "--stats", &["extract", "mirror"]),
     ("json", "--json", &["extract", "mirror", "list"]),
 ];
@@ -121,6 +122,11 @@ pub struct Global {
     /// Print nothing but errors
     #[arg(short, long, global = true)]
     pub quiet: bool,
+
+    /// Print each file and link as it is written, one name a line on stdout (as `tar -xv` and
+    /// unzip list them), in the order the writers finish them
+    #[arg(short, long, global = true, conflicts_with_all = ["quiet", "json"])]
+    pub verbose: bool,
 
     /// For scripts: `extract` and `mirror` print their report as one JSON object on stdout
     /// (counts, bytes, time per phase, close figures, every failure with its path, kind and

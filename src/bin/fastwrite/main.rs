@@ -47,7 +47,9 @@ fn run(cli: Cli) -> i32 {
         // Still safe to go on: Ctrl-C then stops the process the default way.
         eprintln!("fastwrite: warning: cannot catch Ctrl-C: {error}");
     }
-    if !cli.global.quiet && std::io::stderr().is_terminal() {
+    if cli.global.verbose {
+        opts.progress = Some(Arc::new(show::Verbose::default()));
+    } else if !cli.global.quiet && std::io::stderr().is_terminal() {
         opts.progress = Some(Arc::new(Bar::new()));
     }
     let result = match &cli.command {

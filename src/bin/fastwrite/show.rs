@@ -329,6 +329,26 @@ impl Reporter for Bar {
     }
 }
 
+/// `-v`: each file and link a line on stdout as it is written, its name made safe for a
+/// terminal. Writers take stdout's lock for a line each; output that fails (a closed pipe)
+/// stops, the run does not.
+#[derive(Default)]
+pub struct Verbose {
+    broken: AtomicBool,
+}
+
+impl Reporter for Verbose {
+    fn entry_written(&self, name: &str) {
+        if self.broken.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        if std::io::Write::write_fmt(&mut out, format_args!("{}\n", terminal_safe(name))).is_err() {
+            self.broken.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 /// One line of `fastwrite list`: `tar -tv`'s columns (type and mode, size, mtime in UTC,
 /// name, `-> target` or `link to target`), then, in brackets, what extracting would do where
 /// that is not simply writing it under its name.
