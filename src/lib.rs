@@ -75,6 +75,8 @@ pub use extract::extract;
 pub use extract::list::list;
 #[cfg(feature = "extract")]
 pub use extract::listed::{Listed, ListedKind};
+#[cfg(feature = "extract")]
+pub use extract::read::{output_error, read_files};
 #[cfg(feature = "mirror")]
 pub use mirror::mirror;
 pub use options::{CloseMode, MirrorOptions, Options, Overwrite, Selection};

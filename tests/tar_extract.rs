@@ -3466,3 +3466,103 @@ fn a_hard_link_to_a_file_not_selected_says_so() {
         r.dump()
     );
 }
+
+/// Issue 26, item 14: `extract -t` reads every file with every check extraction makes and
+/// writes nothing, as `unzip -t` and `gzip -t` do: exit 0 for a whole archive (nothing made in
+/// the current folder), 1 naming the damage for one flipped byte, in a tar of each compressor
+/// (its checksum) and in a zip (the entry's CRC-32).
+#[test]
+fn test_mode_checks_everything_and_writes_nothing() {
+    let t = tempdir();
+    let (tar, _, _) = damaged_sample();
+    let here = t.join("here");
+    fs::create_dir(&here).unwrap();
+    let test = |archive: &Path| {
+        let mut cmd = std::process::Command::new(BIN);
+        cmd.args(osv!["extract", archive, "-t"]).current_dir(&here);
+        run_command(cmd)
+    };
+    for comp in [Comp::None, Comp::Gzip, Comp::Zstd, Comp::Xz, Comp::Bzip2] {
+        let whole = comp.compress(&tar);
+        let archive = t.join(format!("whole.tar{}", comp.suffix()));
+        fs::write(&archive, &whole).unwrap();
+        let r = test(&archive);
+        r.assert_code(0);
+        assert!(
+            r.stderr.contains("4 files tested"),
+            "{comp:?}\n{}",
+            r.dump()
+        );
+        if comp == Comp::None {
+            continue;
+        }
+        let mut bad = whole.clone();
+        let i = bad.len() / 2;
+        bad[i] ^= 0x10;
+        let archive = t.join(format!("bad.tar{}", comp.suffix()));
+        fs::write(&archive, &bad).unwrap();
+        let r = test(&archive);
+        r.assert_code(1);
+        assert!(r.stderr.contains("corrupt"), "{comp:?}\n{}", r.dump());
+    }
+    let zip = t.join("a.zip");
+    crate_zip(
+        &zip,
+        &[
+            Z::File("a.txt", b"some text to check".to_vec(), 0o644, STORED),
+            Z::File("b.txt", b"more".to_vec(), 0o644, STORED),
+        ],
+    );
+    test(&zip).assert_code(0);
+    let mut bytes = fs::read(&zip).unwrap();
+    let at = bytes.windows(4).position(|w| w == b"text").unwrap();
+    bytes[at] ^= 1;
+    fs::write(&zip, bytes).unwrap();
+    let r = test(&zip);
+    r.assert_code(1);
+    r.assert_stderr_names("'a.txt'", &["checksum"]);
+    assert_eq!(all_paths(&here), Vec::<String>::new(), "-t wrote something");
+}
+
+/// Issue 26, item 13: `extract -O` writes each selected file's content to stdout in the
+/// archive's order, byte for byte what `tar -xO` and `unzip -p` write, and nothing to disk.
+#[cfg(unix)] // GNU tar and Info-ZIP unzip
+#[test]
+fn to_stdout_writes_what_tar_and_unzip_write() {
+    let t = tempdir();
+    let files: Vec<(String, Vec<u8>)> = (0..12)
+        .map(|i| {
+            (
+                format!("d{}/f{i:02}.txt", i % 2),
+                text(850 + i, 100 + 300 * i as usize),
+            )
+        })
+        .collect();
+    let src = t.join("src");
+    for (name, data) in &files {
+        fs::create_dir_all(src.join(name).parent().unwrap()).unwrap();
+        fs::write(src.join(name), data).unwrap();
+    }
+    let archive = t.join("a.tar.gz");
+    run_tool(
+        "tar",
+        &osv!["-C", &src, "--sort=name", "-czf", &archive, "d0", "d1"],
+        None,
+    )
+    .assert_success();
+    let ours = run_fastwrite(&osv!["extract", &archive, "-O", "d1"]);
+    ours.assert_code(0);
+    let gnu = run_tool("tar", &osv!["-xzOf", &archive, "d1"], None);
+    assert_eq!(ours.stdout, gnu.stdout);
+    assert!(ours.stdout.contains(&*String::from_utf8_lossy(&files[1].1)));
+    let zip = t.join("a.zip");
+    infozip_dir(&src, &zip, &[]);
+    let ours = run_fastwrite(&osv!["extract", &zip, "--to-stdout"]);
+    ours.assert_code(0);
+    let unzip = run_tool("unzip", &osv!["-p", &zip], None);
+    assert_eq!(ours.stdout, unzip.stdout);
+    assert_eq!(
+        ours.stdout.len(),
+        files.iter().map(|(_, d)| d.len()).sum::<usize>()
+    );
+}

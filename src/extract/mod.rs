@@ -14,6 +14,7 @@ mod input;
 mod limits;
 pub(crate) mod list;
 pub(crate) mod listed;
+pub(crate) mod read;
 mod select;
 mod single;
 #[cfg(feature = "tar")]

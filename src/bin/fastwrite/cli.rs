@@ -296,6 +296,18 @@ pub struct ExtractArgs {
     #[arg(long)]
     pub no_space_check: bool,
 
+    /// Test: read every file and make every check extraction makes (each zip entry's CRC-32, a
+    /// compressed tar's checksums, every name), writing nothing, as `unzip -t`, `gzip -t` and
+    /// `7z t` do; the exit code says (with -v, each file's name as it passes)
+    #[arg(short = 't', long, conflicts_with_all = ["output", "overwrite", "skip_existing", "to_stdout"])]
+    pub test: bool,
+
+    /// Write each file's content to standard output, in the archive's order, instead of to
+    /// files, as `tar -xO` and `unzip -p` do; a zip entry's CRC-32 is checked as it ends (a
+    /// mismatch is named, and the exit code is 1)
+    #[arg(short = 'O', long, conflicts_with_all = ["output", "overwrite", "skip_existing"])]
+    pub to_stdout: bool,
+
     /// For a single compressed file (`notes.txt.gz`, not an archive): the name to write it
     /// under [default: the name in its gzip header, else the input's without its suffix]
     #[arg(long, value_name = "NAME")]

@@ -38,6 +38,9 @@ fn run(cli: Cli) -> i32 {
             if let Some(refusal) = refuse_extract(args) {
                 return cannot_start(refusal, cli.global.json);
             }
+            if args.test || args.to_stdout {
+                return read_files(&cli, args);
+            }
         }
         _ => {}
     }
@@ -105,6 +108,75 @@ fn run(cli: Cli) -> i32 {
             "fastwrite: interrupted: {} files written and closed; the rest left out, and no file left half-written",
             report.files
         );
+        return 128 + signal;
+    }
+    show::exit_code(&report)
+}
+
+/// `extract -t` (every file read and checked, nothing written) and `extract -O` (every file's
+/// content to standard output, in order).
+fn read_files(cli: &Cli, args: &crate::cli::ExtractArgs) -> i32 {
+    let opts = cli.options();
+    if let Err(error) = interrupt::install(&opts.cancel) {
+        eprintln!("fastwrite: warning: cannot catch Ctrl-C: {error}");
+    }
+    let verbose = cli.global.verbose;
+    let read = if args.to_stdout {
+        let mut out = std::io::stdout().lock();
+        fastwrite::read_files(&args.archive, &opts, &mut |_, data| {
+            std::io::copy(data, &mut out).map(drop)
+        })
+        .and_then(|report| {
+            out.flush()?;
+            Ok(report)
+        })
+    } else {
+        fastwrite::read_files(&args.archive, &opts, &mut |name, data| {
+            std::io::copy(data, &mut std::io::sink())?;
+            if verbose {
+                println!("{}", show::terminal_safe(name));
+            }
+            Ok(())
+        })
+    };
+    let mut report = match read {
+        Ok(report) => report,
+        // `-O | head`: the reader stopped; nothing to say, as tar says nothing.
+        Err(error)
+            if fastwrite::output_error(&error)
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            return exit::SUCCESS;
+        }
+        Err(error) => return cannot_start(&format!("{error:#}"), cli.global.json),
+    };
+    if !cli.global.quiet {
+        for warning in &report.warnings {
+            eprintln!("fastwrite: warning: {}", for_terminal(warning));
+        }
+    }
+    let failed = report.failures.len();
+    for line in show::failure_summary(&mut report, FAILURES_SHOWN_PER_KIND) {
+        eprintln!("fastwrite: {line}");
+    }
+    if cli.global.json {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", show::report_json(&report)).and_then(|()| out.flush());
+    }
+    let files = show::count(report.files, "file", "files");
+    if failed > 0 {
+        let what = if args.test { "tested" } else { "read" };
+        eprintln!(
+            "fastwrite: {} failed; {files} {what}",
+            show::count(failed as u64, "entry", "entries"),
+        );
+    } else if args.test && !cli.global.quiet && !cli.global.json {
+        eprintln!(
+            "fastwrite: {files} tested ({}): no errors",
+            indicatif::BinaryBytes(report.bytes)
+        );
+    }
+    if let Some(signal) = interrupt::signal() {
         return 128 + signal;
     }
     show::exit_code(&report)

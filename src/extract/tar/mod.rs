@@ -90,6 +90,77 @@ pub(super) fn extract(
     Ok(report)
 }
 
+/// Reads the tar stream's files in order without writing them (see
+/// [`crate::extract::read::read_files`]): the same checks as extraction, each file's content to
+/// `each`. A broken stream is a failure of the archive (`label`), after the files before it.
+pub(super) fn read_files(
+    decoded: Box<dyn Read + Send + '_>,
+    label: &str,
+    opts: &Options,
+    chooser: &Chooser,
+    each: &mut super::read::Each<'_>,
+) -> anyhow::Result<Report> {
+    let mut report = Report::default();
+    let mut archive = Reader::new(decoded);
+    let mut check = Checker::new(chooser, opts.devices);
+    let mut members = 0u64;
+    let mut last_name = None;
+    let broke = loop {
+        if opts.cancel.is_cancelled() {
+            return Ok(report);
+        }
+        let member = match archive.next() {
+            Ok(Some(member)) => member,
+            Ok(None) => break None,
+            Err(error) => break Some(error.context("cannot read the next header")),
+        };
+        members += 1;
+        let name = plan::display_bytes(&member.name);
+        match check.entry(&member, &name) {
+            Ok(Some(entry)) if entry.kind == EntryKind::File => {
+                check.files.insert(path_key(&entry.path));
+                match super::read::give(&entry, &mut archive.data(), each) {
+                    Ok(n) => {
+                        report.files += 1;
+                        report.bytes += n;
+                    }
+                    Err(error) if super::read::is_output(&error) => return Err(error),
+                    Err(error) => {
+                        report
+                            .failures
+                            .push(Error::new(&entry.name, ErrorKind::Source, error));
+                        break Some(anyhow!("the stream broke inside '{}'", entry.name));
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(error) => report.failures.push(error),
+        }
+        last_name = Some(name);
+    };
+    let end = match broke {
+        Some(error) => Err(error),
+        None => after_the_end(archive.into_inner(), members),
+    };
+    match end {
+        Ok(warning) => report.warnings.extend(warning),
+        Err(error) => {
+            let place = match last_name {
+                Some(name) => format!("after entry '{name}'"),
+                None => "before its first entry".to_string(),
+            };
+            report.failures.push(Error::new(
+                label,
+                ErrorKind::Source,
+                error.context(format!("the archive is corrupt or truncated {place}")),
+            ));
+        }
+    }
+    report.warnings.append(&mut check.warnings);
+    report.skipped += check.skipped;
+    Ok(report)
+}
+
 /// Reads what follows a tar's end-of-archive blocks, for extraction and listing alike. A
 /// compressor's checksum (gzip's CRC, zstd's and xz's checks) comes after them: read to the end
 /// so that it is verified. Bytes after the compressed data end are only worth a warning

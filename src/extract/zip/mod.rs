@@ -177,6 +177,59 @@ pub(super) fn extract(
     Ok(report)
 }
 
+/// Reads the zip `file`'s files in the archive's order without writing them (see
+/// [`crate::extract::read::read_files`]): the same plan and checks as [`extract`], each file's
+/// content to `each`, then read to its end so that its CRC-32 is checked whatever `each` read.
+pub(super) fn read_files(
+    path: &Path,
+    file: File,
+    opts: &Options,
+    chooser: &Chooser,
+    each: &mut super::read::Each<'_>,
+) -> anyhow::Result<Report> {
+    let (bytes, cut) = load(path, file)?;
+    let mut archive =
+        open_archive(&bytes).map_err(|what| anyhow::anyhow!("'{}' is {what}", path.display()))?;
+    let mut password = Password::new(opts);
+    let mut plan = build_plan(&mut archive.clone(), &bytes, chooser, &mut password)
+        .with_context(|| format!("refused '{}': nothing was read", path.display()))?;
+    plan.warnings.extend(cut);
+    let mut report = Report::default();
+    let mut direct = Direct::new();
+    plan.entries.sort_by_key(|e| e.index);
+    for entry in plan.entries.iter().filter(|e| e.kind == EntryKind::File) {
+        if opts.cancel.is_cancelled() {
+            break;
+        }
+        let read = match direct.data(&mut archive, &bytes, entry.index) {
+            Some(data) => data.and_then(|data| super::read::give(entry, &mut &data[..], each)),
+            None => match &password.known {
+                Some(password) => archive.by_index_decrypt(entry.index, password),
+                None => archive.by_index(entry.index),
+            }
+            .map_err(|e| match e {
+                zip::result::ZipError::InvalidPassword => {
+                    anyhow::anyhow!("wrong password: the entry cannot be decrypted with it")
+                }
+                e => anyhow::Error::new(e).context("cannot read the entry"),
+            })
+            .and_then(|mut reader| super::read::give(entry, &mut reader, each)),
+        };
+        match read {
+            Ok(n) => {
+                report.files += 1;
+                report.bytes += n;
+            }
+            Err(error) if super::read::is_output(&error) => return Err(error),
+            Err(error) => report
+                .failures
+                .push(Error::new(&entry.name, ErrorKind::Source, error)),
+        }
+    }
+    engine::add_plan(&mut report, &mut plan);
+    Ok(report)
+}
+
 /// Writes one file of the zip; `Err` when its data cannot be read (the writer reports its own
 /// failures).
 fn write_entry(
