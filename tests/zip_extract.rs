@@ -591,6 +591,55 @@ fn extended_timestamp_field_wins() {
     }
 }
 
+/// Issue 26, item 17: the NTFS extra field's time (100 ns units, as 7-Zip and Windows tools
+/// write it) is the file's mtime, to the 100 ns, before the extended timestamp's whole second
+/// (it was off by up to 1 s; 7-Zip keeps it exact). A time before 1970 too.
+#[test]
+fn ntfs_times_are_kept_to_the_100_ns() {
+    let t = tempdir();
+    let archive = t.join("ntfs.zip");
+    // 2021-05-06 07:08:09.1234567 UTC and 1960-01-01 00:00:00.5 UTC, in FILETIME ticks.
+    let cases: [(&str, i64, u32); 2] = [
+        ("new.txt", 1_620_284_889, 123_456_700),
+        ("old.txt", -315_619_200, 500_000_000),
+    ];
+    {
+        let mut w = ZipWriter::new(fs::File::create(&archive).unwrap());
+        for (name, secs, nanos) in cases {
+            let ticks = ((secs + 11_644_473_600) as u64) * 10_000_000 + u64::from(nanos / 100);
+            let mut ntfs = vec![0u8; 4];
+            ntfs.extend_from_slice(&1u16.to_le_bytes());
+            ntfs.extend_from_slice(&24u16.to_le_bytes());
+            for _ in 0..3 {
+                ntfs.extend_from_slice(&ticks.to_le_bytes());
+            }
+            let mut ut = vec![1u8];
+            ut.extend_from_slice(&(secs as i32).to_le_bytes());
+            let mut opts = FullFileOptions::default()
+                .compression_method(CompressionMethod::Stored)
+                .unix_permissions(0o644)
+                .last_modified_time(dos_time());
+            opts.add_extra_field(0x000a, ntfs, false).unwrap();
+            opts.add_extra_field(0x5455, ut, false).unwrap();
+            w.start_file(name, opts).unwrap();
+            w.write_all(b"timed").unwrap();
+        }
+        w.finish().unwrap();
+    }
+    let out = t.join("out");
+    run_fastwrite(&osv!["extract", &archive, "-o", &out]).assert_success();
+    for (name, secs, nanos) in cases {
+        let modified = fs::metadata(out.join(name)).unwrap().modified().unwrap();
+        let expected = if secs >= 0 {
+            std::time::UNIX_EPOCH + std::time::Duration::new(secs as u64, nanos)
+        } else {
+            std::time::UNIX_EPOCH - std::time::Duration::from_secs(secs.unsigned_abs())
+                + std::time::Duration::from_nanos(u64::from(nanos))
+        };
+        assert_eq!(modified, expected, "{name}");
+    }
+}
+
 // -------------------------------------------------------------------------------------------
 // Hostile archives
 // -------------------------------------------------------------------------------------------

@@ -188,15 +188,18 @@ impl Planner<'_, '_> {
             ZipKind::File => EntryKind::File,
         };
         let dos = zf.last_modified().and_then(|t| self.clock.convert(t));
-        let mtime = zf
-            .extra_data_fields()
-            .find_map(|field| match field {
-                ExtraField::ExtendedTimestamp(ts) => ts.mod_time(),
-                _ => None,
-            })
-            .or_else(|| old_unix_mtime(central.extra))
-            .map(|secs| extended_time(secs, dos))
-            .or(dos);
+        // NTFS's time first, exact to 100 ns (7-Zip and Windows tools write it; 7-Zip reads it
+        // first); then Info-ZIP's, to the second.
+        let mtime = ntfs_mtime(central.extra).or_else(|| {
+            zf.extra_data_fields()
+                .find_map(|field| match field {
+                    ExtraField::ExtendedTimestamp(ts) => ts.mod_time(),
+                    _ => None,
+                })
+                .or_else(|| old_unix_mtime(central.extra))
+                .map(|secs| extended_time(secs, dos))
+                .or(dos)
+        });
         Planned::Take(Entry {
             name,
             path,
@@ -346,25 +349,48 @@ fn read_link_target(
     Ok(target)
 }
 
+/// The mtime of the NTFS extra field (0x000a: four reserved bytes, then attributes; attribute
+/// 1 holds the modification, access and creation times as Windows FILETIMEs, 100 ns units
+/// since 1601), as 7-Zip and Windows tools write it.
+fn ntfs_mtime(extra: &[u8]) -> Option<SystemTime> {
+    const NTFS: u16 = 0x000a;
+    let data = extra_fields(extra).find(|(id, _)| *id == NTFS)?.1;
+    // The attributes are laid out as the fields are: a tag, a length, the data.
+    let (_, times) = extra_fields(data.get(4..)?).find(|(tag, v)| *tag == 1 && v.len() >= 8)?;
+    let ticks = u64::from_le_bytes(times[..8].try_into().ok()?);
+    // From 1601-01-01 to 1970-01-01: 11,644,473,600 s.
+    const EPOCH_SECS: u64 = 11_644_473_600;
+    let since = std::time::Duration::new(ticks / 10_000_000, (ticks % 10_000_000) as u32 * 100);
+    let epoch = std::time::Duration::from_secs(EPOCH_SECS);
+    match since.checked_sub(epoch) {
+        Some(after) => SystemTime::UNIX_EPOCH.checked_add(after),
+        None => SystemTime::UNIX_EPOCH.checked_sub(epoch - since),
+    }
+}
+
+/// A zip's extra fields, as (id, data), until one runs past the end.
+fn extra_fields(mut extra: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
+    std::iter::from_fn(move || {
+        let [a, b, c, d, rest @ ..] = extra else {
+            return None;
+        };
+        let id = u16::from_le_bytes([*a, *b]);
+        let len = usize::from(u16::from_le_bytes([*c, *d]));
+        let data = rest.get(..len)?;
+        extra = &rest[len..];
+        Some((id, data))
+    })
+}
+
 /// The mtime of Info-ZIP's old Unix extra field ("UX", 0x5855: access time, then
 /// modification time, each 32 bits), which zips made before the extended timestamp carry
 /// (Go's `time-osx.zip`); unzip, bsdtar and 7-Zip read it, so the DOS time's local-time
 /// guess is not needed.
-fn old_unix_mtime(mut extra: &[u8]) -> Option<u32> {
+fn old_unix_mtime(extra: &[u8]) -> Option<u32> {
     const OLD_UNIX: u16 = 0x5855;
-    while let [a, b, c, d, rest @ ..] = extra {
-        let (id, len) = (
-            u16::from_le_bytes([*a, *b]),
-            usize::from(u16::from_le_bytes([*c, *d])),
-        );
-        let data = rest.get(..len)?;
-        if id == OLD_UNIX {
-            let mtime = data.get(4..8)?;
-            return Some(u32::from_le_bytes([mtime[0], mtime[1], mtime[2], mtime[3]]));
-        }
-        extra = &rest[len..];
-    }
-    None
+    let data = extra_fields(extra).find(|(id, _)| *id == OLD_UNIX)?.1;
+    let mtime = data.get(4..8)?;
+    Some(u32::from_le_bytes([mtime[0], mtime[1], mtime[2], mtime[3]]))
 }
 
 /// Reads the extended-timestamp field's 32-bit time. Writers store the low 32 bits of a signed
