@@ -628,15 +628,20 @@ fn ntfs_times_are_kept_to_the_100_ns() {
     }
     let out = t.join("out");
     run_fastwrite(&osv!["extract", &archive, "-o", &out]).assert_success();
-    for (name, secs, nanos) in cases {
-        let modified = fs::metadata(out.join(name)).unwrap().modified().unwrap();
-        let expected = if secs >= 0 {
-            std::time::UNIX_EPOCH + std::time::Duration::new(secs as u64, nanos)
-        } else {
-            std::time::UNIX_EPOCH - std::time::Duration::from_secs(secs.unsigned_abs())
-                + std::time::Duration::from_nanos(u64::from(nanos))
-        };
-        assert_eq!(modified, expected, "{name}");
+    // And from a pipe, by the local headers.
+    let piped = t.join("piped");
+    run_fastwrite_piped(&osv!["extract", "-", "-o", &piped], &archive).assert_success();
+    for dir in [&out, &piped] {
+        for (name, secs, nanos) in cases {
+            let modified = fs::metadata(dir.join(name)).unwrap().modified().unwrap();
+            let expected = if secs >= 0 {
+                std::time::UNIX_EPOCH + std::time::Duration::new(secs as u64, nanos)
+            } else {
+                std::time::UNIX_EPOCH - std::time::Duration::from_secs(secs.unsigned_abs())
+                    + std::time::Duration::from_nanos(u64::from(nanos))
+            };
+            assert_eq!(modified, expected, "{}", dir.join(name).display());
+        }
     }
 }
 

@@ -352,7 +352,7 @@ fn read_link_target(
 /// The mtime of the NTFS extra field (0x000a: four reserved bytes, then attributes; attribute
 /// 1 holds the modification, access and creation times as Windows FILETIMEs, 100 ns units
 /// since 1601), as 7-Zip and Windows tools write it.
-fn ntfs_mtime(extra: &[u8]) -> Option<SystemTime> {
+pub(super) fn ntfs_mtime(extra: &[u8]) -> Option<SystemTime> {
     const NTFS: u16 = 0x000a;
     let data = extra_fields(extra).find(|(id, _)| *id == NTFS)?.1;
     // The attributes are laid out as the fields are: a tag, a length, the data.
@@ -369,7 +369,7 @@ fn ntfs_mtime(extra: &[u8]) -> Option<SystemTime> {
 }
 
 /// A zip's extra fields, as (id, data), until one runs past the end.
-fn extra_fields(mut extra: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
+pub(super) fn extra_fields(mut extra: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
     std::iter::from_fn(move || {
         let [a, b, c, d, rest @ ..] = extra else {
             return None;

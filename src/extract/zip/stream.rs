@@ -596,18 +596,17 @@ fn local_mtime(raw: &[u8]) -> Option<SystemTime> {
     let dos = zip::DateTime::try_from_msdos(u16_at(12), u16_at(10))
         .ok()
         .and_then(|t| super::planning::DosClock::default().convert(t));
-    let mut at = 30 + usize::from(u16_at(26));
-    while at + 4 <= raw.len() {
-        let (id, len) = (u16_at(at), usize::from(u16_at(at + 2)));
-        let field = raw.get(at + 4..at + 4 + len).unwrap_or_default();
-        // "UT": a flags byte, then the modification time first if its bit is set.
-        if id == 0x5455 && field.len() >= 5 && field[0] & 1 != 0 {
+    let extra = raw.get(30 + usize::from(u16_at(26))..).unwrap_or_default();
+    // As from a file: NTFS's time, then "UT" (a flags byte, then the modification time first
+    // if its bit is set), then the DOS time.
+    super::planning::ntfs_mtime(extra)
+        .or_else(|| {
+            let (_, field) = super::planning::extra_fields(extra)
+                .find(|(id, f)| *id == 0x5455 && f.len() >= 5 && f[0] & 1 != 0)?;
             let secs = u32::from_le_bytes([field[1], field[2], field[3], field[4]]);
-            return Some(super::planning::extended_time(secs, dos));
-        }
-        at += 4 + len;
-    }
-    dos
+            Some(super::planning::extended_time(secs, dos))
+        })
+        .or(dos)
 }
 
 /// A header's name, as the zip crate reads it from a file: the Info-ZIP Unicode Path field's
@@ -616,13 +615,7 @@ fn local_mtime(raw: &[u8]) -> Option<SystemTime> {
 /// and the UTF-8 flag is not set.
 fn decode_name(raw: &[u8], extra: &[u8], flags: u16) -> String {
     const UNICODE_PATH: u16 = 0x7075;
-    let mut at = 0;
-    while let Some(header) = extra.get(at..at + 4) {
-        let id = u16::from_le_bytes([header[0], header[1]]);
-        let len = usize::from(u16::from_le_bytes([header[2], header[3]]));
-        let Some(field) = extra.get(at + 4..at + 4 + len) else {
-            break;
-        };
+    for (id, field) in super::planning::extra_fields(extra) {
         // A version byte (1, but read whatever it is, as the zip crate reads the central
         // record's: commons-compress's COMPRESS-479 has 0x74 in a local one), the CRC-32 of the
         // name it replaces, the name in UTF-8.
@@ -633,7 +626,6 @@ fn decode_name(raw: &[u8], extra: &[u8], flags: u16) -> String {
         {
             return unicode.to_string();
         }
-        at += 4 + len;
     }
     match std::str::from_utf8(raw) {
         Ok(name) => name.to_string(),
