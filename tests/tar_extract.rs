@@ -3566,3 +3566,63 @@ fn to_stdout_writes_what_tar_and_unzip_write() {
         files.iter().map(|(_, d)| d.len()).sum::<usize>()
     );
 }
+
+/// Issue 26, item 17: `-T FILE` (`--files-from`) reads patterns from FILE, one a line (CRLF
+/// lines too, empty ones left out), as `tar -T` does: the same files as GNU tar takes, in
+/// extract and list; a FILE that cannot be read is exit 2, named.
+#[cfg(unix)] // GNU tar
+#[test]
+fn patterns_from_a_file_take_what_tar_takes() {
+    let t = tempdir();
+    let src = t.join("src");
+    for name in ["a/one.txt", "a/two.txt", "b/three.txt", "c.txt"] {
+        fs::create_dir_all(src.join(name).parent().unwrap()).unwrap();
+        fs::write(src.join(name), name).unwrap();
+    }
+    let archive = t.join("a.tar");
+    run_tool(
+        "tar",
+        &osv!["-C", &src, "-cf", &archive, "a", "b", "c.txt"],
+        None,
+    )
+    .assert_success();
+    let list = t.join("wanted");
+    fs::write(&list, "a/two.txt\r\n\nb\n").unwrap();
+    let ours = t.join("ours");
+    run_fastwrite(&osv!["extract", &archive, "-o", &ours, "-T", &list]).assert_code(0);
+    let gnu = t.join("gnu");
+    fs::create_dir(&gnu).unwrap();
+    fs::write(&list.with_extension("unix"), "a/two.txt\nb\n").unwrap();
+    run_tool(
+        "tar",
+        &osv![
+            "-C",
+            &gnu,
+            "-xf",
+            &archive,
+            "-T",
+            list.with_extension("unix")
+        ],
+        None,
+    )
+    .assert_success();
+    assert_eq!(all_paths(&ours), all_paths(&gnu));
+    assert_eq!(all_paths(&ours), ["a", "a/two.txt", "b", "b/three.txt"]);
+    let listed = run_fastwrite(&osv!["list", &archive, "--files-from", &list]);
+    assert_eq!(
+        listed.stdout.lines().count(),
+        3,
+        "a/two.txt, b/ and b/three.txt\n{}",
+        listed.dump()
+    );
+    let r = run_fastwrite(&osv![
+        "extract",
+        &archive,
+        "-o",
+        t.join("x"),
+        "-T",
+        t.join("missing")
+    ]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("--files-from"), "{}", r.dump());
+}

@@ -215,6 +215,10 @@ pub struct ListArgs {
     /// Show the names `extract --strip-components N` would write
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub strip_components: usize,
+
+    /// Read PATTERNs from FILE too, one a line (as `tar -T`)
+    #[arg(short = 'T', long, value_name = "FILE")]
+    pub files_from: Option<PathBuf>,
 }
 
 impl ListArgs {
@@ -251,6 +255,10 @@ pub struct ExtractArgs {
         visible_alias = "directory"
     )]
     pub output: PathBuf,
+
+    /// Read PATTERNs from FILE too, one a line (as `tar -T`; empty lines are left out)
+    #[arg(short = 'T', long, value_name = "FILE")]
+    pub files_from: Option<PathBuf>,
 
     /// Leave out entries matching GLOB (repeatable), and everything in a matching directory:
     /// `NAME` matches at any depth, `a/b` from the top of the archive, a trailing `/` only
@@ -323,6 +331,40 @@ pub struct ExtractArgs {
         value_name = "PASSWORD"
     )]
     pub password: Option<String>,
+}
+
+/// The patterns a `--files-from` FILE holds, one a line (a `\r` before the line's end is not
+/// part of it, empty lines are left out), added to `patterns`.
+fn read_patterns(patterns: &mut Vec<String>, file: Option<&std::path::Path>) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let Some(file) = file else {
+        return Ok(());
+    };
+    let text = std::fs::read_to_string(file).with_context(|| {
+        format!(
+            "cannot read the patterns of --files-from '{}'",
+            file.display()
+        )
+    })?;
+    patterns.extend(
+        text.lines()
+            .map(|l| l.strip_suffix('\r').unwrap_or(l))
+            .filter(|l| !l.is_empty())
+            .map(str::to_string),
+    );
+    Ok(())
+}
+
+impl Cli {
+    /// Adds the patterns of `--files-from` to the command's own: an unreadable file is a run
+    /// that cannot start.
+    pub fn read_files_from(&mut self) -> anyhow::Result<()> {
+        match &mut self.command {
+            Command::Extract(args) => read_patterns(&mut args.patterns, args.files_from.as_deref()),
+            Command::List(args) => read_patterns(&mut args.patterns, args.files_from.as_deref()),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// A size as people write it: `1048576`, `512K`, `500M`, `1.5G`, `2T`, `10GiB`; K, M, G, T

@@ -25,7 +25,10 @@ fn main() {
         eprintln!("fastwrite: {refusal}");
         std::process::exit(exit::CANNOT_START);
     }
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
+    if let Err(error) = cli.read_files_from() {
+        std::process::exit(cannot_start(&format!("{error:#}"), cli.global.json));
+    }
     std::process::exit(run(cli));
 }
 
