@@ -3592,7 +3592,7 @@ fn patterns_from_a_file_take_what_tar_takes() {
     run_fastwrite(&osv!["extract", &archive, "-o", &ours, "-T", &list]).assert_code(0);
     let gnu = t.join("gnu");
     fs::create_dir(&gnu).unwrap();
-    fs::write(&list.with_extension("unix"), "a/two.txt\nb\n").unwrap();
+    fs::write(list.with_extension("unix"), "a/two.txt\nb\n").unwrap();
     run_tool(
         "tar",
         &osv![
