@@ -167,13 +167,13 @@ impl<'s> Checker<'s> {
             {
                 return Err(refused(anyhow!(
                     "refused: hard link target '{}' is in the archive, but not selected: select it too, or leave the link out",
-                    target.display()
+                    plan::display_bytes(&member.link)
                 )));
             }
             EntryKind::Hardlink { target } if !self.files.contains(&path_key(target)) => {
                 return Err(refused(anyhow!(
                     "refused: hard link target '{}' is not a file earlier in this archive",
-                    target.display()
+                    plan::display_bytes(&member.link)
                 )));
             }
             _ => {}
