@@ -401,3 +401,65 @@ fn verbose_lists_every_file_and_link_written() {
         r.assert_code(2);
     }
 }
+
+/// Issue 26, item 8: a wrong password at the prompt is asked again (as unzip asks), and the
+/// right one then extracts; a wrong `--password`, or none where no terminal can answer, is
+/// refused whole (exit 2) before anything is made (an empty skeleton of folders was left), and
+/// the message offers the prompt only where there is a terminal.
+#[cfg(unix)] // Info-ZIP's zip -P, and script(1)'s pseudo-terminal
+#[test]
+fn a_wrong_password_is_asked_again_and_leaves_nothing() {
+    require_tool("zip");
+    require_tool("script");
+    let t = tempdir();
+    let src = t.join("src");
+    std::fs::create_dir_all(src.join("folder")).unwrap();
+    std::fs::write(src.join("folder/secret.txt"), "the secret").unwrap();
+    let zip = t.join("enc.zip");
+    let r = run_tool(
+        "zip",
+        &osv!["-q", "-r", "-P", "right", &zip, "folder"],
+        Some(&src),
+    );
+    r.assert_success();
+
+    let out = t.join("asked");
+    let line = format!("{BIN} extract {} -o {}", zip.display(), out.display());
+    let r = run_command({
+        let mut c = std::process::Command::new("sh");
+        c.arg("-c").arg(format!(
+            "printf 'wrong\\nright\\n' | script -qec '{line}' /dev/null"
+        ));
+        c
+    });
+    r.assert_code(0);
+    assert!(
+        r.stdout.contains("wrong password; password:"),
+        "{}",
+        r.dump()
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("folder/secret.txt")).unwrap(),
+        "the secret"
+    );
+
+    let out = t.join("wrong");
+    let r = run_fastwrite(&osv!["extract", &zip, "-o", &out, "--password", "wrong"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("wrong password"), "{}", r.dump());
+    assert!(!out.exists(), "a skeleton was made\n{}", r.dump());
+
+    let out = t.join("none");
+    let r = run_fastwrite_stdin(
+        &osv!["extract", &zip, "-o", &out],
+        std::process::Stdio::null(),
+    );
+    r.assert_code(2);
+    assert!(r.stderr.contains("encrypted"), "{}", r.dump());
+    assert!(
+        !r.stderr.contains("prompt"),
+        "no terminal to answer one\n{}",
+        r.dump()
+    );
+    assert!(!out.exists(), "a skeleton was made\n{}", r.dump());
+}

@@ -439,8 +439,16 @@ impl Cli {
                 opts.password = args.password.clone().map(String::into_bytes);
                 opts.file_name = args.name.clone();
                 if std::io::stdin().is_terminal() {
-                    opts.password_prompt = Some(Arc::new(|| {
-                        rpassword::prompt_password("fastwrite: the zip is encrypted; password: ")
+                    // Asked again after a wrong answer (three times in all, as unzip asks).
+                    let asked = std::sync::atomic::AtomicU32::new(0);
+                    opts.password_prompt = Some(Arc::new(move || {
+                        let before = asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let prompt = if before == 0 {
+                            "fastwrite: the zip is encrypted; password: "
+                        } else {
+                            "fastwrite: wrong password; password: "
+                        };
+                        rpassword::prompt_password(prompt)
                             .ok()
                             .map(String::into_bytes)
                     }));

@@ -39,9 +39,11 @@ fn flag(setting: Setting) -> &'static str {
         Setting::Skip => "--skip-existing",
         Setting::MaxOutput => "--max-output",
         Setting::NoSpaceCheck => "--no-space-check",
-        Setting::Password => {
+        // The prompt only where there is a terminal to answer it.
+        Setting::Password if std::io::IsTerminal::is_terminal(&std::io::stdin()) => {
             "--password, the FASTWRITE_PASSWORD environment variable, or at the prompt"
         }
+        Setting::Password => "--password or the FASTWRITE_PASSWORD environment variable",
         Setting::FileName => "--name",
         Setting::StripComponents => "--strip-components",
         Setting::Exclude => "--exclude",

@@ -276,11 +276,7 @@ pub(super) fn list(
     let archive =
         open_archive(&bytes).map_err(|what| anyhow::anyhow!("'{}' is {what}", path.display()))?;
     // Listing reads no data: encrypted entries are listed as they are, password or not.
-    let mut password = Password {
-        known: Some(Vec::new()),
-        prompt: None,
-        asked: true,
-    };
+    let mut password = Password::for_listing();
     let plan = build_plan(&mut archive.clone(), &bytes, chooser, &mut password)
         .with_context(|| format!("refused '{}': extract would write nothing", path.display()))?;
     let planned: HashMap<usize, &Entry> = plan.entries.iter().map(|e| (e.index, e)).collect();
@@ -342,16 +338,23 @@ fn symlink_target(archive: &mut Archive<'_>, index: usize) -> Option<String> {
     Some(plan::display_bytes(&target))
 }
 
-/// Reads the central directory (and local headers) into a validated plan. Nothing is written.
-/// An `Err`: the archive as a whole is refused (its entries overlap: a zip bomb).
 /// The password for a zip's encrypted entries: the one given, or the prompt's answer, asked
 /// the first time an encrypted entry is met (so a zip with none never asks, and costs nothing
-/// more).
+/// more); checked once against that entry, and asked again where the prompt gave it wrong.
 pub(super) struct Password<'a> {
     known: Option<Vec<u8>>,
     prompt: Option<&'a (dyn Fn() -> Option<Vec<u8>> + Send + Sync)>,
     asked: bool,
+    /// Whether `known` opened the entry it was checked against (`None`: not checked yet).
+    checked: Option<bool>,
 }
+
+/// A password that opens no encrypted entry (its check value, or AES's verifier, disagrees).
+#[derive(Debug)]
+pub(super) struct WrongPassword;
+
+/// How many answers the prompt gets for a wrong password, as unzip and sudo give.
+const TRIES: u32 = 3;
 
 impl<'a> Password<'a> {
     pub fn new(opts: &'a Options) -> Password<'a> {
@@ -359,6 +362,18 @@ impl<'a> Password<'a> {
             known: opts.password.clone(),
             prompt: opts.password_prompt.as_deref(),
             asked: false,
+            checked: None,
+        }
+    }
+
+    /// For listing, which reads no data: encrypted entries are listed as they are, password
+    /// or not, and nothing is checked.
+    fn for_listing() -> Password<'static> {
+        Password {
+            known: Some(Vec::new()),
+            prompt: None,
+            asked: true,
+            checked: Some(true),
         }
     }
 
@@ -369,6 +384,35 @@ impl<'a> Password<'a> {
             known: None,
             prompt: None,
             asked: true,
+            checked: None,
+        }
+    }
+
+    /// The password for an encrypted entry, checked the first time against it (`opens` says
+    /// whether a password does): a wrong one from the prompt is asked again, [`TRIES`] times
+    /// in all. `Ok(None)`: no password was given. `Err`: the password is wrong.
+    pub(super) fn checked(
+        &mut self,
+        mut opens: impl FnMut(&[u8]) -> bool,
+    ) -> Result<Option<&[u8]>, WrongPassword> {
+        let mut tries = 1;
+        while self.checked.is_none() {
+            let from_prompt = self.known.is_none() || self.asked;
+            let Some(password) = self.get() else {
+                return Ok(None);
+            };
+            if opens(password) {
+                self.checked = Some(true);
+            } else if from_prompt && self.prompt.is_some() && tries < TRIES {
+                tries += 1;
+                self.known = self.prompt.and_then(|ask| ask());
+            } else {
+                self.checked = Some(false);
+            }
+        }
+        match self.checked {
+            Some(false) => Err(WrongPassword),
+            _ => Ok(self.known.as_deref()),
         }
     }
 

@@ -31,6 +31,9 @@ pub(in crate::extract) fn build_plan(
         bytes,
         chooser,
         password,
+        archive: archive.clone(),
+        wrong: 0,
+        locked: 0,
         spans: Vec::with_capacity(archive.len()),
         clock: DosClock::default(),
         case: plan::CaseGuard::new(),
@@ -53,8 +56,27 @@ pub(in crate::extract) fn build_plan(
     let Planner {
         password,
         mut spans,
+        wrong,
+        locked,
         ..
     } = planner;
+    // Nothing to write but folders, for a wrong password or for want of one: refused whole,
+    // so that not even the folders are made (unzip makes them, empty).
+    if !plan.entries.iter().any(|e| e.kind != EntryKind::Dir) {
+        if wrong > 0 {
+            anyhow::bail!(
+                "wrong password: it opens none of the {wrong} encrypted entries ({} gives another)",
+                Setting::Password
+            );
+        }
+        if locked > 0 {
+            let files = if locked == 1 { "file is" } else { "files are" };
+            anyhow::bail!(
+                "its {locked} {files} encrypted: give the password with {}",
+                Setting::Password
+            );
+        }
+    }
     for (index, e) in unreadable {
         let name = entry_name(archive, index);
         let error = anyhow::Error::new(e).context("unreadable entry header");
@@ -103,6 +125,12 @@ struct Planner<'a, 'p> {
     bytes: &'a [u8],
     chooser: &'a Chooser,
     password: &'a mut Password<'p>,
+    /// The archive, to check the password against the first encrypted entry.
+    archive: Archive<'a>,
+    /// Encrypted entries the password does not open.
+    wrong: usize,
+    /// Encrypted entries left closed for want of a password.
+    locked: usize,
     /// Where each entry's header and data lie, to find overlaps once all are known.
     spans: Vec<integrity::Span>,
     clock: DosClock,
@@ -175,9 +203,28 @@ impl Planner<'_, '_> {
         if central.flags & integrity::STRONG_ENCRYPTION != 0 {
             return Planned::Reject(name, ErrorKind::Source, integrity::strong_encryption());
         }
-        if zf.encrypted() && self.password.get().is_none() {
-            let error = anyhow::anyhow!("encrypted: give its password with {}", Setting::Password);
-            return Planned::Reject(name, ErrorKind::Source, error);
+        if zf.encrypted() {
+            let archive = &mut self.archive;
+            let opens = |password: &[u8]| {
+                !matches!(
+                    archive.by_index_decrypt(index, password),
+                    Err(zip::result::ZipError::InvalidPassword)
+                )
+            };
+            match self.password.checked(opens) {
+                Ok(Some(_)) => {}
+                Ok(None) => {
+                    self.locked += 1;
+                    let error =
+                        anyhow::anyhow!("encrypted: give its password with {}", Setting::Password);
+                    return Planned::Reject(name, ErrorKind::Source, error);
+                }
+                Err(super::WrongPassword) => {
+                    self.wrong += 1;
+                    let error = anyhow::anyhow!("wrong password: it does not open this entry");
+                    return Planned::Reject(name, ErrorKind::Source, error);
+                }
+            }
         }
         let kind = match what {
             // Its target is its content, read once every entry is planned.
