@@ -231,3 +231,44 @@ mod unix {
         );
     }
 }
+
+/// Issue 26, item 17: `list` of a single compressed file says the one file it holds, as
+/// `gzip -l` does (its name as extract names it, its size counted whole), and `list` of a zip
+/// on standard input lists it as from a file (it was refused, exit 1).
+#[test]
+fn a_single_file_and_a_zip_on_stdin_are_listed() {
+    let t = common::tempdir();
+    let data = b"a line of notes\n".repeat(1000);
+    let single = t.join("download.gz");
+    let mut gz = flate2::GzBuilder::new()
+        .filename("notes.txt")
+        .write(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &data).unwrap();
+    std::fs::write(&single, gz.finish().unwrap()).unwrap();
+    let r = common::run_fastwrite(&osv!["list", &single, "--json"]);
+    r.assert_code(0);
+    let lines: Vec<serde_json::Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", r.dump());
+    assert_eq!(lines[0]["name"], "notes.txt");
+    assert_eq!(lines[0]["size"], data.len());
+    assert_eq!(lines[0]["type"], "file");
+
+    let zip = t.join("a.zip");
+    common::crate_zip(
+        &zip,
+        &[
+            common::Z::Dir("d/", 0o755),
+            common::Z::File("d/a.txt", b"aaa".to_vec(), 0o644, common::STORED),
+        ],
+    );
+    let from_file = common::run_fastwrite(&osv!["list", &zip]);
+    from_file.assert_code(0);
+    let piped = common::run_fastwrite_piped(&osv!["list", "-"], &zip);
+    piped.assert_code(0);
+    assert_eq!(piped.stdout, from_file.stdout);
+    assert_eq!(piped.stdout.lines().count(), 2, "{}", piped.dump());
+}

@@ -4,12 +4,14 @@
 
 use std::path::Path;
 
+use anyhow::Context;
+
 #[cfg(not(all(feature = "zip", feature = "tar")))]
 use super::format::not_built;
 use super::input::{Input, open};
-use super::listed::Listed;
+use super::listed::{Listed, ListedKind};
 use super::select::Chooser;
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::options::Selection;
 
 /// Lists `archive` (`-`: a tar on standard input), calling `each` for every entry `selection`
@@ -17,8 +19,9 @@ use crate::options::Selection;
 /// pattern that matched nothing, a stream that broke part-way (after the entries before it
 /// were listed). An `Err` means it could not start, where [`extract`](crate::extract()) could
 /// not either: the archive is missing, unreadable or unrecognised, a pattern is invalid, or a
-/// zip is refused whole (overlapping entries); and where only listing cannot: a zip on
-/// standard input (listed from its central directory, at its end), a single compressed file.
+/// zip is refused whole (overlapping entries). A zip on standard input is kept in a temporary
+/// file and listed from its central directory; a single compressed file is listed as the one
+/// file it holds, as `gzip -l` lists it (decompressed whole, to count its size).
 ///
 /// ```no_run
 /// let failures = fastwrite::list("wheel.whl".as_ref(), &Default::default(), &mut |entry| {
@@ -40,19 +43,114 @@ pub fn list(
             Ok(())
         }
         Input::Tar { decoded, label, .. } => tar_list(decoded, &label, &chooser, each),
-        Input::ZipStream { label, .. } => anyhow::bail!(
-            "{label} is a zip, which is listed from its central directory, at its end: save it to a file first"
-        ),
-        Input::Single { .. } => anyhow::bail!(
-            "'{}' is a single compressed file, not an archive: nothing to list",
-            archive.display()
-        ),
+        Input::ZipStream { input, label } => {
+            // Listed from its central directory, at its end: the stream is kept in a file
+            // first (never in memory), as bsdtar reads one that is not seekable.
+            let file = spooled(input).with_context(|| format!("cannot read {label}"))?;
+            zip_list(Path::new(label.trim_matches('\'')), file, &chooser, each)?;
+            Ok(())
+        }
+        Input::Single {
+            decoded,
+            codec,
+            gzip,
+            path,
+        } => {
+            if chooser.chooses() {
+                anyhow::bail!(
+                    "'{}' is a single compressed file, which holds one file and no entries to choose from: patterns, {} and {} do not apply (refused)",
+                    archive.display(),
+                    crate::error::Setting::Exclude,
+                    crate::error::Setting::StripComponents
+                );
+            }
+            single_listed(decoded, codec, &gzip, path.as_deref(), each)
+        }
     };
     if let Err(error) = read {
         failures.push(error);
     }
     failures.extend(chooser.unmatched());
     Ok(failures)
+}
+
+/// A single compressed file, listed as `gzip -l` lists it: the one file it decompresses to, its
+/// name (as extract names it), the input's mode, the gzip header's mtime (else the input's),
+/// and its size, counted by decompressing it whole (gzip's own size field keeps only 32 bits);
+/// damage is a failure, after the line.
+fn single_listed(
+    mut decoded: Box<dyn std::io::Read + Send>,
+    codec: super::codec::Codec,
+    gzip: &super::codec::GzipHeader,
+    path: Option<&Path>,
+    each: &mut dyn FnMut(&Listed),
+) -> Result<(), Error> {
+    let name = super::single::file_name(None, gzip, path, codec)
+        .map_err(|e| Error::new(path.unwrap_or(Path::new("-")), ErrorKind::Source, e))?;
+    let meta = path.and_then(|p| std::fs::metadata(p).ok());
+    let counted = std::io::copy(&mut decoded, &mut std::io::sink());
+    let (size, problem) = match &counted {
+        Ok(n) => (*n, None),
+        Err(e) => (0, Some(format!("damaged: {e}"))),
+    };
+    each(&Listed {
+        kind: ListedKind::File,
+        mode: meta.as_ref().map(crate::platform::mode_of),
+        size,
+        mtime: gzip
+            .mtime
+            .or_else(|| meta.as_ref().and_then(|m| m.modified().ok())),
+        name: name.to_string_lossy().into_owned(),
+        path: problem.is_none().then_some(name.clone()),
+        target: None,
+        problem,
+    });
+    counted.map(drop).map_err(|e| {
+        let label = path.map_or_else(|| "standard input".into(), |p| p.display().to_string());
+        Error::new(
+            label,
+            ErrorKind::Source,
+            anyhow::Error::new(e).context(format!("the {} data is damaged", codec.name())),
+        )
+    })
+}
+
+/// A stream copied into a new temporary file, which goes when it is closed (removed as soon as
+/// it is open on Unix; opened to be deleted on close on Windows): the file, at its start.
+fn spooled(mut input: Box<dyn std::io::BufRead + Send>) -> std::io::Result<std::fs::File> {
+    use std::io::{Seek, Write};
+    let dir = std::env::temp_dir();
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create_new(true);
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::OpenOptionsExt;
+        // FILE_FLAG_DELETE_ON_CLOSE
+        options.custom_flags(0x0400_0000);
+    }
+    let mut tries = 0u32;
+    let mut file = loop {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = dir.join(format!(
+            ".fastwrite-list-{}-{nanos}-{tries}",
+            std::process::id()
+        ));
+        match options.open(&path) {
+            Ok(file) => {
+                #[cfg(unix)]
+                std::fs::remove_file(&path)?;
+                break file;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 100 => tries += 1,
+            Err(e) => return Err(e),
+        }
+    };
+    std::io::copy(&mut input, &mut file)?;
+    file.flush()?;
+    file.rewind()?;
+    Ok(file)
 }
 
 #[cfg(feature = "zip")]
