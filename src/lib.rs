@@ -72,6 +72,8 @@ pub use error::{Error, ErrorKind, Setting};
 #[cfg(feature = "extract")]
 pub use extract::extract;
 #[cfg(feature = "extract")]
+pub use extract::format::recognised;
+#[cfg(feature = "extract")]
 pub use extract::list::list;
 #[cfg(feature = "extract")]
 pub use extract::listed::{Listed, ListedKind};

@@ -463,3 +463,50 @@ fn a_wrong_password_is_asked_again_and_leaves_nothing() {
     );
     assert!(!out.exists(), "a skeleton was made\n{}", r.dump());
 }
+
+/// Issue 26, item 15: several archives in one command, each extracted in turn into OUT (the
+/// second was taken for a pattern that matched nothing); `-t` tests each; the exit code is
+/// the worst; arguments that are no archive file stay patterns.
+#[test]
+fn several_archives_in_one_command() {
+    let t = tempdir();
+    let zip = t.join("a.zip");
+    crate_zip(
+        &zip,
+        &[Z::File("from-zip.txt", b"zip".to_vec(), 0o644, STORED)],
+    );
+    let tar = t.join("b.tar");
+    std::fs::write(
+        &tar,
+        crate_tar(&[("from-tar.txt", b"tar"), ("other.txt", b"o")]),
+    )
+    .unwrap();
+    let out = t.join("out");
+    let r = run_fastwrite(&osv!["extract", &zip, &tar, "-o", &out, "--json"]);
+    r.assert_code(0);
+    assert_eq!(
+        all_paths(&out),
+        ["from-tar.txt", "from-zip.txt", "other.txt"]
+    );
+    let reports: Vec<serde_json::Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(reports.len(), 2, "{}", r.dump());
+    assert_eq!(reports[1]["archive"], tar.display().to_string());
+    assert_eq!(reports[1]["files"], 2);
+    // Again into the same OUT: every file exists, each archive fails (exit 1 for both).
+    let r = run_fastwrite(&osv!["extract", &zip, &tar, "-o", &out]);
+    r.assert_code(1);
+    assert!(r.stderr.contains("already exists"), "{}", r.dump());
+    // Tested, each.
+    let r = run_fastwrite(&osv!["extract", &zip, &tar, "-t"]);
+    r.assert_code(0);
+    assert_eq!(r.stderr.matches("tested").count(), 2, "{}", r.dump());
+    // A pattern that is no archive file keeps them all patterns.
+    let only = t.join("only");
+    let r = run_fastwrite(&osv!["extract", &tar, "other.txt", "-o", &only]);
+    r.assert_code(0);
+    assert_eq!(all_paths(&only), ["other.txt"]);
+}

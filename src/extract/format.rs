@@ -33,6 +33,22 @@ pub(crate) fn detect(head: &[u8]) -> Option<Format> {
     }
 }
 
+/// Whether `path` is a file fastwrite reads, by its first bytes: a zip, a tar, or a file
+/// compressed with gzip, zstd, xz or bzip2 (a self-extracting zip, whose start is a program,
+/// is not told here). A program can ask it before [`extract`](crate::extract()); the command
+/// line asks it to tell several archives from patterns.
+pub fn recognised(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut head = Vec::with_capacity(512);
+    file.take(512).read_to_end(&mut head).is_ok() && detect(&head).is_some()
+}
+
 /// What an input fastwrite does not read is, from its first bytes, for the message that
 /// refuses it: another format named ("a 7z archive"), text, or neither.
 pub(crate) fn not_readable(head: &[u8]) -> String {

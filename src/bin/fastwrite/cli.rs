@@ -333,6 +333,26 @@ pub struct ExtractArgs {
     pub password: Option<String>,
 }
 
+impl ExtractArgs {
+    /// The archives to extract: ARCHIVE alone; or, where every PATTERN also names a file that
+    /// fastwrite reads by its content (a zip, a tar, a compressed file), ARCHIVE and each of
+    /// them, in turn, as 7-Zip and ouch take several (`fastwrite extract *.tar.gz`). A pattern
+    /// that is no such file (a name inside the archive, a glob) keeps them all patterns.
+    pub fn archives(&self) -> Vec<PathBuf> {
+        let several = !self.patterns.is_empty()
+            && self.files_from.is_none()
+            && self
+                .patterns
+                .iter()
+                .all(|p| fastwrite::recognised(std::path::Path::new(p)));
+        let mut archives = vec![self.archive.clone()];
+        if several {
+            archives.extend(self.patterns.iter().map(PathBuf::from));
+        }
+        archives
+    }
+}
+
 /// The patterns a `--files-from` FILE holds, one a line (a `\r` before the line's end is not
 /// part of it, empty lines are left out), added to `patterns`.
 fn read_patterns(patterns: &mut Vec<String>, file: Option<&std::path::Path>) -> anyhow::Result<()> {

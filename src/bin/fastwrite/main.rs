@@ -41,9 +41,6 @@ fn run(cli: Cli) -> i32 {
             if let Some(refusal) = refuse_extract(args) {
                 return cannot_start(refusal, cli.global.json);
             }
-            if args.test || args.to_stdout {
-                return read_files(&cli, args);
-            }
         }
         _ => {}
     }
@@ -53,11 +50,37 @@ fn run(cli: Cli) -> i32 {
         // Still safe to go on: Ctrl-C then stops the process the default way.
         eprintln!("fastwrite: warning: cannot catch Ctrl-C: {error}");
     }
-    if cli.global.verbose {
-        opts.progress = Some(Arc::new(show::Verbose::default()));
-    } else if !cli.global.quiet && std::io::stderr().is_terminal() {
-        opts.progress = Some(Arc::new(Bar::new()));
+    if let Command::Extract(args) = &cli.command {
+        let archives = args.archives();
+        if archives.len() > 1 {
+            // Several archives, each in turn into OUT; the patterns were archives.
+            opts.select.patterns.clear();
+            let mut code = exit::SUCCESS;
+            for archive in &archives {
+                if interrupt::signal().is_some() {
+                    break;
+                }
+                if !cli.global.quiet {
+                    eprintln!("fastwrite: {}:", for_terminal(archive.display()));
+                }
+                let done = if args.test || args.to_stdout {
+                    read_files(&cli, args, archive, &opts)
+                } else {
+                    set_progress(&cli, &mut opts);
+                    match fastwrite::extract(archive, &args.output, &opts) {
+                        Ok(report) => told(&cli, report, Some(archive)),
+                        Err(error) => cannot_start(&format!("{error:#}"), cli.global.json),
+                    }
+                };
+                code = code.max(done);
+            }
+            return code;
+        }
+        if args.test || args.to_stdout {
+            return read_files(&cli, args, &args.archive, &opts);
+        }
     }
+    set_progress(&cli, &mut opts);
     let result = match &cli.command {
         Command::Extract(args) => fastwrite::extract(&args.archive, &args.output, &opts),
         Command::Mirror(args) => fastwrite::mirror(&args.src, &args.dst, &opts, &args.options()),
@@ -65,15 +88,31 @@ fn run(cli: Cli) -> i32 {
             unreachable!("answered above")
         }
     };
-    let mut report = match result {
-        Ok(report) => report,
+    match result {
+        Ok(report) => told(&cli, report, None),
         Err(error) => {
             if let Some(bar) = &opts.progress {
                 bar.finished();
             }
-            return cannot_start(&format!("{error:#}"), cli.global.json);
+            cannot_start(&format!("{error:#}"), cli.global.json)
         }
+    }
+}
+
+/// A line per file and link with `-v`, else a bar on a terminal (a new one for each run).
+fn set_progress(cli: &Cli, opts: &mut fastwrite::Options) {
+    opts.progress = if cli.global.verbose {
+        Some(Arc::new(show::Verbose::default()))
+    } else if !cli.global.quiet && std::io::stderr().is_terminal() {
+        Some(Arc::new(Bar::new()))
+    } else {
+        None
     };
+}
+
+/// Tells a finished run's report (warnings, a mirror's actions, failures, the JSON, the stats)
+/// and returns its exit code. `archive`: which one, where a run reads several.
+fn told(cli: &Cli, mut report: fastwrite::Report, archive: Option<&std::path::Path>) -> i32 {
     if !cli.global.quiet {
         for warning in &report.warnings {
             eprintln!("fastwrite: warning: {}", for_terminal(warning));
@@ -94,7 +133,7 @@ fn run(cli: Cli) -> i32 {
     }
     if cli.global.json {
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", show::report_json(&report)).and_then(|()| out.flush());
+        let _ = writeln!(out, "{}", show::report_json(&report, archive)).and_then(|()| out.flush());
     }
     if failed > 0 {
         eprintln!(
@@ -118,15 +157,16 @@ fn run(cli: Cli) -> i32 {
 
 /// `extract -t` (every file read and checked, nothing written) and `extract -O` (every file's
 /// content to standard output, in order).
-fn read_files(cli: &Cli, args: &crate::cli::ExtractArgs) -> i32 {
-    let opts = cli.options();
-    if let Err(error) = interrupt::install(&opts.cancel) {
-        eprintln!("fastwrite: warning: cannot catch Ctrl-C: {error}");
-    }
+fn read_files(
+    cli: &Cli,
+    args: &crate::cli::ExtractArgs,
+    archive: &std::path::Path,
+    opts: &fastwrite::Options,
+) -> i32 {
     let verbose = cli.global.verbose;
     let read = if args.to_stdout {
         let mut out = std::io::stdout().lock();
-        fastwrite::read_files(&args.archive, &opts, &mut |_, data| {
+        fastwrite::read_files(archive, opts, &mut |_, data| {
             std::io::copy(data, &mut out).map(drop)
         })
         .and_then(|report| {
@@ -134,7 +174,7 @@ fn read_files(cli: &Cli, args: &crate::cli::ExtractArgs) -> i32 {
             Ok(report)
         })
     } else {
-        fastwrite::read_files(&args.archive, &opts, &mut |name, data| {
+        fastwrite::read_files(archive, opts, &mut |name, data| {
             std::io::copy(data, &mut std::io::sink())?;
             if verbose {
                 println!("{}", show::terminal_safe(name));
@@ -164,7 +204,8 @@ fn read_files(cli: &Cli, args: &crate::cli::ExtractArgs) -> i32 {
     }
     if cli.global.json {
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", show::report_json(&report)).and_then(|()| out.flush());
+        let _ = writeln!(out, "{}", show::report_json(&report, Some(archive)))
+            .and_then(|()| out.flush());
     }
     let files = show::count(report.files, "file", "files");
     if failed > 0 {

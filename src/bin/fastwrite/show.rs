@@ -187,7 +187,19 @@ pub fn error_json(message: &str) -> String {
     serde_json::json!({ "error": message }).to_string()
 }
 
-pub fn report_json(report: &Report) -> String {
+/// The report as one JSON object, naming the archive it is of when a run reads several.
+pub fn report_json(report: &Report, archive: Option<&std::path::Path>) -> String {
+    let mut value = report_value(report);
+    if let (Some(archive), Some(object)) = (archive, value.as_object_mut()) {
+        object.insert(
+            "archive".into(),
+            archive.to_string_lossy().into_owned().into(),
+        );
+    }
+    value.to_string()
+}
+
+fn report_value(report: &Report) -> serde_json::Value {
     let failures: Vec<serde_json::Value> = report
         .failures
         .iter()
@@ -235,7 +247,6 @@ pub fn report_json(report: &Report) -> String {
         "warnings": report.warnings,
         "failures": failures,
     })
-    .to_string()
 }
 
 #[derive(Default)]
