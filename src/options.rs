@@ -66,6 +66,10 @@ pub enum Overwrite {
     Replace,
     /// The existing file is kept and the entry skipped.
     Skip,
+    /// The existing file is replaced (as with `Replace`) only if it is older than the entry,
+    /// else kept and the entry skipped: `unzip -u`, GNU tar's `--keep-newer-files`. An entry
+    /// without an mtime keeps what exists.
+    Update,
 }
 
 /// How a run writes: threads, closing, durability, what to do with existing files.

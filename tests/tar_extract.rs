@@ -3621,3 +3621,75 @@ fn patterns_from_a_file_take_what_tar_takes() {
     r.assert_code(2);
     assert!(r.stderr.contains("--files-from"), "{}", r.dump());
 }
+
+/// Issue 26, item 17: `-u` (`--keep-newer-files`) replaces an existing file only where it is
+/// older than the archive's copy, as `unzip -u` and GNU tar's --keep-newer-files; a newer one
+/// and one of the same age are kept (unzip's rule; GNU tar replaces the same age), and
+/// counted skipped; a new name is written. For a tar, a compressed tar and a zip.
+#[test]
+fn update_replaces_only_older_files() {
+    let t = tempdir();
+    let archived = 1_600_000_000i64; // 2020-09-13
+    let mut builder = tar::Builder::new(Vec::new());
+    for name in ["old.txt", "new.txt", "same.txt", "fresh.txt"] {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(7);
+        header.set_mode(0o644);
+        header.set_mtime(archived as u64);
+        builder
+            .append_data(&mut header, name, &b"archive"[..])
+            .unwrap();
+    }
+    let tar = builder.into_inner().unwrap();
+    let zip = t.join("a.zip");
+    {
+        let mut w = zip::ZipWriter::new(fs::File::create(&zip).unwrap());
+        for name in ["old.txt", "new.txt", "same.txt", "fresh.txt"] {
+            let mut ut = vec![1u8];
+            ut.extend_from_slice(&(archived as i32).to_le_bytes());
+            let mut opts = zip::write::FullFileOptions::default()
+                .compression_method(zip::CompressionMethod::Stored);
+            opts.add_extra_field(0x5455, ut, false).unwrap();
+            w.start_file(name, opts).unwrap();
+            w.write_all(b"archive").unwrap();
+        }
+        w.finish().unwrap();
+    }
+    let plain = t.join("a.tar");
+    fs::write(&plain, &tar).unwrap();
+    let gz = t.join("a.tar.gz");
+    fs::write(&gz, Comp::Gzip.compress(&tar)).unwrap();
+    for archive in [&plain, &gz, &zip] {
+        let out = t.join(format!(
+            "out-{}",
+            archive.file_name().unwrap().to_string_lossy()
+        ));
+        fs::create_dir(&out).unwrap();
+        for (name, mtime) in [
+            ("old.txt", archived - 86_400),
+            ("new.txt", archived + 86_400),
+            ("same.txt", archived),
+        ] {
+            fs::write(out.join(name), "mine").unwrap();
+            let time = filetime::FileTime::from_unix_time(mtime, 0);
+            filetime::set_file_mtime(out.join(name), time).unwrap();
+        }
+        let r = run_fastwrite(&osv!["extract", archive, "-o", &out, "-u", "--json"]);
+        r.assert_code(0);
+        let report: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap();
+        assert_eq!(report["skipped"], 2, "{}", r.dump());
+        for (name, content) in [
+            ("old.txt", "archive"),
+            ("new.txt", "mine"),
+            ("same.txt", "mine"),
+            ("fresh.txt", "archive"),
+        ] {
+            assert_eq!(
+                fs::read_to_string(out.join(name)).unwrap(),
+                content,
+                "{name} from {}",
+                archive.display()
+            );
+        }
+    }
+}

@@ -168,8 +168,9 @@ impl Engine {
             return fail(ErrorKind::Write, error);
         }
         let is_dir = self.out_dir.kind(dest).is_ok_and(|k| k == FileKind::Dir);
-        match self.opts.overwrite {
-            Overwrite::Skip => {
+        match self.policy_for(entry) {
+            // (`Update` is resolved into one of the others by `policy_for`.)
+            Overwrite::Skip | Overwrite::Update => {
                 self.skipped.fetch_add(1, Ordering::Relaxed);
                 Ok(None)
             }

@@ -175,7 +175,8 @@ impl Engine {
             let in_place = self.out_dir.kind(&rename.path).ok();
             if in_place.is_some() && !self.ours(&rename.path) {
                 let _ = self.out_dir.remove_file(&rename.temp);
-                if self.opts.overwrite == Overwrite::Skip {
+                // With `Update`, the first copy at the path decided: kept, so are the rest.
+                if matches!(self.opts.overwrite, Overwrite::Skip | Overwrite::Update) {
                     *self.skipped.get_mut() += 1;
                     continue;
                 }

@@ -38,11 +38,12 @@ impl Engine {
         let policy = if entry.replaces && self.ours(&entry.path) {
             Overwrite::Replace
         } else {
-            self.opts.overwrite
+            self.policy_for(entry)
         };
         match policy {
             Overwrite::Refuse => Err(already_exists()).tag(&entry.name, ErrorKind::AlreadyExists),
-            Overwrite::Skip => Ok(false),
+            // (`Update` is resolved into one of the others by `policy_for`.)
+            Overwrite::Skip | Overwrite::Update => Ok(false),
             Overwrite::Replace => {
                 let temp = self.temp_path(&entry.path);
                 make(&temp)

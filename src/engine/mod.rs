@@ -378,13 +378,34 @@ impl Engine {
         if self.out_dir.kind(&entry.path).is_err() {
             return false;
         }
-        if self.opts.overwrite == Overwrite::Skip {
+        let policy = self.policy_for(entry);
+        if policy == Overwrite::Replace {
+            return false;
+        }
+        if policy == Overwrite::Skip {
             self.skipped.fetch_add(1, Ordering::Relaxed);
         } else {
             let error = already_exists();
             self.record(Error::new(&entry.name, ErrorKind::AlreadyExists, error));
         }
         true
+    }
+
+    /// The overwrite policy for `entry` over what exists at its path: `Update` becomes
+    /// `Replace` where what exists is older than the entry, else `Skip`.
+    pub(super) fn policy_for(&self, entry: &Entry) -> Overwrite {
+        if self.opts.overwrite != Overwrite::Update {
+            return self.opts.overwrite;
+        }
+        let older = match (entry.mtime, self.out_dir.modified(&entry.path)) {
+            (Some(new), Ok(old)) => old < new,
+            _ => false,
+        };
+        if older {
+            Overwrite::Replace
+        } else {
+            Overwrite::Skip
+        }
     }
 
     /// The mean time a writer takes to write one file (without closing it), from the engine's

@@ -160,6 +160,29 @@ impl OutDir {
         kind_at(dir.fd(), &name)
     }
 
+    /// The modification time of what is at `rel` (a symlink's own, never its target's).
+    pub fn modified(&self, rel: &Path) -> io::Result<SystemTime> {
+        let (dir, name) = self.parent(rel)?;
+        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: an open folder, a valid C string, and a buffer filled on success.
+        check(unsafe {
+            libc::fstatat(
+                dir.fd(),
+                name.as_ptr(),
+                stat.as_mut_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        })?;
+        // SAFETY: fstatat succeeded.
+        let stat = unsafe { stat.assume_init() };
+        #[allow(clippy::unnecessary_cast)] // i64 on Linux, not everywhere
+        let secs = stat.st_mtime as i64;
+        let at = super::unix_time(secs).ok_or_else(|| io::Error::other("mtime out of range"))?;
+        #[allow(clippy::unnecessary_cast)]
+        let nanos = stat.st_mtime_nsec as u64;
+        Ok(at + std::time::Duration::from_nanos(nanos))
+    }
+
     /// Removes a file or a symlink (never what it points to).
     pub fn remove_file(&self, rel: &Path) -> io::Result<()> {
         let (dir, name) = self.parent(rel)?;

@@ -102,6 +102,11 @@ impl OutDir {
         kind_of(&self.at(rel))
     }
 
+    /// The modification time of what is at `rel` (a symlink's own, never its target's).
+    pub fn modified(&self, rel: &Path) -> io::Result<SystemTime> {
+        std::fs::symlink_metadata(self.at(rel))?.modified()
+    }
+
     /// Removes a file or a symlink, even a read-only file.
     pub fn remove_file(&self, rel: &Path) -> io::Result<()> {
         let path = self.at(rel);

@@ -280,6 +280,11 @@ pub struct ExtractArgs {
     #[arg(long)]
     pub skip_existing: bool,
 
+    /// Replace an existing file only where it is older than the archive's copy, else keep it
+    /// (as `unzip -u` and GNU tar's --keep-newer-files)
+    #[arg(short = 'u', long, visible_alias = "keep-newer-files", conflicts_with_all = ["overwrite", "skip_existing"])]
+    pub update: bool,
+
     /// Keep setuid, setgid and sticky bits (dropped by default)
     #[arg(long)]
     pub keep_setid: bool,
@@ -307,13 +312,13 @@ pub struct ExtractArgs {
     /// Test: read every file and make every check extraction makes (each zip entry's CRC-32, a
     /// compressed tar's checksums, every name), writing nothing, as `unzip -t`, `gzip -t` and
     /// `7z t` do; the exit code says (with -v, each file's name as it passes)
-    #[arg(short = 't', long, conflicts_with_all = ["output", "overwrite", "skip_existing", "to_stdout"])]
+    #[arg(short = 't', long, conflicts_with_all = ["output", "overwrite", "skip_existing", "update", "to_stdout"])]
     pub test: bool,
 
     /// Write each file's content to standard output, in the archive's order, instead of to
     /// files, as `tar -xO` and `unzip -p` do; a zip entry's CRC-32 is checked as it ends (a
     /// mismatch is named, and the exit code is 1)
-    #[arg(short = 'O', long, conflicts_with_all = ["output", "overwrite", "skip_existing"])]
+    #[arg(short = 'O', long, conflicts_with_all = ["output", "overwrite", "skip_existing", "update"])]
     pub to_stdout: bool,
 
     /// For a single compressed file (`notes.txt.gz`, not an archive): the name to write it
@@ -446,6 +451,8 @@ impl Cli {
             Command::Extract(args) => {
                 opts.overwrite = if args.overwrite {
                     Overwrite::Replace
+                } else if args.update {
+                    Overwrite::Update
                 } else if args.skip_existing {
                     Overwrite::Skip
                 } else {
