@@ -96,6 +96,14 @@ pub struct Options {
     /// each with a warning, and the run still succeeds. Devices need root (`CAP_MKNOD`);
     /// Windows has neither, and each fails there.
     pub devices: bool,
+    /// Give each file, folder and link of a tar the owner and group it records (`tar
+    /// --same-owner`, GNU tar's and bsdtar's default as root): by name where this system knows
+    /// the name, else by number. Needs root (`CAP_CHOWN`); off by default, for a program. Unix
+    /// only: on Windows each entry fails.
+    pub same_owner: bool,
+    /// With [`Options::same_owner`], take the ids as archived and ignore the names (`tar
+    /// --numeric-owner`).
+    pub numeric_owner: bool,
     /// Bytes of file content a streamed archive may hold in memory between its reader and the
     /// writers.
     pub memory_budget: u64,
@@ -158,6 +166,8 @@ impl Default for Options {
             overwrite: Overwrite::Refuse,
             keep_setid: false,
             devices: false,
+            same_owner: false,
+            numeric_owner: false,
             memory_budget: Options::DEFAULT_MEMORY_BUDGET,
             max_output: None,
             space_check: true,

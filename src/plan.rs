@@ -76,6 +76,8 @@ pub struct Entry {
     /// temporary name and moved into place at the end of the run, after every close, in the
     /// order of `index`; a link replaces what is there when it is made.
     pub replaces: bool,
+    /// The owner and group to give it (`Options::same_owner`), if any.
+    pub owner: Option<(u32, u32)>,
 }
 
 impl Entry {
@@ -105,6 +107,7 @@ impl Entry {
             index: 0,
             sparse: false,
             replaces: false,
+            owner: None,
         })
     }
 }
@@ -676,6 +679,7 @@ mod tests {
             index: 0,
             sparse: false,
             replaces: false,
+            owner: None,
         }
     }
 

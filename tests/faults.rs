@@ -1212,6 +1212,89 @@ mod linux {
         }
     }
 
+    /// Issue 26, item 16: as root, a tar's owners are restored by default, as GNU tar and bsdtar
+    /// restore them: by name where this system knows the name (`nobody` here, whatever id the
+    /// archive gives it), else by id; `--numeric-owner` takes the ids; `--no-same-owner` leaves
+    /// everything root's. Files, folders and symlinks alike; a setuid bit asked for survives the
+    /// change of owner.
+    fn owners_are_restored_as_root_as_tar_restores_them() {
+        use std::os::unix::fs::MetadataExt;
+        if !is_root() {
+            unmet("root, to give files other owners");
+        }
+        let t = tempdir();
+        let mut builder = tar::Builder::new(Vec::new());
+        let mut add = |path: &str, kind: tar::EntryType, user: &str, ids: (u64, u64), mode: u32| {
+            let mut header = tar::Header::new_ustar();
+            header.set_entry_type(kind);
+            header.set_uid(ids.0);
+            header.set_gid(ids.1);
+            header.set_username(user).unwrap();
+            header
+                .set_groupname(if user.is_empty() { "" } else { "nogroup" })
+                .unwrap();
+            header.set_mode(mode);
+            header.set_mtime(1_600_000_000);
+            if kind == tar::EntryType::Symlink {
+                header.set_size(0);
+                builder.append_link(&mut header, path, "named").unwrap();
+            } else {
+                let data: &[u8] = if kind == tar::EntryType::Regular {
+                    b"data"
+                } else {
+                    b""
+                };
+                header.set_size(data.len() as u64);
+                builder.append_data(&mut header, path, data).unwrap();
+            }
+        };
+        add(
+            "named",
+            tar::EntryType::Regular,
+            "nobody",
+            (1234, 2345),
+            0o644,
+        );
+        add(
+            "numbered",
+            tar::EntryType::Regular,
+            "",
+            (1234, 2345),
+            0o4755,
+        );
+        add("dir/", tar::EntryType::Directory, "", (1234, 2345), 0o755);
+        add("link", tar::EntryType::Symlink, "", (1234, 2345), 0o777);
+        let archive = t.join("owners.tar");
+        fs::write(&archive, builder.into_inner().unwrap()).unwrap();
+        let owner = |path: &Path| {
+            let m = fs::symlink_metadata(path).unwrap();
+            (m.uid(), m.gid())
+        };
+        let out = t.join("default");
+        extract(&archive, &out, &["--keep-setid"]).assert_success();
+        assert_eq!(
+            owner(&out.join("named")),
+            (65534, 65534),
+            "by name: nobody:nogroup"
+        );
+        assert_eq!(owner(&out.join("numbered")), (1234, 2345));
+        assert_eq!(owner(&out.join("dir")), (1234, 2345));
+        assert_eq!(owner(&out.join("link")), (1234, 2345));
+        let mode = fs::metadata(out.join("numbered")).unwrap().mode() & 0o7777;
+        assert_eq!(
+            mode, 0o4755,
+            "the setuid bit asked for is kept after the chown"
+        );
+        let out = t.join("numeric");
+        extract(&archive, &out, &["--numeric-owner"]).assert_success();
+        assert_eq!(owner(&out.join("named")), (1234, 2345));
+        let out = t.join("none");
+        extract(&archive, &out, &["--no-same-owner"]).assert_success();
+        for name in ["named", "numbered", "dir", "link"] {
+            assert_eq!(owner(&out.join(name)), (0, 0), "{name}");
+        }
+    }
+
     /// `--devices` creates them as GNU tar and bsdtar do as root: each with its type, numbers,
     /// mode and mtime, compared with GNU tar's tree; as another user the devices fail (the system
     /// refuses them), named, and the FIFO is still made.
@@ -1296,6 +1379,7 @@ mod linux {
         run_tests(tests![
             unmet_prerequisites_are_ignored_here_and_fail_under_ci,
             devices_and_fifos_created_with_devices,
+            owners_are_restored_as_root_as_tar_restores_them,
             failed_close_is_named_and_leaves_nothing_behind,
             failed_close_of_a_replacement_keeps_the_old_file,
             quota_exceeded_while_writing,

@@ -235,6 +235,22 @@ impl Engine {
                     format!("setting the mtime of '{}'", self.full(&open.path).display())
                 })?;
             }
+            // The owner before the mode: a change of owner clears setuid and setgid.
+            let mut chowned = false;
+            if let Some((uid, gid)) = entry.owner
+                && !(self.plain_mkdir && (uid, gid) == platform::effective_ids())
+            {
+                platform::chown_file(&open.file, uid, gid).with_context(|| {
+                    let dest = self.full(&entry.path);
+                    format!("giving '{}' the owner {uid}:{gid}", dest.display())
+                })?;
+                chowned = true;
+            }
+            if chowned && open.mode & 0o6000 != 0 {
+                return platform::fix_mode(&open.file, open.mode, u32::MAX).with_context(|| {
+                    format!("setting the mode of '{}'", self.full(&open.path).display())
+                });
+            }
             platform::fix_mode(&open.file, open.mode, self.umask).with_context(|| {
                 format!("setting the mode of '{}'", self.full(&open.path).display())
             })

@@ -111,7 +111,7 @@ impl Engine {
     /// round trip or two, and a mirror of a tree of 900 folders waited seconds for them one
     /// at a time.
     fn apply_dirs_metadata(&self, mut dirs: Vec<Entry>) {
-        dirs.retain(|e| e.mode.is_some() || e.mtime.is_some());
+        dirs.retain(|e| e.mode.is_some() || e.mtime.is_some() || e.owner.is_some());
         deepest_first(
             &mut dirs,
             |e| e.path.components().count(),

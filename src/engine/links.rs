@@ -66,6 +66,7 @@ impl Engine {
         if !self.place_link(entry, |at| self.out_dir.symlink(target, at))? {
             return Ok(false);
         }
+        self.give_owner(entry)?;
         if let Some(mtime) = entry.mtime {
             if !self.symlink_times {
                 self.symlink_times_left.fetch_add(1, Ordering::Relaxed);
@@ -119,10 +120,31 @@ impl Engine {
         })? {
             return Ok(false);
         }
-        // Made with the umask applied: the archived mode, and the mtime, set now.
+        // Made with the umask applied: the owner, then the archived mode (a change of owner
+        // clears setuid and setgid), and the mtime, set now.
+        self.give_owner(entry)?;
         self.set_metadata(&entry.path, Some(mode), entry.mtime)
             .tag(&entry.name, ErrorKind::Metadata)?;
         Ok(true)
+    }
+
+    /// Gives what is at the entry's path (a link itself, a folder, a device) the owner it
+    /// records (`Options::same_owner`), unless it has it already: this process's own ids, in
+    /// an output folder whose new entries take them.
+    pub(super) fn give_owner(&self, entry: &Entry) -> Result<(), Error> {
+        let Some((uid, gid)) = entry.owner else {
+            return Ok(());
+        };
+        if self.plain_mkdir && (uid, gid) == crate::platform::effective_ids() {
+            return Ok(());
+        }
+        self.out_dir
+            .lchown(&entry.path, uid, gid)
+            .with_context(|| {
+                let dest = self.full(&entry.path);
+                format!("giving '{}' the owner {uid}:{gid}", dest.display())
+            })
+            .tag(&entry.name, ErrorKind::Metadata)
     }
 
     pub(super) fn apply_dir_metadata(&self, entry: &Entry) -> Result<(), Error> {
@@ -137,6 +159,8 @@ impl Engine {
             .mode
             .map(|m| self.opts.mode_bits(m))
             .filter(|&m| !made_with(m));
+        // The owner first: a change of owner may clear a folder's setgid bit.
+        self.give_owner(entry)?;
         self.set_metadata(&entry.path, mode, entry.mtime)
             .tag(&entry.name, ErrorKind::Metadata)
     }

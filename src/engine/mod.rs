@@ -477,6 +477,7 @@ mod tests {
             index: 0,
             sparse: false,
             replaces: false,
+            owner: None,
         }
     }
 

@@ -275,6 +275,7 @@ fn entry(rel: &Path, kind: EntryKind, meta: &Metadata) -> Entry {
         index: 0,
         sparse: meta.is_file() && platform::has_holes(meta),
         replaces: false,
+        owner: None,
     }
 }
 

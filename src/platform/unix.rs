@@ -28,6 +28,68 @@ pub fn fix_mode(file: &File, mode: u32, umask: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// Gives an open file the owner `uid` and group `gid` (`tar --same-owner`).
+pub fn chown_file(file: &File, uid: u32, gid: u32) -> io::Result<()> {
+    std::os::unix::fs::fchown(file, Some(uid), Some(gid))
+}
+
+/// This process's effective user and group ids: what a file it creates is owned by.
+pub fn effective_ids() -> (u32, u32) {
+    // SAFETY: neither call has preconditions or fails.
+    unsafe { (libc::geteuid(), libc::getegid()) }
+}
+
+/// The id of the user (`group`: of the group) named `name` in this system's databases, as
+/// tar maps an archive's owner names (`None`: no such name here).
+pub fn id_of(name: &[u8], group: bool) -> Option<u32> {
+    let name = std::ffi::CString::new(name).ok()?;
+    let mut buf = vec![0u8; 1024];
+    loop {
+        let (rc, id) = if group {
+            let mut entry = std::mem::MaybeUninit::<libc::group>::uninit();
+            let mut found: *mut libc::group = std::ptr::null_mut();
+            // SAFETY: a valid C string, an entry and a buffer that outlive the call.
+            let rc = unsafe {
+                libc::getgrnam_r(
+                    name.as_ptr(),
+                    entry.as_mut_ptr(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    &mut found,
+                )
+            };
+            // SAFETY: `found` is set (to the entry) only when the entry was filled.
+            (
+                rc,
+                (!found.is_null()).then(|| unsafe { entry.assume_init() }.gr_gid),
+            )
+        } else {
+            let mut entry = std::mem::MaybeUninit::<libc::passwd>::uninit();
+            let mut found: *mut libc::passwd = std::ptr::null_mut();
+            // SAFETY: a valid C string, an entry and a buffer that outlive the call.
+            let rc = unsafe {
+                libc::getpwnam_r(
+                    name.as_ptr(),
+                    entry.as_mut_ptr(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    &mut found,
+                )
+            };
+            // SAFETY: `found` is set (to the entry) only when the entry was filled.
+            (
+                rc,
+                (!found.is_null()).then(|| unsafe { entry.assume_init() }.pw_uid),
+            )
+        };
+        if rc == libc::ERANGE && buf.len() < 1 << 20 {
+            buf.resize(buf.len() * 4, 0);
+            continue;
+        }
+        return if rc == 0 { id } else { None };
+    }
+}
+
 /// A point in time as `utimensat` takes it. In i128 on the way: a time from an archive may be
 /// as far from 1970 as an i64 of seconds reaches, where negating or borrowing a second would
 /// overflow i64.

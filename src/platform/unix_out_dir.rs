@@ -160,6 +160,16 @@ impl OutDir {
         kind_at(dir.fd(), &name)
     }
 
+    /// Gives what is at `rel` (a symlink itself, never its target) the owner `uid` and group
+    /// `gid`.
+    pub fn lchown(&self, rel: &Path, uid: u32, gid: u32) -> io::Result<()> {
+        let (dir, name) = self.parent(rel)?;
+        // SAFETY: an open folder and a valid C string.
+        check(unsafe {
+            libc::fchownat(dir.fd(), name.as_ptr(), uid, gid, libc::AT_SYMLINK_NOFOLLOW)
+        })
+    }
+
     /// The modification time of what is at `rel` (a symlink's own, never its target's).
     pub fn modified(&self, rel: &Path) -> io::Result<SystemTime> {
         let (dir, name) = self.parent(rel)?;

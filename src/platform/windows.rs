@@ -19,6 +19,24 @@ pub fn current_umask() -> u32 {
 
 /// Windows keeps only "read-only"; it is applied once the content is written, because a
 /// read-only file cannot be written through a new handle.
+/// Owners are not restored on Windows (`Options::same_owner` is refused there).
+pub fn chown_file(_file: &File, _uid: u32, _gid: u32) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "owners are not restored on Windows",
+    ))
+}
+
+/// No Unix ids on Windows.
+pub fn effective_ids() -> (u32, u32) {
+    (u32::MAX, u32::MAX)
+}
+
+/// No user database of Unix names on Windows.
+pub fn id_of(_name: &[u8], _group: bool) -> Option<u32> {
+    None
+}
+
 pub fn fix_mode(file: &File, mode: u32, _umask: u32) -> io::Result<()> {
     if mode & 0o222 == 0 {
         let mut perms = file.metadata()?.permissions();
@@ -105,6 +123,14 @@ impl OutDir {
     /// The modification time of what is at `rel` (a symlink's own, never its target's).
     pub fn modified(&self, rel: &Path) -> io::Result<SystemTime> {
         std::fs::symlink_metadata(self.at(rel))?.modified()
+    }
+
+    /// Owners are not restored on Windows (see `chown_file`).
+    pub fn lchown(&self, _rel: &Path, _uid: u32, _gid: u32) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "owners are not restored on Windows",
+        ))
     }
 
     /// Removes a file or a symlink, even a read-only file.

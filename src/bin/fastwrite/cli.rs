@@ -289,6 +289,21 @@ pub struct ExtractArgs {
     #[arg(long)]
     pub keep_setid: bool,
 
+    /// Give each file, folder and link of a tar the owner and group it records, by name where
+    /// this system knows it, else by number [default: when run as root, as GNU tar and bsdtar
+    /// do]
+    #[arg(long, overrides_with = "no_same_owner")]
+    pub same_owner: bool,
+
+    /// Leave every entry owned by the user running fastwrite (the default for other users)
+    #[arg(long)]
+    pub no_same_owner: bool,
+
+    /// With owners restored, take the archived ids and ignore the names (as tar
+    /// --numeric-owner)
+    #[arg(long)]
+    pub numeric_owner: bool,
+
     /// Create the device nodes and FIFOs a tar holds, as GNU tar and bsdtar do as root (a
     /// container's root filesystem needs them); without it they are skipped with a warning
     #[arg(long)]
@@ -356,6 +371,21 @@ impl ExtractArgs {
         }
         archives
     }
+}
+
+/// Whether this process runs as root: then a tar's owners are restored by default, as GNU tar
+/// and bsdtar restore them.
+#[cfg(unix)]
+fn running_as_root() -> bool {
+    #[allow(unsafe_code)]
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    euid == 0
+}
+
+#[cfg(not(unix))]
+fn running_as_root() -> bool {
+    false
 }
 
 /// The patterns a `--files-from` FILE holds, one a line (a `\r` before the line's end is not
@@ -460,6 +490,8 @@ impl Cli {
                 };
                 opts.keep_setid = args.keep_setid;
                 opts.devices = args.devices;
+                opts.same_owner = !args.no_same_owner && (args.same_owner || running_as_root());
+                opts.numeric_owner = args.numeric_owner;
                 opts.memory_budget = args.memory_budget << 20;
                 opts.max_output = args.max_output;
                 opts.space_check = !args.no_space_check;

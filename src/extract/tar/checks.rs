@@ -3,12 +3,12 @@
 //! below a symlink seen earlier in the stream, a hard link only to a file earlier in this
 //! archive, devices and FIFOs skipped with a warning.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use anyhow::anyhow;
 
-use super::reader::{Kind, Member};
+use super::reader::{Kind, Member, Owner};
 use crate::engine::path_key;
 use crate::error::{Error, ErrorKind, Setting};
 use crate::extract::select::{Choice, Chooser};
@@ -39,10 +39,64 @@ pub(crate) struct Checker<'s> {
     /// Device nodes and FIFOs become entries ([`Options::devices`](crate::Options::devices));
     /// else they are skipped with a warning.
     devices: bool,
+    /// Whether entries get their archived owners, and how the names are mapped.
+    owners: Owners,
+}
+
+/// How an entry's archived owner becomes ids on this system (`Options::same_owner`).
+pub(crate) struct Owners {
+    /// Owners are restored.
+    pub same: bool,
+    /// By id only (`--numeric-owner`), not by name.
+    pub numeric: bool,
+    /// Names looked up so far (user names, then group names), and their ids here.
+    users: HashMap<Vec<u8>, Option<u32>>,
+    groups: HashMap<Vec<u8>, Option<u32>>,
+}
+
+impl Owners {
+    pub fn new(opts: &crate::options::Options) -> Owners {
+        Owners {
+            same: opts.same_owner,
+            numeric: opts.numeric_owner,
+            users: HashMap::new(),
+            groups: HashMap::new(),
+        }
+    }
+
+    /// None restored (listing).
+    pub fn off() -> Owners {
+        Owners {
+            same: false,
+            numeric: false,
+            users: HashMap::new(),
+            groups: HashMap::new(),
+        }
+    }
+
+    /// The ids `owner` maps to: each name this system knows, else the archived id, as GNU tar
+    /// maps them. `None`: not restored, or the archive has no id.
+    fn ids(&mut self, owner: &Owner) -> Option<(u32, u32)> {
+        if !self.same {
+            return None;
+        }
+        let numeric = self.numeric;
+        let look = |names: &mut HashMap<Vec<u8>, Option<u32>>, name: &[u8], group| {
+            if numeric || name.is_empty() {
+                return None;
+            }
+            *names
+                .entry(name.to_vec())
+                .or_insert_with(|| crate::platform::id_of(name, group))
+        };
+        let uid = look(&mut self.users, &owner.user, false).or(owner.uid)?;
+        let gid = look(&mut self.groups, &owner.group, true).or(owner.gid)?;
+        Some((uid, gid))
+    }
 }
 
 impl<'s> Checker<'s> {
-    pub fn new(chooser: &'s Chooser, devices: bool) -> Checker<'s> {
+    pub fn new(chooser: &'s Chooser, devices: bool, owners: Owners) -> Checker<'s> {
         Checker {
             chooser,
             files: HashSet::new(),
@@ -53,6 +107,7 @@ impl<'s> Checker<'s> {
             warnings: Vec::new(),
             skipped: 0,
             devices,
+            owners,
         }
     }
 
@@ -189,6 +244,7 @@ impl<'s> Checker<'s> {
             size: member.size,
             index: self.order,
             replaces: false,
+            owner: self.owners.ids(&member.owner),
         }))
     }
 }

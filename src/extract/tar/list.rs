@@ -25,7 +25,7 @@ pub(in crate::extract) fn list(
     let mut archive = Reader::new(decoded);
     let mut members = 0u64;
     // What extract does by default: devices and FIFOs skipped, said.
-    let mut check = Checker::new(chooser, false);
+    let mut check = Checker::new(chooser, false, super::checks::Owners::off());
     let broke = |error: anyhow::Error| Error::new(label, ErrorKind::Source, error);
     while let Some(member) = archive
         .next()

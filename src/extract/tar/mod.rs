@@ -34,7 +34,7 @@ mod checks;
 mod list;
 mod reader;
 
-use checks::Checker;
+use checks::{Checker, Owners};
 pub(super) use list::list;
 pub(super) use reader::Reader;
 
@@ -62,7 +62,7 @@ pub(super) fn extract(
                 feed::fed(engine, writers, opts.memory_budget, |feed, writer| {
                     let mut stream = Stream {
                         engine,
-                        check: Checker::new(chooser, opts.devices),
+                        check: Checker::new(chooser, opts.devices, Owners::new(opts)),
                         feed,
                         links: HashSet::new(),
                         last_name: None,
@@ -102,7 +102,7 @@ pub(super) fn read_files(
 ) -> anyhow::Result<Report> {
     let mut report = Report::default();
     let mut archive = Reader::new(decoded);
-    let mut check = Checker::new(chooser, opts.devices);
+    let mut check = Checker::new(chooser, opts.devices, Owners::off());
     let mut members = 0u64;
     let mut last_name = None;
     let broke = loop {

@@ -61,6 +61,18 @@ pub(crate) struct Member {
     /// What was odd but readable in its headers (a pax record without its newline, a malformed
     /// mtime): extracted as GNU tar and bsdtar extract it, and said as a warning.
     pub notes: Vec<String>,
+    /// Its owner as archived.
+    pub owner: Owner,
+}
+
+/// An entry's owner as a tar records it: ids, and the names (which GNU tar prefers, where the
+/// extracting system knows them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Owner {
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub user: Vec<u8>,
+    pub group: Vec<u8>,
 }
 
 /// A sparse file's map: runs of data at offsets; everything else is a hole. The runs are in
@@ -466,6 +478,26 @@ impl<R: Read> Reader<R> {
             };
             (field(329..337), field(337..345))
         });
+        // pax records first (they hold ids past the octal fields' reach, and names past 32
+        // bytes), then the header's fields (names in ustar and GNU headers only).
+        let id = |key: &str, range: std::ops::Range<usize>| match pax.get(key) {
+            Some(value) => decimal(value).ok().and_then(|n| u32::try_from(n).ok()),
+            None => number(&block[range])
+                .ok()
+                .and_then(|n| u32::try_from(n).ok()),
+        };
+        let ustar = block[257..262] == *b"ustar";
+        let name_of = |key: &str, range: std::ops::Range<usize>| match pax.get(key) {
+            Some(value) => value.to_vec(),
+            None if ustar => until_nul(&block[range]).to_vec(),
+            None => Vec::new(),
+        };
+        let owner = Owner {
+            uid: id("uid", 108..116),
+            gid: id("gid", 116..124),
+            user: name_of("uname", 265..297),
+            group: name_of("gname", 297..329),
+        };
         Ok(Member {
             kind,
             name,
@@ -476,6 +508,7 @@ impl<R: Read> Reader<R> {
             sparse,
             device,
             notes,
+            owner,
         })
     }
 

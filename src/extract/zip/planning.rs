@@ -257,6 +257,7 @@ impl Planner<'_, '_> {
             index,
             sparse: false,
             replaces: false,
+            owner: None,
         })
     }
 }
