@@ -237,9 +237,7 @@ impl Engine {
             }
             // The owner before the mode: a change of owner clears setuid and setgid.
             let mut chowned = false;
-            if let Some((uid, gid)) = entry.owner
-                && !(self.plain_mkdir && (uid, gid) == platform::effective_ids())
-            {
+            if let Some((uid, gid)) = self.owner_to_give(entry) {
                 platform::chown_file(&open.file, uid, gid).with_context(|| {
                     let dest = self.full(&entry.path);
                     format!("giving '{}' the owner {uid}:{gid}", dest.display())

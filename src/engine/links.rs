@@ -132,12 +132,9 @@ impl Engine {
     /// records (`Options::same_owner`), unless it has it already: this process's own ids, in
     /// an output folder whose new entries take them.
     pub(super) fn give_owner(&self, entry: &Entry) -> Result<(), Error> {
-        let Some((uid, gid)) = entry.owner else {
+        let Some((uid, gid)) = self.owner_to_give(entry) else {
             return Ok(());
         };
-        if self.plain_mkdir && (uid, gid) == crate::platform::effective_ids() {
-            return Ok(());
-        }
         self.out_dir
             .lchown(&entry.path, uid, gid)
             .with_context(|| {

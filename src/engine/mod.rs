@@ -136,6 +136,9 @@ pub(crate) struct Engine {
     /// Replacements of existing files wait under temporary names until the end of the run
     /// (see [`Engine::hold_replacements`]).
     hold_replacements: AtomicBool,
+    /// This process's user and group ids, which what it creates has already (asked once: each
+    /// asking is a system call).
+    own_ids: (u32, u32),
 }
 
 #[derive(Default)]
@@ -221,6 +224,7 @@ impl Engine {
             over_limit: AtomicBool::new(false),
             created: std::sync::OnceLock::new(),
             hold_replacements: AtomicBool::new(false),
+            own_ids: platform::effective_ids(),
         })
     }
 
@@ -406,6 +410,14 @@ impl Engine {
         } else {
             Overwrite::Skip
         }
+    }
+
+    /// The owner to give `entry` (`Options::same_owner`), if it differs from what a new entry
+    /// gets here: this process's ids, in an output folder without the setgid bit.
+    pub(super) fn owner_to_give(&self, entry: &Entry) -> Option<(u32, u32)> {
+        entry
+            .owner
+            .filter(|&ids| !(self.plain_mkdir && ids == self.own_ids))
     }
 
     /// The mean time a writer takes to write one file (without closing it), from the engine's

@@ -85,9 +85,12 @@ impl Owners {
             if numeric || name.is_empty() {
                 return None;
             }
-            *names
-                .entry(name.to_vec())
-                .or_insert_with(|| crate::platform::id_of(name, group))
+            if let Some(&id) = names.get(name) {
+                return id;
+            }
+            let id = crate::platform::id_of(name, group);
+            names.insert(name.to_vec(), id);
+            id
         };
         let uid = look(&mut self.users, &owner.user, false).or(owner.uid)?;
         let gid = look(&mut self.groups, &owner.group, true).or(owner.gid)?;
@@ -109,6 +112,11 @@ impl<'s> Checker<'s> {
             devices,
             owners,
         }
+    }
+
+    /// Whether entries get their archived owners (so the reader must read them).
+    pub fn restores_owners(&self) -> bool {
+        self.owners.same
     }
 
     /// Notes a member the selection left out (listing skips those before [`Checker::entry`]).

@@ -245,7 +245,8 @@ impl Stream<'_, '_, '_> {
         let mut archive = Reader::new(Counted {
             inner: input,
             read: 0,
-        });
+        })
+        .with_owners(self.check.restores_owners());
         let outcome = self.entries(&mut archive, writer);
         if outcome.is_err() {
             self.settle(archive.into_inner());
@@ -308,12 +309,13 @@ impl Stream<'_, '_, '_> {
             let name = plan::display_bytes(&member.name);
             let complete = match self.check.entry(&member, &name) {
                 Ok(Some(entry)) => {
-                    let handed = self
-                        .verified
-                        .is_some()
-                        .then(|| self.handed(&entry))
-                        .flatten();
-                    let complete = self.dispatch(entry, &mut archive.data(), writer)?;
+                    // The path's key, once: whether it is a later copy, and the sets.
+                    let key = path_key(&entry.path);
+                    let handed = match &self.verified {
+                        Some(_) => self.handed(&entry, key),
+                        None => None,
+                    };
+                    let complete = self.dispatch(entry, key, &mut archive.data(), writer)?;
                     if let Some(handed) = handed {
                         self.note_handed(archive.get_ref().read, handed);
                     }
@@ -337,11 +339,11 @@ impl Stream<'_, '_, '_> {
 
     /// What the engine would take back of `entry` if its data fails its check: a file or a
     /// link (a folder stays).
-    fn handed(&self, entry: &Entry) -> Option<Unverified> {
+    fn handed(&self, entry: &Entry, key: u64) -> Option<Unverified> {
         let kind = match entry.kind {
             EntryKind::Dir => return None,
             // As `dispatch` tells a later copy of a path.
-            EntryKind::File if self.check.files.contains(&path_key(&entry.path)) => {
+            EntryKind::File if self.check.files.contains(&key) => {
                 UnverifiedKind::LaterCopy
             }
             EntryKind::File => UnverifiedKind::File,
@@ -371,13 +373,13 @@ impl Stream<'_, '_, '_> {
     fn dispatch(
         &mut self,
         mut entry: Entry,
+        key: u64,
         raw: &mut dyn HoleRead,
         writer: &mut Writer<'_>,
     ) -> anyhow::Result<bool> {
         // The last copy of a path wins, as with GNU tar and bsdtar (`tar -r` and `tar -u`
         // append newer copies): an earlier link at the path is forgotten, and an earlier file
-        // is replaced at the end of the run.
-        let key = path_key(&entry.path);
+        // is replaced at the end of the run. (`key` is the path's.)
         if entry.kind != EntryKind::Dir {
             if self.links.remove(&key) {
                 self.engine.forget_links(&entry.path, entry.index);

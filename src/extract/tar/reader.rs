@@ -91,6 +91,8 @@ pub(crate) struct Reader<R> {
     padding: u64,
     /// Expands a sparse member's data (set by `next` for sparse members).
     sparse: Option<SparseState>,
+    /// Whether members' owners are read (only a run that restores them needs them).
+    owners: bool,
 }
 
 struct SparseState {
@@ -267,7 +269,14 @@ impl<R: Read> Reader<R> {
             left: 0,
             padding: 0,
             sparse: None,
+            owners: false,
         }
+    }
+
+    /// Reads each member's owner too ([`Member::owner`]; left empty otherwise).
+    pub(crate) fn with_owners(mut self, owners: bool) -> Self {
+        self.owners = owners;
+        self
     }
 
     /// The input, for reading what comes after the archive (a compressor's checksum).
@@ -492,11 +501,15 @@ impl<R: Read> Reader<R> {
             None if ustar => until_nul(&block[range]).to_vec(),
             None => Vec::new(),
         };
-        let owner = Owner {
-            uid: id("uid", 108..116),
-            gid: id("gid", 116..124),
-            user: name_of("uname", 265..297),
-            group: name_of("gname", 297..329),
+        let owner = if self.owners {
+            Owner {
+                uid: id("uid", 108..116),
+                gid: id("gid", 116..124),
+                user: name_of("uname", 265..297),
+                group: name_of("gname", 297..329),
+            }
+        } else {
+            Owner::default()
         };
         Ok(Member {
             kind,
