@@ -510,3 +510,21 @@ fn several_archives_in_one_command() {
     r.assert_code(0);
     assert_eq!(all_paths(&only), ["other.txt"]);
 }
+
+/// Issue 26, item 10: the tuning flags no longer head every command's help: they come under
+/// their own heading, after the command's own options (list's `--exclude` before
+/// `--defer-close`), and say which commands they serve.
+#[test]
+fn tuning_flags_come_after_each_commands_own() {
+    for command in ["extract", "list", "mirror"] {
+        let r = run_fastwrite(&osv![command, "--help"]);
+        r.assert_code(0);
+        let own = r.stdout.find("--exclude").expect("--exclude in the help");
+        let tuning = r
+            .stdout
+            .find("Tuning (extract and mirror):")
+            .unwrap_or_else(|| panic!("{command}: no tuning heading\n{}", r.stdout));
+        let defer = r.stdout.find("--defer-close").unwrap();
+        assert!(own < tuning && tuning < defer, "{command}\n{}", r.stdout);
+    }
+}
