@@ -343,9 +343,7 @@ impl Stream<'_, '_, '_> {
         let kind = match entry.kind {
             EntryKind::Dir => return None,
             // As `dispatch` tells a later copy of a path.
-            EntryKind::File if self.check.files.contains(&key) => {
-                UnverifiedKind::LaterCopy
-            }
+            EntryKind::File if self.check.files.contains(&key) => UnverifiedKind::LaterCopy,
             EntryKind::File => UnverifiedKind::File,
             _ => UnverifiedKind::Link,
         };
