@@ -67,7 +67,7 @@ pub(super) fn extract(
                         links: HashSet::new(),
                         last_name: None,
                         verified,
-                        handed: Vec::new(),
+                        handed: Handed::default(),
                     };
                     let outcome = stream.walk(decoded, writer);
                     (outcome, stream.check, stream.last_name)
@@ -215,9 +215,98 @@ struct Stream<'s, 'f, 'q> {
     last_name: Option<String>,
     /// The decompressor's checks, for a compressed tar.
     verified: Option<codec::Verified>,
-    /// With checks: the entries handed to the engine since the last passed check, each with
-    /// where its data ended in the decoded stream.
-    handed: Vec<(u64, Unverified)>,
+    /// With checks: the entries handed to the engine since the last passed check.
+    handed: Handed,
+}
+
+/// The entries handed to the engine since the last passed check, kept compactly: their paths
+/// in one buffer (a copy each, no allocation of their own), the rest in a small record. A
+/// single gzip member holds every entry of its archive until its end.
+#[derive(Default)]
+struct Handed {
+    entries: Vec<HandedEntry>,
+    /// The entries' paths (`Path::as_os_str`'s bytes), one after the other.
+    paths: Vec<u8>,
+}
+
+struct HandedEntry {
+    /// Where its data ended in the decoded stream: a check passed at or past it verifies it.
+    end: u64,
+    index: usize,
+    size: u64,
+    kind: UnverifiedKind,
+    /// Where its path ends in [`Handed::paths`].
+    path_end: usize,
+}
+
+impl Handed {
+    fn push(&mut self, end: u64, entry: &Entry, kind: UnverifiedKind) {
+        self.paths
+            .extend_from_slice(entry.path.as_os_str().as_encoded_bytes());
+        self.entries.push(HandedEntry {
+            end,
+            index: entry.index,
+            size: entry.size,
+            kind,
+            path_end: self.paths.len(),
+        });
+    }
+
+    /// Forgets the entries whose data ended at or before `good`, which a check has passed.
+    fn passed(&mut self, good: u64) {
+        let passed = self.entries.partition_point(|e| e.end <= good);
+        if passed == self.entries.len() {
+            self.entries.clear();
+            self.paths.clear();
+        } else if passed > 0 {
+            let cut = self.entries[passed - 1].path_end;
+            self.entries.drain(..passed);
+            self.paths.drain(..cut);
+            for entry in &mut self.entries {
+                entry.path_end -= cut;
+            }
+        }
+    }
+
+    /// Whether an entry's data ended past `good`.
+    fn any_past(&self, good: u64) -> bool {
+        self.entries.last().is_some_and(|e| e.end > good)
+    }
+
+    /// The entries whose data ended past `good`, for the engine to take back (named by their
+    /// paths).
+    fn past(self, good: u64) -> Vec<Unverified> {
+        let mut start = 0;
+        let mut past = Vec::new();
+        for entry in self.entries {
+            let bytes = &self.paths[start..entry.path_end];
+            start = entry.path_end;
+            if entry.end <= good {
+                continue;
+            }
+            let path = path_of(bytes);
+            past.push(Unverified {
+                index: entry.index,
+                name: path.to_string_lossy().into_owned(),
+                path,
+                size: entry.size,
+                kind: entry.kind,
+            });
+        }
+        past
+    }
+}
+
+/// A path from the bytes [`Handed::push`] kept (a validated relative path: UTF-8 on Windows).
+#[cfg(unix)]
+fn path_of(bytes: &[u8]) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::OsStr::from_bytes(bytes).into()
+}
+
+#[cfg(not(unix))]
+fn path_of(bytes: &[u8]) -> std::path::PathBuf {
+    String::from_utf8_lossy(bytes).into_owned().into()
 }
 
 /// Counts the bytes read through it: where each entry's data ends in the decoded stream.
@@ -263,24 +352,14 @@ impl Stream<'_, '_, '_> {
         let Some(verified) = &self.verified else {
             return;
         };
-        if !verified.failed()
-            && self
-                .handed
-                .last()
-                .is_some_and(|(end, _)| *end > verified.bytes())
-        {
+        if !verified.failed() && self.handed.any_past(verified.bytes()) {
             // Reaching the end marks it all verified (`codec::Watched`); a failure, none.
             let _ = std::io::copy(
                 &mut (&mut rest).take(codec::READ_ON_LIMIT),
                 &mut std::io::sink(),
             );
         }
-        let good = verified.bytes();
-        let failed: Vec<Unverified> = std::mem::take(&mut self.handed)
-            .into_iter()
-            .filter(|(end, _)| *end > good)
-            .map(|(_, entry)| entry)
-            .collect();
+        let failed = std::mem::take(&mut self.handed).past(verified.bytes());
         let why = if verified.failed() {
             "its check (the compressed data is damaged or cut short)"
         } else {
@@ -311,13 +390,18 @@ impl Stream<'_, '_, '_> {
                 Ok(Some(entry)) => {
                     // The path's key, once: whether it is a later copy, and the sets.
                     let key = path_key(&entry.path);
+                    // Kept until a check passes past its data (its end is known once read;
+                    // until then, none passes it).
                     let handed = match &self.verified {
-                        Some(_) => self.handed(&entry, key),
+                        Some(_) => self.handed_kind(&entry, key),
                         None => None,
                     };
+                    if let Some(kind) = handed {
+                        self.handed.push(u64::MAX, &entry, kind);
+                    }
                     let complete = self.dispatch(entry, key, &mut archive.data(), writer)?;
-                    if let Some(handed) = handed {
-                        self.note_handed(archive.get_ref().read, handed);
+                    if handed.is_some() {
+                        self.note_handed(archive.get_ref().read);
                     }
                     complete
                 }
@@ -339,30 +423,24 @@ impl Stream<'_, '_, '_> {
 
     /// What the engine would take back of `entry` if its data fails its check: a file or a
     /// link (a folder stays).
-    fn handed(&self, entry: &Entry, key: u64) -> Option<Unverified> {
-        let kind = match entry.kind {
-            EntryKind::Dir => return None,
+    fn handed_kind(&self, entry: &Entry, key: u64) -> Option<UnverifiedKind> {
+        match entry.kind {
+            EntryKind::Dir => None,
             // As `dispatch` tells a later copy of a path.
-            EntryKind::File if self.check.files.contains(&key) => UnverifiedKind::LaterCopy,
-            EntryKind::File => UnverifiedKind::File,
-            _ => UnverifiedKind::Link,
-        };
-        Some(Unverified {
-            index: entry.index,
-            path: entry.path.clone(),
-            name: entry.name.clone(),
-            size: entry.size,
-            kind,
-        })
+            EntryKind::File if self.check.files.contains(&key) => Some(UnverifiedKind::LaterCopy),
+            EntryKind::File => Some(UnverifiedKind::File),
+            _ => Some(UnverifiedKind::Link),
+        }
     }
 
-    /// Keeps `entry`, whose data ended `end` bytes into the decoded stream, until a check
-    /// passes past it; forgets those a check has passed.
-    fn note_handed(&mut self, end: u64, entry: Unverified) {
-        self.handed.push((end, entry));
+    /// The entry handed last ended `end` bytes into the decoded stream; forgets those a check
+    /// has passed.
+    fn note_handed(&mut self, end: u64) {
+        if let Some(last) = self.handed.entries.last_mut() {
+            last.end = end;
+        }
         let good = self.verified.as_ref().map_or(0, codec::Verified::bytes);
-        let passed = self.handed.partition_point(|(end, _)| *end <= good);
-        self.handed.drain(..passed);
+        self.handed.passed(good);
     }
 
     /// Hands an entry to the engine: directories and links now, file content to a writer (or,
