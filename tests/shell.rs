@@ -211,7 +211,7 @@ fn a_flag_that_would_do_nothing_is_refused() {
     std::io::Write::write_all(&mut gz, b"some notes\n").unwrap();
     std::fs::write(&single, gz.finish().unwrap()).unwrap();
     let out = t.join("out");
-    let refused: [(Vec<std::ffi::OsString>, &str); 10] = [
+    let refused: [(Vec<std::ffi::OsString>, &str); 12] = [
         (osv!["extract", &zip, "-o", &out, "--name", "x"], "--name"),
         (osv!["extract", &tar, "-o", &out, "--name", "x"], "--name"),
         (
@@ -230,6 +230,9 @@ fn a_flag_that_would_do_nothing_is_refused() {
         (osv!["-j", "2", "list", &zip], "-j/--threads"),
         (osv!["list", &zip, "--fsync"], "--fsync"),
         (osv!["man", "--json"], "--json"),
+        // The same with -t and -O, which read what extract reads.
+        (osv!["extract", &single, "-t", "notes.txt"], "patterns"),
+        (osv!["extract", &zip, "-O", "--name", "x"], "--name"),
         (
             osv!["completions", "bash", "--no-defer-close"],
             "--no-defer-close",
@@ -246,7 +249,11 @@ fn a_flag_that_would_do_nothing_is_refused() {
         assert!(r.stdout.is_empty(), "{args:?}\n{}", r.dump());
         assert!(!out.exists(), "{args:?}: OUT was made\n{}", r.dump());
     }
-    // Where they serve, they work: --json with list, --name with a single file.
+    // Where they serve, they work: --json with list, --name with a single file; -t of a zip
+    // on standard input (kept in a temporary file, as list keeps it).
+    let r = run_fastwrite_piped(&osv!["extract", "-", "-t"], &zip);
+    r.assert_code(0);
+    assert!(r.stderr.contains("1 file tested"), "{}", r.dump());
     let r = run_fastwrite(&osv!["list", &zip, "--json"]);
     r.assert_code(0);
     assert!(r.stdout.contains("\"name\":\"a.txt\""), "{}", r.dump());

@@ -188,3 +188,57 @@ impl Read for FailOnce {
 
 /// Reads of a streamed archive are this large: one system call per MiB.
 const INPUT_BUFFER: usize = 1 << 20;
+
+/// Counts the bytes read through it (where a tar entry's data ends in the decoded stream; how
+/// much of a piped zip entry was read).
+pub(super) struct Counted<R> {
+    pub inner: R,
+    pub read: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+/// A stream copied into a new temporary file, which goes when it is closed (removed as soon as
+/// it is open on Unix; opened to be deleted on close on Windows): the file, at its start. A
+/// zip from a pipe is read so where its central directory, at its end, is needed.
+pub(super) fn spooled(mut input: Box<dyn BufRead + Send>) -> std::io::Result<File> {
+    use std::io::{Seek, Write};
+    let dir = std::env::temp_dir();
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create_new(true);
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::OpenOptionsExt;
+        // FILE_FLAG_DELETE_ON_CLOSE
+        options.custom_flags(0x0400_0000);
+    }
+    let mut tries = 0u32;
+    let mut file = loop {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = dir.join(format!(
+            ".fastwrite-zip-{}-{nanos}-{tries}",
+            std::process::id()
+        ));
+        match options.open(&path) {
+            Ok(file) => {
+                #[cfg(unix)]
+                std::fs::remove_file(&path)?;
+                break file;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 100 => tries += 1,
+            Err(e) => return Err(e),
+        }
+    };
+    std::io::copy(&mut input, &mut file)?;
+    file.flush()?;
+    file.rewind()?;
+    Ok(file)
+}

@@ -46,7 +46,8 @@ pub fn list(
         Input::ZipStream { input, label } => {
             // Listed from its central directory, at its end: the stream is kept in a file
             // first (never in memory), as bsdtar reads one that is not seekable.
-            let file = spooled(input).with_context(|| format!("cannot read {label}"))?;
+            let file =
+                super::input::spooled(input).with_context(|| format!("cannot read {label}"))?;
             zip_list(Path::new(label.trim_matches('\'')), file, &chooser, each)?;
             Ok(())
         }
@@ -56,14 +57,7 @@ pub fn list(
             gzip,
             path,
         } => {
-            if chooser.chooses() {
-                anyhow::bail!(
-                    "'{}' is a single compressed file, which holds one file and no entries to choose from: patterns, {} and {} do not apply (refused)",
-                    archive.display(),
-                    crate::error::Setting::Exclude,
-                    crate::error::Setting::StripComponents
-                );
-            }
+            super::single::refuse_choosing(archive, &chooser)?;
             single_listed(decoded, codec, &gzip, path.as_deref(), each)
         }
     };
@@ -113,44 +107,6 @@ fn single_listed(
             anyhow::Error::new(e).context(format!("the {} data is damaged", codec.name())),
         )
     })
-}
-
-/// A stream copied into a new temporary file, which goes when it is closed (removed as soon as
-/// it is open on Unix; opened to be deleted on close on Windows): the file, at its start.
-fn spooled(mut input: Box<dyn std::io::BufRead + Send>) -> std::io::Result<std::fs::File> {
-    use std::io::{Seek, Write};
-    let dir = std::env::temp_dir();
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true).write(true).create_new(true);
-    #[cfg(windows)]
-    {
-        use std::os::windows::fs::OpenOptionsExt;
-        // FILE_FLAG_DELETE_ON_CLOSE
-        options.custom_flags(0x0400_0000);
-    }
-    let mut tries = 0u32;
-    let mut file = loop {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let path = dir.join(format!(
-            ".fastwrite-list-{}-{nanos}-{tries}",
-            std::process::id()
-        ));
-        match options.open(&path) {
-            Ok(file) => {
-                #[cfg(unix)]
-                std::fs::remove_file(&path)?;
-                break file;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 100 => tries += 1,
-            Err(e) => return Err(e),
-        }
-    };
-    std::io::copy(&mut input, &mut file)?;
-    file.flush()?;
-    file.rewind()?;
-    Ok(file)
 }
 
 #[cfg(feature = "zip")]

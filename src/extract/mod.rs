@@ -84,30 +84,7 @@ fn read_any(
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
     let input = open(archive)?;
-    // What applies to one kind of input only is refused with the others, before anything is
-    // written, rather than ignored.
-    let archive_kind = match &input {
-        Input::Zip { .. } | Input::ZipStream { .. } => Some("a zip archive"),
-        Input::Tar { .. } => Some("a tar archive"),
-        Input::Single { .. } => None,
-    };
-    if let Some(kind) = archive_kind
-        && opts.file_name.is_some()
-    {
-        anyhow::bail!(
-            "{} names the file a single compressed file decompresses to, and '{}' is {kind}: refused",
-            Setting::FileName,
-            archive.display()
-        );
-    }
-    if archive_kind.is_none() && chooser.chooses() {
-        anyhow::bail!(
-            "'{}' is a single compressed file, which holds one file and no entries to choose from: patterns, {} and {} do not apply (refused)",
-            archive.display(),
-            Setting::Exclude,
-            Setting::StripComponents
-        );
-    }
+    refuse_what_does_not_apply(&input, archive, opts, chooser)?;
     match input {
         Input::Zip { file } => zip_extract(archive, file, out, opts, chooser),
         Input::Tar {
@@ -133,6 +110,30 @@ fn read_any(
             single::extract(decoded, &name, mtime, mode, out, opts)
         }
     }
+}
+
+/// What applies to one kind of input only is refused with the others, before anything is
+/// written, rather than ignored: `file_name` with an archive, a selection with a single
+/// compressed file.
+fn refuse_what_does_not_apply(
+    input: &Input,
+    archive: &Path,
+    opts: &Options,
+    chooser: &Chooser,
+) -> anyhow::Result<()> {
+    let kind = match input {
+        Input::Zip { .. } | Input::ZipStream { .. } => "a zip archive",
+        Input::Tar { .. } => "a tar archive",
+        Input::Single { .. } => return single::refuse_choosing(archive, chooser),
+    };
+    if opts.file_name.is_some() {
+        anyhow::bail!(
+            "{} names the file a single compressed file decompresses to, and '{}' is {kind}: refused",
+            Setting::FileName,
+            archive.display()
+        );
+    }
+    Ok(())
 }
 
 // Each format's source, or the reason this build has none (its cargo feature is off).

@@ -45,12 +45,23 @@ pub(super) type Each<'a> = dyn FnMut(&str, &mut dyn Read) -> io::Result<()> + 'a
 pub fn read_files(archive: &Path, opts: &Options, each: &mut Each<'_>) -> anyhow::Result<Report> {
     let start = Instant::now();
     let chooser = Chooser::new(&opts.select)?;
-    let mut report = match open(archive)? {
+    let input = open(archive)?;
+    super::refuse_what_does_not_apply(&input, archive, opts, &chooser)?;
+    let mut report = match input {
         Input::Zip { file } => zip_read(archive, file, opts, &chooser, each)?,
         Input::Tar { decoded, label, .. } => tar_read(decoded, &label, opts, &chooser, each)?,
-        Input::ZipStream { label, .. } => anyhow::bail!(
-            "{label} is a zip, which is read here from its central directory, at its end: save it to a file first"
-        ),
+        Input::ZipStream { input, label } => {
+            // Read from its central directory, at its end: kept in a temporary file first.
+            let file = super::input::spooled(input)
+                .map_err(|e| anyhow::Error::new(e).context(format!("cannot read {label}")))?;
+            zip_read(
+                Path::new(label.trim_matches('\'')),
+                file,
+                opts,
+                &chooser,
+                each,
+            )?
+        }
         Input::Single {
             decoded,
             codec,

@@ -20,6 +20,23 @@ use crate::options::Options;
 use crate::plan::{Entry, EntryKind};
 use crate::report::Report;
 
+/// A single compressed file holds one file and no entries: patterns, excludes and
+/// components to strip do not apply, and are refused rather than ignored.
+pub(super) fn refuse_choosing(
+    input: &Path,
+    chooser: &super::select::Chooser,
+) -> anyhow::Result<()> {
+    if chooser.chooses() {
+        bail!(
+            "'{}' is a single compressed file, which holds one file and no entries to choose from: patterns, {} and {} do not apply (refused)",
+            input.display(),
+            Setting::Exclude,
+            Setting::StripComponents
+        );
+    }
+    Ok(())
+}
+
 /// The name to write a single compressed file under: `--name`, the gzip header's (its last
 /// component), or the input's name without its compressor's suffix.
 pub(super) fn file_name(

@@ -7,9 +7,10 @@
 //! of the next one and fail on them, so a complete archive followed by garbage read as corrupt.
 
 use std::fmt;
-use std::io::{self, BufRead, Read};
+use std::io::{self, BufRead};
 
-use super::{Codec, Verified};
+use super::Codec;
+use super::units::Unit;
 
 /// Bytes after the end of the compressed data that are not more of it. Carried inside the
 /// `io::Error` a decoder returns at that point: a reader that has all it needs (a tar past its
@@ -42,122 +43,64 @@ impl fmt::Display for TrailingData {
 
 impl std::error::Error for TrailingData {}
 
-/// A decoder of one member at a time over a shared input.
-pub(super) trait Member<R>: Read {
-    fn start(input: R) -> Self;
-    fn into_input(self) -> R;
-}
-
-/// Reads member after member while the input goes on with the codec's magic bytes.
-pub(super) struct Members<R, D> {
-    state: State<R, D>,
-    codec: Codec,
-    /// Bytes decoded so far; each member's end, its CRC passed, is noted in `verified`.
-    out: u64,
-    verified: Verified,
-}
-
-enum State<R, D> {
-    Decoding(D),
-    /// Between two members: what comes next decides.
-    Between(R),
-    Done,
-}
-
-impl<R: BufRead, D: Member<R>> Members<R, D> {
-    pub(super) fn new(input: R, codec: Codec, verified: Verified) -> Self {
-        Members {
-            state: State::Decoding(D::start(input)),
-            codec,
-            out: 0,
-            verified,
-        }
+/// After a gzip member or a bzip2 stream: another, if the input goes on with the codec's
+/// magic bytes; else the end, where zeros (a tape's padding) are passed over and other bytes
+/// are [`TrailingData`].
+fn another<R: BufRead>(input: &mut R, codec: Codec) -> io::Result<bool> {
+    let head = input.fill_buf()?;
+    let magic = codec.magic();
+    let more = if head.len() >= magic.len() {
+        head.starts_with(magic)
+    } else {
+        // A member's start split at the buffer's end: the decoder reads on.
+        !head.is_empty() && magic.starts_with(head)
+    };
+    if more {
+        return Ok(true);
     }
-
-    /// After a member: another one, the end, zeros, or trailing data.
-    fn next_member(&mut self, mut input: R) -> io::Result<()> {
-        let head = input.fill_buf()?;
-        let magic = self.codec.magic();
-        let more = if head.len() >= magic.len() {
-            head.starts_with(magic)
-        } else {
-            // A member's start split at the buffer's end: the decoder reads on.
-            !head.is_empty() && magic.starts_with(head)
-        };
-        if more {
-            self.state = State::Decoding(D::start(input));
-            return Ok(());
+    let (mut bytes, mut zeros) = (0u64, true);
+    loop {
+        let chunk = input.fill_buf()?;
+        if chunk.is_empty() {
+            break;
         }
-        self.state = State::Done;
-        let (mut bytes, mut zeros) = (0u64, true);
-        loop {
-            let chunk = input.fill_buf()?;
-            if chunk.is_empty() {
-                break;
-            }
-            zeros &= chunk.iter().all(|&b| b == 0);
-            bytes += chunk.len() as u64;
-            let n = chunk.len();
-            input.consume(n);
-        }
-        if bytes == 0 || zeros {
-            return Ok(());
-        }
-        Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            TrailingData {
-                codec: self.codec,
-                bytes,
-            },
-        ))
+        zeros &= chunk.iter().all(|&b| b == 0);
+        bytes += chunk.len() as u64;
+        let n = chunk.len();
+        input.consume(n);
     }
-}
-
-impl<R: BufRead, D: Member<R>> Read for Members<R, D> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            match std::mem::replace(&mut self.state, State::Done) {
-                State::Decoding(mut decoder) => {
-                    let n = decoder.read(buf);
-                    match n {
-                        Ok(0) if !buf.is_empty() => {
-                            // The member's end: its decoder has checked its CRC and size.
-                            self.verified.up_to(self.out);
-                            self.state = State::Between(decoder.into_input());
-                        }
-                        other => {
-                            if let Ok(n) = other {
-                                self.out += n as u64;
-                            }
-                            self.state = State::Decoding(decoder);
-                            return other;
-                        }
-                    }
-                }
-                State::Between(input) => self.next_member(input)?,
-                State::Done => return Ok(0),
-            }
-        }
+    if bytes == 0 || zeros {
+        return Ok(false);
     }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidData,
+        TrailingData { codec, bytes },
+    ))
 }
 
 #[cfg(feature = "gzip")]
-impl<R: BufRead> Member<R> for flate2::bufread::GzDecoder<R> {
-    fn start(input: R) -> Self {
-        flate2::bufread::GzDecoder::new(input)
+impl<R: BufRead> Unit<R> for flate2::bufread::GzDecoder<R> {
+    fn start(input: R) -> io::Result<Self> {
+        Ok(flate2::bufread::GzDecoder::new(input))
     }
     fn into_input(self) -> R {
         self.into_inner()
+    }
+    fn another(input: &mut R, codec: Codec) -> io::Result<bool> {
+        another(input, codec)
     }
 }
 
 #[cfg(feature = "bzip2")]
-impl<R: BufRead> Member<R> for bzip2::bufread::BzDecoder<R> {
-    fn start(input: R) -> Self {
-        bzip2::bufread::BzDecoder::new(input)
+impl<R: BufRead> Unit<R> for bzip2::bufread::BzDecoder<R> {
+    fn start(input: R) -> io::Result<Self> {
+        Ok(bzip2::bufread::BzDecoder::new(input))
     }
     fn into_input(self) -> R {
         self.into_inner()
+    }
+    fn another(input: &mut R, codec: Codec) -> io::Result<bool> {
+        another(input, codec)
     }
 }
 
@@ -165,6 +108,7 @@ impl<R: BufRead> Member<R> for bzip2::bufread::BzDecoder<R> {
 mod tests {
     use super::*;
     use flate2::bufread::GzDecoder;
+    use std::io::Read;
 
     fn gzip(data: &[u8]) -> Vec<u8> {
         let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -173,7 +117,11 @@ mod tests {
     }
 
     fn decode(input: &[u8]) -> (Vec<u8>, io::Result<usize>) {
-        let mut members = Members::<_, GzDecoder<_>>::new(input, Codec::Gzip, Verified::default());
+        let mut members = super::super::units::Units::<_, GzDecoder<_>>::new(
+            input,
+            Codec::Gzip,
+            super::super::Verified::default(),
+        );
         let mut out = Vec::new();
         let result = members.read_to_end(&mut out);
         (out, result)

@@ -5,6 +5,8 @@
 
 #[cfg(any(feature = "gzip", feature = "bzip2"))]
 mod members;
+#[cfg(any(feature = "gzip", feature = "bzip2", feature = "xz", feature = "zstd"))]
+mod units;
 #[cfg(feature = "xz")]
 mod xz;
 #[cfg(feature = "zstd")]
@@ -185,21 +187,26 @@ impl Codec {
         };
         match self {
             #[cfg(feature = "gzip")]
-            Codec::Gzip => Ok(watched(Box::new(members::Members::<
+            Codec::Gzip => Ok(watched(Box::new(units::Units::<
                 _,
                 flate2::bufread::GzDecoder<_>,
             >::new(
                 input, self, verified.clone()
             )))),
             #[cfg(feature = "zstd")]
-            Codec::Zstd => Ok(watched(Box::new(
-                zstd::Decoder::new(input, verified.clone())
-                    .map_err(|e| anyhow::Error::new(e).context("cannot start the zstd decoder"))?,
-            ))),
+            Codec::Zstd => Ok(watched(Box::new(units::Units::<_, zstd::Frame<_>>::new(
+                input,
+                self,
+                verified.clone(),
+            )))),
             #[cfg(feature = "xz")]
-            Codec::Xz => Ok(watched(Box::new(xz::Decoder::new(input, verified.clone())))),
+            Codec::Xz => Ok(watched(Box::new(units::Units::<_, xz::XzDecoder<_>>::new(
+                input,
+                self,
+                verified.clone(),
+            )))),
             #[cfg(feature = "bzip2")]
-            Codec::Bzip2 => Ok(watched(Box::new(members::Members::<
+            Codec::Bzip2 => Ok(watched(Box::new(units::Units::<
                 _,
                 bzip2::bufread::BzDecoder<_>,
             >::new(

@@ -10,47 +10,18 @@
 //! when a stream ends, the stream padding (zeros, a multiple of four bytes, as the format says)
 //! is skipped, and a new decoder starts on the same input.
 
-use std::io::{self, BufRead, Read};
+use std::io::{self, BufRead};
 
-use liblzma::bufread::XzDecoder;
+pub(super) use liblzma::bufread::XzDecoder;
 use liblzma::stream::{MtStreamBuilder, Stream};
+
+use super::Codec;
+use super::units::Unit;
 
 /// The most memory the decoder may use. `xz -9` needs 65 MiB to decode, and the largest
 /// dictionary any preset makes is 64 MiB; only `--lzma2=dict=` beyond 1 GiB goes past it. A
 /// header may ask for a 4 GiB dictionary in 15 bytes (found by fuzzing): refused.
 const MEMORY_LIMIT: u64 = 1 << 30;
-
-type Input<'a> = Box<dyn BufRead + Send + 'a>;
-
-/// Reads the decoded bytes of every xz stream in its input, in order.
-pub(super) struct Decoder<'a> {
-    state: State<'a>,
-    /// Bytes decoded so far; each stream's end, its checks passed, is noted in `verified`.
-    out: u64,
-    verified: super::Verified,
-}
-
-enum State<'a> {
-    /// A stream starts here (the first, or one after padding).
-    Next(Input<'a>),
-    /// Inside a stream.
-    Stream(XzDecoder<Input<'a>>),
-    /// A stream has ended: what comes next is padding, another stream, or the end.
-    Between(Input<'a>),
-    /// The input has ended after a whole stream, or an error has been returned (a decoder
-    /// that could not be made, for one).
-    Done,
-}
-
-impl<'a> Decoder<'a> {
-    pub fn new(input: Input<'a>, verified: super::Verified) -> Decoder<'a> {
-        Decoder {
-            state: State::Next(input),
-            out: 0,
-            verified,
-        }
-    }
-}
 
 /// A decoder for one stream: the xz format only (not liblzma's automatic choice, which also
 /// takes the old .lzma format), on as many threads as there are cores.
@@ -68,50 +39,28 @@ fn stream() -> io::Result<Stream> {
         .map_err(io::Error::other)
 }
 
-impl Read for Decoder<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if buf.is_empty() {
-            return Ok(0);
+/// One xz stream of a concatenation; between streams, the stream padding.
+impl<R: BufRead> Unit<R> for XzDecoder<R> {
+    fn start(input: R) -> io::Result<Self> {
+        Ok(XzDecoder::new_stream(input, stream()?))
+    }
+    fn into_input(self) -> R {
+        self.into_inner()
+    }
+    fn another(input: &mut R, _: Codec) -> io::Result<bool> {
+        let zeros = skip_zeros(input)?;
+        if zeros % 4 != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "corrupt xz stream padding (not a multiple of four bytes)",
+            ));
         }
-        loop {
-            match std::mem::replace(&mut self.state, State::Done) {
-                State::Next(input) => {
-                    self.state = State::Stream(XzDecoder::new_stream(input, stream()?));
-                }
-                State::Stream(mut decoder) => match decoder.read(buf) {
-                    Ok(0) => {
-                        // The stream's end: liblzma has checked its blocks and its index.
-                        self.verified.up_to(self.out);
-                        self.state = State::Between(decoder.into_inner());
-                    }
-                    Ok(n) => {
-                        self.out += n as u64;
-                        self.state = State::Stream(decoder);
-                        return Ok(n);
-                    }
-                    Err(e) => return Err(e),
-                },
-                State::Between(mut input) => {
-                    let zeros = skip_zeros(&mut input)?;
-                    if zeros % 4 != 0 {
-                        return Err(io::Error::new(
-                            io::ErrorKind::InvalidData,
-                            "corrupt xz stream padding (not a multiple of four bytes)",
-                        ));
-                    }
-                    if input.fill_buf()?.is_empty() {
-                        return Ok(0);
-                    }
-                    self.state = State::Next(input);
-                }
-                State::Done => return Ok(0),
-            }
-        }
+        Ok(!input.fill_buf()?.is_empty())
     }
 }
 
 /// Consumes the zero bytes at the start of `input`, and says how many there were.
-fn skip_zeros(input: &mut Input<'_>) -> io::Result<u64> {
+fn skip_zeros(input: &mut impl BufRead) -> io::Result<u64> {
     let mut zeros = 0u64;
     loop {
         let available = input.fill_buf()?;
@@ -132,6 +81,7 @@ fn skip_zeros(input: &mut Input<'_>) -> io::Result<u64> {
 mod tests {
     use super::*;
     use liblzma::stream::{Check, MtStreamBuilder};
+    use std::io::Read;
     use std::io::Write;
 
     /// `len` bytes that compress, but not to nothing.
@@ -158,7 +108,12 @@ mod tests {
 
     fn decode(input: &[u8]) -> io::Result<Vec<u8>> {
         let mut out = Vec::new();
-        Decoder::new(Box::new(input), super::super::Verified::default()).read_to_end(&mut out)?;
+        super::super::units::Units::<_, XzDecoder<_>>::new(
+            input,
+            Codec::Xz,
+            super::super::Verified::default(),
+        )
+        .read_to_end(&mut out)?;
         Ok(out)
     }
 

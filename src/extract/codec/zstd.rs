@@ -1,81 +1,37 @@
-//! The zstd decoder, one frame at a time: each frame's end (its content checksum, when it has
-//! one, verified) is noted in [`Verified`], so that what a damaged later frame, or bytes after
+//! The zstd decoder, one frame at a time (see `units.rs`): each frame's end, its content
+//! checksum (when it has one) verified, is noted, so that a damaged later frame, or bytes after
 //! the last one, cannot take back what earlier frames verified. `zstd -T0`, `pzstd` and
 //! `cat a.zst b.zst` make several frames; skippable frames (pzstd starts with one) are frames
 //! too, with no output. As `zstd -d`, anything after the last frame that is not a frame is an
 //! error.
 
-use std::io::{self, BufRead, Read};
+use std::io::{self, BufRead};
 
-use super::Verified;
+use super::Codec;
+use super::units::Unit;
 
-type Input<'a> = Box<dyn BufRead + Send + 'a>;
-type Frame<'a> = zstd::stream::read::Decoder<'static, Input<'a>>;
+/// One zstd frame (`single_frame`: the decoder stops at its end, its checksum checked).
+pub(super) type Frame<R> = zstd::stream::read::Decoder<'static, R>;
 
-/// Reads the decoded bytes of every frame in its input, in order.
-pub(super) struct Decoder<'a> {
-    state: State<'a>,
-    /// Bytes decoded so far.
-    out: u64,
-    verified: Verified,
-}
-
-enum State<'a> {
-    Frame(Frame<'a>),
-    /// A frame has ended: the end of the input, or another frame.
-    Between(Input<'a>),
-    Done,
-}
-
-fn frame(input: Input<'_>) -> io::Result<Frame<'_>> {
-    Ok(zstd::stream::read::Decoder::with_buffer(input)?.single_frame())
-}
-
-impl<'a> Decoder<'a> {
-    pub(super) fn new(input: Input<'a>, verified: Verified) -> io::Result<Decoder<'a>> {
-        Ok(Decoder {
-            state: State::Frame(frame(input)?),
-            out: 0,
-            verified,
-        })
+impl<R: BufRead> Unit<R> for Frame<R> {
+    fn start(input: R) -> io::Result<Self> {
+        Ok(zstd::stream::read::Decoder::with_buffer(input)?.single_frame())
     }
-}
-
-impl Read for Decoder<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        loop {
-            match std::mem::replace(&mut self.state, State::Done) {
-                State::Frame(mut decoder) => match decoder.read(buf) {
-                    Ok(0) => {
-                        // The frame's end: its checksum, if it has one, matched.
-                        self.verified.up_to(self.out);
-                        self.state = State::Between(decoder.into_inner());
-                    }
-                    Ok(n) => {
-                        self.out += n as u64;
-                        self.state = State::Frame(decoder);
-                        return Ok(n);
-                    }
-                    Err(e) => return Err(e),
-                },
-                State::Between(mut input) => {
-                    if input.fill_buf()?.is_empty() {
-                        return Ok(0);
-                    }
-                    self.state = State::Frame(frame(input)?);
-                }
-                State::Done => return Ok(0),
-            }
-        }
+    fn into_input(self) -> R {
+        self.into_inner()
+    }
+    /// Another frame wherever the input goes on: bytes that are none fail in its decoder, as
+    /// `zstd -d` fails on them.
+    fn another(input: &mut R, _: Codec) -> io::Result<bool> {
+        Ok(!input.fill_buf()?.is_empty())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::extract::codec::Verified;
+    use std::io::Read;
 
     /// A frame with a content checksum, as the `zstd` tool writes them.
     fn zstd(data: &[u8]) -> Vec<u8> {
@@ -87,8 +43,9 @@ mod tests {
 
     fn decode(input: &[u8], verified: &Verified) -> (Vec<u8>, io::Result<usize>) {
         let mut out = Vec::new();
-        let result = Decoder::new(Box::new(input), verified.clone())
-            .and_then(|mut d| d.read_to_end(&mut out));
+        let result =
+            super::super::units::Units::<_, Frame<_>>::new(input, Codec::Zstd, verified.clone())
+                .read_to_end(&mut out);
         (out, result)
     }
 

@@ -28,6 +28,7 @@ use crate::report::Report;
 
 use super::codec;
 use super::feed::{self, Feed, Job};
+use super::input::Counted;
 use super::select::Chooser;
 
 mod checks;
@@ -75,19 +76,31 @@ pub(super) fn extract(
             (outcome, check.warnings, check.skipped, last_name)
         })?;
     if let Err(error) = outcome {
-        let place = match last_name {
-            Some(name) => format!("after entry '{name}'"),
-            None => "before its first entry".to_string(),
-        };
-        report.failures.push(Error::new(
+        let failure = broken(
             label,
-            ErrorKind::Source,
-            error.context(format!("the archive is corrupt or truncated {place}; the entries after it were not extracted")),
-        ));
+            last_name,
+            error,
+            "; the entries after it were not extracted",
+        );
+        report.failures.push(failure);
     }
     report.warnings.extend(warnings);
     report.skipped += skipped;
     Ok(report)
+}
+
+/// The failure of the archive `label` whose stream broke after the entry `last_name` (`None`:
+/// before its first), saying `then` of what follows.
+fn broken(label: &str, last_name: Option<String>, error: anyhow::Error, then: &str) -> Error {
+    let place = match last_name {
+        Some(name) => format!("after entry '{name}'"),
+        None => "before its first entry".to_string(),
+    };
+    Error::new(
+        label,
+        ErrorKind::Source,
+        error.context(format!("the archive is corrupt or truncated {place}{then}")),
+    )
 }
 
 /// Reads the tar stream's files in order without writing them (see
@@ -144,17 +157,7 @@ pub(super) fn read_files(
     };
     match end {
         Ok(warning) => report.warnings.extend(warning),
-        Err(error) => {
-            let place = match last_name {
-                Some(name) => format!("after entry '{name}'"),
-                None => "before its first entry".to_string(),
-            };
-            report.failures.push(Error::new(
-                label,
-                ErrorKind::Source,
-                error.context(format!("the archive is corrupt or truncated {place}")),
-            ));
-        }
+        Err(error) => report.failures.push(broken(label, last_name, error, "")),
     }
     report.warnings.append(&mut check.warnings);
     report.skipped += check.skipped;
@@ -307,20 +310,6 @@ fn path_of(bytes: &[u8]) -> std::path::PathBuf {
 #[cfg(not(unix))]
 fn path_of(bytes: &[u8]) -> std::path::PathBuf {
     String::from_utf8_lossy(bytes).into_owned().into()
-}
-
-/// Counts the bytes read through it: where each entry's data ends in the decoded stream.
-struct Counted<R> {
-    inner: R,
-    read: u64,
-}
-
-impl<R: Read> Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read += n as u64;
-        Ok(n)
-    }
 }
 
 impl Stream<'_, '_, '_> {

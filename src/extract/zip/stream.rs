@@ -30,6 +30,7 @@ use crate::report::Report;
 use crate::sync::Unpoisoned;
 
 use super::super::feed::{self, Feed, Job};
+use super::super::input::Counted;
 use super::super::select::{Choice, Chooser};
 use super::super::single;
 use super::integrity;
@@ -454,20 +455,6 @@ struct Held {
     name: String,
     mtime: Option<SystemTime>,
     job: Job,
-}
-
-/// Counts what passes through.
-struct Counted<R> {
-    inner: R,
-    read: u64,
-}
-
-impl<R: Read> Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read += n as u64;
-        Ok(n)
-    }
 }
 
 /// Reads on from a word that is no header signature to the next one (a local or central
