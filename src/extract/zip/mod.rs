@@ -203,17 +203,8 @@ pub(super) fn read_files(
         }
         let read = match direct.data(&mut archive, &bytes, entry.index) {
             Some(data) => data.and_then(|data| super::read::give(entry, &mut &data[..], each)),
-            None => match &password.known {
-                Some(password) => archive.by_index_decrypt(entry.index, password),
-                None => archive.by_index(entry.index),
-            }
-            .map_err(|e| match e {
-                zip::result::ZipError::InvalidPassword => {
-                    anyhow::anyhow!("wrong password: the entry cannot be decrypted with it")
-                }
-                e => anyhow::Error::new(e).context("cannot read the entry"),
-            })
-            .and_then(|mut reader| super::read::give(entry, &mut reader, each)),
+            None => open_entry(&mut archive, entry.index, &password)
+                .and_then(|mut reader| super::read::give(entry, &mut reader, each)),
         };
         match read {
             Ok(n) => {
@@ -244,21 +235,28 @@ fn write_entry(
         writer.write(entry, Content::Bytes(data?));
         return Ok(());
     }
-    // The password is used only for the entries that are encrypted.
+    let mut reader = open_entry(archive, entry.index, password)?;
+    writer.write(entry, Content::Reader(&mut reader));
+    Ok(())
+}
+
+/// The entry `index`'s data through the `zip` crate, decrypted where it is encrypted (the
+/// password is used only for those); a wrong password is said as such.
+fn open_entry<'b, 'a>(
+    archive: &'b mut Archive<'a>,
+    index: usize,
+    password: &Password<'_>,
+) -> anyhow::Result<zip::read::ZipFile<'b, Cursor<&'a [u8]>>> {
     let opened = match &password.known {
-        Some(password) => archive.by_index_decrypt(entry.index, password),
-        None => archive.by_index(entry.index),
+        Some(password) => archive.by_index_decrypt(index, password),
+        None => archive.by_index(index),
     };
-    match opened {
-        Ok(mut reader) => {
-            writer.write(entry, Content::Reader(&mut reader));
-            Ok(())
+    opened.map_err(|e| match e {
+        zip::result::ZipError::InvalidPassword => {
+            anyhow::anyhow!("wrong password: the entry cannot be decrypted with it")
         }
-        Err(zip::result::ZipError::InvalidPassword) => Err(anyhow::anyhow!(
-            "wrong password: the entry cannot be decrypted with it"
-        )),
-        Err(e) => Err(anyhow::Error::new(e).context("cannot read the entry")),
-    }
+        e => anyhow::Error::new(e).context("cannot read the entry"),
+    })
 }
 
 /// Lists a zip from its central directory: every entry the selection takes, with what
