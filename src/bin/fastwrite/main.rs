@@ -68,7 +68,7 @@ fn run(cli: Cli) -> i32 {
                 } else {
                     set_progress(&cli, &mut opts);
                     match fastwrite::extract(archive, &args.output, &opts) {
-                        Ok(report) => told(&cli, report, Some(archive)),
+                        Ok(report) => told(&cli, report, Some(archive), "written"),
                         Err(error) => cannot_start(&format!("{error:#}"), cli.global.json),
                     }
                 };
@@ -89,7 +89,7 @@ fn run(cli: Cli) -> i32 {
         }
     };
     match result {
-        Ok(report) => told(&cli, report, None),
+        Ok(report) => told(&cli, report, None, "written"),
         Err(error) => {
             if let Some(bar) = &opts.progress {
                 bar.finished();
@@ -111,8 +111,14 @@ fn set_progress(cli: &Cli, opts: &mut fastwrite::Options) {
 }
 
 /// Tells a finished run's report (warnings, a mirror's actions, failures, the JSON, the stats)
-/// and returns its exit code. `archive`: which one, where a run reads several.
-fn told(cli: &Cli, mut report: fastwrite::Report, archive: Option<&std::path::Path>) -> i32 {
+/// and returns its exit code. `archive`: which one, where a run reads several; `done`: what
+/// became of the files ("written", or "tested" and "read" by `-t` and `-O`).
+fn told(
+    cli: &Cli,
+    mut report: fastwrite::Report,
+    archive: Option<&std::path::Path>,
+    done: &str,
+) -> i32 {
     if !cli.global.quiet {
         for warning in &report.warnings {
             eprintln!("fastwrite: warning: {}", for_terminal(warning));
@@ -137,7 +143,7 @@ fn told(cli: &Cli, mut report: fastwrite::Report, archive: Option<&std::path::Pa
     }
     if failed > 0 {
         eprintln!(
-            "fastwrite: {} failed; {} written",
+            "fastwrite: {} failed; {} {done}",
             show::count(failed as u64, "entry", "entries"),
             show::count(report.files, "file", "files")
         );
@@ -146,10 +152,12 @@ fn told(cli: &Cli, mut report: fastwrite::Report, archive: Option<&std::path::Pa
         eprintln!("{}", report.stats());
     }
     if let Some(signal) = interrupt::signal() {
-        eprintln!(
-            "fastwrite: interrupted: {} files written and closed; the rest left out, and no file left half-written",
-            report.files
-        );
+        if done == "written" {
+            eprintln!(
+                "fastwrite: interrupted: {} files written and closed; the rest left out, and no file left half-written",
+                report.files
+            );
+        }
         return 128 + signal;
     }
     show::exit_code(&report)
@@ -182,7 +190,7 @@ fn read_files(
             Ok(())
         })
     };
-    let mut report = match read {
+    let report = match read {
         Ok(report) => report,
         // `-O | head`: the reader stopped; nothing to say, as tar says nothing.
         Err(error)
@@ -193,37 +201,21 @@ fn read_files(
         }
         Err(error) => return cannot_start(&format!("{error:#}"), cli.global.json),
     };
-    if !cli.global.quiet {
-        for warning in &report.warnings {
-            eprintln!("fastwrite: warning: {}", for_terminal(warning));
-        }
+    let tested = format!(
+        "fastwrite: {} tested ({}): no errors",
+        show::count(report.files, "file", "files"),
+        indicatif::BinaryBytes(report.bytes)
+    );
+    let code = told(
+        cli,
+        report,
+        Some(archive),
+        if args.test { "tested" } else { "read" },
+    );
+    if args.test && code == exit::SUCCESS && !cli.global.quiet && !cli.global.json {
+        eprintln!("{tested}");
     }
-    let failed = report.failures.len();
-    for line in show::failure_summary(&mut report, FAILURES_SHOWN_PER_KIND) {
-        eprintln!("fastwrite: {line}");
-    }
-    if cli.global.json {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", show::report_json(&report, Some(archive)))
-            .and_then(|()| out.flush());
-    }
-    let files = show::count(report.files, "file", "files");
-    if failed > 0 {
-        let what = if args.test { "tested" } else { "read" };
-        eprintln!(
-            "fastwrite: {} failed; {files} {what}",
-            show::count(failed as u64, "entry", "entries"),
-        );
-    } else if args.test && !cli.global.quiet && !cli.global.json {
-        eprintln!(
-            "fastwrite: {files} tested ({}): no errors",
-            indicatif::BinaryBytes(report.bytes)
-        );
-    }
-    if let Some(signal) = interrupt::signal() {
-        return 128 + signal;
-    }
-    show::exit_code(&report)
+    code
 }
 
 /// What `extract` refuses before it starts, as tar does: an archive to be read from a terminal
