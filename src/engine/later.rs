@@ -101,11 +101,7 @@ impl Engine {
         use rayon::prelude::*;
         let cancelled = self.cancelled();
         held.into_par_iter().for_each(|rename| {
-            if self.out_dir.kind(&rename.temp).is_err() {
-                return;
-            }
-            if cancelled {
-                let _ = self.out_dir.remove_file(&rename.temp);
+            if !self.still_waiting(&rename, cancelled) {
                 return;
             }
             if self
@@ -113,11 +109,7 @@ impl Engine {
                 .kind(&rename.path)
                 .is_ok_and(|k| k == platform::FileKind::Dir)
             {
-                let _ = self.out_dir.remove_file(&rename.temp);
-                let dest = self.full(&rename.path);
-                let error = anyhow::anyhow!("a directory is in the way at '{}'", dest.display());
-                self.failures
-                    .push(Error::new(&rename.name, ErrorKind::AlreadyExists, error));
+                self.directory_in_the_way(&rename);
                 return;
             }
             if let Err(e) = self.out_dir.rename(&rename.temp, &rename.path) {
@@ -131,6 +123,29 @@ impl Engine {
                     .push(Error::new(&rename.name, ErrorKind::Close, error));
             }
         });
+    }
+
+    /// Whether a file waiting under a temporary name is still to be moved into place: not if
+    /// its write failed (the temporary file is gone), nor if the run was cancelled (it is
+    /// removed).
+    fn still_waiting(&self, rename: &Rename, cancelled: bool) -> bool {
+        if self.out_dir.kind(&rename.temp).is_err() {
+            return false;
+        }
+        if cancelled {
+            let _ = self.out_dir.remove_file(&rename.temp);
+            return false;
+        }
+        true
+    }
+
+    /// A directory stands where a waiting file was to go: the file is removed, and fails.
+    fn directory_in_the_way(&self, rename: &Rename) {
+        let _ = self.out_dir.remove_file(&rename.temp);
+        let dest = self.full(&rename.path);
+        let error = anyhow::anyhow!("a directory is in the way at '{}'", dest.display());
+        self.failures
+            .push(Error::new(&rename.name, ErrorKind::AlreadyExists, error));
     }
 
     /// Moves the later copies of paths into place, after every close, in the source's order:
@@ -164,11 +179,7 @@ impl Engine {
                     self.make_link(link, made);
                 }
             }
-            if self.out_dir.kind(&rename.temp).is_err() {
-                continue;
-            }
-            if cancelled {
-                let _ = self.out_dir.remove_file(&rename.temp);
+            if !self.still_waiting(&rename, cancelled) {
                 continue;
             }
             let dest = self.full(&rename.path);
@@ -186,10 +197,7 @@ impl Engine {
                 continue;
             }
             if in_place == Some(platform::FileKind::Dir) {
-                let _ = self.out_dir.remove_file(&rename.temp);
-                let error = anyhow::anyhow!("a directory is in the way at '{}'", dest.display());
-                self.failures
-                    .push(Error::new(&rename.name, ErrorKind::AlreadyExists, error));
+                self.directory_in_the_way(&rename);
                 continue;
             }
             match self.out_dir.rename(&rename.temp, &rename.path) {
