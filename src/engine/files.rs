@@ -235,21 +235,17 @@ impl Engine {
                     format!("setting the mtime of '{}'", self.full(&open.path).display())
                 })?;
             }
-            // The owner before the mode: a change of owner clears setuid and setgid.
-            let mut chowned = false;
+            // The owner before the mode: a change of owner clears setuid and setgid, which
+            // then count among the bits the mode may lack, with the umask's.
+            let mut lacking = self.umask;
             if let Some((uid, gid)) = self.owner_to_give(entry) {
                 platform::chown_file(&open.file, uid, gid).with_context(|| {
                     let dest = self.full(&entry.path);
                     format!("giving '{}' the owner {uid}:{gid}", dest.display())
                 })?;
-                chowned = true;
+                lacking |= 0o6000;
             }
-            if chowned && open.mode & 0o6000 != 0 {
-                return platform::fix_mode(&open.file, open.mode, u32::MAX).with_context(|| {
-                    format!("setting the mode of '{}'", self.full(&open.path).display())
-                });
-            }
-            platform::fix_mode(&open.file, open.mode, self.umask).with_context(|| {
+            platform::fix_mode(&open.file, open.mode, lacking).with_context(|| {
                 format!("setting the mode of '{}'", self.full(&open.path).display())
             })
         };
