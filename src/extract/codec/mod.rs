@@ -23,7 +23,7 @@ pub(crate) fn trailing_data(error: &std::io::Error) -> Option<String> {
     None
 }
 
-use std::io::{self, BufRead, Read};
+use std::io::{BufRead, Read};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -36,7 +36,8 @@ pub(crate) const READ_ON_LIMIT: u64 = 1 << 30;
 
 /// How much of a decoder's output its checks have passed. A compressor's check comes after
 /// the data it covers: a gzip or bzip2 member's CRC at the member's end, an xz stream's
-/// checks by its end, a zstd stream's when the stream ends. What a reader took from the
+/// checks by its end, a zstd frame's checksum at the frame's end (see `units.rs`, which notes
+/// them). What a reader took from the
 /// decoder past [`Verified::bytes`] is not yet known to be what was compressed; the tar source
 /// keeps track of the files written from it (see `tar/mod.rs`).
 #[derive(Clone, Default, Debug)]
@@ -66,44 +67,9 @@ impl Verified {
         self.0.bytes.fetch_max(bytes, Ordering::AcqRel);
     }
 
-    /// Takes note of what a decoder's read returned, after `out` bytes before it: the end (all
-    /// verified), trailing data after the last member (all verified), or a failure.
-    fn note(&self, out: u64, result: &io::Result<usize>) {
-        match result {
-            Ok(0) => self.up_to(out),
-            Ok(_) => {}
-            Err(error) if trailing_data(error).is_some() => self.up_to(out),
-            Err(_) => self.0.failed.store(true, Ordering::Release),
-        }
-    }
-}
-
-/// A decoder's output counted, and noted in its [`Verified`]: its end, and its failure (the
-/// decoders note where each member, stream or frame ends).
-struct Watched<D> {
-    decoder: D,
-    out: u64,
-    verified: Verified,
-}
-
-impl<D: Read> Read for Watched<D> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.verified.failed() {
-            // A decoder past an error may say "the end": never take that for verified.
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "the compressed data failed already",
-            ));
-        }
-        let result = self.decoder.read(buf);
-        if buf.is_empty() {
-            return result;
-        }
-        self.verified.note(self.out, &result);
-        if let Ok(n) = result {
-            self.out += n as u64;
-        }
-        result
+    /// The decoder failed: what it gave after [`Verified::bytes`] will never be verified.
+    fn fail(&self) {
+        self.0.failed.store(true, Ordering::Release);
     }
 }
 
@@ -178,43 +144,34 @@ impl Codec {
         input: Box<dyn BufRead + Send + 'a>,
         verified: &Verified,
     ) -> anyhow::Result<Box<dyn Read + Send + 'a>> {
-        let watched = |decoder: Box<dyn Read + Send + 'a>| -> Box<dyn Read + Send + 'a> {
-            Box::new(Watched {
-                decoder,
-                out: 0,
-                verified: verified.clone(),
-            })
-        };
         match self {
             #[cfg(feature = "gzip")]
-            Codec::Gzip => Ok(watched(Box::new(units::Units::<
-                _,
-                flate2::bufread::GzDecoder<_>,
-            >::new(
-                input, self, verified.clone()
-            )))),
+            Codec::Gzip => Ok(Box::new(
+                units::Units::<_, flate2::bufread::GzDecoder<_>>::new(
+                    input,
+                    self,
+                    verified.clone(),
+                ),
+            )),
             #[cfg(feature = "zstd")]
-            Codec::Zstd => Ok(watched(Box::new(units::Units::<_, zstd::Frame<_>>::new(
+            Codec::Zstd => Ok(Box::new(units::Units::<_, zstd::Frame<_>>::new(
                 input,
                 self,
                 verified.clone(),
-            )))),
+            ))),
             #[cfg(feature = "xz")]
-            Codec::Xz => Ok(watched(Box::new(units::Units::<_, xz::XzDecoder<_>>::new(
+            Codec::Xz => Ok(Box::new(units::Units::<_, xz::XzDecoder<_>>::new(
                 input,
                 self,
                 verified.clone(),
-            )))),
+            ))),
             #[cfg(feature = "bzip2")]
-            Codec::Bzip2 => Ok(watched(Box::new(units::Units::<
-                _,
-                bzip2::bufread::BzDecoder<_>,
-            >::new(
-                input, self, verified.clone()
-            )))),
+            Codec::Bzip2 => Ok(Box::new(
+                units::Units::<_, bzip2::bufread::BzDecoder<_>>::new(input, self, verified.clone()),
+            )),
             #[allow(unreachable_patterns)]
             _ => {
-                drop((input, watched));
+                drop((input, verified));
                 anyhow::bail!(
                     "{} data, and this build of fastwrite has no {} decoder (cargo feature `{}`)",
                     self.name(),

@@ -34,8 +34,11 @@ enum State<R, U> {
     Unit(U),
     /// A unit has ended: what comes next decides.
     Between(R),
-    /// The end, or an error has been returned.
+    /// The end.
     Done,
+    /// An error has been returned: the decoder past it may say "the end", which must never be
+    /// taken for data that is whole, so every read after it fails too.
+    Failed,
 }
 
 impl<R: BufRead, U: Unit<R>> Units<R, U> {
@@ -49,11 +52,8 @@ impl<R: BufRead, U: Unit<R>> Units<R, U> {
     }
 }
 
-impl<R: BufRead, U: Unit<R>> Read for Units<R, U> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
+impl<R: BufRead, U: Unit<R>> Units<R, U> {
+    fn step(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             match std::mem::replace(&mut self.state, State::Done) {
                 State::Start(input) => self.state = State::Unit(U::start(input)?),
@@ -76,7 +76,32 @@ impl<R: BufRead, U: Unit<R>> Read for Units<R, U> {
                     self.state = State::Start(input);
                 }
                 State::Done => return Ok(0),
+                State::Failed => {
+                    self.state = State::Failed;
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "the compressed data failed already",
+                    ));
+                }
             }
         }
+    }
+}
+
+impl<R: BufRead, U: Unit<R>> Read for Units<R, U> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let result = self.step(buf);
+        if let Err(error) = &result {
+            // Bytes after the last unit end the data, which every check has passed (noted at
+            // that unit's end); anything else is a failure.
+            if super::trailing_data(error).is_none() {
+                self.verified.fail();
+                self.state = State::Failed;
+            }
+        }
+        result
     }
 }
