@@ -10,6 +10,9 @@
  *   FASTWRITE_LAB_FAIL_WRITE=bad  a write(2) to such a file whose path contains "bad" fails
  *                                 with EDQUOT, as a user's exhausted disk quota makes it (the
  *                                 kernels here have no quota support to make it for real)
+ *   FASTWRITE_LAB_KILL_AT_WRITE=N the Nth write(2) to such a file writes the first half of its
+ *                                 bytes, and then the process kills itself with SIGKILL: a kill
+ *                                 inside a chosen file's writing, for tests/kills.rs
  *
  * Only descriptors of regular files open for writing are touched: pipes, sockets, directories
  * and files open for reading close as usual. Built by lab/build; used by tests/faults.rs and
@@ -20,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +39,8 @@ static long delay_ns;
 static const char *fail_substring;
 static long fail_every;
 static atomic_long written_closes;
+static long kill_at_write;
+static atomic_long writes;
 
 __attribute__((constructor)) static void lab_init(void)
 {
@@ -49,6 +55,9 @@ __attribute__((constructor)) static void lab_init(void)
     fail_substring = getenv("FASTWRITE_LAB_FAIL_CLOSE");
     if (fail_substring && !*fail_substring)
         fail_substring = NULL;
+    const char *kill_at = getenv("FASTWRITE_LAB_KILL_AT_WRITE");
+    if (kill_at && *kill_at)
+        kill_at_write = strtol(kill_at, NULL, 10);
     const char *every = getenv("FASTWRITE_LAB_FAIL_EVERY");
     if (every && *every)
         fail_every = strtol(every, NULL, 10);
@@ -83,6 +92,10 @@ ssize_t write(int fd, const void *buf, size_t count)
     if (fail_write_substring && is_written_file(fd) && path_contains(fd, fail_write_substring)) {
         errno = EDQUOT;
         return -1;
+    }
+    if (kill_at_write > 0 && is_written_file(fd) && atomic_fetch_add(&writes, 1) + 1 == kill_at_write) {
+        real_write(fd, buf, count / 2);
+        kill(getpid(), SIGKILL);
     }
     return real_write(fd, buf, count);
 }

@@ -123,6 +123,20 @@ impl BatchBuilder {
         self
     }
 
+    /// All or nothing (default: no): the folder, which must not exist yet or be empty,
+    /// appears with every file only when [`Batch::finish`] (or [`Batch::scope`]) ends
+    /// without an error; a batch that fails, is cancelled, is dropped unfinished, or whose
+    /// process is killed leaves it as it was. The files are written into a folder beside it,
+    /// `.NAME.fastwrite-atomic`, renamed into place in one step at the end. For an installer
+    /// or a cache that must never be seen half-made. See [`Options::atomic`].
+    ///
+    /// # Errors
+    /// [`BatchBuilder::build`] fails ([`ErrorKind::Directory`]) if the folder holds files.
+    pub fn atomic(mut self, atomic: bool) -> BatchBuilder {
+        self.opts.atomic = atomic;
+        self
+    }
+
     /// Tells `reporter` about every byte and file written (default: nobody).
     pub fn progress(mut self, reporter: Arc<dyn Reporter>) -> BatchBuilder {
         self.opts.progress = Some(reporter);
@@ -146,8 +160,25 @@ impl BatchBuilder {
         let closer = Arc::new(SystemCloser {
             fsync: self.opts.fsync,
         });
+        // Into a new or empty folder the batch writes in a staging folder, put in place at the
+        // end (see `BatchBuilder::atomic`).
+        let (staging, warnings) = crate::engine::Staging::prepare(&self.root, &self.opts)
+            .tag(&self.root, ErrorKind::Directory)?;
+        let staging = staging.map(|staging| {
+            let registered = staging.register_as(&self.root);
+            (staging, registered, warnings)
+        });
         let engine =
-            Engine::new(&self.root, &self.opts, closer).tag(&self.root, ErrorKind::Directory)?;
+            Engine::new(&self.root, &self.opts, closer).tag(&self.root, ErrorKind::Directory);
+        let engine = match engine {
+            Ok(engine) => engine,
+            Err(error) => {
+                if let Some((staging, ..)) = &staging {
+                    let _ = staging.discard();
+                }
+                return Err(error);
+            }
+        };
         engine.reporter().planned(0, 0);
         // A state for each calling thread (twice over, so a thread rarely finds its home slot
         // busy), and one for each background writer `spawn_write` may start.
@@ -158,6 +189,7 @@ impl BatchBuilder {
             cancel: self.opts.cancel.clone(),
             slots: (0..slots).map(|_| Slot::default()).collect(),
             background: OnceLock::new(),
+            staging,
             root: self.root,
             opts: self.opts,
             started,
@@ -218,6 +250,13 @@ pub struct Batch {
     started: Instant,
     /// Errors returned by `take_errors`, which the end still counts.
     taken: AtomicUsize,
+    /// The staging folder of a batch into a new or empty folder (with the engine's lookup of
+    /// it), and what to warn of at the end.
+    staging: Option<(
+        crate::engine::Staging,
+        crate::engine::Registered,
+        Vec<String>,
+    )>,
     /// What the background writers are sized by.
     root: PathBuf,
     opts: Options,
@@ -390,9 +429,10 @@ impl Batch {
         Ok(())
     }
 
-    /// Creates the file at `path` to be written through [`io::Write`] (for serializers:
+    /// Starts the file at `path`, to be written through [`io::Write`] (for serializers:
     /// quick-xml, serde writers, `write!`). Writes are buffered; nothing is kept until
     /// [`FileWriter::finish`].
+    ///
     ///
     /// ```
     /// use std::io::Write;
@@ -540,6 +580,11 @@ impl Batch {
     fn conclude<E>(&mut self, work: Option<E>) -> Result<Report, FinishError<E>> {
         let mut report = self.end();
         report.failures_taken = self.taken.load(Ordering::Relaxed);
+        if let Some((staging, _registered, mut warnings)) = self.staging.take() {
+            report.warnings.append(&mut warnings);
+            // The work's error fails an atomic batch as a failed write does.
+            staging.settle(&self.opts, &mut report, work.is_some());
+        }
         if work.is_none() && report.failures.is_empty() && report.failures_taken == 0 {
             Ok(report)
         } else {
@@ -679,7 +724,16 @@ impl Drop for TaskDone {
 impl Drop for Batch {
     fn drop(&mut self) {
         // Everything `finish` does; its errors have nowhere to go (see the type's docs).
-        drop(self.end());
+        let mut report = self.end();
+        // What was written is put in place, as if each file had been written there; an
+        // atomic batch never finished is not.
+        if let Some((staging, ..)) = self.staging.take() {
+            if self.opts.atomic {
+                let _ = staging.discard();
+            } else {
+                staging.settle(&self.opts, &mut report, false);
+            }
+        }
     }
 }
 

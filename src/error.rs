@@ -113,11 +113,13 @@ pub enum Setting {
     HardLinks,
     /// [`Options::devices`](crate::Options::devices): create device nodes and FIFOs.
     Devices,
+    /// [`Options::atomic`](crate::Options::atomic): the whole tree or nothing.
+    Atomic,
 }
 
 impl Setting {
     /// Every setting, for a front end that maps them to its own words.
-    pub const ALL: [Setting; 11] = [
+    pub const ALL: [Setting; 12] = [
         Setting::Replace,
         Setting::Skip,
         Setting::MaxOutput,
@@ -129,6 +131,7 @@ impl Setting {
         Setting::Delete,
         Setting::HardLinks,
         Setting::Devices,
+        Setting::Atomic,
     ];
 
     /// How messages spell it: its Rust path, as a program sets it.
@@ -145,6 +148,7 @@ impl Setting {
             Setting::Delete => "MirrorOptions::delete",
             Setting::HardLinks => "MirrorOptions::hard_links",
             Setting::Devices => "Options::devices",
+            Setting::Atomic => "Options::atomic",
         }
     }
 }

@@ -85,8 +85,13 @@ pub struct Options {
     /// How written files are closed.
     pub close: CloseMode,
     /// Make every file durable (fsync) before closing it, and every directory written into
-    /// at the end.
+    /// at the end: once the run has returned, a power cut loses nothing it wrote.
     pub fsync: bool,
+    /// All or nothing: the output folder (which must not exist yet, or be empty) appears with
+    /// the whole tree only once every file is written, closed and verified; a run that fails,
+    /// is cancelled or is killed leaves it as it was. The tree is written into a folder beside
+    /// it, `.NAME.fastwrite-atomic`, then renamed, in one step.
+    pub atomic: bool,
     /// What to do with files that already exist.
     pub overwrite: Overwrite,
     /// Keep setuid, setgid and sticky bits from the source (dropped by default).
@@ -163,6 +168,7 @@ impl Default for Options {
             threads: None,
             close: CloseMode::default(),
             fsync: false,
+            atomic: false,
             overwrite: Overwrite::Refuse,
             keep_setid: false,
             devices: false,
@@ -187,6 +193,7 @@ impl fmt::Debug for Options {
             .field("threads", &self.threads)
             .field("close", &self.close)
             .field("fsync", &self.fsync)
+            .field("atomic", &self.atomic)
             .field("overwrite", &self.overwrite)
             .field("keep_setid", &self.keep_setid)
             .field("devices", &self.devices)

@@ -1025,11 +1025,18 @@ mod linux {
             flags.extend(["-j", "2", "--close-threads", "2"]);
             let more: &[&str] = if overwrite { &["--overwrite"] } else { &[] };
             let (sentinel, content) = files.iter().nth(99).expect("3000 files");
+            // Into a new folder the run writes in its staging folder beside it, put in place
+            // when it stops (docs/design.md, "What a kill leaves").
+            let staged = t.join(format!(".out-{i}.fastwrite-staging")).join(sentinel);
             let sentinel = out.join(sentinel);
             let (r, took) = run_and_interrupt(
                 &extract_args(&flags, &archive, &out, more),
                 &[("FASTWRITE_LAB_CLOSE_MS", "2")],
-                &|| fs::read(&sentinel).is_ok_and(|now| now == *content),
+                &|| {
+                    [&sentinel, &staged]
+                        .iter()
+                        .any(|p| fs::read(p).is_ok_and(|now| now == *content))
+                },
                 signal,
                 signals,
             );
@@ -1165,8 +1172,11 @@ mod linux {
             let mut stdin = child.stdin.take().unwrap();
             stdin.write_all(&archive[..split]).unwrap();
             stdin.flush().unwrap();
-            // The first batch of 32 files goes to the writers as soon as it is read.
-            let last_of_batch = out.join("d/a31");
+            // The first batch of 32 files goes to the writers as soon as it is read. Into a new
+            // folder the run writes in its staging folder, put in place at the end: that is
+            // where the swap is made.
+            let staging = tmp.path().join(".out.fastwrite-staging");
+            let last_of_batch = staging.join("d/a31");
             let started = Instant::now();
             while !last_of_batch.exists() {
                 assert!(
@@ -1175,8 +1185,8 @@ mod linux {
                 );
                 std::thread::sleep(Duration::from_millis(5));
             }
-            fs::rename(out.join("d"), out.join("d.moved")).unwrap();
-            std::os::unix::fs::symlink(&outside, out.join("d")).unwrap();
+            fs::rename(staging.join("d"), staging.join("d.moved")).unwrap();
+            std::os::unix::fs::symlink(&outside, staging.join("d")).unwrap();
             stdin.write_all(&archive[split..]).unwrap();
             drop(stdin);
             let r = wait_output(child, format!("extract - ({mode:?})"), NO_HANG);

@@ -875,8 +875,11 @@ fn a_folder_swapped_for_a_symlink_is_never_written_through() {
         fs::create_dir(&outside).unwrap();
         let batch = Batch::builder(&out).close(close).build().unwrap();
         batch.write("a/x", "before").unwrap();
-        fs::rename(out.join("a"), out.join("a.moved")).unwrap();
-        std::os::unix::fs::symlink(&outside, out.join("a")).unwrap();
+        // A batch into a new folder writes in its staging folder, put in place by `finish`:
+        // that is where the swap is made.
+        let staging = t.join(".out.fastwrite-staging");
+        fs::rename(staging.join("a"), staging.join("a.moved")).unwrap();
+        std::os::unix::fs::symlink(&outside, staging.join("a")).unwrap();
         for (path, kind) in [("a/y", ErrorKind::Write), ("a/new/z", ErrorKind::Directory)] {
             let error = batch.write(path, "after").unwrap_err();
             assert_eq!(error.kind(), kind, "{close:?} {path}: {error}");

@@ -60,6 +60,10 @@ pub(crate) enum Finalize {
     /// It was written under a temporary name (in the same directory) to be renamed into place,
     /// at this path under the output folder.
     RenameTo(PathBuf),
+    /// It was written under a temporary name because its writing took long enough for a kill
+    /// to land inside it (more than one write): moved to this path after a good close, never
+    /// over anything there (see `OutDir::move_new`).
+    MoveTo(PathBuf),
 }
 
 /// A written file waiting to be closed.
@@ -94,6 +98,18 @@ fn complete(job: CloseJob, closer: &dyn Closer, out_dir: &OutDir) -> Result<(), 
                     out_dir.path().join(&path).display(),
                     out_dir.path().join(dest).display()
                 )
+            }),
+            Finalize::MoveTo(dest) => out_dir.move_new(&path, dest).map_err(|e| {
+                let whole = out_dir.path().join(dest);
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    anyhow::anyhow!("'{}' appeared while it was written", whole.display())
+                } else {
+                    anyhow::Error::new(e).context(format!(
+                        "moving '{}' into place as '{}'",
+                        out_dir.path().join(&path).display(),
+                        whole.display()
+                    ))
+                }
             }),
         });
     result.map_err(|error| {

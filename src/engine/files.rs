@@ -142,12 +142,28 @@ impl Engine {
 
     /// Creates the entry's file (its parents must exist), honouring the overwrite policy.
     /// `None`: an existing file is kept, and counted as skipped.
+    ///
+    /// Into a staging folder (which a killed run leaves out of place, `stage.rs`) a file is
+    /// created under its final name there (`O_EXCL`). Anywhere else it is written under a
+    /// temporary name and moved into place after its close succeeded, never over anything
+    /// (`Finalize::MoveTo`), so that a kill during its writing leaves nothing under the final
+    /// name. See docs/design.md, "What a kill leaves".
     fn open(&self, entry: &Entry) -> Result<Option<OpenFile>, Error> {
+        self.mark();
         let started = Instant::now();
         let mode = self.file_mode(entry);
         let dest = &entry.path;
         if entry.replaces {
             return self.open_later_copy(entry, mode, started, false).map(Some);
+        }
+        if !self.staged {
+            // Into a fresh folder nothing is in the way (the move still never replaces).
+            if self.fresh || self.out_dir.kind(dest).is_err() {
+                self.note_created(&entry.path);
+                let finalize = Finalize::MoveTo(dest.clone());
+                return self.open_beside(entry, mode, started, finalize).map(Some);
+            }
+            return self.open_existing(entry, mode, started);
         }
         let err = match self.out_dir.create_new(dest, mode) {
             Ok(file) => {
@@ -162,11 +178,22 @@ impl Engine {
             }
             Err(err) => err,
         };
-        let fail = |kind, error: anyhow::Error| Err(Error::new(&entry.name, kind, error));
         if err.kind() != io::ErrorKind::AlreadyExists {
             let error = anyhow!(err).context(format!("creating '{}'", self.full(dest).display()));
-            return fail(ErrorKind::Write, error);
+            return Err(Error::new(&entry.name, ErrorKind::Write, error));
         }
+        self.open_existing(entry, mode, started)
+    }
+
+    /// Where something is at the entry's path already: the overwrite policy decides.
+    fn open_existing(
+        &self,
+        entry: &Entry,
+        mode: u32,
+        started: Instant,
+    ) -> Result<Option<OpenFile>, Error> {
+        let dest = &entry.path;
+        let fail = |kind, error: anyhow::Error| Err(Error::new(&entry.name, kind, error));
         let is_dir = self.out_dir.kind(dest).is_ok_and(|k| k == FileKind::Dir);
         match self.policy_for(entry) {
             // (`Update` is resolved into one of the others by `policy_for`.)
@@ -205,6 +232,7 @@ impl Engine {
         started: Instant,
         finalize: Finalize,
     ) -> Result<OpenFile, Error> {
+        self.mark();
         let temp = self.temp_path(&entry.path);
         let file = self
             .out_dir

@@ -139,9 +139,19 @@ impl Engine {
             mut write_nanos,
             mut copier,
             mut symlink_times_left,
+            mut leftovers,
+            mut resumed,
+            mut redone,
+            mut mark,
             ..
         } = self;
-        let mut warnings = Vec::new();
+        let mut warnings = std::mem::take(&mut leftovers.warnings);
+        let (resumed, redone) = (*resumed.get_mut(), *redone.get_mut());
+        if resumed + redone > 0 {
+            warnings.push(format!(
+                "of the files the killed run made, {resumed} were complete and kept, {redone} unfinished and written again"
+            ));
+        }
         let left = *symlink_times_left.get_mut();
         if left > 0 {
             warnings.push(format!(
@@ -159,6 +169,26 @@ impl Engine {
                 }
             }
         }
+        if opts.fsync && !opts.atomic {
+            // The output folder's own name, which this run may have made (an atomic run's is
+            // synced when it is put in place).
+            let parent = root.parent().filter(|p| !p.as_os_str().is_empty());
+            let parent = parent.unwrap_or(std::path::Path::new("."));
+            if let Err(error) = crate::platform::sync_path_dir(parent) {
+                let error = anyhow::Error::new(error)
+                    .context(format!("syncing directory '{}'", parent.display()));
+                failures.push(Error::new(root.as_path(), ErrorKind::Close, error));
+            }
+        }
+        // Everything is done: the run's marker goes last (a kill before this leaves it, and the
+        // next run knows), with the markers of the killed runs whose leftovers this one dealt
+        // with; the folder keeps the mtime it had.
+        match mark.take() {
+            Some(Ok(mark)) => mark.remove(&out_dir),
+            Some(Err(warning)) => warnings.push(warning),
+            None => {}
+        }
+        leftovers.clear(&out_dir);
         reporter.finished();
         Report {
             files: files.get_mut().saturating_sub(closes.failed),

@@ -21,7 +21,9 @@ mod dirs;
 mod files;
 mod finish;
 mod later;
+mod leftovers;
 mod links;
+mod stage;
 mod stream;
 mod unverified;
 mod writers;
@@ -48,6 +50,8 @@ use dirs::OPEN_DIRS;
 pub(crate) use files::{CHUNK, Content, HoleRead, Writer, WriterState};
 pub(crate) use finish::deepest_first;
 pub(crate) use later::path_key;
+pub(crate) use leftovers::is_run_mark;
+pub(crate) use stage::{Registered, Staging, staged, work_root};
 pub(crate) use unverified::{Unverified, UnverifiedKind};
 pub(crate) use writers::MAX_WRITERS;
 
@@ -103,6 +107,10 @@ pub(crate) struct Engine {
     /// Whether the output folder was missing or empty at the start: then nothing can be in the
     /// way, and no file needs checking before it is written.
     fresh: bool,
+    /// Whether the run writes into a staging folder (`stage.rs`), put in place at the end: then
+    /// a file of one write is written under its name; else every file is written under a
+    /// temporary name and moved into place after its close.
+    staged: bool,
     /// New directories get exactly 0o777 less the umask: not so under a setgid directory,
     /// whose new subdirectories inherit the bit.
     plain_mkdir: bool,
@@ -139,6 +147,14 @@ pub(crate) struct Engine {
     /// This process's user and group ids, which what it creates has already (asked once: each
     /// asking is a system call).
     own_ids: (u32, u32),
+    /// What runs killed in this folder left (see `leftovers.rs`).
+    leftovers: leftovers::Leftovers,
+    /// Files a killed run left complete, kept; and those it left unfinished, written again.
+    resumed: AtomicU64,
+    redone: AtomicU64,
+    /// This run's marker in the folder, made before its first file (a run that makes no file
+    /// leaves the folder untouched), removed when it ends; or why it could not be made.
+    mark: std::sync::OnceLock<Result<leftovers::RunMark, String>>,
 }
 
 #[derive(Default)]
@@ -177,10 +193,12 @@ impl Engine {
         opts: &Options,
         closer: Arc<dyn Closer>,
     ) -> anyhow::Result<Engine> {
-        let fresh = match std::fs::read_dir(root) {
+        // A staged run writes into its staging folder (`stage.rs`).
+        let work = &stage::work_root(root);
+        let fresh = match std::fs::read_dir(work) {
             Ok(mut entries) => entries.next().is_none(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir_all(root)
+                std::fs::create_dir_all(work)
                     .with_context(|| format!("cannot create output folder '{}'", root.display()))?;
                 true
             }
@@ -189,8 +207,14 @@ impl Engine {
                     .with_context(|| format!("cannot use output folder '{}'", root.display()));
             }
         };
-        let out_dir = platform::OutDir::open(root)
+        let out_dir = platform::OutDir::open(work)
             .with_context(|| format!("cannot use output folder '{}'", root.display()))?;
+        // Killed runs' leftovers are dealt with before this run marks the folder itself.
+        let leftovers = if fresh {
+            leftovers::Leftovers::default()
+        } else {
+            leftovers::Leftovers::find(root, &out_dir)
+        };
         let out_dir = Arc::new(out_dir);
         let failures = Arc::new(Failures::default());
         let close = CloseStage::new(
@@ -206,8 +230,9 @@ impl Engine {
             reporter: opts.progress.clone().unwrap_or_else(|| Arc::new(Silent)),
             umask: platform::current_umask(),
             fresh,
+            staged: work.as_path() != root,
             plain_mkdir: !out_dir.is_setgid(),
-            symlink_times: platform::remote_filesystem(root) != Some("FUSE"),
+            symlink_times: platform::remote_filesystem(work) != Some("FUSE"),
             symlink_times_left: AtomicU64::new(0),
             dirs: dirs::Dirs::new(Arc::clone(&out_dir), opts.overwrite),
             out_dir,
@@ -225,6 +250,10 @@ impl Engine {
             created: std::sync::OnceLock::new(),
             hold_replacements: AtomicBool::new(false),
             own_ids: platform::effective_ids(),
+            leftovers,
+            resumed: AtomicU64::new(0),
+            redone: AtomicU64::new(0),
+            mark: std::sync::OnceLock::new(),
         })
     }
 
@@ -397,7 +426,20 @@ impl Engine {
 
     /// The overwrite policy for `entry` over what exists at its path: `Update` becomes
     /// `Replace` where what exists is older than the entry, else `Skip`.
+    /// A file a killed run made or changed is that run's: kept if complete, else written
+    /// again, whatever the policy (see `leftovers.rs`).
     pub(super) fn policy_for(&self, entry: &Entry) -> Overwrite {
+        if self.leftovers.since.is_some()
+            && let Ok(status) = self.out_dir.status(&entry.path)
+            && let Some(policy) = self.leftovers.policy(entry, &status, self.opts.overwrite)
+        {
+            let counter = match policy {
+                Overwrite::Skip => &self.resumed,
+                _ => &self.redone,
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+            return policy;
+        }
         if self.opts.overwrite != Overwrite::Update {
             return self.opts.overwrite;
         }
@@ -436,6 +478,19 @@ impl Engine {
         }
     }
 
+    /// Marks the output folder as being written (see `leftovers.rs`), before the run's first
+    /// file is created: a kill from then on leaves something the next run must know of.
+    fn mark(&self) {
+        self.mark.get_or_init(|| {
+            leftovers::RunMark::new(self.out_dir.path(), self.opts.fsync).map_err(|e| {
+                format!(
+                    "cannot mark '{}' as being written ({e}): were this run killed, the next could not tell what it left unfinished",
+                    self.root.display()
+                )
+            })
+        });
+    }
+
     /// Where a path under the output folder is, for messages.
     fn full(&self, rel: &Path) -> PathBuf {
         self.root.join(rel)
@@ -463,14 +518,15 @@ mod tests {
     use std::io;
     use std::io::Cursor;
 
-    /// Fails the close of every file whose name starts with "bad".
+    /// Fails the close of every file whose name starts with "bad" (under its temporary name,
+    /// `.bad.fastwrite-PID-N`, into a folder that is not staged).
     struct FailingCloser;
 
     impl Closer for FailingCloser {
         fn close(&self, file: File, path: &Path) -> anyhow::Result<()> {
             drop(file);
             let name = path.file_name().unwrap_or_default().to_string_lossy();
-            if name.starts_with("bad") {
+            if name.trim_start_matches('.').starts_with("bad") {
                 Err(io::Error::other("injected EIO").into())
             } else {
                 Ok(())

@@ -46,6 +46,9 @@ pub(crate) fn size(root: &Path, source: Option<&Path>, opts: &Options) -> Writer
         };
     }
     let cores = default_threads();
+    // A staged run probes where it writes, never making the output folder itself.
+    let work = super::stage::work_root(root);
+    let root = work.as_path();
     let out_kind = root
         .ancestors()
         .find(|a| a.exists())

@@ -88,6 +88,24 @@ pub fn mirror(
         add_found(&mut report, found);
         report
     } else {
+        engine::staged(dst, opts, || {
+            mirror_into(src, dst, (opts, mopts), root_meta, dst_exists, walk)
+        })?
+    };
+    report.wall = start.elapsed();
+    Ok(report)
+}
+
+/// The mirror itself (not a dry run), into `dst` or, for an atomic run, the folder beside it.
+fn mirror_into<'a>(
+    src: &Path,
+    dst: &Path,
+    (opts, mopts): (&Options, &MirrorOptions),
+    root_meta: fs::Metadata,
+    dst_exists: bool,
+    walk: impl Fn() -> Walk<'a>,
+) -> anyhow::Result<Report> {
+    {
         let (mut report, (found, applied)) =
             engine::run(dst, Some(src), opts, |engine, writers| {
                 // Into an empty destination nothing needs comparing or deleting first, so each
@@ -108,7 +126,7 @@ pub fn mirror(
         // The root's mode and mtime last: making links and directories at the end of the run
         // changes its mtime.
         if let Some(root) = applied.root
-            && let Err(error) = platform::OutDir::open(dst)
+            && let Err(error) = platform::OutDir::open(&engine::work_root(dst))
                 .and_then(|tree| {
                     tree.set_metadata(
                         Path::new(""),
@@ -129,10 +147,8 @@ pub fn mirror(
             ..MirrorCounts::default()
         });
         add_found(&mut report, found);
-        report
-    };
-    report.wall = start.elapsed();
-    Ok(report)
+        Ok(report)
+    }
 }
 
 /// What the walk decided, with its links settled and its actions in path order.

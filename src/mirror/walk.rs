@@ -17,7 +17,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::anyhow;
 
 use crate::cancel::Cancel;
-use crate::engine::Engine;
+use crate::engine::{self, Engine};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::MirrorOptions;
 use crate::patterns::Patterns;
@@ -385,6 +385,11 @@ impl Walk<'_> {
                 }
                 if let Some(extra) = theirs {
                     for (name, e) in extra {
+                        if rel.as_os_str().is_empty() && engine::is_run_mark(&name) {
+                            // A run's marker (this one's, or a killed one's, which this run
+                            // removes): never the tree's.
+                            continue;
+                        }
                         let path = rel.join(name);
                         let dir = e.file_type().is_ok_and(|t| t.is_dir());
                         if self.opts.delete && !self.exclude.matches(&path, dir) {

@@ -42,3 +42,15 @@ pub enum FileKind {
     Symlink,
     Other,
 }
+
+/// What [`OutDir::status`] finds at a path.
+#[derive(Debug, Clone, Copy)]
+pub struct Status {
+    pub kind: FileKind,
+    pub size: u64,
+    pub modified: std::time::SystemTime,
+    /// When the file was made or last changed in any way (its ctime; its creation time on
+    /// Windows, where nothing else that a program cannot set is at hand). A run killed at a
+    /// moment left every file it touched changed after that moment.
+    pub changed: std::time::SystemTime,
+}

@@ -412,6 +412,29 @@ pub fn open_file_limit() -> Option<u64> {
     }
 }
 
+/// Takes an exclusive lock on `file` without waiting: `Ok(false)` if another process holds
+/// one. The kernel drops a process's locks when it dies, however it dies, so a lock that can
+/// be taken tells a killed run's marker from a running one's. An error: this filesystem cannot
+/// say.
+pub fn try_lock(file: &File) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an open descriptor.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let error = io::Error::last_os_error();
+    if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(error)
+    }
+}
+
+/// Makes the entries of the folder at `path` durable.
+pub fn sync_path_dir(path: &Path) -> io::Result<()> {
+    File::open(path)?.sync_all()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
-use super::FileKind;
+use super::{FileKind, Status};
 
 /// Opens a folder only to name things in it: no read permission needed on Linux.
 #[cfg(target_os = "linux")]
@@ -172,6 +172,11 @@ impl OutDir {
 
     /// The modification time of what is at `rel` (a symlink's own, never its target's).
     pub fn modified(&self, rel: &Path) -> io::Result<SystemTime> {
+        self.status(rel).map(|status| status.modified)
+    }
+
+    /// What is at `rel` (a symlink itself, never its target): its kind, size and times.
+    pub fn status(&self, rel: &Path) -> io::Result<Status> {
         let (dir, name) = self.parent(rel)?;
         let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
         // SAFETY: an open folder, a valid C string, and a buffer filled on success.
@@ -186,11 +191,18 @@ impl OutDir {
         // SAFETY: fstatat succeeded.
         let stat = unsafe { stat.assume_init() };
         #[allow(clippy::unnecessary_cast)] // i64 on Linux, not everywhere
-        let secs = stat.st_mtime as i64;
-        let at = super::unix_time(secs).ok_or_else(|| io::Error::other("mtime out of range"))?;
+        let time = |secs: i64, nanos: i64| {
+            super::unix_time(secs)
+                .map(|at| at + std::time::Duration::from_nanos(nanos as u64))
+                .ok_or_else(|| io::Error::other("a time out of range"))
+        };
         #[allow(clippy::unnecessary_cast)]
-        let nanos = stat.st_mtime_nsec as u64;
-        Ok(at + std::time::Duration::from_nanos(nanos))
+        Ok(Status {
+            kind: kind_of_mode(stat.st_mode),
+            size: stat.st_size as u64,
+            modified: time(stat.st_mtime as i64, stat.st_mtime_nsec as i64)?,
+            changed: time(stat.st_ctime as i64, stat.st_ctime_nsec as i64)?,
+        })
     }
 
     /// Removes a file or a symlink (never what it points to).
@@ -220,6 +232,58 @@ impl OutDir {
         let to_fd = to_dir.as_ref().map_or(from_dir.fd(), Dir::fd);
         // SAFETY: open folders and valid C strings.
         check(unsafe { libc::renameat(from_dir.fd(), from_name.as_ptr(), to_fd, to_name.as_ptr()) })
+    }
+
+    /// Moves `from` to `to` without ever replacing what is at `to` (an `AlreadyExists`
+    /// error then): a file finished under a temporary name takes its final name the way
+    /// `O_EXCL` would have created it there. One call where the filesystem has one
+    /// (`renameat2(RENAME_NOREPLACE)`, `renameatx_np(RENAME_EXCL)`); else a hard link and the
+    /// removal of the temporary name; else, where a filesystem has neither (some FUSE and
+    /// network filesystems), a look at `to` and a rename.
+    pub fn move_new(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let (from_dir, from_name) = self.parent(from)?;
+        let same_dir = from.parent() == to.parent();
+        let (to_dir, to_name) = if same_dir {
+            (None, c_string(last(to))?)
+        } else {
+            let (dir, name) = self.parent(to)?;
+            (Some(dir), name)
+        };
+        let (from_fd, to_fd) = (
+            from_dir.fd(),
+            to_dir.as_ref().map_or(from_dir.fd(), Dir::fd),
+        );
+        let unsupported = |e: &io::Error| {
+            matches!(
+                e.raw_os_error(),
+                Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP | libc::EPERM | libc::EXDEV)
+            )
+        };
+        match rename_no_replace(from_fd, &from_name, to_fd, &to_name) {
+            Err(e) if unsupported(&e) => {}
+            done => return done,
+        }
+        // SAFETY: open folders and valid C strings.
+        match check(unsafe {
+            libc::linkat(from_fd, from_name.as_ptr(), to_fd, to_name.as_ptr(), 0)
+        }) {
+            Ok(()) => {
+                // The file is in place; a temporary name left behind is only a leftover,
+                // which the next run into this folder removes.
+                // SAFETY: an open folder and a valid C string.
+                let _ = unsafe { libc::unlinkat(from_fd, from_name.as_ptr(), 0) };
+                return Ok(());
+            }
+            Err(e) if unsupported(&e) || e.raw_os_error() == Some(libc::EMLINK) => {}
+            Err(e) => return Err(e),
+        }
+        match kind_at(to_fd, &to_name) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Ok(_) => return Err(io::Error::from(io::ErrorKind::AlreadyExists)),
+            Err(e) => return Err(e),
+        }
+        // SAFETY: open folders and valid C strings.
+        check(unsafe { libc::renameat(from_fd, from_name.as_ptr(), to_fd, to_name.as_ptr()) })
     }
 
     /// Creates a symlink at `rel` holding `target` as it is.
@@ -378,13 +442,7 @@ fn kind_at(dir: RawFd, name: &CStr) -> io::Result<FileKind> {
         )
     })?;
     // SAFETY: fstatat succeeded.
-    let mode = unsafe { stat.assume_init() }.st_mode & libc::S_IFMT;
-    Ok(match mode {
-        libc::S_IFDIR => FileKind::Dir,
-        libc::S_IFREG => FileKind::File,
-        libc::S_IFLNK => FileKind::Symlink,
-        _ => FileKind::Other,
-    })
+    Ok(kind_of_mode(unsafe { stat.assume_init() }.st_mode))
 }
 
 fn bytes(rel: &Path) -> &[u8] {
@@ -398,6 +456,53 @@ fn last(rel: &Path) -> &[u8] {
 fn c_string(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
+}
+
+/// The kind a `stat` mode names.
+fn kind_of_mode(mode: libc::mode_t) -> FileKind {
+    match mode & libc::S_IFMT {
+        libc::S_IFDIR => FileKind::Dir,
+        libc::S_IFREG => FileKind::File,
+        libc::S_IFLNK => FileKind::Symlink,
+        _ => FileKind::Other,
+    }
+}
+
+/// `rename` that fails with `EEXIST` rather than replace anything.
+#[cfg(target_os = "linux")]
+fn rename_no_replace(from_dir: RawFd, from: &CStr, to_dir: RawFd, to: &CStr) -> io::Result<()> {
+    // SAFETY: open folders and valid C strings.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            from_dir,
+            from.as_ptr(),
+            to_dir,
+            to.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    check(rc as libc::c_int)
+}
+
+/// `rename` that fails with `EEXIST` rather than replace anything.
+#[cfg(target_os = "macos")]
+fn rename_no_replace(from_dir: RawFd, from: &CStr, to_dir: RawFd, to: &CStr) -> io::Result<()> {
+    // SAFETY: open folders and valid C strings.
+    check(unsafe {
+        libc::renameatx_np(
+            from_dir,
+            from.as_ptr(),
+            to_dir,
+            to.as_ptr(),
+            libc::RENAME_EXCL,
+        )
+    })
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+fn rename_no_replace(_: RawFd, _: &CStr, _: RawFd, _: &CStr) -> io::Result<()> {
+    Err(io::Error::from_raw_os_error(libc::ENOSYS))
 }
 
 fn check(rc: libc::c_int) -> io::Result<()> {

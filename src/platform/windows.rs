@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use windows_sys::Win32::Foundation::{CloseHandle, FILETIME, SYSTEMTIME};
 
-use super::{FileIdentity, FileKind};
+use super::{FileIdentity, FileKind, Status};
 use windows_sys::Win32::System::Time::{SystemTimeToFileTime, TzSpecificLocalTimeToSystemTime};
 
 /// Windows has no umask.
@@ -123,6 +123,33 @@ impl OutDir {
     /// The modification time of what is at `rel` (a symlink's own, never its target's).
     pub fn modified(&self, rel: &Path) -> io::Result<SystemTime> {
         std::fs::symlink_metadata(self.at(rel))?.modified()
+    }
+
+    /// What is at `rel` (a symlink itself, never its target): its kind, size and times.
+    pub fn status(&self, rel: &Path) -> io::Result<Status> {
+        let path = self.at(rel);
+        let meta = std::fs::symlink_metadata(&path)?;
+        Ok(Status {
+            kind: kind_of(&path)?,
+            size: meta.len(),
+            modified: meta.modified()?,
+            changed: meta.created()?,
+        })
+    }
+
+    /// Moves `from` to `to` without ever replacing what is at `to` (an `AlreadyExists` error
+    /// then): `MoveFileExW` without `MOVEFILE_REPLACE_EXISTING`.
+    pub fn move_new(&self, from: &Path, to: &Path) -> io::Result<()> {
+        use std::os::windows::ffi::OsStrExt;
+        use windows_sys::Win32::Storage::FileSystem::MoveFileExW;
+        let wide = |p: &Path| -> Vec<u16> { p.as_os_str().encode_wide().chain([0]).collect() };
+        let (from, to) = (wide(&self.at(from)), wide(&self.at(to)));
+        // SAFETY: NUL-terminated wide strings.
+        if unsafe { MoveFileExW(from.as_ptr(), to.as_ptr(), 0) } != 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
     }
 
     /// Owners are not restored on Windows (see `chown_file`).
@@ -450,6 +477,37 @@ pub fn free_space(path: &Path) -> io::Result<u64> {
         return Err(io::Error::last_os_error());
     }
     Ok(available)
+}
+
+/// Takes an exclusive lock on `file` without waiting: `Ok(false)` if another process holds
+/// one. Windows drops a process's locks when it dies, however it dies, so a lock that can be
+/// taken tells a killed run's marker from a running one's.
+pub fn try_lock(file: &File) -> io::Result<bool> {
+    use std::os::windows::io::AsRawHandle;
+    use windows_sys::Win32::Foundation::ERROR_LOCK_VIOLATION;
+    use windows_sys::Win32::Storage::FileSystem::{
+        LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, LockFileEx,
+    };
+    use windows_sys::Win32::System::IO::OVERLAPPED;
+    // SAFETY: an all-zero OVERLAPPED is valid (offset 0, no event).
+    let mut overlapped: OVERLAPPED = unsafe { std::mem::zeroed() };
+    let flags = LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY;
+    // SAFETY: an open handle and a valid OVERLAPPED that outlives the (synchronous) call.
+    let locked = unsafe { LockFileEx(file.as_raw_handle(), flags, 0, 1, 0, &mut overlapped) };
+    if locked != 0 {
+        return Ok(true);
+    }
+    let error = io::Error::last_os_error();
+    if error.raw_os_error() == Some(ERROR_LOCK_VIOLATION as i32) {
+        Ok(false)
+    } else {
+        Err(error)
+    }
+}
+
+/// Windows cannot flush a directory through an ordinary handle (see `OutDir::sync_dir`).
+pub fn sync_path_dir(_path: &Path) -> io::Result<()> {
+    Ok(())
 }
 
 #[cfg(test)]

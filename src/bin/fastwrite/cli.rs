@@ -62,12 +62,13 @@ const TUNING: &str = "Tuning (extract and mirror)";
 
 /// The global flags, by clap's id and as a user types them, with the commands that use each.
 /// A command refuses the ones it does not use (see [`unused_flag`]).
-const GLOBALS: [(&str, &str, &[&str]); 9] = [
+const GLOBALS: [(&str, &str, &[&str]); 10] = [
     ("defer_close", "--defer-close", &["extract", "mirror"]),
     ("no_defer_close", "--no-defer-close", &["extract", "mirror"]),
     ("threads", "-j/--threads", &["extract", "mirror"]),
     ("close_threads", "--close-threads", &["extract", "mirror"]),
     ("fsync", "--fsync", &["extract", "mirror"]),
+    ("atomic", "--atomic", &["extract", "mirror"]),
     ("quiet", "--quiet", &["extract", "mirror"]),
     ("verbose", "--verbose", &["extract", "mirror"]),
     ("stats", "--stats", &["extract", "mirror"]),
@@ -115,9 +116,18 @@ pub struct Global {
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..), help_heading = TUNING)]
     pub close_threads: Option<u16>,
 
-    /// Make every file durable (fsync) before it is closed; done in the close pool when deferred
+    /// Make every file durable (fsync) before it is closed, and every folder written into at
+    /// the end: once the run says done, a power cut loses nothing; done in the close pool when
+    /// deferred
     #[arg(long, global = true, help_heading = TUNING)]
     pub fsync: bool,
+
+    /// All or nothing: the output folder (which must not exist yet, or be empty) appears with
+    /// the whole tree only when every file is written, closed and verified; a run that fails,
+    /// is interrupted or is killed leaves it as it was. Written beside it, in
+    /// .NAME.fastwrite-atomic, and renamed into place in one step
+    #[arg(long, global = true)]
+    pub atomic: bool,
 
     /// Print nothing but errors
     #[arg(short, long, global = true)]
@@ -477,6 +487,7 @@ impl Cli {
             },
         };
         opts.fsync = g.fsync;
+        opts.atomic = g.atomic;
         match &self.command {
             Command::Extract(args) => {
                 opts.overwrite = if args.overwrite {

@@ -38,9 +38,15 @@ fn run(cli: Cli) -> i32 {
         Command::Man { command } => return print_man_page(command.as_deref()),
         Command::List(args) => return list(args, cli.global.json),
         Command::Extract(args) => {
-            if let Some(refusal) = refuse_extract(args) {
+            if let Some(refusal) = refuse_extract(args, &cli.global) {
                 return cannot_start(refusal, cli.global.json);
             }
+        }
+        Command::Mirror(args) if args.dry_run && cli.global.atomic => {
+            return cannot_start(
+                "--atomic does nothing with --dry-run, which changes nothing: refused",
+                cli.global.json,
+            );
         }
         _ => {}
     }
@@ -221,7 +227,20 @@ fn read_files(
 /// What `extract` refuses before it starts, as tar does: an archive to be read from a terminal
 /// (it would wait for a person to type one), and `-o -`, which looks like standard output but
 /// would make a folder named `-`.
-fn refuse_extract(args: &crate::cli::ExtractArgs) -> Option<&'static str> {
+fn refuse_extract(args: &crate::cli::ExtractArgs, g: &crate::cli::Global) -> Option<&'static str> {
+    if g.atomic && (args.test || args.to_stdout) {
+        return Some("--atomic does nothing with -t or -O, which write no files: refused");
+    }
+    if g.verbose && args.to_stdout {
+        return Some(
+            "-v does nothing with -O, whose output is the files' content: refused (-O writes no names)",
+        );
+    }
+    if g.atomic && args.archives().len() > 1 {
+        return Some(
+            "--atomic puts one archive's tree in place whole: give one archive (several would each need OUT empty)",
+        );
+    }
     if args.output.as_os_str() == "-" {
         return Some(
             "'-o -' would make a folder named '-' (writing to standard output is not offered): give './-' if that is the folder you mean",

@@ -50,6 +50,7 @@ fn flag(setting: Setting) -> &'static str {
         Setting::Delete => "--delete",
         Setting::HardLinks => "--hard-links",
         Setting::Devices => "--devices",
+        Setting::Atomic => "--atomic",
         // A setting newer than this table: its library name still tells what to change.
         _ => setting.name(),
     }

@@ -691,6 +691,8 @@ fn apply_central(
     const S_IFMT: u32 = 0o170_000;
     const S_IFLNK: u32 = 0o120_000;
     const S_IFDIR: u32 = 0o040_000;
+    // (While the run is staged, its tree is in the staging folder.)
+    let out = &engine::work_root(out);
     let Ok(root) = OutDir::open(out) else {
         return;
     };
