@@ -130,6 +130,9 @@ impl BatchBuilder {
     /// `.NAME.fastwrite-atomic`, renamed into place in one step at the end. For an installer
     /// or a cache that must never be seen half-made. See [`Options::atomic`].
     ///
+    /// In an atomic batch an error a call returns (a refused path, an existing file) fails the
+    /// batch too: [`Batch::finish`] then fails, counting it in [`FinishError::taken`].
+    ///
     /// # Errors
     /// [`BatchBuilder::build`] fails ([`ErrorKind::Directory`]) if the folder holds files.
     pub fn atomic(mut self, atomic: bool) -> BatchBuilder {
@@ -317,6 +320,15 @@ impl Batch {
         }
     }
 
+    /// A call's result: in an atomic batch its error is the batch's too (counted as taken, so
+    /// that `finish` fails and the folder is not put in place).
+    fn counted<T>(&self, result: Result<T, Error>) -> Result<T, Error> {
+        if result.is_err() && self.opts.atomic {
+            self.taken.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
     fn engine(&self) -> &Engine {
         // Only `finish` and `drop` take it, and both consume the batch.
         self.engine
@@ -350,10 +362,13 @@ impl Batch {
         contents: impl AsRef<[u8]>,
         meta: FileMeta,
     ) -> Result<(), Error> {
-        let data = contents.as_ref();
-        let entry = file_entry(path.as_ref(), EntryKind::File, meta, data.len() as u64)?;
-        self.with_state(|engine, state| engine.write_file(state, &entry, Content::Bytes(data)))
-            .map(|_| ())
+        let result = (|| {
+            let data = contents.as_ref();
+            let entry = file_entry(path.as_ref(), EntryKind::File, meta, data.len() as u64)?;
+            self.with_state(|engine, state| engine.write_file(state, &entry, Content::Bytes(data)))
+                .map(|_| ())
+        })();
+        self.counted(result)
     }
 
     /// Hands the file at `path` with `contents` to the batch's own writers and returns at once:
@@ -385,48 +400,51 @@ impl Batch {
         path: impl AsRef<Path>,
         contents: impl Into<Vec<u8>>,
     ) -> Result<(), Error> {
-        let data: Vec<u8> = contents.into();
-        let entry = file_entry(
-            path.as_ref(),
-            EntryKind::File,
-            FileMeta::new(),
-            data.len() as u64,
-        )?;
-        let background = match self.background.get() {
-            Some(background) => background,
-            None => {
-                let started = Background::start(&self.root, &self.opts)?;
-                self.background.get_or_init(|| started)
-            }
-        };
-        let bytes = data.len() as u64;
-        background.admit(bytes);
-        let done = TaskDone {
-            state: Arc::clone(&background.state),
-            bytes,
-        };
-        let engine = Arc::clone(
-            self.engine
-                .as_ref()
-                .expect("the engine lives as long as the batch"),
-        );
-        let slots = Arc::clone(&self.slots);
-        background.pool.spawn(move || {
-            // The task's shares of the engine and the slots go before it counts itself done, so
-            // that the batch's end finds the engine its own.
-            let done = done;
-            {
-                let (engine, slots) = (engine, slots);
-                let written = with_state(&engine, &slots, |engine, state| {
-                    engine.write_file(state, &entry, Content::Bytes(&data))
-                });
-                if let Err(error) = written {
-                    engine.record(error);
+        let result = (|| {
+            let data: Vec<u8> = contents.into();
+            let entry = file_entry(
+                path.as_ref(),
+                EntryKind::File,
+                FileMeta::new(),
+                data.len() as u64,
+            )?;
+            let background = match self.background.get() {
+                Some(background) => background,
+                None => {
+                    let started = Background::start(&self.root, &self.opts)?;
+                    self.background.get_or_init(|| started)
                 }
-            }
-            drop(done);
-        });
-        Ok(())
+            };
+            let bytes = data.len() as u64;
+            background.admit(bytes);
+            let done = TaskDone {
+                state: Arc::clone(&background.state),
+                bytes,
+            };
+            let engine = Arc::clone(
+                self.engine
+                    .as_ref()
+                    .expect("the engine lives as long as the batch"),
+            );
+            let slots = Arc::clone(&self.slots);
+            background.pool.spawn(move || {
+                // The task's shares of the engine and the slots go before it counts itself done, so
+                // that the batch's end finds the engine its own.
+                let done = done;
+                {
+                    let (engine, slots) = (engine, slots);
+                    let written = with_state(&engine, &slots, |engine, state| {
+                        engine.write_file(state, &entry, Content::Bytes(&data))
+                    });
+                    if let Err(error) = written {
+                        engine.record(error);
+                    }
+                }
+                drop(done);
+            });
+            Ok(())
+        })();
+        self.counted(result)
     }
 
     /// Starts the file at `path`, to be written through [`io::Write`] (for serializers:
@@ -461,9 +479,12 @@ impl Batch {
         path: impl AsRef<Path>,
         meta: FileMeta,
     ) -> Result<FileWriter<'_>, Error> {
-        let entry = file_entry(path.as_ref(), EntryKind::File, meta, 0)?;
-        let file = self.with_state(|engine, state| engine.start_streamed(state, entry))?;
-        Ok(FileWriter { batch: self, file })
+        let result = (|| {
+            let entry = file_entry(path.as_ref(), EntryKind::File, meta, 0)?;
+            let file = self.with_state(|engine, state| engine.start_streamed(state, entry))?;
+            Ok(FileWriter { batch: self, file })
+        })();
+        self.counted(result)
     }
 
     /// Creates the directory at `path` now (and its parents); its mode and mtime, if given,
@@ -473,13 +494,16 @@ impl Batch {
     /// [`ErrorKind::Refused`], or [`ErrorKind::Directory`] if it cannot be made (or something
     /// that is not a directory is there).
     pub fn create_dir(&self, path: impl AsRef<Path>, meta: FileMeta) -> Result<(), Error> {
-        let entry = file_entry(path.as_ref(), EntryKind::Dir, meta, 0)?;
-        let engine = self.engine();
-        engine.make_dir(&entry)?;
-        if meta != FileMeta::new() {
-            engine.add_dir(entry);
-        }
-        Ok(())
+        let result = (|| {
+            let entry = file_entry(path.as_ref(), EntryKind::Dir, meta, 0)?;
+            let engine = self.engine();
+            engine.make_dir(&entry)?;
+            if meta != FileMeta::new() {
+                engine.add_dir(entry);
+            }
+            Ok(())
+        })();
+        self.counted(result)
     }
 
     /// Makes a symlink at `path` pointing to `target`, at [`Batch::finish`] (after every file
@@ -490,21 +514,24 @@ impl Batch {
     /// [`ErrorKind::Refused`] now; what happens at the end (an existing file, the system's
     /// refusal) comes back from [`Batch::finish`].
     pub fn symlink(&self, path: impl AsRef<Path>, target: impl AsRef<Path>) -> Result<(), Error> {
-        let path = path.as_ref();
-        let target = target.as_ref();
-        let kind = EntryKind::Symlink {
-            target: target.to_path_buf(),
-        };
-        let entry = file_entry(path, kind, FileMeta::new(), 0)?;
-        let spelled = target.to_str().ok_or_else(|| {
-            let error = anyhow!("refused: the symlink target is not valid Unicode");
-            Error::new(path, ErrorKind::Refused, error)
-        })?;
-        plan::check_symlink_target(&entry.path, spelled)
-            .map_err(|r| anyhow!("refused: {r}"))
-            .tag(path, ErrorKind::Refused)?;
-        self.engine().add_link(entry);
-        Ok(())
+        let result = (|| {
+            let path = path.as_ref();
+            let target = target.as_ref();
+            let kind = EntryKind::Symlink {
+                target: target.to_path_buf(),
+            };
+            let entry = file_entry(path, kind, FileMeta::new(), 0)?;
+            let spelled = target.to_str().ok_or_else(|| {
+                let error = anyhow!("refused: the symlink target is not valid Unicode");
+                Error::new(path, ErrorKind::Refused, error)
+            })?;
+            plan::check_symlink_target(&entry.path, spelled)
+                .map_err(|r| anyhow!("refused: {r}"))
+                .tag(path, ErrorKind::Refused)?;
+            self.engine().add_link(entry);
+            Ok(())
+        })();
+        self.counted(result)
     }
 
     /// Stops the batch: every later write fails with [`ErrorKind::Cancelled`], a
@@ -862,7 +889,8 @@ impl FileWriter<'_> {
     /// [`ErrorKind::Cancelled`] (the batch was cancelled meanwhile). The file is then removed.
     pub fn finish(self) -> Result<(), Error> {
         let FileWriter { batch, file } = self;
-        batch.with_state(|_, state| file.seal(state))
+        let result = batch.with_state(|_, state| file.seal(state));
+        batch.counted(result)
     }
 }
 

@@ -1020,6 +1020,125 @@ fn progress_is_told_every_file_and_byte() {
     assert_eq!(count.finished.load(Ordering::Relaxed), 1);
 }
 
+/// A batch into a new folder writes in a staging folder beside it, put in place by `finish`
+/// (a killed process leaves no partial file under a final name: docs/design.md, "What a kill
+/// leaves"); into an empty folder, in a staging folder inside it, whose entries move up; into
+/// one that holds files, in place.
+fn a_batch_into_a_new_folder_appears_whole_at_finish() {
+    let t = tempdir();
+    let out = t.join("out");
+    let batch = Batch::new(&out).unwrap();
+    batch.write("a/x.txt", "x").unwrap();
+    batch.write("y.txt", "y").unwrap();
+    assert!(!out.exists(), "the folder is made at finish");
+    let staging = t.join(".out.fastwrite-staging");
+    assert_eq!(fs::read(staging.join("a/x.txt")).unwrap(), b"x");
+    batch.finish().map_err(|e| e.to_string()).unwrap();
+    assert_eq!(fs::read(out.join("a/x.txt")).unwrap(), b"x");
+    assert_eq!(fs::read(out.join("y.txt")).unwrap(), b"y");
+    assert!(!staging.exists());
+
+    // An empty folder stays the same folder (its mode too).
+    let empty = t.join("empty");
+    fs::create_dir(&empty).unwrap();
+    #[cfg(unix)]
+    set_mode(&empty, 0o750);
+    let batch = Batch::new(&empty).unwrap();
+    batch.write("a/x.txt", "x").unwrap();
+    assert_eq!(children(&empty), vec![".fastwrite-staging".to_string()]);
+    batch.finish().map_err(|e| e.to_string()).unwrap();
+    assert_eq!(children(&empty), vec!["a".to_string()]);
+    assert_eq!(fs::read(empty.join("a/x.txt")).unwrap(), b"x");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(&empty).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o750);
+    }
+
+    // A batch dropped without finish puts what it wrote in place too.
+    let dropped = t.join("dropped");
+    let batch = Batch::new(&dropped).unwrap();
+    batch.write("z.txt", "z").unwrap();
+    drop(batch);
+    assert_eq!(fs::read(dropped.join("z.txt")).unwrap(), b"z");
+}
+
+/// `atomic(true)`: the folder appears with every file only if the batch ends without an error.
+fn an_atomic_batch_appears_whole_or_not_at_all() {
+    let t = tempdir();
+    // An error (a refused path) fails the batch: no folder.
+    let out = t.join("failed");
+    let batch = Batch::builder(&out).atomic(true).build().unwrap();
+    batch.write("good.txt", "good").unwrap();
+    assert!(batch.write("../escape.txt", "bad").is_err());
+    let error = batch.finish().unwrap_err();
+    assert_eq!(error.taken(), 1);
+    assert!(!out.exists());
+    assert!(!t.join(".failed.fastwrite-staging").exists());
+    // So does a batch dropped unfinished, and a scope whose work fails.
+    let dropped = t.join("dropped");
+    let batch = Batch::builder(&dropped).atomic(true).build().unwrap();
+    batch.write("good.txt", "good").unwrap();
+    drop(batch);
+    assert!(!dropped.exists());
+    let scoped = t.join("scoped");
+    let batch = Batch::builder(&scoped).atomic(true).build().unwrap();
+    let result = batch.scope(|b| {
+        b.write("good.txt", "good")?;
+        Err::<(), _>(fastwrite::Error::from(std::io::Error::other(
+            "the work failed",
+        )))
+    });
+    assert!(result.is_err());
+    assert!(!scoped.exists());
+    // A whole batch appears whole.
+    let whole = t.join("whole");
+    let batch = Batch::builder(&whole).atomic(true).build().unwrap();
+    batch.write("a/b.txt", "b").unwrap();
+    batch.finish().map_err(|e| e.to_string()).unwrap();
+    assert_eq!(fs::read(whole.join("a/b.txt")).unwrap(), b"b");
+    // A folder that holds files is refused.
+    let error = Batch::builder(&whole).atomic(true).build().unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Directory, "{error}");
+}
+
+/// A folder a killed run wrote in (its marker left, no longer locked): the batch treats what
+/// was made since that run began as the killed run's (an unfinished file is written again,
+/// whatever the policy), and what is older as the user's (the policy applies); the marker goes.
+#[cfg(unix)]
+fn a_batch_finishes_what_a_killed_run_left() {
+    let t = tempdir();
+    let out = t.join("out");
+    fs::create_dir(&out).unwrap();
+    fs::write(out.join("mine.txt"), "mine").unwrap();
+    // Ctimes come from a coarse clock: the killed run began a tick later.
+    std::thread::sleep(Duration::from_millis(50));
+    let marker = out.join(".fastwrite-run-999999-0");
+    fs::write(&marker, "killed").unwrap();
+    fs::write(out.join("half.txt"), "ha").unwrap();
+    fs::write(out.join(".whole.txt.fastwrite-999999-3"), "who").unwrap();
+    let batch = Batch::new(&out).unwrap();
+    batch.write("half.txt", "half, whole").unwrap();
+    let error = batch.write("mine.txt", "theirs").unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::AlreadyExists, "{error}");
+    let report = batch.finish().map_err(|e| e.to_string()).unwrap();
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("was killed") && w.contains(".whole.txt.fastwrite-999999-3")),
+        "{:?}",
+        report.warnings
+    );
+    assert_eq!(fs::read(out.join("half.txt")).unwrap(), b"half, whole");
+    assert_eq!(fs::read(out.join("mine.txt")).unwrap(), b"mine");
+    assert_eq!(
+        children(&out),
+        vec!["half.txt".to_string(), "mine.txt".to_string()]
+    );
+}
+
 fn main() {
     run_tests(tests![
         batches_errors_and_flags_cross_threads,
@@ -1053,5 +1172,9 @@ fn main() {
         #[cfg(unix)]
         a_folder_swapped_for_a_symlink_is_never_written_through,
         the_output_cap_holds_for_a_mirror_too,
+        a_batch_into_a_new_folder_appears_whole_at_finish,
+        an_atomic_batch_appears_whole_or_not_at_all,
+        #[cfg(unix)]
+        a_batch_finishes_what_a_killed_run_left,
     ])
 }
