@@ -143,6 +143,7 @@ impl Engine {
             mut resumed,
             mut redone,
             mut mark,
+            staged,
             ..
         } = self;
         let mut warnings = std::mem::take(&mut leftovers.warnings);
@@ -169,8 +170,8 @@ impl Engine {
                 }
             }
         }
-        if opts.fsync && !opts.atomic {
-            // The output folder's own name, which this run may have made (an atomic run's is
+        if opts.fsync && !staged {
+            // The output folder's own name, which this run may have made (a staged run's is
             // synced when it is put in place).
             let parent = root.parent().filter(|p| !p.as_os_str().is_empty());
             let parent = parent.unwrap_or(std::path::Path::new("."));

@@ -121,7 +121,7 @@ impl Leftovers {
             let ago = SystemTime::now()
                 .duration_since(since)
                 .unwrap_or(Duration::ZERO);
-            format!(", {} ago", roughly(ago))
+            format!(", which began writing {} ago", roughly(ago))
         });
         let runs = pids
             .iter()
@@ -252,20 +252,29 @@ impl RunMark {
         let pid = std::process::id();
         let n = RUNS.fetch_add(1, Ordering::Relaxed);
         let name = PathBuf::from(format!("{MARK_PREFIX}{pid}-{n}"));
+        let path = root.join(&name);
         let mut file = File::options()
             .read(true)
             .write(true)
             .create(true)
             .truncate(true)
-            .open(root.join(&name))?;
-        platform::try_lock(&file)?;
-        writeln!(
-            file,
-            "fastwrite (process {pid}) is writing into this folder.\nIf no such process runs, it was killed: the next fastwrite run into this folder cleans up after it, and removes this file."
-        )?;
-        if fsync {
-            file.sync_all()?;
-            File::open(root)?.sync_all()?;
+            .open(&path)?;
+        let made = (|| {
+            platform::try_lock(&file)?;
+            writeln!(
+                file,
+                "fastwrite (process {pid}) is writing into this folder.\nIf no such process runs, it was killed: the next fastwrite run into this folder cleans up after it, and removes this file."
+            )?;
+            if fsync {
+                file.sync_all()?;
+                platform::sync_path_dir(root)?;
+            }
+            Ok(())
+        })();
+        if let Err(error) = made {
+            drop(file);
+            let _ = std::fs::remove_file(&path);
+            return Err(error);
         }
         let after = std::fs::metadata(root).and_then(|m| m.modified());
         Ok(RunMark {

@@ -108,8 +108,8 @@ pub(crate) struct Engine {
     /// way, and no file needs checking before it is written.
     fresh: bool,
     /// Whether the run writes into a staging folder (`stage.rs`), put in place at the end: then
-    /// a file of one write is written under its name; else every file is written under a
-    /// temporary name and moved into place after its close.
+    /// every file is written under its name there; else under a temporary name beside it,
+    /// moved into place after its close.
     staged: bool,
     /// New directories get exactly 0o777 less the umask: not so under a setgid directory,
     /// whose new subdirectories inherit the bit.
@@ -213,7 +213,7 @@ impl Engine {
         let leftovers = if fresh {
             leftovers::Leftovers::default()
         } else {
-            leftovers::Leftovers::find(root, &out_dir)
+            leftovers::Leftovers::find(work, &out_dir)
         };
         let out_dir = Arc::new(out_dir);
         let failures = Arc::new(Failures::default());
@@ -224,7 +224,7 @@ impl Engine {
             Arc::clone(&failures),
             OPEN_DIRS,
         )?;
-        Ok(Engine {
+        let engine = Engine {
             root: root.to_path_buf(),
             opts: opts.clone(),
             reporter: opts.progress.clone().unwrap_or_else(|| Arc::new(Silent)),
@@ -254,7 +254,14 @@ impl Engine {
             resumed: AtomicU64::new(0),
             redone: AtomicU64::new(0),
             mark: std::sync::OnceLock::new(),
-        })
+        };
+        if engine.staged {
+            // A staging folder is marked at once, so that another run never takes it for a
+            // killed one's (an unstaged run marks its folder only before its first file: a
+            // run that writes nothing touches nothing).
+            engine.mark();
+        }
+        Ok(engine)
     }
 
     /// Whether the output folder was missing or empty at the start.
@@ -425,9 +432,9 @@ impl Engine {
     }
 
     /// The overwrite policy for `entry` over what exists at its path: `Update` becomes
-    /// `Replace` where what exists is older than the entry, else `Skip`.
-    /// A file a killed run made or changed is that run's: kept if complete, else written
-    /// again, whatever the policy (see `leftovers.rs`).
+    /// `Replace` where what exists is older than the entry, else `Skip`. A file a killed run
+    /// made or changed is that run's: kept if complete, else written again, whatever the
+    /// policy (see `leftovers.rs`).
     pub(super) fn policy_for(&self, entry: &Entry) -> Overwrite {
         if self.leftovers.since.is_some()
             && let Ok(status) = self.out_dir.status(&entry.path)

@@ -190,7 +190,8 @@ impl Staging {
         let staging = match (state, beside) {
             (State::Missing, Some(path)) => {
                 let parent = path.parent().unwrap_or(Path::new("."));
-                let made = std::fs::create_dir_all(parent).and_then(|()| make_dir(&path));
+                let made =
+                    std::fs::create_dir_all(parent).and_then(|()| std::fs::create_dir(&path));
                 made.ok().map(|()| Staging {
                     path,
                     root: absolute,
@@ -199,7 +200,7 @@ impl Staging {
             }
             (State::Empty, _) => {
                 let path = absolute.join(STAGING);
-                make_dir(&path)
+                std::fs::create_dir(&path)
                     .and_then(|()| std::fs::metadata(&path))
                     .ok()
                     .map(|meta| Staging {
@@ -395,12 +396,8 @@ fn retry_while_busy(op: impl Fn() -> std::io::Result<()>) -> std::io::Result<()>
 fn make(path: &Path) -> anyhow::Result<()> {
     let parent = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)
-        .and_then(|()| make_dir(path))
+        .and_then(|()| std::fs::create_dir(path))
         .with_context(|| format!("cannot create folder '{}'", path.display()))
-}
-
-fn make_dir(path: &Path) -> std::io::Result<()> {
-    std::fs::create_dir(path)
 }
 
 /// Removes a folder and everything in it, never following a symlink.
