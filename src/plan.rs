@@ -78,6 +78,9 @@ pub struct Entry {
     pub replaces: bool,
     /// The owner and group to give it (`Options::same_owner`), if any.
     pub owner: Option<(u32, u32)>,
+    /// Nothing was at its path when the engine checked, before the run wrote anything (a
+    /// plan's files, into a folder that was not empty): no need to look again.
+    pub absent: bool,
 }
 
 impl Entry {
@@ -108,6 +111,7 @@ impl Entry {
             sparse: false,
             replaces: false,
             owner: None,
+            absent: false,
         })
     }
 }
@@ -680,6 +684,7 @@ mod tests {
             sparse: false,
             replaces: false,
             owner: None,
+            absent: false,
         }
     }
 

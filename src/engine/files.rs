@@ -157,8 +157,9 @@ impl Engine {
             return self.open_later_copy(entry, mode, started, false).map(Some);
         }
         if !self.staged {
-            // Into a fresh folder nothing is in the way (the move still never replaces).
-            if self.fresh || self.out_dir.kind(dest).is_err() {
+            // Into a fresh folder nothing is in the way, nor where the plan's check found
+            // nothing (the move still never replaces).
+            if self.fresh || entry.absent || self.out_dir.kind(dest).is_err() {
                 self.note_created(&entry.path);
                 let finalize = Finalize::MoveTo(dest.clone());
                 return self.open_beside(entry, mode, started, finalize).map(Some);

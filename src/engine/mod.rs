@@ -357,15 +357,22 @@ impl Engine {
         for entry in std::mem::take(&mut plan.entries) {
             match entry.kind {
                 EntryKind::Dir => self.add_dir(entry),
-                EntryKind::File => {
-                    if self.fresh || !self.conflicts(&entry) {
-                        files.push(entry);
-                    }
-                }
+                EntryKind::File => files.push(entry),
                 EntryKind::Symlink { .. }
                 | EntryKind::Hardlink { .. }
                 | EntryKind::Special { .. } => self.add_link(entry),
             }
+        }
+        if !self.fresh {
+            // Each check is a look at the path: a round trip on a network filesystem, so they
+            // are made in parallel, on the writers' pool.
+            use rayon::prelude::*;
+            let keep: Vec<bool> = files
+                .par_iter_mut()
+                .map(|entry| !self.conflicts(entry))
+                .collect();
+            let mut keep = keep.into_iter();
+            files.retain(|_| keep.next().unwrap_or(false));
         }
         plan.entries = files;
     }
@@ -402,20 +409,23 @@ impl Engine {
         if let Err(error) = self.dirs.ensure_parents(&entry.path) {
             return self.record(Error::new(&entry.name, ErrorKind::Directory, error));
         }
-        if self.conflicts(&entry) {
+        let mut entry = entry;
+        if self.conflicts(&mut entry) {
             return;
         }
         self.deferred.lock().unpoisoned().links.push(entry);
     }
 
     /// Says before anything is written whether an entry would hit an existing file: only
-    /// needed when the output folder was not empty (the O_EXCL create still guards against
-    /// anything that appears meanwhile). True: skipped or failed.
-    fn conflicts(&self, entry: &Entry) -> bool {
+    /// needed when the output folder was not empty (the O_EXCL create, or the move into place
+    /// that never replaces, still guards against anything that appears meanwhile). True:
+    /// skipped or failed. Notes an entry found absent.
+    fn conflicts(&self, entry: &mut Entry) -> bool {
         if self.fresh || self.opts.overwrite == Overwrite::Replace || entry.replaces {
             return false;
         }
         if self.out_dir.kind(&entry.path).is_err() {
+            entry.absent = true;
             return false;
         }
         let policy = self.policy_for(entry);
@@ -553,6 +563,7 @@ mod tests {
             sparse: false,
             replaces: false,
             owner: None,
+            absent: false,
         }
     }
 

@@ -276,6 +276,7 @@ fn entry(rel: &Path, kind: EntryKind, meta: &Metadata) -> Entry {
         sparse: meta.is_file() && platform::has_holes(meta),
         replaces: false,
         owner: None,
+        absent: false,
     }
 }
 

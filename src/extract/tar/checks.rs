@@ -253,6 +253,7 @@ impl<'s> Checker<'s> {
             index: self.order,
             replaces: false,
             owner: self.owners.ids(&member.owner),
+            absent: false,
         }))
     }
 }

@@ -258,6 +258,7 @@ impl Planner<'_, '_> {
             sparse: false,
             replaces: false,
             owner: None,
+            absent: false,
         })
     }
 }
