@@ -568,3 +568,43 @@ fn files_older_than_the_killed_run_are_the_users() {
         }
     }
 }
+
+/// A kill while an empty folder's staging folder moves its entries up leaves some entries in
+/// place (whole) and the rest in the staging folder, with the folder marked for files made since
+/// the staging folder was (the marker's `since:` line; the marker itself is younger than those
+/// files). The next run keeps what was moved, removes the staging folder, writes the rest again,
+/// and ends with exit 0 and the exact tree, under the default policy.
+#[test]
+fn a_kill_while_the_staged_entries_move_up_is_finished_by_the_next_run() {
+    let dir = tempdir();
+    let src = dir.join("src");
+    source_tree(&src, 17);
+    let archive = &archives(&src, dir.path())[0];
+    let out = dir.join("out");
+    fs::create_dir(&out).unwrap();
+    let began = std::time::SystemTime::now();
+    run_fastwrite(&osv!["extract", archive, "-o", &out]).assert_success();
+    // As the kill leaves it: `big` and `d0` not moved up yet.
+    let staging = out.join(".fastwrite-staging");
+    fs::create_dir(&staging).unwrap();
+    for name in ["big", "d0"] {
+        fs::rename(out.join(name), staging.join(name)).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let since = began.duration_since(std::time::UNIX_EPOCH).unwrap();
+    let marker = format!(
+        "killed\nsince: {}.{:09}\n",
+        since.as_secs(),
+        since.subsec_nanos()
+    );
+    fs::write(out.join(".fastwrite-run-999999-0"), marker).unwrap();
+    let done = run_fastwrite(&osv!["extract", archive, "-o", &out]);
+    assert_eq!(done.code(), 0, "{}", done.dump());
+    assert!(done.stderr.contains("was killed"), "{}", done.dump());
+    assert_whole(
+        &src,
+        &out,
+        Shape::Empty,
+        "after a kill while the entries moved up",
+    );
+}

@@ -20,7 +20,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::options::Overwrite;
 use crate::plan::Entry;
@@ -28,6 +28,22 @@ use crate::platform::{self, FileKind, OutDir, Status};
 
 /// The marker's name, less the process id.
 pub(crate) const MARK_PREFIX: &str = ".fastwrite-run-";
+
+/// The line of a marker that says since when its run's files were made, if not since the
+/// marker itself (seconds and nanoseconds since the Unix epoch).
+const SINCE: &str = "since: ";
+
+/// When the run a marker marks began making files: the time its content gives, else the
+/// marker's own.
+fn began(path: &Path, status: &Status) -> SystemTime {
+    let given = std::fs::read_to_string(path).ok().and_then(|text| {
+        let line = text.lines().find_map(|l| l.strip_prefix(SINCE))?;
+        let (secs, nanos) = line.split_once('.')?;
+        let at = Duration::new(secs.parse().ok()?, nanos.parse().ok()?);
+        UNIX_EPOCH.checked_add(at)
+    });
+    given.unwrap_or(status.changed)
+}
 
 /// The marker of a run in progress.
 pub(super) struct RunMark {
@@ -96,8 +112,9 @@ impl Leftovers {
             match locked {
                 Ok(true) => {
                     if let Ok(status) = out_dir.status(&rel) {
-                        let since = found.since.get_or_insert(status.changed);
-                        *since = (*since).min(status.changed);
+                        let began = began(&root.join(&rel), &status);
+                        let since = found.since.get_or_insert(began);
+                        *since = (*since).min(began);
                     }
                     pids.push(pid);
                     found.marks.push(rel);
@@ -247,6 +264,13 @@ fn remove_temporaries(
 impl RunMark {
     /// Marks the folder: this run is writing into it.
     pub fn new(root: &Path, fsync: bool) -> std::io::Result<RunMark> {
+        RunMark::since(root, fsync, None)
+    }
+
+    /// Marks the folder for files made since `since` (by the folder's filesystem's clock), not
+    /// since the marker itself: files that were made elsewhere and are moved in (a staging
+    /// folder's entries, `stage.rs`) keep the time they were made.
+    pub fn since(root: &Path, fsync: bool, since: Option<SystemTime>) -> std::io::Result<RunMark> {
         let before = std::fs::metadata(root).and_then(|m| m.modified());
         static RUNS: AtomicU32 = AtomicU32::new(0);
         let pid = std::process::id();
@@ -265,6 +289,14 @@ impl RunMark {
                 file,
                 "fastwrite (process {pid}) is writing into this folder.\nIf no such process runs, it was killed: the next fastwrite run into this folder cleans up after it, and removes this file."
             )?;
+            if let Some(nanos) = since.and_then(|t| t.duration_since(UNIX_EPOCH).ok()) {
+                writeln!(
+                    file,
+                    "{SINCE}{}.{:09}",
+                    nanos.as_secs(),
+                    nanos.subsec_nanos()
+                )?;
+            }
             if fsync {
                 file.sync_all()?;
                 platform::sync_path_dir(root)?;

@@ -25,7 +25,7 @@ use std::time::SystemTime;
 
 use anyhow::{Context, bail};
 
-use super::leftovers::MARK_PREFIX;
+use super::leftovers::{MARK_PREFIX, RunMark};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
 use crate::platform::{self, OutDir};
@@ -238,13 +238,15 @@ impl Staging {
         if opts.atomic && !whole {
             return self.give_up(report);
         }
-        let put = self.commit().and_then(|()| match (&self.way, opts.fsync) {
-            (Way::Beside, true) => {
-                platform::sync_path_dir(self.root.parent().unwrap_or(Path::new(".")))
-            }
-            (Way::Inside { .. }, true) => platform::sync_path_dir(&self.root),
-            (_, false) => Ok(()),
-        });
+        let put = self
+            .commit(opts.fsync)
+            .and_then(|()| match (&self.way, opts.fsync) {
+                (Way::Beside, true) => {
+                    platform::sync_path_dir(self.root.parent().unwrap_or(Path::new(".")))
+                }
+                (Way::Inside { .. }, true) => platform::sync_path_dir(&self.root),
+                (_, false) => Ok(()),
+            });
         if let Err(e) = put {
             let error = anyhow::Error::new(e).context(format!(
                 "putting the finished tree in place: moving '{}' to '{}'",
@@ -294,7 +296,7 @@ impl Staging {
     }
 
     /// Puts the finished tree in place.
-    fn commit(&self) -> std::io::Result<()> {
+    fn commit(&self, fsync: bool) -> std::io::Result<()> {
         match self.way {
             Way::Beside => {
                 if cfg!(windows) && std::fs::symlink_metadata(&self.root).is_ok() {
@@ -306,6 +308,10 @@ impl Staging {
             Way::Inside { made, mode } => {
                 let out = OutDir::open(&self.root)?;
                 let staging = Path::new(STAGING);
+                // A kill while the entries move up leaves some in place: the folder is marked
+                // meanwhile, for files made since the staging folder was, so that the next run
+                // takes those for this run's (kept, being whole) rather than the user's.
+                let mark = RunMark::since(&self.root, fsync, Some(made))?;
                 for entry in std::fs::read_dir(&self.path)? {
                     let name = entry?.file_name();
                     retry_while_busy(|| out.move_new(&staging.join(&name), Path::new(&name)))?;
@@ -316,6 +322,7 @@ impl Staging {
                 let set_mode = platform::mode_of(&meta);
                 let set_mtime = meta.modified().ok().filter(|&t| t < made);
                 std::fs::remove_dir(&self.path)?;
+                mark.remove(&out);
                 if set_mode != mode || set_mtime.is_some() {
                     let mode = (set_mode != mode).then_some(set_mode);
                     out.set_metadata(Path::new(""), mode, set_mtime)?;
