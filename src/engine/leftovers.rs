@@ -65,6 +65,13 @@ pub(super) struct Leftovers {
     pub warnings: Vec<String>,
 }
 
+/// Whether the marker at `path` is a killed run's: its lock can be taken (`Ok(false)`: a run
+/// holds it now; an error: this filesystem cannot say).
+pub(super) fn is_dead(path: &Path) -> std::io::Result<bool> {
+    let file = File::options().read(true).write(true).open(path)?;
+    platform::try_lock(&file)
+}
+
 /// Whether `name` is a temporary name of one of `pids`' runs (`.NAME.fastwrite-PID-N`), or
 /// the probe a run makes to time its folder (`.fastwrite-probe-PID`).
 fn is_temporary(name: &str, pids: &[u32]) -> bool {
@@ -104,12 +111,7 @@ impl Leftovers {
                 continue;
             };
             let rel = PathBuf::from(&name);
-            let locked = File::options()
-                .read(true)
-                .write(true)
-                .open(root.join(&rel))
-                .and_then(|file| platform::try_lock(&file));
-            match locked {
+            match is_dead(&root.join(&rel)) {
                 Ok(true) => {
                     if let Ok(status) = out_dir.status(&rel) {
                         let began = began(&root.join(&rel), &status);

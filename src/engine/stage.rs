@@ -25,7 +25,7 @@ use std::time::SystemTime;
 
 use anyhow::{Context, bail};
 
-use super::leftovers::{MARK_PREFIX, RunMark};
+use super::leftovers::{MARK_PREFIX, RunMark, is_dead};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
 use crate::platform::{self, OutDir};
@@ -176,7 +176,7 @@ impl Staging {
                     root.display()
                 );
             }
-            make(&path)?;
+            make(&path).with_context(|| format!("cannot create folder '{}'", path.display()))?;
             let root = absolute;
             return Ok((
                 Some(Staging {
@@ -188,16 +188,11 @@ impl Staging {
             ));
         }
         let staging = match (state, beside) {
-            (State::Missing, Some(path)) => {
-                let parent = path.parent().unwrap_or(Path::new("."));
-                let made =
-                    std::fs::create_dir_all(parent).and_then(|()| std::fs::create_dir(&path));
-                made.ok().map(|()| Staging {
-                    path,
-                    root: absolute,
-                    way: Way::Beside,
-                })
-            }
+            (State::Missing, Some(path)) => make(&path).ok().map(|()| Staging {
+                path,
+                root: absolute,
+                way: Way::Beside,
+            }),
             (State::Empty, _) => {
                 let path = absolute.join(STAGING);
                 std::fs::create_dir(&path)
@@ -355,12 +350,7 @@ fn clear_killed(path: &Path, root: &Path, warnings: &mut Vec<String>) -> anyhow:
         if !entry.file_name().to_string_lossy().starts_with(MARK_PREFIX) {
             continue;
         }
-        let running = std::fs::File::options()
-            .read(true)
-            .write(true)
-            .open(entry.path())
-            .and_then(|file| platform::try_lock(&file));
-        if !matches!(running, Ok(true)) {
+        if !matches!(is_dead(&entry.path()), Ok(true)) {
             return Ok(false);
         }
     }
@@ -400,11 +390,9 @@ fn retry_while_busy(op: impl Fn() -> std::io::Result<()>) -> std::io::Result<()>
 }
 
 /// Makes the staging folder (its parents too).
-fn make(path: &Path) -> anyhow::Result<()> {
-    let parent = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent)
-        .and_then(|()| std::fs::create_dir(path))
-        .with_context(|| format!("cannot create folder '{}'", path.display()))
+fn make(path: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
+    std::fs::create_dir(path)
 }
 
 /// Removes a folder and everything in it, never following a symlink.

@@ -221,17 +221,26 @@ impl OutDir {
 
     /// Renames `from` over `to` (the folder's permissions decide, not the file's).
     pub fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let ends = self.two_parents(from, to)?;
+        let (from_fd, from_name, to_fd, to_name) = ends.fds();
+        // SAFETY: open folders and valid C strings.
+        check(unsafe { libc::renameat(from_fd, from_name.as_ptr(), to_fd, to_name.as_ptr()) })
+    }
+
+    /// The folders of `from` and `to` and their last names, the folder opened once when both
+    /// are in the same one.
+    fn two_parents(&self, from: &Path, to: &Path) -> io::Result<TwoParents<'_>> {
         let (from_dir, from_name) = self.parent(from)?;
-        let same_dir = from.parent() == to.parent();
-        let (to_dir, to_name) = if same_dir {
+        let (to_dir, to_name) = if from.parent() == to.parent() {
             (None, c_string(last(to))?)
         } else {
             let (dir, name) = self.parent(to)?;
             (Some(dir), name)
         };
-        let to_fd = to_dir.as_ref().map_or(from_dir.fd(), Dir::fd);
-        // SAFETY: open folders and valid C strings.
-        check(unsafe { libc::renameat(from_dir.fd(), from_name.as_ptr(), to_fd, to_name.as_ptr()) })
+        Ok(TwoParents {
+            from: (from_dir, from_name),
+            to: (to_dir, to_name),
+        })
     }
 
     /// Moves `from` to `to` without ever replacing what is at `to` (an `AlreadyExists`
@@ -241,25 +250,15 @@ impl OutDir {
     /// removal of the temporary name; else, where a filesystem has neither (some FUSE and
     /// network filesystems), a look at `to` and a rename.
     pub fn move_new(&self, from: &Path, to: &Path) -> io::Result<()> {
-        let (from_dir, from_name) = self.parent(from)?;
-        let same_dir = from.parent() == to.parent();
-        let (to_dir, to_name) = if same_dir {
-            (None, c_string(last(to))?)
-        } else {
-            let (dir, name) = self.parent(to)?;
-            (Some(dir), name)
-        };
-        let (from_fd, to_fd) = (
-            from_dir.fd(),
-            to_dir.as_ref().map_or(from_dir.fd(), Dir::fd),
-        );
+        let ends = self.two_parents(from, to)?;
+        let (from_fd, from_name, to_fd, to_name) = ends.fds();
         let unsupported = |e: &io::Error| {
             matches!(
                 e.raw_os_error(),
                 Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP | libc::EPERM | libc::EXDEV)
             )
         };
-        match rename_no_replace(from_fd, &from_name, to_fd, &to_name) {
+        match rename_no_replace(from_fd, from_name, to_fd, to_name) {
             Err(e) if unsupported(&e) => {}
             done => return done,
         }
@@ -277,7 +276,7 @@ impl OutDir {
             Err(e) if unsupported(&e) || e.raw_os_error() == Some(libc::EMLINK) => {}
             Err(e) => return Err(e),
         }
-        match kind_at(to_fd, &to_name) {
+        match kind_at(to_fd, to_name) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Ok(_) => return Err(io::Error::from(io::ErrorKind::AlreadyExists)),
             Err(e) => return Err(e),
@@ -426,6 +425,21 @@ impl OutDir {
                 Ok((Dir::Below(dir), c_string(&path[cut + 1..])?))
             }
         }
+    }
+}
+
+/// The two ends of a rename or a move: each one's folder (`to`'s `None` when it is `from`'s)
+/// and last name.
+struct TwoParents<'a> {
+    from: (Dir<'a>, CString),
+    to: (Option<Dir<'a>>, CString),
+}
+
+impl TwoParents<'_> {
+    fn fds(&self) -> (RawFd, &CStr, RawFd, &CStr) {
+        let from_fd = self.from.0.fd();
+        let to_fd = self.to.0.as_ref().map_or(from_fd, Dir::fd);
+        (from_fd, &self.from.1, to_fd, &self.to.1)
     }
 }
 
