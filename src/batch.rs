@@ -400,14 +400,22 @@ impl Batch {
         path: impl AsRef<Path>,
         contents: impl Into<Vec<u8>>,
     ) -> Result<(), Error> {
+        self.spawn_write_with(path, contents, FileMeta::new())
+    }
+
+    /// [`Batch::spawn_write`], with a mode and an mtime.
+    ///
+    /// # Errors
+    /// As [`Batch::spawn_write`].
+    pub fn spawn_write_with(
+        &self,
+        path: impl AsRef<Path>,
+        contents: impl Into<Vec<u8>>,
+        meta: FileMeta,
+    ) -> Result<(), Error> {
         let result = (|| {
             let data: Vec<u8> = contents.into();
-            let entry = file_entry(
-                path.as_ref(),
-                EntryKind::File,
-                FileMeta::new(),
-                data.len() as u64,
-            )?;
+            let entry = file_entry(path.as_ref(), EntryKind::File, meta, data.len() as u64)?;
             let background = match self.background.get() {
                 Some(background) => background,
                 None => {

@@ -70,11 +70,11 @@ pub use batch::{Batch, BatchBuilder, FileMeta, FileWriter, FinishError};
 pub use cancel::Cancel;
 pub use error::{Error, ErrorKind, Setting};
 #[cfg(feature = "extract")]
-pub use extract::extract;
+pub use extract::{extract, extract_reader};
 #[cfg(feature = "extract")]
 pub use extract::format::recognised;
 #[cfg(feature = "extract")]
-pub use extract::list::list;
+pub use extract::list::{list, list_reader};
 #[cfg(feature = "extract")]
 pub use extract::listed::{Listed, ListedKind};
 #[cfg(feature = "extract")]

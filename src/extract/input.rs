@@ -72,6 +72,12 @@ pub(super) fn open(archive: &Path) -> anyhow::Result<Input> {
     }
 }
 
+/// A stream a program hands over (`extract_reader`, `list_reader`), told what it is by its
+/// content as standard input is; `label` names it in messages.
+pub(super) fn open_reader(reader: Box<dyn Read + Send>, label: &str) -> anyhow::Result<Input> {
+    open_stream(reader, label.to_string(), None)
+}
+
 /// A stream (plain or compressed) read once, from its start: a tar, or a single compressed
 /// file. `label` names it in messages; `path` is the input's, if it has one.
 fn open_stream(

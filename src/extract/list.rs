@@ -8,7 +8,7 @@ use anyhow::Context;
 
 #[cfg(not(all(feature = "zip", feature = "tar")))]
 use super::format::not_built;
-use super::input::{Input, open};
+use super::input::{Input, open, open_reader};
 use super::listed::{Listed, ListedKind};
 use super::select::Chooser;
 use crate::error::{Error, ErrorKind};
@@ -35,9 +35,36 @@ pub fn list(
     selection: &Selection,
     each: &mut dyn FnMut(&Listed),
 ) -> anyhow::Result<Vec<Error>> {
+    list_input(archive, || open(archive), selection, each)
+}
+
+/// Lists the archive `reader` yields, as [`list`] lists standard input: read once, from its
+/// start (a zip is kept in a temporary file and listed from its central directory). `label`
+/// names it in messages. Returns as [`list`] does.
+pub fn list_reader(
+    reader: Box<dyn std::io::Read + Send>,
+    label: &str,
+    selection: &Selection,
+    each: &mut dyn FnMut(&Listed),
+) -> anyhow::Result<Vec<Error>> {
+    list_input(
+        Path::new(label),
+        || open_reader(reader, label),
+        selection,
+        each,
+    )
+}
+
+/// `archive` names the input in messages; `open` opens it.
+fn list_input(
+    archive: &Path,
+    open: impl FnOnce() -> anyhow::Result<Input>,
+    selection: &Selection,
+    each: &mut dyn FnMut(&Listed),
+) -> anyhow::Result<Vec<Error>> {
     let chooser = Chooser::new(selection)?;
     let mut failures = Vec::new();
-    let read = match open(archive)? {
+    let read = match open()? {
         Input::Zip { file } => {
             zip_list(archive, file, &chooser, each)?;
             Ok(())
@@ -58,7 +85,7 @@ pub fn list(
             path,
         } => {
             super::single::refuse_choosing(archive, &chooser)?;
-            single_listed(decoded, codec, &gzip, path.as_deref(), each)
+            single_listed(decoded, codec, &gzip, archive, path.as_deref(), each)
         }
     };
     if let Err(error) = read {
@@ -76,11 +103,12 @@ fn single_listed(
     mut decoded: Box<dyn std::io::Read + Send>,
     codec: super::codec::Codec,
     gzip: &super::codec::GzipHeader,
+    archive: &Path,
     path: Option<&Path>,
     each: &mut dyn FnMut(&Listed),
 ) -> Result<(), Error> {
     let name = super::single::file_name(None, gzip, path, codec)
-        .map_err(|e| Error::new(path.unwrap_or(Path::new("-")), ErrorKind::Source, e))?;
+        .map_err(|e| Error::new(path.unwrap_or(archive), ErrorKind::Source, e))?;
     let meta = path.and_then(|p| std::fs::metadata(p).ok());
     let counted = std::io::copy(&mut decoded, &mut std::io::sink());
     let (size, problem) = match &counted {
@@ -100,7 +128,11 @@ fn single_listed(
         problem,
     });
     counted.map(drop).map_err(|e| {
-        let label = path.map_or_else(|| "standard input".into(), |p| p.display().to_string());
+        let label = match path {
+            Some(path) => path.display().to_string(),
+            None if archive == Path::new("-") => "standard input".into(),
+            None => archive.display().to_string(),
+        };
         Error::new(
             label,
             ErrorKind::Source,

@@ -54,12 +54,62 @@ use select::Chooser;
 /// ```
 pub fn extract(archive: &Path, out: &Path, opts: &Options) -> anyhow::Result<Report> {
     let start = Instant::now();
-    let mut report = crate::engine::staged(out, opts, || extract_any(archive, out, opts))?;
+    let mut report =
+        crate::engine::staged(out, opts, || extract_any(archive, || open(archive), out, opts))?;
     report.wall = start.elapsed();
     Ok(report)
 }
 
-fn extract_any(archive: &Path, out: &Path, opts: &Options) -> anyhow::Result<Report> {
+/// Extracts the archive `reader` yields (a socket, a download, a Python file object) into the
+/// folder `out`, as [`extract`] extracts standard input: read once, from its start, without
+/// seeking; a tar plain or compressed, a single compressed file, or a zip read by its local
+/// headers (as `bsdtar` and `unzip -` read one from a pipe). `label` names the stream in
+/// messages (`cannot read LABEL: ...`), and a single compressed file is named by its gzip
+/// header or [`Options::file_name`]. Returns as [`extract`] does.
+///
+/// ```
+/// # #[cfg(feature = "tar")] {
+/// let out = tempfile::tempdir()?;
+/// let mut tar = Vec::new();
+/// # let mut builder = tar::Builder::new(&mut tar); // a one-file tar, for the doctest
+/// # let mut header = tar::Header::new_gnu();
+/// # header.set_size(3);
+/// # header.set_mode(0o644);
+/// # builder.append_data(&mut header, "a.txt", &b"hi\n"[..])?;
+/// # builder.finish()?;
+/// # drop(builder);
+/// let report = fastwrite::extract_reader(
+///     Box::new(std::io::Cursor::new(tar)), // any `Read + Send`: a socket, a child's stdout
+///     "the download",
+///     out.path(),
+///     &Default::default(),
+/// )?;
+/// assert_eq!(report.files, 1);
+/// assert_eq!(std::fs::read(out.path().join("a.txt"))?, b"hi\n");
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn extract_reader(
+    reader: Box<dyn std::io::Read + Send>,
+    label: &str,
+    out: &Path,
+    opts: &Options,
+) -> anyhow::Result<Report> {
+    let start = Instant::now();
+    let open = || input::open_reader(reader, label);
+    let mut report =
+        crate::engine::staged(out, opts, || extract_any(Path::new(label), open, out, opts))?;
+    report.wall = start.elapsed();
+    Ok(report)
+}
+
+/// `archive` names the input in messages; `open` opens it.
+fn extract_any(
+    archive: &Path,
+    open: impl FnOnce() -> anyhow::Result<Input>,
+    out: &Path,
+    opts: &Options,
+) -> anyhow::Result<Report> {
     let chooser = Chooser::new(&opts.select)?;
     // An output folder nothing can be made in fails the run in one line, before the archive
     // is read, rather than every entry in a line of its own. (A mirror's DST is not checked:
@@ -68,7 +118,7 @@ fn extract_any(archive: &Path, out: &Path, opts: &Options) -> anyhow::Result<Rep
         dir.check_writable()
             .with_context(|| format!("cannot write in output folder '{}'", out.display()))?;
     }
-    let mut report = read_any(archive, out, opts, &chooser)?;
+    let mut report = read_any(archive, open()?, out, opts, &chooser)?;
     if !opts.cancel.is_cancelled() {
         // As GNU tar does: after everything else is written, each pattern that matched
         // nothing is named, and the run fails.
@@ -79,11 +129,11 @@ fn extract_any(archive: &Path, out: &Path, opts: &Options) -> anyhow::Result<Rep
 
 fn read_any(
     archive: &Path,
+    input: Input,
     out: &Path,
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
-    let input = open(archive)?;
     refuse_what_does_not_apply(&input, archive, opts, chooser)?;
     match input {
         Input::Zip { file } => zip_extract(archive, file, out, opts, chooser),

@@ -1,0 +1,800 @@
+//! `fastwrite._native`: the engine's calls for the Python package, kept low-level. The Pythonic
+//! API (keyword arguments, `Report`, the exception classes, `Batch` as a context manager, file
+//! objects) lives in `fastwrite/__init__.py`, which calls these.
+//!
+//! Two rules hold everywhere here:
+//! - The GIL is released whenever the engine runs. A long call (`extract`, `mirror`, a batch's
+//!   `finish`) runs on a thread of its own while the caller's thread wakes every 50 ms to let
+//!   Python handle signals (Ctrl-C cancels the run, which still closes and checks everything
+//!   already written) and to call the progress callback, so Python code only ever runs on the
+//!   caller's thread (or, for a file object being read, under the GIL on the reading thread).
+//! - Every error of the engine becomes a `fastwrite.Error` with its path and kind: the
+//!   library's `Report::failures`, its `FinishError`, each call's own error.
+
+use std::borrow::Cow;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fastwrite::{
+    Cancel, CloseMode, FileMeta, MirrorOptions, Options, Overwrite, Report, Reporter, Setting,
+};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyTuple, PyType};
+
+/// How often the caller's thread looks at signals and reports progress while a run goes on.
+const TICK: Duration = Duration::from_millis(50);
+
+/// `fastwrite.Error`, defined in Python (`fastwrite/_errors.py`).
+static ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// A `fastwrite.Error` for one failure of the engine. `root` joined with the failure's path is
+/// its `filename` (where the file was to be); `path` stays as the caller or the archive gave it.
+fn py_error(py: Python<'_>, root: Option<&Path>, error: &fastwrite::Error) -> PyResult<Py<PyAny>> {
+    let kind = error.kind().name();
+    let errno = error
+        .io_error()
+        .and_then(io::Error::raw_os_error)
+        .or_else(|| errno_of(kind));
+    let path = error.path();
+    let filename = match root {
+        Some(root) if !path.as_os_str().is_empty() => Some(root.join(path)),
+        _ => None,
+    };
+    make_error(py, errno, &error.message(), filename, kind, path)
+}
+
+/// The errno a failure without an OS error stands closest to, so that `errno` is never a
+/// guess of the caller's.
+fn errno_of(kind: &str) -> Option<i32> {
+    Some(match kind {
+        "already-exists" => libc_errno::EEXIST,
+        "refused" => libc_errno::EPERM,
+        "cancelled" => libc_errno::ECANCELED,
+        "limit" => libc_errno::EFBIG,
+        "not-found" => libc_errno::ENOENT,
+        "unverified" | "source" => libc_errno::EIO,
+        _ => return None,
+    })
+}
+
+/// The few errno values named above, as every platform Python runs on numbers them (POSIX's
+/// values; Windows' C runtime uses the same numbers for these, ECANCELED aside).
+mod libc_errno {
+    pub const EPERM: i32 = 1;
+    pub const ENOENT: i32 = 2;
+    pub const EIO: i32 = 5;
+    pub const EEXIST: i32 = 17;
+    pub const EFBIG: i32 = 27;
+    #[cfg(target_os = "linux")]
+    pub const ECANCELED: i32 = 125;
+    #[cfg(target_os = "macos")]
+    pub const ECANCELED: i32 = 89;
+    #[cfg(windows)]
+    pub const ECANCELED: i32 = 105;
+    #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
+    pub const ECANCELED: i32 = 125;
+}
+
+/// A library message as the Python package says it: each library setting it names as the remedy
+/// (`Overwrite::Replace`, `Options::max_output`) becomes the keyword argument that sets it.
+fn for_python(message: &str) -> String {
+    let mut text = message.to_string();
+    for setting in Setting::ALL {
+        if text.contains(setting.name()) {
+            text = text.replace(setting.name(), keyword(setting));
+        }
+    }
+    text
+}
+
+/// This package's words for a library setting.
+fn keyword(setting: Setting) -> &'static str {
+    match setting {
+        Setting::Replace => "overwrite='replace'",
+        Setting::Skip => "overwrite='skip'",
+        Setting::MaxOutput => "max_output",
+        Setting::NoSpaceCheck => "space_check=False",
+        Setting::Password => "password",
+        Setting::FileName => "file_name",
+        Setting::StripComponents => "strip_components",
+        Setting::Exclude => "exclude",
+        Setting::Delete => "delete=True",
+        Setting::HardLinks => "hard_links=True",
+        Setting::Devices => "devices=True",
+        Setting::Atomic => "atomic=True",
+        // A setting newer than this table: its library name still tells what to change.
+        _ => setting.name(),
+    }
+}
+
+fn make_error(
+    py: Python<'_>,
+    errno: Option<i32>,
+    message: &str,
+    filename: Option<PathBuf>,
+    kind: &str,
+    path: &Path,
+) -> PyResult<Py<PyAny>> {
+    let class = ERROR.import(py, "fastwrite._errors", "Error")?;
+    // Paths as `str` (undecodable bytes as surrogates, as `os.fsdecode` makes them).
+    let message = for_python(message);
+    let error = class.call1((errno, message, filename.as_deref().map(Path::as_os_str)))?;
+    error.setattr("kind", kind)?;
+    error.setattr("path", path.as_os_str())?;
+    Ok(error.unbind())
+}
+
+/// A run that could not start (the library's `anyhow::Error`): kind `start`, the OS error's
+/// errno if one is behind it.
+fn start_error(py: Python<'_>, error: &anyhow::Error, filename: Option<&Path>) -> PyErr {
+    let errno = error
+        .chain()
+        .find_map(|e| e.downcast_ref::<io::Error>())
+        .and_then(io::Error::raw_os_error);
+    let message = format!("{error:#}");
+    match make_error(
+        py,
+        errno,
+        &message,
+        filename.map(Path::to_path_buf),
+        "start",
+        filename.unwrap_or(Path::new("")),
+    ) {
+        Ok(error) => PyErr::from_value(error.into_bound(py)),
+        Err(error) => error,
+    }
+}
+
+/// The progress a run reports: atomic counters the engine bumps from any thread, read by the
+/// caller's thread each tick.
+#[derive(Default)]
+struct Counts {
+    planned_files: AtomicU64,
+    planned_bytes: AtomicU64,
+    files: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl Reporter for Counts {
+    fn planned(&self, files: u64, bytes: u64) {
+        self.planned_files.store(files, Ordering::Relaxed);
+        self.planned_bytes.store(bytes, Ordering::Relaxed);
+    }
+    fn bytes_written(&self, bytes: u64) {
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+    fn file_written(&self) {
+        self.files.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A progress callback and the counts it is shown.
+struct Progress {
+    callback: Py<PyAny>,
+    counts: Arc<Counts>,
+}
+
+impl Progress {
+    fn call(&self, py: Python<'_>) -> PyResult<()> {
+        let c = &self.counts;
+        let load = |n: &AtomicU64| n.load(Ordering::Relaxed);
+        self.callback.call1(
+            py,
+            (
+                load(&c.files),
+                load(&c.bytes),
+                load(&c.planned_files),
+                load(&c.planned_bytes),
+            ),
+        )?;
+        Ok(())
+    }
+}
+
+/// Runs `work` on a thread of its own, the GIL released, while this thread handles signals and
+/// progress every [`TICK`]. A `KeyboardInterrupt` (or an exception from the progress callback)
+/// cancels the run through `cancel`; the run is still waited for (it closes and checks what it
+/// wrote), and its result comes back with that exception, for the caller to raise with what the
+/// run reported.
+fn run<T: Send>(
+    py: Python<'_>,
+    cancel: &Cancel,
+    progress: Option<&Progress>,
+    work: impl FnOnce() -> T + Send,
+) -> PyResult<(T, Option<PyErr>)> {
+    std::thread::scope(|scope| {
+        let (done, result) = channel();
+        // `detach` wants what it borrows shared safely; only this thread ever receives.
+        let result = Mutex::new(result);
+        scope.spawn(move || {
+            let _ = done.send(work());
+        });
+        let mut stopped: Option<PyErr> = None;
+        loop {
+            let received =
+                py.detach(|| result.lock().unwrap_or_else(|e| e.into_inner()).recv_timeout(TICK));
+            match received {
+                Ok(value) => {
+                    if stopped.is_none() {
+                        if let Some(progress) = progress {
+                            stopped = progress.call(py).err();
+                        }
+                    }
+                    return Ok((value, stopped));
+                }
+                Err(RecvTimeoutError::Timeout) if stopped.is_none() => {
+                    let checked = py
+                        .check_signals()
+                        .and_then(|()| progress.map_or(Ok(()), |p| p.call(py)));
+                    if let Err(error) = checked {
+                        cancel.cancel();
+                        stopped = Some(error);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                // The worker panicked: the scope's end raises it as a `PanicException`.
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(PyRuntimeError::new_err("the run stopped unexpectedly"));
+                }
+            }
+        }
+    })
+}
+
+/// The report as a dict, with the exception that stopped it (`KeyboardInterrupt`, the progress
+/// callback's) under `stopped`.
+fn with_stopped<'py>(
+    report: Bound<'py, PyDict>,
+    stopped: Option<PyErr>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let py = report.py();
+    report.set_item("stopped", stopped.map(|e| e.into_value(py)))?;
+    Ok(report)
+}
+
+/// A Python binary file object read as a stream: `read(n)` under the GIL, on whichever thread
+/// the engine reads on.
+struct PyReader {
+    file: Py<PyAny>,
+}
+
+impl Read for PyReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        Python::attach(|py| {
+            let chunk = self
+                .file
+                .call_method1(py, "read", (buf.len(),))
+                .map_err(|e| io::Error::other(format!("the file object's read failed: {e}")))?;
+            let chunk = chunk.bind(py);
+            if chunk.is_none() {
+                // A non-blocking stream with nothing yet: wait as a blocking read would.
+                return Err(io::Error::from(io::ErrorKind::Interrupted));
+            }
+            let bytes: Cow<'_, [u8]> = chunk.extract().map_err(|_| {
+                io::Error::other("the file object's read returned something else than bytes")
+            })?;
+            let n = bytes.len();
+            if n > buf.len() {
+                return Err(io::Error::other(format!(
+                    "the file object's read returned {n} bytes where at most {} were asked for",
+                    buf.len()
+                )));
+            }
+            buf[..n].copy_from_slice(&bytes);
+            Ok(n)
+        })
+    }
+}
+
+/// An archive given as a path (`str`) or a binary file object (anything with `read`).
+enum Archive {
+    Path(PathBuf),
+    Reader(Py<PyAny>, String),
+}
+
+impl Archive {
+    fn from_py(archive: &Bound<'_, PyAny>, label: Option<String>) -> PyResult<Archive> {
+        if archive.hasattr("read")? {
+            let label = label.unwrap_or_else(|| "the file object".to_string());
+            return Ok(Archive::Reader(archive.clone().unbind(), label));
+        }
+        Ok(Archive::Path(archive.extract()?))
+    }
+
+    fn path(&self) -> Option<&Path> {
+        match self {
+            Archive::Path(path) => Some(path),
+            Archive::Reader(..) => None,
+        }
+    }
+}
+
+fn overwrite_of(name: &str) -> PyResult<Overwrite> {
+    Ok(match name {
+        "refuse" => Overwrite::Refuse,
+        "replace" => Overwrite::Replace,
+        "skip" => Overwrite::Skip,
+        "update" => Overwrite::Update,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "overwrite must be 'refuse', 'replace', 'skip' or 'update', not {name:?}"
+            )));
+        }
+    })
+}
+
+/// `close`: "auto", "inline", "deferred", or a number of close threads (deferred).
+fn close_of(close: &Bound<'_, PyAny>) -> PyResult<CloseMode> {
+    if let Ok(threads) = close.extract::<usize>() {
+        if threads == 0 {
+            return Err(PyValueError::new_err(
+                "close threads must be at least 1 (or use close='inline')",
+            ));
+        }
+        return Ok(CloseMode::Deferred { threads });
+    }
+    let name: String = close.extract().map_err(|_| {
+        PyValueError::new_err("close must be 'auto', 'inline', 'deferred' or a number of threads")
+    })?;
+    Ok(match name.as_str() {
+        "auto" => CloseMode::default(),
+        "inline" => CloseMode::Inline,
+        "deferred" => CloseMode::Deferred {
+            threads: CloseMode::default_deferred_threads(),
+        },
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "close must be 'auto', 'inline', 'deferred' or a number of threads, not {name:?}"
+            )));
+        }
+    })
+}
+
+fn mtime_of(seconds: Option<f64>) -> PyResult<Option<SystemTime>> {
+    let Some(seconds) = seconds else {
+        return Ok(None);
+    };
+    let since = Duration::try_from_secs_f64(seconds.abs())
+        .map_err(|e| PyValueError::new_err(format!("mtime {seconds}: {e}")))?;
+    let time = if seconds >= 0.0 {
+        UNIX_EPOCH.checked_add(since)
+    } else {
+        UNIX_EPOCH.checked_sub(since)
+    };
+    time.map(Some)
+        .ok_or_else(|| PyValueError::new_err(format!("mtime {seconds} is out of range")))
+}
+
+fn meta_of(mode: Option<u32>, mtime: Option<f64>) -> PyResult<FileMeta> {
+    let mut meta = FileMeta::new();
+    if let Some(mode) = mode {
+        meta = meta.mode(mode);
+    }
+    if let Some(mtime) = mtime_of(mtime)? {
+        meta = meta.mtime(mtime);
+    }
+    Ok(meta)
+}
+
+/// The report as a dict of plain values (the Python side makes its `Report` of it); each
+/// failure as a `fastwrite.Error`.
+fn report_of<'py>(py: Python<'py>, root: &Path, report: Report) -> PyResult<Bound<'py, PyDict>> {
+    let failures = &report.failures;
+    let d = PyDict::new(py);
+    d.set_item("files", report.files)?;
+    d.set_item("dirs", report.dirs)?;
+    d.set_item("symlinks", report.symlinks)?;
+    d.set_item("hardlinks", report.hardlinks)?;
+    d.set_item("bytes", report.bytes)?;
+    d.set_item("skipped", report.skipped)?;
+    d.set_item("seconds", report.wall.as_secs_f64())?;
+    d.set_item("writers", report.writers)?;
+    d.set_item("writers_why", &report.writers_why)?;
+    d.set_item("close_threads", report.close_threads)?;
+    let warnings = report.warnings.iter().map(|w| for_python(w));
+    d.set_item("warnings", PyTuple::new(py, warnings)?)?;
+    let errors = failures
+        .iter()
+        .map(|e| py_error(py, Some(root), e))
+        .collect::<PyResult<Vec<_>>>()?;
+    d.set_item("failures", PyTuple::new(py, errors)?)?;
+    if let Some(m) = &report.mirror {
+        d.set_item("unchanged", m.unchanged)?;
+        d.set_item("updated", m.updated)?;
+        d.set_item("deleted", m.deleted)?;
+        d.set_item("actions", PyTuple::new(py, &m.actions)?)?;
+    }
+    Ok(d)
+}
+
+/// The options every run shares.
+fn options(
+    threads: Option<usize>,
+    close: &Bound<'_, PyAny>,
+    overwrite: &str,
+    fsync: bool,
+    atomic: bool,
+    progress: Option<&Progress>,
+) -> PyResult<Options> {
+    if threads == Some(0) {
+        return Err(PyValueError::new_err("threads must be at least 1 (or None)"));
+    }
+    Ok(Options {
+        threads,
+        close: close_of(close)?,
+        overwrite: overwrite_of(overwrite)?,
+        fsync,
+        atomic,
+        progress: progress.map(|p| Arc::clone(&p.counts) as Arc<dyn Reporter>),
+        ..Options::default()
+    })
+}
+
+fn progress_of(callback: Option<Py<PyAny>>) -> Option<Progress> {
+    callback.map(|callback| Progress {
+        callback,
+        counts: Arc::default(),
+    })
+}
+
+/// Extracts `archive` into `out`; returns the report as a dict (failures included: the caller
+/// decides what to raise).
+#[pyfunction]
+#[pyo3(signature = (
+    archive, out, *, label=None, patterns=Vec::new(), exclude=Vec::new(), strip_components=0,
+    overwrite="refuse", password=None, max_output=None, threads=None, close=None, fsync=false,
+    atomic=false, progress=None, file_name=None, space_check=true, devices=false,
+))]
+#[allow(clippy::too_many_arguments)]
+fn extract<'py>(
+    py: Python<'py>,
+    archive: &Bound<'py, PyAny>,
+    out: PathBuf,
+    label: Option<String>,
+    patterns: Vec<String>,
+    exclude: Vec<String>,
+    strip_components: usize,
+    overwrite: &str,
+    password: Option<Vec<u8>>,
+    max_output: Option<u64>,
+    threads: Option<usize>,
+    close: Option<&Bound<'py, PyAny>>,
+    fsync: bool,
+    atomic: bool,
+    progress: Option<Py<PyAny>>,
+    file_name: Option<String>,
+    space_check: bool,
+    devices: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let archive = Archive::from_py(archive, label)?;
+    let progress = progress_of(progress);
+    let auto = "auto".into_pyobject(py)?.into_any();
+    let mut opts = options(
+        threads,
+        close.unwrap_or(&auto),
+        overwrite,
+        fsync,
+        atomic,
+        progress.as_ref(),
+    )?;
+    opts.select.patterns = patterns;
+    opts.select.exclude = exclude;
+    opts.select.strip_components = strip_components;
+    opts.password = password;
+    opts.max_output = max_output;
+    opts.file_name = file_name;
+    opts.space_check = space_check;
+    opts.devices = devices;
+    let cancel = opts.cancel.clone();
+    let named = archive.path().map(Path::to_path_buf);
+    let (result, stopped) = run(py, &cancel, progress.as_ref(), || match archive {
+        Archive::Path(path) => fastwrite::extract(&path, &out, &opts),
+        Archive::Reader(file, label) => {
+            fastwrite::extract_reader(Box::new(PyReader { file }), &label, &out, &opts)
+        }
+    })?;
+    match (result, stopped) {
+        (Ok(report), stopped) => with_stopped(report_of(py, &out, report)?, stopped),
+        (Err(_), Some(stopped)) => Err(stopped),
+        (Err(error), None) => Err(start_error(py, &error, named.as_deref())),
+    }
+}
+
+/// Lists `archive`: one tuple per entry (kind, name, size, mode, mtime, target, path, problem),
+/// and the failures of the listing.
+#[pyfunction]
+#[pyo3(signature = (archive, *, label=None, patterns=Vec::new(), exclude=Vec::new(), strip_components=0))]
+fn list<'py>(
+    py: Python<'py>,
+    archive: &Bound<'py, PyAny>,
+    label: Option<String>,
+    patterns: Vec<String>,
+    exclude: Vec<String>,
+    strip_components: usize,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyTuple>)> {
+    let archive = Archive::from_py(archive, label)?;
+    let selection = fastwrite::Selection {
+        patterns,
+        exclude,
+        strip_components,
+    };
+    let named = archive.path().map(Path::to_path_buf);
+    type Row = (
+        &'static str,
+        String,
+        u64,
+        Option<u32>,
+        Option<f64>,
+        Option<String>,
+        Option<std::ffi::OsString>,
+        Option<String>,
+    );
+    let mut rows: Vec<Row> = Vec::new();
+    let mut each = |entry: &fastwrite::Listed| {
+        let mtime = entry.mtime.map(|t| match t.duration_since(UNIX_EPOCH) {
+            Ok(d) => d.as_secs_f64(),
+            Err(e) => -e.duration().as_secs_f64(),
+        });
+        rows.push((
+            entry.kind.name(),
+            entry.name.clone(),
+            entry.size,
+            entry.mode,
+            mtime,
+            entry.target.clone(),
+            entry.path.clone().map(PathBuf::into_os_string),
+            entry.problem.clone(),
+        ));
+    };
+    let (result, stopped) = run(py, &Cancel::new(), None, || match archive {
+        Archive::Path(path) => fastwrite::list(&path, &selection, &mut each),
+        Archive::Reader(file, label) => {
+            fastwrite::list_reader(Box::new(PyReader { file }), &label, &selection, &mut each)
+        }
+    })?;
+    if let Some(stopped) = stopped {
+        return Err(stopped);
+    }
+    let failures = result.map_err(|e| start_error(py, &e, named.as_deref()))?;
+    let errors = failures
+        .iter()
+        .map(|e| py_error(py, None, e))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok((PyList::new(py, rows)?, PyTuple::new(py, errors)?))
+}
+
+/// Makes `dst` an exact copy of `src`; returns the report as a dict.
+#[pyfunction]
+#[pyo3(signature = (
+    src, dst, *, delete=false, dry_run=false, exclude=Vec::new(), checksum=false,
+    hard_links=false, copy_links=false, threads=None, close=None, fsync=false, progress=None,
+))]
+#[allow(clippy::too_many_arguments)]
+fn mirror<'py>(
+    py: Python<'py>,
+    src: PathBuf,
+    dst: PathBuf,
+    delete: bool,
+    dry_run: bool,
+    exclude: Vec<String>,
+    checksum: bool,
+    hard_links: bool,
+    copy_links: bool,
+    threads: Option<usize>,
+    close: Option<&Bound<'py, PyAny>>,
+    fsync: bool,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let progress = progress_of(progress);
+    let auto = "auto".into_pyobject(py)?.into_any();
+    let opts = options(
+        threads,
+        close.unwrap_or(&auto),
+        // A mirror replaces what differs: that is what it is asked for.
+        "replace",
+        fsync,
+        false,
+        progress.as_ref(),
+    )?;
+    let mopts = MirrorOptions {
+        delete,
+        dry_run,
+        checksum,
+        hard_links,
+        copy_links,
+        excludes: exclude,
+    };
+    let cancel = opts.cancel.clone();
+    let (result, stopped) = run(py, &cancel, progress.as_ref(), || {
+        fastwrite::mirror(&src, &dst, &opts, &mopts)
+    })?;
+    match (result, stopped) {
+        (Ok(report), stopped) => with_stopped(report_of(py, &dst, report)?, stopped),
+        (Err(_), Some(stopped)) => Err(stopped),
+        (Err(error), None) => Err(start_error(py, &error, Some(&src))),
+    }
+}
+
+/// A batch of files under a root, for `fastwrite.Batch`. `finish` consumes the batch inside;
+/// calls after it fail with `ValueError`, as a closed file's do.
+#[pyclass(frozen, module = "fastwrite._native")]
+struct Batch {
+    batch: RwLock<Option<fastwrite::Batch>>,
+    cancel: Cancel,
+    root: PathBuf,
+}
+
+impl Batch {
+    /// Runs `f` with the batch, the GIL released.
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&fastwrite::Batch) -> Result<T, fastwrite::Error> + Send,
+    ) -> PyResult<T> {
+        let result = py.detach(|| {
+            let guard = self.batch.read().unwrap_or_else(|e| e.into_inner());
+            guard.as_ref().map(f)
+        });
+        match result {
+            None => Err(PyValueError::new_err("the batch is closed")),
+            Some(Ok(value)) => Ok(value),
+            Some(Err(error)) => Err(PyErr::from_value(
+                py_error(py, Some(&self.root), &error)?.into_bound(py),
+            )),
+        }
+    }
+}
+
+#[pymethods]
+impl Batch {
+    #[new]
+    #[pyo3(signature = (root, *, overwrite="refuse", close=None, fsync=false, atomic=false, writers=None))]
+    fn new(
+        py: Python<'_>,
+        root: PathBuf,
+        overwrite: &str,
+        close: Option<&Bound<'_, PyAny>>,
+        fsync: bool,
+        atomic: bool,
+        writers: Option<usize>,
+    ) -> PyResult<Batch> {
+        let cancel = Cancel::new();
+        let mut builder = fastwrite::Batch::builder(&root)
+            .overwrite(overwrite_of(overwrite)?)
+            .fsync(fsync)
+            .atomic(atomic)
+            .cancel(cancel.clone());
+        if let Some(close) = close {
+            builder = builder.close(close_of(close)?);
+        }
+        if let Some(writers) = writers {
+            if writers == 0 {
+                return Err(PyValueError::new_err("writers must be at least 1 (or None)"));
+            }
+            builder = builder.writers(writers);
+        }
+        let batch = py
+            .detach(|| builder.build())
+            .map_err(|e| match py_error(py, None, &e) {
+                Ok(error) => PyErr::from_value(error.into_bound(py)),
+                Err(error) => error,
+            })?;
+        Ok(Batch {
+            root: batch.root().to_path_buf(),
+            batch: RwLock::new(Some(batch)),
+            cancel,
+        })
+    }
+
+    /// Hands a whole file to the batch's writers and returns.
+    #[pyo3(signature = (path, data, mode=None, mtime=None))]
+    fn write(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        data: Cow<'_, [u8]>,
+        mode: Option<u32>,
+        mtime: Option<f64>,
+    ) -> PyResult<()> {
+        let meta = meta_of(mode, mtime)?;
+        let data = data.into_owned();
+        self.with(py, move |b| b.spawn_write_with(path, data, meta))
+    }
+
+    /// Makes a directory now; its mode and mtime at the end.
+    #[pyo3(signature = (path, mode=None, mtime=None))]
+    fn mkdir(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        mode: Option<u32>,
+        mtime: Option<f64>,
+    ) -> PyResult<()> {
+        let meta = meta_of(mode, mtime)?;
+        self.with(py, move |b| b.create_dir(path, meta))
+    }
+
+    /// A symlink, made at the end.
+    fn symlink(&self, py: Python<'_>, path: PathBuf, target: PathBuf) -> PyResult<()> {
+        self.with(py, move |b| b.symlink(path, target))
+    }
+
+    /// The errors met out of sight so far.
+    fn take_errors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let errors = self.with(py, |b| Ok(b.take_errors()))?;
+        let errors = errors
+            .iter()
+            .map(|e| py_error(py, Some(&self.root), e))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, errors)
+    }
+
+    /// Stops the batch: later writes fail, pending ones are dropped.
+    fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// The folder the files go under.
+    #[getter]
+    fn root(&self) -> &std::ffi::OsStr {
+        self.root.as_os_str()
+    }
+
+    /// Whether `finish` has run.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.batch
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+    }
+
+    /// Waits for every write and close and ends the batch; the report as a dict, failures
+    /// included. Ctrl-C meanwhile cancels what has not started and raises `KeyboardInterrupt`
+    /// once the rest is closed.
+    ///
+    /// `failed`: the program's own work failed (its `with` block raised), which an atomic
+    /// batch counts as a failure of its own: its folder is not put in place.
+    #[pyo3(signature = (*, cancel=false, failed=false))]
+    fn finish<'py>(
+        &self,
+        py: Python<'py>,
+        cancel: bool,
+        failed: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let batch = py
+            .detach(|| self.batch.write().unwrap_or_else(|e| e.into_inner()).take())
+            .ok_or_else(|| PyValueError::new_err("the batch is closed"))?;
+        if cancel {
+            self.cancel.cancel();
+        }
+        let (report, stopped) = run(py, &self.cancel, None, move || {
+            // A failed batch's report holds its failures, as a run's does.
+            if failed {
+                let work = batch.scope(|_| Err(()));
+                work.unwrap_or_else(fastwrite::FinishError::into_report)
+            } else {
+                let end = batch.finish();
+                end.unwrap_or_else(fastwrite::FinishError::into_report)
+            }
+        })?;
+        with_stopped(report_of(py, &self.root, report)?, stopped)
+    }
+}
+
+/// The engine of fastwrite for Python programs (see the `fastwrite` package).
+#[pymodule]
+fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(extract, module)?)?;
+    module.add_function(wrap_pyfunction!(list, module)?)?;
+    module.add_function(wrap_pyfunction!(mirror, module)?)?;
+    module.add_class::<Batch>()?;
+    module.add("DEFAULT_MEMORY_BUDGET", Options::DEFAULT_MEMORY_BUDGET)?;
+    Ok(())
+}

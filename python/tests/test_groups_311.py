@@ -1,0 +1,25 @@
+"""ErrorGroup as an ExceptionGroup: `except*` (Python 3.11 syntax; conftest leaves this file
+out before 3.11)."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import fastwrite
+
+
+def test_error_group_is_an_exception_group(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a").write_bytes(b"")
+    archive = tmp_path / "a.tar"
+    with tarfile.open(archive, "w") as t:
+        t.addfile(tarfile.TarInfo("a"), io.BytesIO())
+    caught = []
+    try:
+        fastwrite.extract(archive, out)
+    except* fastwrite.Error as group:
+        caught = list(group.exceptions)
+    assert [e.kind for e in caught] == ["already-exists"]
