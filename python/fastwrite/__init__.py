@@ -24,10 +24,11 @@ import builtins
 import os
 import sys
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from io import BytesIO
 from types import TracebackType
-from typing import IO, Any, Callable, Iterable, Literal, Optional, Union
+from typing import IO, Any, Callable, Literal, Union
 
 from . import _native
 from ._errors import Error, ErrorGroup, RunWarning
@@ -126,31 +127,31 @@ class Entry:
     #: The file's size once extracted (0 for everything but files).
     size: int
     #: Permission bits as archived, if the archive has them.
-    mode: Optional[int]
+    mode: int | None
     #: Modification time as archived (seconds since the epoch), if it has one.
-    mtime: Optional[float]
+    mtime: float | None
     #: A link's target as archived.
-    target: Optional[str]
+    target: str | None
     #: Where `extract` would write it, relative to the output folder; ``None`` if it would not.
-    path: Optional[str]
+    path: str | None
     #: Why `extract` would refuse or skip it.
-    problem: Optional[str]
+    problem: str | None
 
 
 def _path(path: StrPath) -> str:
     return os.fsdecode(path)
 
 
-def _archive(archive: Union[StrPath, IO[bytes]]) -> tuple[Any, Optional[str]]:
+def _archive(archive: StrPath | IO[bytes]) -> tuple[Any, str | None]:
     """A path as a ``str``, or a file object as it is with a label naming it in messages."""
     if hasattr(archive, "read"):
         name = getattr(archive, "name", None)
         label = f"'{os.fsdecode(name)}'" if isinstance(name, (str, bytes)) else repr(archive)
         return archive, label
-    return _path(archive), None  # type: ignore[arg-type]
+    return _path(archive), None
 
 
-def _progress(callback: Optional[Callable[[Progress], object]]) -> Optional[Callable[..., Any]]:
+def _progress(callback: Callable[[Progress], object] | None) -> Callable[..., Any] | None:
     if callback is None:
         return None
     return lambda files, nbytes, total_files, total_bytes: callback(
@@ -182,7 +183,7 @@ def _message(errors: builtins.list[Error], what: str) -> str:
     return f"{what}: {len(errors)} errors, the first: {errors[0]}"
 
 
-def _attach(exception: BaseException, errors: builtins.list[Error], report: Optional[Report]) -> None:
+def _attach(exception: BaseException, errors: builtins.list[Error], report: Report | None) -> None:
     """Lets an exception that stopped a run carry the run's own failures: attributes
     ``fastwrite_errors`` and ``fastwrite_report``, and a note per failure (Python 3.11+)."""
     exception.fastwrite_errors = errors  # type: ignore[attr-defined]
@@ -193,23 +194,23 @@ def _attach(exception: BaseException, errors: builtins.list[Error], report: Opti
 
 
 def extract(
-    archive: Union[StrPath, IO[bytes]],
+    archive: StrPath | IO[bytes],
     out: StrPath,
     *,
-    patterns: Optional[Iterable[str]] = None,
+    patterns: Iterable[str] | None = None,
     exclude: Iterable[str] = (),
     strip_components: int = 0,
     overwrite: OverwritePolicy = "refuse",
-    password: Union[str, bytes, None] = None,
-    max_output: Optional[int] = None,
-    threads: Optional[int] = None,
+    password: str | bytes | None = None,
+    max_output: int | None = None,
+    threads: int | None = None,
     close: ClosePolicy = "auto",
     fsync: bool = False,
     atomic: bool = False,
-    file_name: Optional[str] = None,
+    file_name: str | None = None,
     space_check: bool = True,
     devices: bool = False,
-    progress: Optional[Callable[[Progress], object]] = None,
+    progress: Callable[[Progress], object] | None = None,
 ) -> Report:
     """Extracts ``archive`` into the folder ``out`` (made if missing) and returns the `Report`.
 
@@ -273,9 +274,9 @@ def extract(
 
 
 def list(
-    archive: Union[StrPath, IO[bytes]],
+    archive: StrPath | IO[bytes],
     *,
-    patterns: Optional[Iterable[str]] = None,
+    patterns: Iterable[str] | None = None,
     exclude: Iterable[str] = (),
     strip_components: int = 0,
 ) -> builtins.list[Entry]:
@@ -295,11 +296,20 @@ def list(
         strip_components=strip_components,
     )
     entries = [
-        Entry(kind, name, size, mode, mtime, target, None if path is None else os.fsdecode(path), problem)
+        Entry(
+            kind,
+            name,
+            size,
+            mode,
+            mtime,
+            target,
+            None if path is None else os.fsdecode(path),
+            problem,
+        )
         for (kind, name, size, mode, mtime, target, path, problem) in rows
     ]
     if failures:
-        errors = builtins.list(failures)
+        errors: builtins.list[Error] = builtins.list(failures)
         what = f"listing {label or repr(_path(archive))}"  # type: ignore[arg-type]
         raise ErrorGroup(_message(errors, what), errors, None, entries)
     return entries
@@ -315,10 +325,10 @@ def mirror(
     checksum: bool = False,
     hard_links: bool = False,
     copy_links: bool = False,
-    threads: Optional[int] = None,
+    threads: int | None = None,
     close: ClosePolicy = "auto",
     fsync: bool = False,
-    progress: Optional[Callable[[Progress], object]] = None,
+    progress: Callable[[Progress], object] | None = None,
 ) -> Report:
     """Makes ``dst`` an exact copy of the contents of ``src``, like ``rsync -a src/ dst/``:
     files, modes, mtimes, symlinks, empty directories. A second run copies only what changed
@@ -364,7 +374,7 @@ class BatchFile(BytesIO):
     batch's end, as for `Batch.write`.
     """
 
-    def __init__(self, batch: Batch, path: str, mode: Optional[int], mtime: Optional[float]) -> None:
+    def __init__(self, batch: Batch, path: str, mode: int | None, mtime: float | None) -> None:
         super().__init__()
         self._batch = batch
         self._path = path
@@ -395,9 +405,9 @@ class BatchFile(BytesIO):
 
     def __exit__(
         self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         if exc_type is not None:
             self.drop()
@@ -444,14 +454,19 @@ class Batch:
         close: ClosePolicy = "auto",
         fsync: bool = False,
         atomic: bool = False,
-        writers: Optional[int] = None,
+        writers: int | None = None,
     ) -> None:
         self._open: set[BatchFile] = set()
         self._taken: builtins.list[Error] = []
         #: The `Report`, once the batch has ended.
-        self.report: Optional[Report] = None
+        self.report: Report | None = None
         self._native = _native.Batch(
-            _path(root), overwrite=overwrite, close=close, fsync=fsync, atomic=atomic, writers=writers
+            _path(root),
+            overwrite=overwrite,
+            close=close,
+            fsync=fsync,
+            atomic=atomic,
+            writers=writers,
         )
 
     @property
@@ -467,10 +482,10 @@ class Batch:
     def write(
         self,
         path: StrPath,
-        data: Union[bytes, bytearray, memoryview],
+        data: bytes | bytearray | memoryview,
         *,
-        mode: Optional[int] = None,
-        mtime: Optional[float] = None,
+        mode: int | None = None,
+        mtime: float | None = None,
     ) -> None:
         """Writes ``data`` to the file at ``path`` (relative to the root; parents are made),
         and returns at once: the batch's writers create, write and close it. ``mode`` (e.g.
@@ -483,7 +498,9 @@ class Batch:
             data = memoryview(data).tobytes()
         self._native.write(_path(path), data, mode, mtime)
 
-    def open(self, path: StrPath, *, mode: Optional[int] = None, mtime: Optional[float] = None) -> BatchFile:
+    def open(
+        self, path: StrPath, *, mode: int | None = None, mtime: float | None = None
+    ) -> BatchFile:
         """A binary file object for the file at ``path``, written when it is closed (see
         `BatchFile`). Files still open when the batch ends are written then, unless the
         ``with`` block ended by an exception."""
@@ -496,7 +513,7 @@ class Batch:
     def _hand_over(self, file: BatchFile) -> None:
         self._native.write(file.name, file.getvalue(), file._mode, file._mtime)
 
-    def mkdir(self, path: StrPath, *, mode: Optional[int] = None, mtime: Optional[float] = None) -> None:
+    def mkdir(self, path: StrPath, *, mode: int | None = None, mtime: float | None = None) -> None:
         """Makes the directory at ``path`` (and its parents) now; its ``mode`` and ``mtime``,
         if given, are set at the end, once everything inside it is written."""
         self._native.mkdir(_path(path), mode, mtime)
@@ -525,7 +542,7 @@ class Batch:
         `take_errors` returned included."""
         return self._end(None)
 
-    def _end(self, exception: Optional[BaseException]) -> Report:
+    def _end(self, exception: BaseException | None) -> Report:
         interrupted = exception is not None and not isinstance(exception, Exception)
         errors: builtins.list[Error] = []
         for file in builtins.list(self._open):
@@ -562,9 +579,9 @@ class Batch:
 
     def __exit__(
         self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         if not self.closed:
             self._end(exc)
@@ -573,7 +590,9 @@ class Batch:
         native = getattr(self, "_native", None)
         if native is None or native.closed:
             return
-        warnings.warn(f"fastwrite.Batch under {self.root!r} was never closed", ResourceWarning, stacklevel=2)
+        warnings.warn(
+            f"fastwrite.Batch under {self.root!r} was never closed", ResourceWarning, stacklevel=2
+        )
         try:
             self._end(None)
         except ErrorGroup as group:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from . import Entry, Report
@@ -42,7 +43,7 @@ class Error(OSError):
         return (_rebuild, (self.errno, self.strerror, self.filename, self.kind, self.path))
 
 
-def _rebuild(errno: Optional[int], strerror: str, filename: Any, kind: str, path: str) -> Error:
+def _rebuild(errno: int | None, strerror: str, filename: Any, kind: str, path: str) -> Error:
     error = Error(errno, strerror, filename)
     error.kind = kind
     error.path = path
@@ -65,15 +66,15 @@ if sys.version_info >= (3, 11):
         ``exceptions``, the same list).
         """
 
-        report: Optional[Report]
-        entries: Optional[list[Entry]]
+        report: Report | None
+        entries: list[Entry] | None
 
         def __new__(
             cls,
             message: str,
             errors: Sequence[Error],
-            report: Optional[Report] = None,
-            entries: Optional[list[Entry]] = None,
+            report: Report | None = None,
+            entries: list[Entry] | None = None,
         ) -> ErrorGroup:
             group = super().__new__(cls, message, list(errors))
             group.report = report
@@ -84,15 +85,15 @@ if sys.version_info >= (3, 11):
             self,
             message: str,
             errors: Sequence[Error],
-            report: Optional[Report] = None,
-            entries: Optional[list[Entry]] = None,
+            report: Report | None = None,
+            entries: list[Entry] | None = None,
         ) -> None:
             super().__init__(message, list(errors))
 
         @property
         def errors(self) -> list[Error]:
             """The failures, each an `Error` with its path and kind."""
-            return list(self.exceptions)
+            return [cast(Error, e) for e in self.exceptions]
 
         def derive(self, excs: Sequence[Error]) -> ErrorGroup:  # type: ignore[override]
             return ErrorGroup(self.message, excs, self.report, self.entries)
@@ -111,8 +112,8 @@ else:
             self,
             message: str,
             errors: Sequence[Error],
-            report: Optional[Report] = None,
-            entries: Optional[list[Entry]] = None,
+            report: Report | None = None,
+            entries: list[Entry] | None = None,
         ) -> None:
             super().__init__(message, list(errors))
             self.message = message

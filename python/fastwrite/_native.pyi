@@ -1,27 +1,28 @@
 """The engine's calls (Rust, PyO3), kept low-level: `fastwrite` wraps them in its public API."""
 
-from typing import IO, Any, Callable, Optional, Union
+import builtins
+from typing import IO, Any, Callable
 
 #: Bytes of file content a streamed archive may hold in memory between reader and writers.
 DEFAULT_MEMORY_BUDGET: int
 
 def extract(
-    archive: Union[str, IO[bytes]],
+    archive: str | IO[bytes],
     out: str,
     *,
-    label: Optional[str] = None,
-    patterns: list[str] = ...,
-    exclude: list[str] = ...,
+    label: str | None = None,
+    patterns: builtins.list[str] = ...,
+    exclude: builtins.list[str] = ...,
     strip_components: int = 0,
     overwrite: str = "refuse",
-    password: Optional[bytes] = None,
-    max_output: Optional[int] = None,
-    threads: Optional[int] = None,
-    close: Union[str, int, None] = None,
+    password: bytes | None = None,
+    max_output: int | None = None,
+    threads: int | None = None,
+    close: str | int | None = None,
     fsync: bool = False,
     atomic: bool = False,
-    progress: Optional[Callable[[int, int, int, int], object]] = None,
-    file_name: Optional[str] = None,
+    progress: Callable[[int, int, int, int], object] | None = None,
+    file_name: str | None = None,
     space_check: bool = True,
     devices: bool = False,
 ) -> dict[str, Any]:
@@ -29,14 +30,16 @@ def extract(
     exception that stopped the run, if one did). Raises `fastwrite.Error` if it cannot start."""
 
 def list(
-    archive: Union[str, IO[bytes]],
+    archive: str | IO[bytes],
     *,
-    label: Optional[str] = None,
-    patterns: list[str] = ...,
-    exclude: list[str] = ...,
+    label: str | None = None,
+    patterns: builtins.list[str] = ...,
+    exclude: builtins.list[str] = ...,
     strip_components: int = 0,
 ) -> tuple[
-    list[tuple[str, str, int, Optional[int], Optional[float], Optional[str], Optional[str], Optional[str]]],
+    builtins.list[
+        tuple[str, str, int, int | None, float | None, str | None, str | None, str | None]
+    ],
     tuple[Any, ...],
 ]:
     """The entries (kind, name, size, mode, mtime, target, path, problem) and the failures."""
@@ -47,14 +50,14 @@ def mirror(
     *,
     delete: bool = False,
     dry_run: bool = False,
-    exclude: list[str] = ...,
+    exclude: builtins.list[str] = ...,
     checksum: bool = False,
     hard_links: bool = False,
     copy_links: bool = False,
-    threads: Optional[int] = None,
-    close: Union[str, int, None] = None,
+    threads: int | None = None,
+    close: str | int | None = None,
     fsync: bool = False,
-    progress: Optional[Callable[[int, int, int, int], object]] = None,
+    progress: Callable[[int, int, int, int], object] | None = None,
 ) -> dict[str, Any]:
     """Mirrors; the report as a dict, as for `extract`."""
 
@@ -66,10 +69,10 @@ class Batch:
         root: str,
         *,
         overwrite: str = "refuse",
-        close: Union[str, int, None] = None,
+        close: str | int | None = None,
         fsync: bool = False,
         atomic: bool = False,
-        writers: Optional[int] = None,
+        writers: int | None = None,
     ) -> None: ...
     @property
     def root(self) -> str:
@@ -78,14 +81,18 @@ class Batch:
     def closed(self) -> bool:
         """Whether `finish` has run."""
     def write(
-        self, path: str, data: Union[bytes, bytearray], mode: Optional[int] = None, mtime: Optional[float] = None
+        self,
+        path: str,
+        data: bytes | bytearray,
+        mode: int | None = None,
+        mtime: float | None = None,
     ) -> None:
         """Hands a whole file to the batch's writers and returns."""
-    def mkdir(self, path: str, mode: Optional[int] = None, mtime: Optional[float] = None) -> None:
+    def mkdir(self, path: str, mode: int | None = None, mtime: float | None = None) -> None:
         """Makes a directory now; its mode and mtime at the end."""
     def symlink(self, path: str, target: str) -> None:
         """A symlink, made at the end."""
-    def take_errors(self) -> list[Any]:
+    def take_errors(self) -> builtins.list[Any]:
         """The errors met out of sight so far."""
     def cancel(self) -> None:
         """Stops the batch."""

@@ -217,14 +217,18 @@ fn run<T: Send>(
         });
         let mut stopped: Option<PyErr> = None;
         loop {
-            let received =
-                py.detach(|| result.lock().unwrap_or_else(|e| e.into_inner()).recv_timeout(TICK));
+            let received = py.detach(|| {
+                result
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .recv_timeout(TICK)
+            });
             match received {
                 Ok(value) => {
-                    if stopped.is_none() {
-                        if let Some(progress) = progress {
-                            stopped = progress.call(py).err();
-                        }
+                    if stopped.is_none()
+                        && let Some(progress) = progress
+                    {
+                        stopped = progress.call(py).err();
                     }
                     return Ok((value, stopped));
                 }
@@ -423,7 +427,9 @@ fn options(
     progress: Option<&Progress>,
 ) -> PyResult<Options> {
     if threads == Some(0) {
-        return Err(PyValueError::new_err("threads must be at least 1 (or None)"));
+        return Err(PyValueError::new_err(
+            "threads must be at least 1 (or None)",
+        ));
     }
     Ok(Options {
         threads,
@@ -675,7 +681,9 @@ impl Batch {
         }
         if let Some(writers) = writers {
             if writers == 0 {
-                return Err(PyValueError::new_err("writers must be at least 1 (or None)"));
+                return Err(PyValueError::new_err(
+                    "writers must be at least 1 (or None)",
+                ));
             }
             builder = builder.writers(writers);
         }

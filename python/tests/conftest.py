@@ -9,8 +9,8 @@ import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -117,6 +117,7 @@ def tmpfs(tmp_path: Path) -> Iterator[object]:
     yield mount
     for mnt in mounts:
         subprocess.run(["umount", "-l", mnt], capture_output=True)
+
 
 # `except*` is a syntax error before Python 3.11.
 collect_ignore = [] if sys.version_info >= (3, 11) else ["test_groups_311.py"]

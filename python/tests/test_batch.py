@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 import fastwrite
-from conftest import tree
 
 
 def test_write_from_one_thread(tmp_path: Path) -> None:
@@ -57,18 +56,17 @@ def test_open_for_serializers(tmp_path: Path) -> None:
         f.write(b"written when the batch ends")
     out = tmp_path / "out"
     assert json.loads((out / "data.json").read_text()) == {"a": [1, 2, 3]}
-    assert b"<glyph name=\"a\" />" in (out / "glyphs" / "a.glif").read_bytes()
+    assert b'<glyph name="a" />' in (out / "glyphs" / "a.glif").read_bytes()
     assert (out / "left-open.txt").read_bytes() == b"written when the batch ends"
 
 
 def test_a_serializer_that_fails_leaves_no_file(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    with pytest.raises(RuntimeError, match="serializer broke"):
-        with fastwrite.Batch(out) as batch:
-            batch.write("kept.txt", b"kept")
-            with batch.open("half.json") as f:
-                f.write(b'{"half": ')
-                raise RuntimeError("serializer broke")
+    with pytest.raises(RuntimeError, match="serializer broke"), fastwrite.Batch(out) as batch:
+        batch.write("kept.txt", b"kept")
+        with batch.open("half.json") as f:
+            f.write(b'{"half": ')
+            raise RuntimeError("serializer broke")
     assert (out / "kept.txt").read_bytes() == b"kept"
     assert not (out / "half.json").exists()
 
@@ -89,10 +87,9 @@ def test_existing_files_fail_at_the_end_and_are_kept(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     (out / "mine.txt").write_bytes(b"mine")
-    with pytest.raises(fastwrite.ErrorGroup) as caught:
-        with fastwrite.Batch(out) as batch:
-            batch.write("mine.txt", b"theirs")
-            batch.write("new.txt", b"new")
+    with pytest.raises(fastwrite.ErrorGroup) as caught, fastwrite.Batch(out) as batch:
+        batch.write("mine.txt", b"theirs")
+        batch.write("new.txt", b"new")
     [error] = caught.value.errors
     assert (error.kind, error.path, error.errno) == ("already-exists", "mine.txt", errno.EEXIST)
     assert error.filename == str(out / "mine.txt")
@@ -107,10 +104,9 @@ def test_the_body_error_and_the_batch_errors_both_come_back(tmp_path: Path) -> N
     out = tmp_path / "out"
     out.mkdir()
     (out / "mine.txt").write_bytes(b"mine")
-    with pytest.raises(fastwrite.ErrorGroup) as caught:
-        with fastwrite.Batch(out) as batch:
-            batch.write("mine.txt", b"theirs")
-            raise KeyError("the program's own")
+    with pytest.raises(fastwrite.ErrorGroup) as caught, fastwrite.Batch(out) as batch:
+        batch.write("mine.txt", b"theirs")
+        raise KeyError("the program's own")
     assert isinstance(caught.value.__cause__, KeyError)
     assert [e.kind for e in caught.value.errors] == ["already-exists"]
 

@@ -4,19 +4,16 @@ and from file objects; hostile and corrupt archives; what exists is kept."""
 from __future__ import annotations
 
 import errno
-import gzip
 import io
 import os
-import shutil
-import sys
 import tarfile
 import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import DATA, require_tool, run, sample_tree, tree
 
 import fastwrite
-from conftest import DATA, require_tool, run, sample_tree, tree
 
 
 def zipfile_tree(archive: Path, out: Path) -> dict[str, object]:
@@ -53,14 +50,17 @@ def test_zip_by_zipfile(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("tool,flags,suffix", [
-    ("tar", "-czf", "tar.gz"),
-    ("tar", "--zstd -cf", "tar.zst"),
-    ("tar", "-cJf", "tar.xz"),
-    ("tar", "-cjf", "tar.bz2"),
-    ("bsdtar", "-cf", "tar"),
-    ("bsdtar", "-czf", "tgz"),
-])
+@pytest.mark.parametrize(
+    "tool,flags,suffix",
+    [
+        ("tar", "-czf", "tar.gz"),
+        ("tar", "--zstd -cf", "tar.zst"),
+        ("tar", "-cJf", "tar.xz"),
+        ("tar", "-cjf", "tar.bz2"),
+        ("bsdtar", "-cf", "tar"),
+        ("bsdtar", "-czf", "tgz"),
+    ],
+)
 def test_tar_by_tools_matches_tarfile(tmp_path: Path, tool: str, flags: str, suffix: str) -> None:
     require_tool(tool)
     if "zstd" in flags:
@@ -134,8 +134,9 @@ def test_selection_and_strip(tmp_path: Path) -> None:
             info = tarfile.TarInfo(name)
             info.size = 1
             t.addfile(info, io.BytesIO(b"x"))
-    fastwrite.extract(archive, tmp_path / "out", patterns=["proj/docs/*"], exclude=["*.bak"],
-                      strip_components=1)
+    fastwrite.extract(
+        archive, tmp_path / "out", patterns=["proj/docs/*"], exclude=["*.bak"], strip_components=1
+    )
     assert sorted(tree(tmp_path / "out")) == ["docs", "docs/a.md"]
     with pytest.raises(fastwrite.ErrorGroup) as caught:
         fastwrite.extract(archive, tmp_path / "out2", patterns=["nothing/*"])
