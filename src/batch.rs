@@ -420,6 +420,8 @@ impl Batch {
                 Some(background) => background,
                 None => {
                     let started = Background::start(&self.root, &self.opts)?;
+                    // The close pool's arrival side: these writers, not the callers.
+                    self.engine().writers_at_least(started.writers.0);
                     self.background.get_or_init(|| started)
                 }
             };
@@ -632,9 +634,11 @@ impl Batch {
 
     fn end(&mut self) -> Report {
         // The background writers first: every file they were given is written (or failed).
-        if let Some(background) = self.background.take() {
+        let writers = self.background.take().map(|background| {
+            let writers = background.writers.clone();
             background.finish();
-        }
+            writers
+        });
         let Some(engine) = self.engine.take() else {
             return Report::default();
         };
@@ -648,6 +652,10 @@ impl Batch {
         };
         let mut report = engine.finish();
         report.wall = self.started.elapsed();
+        if let Some((count, why)) = writers {
+            report.writers = count;
+            report.writers_why = why;
+        }
         report
     }
 
@@ -685,6 +693,8 @@ fn with_state<'e, R>(
 /// filesystem, by Little's law), and the bytes handed to them and not yet written, bounded.
 struct Background {
     pool: rayon::ThreadPool,
+    /// The pool's threads, and why that many (for the report).
+    writers: (usize, String),
     /// Bytes of content waiting or being written, and tasks not yet done.
     state: Arc<(Mutex<InFlight>, Condvar)>,
 }
@@ -701,7 +711,7 @@ const BACKGROUND_BYTES: u64 = 64 << 20;
 
 impl Background {
     fn start(root: &Path, opts: &Options) -> Result<Background, Error> {
-        let count = crate::engine::size_writers(root, opts);
+        let (count, why) = crate::engine::size_writers(root, opts);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(count)
             .thread_name(|i| format!("fastwrite-batch-{i}"))
@@ -715,6 +725,7 @@ impl Background {
             })?;
         Ok(Background {
             pool,
+            writers: (count, why),
             state: Arc::default(),
         })
     }

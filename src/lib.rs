@@ -70,8 +70,6 @@ pub use batch::{Batch, BatchBuilder, FileMeta, FileWriter, FinishError};
 pub use cancel::Cancel;
 pub use error::{Error, ErrorKind, Setting};
 #[cfg(feature = "extract")]
-pub use extract::{extract, extract_reader};
-#[cfg(feature = "extract")]
 pub use extract::format::recognised;
 #[cfg(feature = "extract")]
 pub use extract::list::{list, list_reader};
@@ -79,6 +77,8 @@ pub use extract::list::{list, list_reader};
 pub use extract::listed::{Listed, ListedKind};
 #[cfg(feature = "extract")]
 pub use extract::read::{output_error, read_files};
+#[cfg(feature = "extract")]
+pub use extract::{extract, extract_reader};
 #[cfg(feature = "mirror")]
 pub use mirror::mirror;
 pub use options::{CloseMode, MirrorOptions, Options, Overwrite, Selection};

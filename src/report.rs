@@ -33,7 +33,8 @@ pub struct Report {
     /// Every entry that failed, with its path and kind (for a batch: those not returned
     /// before by [`Batch::take_errors`](crate::Batch::take_errors)).
     pub failures: Vec<Error>,
-    /// Writer threads the run had (0 for a [`Batch`](crate::Batch), whose callers write).
+    /// Writer threads the run had (for a [`Batch`](crate::Batch): its background writers, started
+    /// by [`Batch::spawn_write`](crate::Batch::spawn_write); 0 if its callers wrote every file).
     pub writers: usize,
     /// Why that many: asked for (`Options::threads`), one per core on a local disk, or sized by
     /// what a file's create and write took on a network or FUSE filesystem.

@@ -16,7 +16,7 @@ mod pool;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -256,13 +256,18 @@ struct Shared {
     /// The output folder, where closed files are renamed into place or removed.
     out_dir: Arc<OutDir>,
     failures: Arc<Failures>,
-    /// Threads that write (and so hand files over): Little's law's arrival side.
-    writers: usize,
+    /// Threads that write (and so hand files over): Little's law's arrival side. A batch's
+    /// background writers, started by its first `spawn_write`, raise it.
+    writers: AtomicUsize,
     /// Handles in the queue at most.
     bound: usize,
 }
 
 impl Shared {
+    fn writers(&self) -> usize {
+        self.writers.load(Ordering::Relaxed)
+    }
+
     fn start_pool(&self, threads: usize) -> std::io::Result<ClosePool> {
         ClosePool::new(
             threads,
@@ -299,10 +304,11 @@ impl CloseStage {
             closer,
             out_dir,
             failures,
-            writers: opts
-                .threads
-                .unwrap_or_else(crate::options::default_threads)
-                .max(1),
+            writers: AtomicUsize::new(
+                opts.threads
+                    .unwrap_or_else(crate::options::default_threads)
+                    .max(1),
+            ),
             bound: queue_bound(opts.close),
         };
         let policy = match opts.close {
@@ -367,7 +373,7 @@ impl CloseStage {
                     pool.submit(&mut local.batch);
                 }
                 if let Policy::Auto(auto) = &self.policy {
-                    auto.resize(pool, self.shared.writers, &mean_write);
+                    auto.resize(pool, self.shared.writers(), &mean_write);
                 }
             }
             None => {
@@ -378,6 +384,12 @@ impl CloseStage {
                 }
             }
         }
+    }
+
+    /// More threads write than the stage was made for (a batch's background writers): `auto`
+    /// sizes the pool for that many from now on.
+    pub(crate) fn writers_at_least(&self, writers: usize) {
+        self.shared.writers.fetch_max(writers, Ordering::Relaxed);
     }
 
     /// Sends what a writer still holds to the pool (or closes it here if there is none), and
@@ -455,7 +467,7 @@ impl Auto {
             return;
         }
         let close = Duration::from_nanos(total / run);
-        let threads = threads_for(shared.writers, mean_write(), close, self.max_threads);
+        let threads = threads_for(shared.writers(), mean_write(), close, self.max_threads);
         // A few threads first, so the other writers can hand over at once; then the rest,
         // which takes a while when it is hundreds.
         let pool = self

@@ -55,9 +55,10 @@ pub(crate) use stage::{Registered, Staging, staged, work_root};
 pub(crate) use unverified::{Unverified, UnverifiedKind};
 pub(crate) use writers::MAX_WRITERS;
 
-/// How many writers a run into `root` gets (see `writers.rs`).
-pub(crate) fn size_writers(root: &Path, opts: &Options) -> usize {
-    writers::size(root, None, opts).count
+/// How many writers a run into `root` gets, and why (see `writers.rs`).
+pub(crate) fn size_writers(root: &Path, opts: &Options) -> (usize, String) {
+    let sized = writers::size(root, None, opts);
+    (sized.count, sized.why)
 }
 pub(crate) use stream::Streamed;
 
@@ -267,6 +268,12 @@ impl Engine {
     /// Whether the output folder was missing or empty at the start.
     pub(crate) fn is_fresh(&self) -> bool {
         self.fresh
+    }
+
+    /// More threads write than the run was made for (a batch's background writers): the close
+    /// pool is sized for them.
+    pub(crate) fn writers_at_least(&self, writers: usize) {
+        self.close.writers_at_least(writers);
     }
 
     /// The output folder.

@@ -54,8 +54,9 @@ use select::Chooser;
 /// ```
 pub fn extract(archive: &Path, out: &Path, opts: &Options) -> anyhow::Result<Report> {
     let start = Instant::now();
-    let mut report =
-        crate::engine::staged(out, opts, || extract_any(archive, || open(archive), out, opts))?;
+    let mut report = crate::engine::staged(out, opts, || {
+        extract_any(archive, || open(archive), out, opts)
+    })?;
     report.wall = start.elapsed();
     Ok(report)
 }
