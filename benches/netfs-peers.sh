@@ -51,17 +51,6 @@ slot_of() {  # slot_of COMMAND: the folder a command writes into (its last quote
     echo "${slot%/}"
 }
 
-count_runs() {  # count_runs SLOT: every run's output holds EXPECTED files
-    local run n
-    for run in "$1.runs"/*; do
-        n=$(find "$run" -type f | wc -l)
-        if [[ "$n" != "$EXPECTED" ]]; then
-            echo "netfs-peers: VERIFY $run: $n files, expected $EXPECTED" >&2
-            exit 1
-        fi
-    done
-}
-
 for delay in "${DELAYS[@]}"; do
     mnt="$WORK/mnt-$delay"
     "$repo/lab/netfs" up "$mnt" "$delay" >/dev/null
@@ -98,7 +87,7 @@ for delay in "${DELAYS[@]}"; do
     for name in "${order[@]}"; do
         slot=$(slot_of "${cmd[$name]}")
         BENCH_SYNC=0 "$here/lib/fresh-dir.sh" "$slot" --finish
-        count_runs "$slot"
+        count_runs netfs-peers "$slot" "$EXPECTED"
     done
     python3 - "$CACHE/results/netfs-${delay}ms-$stamp.json" "$delay" <<'PY'
 import json, sys

@@ -60,17 +60,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-count_runs() {  # count_runs SLOT EXPECTED: every run's output holds EXPECTED files
-    local run n
-    for run in "$1.runs"/*; do
-        n=$(find "$run" -type f | wc -l)
-        if [[ "$n" != "$2" ]]; then
-            echo "python-peers: VERIFY $run: $n files, expected $2" >&2
-            exit 1
-        fi
-    done
-}
-
 # same_tree A B: the same names and sizes (content is the readers' business: each way's own
 # checks, CRCs included, ran).
 same_tree() {
@@ -107,7 +96,7 @@ bench() {
         expected=$(find "$base/$task-${ways[1]}.runs/1" -type f | wc -l)
         same_tree "$base/$task-${ways[0]}.runs/1" "$base/$task-${ways[1]}.runs/1"
     fi
-    for name in "${ways[@]}"; do count_runs "$base/$task-$name" "$expected"; done
+    for name in "${ways[@]}"; do count_runs python-peers "$base/$task-$name" "$expected"; done
     "$PY" - "$json" "$fs" "$task" "$expected" <<'PY'
 import json, sys
 path, fs, task, files = sys.argv[1:]

@@ -134,6 +134,27 @@ impl Setting {
         Setting::Atomic,
     ];
 
+    /// `message` with every setting it names spelled in a front end's own words (`words`
+    /// gives them: the command line's flags, the Python package's keywords).
+    ///
+    /// ```
+    /// use fastwrite::Setting;
+    /// let said = Setting::spell_in("the cap is 1 GB (Options::max_output sets it)", |s| match s {
+    ///     Setting::MaxOutput => "--max-output",
+    ///     other => other.name(),
+    /// });
+    /// assert_eq!(said, "the cap is 1 GB (--max-output sets it)");
+    /// ```
+    pub fn spell_in(message: &str, words: impl Fn(Setting) -> &'static str) -> String {
+        let mut text = message.to_string();
+        for setting in Setting::ALL {
+            if text.contains(setting.name()) {
+                text = text.replace(setting.name(), words(setting));
+            }
+        }
+        text
+    }
+
     /// How messages spell it: its Rust path, as a program sets it.
     pub fn name(self) -> &'static str {
         match self {

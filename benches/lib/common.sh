@@ -176,3 +176,16 @@ warn_if_busy() {
         echo "bench: WARNING: load average is $load; other work on this machine will skew the timings" >&2
     fi
 }
+
+# count_runs TAG SLOT EXPECTED: every run's output kept by lib/fresh-dir.sh (SLOT.runs/N) holds
+# EXPECTED files; else say which and fail.
+count_runs() {
+    local run n
+    for run in "$2.runs"/*; do
+        n=$(find "$run" -type f | wc -l)
+        if [[ "$n" != "$3" ]]; then
+            echo "$1: VERIFY $run: $n files, expected $3" >&2
+            exit 1
+        fi
+    done
+}

@@ -84,13 +84,7 @@ mod libc_errno {
 /// A library message as the Python package says it: each library setting it names as the remedy
 /// (`Overwrite::Replace`, `Options::max_output`) becomes the keyword argument that sets it.
 fn for_python(message: &str) -> String {
-    let mut text = message.to_string();
-    for setting in Setting::ALL {
-        if text.contains(setting.name()) {
-            text = text.replace(setting.name(), keyword(setting));
-        }
-    }
-    text
+    Setting::spell_in(message, keyword)
 }
 
 /// This package's words for a library setting.

@@ -90,13 +90,7 @@ pub fn for_terminal(message: impl Display) -> String {
 /// A library message as this command line says it: each library setting it names becomes the
 /// flag that sets it.
 pub fn for_people(message: impl Display) -> String {
-    let mut text = message.to_string();
-    for setting in Setting::ALL {
-        if text.contains(setting.name()) {
-            text = text.replace(setting.name(), flag(setting));
-        }
-    }
-    text
+    Setting::spell_in(&message.to_string(), flag)
 }
 
 /// A kind of failure in words, for a person (`ErrorKind::name` is for scripts).
