@@ -341,6 +341,27 @@ impl Batch {
         self.engine().root()
     }
 
+    /// Checks `path` as every call checks it, and writes nothing: the way to refuse a name
+    /// before making a file's content (a Python program's `Batch.open` does). An error here
+    /// is not one of the batch's: an atomic batch still succeeds.
+    ///
+    /// ```
+    /// let out = tempfile::tempdir()?;
+    /// let batch = fastwrite::Batch::new(out.path())?;
+    /// assert!(batch.check("glyphs/a.glif").is_ok());
+    /// let refused = batch.check("../a.glif").unwrap_err();
+    /// assert_eq!(refused.kind(), fastwrite::ErrorKind::Refused);
+    /// batch.finish()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ErrorKind::Refused`]: the path would leave the root, or is a name this system cannot
+    /// hold.
+    pub fn check(&self, path: impl AsRef<Path>) -> Result<(), Error> {
+        file_entry(path.as_ref(), EntryKind::File, FileMeta::new(), 0).map(drop)
+    }
+
     /// Writes `contents` to the file at `path` (relative to the root), making its parents.
     ///
     /// # Errors

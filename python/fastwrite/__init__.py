@@ -369,9 +369,8 @@ class BatchFile(BytesIO):
 
     Its content is held in memory and handed to the batch's writers by ``close`` (or the end
     of its ``with`` block), which returns at once. A ``with`` block that ends by an exception
-    drops the file: half a serialization never lands under a name. ``close`` raises `Error` at
-    once for a path the batch refuses; what happens to the file later comes back from the
-    batch's end, as for `Batch.write`.
+    drops the file: half a serialization never lands under a name. What happens to the file
+    after ``close`` comes back from the batch's end, as for `Batch.write`.
     """
 
     def __init__(self, batch: Batch, path: str, mode: int | None, mtime: float | None) -> None:
@@ -502,11 +501,11 @@ class Batch:
         self, path: StrPath, *, mode: int | None = None, mtime: float | None = None
     ) -> BatchFile:
         """A binary file object for the file at ``path``, written when it is closed (see
-        `BatchFile`). Files still open when the batch ends are written then, unless the
-        ``with`` block ended by an exception."""
-        if self.closed:
-            raise ValueError("the batch is closed")
-        file = BatchFile(self, _path(path), mode, mtime)
+        `BatchFile`). A path the batch refuses raises `Error` here. Files still open when the
+        batch ends are written then, unless the ``with`` block ended by an exception."""
+        path = _path(path)
+        self._native.check(path)  # a refused path fails here, as open() fails
+        file = BatchFile(self, path, mode, mtime)
         self._open.add(file)
         return file
 

@@ -88,6 +88,8 @@ class Batch:
         mtime: float | None = None,
     ) -> None:
         """Hands a whole file to the batch's writers and returns."""
+    def check(self, path: str) -> None:
+        """Checks a path as `write` does, writing nothing."""
     def mkdir(self, path: str, mode: int | None = None, mtime: float | None = None) -> None:
         """Makes a directory now; its mode and mtime at the end."""
     def symlink(self, path: str, target: str) -> None:

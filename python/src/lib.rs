@@ -709,6 +709,11 @@ impl Batch {
         self.with(py, move |b| b.spawn_write_with(path, data, meta))
     }
 
+    /// Checks a path as `write` does, writing nothing.
+    fn check(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        self.with(py, move |b| b.check(path))
+    }
+
     /// Makes a directory now; its mode and mtime at the end.
     #[pyo3(signature = (path, mode=None, mtime=None))]
     fn mkdir(

@@ -78,6 +78,8 @@ def test_a_refused_path_raises_at_once(tmp_path: Path) -> None:
                 batch.write(bad, b"x")
             assert caught.value.kind == "refused" and caught.value.errno == errno.EPERM
             assert caught.value.path == bad
+            with pytest.raises(fastwrite.Error, match="refused"):
+                batch.open(bad)
         batch.write("fine.txt", b"ok")
     assert not (tmp_path / "escape.txt").exists()
     assert sorted(os.listdir(tmp_path / "out")) == ["fine.txt"]
