@@ -41,6 +41,36 @@ pub fn list(
 /// Lists the archive `reader` yields, as [`list`] lists standard input: read once, from its
 /// start (a zip is kept in a temporary file and listed from its central directory). `label`
 /// names it in messages. Returns as [`list`] does.
+///
+/// ```
+/// # #[cfg(feature = "tar")] {
+/// # let mut tar = Vec::new();
+/// # let mut builder = tar::Builder::new(&mut tar); // a tar of two entries, for the doctest
+/// # let mut header = tar::Header::new_gnu();
+/// # header.set_size(3);
+/// # header.set_mode(0o644);
+/// # builder.append_data(&mut header, "docs/a.md", &b"hi\n"[..])?;
+/// # let mut evil = tar::Header::new_old(); // a name the tar crate would not write
+/// # evil.as_old_mut().name[..7].copy_from_slice(b"../evil");
+/// # evil.set_size(3);
+/// # evil.set_mode(0o644);
+/// # evil.set_cksum();
+/// # builder.append(&evil, &b"no\n"[..])?;
+/// # builder.finish()?;
+/// # drop(builder);
+/// let mut seen = Vec::new();
+/// let failures = fastwrite::list_reader(
+///     Box::new(std::io::Cursor::new(tar)),
+///     "the upload",
+///     &Default::default(),
+///     &mut |entry| seen.push((entry.name.clone(), entry.path.is_some())),
+/// )?;
+/// assert!(failures.is_empty());
+/// // The second name would be refused by `extract`: listed, with no path to write it to.
+/// assert_eq!(seen, [("docs/a.md".to_string(), true), ("../evil".to_string(), false)]);
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn list_reader(
     reader: Box<dyn std::io::Read + Send>,
     label: &str,
