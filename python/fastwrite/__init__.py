@@ -538,7 +538,10 @@ class Batch:
         """Ends the batch (what leaving the ``with`` block does): writes the files still open,
         waits for every write and close, makes the symlinks, sets directory metadata, and
         returns the `Report`. Raises `ErrorGroup` with every failure of the batch, those
-        `take_errors` returned included."""
+        `take_errors` returned included. Once ended, a batch's `close` only returns its report
+        again (each failure is raised once)."""
+        if self.closed and self.report is not None:
+            return self.report
         return self._end(None)
 
     def _end(self, exception: BaseException | None) -> Report:

@@ -130,6 +130,7 @@ def test_take_errors_still_fails_the_end(tmp_path: Path) -> None:
         batch.close()
     assert [e.path for e in caught.value.errors] == ["x"]
     assert batch.closed
+    assert batch.close() is caught.value.report  # ended once; its errors raised once
     with pytest.raises(ValueError):
         batch.write("y", b"")
 
