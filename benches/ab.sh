@@ -82,21 +82,7 @@ for job in wheel small-zip small-tar mirror; do
             done
         done
     done
-    rows+=("$(python3 - "$job" "${jsons[@]}" <<'PY'
-import json, sys
-job, paths = sys.argv[1], sys.argv[2:]
-runs = [{x["command"]: x for x in json.load(open(p))["results"]} for p in paths]
-for r in runs:
-    for x in r.values():
-        if any(c != 0 for c in x.get("exit_codes", [])):
-            sys.exit(f"non-zero exit in {job} {x['command']}")
-cell = lambda x: f"{x['mean']*1000:.1f} ± {x['stddev']*1000:.1f} ms"
-first, second = runs
-both = sum(r["new"]["mean"] for r in runs) / sum(r["old"]["mean"] for r in runs)
-print(f"| {job} | {cell(first['old'])} | {cell(first['new'])} | {first['new']['mean']/first['old']['mean']:.2f}"
-      f" | {cell(second['new'])} | {cell(second['old'])} | {second['new']['mean']/second['old']['mean']:.2f} | {both:.2f} |")
-PY
-)")
+    rows+=("$("$here/lib/ab-row.py" --stddev "$job" "${jsons[@]}")")
 done
 echo "| job | old (first) | new (second) | new / old | new (first) | old (second) | new / old | both orders: new / old |"
 echo "|---|---|---|---|---|---|---|---|"

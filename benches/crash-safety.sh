@@ -75,27 +75,10 @@ for place in "${PLACES[@]}"; do
             hyperfine "${args[@]}" "${cmds[@]}" >&2
             for side in old new; do
                 BENCH_SYNC=0 "$here/lib/fresh-dir.sh" "$work/$side" --finish
-                for run in "$work/$side.runs"/*; do
-                    got="$(find "$run" -type f | wc -l)"
-                    [[ $got == "$want" ]] || { echo "crash-safety: VERIFY $place $shape $side $run: $got files (expected $want)" >&2; exit 1; }
-                done
+                count_runs "crash-safety $place $shape $side" "$work/$side" "$want"
             done
         done
-        rows+=("$(python3 - "$place $shape" "${jsons[@]}" <<'PY'
-import json, sys
-case, paths = sys.argv[1], sys.argv[2:]
-runs = [{x["command"]: x for x in json.load(open(p))["results"]} for p in paths]
-for r in runs:
-    for x in r.values():
-        if any(c != 0 for c in x.get("exit_codes", [])):
-            sys.exit(f"non-zero exit in {case} {x['command']}")
-cell = lambda x: f"{x['mean']*1000:.0f} ms"
-a, b = runs
-both = sum(r["new"]["mean"] for r in runs) / sum(r["old"]["mean"] for r in runs)
-print(f"| {case} | {cell(a['old'])} | {cell(a['new'])} | {a['new']['mean']/a['old']['mean']:.2f}"
-      f" | {cell(b['new'])} | {cell(b['old'])} | {b['new']['mean']/b['old']['mean']:.2f} | {both:.2f} |")
-PY
-)")
+        rows+=("$("$here/lib/ab-row.py" "$place $shape" "${jsons[@]}")")
     done
     cleanup
     MOUNTED=""
