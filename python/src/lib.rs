@@ -53,32 +53,14 @@ fn py_error(py: Python<'_>, root: Option<&Path>, error: &fastwrite::Error) -> Py
 /// guess of the caller's.
 fn errno_of(kind: &str) -> Option<i32> {
     Some(match kind {
-        "already-exists" => libc_errno::EEXIST,
-        "refused" => libc_errno::EPERM,
-        "cancelled" => libc_errno::ECANCELED,
-        "limit" => libc_errno::EFBIG,
-        "not-found" => libc_errno::ENOENT,
-        "unverified" | "source" => libc_errno::EIO,
+        "already-exists" => libc::EEXIST,
+        "refused" => libc::EPERM,
+        "cancelled" => libc::ECANCELED,
+        "limit" => libc::EFBIG,
+        "not-found" => libc::ENOENT,
+        "unverified" | "source" => libc::EIO,
         _ => return None,
     })
-}
-
-/// The few errno values named above, as every platform Python runs on numbers them (POSIX's
-/// values; Windows' C runtime uses the same numbers for these, ECANCELED aside).
-mod libc_errno {
-    pub const EPERM: i32 = 1;
-    pub const ENOENT: i32 = 2;
-    pub const EIO: i32 = 5;
-    pub const EEXIST: i32 = 17;
-    pub const EFBIG: i32 = 27;
-    #[cfg(target_os = "linux")]
-    pub const ECANCELED: i32 = 125;
-    #[cfg(target_os = "macos")]
-    pub const ECANCELED: i32 = 89;
-    #[cfg(windows)]
-    pub const ECANCELED: i32 = 105;
-    #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
-    pub const ECANCELED: i32 = 125;
 }
 
 /// A library message as the Python package says it: each library setting it names as the remedy
