@@ -127,7 +127,7 @@ impl BatchBuilder {
     /// appears with every file only when [`Batch::finish`] (or [`Batch::scope`]) ends
     /// without an error; a batch that fails, is cancelled, is dropped unfinished, or whose
     /// process is killed leaves it as it was. The files are written into a folder beside it,
-    /// `.NAME.fastwrite-atomic`, renamed into place in one step at the end. For an installer
+    /// `.NAME.fastwrite-staging`, renamed into place in one step at the end. For an installer
     /// or a cache that must never be seen half-made. See [`Options::atomic`].
     ///
     /// In an atomic batch an error a call returns (a refused path, an existing file) fails the

@@ -90,7 +90,7 @@ pub struct Options {
     /// All or nothing: the output folder (which must not exist yet, or be empty) appears with
     /// the whole tree only once every file is written, closed and verified; a run that fails,
     /// is cancelled or is killed leaves it as it was. The tree is written into a folder beside
-    /// it, `.NAME.fastwrite-atomic`, then renamed, in one step.
+    /// it, `.NAME.fastwrite-staging`, then renamed, in one step.
     pub atomic: bool,
     /// What to do with files that already exist.
     pub overwrite: Overwrite,

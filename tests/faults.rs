@@ -950,6 +950,7 @@ mod linux {
                       se: std::thread::JoinHandle<String>| Output {
             status,
             stdout: so.join().unwrap(),
+            stdout_bytes: Vec::new(),
             stderr: se.join().unwrap(),
             cmdline: cmdline.clone(),
         };

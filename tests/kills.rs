@@ -59,11 +59,10 @@ fn archives(src: &Path, dir: &Path) -> Vec<PathBuf> {
     let tar = dir.join("tree.tar");
     let tgz = dir.join("tree.tar.gz");
     for (out, z) in [(&tar, None), (&tgz, Some("-z"))] {
-        let mut cmd = Command::new("tar");
-        cmd.args(["--format=gnu", "-c"]).args(z).arg("-f").arg(out);
-        cmd.arg("-C").arg(src).arg(".");
-        let done = cmd.status().expect("GNU tar runs");
-        assert!(done.success(), "tar failed");
+        let mut args = osv!["--format=gnu", "-c"];
+        args.extend(z.map(OsString::from));
+        args.extend(osv!["-f", out, "-C", src, "."]);
+        run_tool("tar", &args, None);
     }
     vec![tar, tgz]
 }

@@ -16,10 +16,15 @@ mod unix {
     type Row = (String, u64, String, Option<String>);
 
     fn ours(archive: &Path, extra: &[&str]) -> Vec<serde_json::Value> {
+        ours_exiting(archive, extra, 0)
+    }
+
+    /// `list --json`, which must exit with `code`.
+    fn ours_exiting(archive: &Path, extra: &[&str], code: i32) -> Vec<serde_json::Value> {
         let mut args = osv!["list", archive, "--json"];
         args.extend(extra.iter().map(OsString::from));
         let r = run_fastwrite(&args);
-        assert_eq!(r.code(), 0, "{}", r.dump());
+        assert_eq!(r.code(), code, "{}", r.dump());
         r.stdout
             .lines()
             .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
@@ -111,7 +116,24 @@ mod unix {
             );
             assert!(listed.iter().any(|r| r.3.as_deref() == Some("README.md")));
         }
-        // The human lines have tar's columns.
+        // The human lines have tar's columns, the owner's among them (issue 35, item 5): type
+        // and mode, then `user/group`, names where archived.
+        for archive in [&gnu, &bsd, &py] {
+            let r = run_fastwrite(&osv!["list", archive]);
+            r.assert_success();
+            let gnu_lines = run_tool("tar", &osv!["-tvf", archive], None).stdout;
+            let first_two = |text: &str| -> Vec<String> {
+                text.lines()
+                    .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
+                    .collect()
+            };
+            assert_eq!(
+                first_two(&r.stdout),
+                first_two(&gnu_lines),
+                "{}",
+                archive.display()
+            );
+        }
         let r = run_fastwrite(&osv!["list", &gnu]);
         let line = r
             .stdout
@@ -165,6 +187,23 @@ mod unix {
         let link = ours(&info, &["**/readme-link"]);
         assert_eq!(link.len(), 1);
         assert_eq!(link[0]["target"], "README.md");
+        // Info-ZIP's zip keeps the owner's ids on Unix (its "ux" field), as bsdtar lists them
+        // (issue 35, item 5); Python's zipfile keeps none.
+        use std::os::unix::fs::MetadataExt;
+        let owner = fs::metadata(src.join("project-1.2/README.md")).unwrap();
+        let readme = |entries: Vec<serde_json::Value>| {
+            entries
+                .into_iter()
+                .find(|e| e["name"] == "project-1.2/README.md")
+                .unwrap()
+        };
+        let listed = readme(ours(&info, &[]));
+        assert_eq!(listed["uid"], owner.uid(), "{listed}");
+        assert_eq!(listed["gid"], owner.gid(), "{listed}");
+        assert!(readme(ours(&py, &[]))["uid"].is_null());
+        let line = run_fastwrite(&osv!["list", &info]).stdout;
+        let ids = format!(" {}/{} ", owner.uid(), owner.gid());
+        assert!(line.lines().all(|l| l.contains(&ids)), "{line}");
     }
 
     fn expected_size(rows: &[(String, u64, String)], name: &str) -> u64 {
@@ -173,17 +212,22 @@ mod unix {
 
     /// What extraction would do is said per entry: the hostile entries of the Zip Slip samples
     /// are marked refused, with the reason, and not given a path; selection and stripping
-    /// show the names extract would write.
+    /// show the names extract would write. An entry extract would refuse fails the listing as
+    /// it fails the extraction and its test (exit 1, named on stderr: issue 35, item 3), and
+    /// keeps the time the archive records (item 5).
     #[test]
     fn refusals_and_renames_are_shown() {
         let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/zip-slip");
         for sample in ["zip-slip.zip", "zip-slip.tar"] {
-            let entries = ours(&data.join(sample), &[]);
+            let archive = data.join(sample);
+            let entries = ours_exiting(&archive, &[], 1);
             let evil = entries
                 .iter()
                 .find(|e| e["name"].as_str().unwrap().starts_with("../"))
                 .unwrap();
             assert!(evil["path"].is_null(), "{sample}: {evil}");
+            assert_eq!(evil["fails"], true, "{sample}: {evil}");
+            assert!(evil["mtime"].as_f64().is_some(), "{sample}: {evil}");
             let problem = evil["problem"].as_str().unwrap();
             assert!(
                 problem.contains("escapes the output folder"),
@@ -192,12 +236,27 @@ mod unix {
             let good = entries.iter().find(|e| e["name"] == "good.txt").unwrap();
             assert_eq!(good["path"], "good.txt");
             assert!(good["problem"].is_null());
-            let r = run_fastwrite(&osv!["list", data.join(sample)]);
+            let r = run_fastwrite(&osv!["list", &archive]);
             assert!(
                 r.stdout.contains("  [refused: path escapes"),
                 "{}",
                 r.dump()
             );
+            assert!(
+                !r.stdout.contains("??:??"),
+                "the time is known\n{}",
+                r.dump()
+            );
+            r.assert_stderr_names(evil["name"].as_str().unwrap(), &["escapes"]);
+            // As extract and its test exit on the same archive.
+            let out = tempdir();
+            for how in [
+                osv!["extract", &archive, "-o", out.join("o")],
+                osv!["extract", &archive, "-t"],
+            ] {
+                let done = run_fastwrite(&how);
+                assert_eq!(done.code(), r.code(), "{}\n{}", done.dump(), r.dump());
+            }
         }
         let t = tempdir();
         let src = tree(t.path());

@@ -43,9 +43,10 @@ enum Tool {
 #[cfg(unix)] // see Tool
 impl Tool {
     /// Extracts `archive` into the new folder `dest` with this tool, whatever its exit code
-    /// (unzip and GNU tar exit non-zero on the warnings these archives earn).
+    /// (unzip and GNU tar exit non-zero on the warnings these archives earn); `None` if it
+    /// gives no verdict (out of time or memory: `run_reference`).
     #[track_caller]
-    fn extract(self, archive: &Path, dest: &Path) -> Output {
+    fn extract(self, archive: &Path, dest: &Path) -> Option<Output> {
         fs::create_dir_all(dest).unwrap();
         let (program, args): (&str, Vec<OsString>) = match self {
             Tool::GnuTar => ("tar", osv!["-xpf", archive, "-C", dest]),
@@ -60,7 +61,7 @@ impl Tool {
         require_tool(program);
         let mut cmd = Command::new(program);
         cmd.args(&args).env("TZ", TEST_TZ);
-        run_command(cmd)
+        run_reference(cmd)
     }
 }
 
@@ -99,7 +100,9 @@ fn check_cases(cases: &[Case]) {
         }
         for &tool in case.same_as {
             let reference = work.join(format!("{tool:?}"));
-            let made = tool.extract(&archive, &reference);
+            let Some(made) = tool.extract(&archive, &reference) else {
+                continue; // no verdict: fastwrite's own checks above still hold
+            };
             // Files' modes and mtimes; not folders': a folder the archive implies has the time
             // it was made, which differs between two runs a second apart.
             let cmp = if case.metadata {
@@ -384,17 +387,21 @@ fn a_huge_sparse_file_is_written_as_its_data_and_holes() {
     let work = tempdir();
     let out = work.join("fastwrite");
     extract(&archive, &out, &[]).assert_success();
-    let reference = work.join("tar");
-    Tool::GnuTar.extract(&archive, &reference).assert_success();
-    let (got, want) = (out.join("huge"), reference.join("huge"));
+    let got = out.join("huge");
     let meta = meta_of(&got);
     assert_eq!(meta.len, 12_626_929_280);
-    assert_eq!(meta.len, meta_of(&want).len);
     assert!(
         meta.disk_bytes < 1 << 20,
         "{} bytes on disk",
         meta.disk_bytes
     );
+    let reference = work.join("tar");
+    let Some(made) = Tool::GnuTar.extract(&archive, &reference) else {
+        return; // no verdict from GNU tar: fastwrite's own checks above hold
+    };
+    made.assert_success();
+    let want = reference.join("huge");
+    assert_eq!(meta.len, meta_of(&want).len);
     assert_eq!(data_regions(&got), data_regions(&want));
 }
 
@@ -448,7 +455,10 @@ fn a_sparse_map_shorter_than_its_data_extracts_both_entries() {
     assert_eq!(a.len, 10_737_418_244);
     assert!(a.disk_bytes < 1 << 20, "{} bytes on disk", a.disk_bytes);
     let reference = work.join("tar");
-    Tool::GnuTar.extract(&archive, &reference).assert_success();
+    let Some(made) = Tool::GnuTar.extract(&archive, &reference) else {
+        return; // no verdict from GNU tar: fastwrite's own checks above hold
+    };
+    made.assert_success();
     assert_eq!(
         data_regions(&out.join("a")),
         data_regions(&reference.join("a"))
@@ -497,12 +507,7 @@ fn bytes_after_the_compressed_data_are_a_warning() {
     run_tool("tar", &osv!["-cf", &tar, "-C", &src, "."], None);
     for (program, suffix, name) in [("gzip", "tgz", "gzip"), ("bzip2", "tbz2", "bzip2")] {
         let packed = work.join(format!("t.{suffix}"));
-        let bytes = std::process::Command::new(program)
-            .arg("-c")
-            .arg(&tar)
-            .output()
-            .unwrap()
-            .stdout;
+        let bytes = tool_stdout(program, &osv!["-c", &tar]);
         fs::write(
             &packed,
             [bytes.as_slice(), b"this is not compressed data\n"].concat(),
@@ -522,12 +527,7 @@ fn bytes_after_the_compressed_data_are_a_warning() {
     // A single compressed file: written whole, with the same warning.
     let single = work.join("notes.txt.gz");
     // -n: no name inside, so the file is named after the archive.
-    let gz = std::process::Command::new("gzip")
-        .arg("-cn")
-        .arg(src.join("f1.txt"))
-        .output()
-        .unwrap()
-        .stdout;
+    let gz = tool_stdout("gzip", &osv!["-cn", src.join("f1.txt")]);
     fs::write(&single, [gz.as_slice(), b"junk"].concat()).unwrap();
     let out = work.join("single");
     let got = extract(&single, &out, &[]);

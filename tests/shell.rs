@@ -535,3 +535,141 @@ fn tuning_flags_come_after_each_commands_own() {
         assert!(own < tuning && tuning < defer, "{command}\n{}", r.stdout);
     }
 }
+
+/// Runs fastwrite with its stdout and stderr a pipe whose reader is gone (`... 2>&1 | head -1`
+/// once head has its line): every write meets EPIPE. Returns the exit status.
+fn run_into_a_closed_pipe(args: &[std::ffi::OsString]) -> std::process::ExitStatus {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut child = std::process::Command::new(BIN)
+        .args(args)
+        .env("TZ", TEST_TZ)
+        .stdin(std::process::Stdio::null())
+        .stdout(writer.try_clone().unwrap())
+        .stderr(writer)
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(start.elapsed() < RUN_TIMEOUT, "fastwrite did not finish");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// Issue 35, items 1 and 2: with several archives, a closed stdout and stderr (`2>&1 | head -1`)
+/// end no run early and panic nothing: every archive is extracted, and the exit code says how
+/// it went (it panicked with 101 and left the second archive out). An archive's name heads
+/// what is said of it, and only then: a clean run says nothing.
+#[test]
+fn several_archives_survive_a_closed_pipe_and_name_only_what_went_wrong() {
+    let t = tempdir();
+    let a = t.join("a.tar");
+    let b = t.join("b.tar");
+    std::fs::write(&a, crate_tar(&[("a.txt", b"a")])).unwrap();
+    std::fs::write(&b, crate_tar(&[("b.txt", b"b")])).unwrap();
+    let out = t.join("out");
+    // --stats writes for each archive; -v a line per file on stdout.
+    let status = run_into_a_closed_pipe(&osv!["extract", &a, &b, "-o", &out, "--stats", "-v"]);
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert_eq!(all_paths(&out), ["a.txt", "b.txt"]);
+    // Again: both exist, each fails, and the failures are said into the closed pipe.
+    let status = run_into_a_closed_pipe(&osv!["extract", &a, &b, "-o", &out]);
+    assert_eq!(status.code(), Some(1), "{status:?}");
+    // The single-archive paths, and list and -t, the same.
+    for args in [
+        osv!["extract", &a, "-o", &out],
+        osv!["list", &a],
+        osv!["extract", &a, &b, "-tv"],
+    ] {
+        let status = run_into_a_closed_pipe(&args);
+        assert!(matches!(status.code(), Some(0 | 1)), "{args:?}: {status:?}");
+    }
+
+    // Into a new folder, nothing to say: no heading with nothing under it.
+    let clean = run_fastwrite(&osv!["extract", &a, &b, "-o", t.join("clean")]);
+    clean.assert_success();
+    assert_eq!(clean.stderr, "", "{}", clean.dump());
+    // Something to say of b only: b's name heads it, a's is not said.
+    std::fs::create_dir(t.join("half")).unwrap();
+    std::fs::write(t.join("half/b.txt"), "mine").unwrap();
+    let half = run_fastwrite(&osv!["extract", &a, &b, "-o", t.join("half")]);
+    half.assert_code(1);
+    let lines: Vec<&str> = half.stderr.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("fastwrite: {}:", b.display()),
+        "{}",
+        half.dump()
+    );
+    assert!(!half.stderr.contains("a.tar"), "{}", half.dump());
+    assert!(
+        lines[1].contains("'b.txt': already exists"),
+        "{}",
+        half.dump()
+    );
+}
+
+/// Issue 35, item 4: existing files kept by `--skip-existing` (and by `-u`) are said, in one
+/// warning naming the first few and counting the rest, and in `--json`'s warnings; the files
+/// keep their content.
+#[test]
+fn kept_files_are_said() {
+    let t = tempdir();
+    let names: Vec<String> = (0..12).map(|i| format!("f{i:02}.txt")).collect();
+    let files: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &b"new"[..])).collect();
+    let archive = t.join("a.tar");
+    std::fs::write(&archive, crate_tar(&files)).unwrap();
+    let out = t.join("out");
+    std::fs::create_dir(&out).unwrap();
+    for n in &names {
+        std::fs::write(out.join(n), "mine").unwrap();
+    }
+    let r = run_fastwrite(&osv!["extract", &archive, "-o", &out, "--skip-existing"]);
+    r.assert_success();
+    let warning = r.stderr_lines_with("kept 12 existing files");
+    assert_eq!(warning.len(), 1, "{}", r.dump());
+    assert!(warning[0].contains("--skip-existing"), "{}", r.dump());
+    assert!(
+        warning[0].contains("'f00.txt', 'f01.txt'") && warning[0].ends_with("and 2 more"),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        names
+            .iter()
+            .all(|n| std::fs::read(out.join(n)).unwrap() == b"mine")
+    );
+    let r = run_fastwrite(&osv!["extract", &archive, "-o", &out, "-u", "--json"]);
+    r.assert_success();
+    let report: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(report["skipped"], 12, "{}", r.dump());
+    let warnings = report["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with("kept 12 existing files")),
+        "{}",
+        r.dump()
+    );
+}
+
+/// Issue 35, item 8: the help names the staging folder `--atomic` writes in, and `list -`
+/// reads a zip as well as a tar.
+#[test]
+fn the_help_says_what_is_done() {
+    let extract = run_fastwrite(&osv!["extract", "--help"]);
+    extract.assert_success();
+    assert!(
+        extract.stdout.contains(".NAME.fastwrite-staging"),
+        "{}",
+        extract.dump()
+    );
+    assert!(!extract.stdout.contains("fastwrite-atomic"));
+    let list = run_fastwrite(&osv!["list", "--help"]);
+    list.assert_success();
+    assert!(!list.stdout.contains("a tar stream"), "{}", list.dump());
+    assert!(list.stdout.contains("a zip"), "{}", list.dump());
+}

@@ -39,14 +39,7 @@ mod unix {
 
     /// `TOOL -dc FILE`: the reference bytes.
     fn reference(tool: &str, file: &Path) -> Vec<u8> {
-        require_tool(tool);
-        let out = std::process::Command::new(tool)
-            .arg("-dc")
-            .arg(file)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{tool} -dc failed");
-        out.stdout
+        tool_stdout(tool, &osv!["-dc", file])
     }
 
     #[test]

@@ -34,26 +34,11 @@ use common::*;
 #[track_caller]
 fn pipe_through(program: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
     require_tool(program);
-    let mut child = std::process::Command::new(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let feeder = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap();
-    assert!(
-        out.status.success(),
-        "{program} {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args);
+    let out = run_command_feeding(cmd, input.to_vec());
+    assert!(out.status.success(), "{}", out.dump());
+    out.stdout_bytes
 }
 
 /// How a tar stream is wrapped. The `*Multi` kinds are two members (or frames, or streams)
@@ -3692,4 +3677,47 @@ fn update_replaces_only_older_files() {
             );
         }
     }
+}
+
+/// Issue 35, item 6: a tar's `./` entry gives the output folder its mode and mtime, as GNU tar
+/// gives them to `.`: into a new folder, an empty one, one that holds files, and from a pipe.
+#[cfg(unix)] // GNU tar, the reference
+#[test]
+fn the_dot_entry_gives_the_output_folder_its_mode_and_mtime() {
+    let t = tempdir();
+    let src = t.join("src");
+    fs::create_dir_all(src.join("x")).unwrap();
+    fs::write(src.join("x/f"), "f").unwrap();
+    set_mode(&src, 0o750);
+    let then = filetime::FileTime::from_unix_time(946_684_800, 0); // 2000-01-01
+    filetime::set_file_mtime(
+        src.join("x"),
+        filetime::FileTime::from_unix_time(978_307_200, 0),
+    )
+    .unwrap();
+    filetime::set_file_mtime(&src, then).unwrap();
+    let archive = t.join("dot.tar");
+    run_tool("tar", &osv!["-C", &src, "-cf", &archive, "."], None);
+
+    let reference = t.join("gnu");
+    fs::create_dir(&reference).unwrap();
+    run_tool("tar", &osv!["-xpf", &archive, "-C", &reference], None);
+    let want = (mode_of(&reference) & 0o7777, mtime_of(&reference));
+    assert_eq!(want, (0o750, 946_684_800), "GNU tar");
+
+    let new = t.join("new");
+    let empty = t.join("empty");
+    let holding = t.join("holding");
+    fs::create_dir(&empty).unwrap();
+    fs::create_dir(&holding).unwrap();
+    fs::write(holding.join("mine"), "mine").unwrap();
+    for out in [&new, &empty, &holding] {
+        extract(&archive, out, &[]).assert_success();
+        let got = (mode_of(out) & 0o7777, mtime_of(out));
+        assert_eq!(got, want, "{}", out.display());
+        assert_eq!(fs::read(out.join("x/f")).unwrap(), b"f");
+    }
+    let piped = t.join("piped");
+    run_fastwrite_piped(&osv!["extract", "-", "-o", &piped], &archive).assert_success();
+    assert_eq!((mode_of(&piped) & 0o7777, mtime_of(&piped)), want);
 }

@@ -1757,13 +1757,15 @@ fn overlapping_entries_are_refused_as_a_zip_bomb() {
         require_tool("unzip");
         let mut cmd = std::process::Command::new("unzip");
         cmd.arg("-qo").arg(&bomb).arg("-d").arg(t.join("unzip"));
-        let u = run_command(cmd);
-        assert!(!u.status.success(), "{}", u.dump());
-        assert!(
-            u.stdout.contains("overlap") || u.stderr.contains("overlap"),
-            "{}",
-            u.dump()
-        );
+        // (A reference that gives no verdict says nothing about fastwrite, checked above.)
+        if let Some(u) = run_reference(cmd) {
+            assert!(!u.status.success(), "{}", u.dump());
+            assert!(
+                u.stdout.contains("overlap") || u.stderr.contains("overlap"),
+                "{}",
+                u.dump()
+            );
+        }
     }
 }
 

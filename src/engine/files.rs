@@ -199,7 +199,7 @@ impl Engine {
         match self.policy_for(entry) {
             // (`Update` is resolved into one of the others by `policy_for`.)
             Overwrite::Skip | Overwrite::Update => {
-                self.skipped.fetch_add(1, Ordering::Relaxed);
+                self.keep(&entry.name);
                 Ok(None)
             }
             _ if is_dir => fail(

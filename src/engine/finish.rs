@@ -57,8 +57,14 @@ impl Engine {
         for entry in &deferred.links {
             self.make_link(entry, &mut made);
         }
+        // The output folder's own time (an archive's `./`) is set again at the very end: the
+        // run's marker, removed last, changes it.
+        let root_mtime = dirs
+            .iter()
+            .find(|e| e.path.as_os_str().is_empty())
+            .and_then(|e| e.mtime);
         self.apply_dirs_metadata(dirs);
-        self.into_report(closes, made)
+        self.into_report(closes, made, root_mtime)
     }
 
     /// Makes the directories that are still empty, before links may go into them. Returns the
@@ -69,7 +75,8 @@ impl Engine {
         let made = self.dirs.lock();
         let mut dirs = Vec::with_capacity(wanted.len());
         for entry in wanted {
-            if made.ready.contains(&entry.path) {
+            // (The output folder itself, an archive's `./`, is there.)
+            if entry.path.as_os_str().is_empty() || made.ready.contains(&entry.path) {
                 dirs.push(entry);
                 continue;
             }
@@ -125,7 +132,12 @@ impl Engine {
 
     /// With fsync, syncs every directory written into (a file is durable only once the
     /// directory entry naming it is: deepest first, the root last); then counts everything.
-    fn into_report(self, closes: CloseTally, links: Links) -> Report {
+    fn into_report(
+        self,
+        closes: CloseTally,
+        links: Links,
+        root_mtime: Option<std::time::SystemTime>,
+    ) -> Report {
         let Engine {
             root,
             out_dir,
@@ -136,6 +148,7 @@ impl Engine {
             mut files,
             mut bytes,
             mut skipped,
+            kept,
             mut write_nanos,
             mut copier,
             mut symlink_times_left,
@@ -147,6 +160,7 @@ impl Engine {
             ..
         } = self;
         let mut warnings = std::mem::take(&mut leftovers.warnings);
+        warnings.extend(kept.warning(opts.overwrite));
         let (resumed, redone) = (*resumed.get_mut(), *redone.get_mut());
         if resumed + redone > 0 {
             warnings.push(format!(
@@ -190,6 +204,13 @@ impl Engine {
             None => {}
         }
         leftovers.clear(&out_dir);
+        if let Some(mtime) = root_mtime
+            && let Err(error) = out_dir.set_metadata(std::path::Path::new(""), None, Some(mtime))
+        {
+            let error = anyhow::Error::new(error)
+                .context(format!("setting the mtime of '{}'", root.display()));
+            failures.push(Error::new("./", ErrorKind::Metadata, error));
+        }
         reporter.finished();
         Report {
             files: files.get_mut().saturating_sub(closes.failed),

@@ -188,7 +188,7 @@ impl Engine {
                 let _ = self.out_dir.remove_file(&rename.temp);
                 // With `Update`, the first copy at the path decided: kept, so are the rest.
                 if matches!(self.opts.overwrite, Overwrite::Skip | Overwrite::Update) {
-                    *self.skipped.get_mut() += 1;
+                    self.keep(&rename.name);
                     continue;
                 }
                 let error = already_exists();

@@ -43,7 +43,11 @@ impl Engine {
         match policy {
             Overwrite::Refuse => Err(already_exists()).tag(&entry.name, ErrorKind::AlreadyExists),
             // (`Update` is resolved into one of the others by `policy_for`.)
-            Overwrite::Skip | Overwrite::Update => Ok(false),
+            Overwrite::Skip | Overwrite::Update => {
+                // Counted here; `Ok(false)` counts the other skips (a device not made).
+                self.kept.note(&entry.name);
+                Ok(false)
+            }
             Overwrite::Replace => {
                 let temp = self.temp_path(&entry.path);
                 make(&temp)

@@ -20,6 +20,7 @@ mod copy;
 mod dirs;
 mod files;
 mod finish;
+mod kept;
 mod later;
 mod leftovers;
 mod links;
@@ -129,6 +130,8 @@ pub(crate) struct Engine {
     files: AtomicU64,
     bytes: AtomicU64,
     skipped: AtomicU64,
+    /// Existing files kept on purpose (counted in `skipped` too), for a warning.
+    kept: kept::Kept,
     write_nanos: AtomicU64,
     temp_counter: AtomicU64,
     copier: copy::Copier,
@@ -243,6 +246,7 @@ impl Engine {
             files: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
+            kept: kept::Kept::default(),
             write_nanos: AtomicU64::new(0),
             temp_counter: AtomicU64::new(0),
             copier: copy::Copier::default(),
@@ -440,12 +444,19 @@ impl Engine {
             return false;
         }
         if policy == Overwrite::Skip {
-            self.skipped.fetch_add(1, Ordering::Relaxed);
+            self.keep(&entry.name);
         } else {
             let error = already_exists();
             self.record(Error::new(&entry.name, ErrorKind::AlreadyExists, error));
         }
         true
+    }
+
+    /// What exists at `name`'s path is kept ([`Overwrite::Skip`]): counted, and named in the
+    /// run's warning.
+    pub(super) fn keep(&self, name: &str) {
+        self.skipped.fetch_add(1, Ordering::Relaxed);
+        self.kept.note(name);
     }
 
     /// The overwrite policy for `entry` over what exists at its path: `Update` becomes

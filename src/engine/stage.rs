@@ -303,6 +303,11 @@ impl Staging {
             Way::Inside { made, mode } => {
                 let out = OutDir::open(&self.root)?;
                 let staging = Path::new(STAGING);
+                // The folder's own mode and mtime, where the run set them (an mtime older than
+                // the staging folder is an archived one), read before the moves change them.
+                let meta = std::fs::metadata(&self.path)?;
+                let set_mode = platform::mode_of(&meta);
+                let set_mtime = meta.modified().ok().filter(|&t| t < made);
                 // A kill while the entries move up leaves some in place: the folder is marked
                 // meanwhile, for files made since the staging folder was, so that the next run
                 // takes those for this run's (kept, being whole) rather than the user's.
@@ -311,11 +316,6 @@ impl Staging {
                     let name = entry?.file_name();
                     retry_while_busy(|| out.move_new(&staging.join(&name), Path::new(&name)))?;
                 }
-                // The folder's own mode and mtime, where the run set them (an mtime older than
-                // the staging folder is an archived one).
-                let meta = std::fs::metadata(&self.path)?;
-                let set_mode = platform::mode_of(&meta);
-                let set_mtime = meta.modified().ok().filter(|&t| t < made);
                 std::fs::remove_dir(&self.path)?;
                 mark.remove(&out);
                 if set_mode != mode || set_mtime.is_some() {

@@ -93,19 +93,23 @@ fn list_input(
     each: &mut dyn FnMut(&Listed),
 ) -> anyhow::Result<Vec<Error>> {
     let chooser = Chooser::new(selection)?;
+    // Entries extract would refuse: failures of the listing too, so that both exit alike.
     let mut failures = Vec::new();
     let read = match open()? {
         Input::Zip { file } => {
-            zip_list(archive, file, &chooser, each)?;
+            zip_list(archive, file, &chooser, each, &mut failures)?;
             Ok(())
         }
-        Input::Tar { decoded, label, .. } => tar_list(decoded, &label, &chooser, each),
+        Input::Tar { decoded, label, .. } => {
+            tar_list(decoded, &label, &chooser, each, &mut failures)
+        }
         Input::ZipStream { input, label } => {
             // Listed from its central directory, at its end: the stream is kept in a file
             // first (never in memory), as bsdtar reads one that is not seekable.
             let file =
                 super::input::spooled(input).with_context(|| format!("cannot read {label}"))?;
-            zip_list(Path::new(label.trim_matches('\'')), file, &chooser, each)?;
+            let name = Path::new(label.trim_matches('\''));
+            zip_list(name, file, &chooser, each, &mut failures)?;
             Ok(())
         }
         Input::Single {
@@ -152,9 +156,14 @@ fn single_listed(
         mtime: gzip
             .mtime
             .or_else(|| meta.as_ref().and_then(|m| m.modified().ok())),
+        uid: None,
+        gid: None,
+        user: String::new(),
+        group: String::new(),
         name: name.to_string_lossy().into_owned(),
         path: problem.is_none().then_some(name.clone()),
         target: None,
+        fails: problem.is_some(),
         problem,
     });
     counted.map(drop).map_err(|e| {
@@ -180,6 +189,7 @@ fn zip_list(
     _: std::fs::File,
     _: &Chooser,
     _: &mut dyn FnMut(&Listed),
+    _: &mut Vec<Error>,
 ) -> anyhow::Result<()> {
     let label = format!("'{}'", archive.display());
     Err(not_built(&label, "zip", "zip"))
@@ -194,6 +204,7 @@ fn tar_list(
     label: &str,
     _: &Chooser,
     _: &mut dyn FnMut(&Listed),
+    _: &mut Vec<Error>,
 ) -> Result<(), Error> {
     Err(Error::new(
         label,

@@ -68,6 +68,15 @@ pub struct Listed {
     pub size: u64,
     /// Its modification time as archived, if the archive has one.
     pub mtime: Option<SystemTime>,
+    /// Its owner's user and group ids as archived: a tar's, or a zip's where Info-ZIP's Unix
+    /// extra field holds them.
+    pub uid: Option<u64>,
+    /// See [`uid`](Listed::uid).
+    pub gid: Option<u64>,
+    /// Its owner's user and group names as archived (a tar's; empty where there are none).
+    pub user: String,
+    /// See [`user`](Listed::user).
+    pub group: String,
     /// The name as archived; bytes that are not UTF-8 are shown as `\xNN`.
     pub name: String,
     /// Where `extract` would write it, relative to OUT (after `--strip-components`): `None`
@@ -77,4 +86,8 @@ pub struct Listed {
     pub target: Option<String>,
     /// Why `extract` would refuse or skip it.
     pub problem: Option<String>,
+    /// Whether that problem is a failure (`extract` exits 1, and `list` does too) rather than
+    /// an entry skipped with a warning (a device node without
+    /// [`Options::devices`](crate::Options::devices)).
+    pub fails: bool,
 }

@@ -22,10 +22,23 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_fastwrite");
 pub const TEST_TZ: &str = "UTC0";
 pub(crate) const RUN_TIMEOUT: Duration = Duration::from_secs(180);
 
+/// What every program but fastwrite may take: a reference tool's trouble with a hostile input
+/// must not fill the machine (Debian's bsdtar 3.6.2 on libarchive's
+/// `test_read_filter_gzip_recursive.gz` grew past 11 GB). The bound is on data, the writable
+/// private memory (`RLIMIT_DATA`: heap and anonymous maps, not shared libraries or reserved
+/// address space), so a tool's ordinary threads and libraries do not count against it.
+pub const TOOL_MEMORY: u64 = 1 << 30;
+
+/// How long a reference extractor may take on one archive before it gives no verdict. The
+/// inputs are small; a loaded 2-core machine finishes each in a second or two.
+pub const REFERENCE_TIMEOUT: Duration = Duration::from_secs(60);
+
 #[derive(Debug)]
 pub struct Output {
     pub status: ExitStatus,
     pub stdout: String,
+    /// Standard output as bytes (`stdout` is it as text, invalid UTF-8 replaced).
+    pub stdout_bytes: Vec<u8>,
     pub stderr: String,
     pub cmdline: String,
 }
@@ -198,14 +211,84 @@ pub fn run_command_full(mut cmd: Command, stdin: Stdio, timeout: Duration) -> Ou
     cmd.stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    if cmd.get_program() != BIN {
+        limit_memory(&mut cmd);
+    }
     let child =
         spawn_retrying_wine(&mut cmd).unwrap_or_else(|e| panic!("cannot start {cmdline}: {e}"));
     wait_output(child, cmdline, timeout)
 }
 
+/// Bounds what `cmd`'s program may allocate to [`TOOL_MEMORY`]: past it, its allocations fail
+/// (it exits with an error, or dies), and the machine keeps its memory. A no-op on Windows.
+pub fn limit_memory(cmd: &mut Command) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setrlimit is async-signal-safe, and the closure touches nothing else of the
+        // parent's state between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                let limit = libc::rlimit {
+                    rlim_cur: TOOL_MEMORY as libc::rlim_t,
+                    rlim_max: TOOL_MEMORY as libc::rlim_t,
+                };
+                if libc::setrlimit(libc::RLIMIT_DATA, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = cmd;
+}
+
+/// A reference extractor's run on an input, bounded in memory ([`TOOL_MEMORY`]) and time
+/// ([`REFERENCE_TIMEOUT`]). `None` when it gives no verdict: it ran out of time, or died from a
+/// signal (out of memory, an allocation's failure ends it one way or the other: an exit code
+/// that is not 0, which counts as not extracting, or a signal). A test then checks fastwrite on the input without that reference: a
+/// reference's trouble with a hostile file never decides whether fastwrite passes.
+pub fn run_reference(mut cmd: Command) -> Option<Output> {
+    let cmdline = std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(quote)
+        .collect::<Vec<_>>()
+        .join(" ");
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    limit_memory(&mut cmd);
+    let child =
+        spawn_retrying_wine(&mut cmd).unwrap_or_else(|e| panic!("cannot start {cmdline}: {e}"));
+    match wait_bounded(child, cmdline, REFERENCE_TIMEOUT) {
+        Ok(out) if out.status.code().is_some() => Some(out),
+        Ok(out) => {
+            eprintln!("no verdict: {} died ({:?})", out.cmdline, out.status);
+            None
+        }
+        Err(cmdline) => {
+            eprintln!("no verdict: {cmdline} did not finish within {REFERENCE_TIMEOUT:?}");
+            None
+        }
+    }
+}
+
 /// Waits for a child started with piped stdout and stderr, reading both as it runs; a child
 /// that outlives `timeout` is killed and the test fails. `cmdline` names it in the output.
-pub fn wait_output(mut child: std::process::Child, cmdline: String, timeout: Duration) -> Output {
+pub fn wait_output(child: std::process::Child, cmdline: String, timeout: Duration) -> Output {
+    wait_bounded(child, cmdline, timeout).unwrap_or_else(|cmdline| {
+        panic!("{cmdline} did not finish within {timeout:?} (hang or deadlock?)")
+    })
+}
+
+/// [`wait_output`], where a child that outlives `timeout` is killed and its command line
+/// returned as the error.
+fn wait_bounded(
+    mut child: std::process::Child,
+    cmdline: String,
+    timeout: Duration,
+) -> Result<Output, String> {
     let mut so = child.stdout.take().unwrap();
     let mut se = child.stderr.take().unwrap();
     let t_out = std::thread::spawn(move || {
@@ -226,18 +309,20 @@ pub fn wait_output(mut child: std::process::Child, cmdline: String, timeout: Dur
         if start.elapsed() > timeout {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("{cmdline} did not finish within {timeout:?} (hang or deadlock?)");
+            return Err(cmdline);
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    let stdout = String::from_utf8_lossy(&t_out.join().unwrap()).into_owned();
+    let stdout_bytes = t_out.join().unwrap();
+    let stdout = String::from_utf8_lossy(&stdout_bytes).into_owned();
     let stderr = String::from_utf8_lossy(&t_err.join().unwrap()).into_owned();
-    Output {
+    Ok(Output {
         status,
         stdout,
+        stdout_bytes,
         stderr,
         cmdline,
-    }
+    })
 }
 
 /// Build an argument list from mixed strings and paths: `args(["extract"]).path(a)...` is
@@ -295,32 +380,51 @@ pub fn run_fastwrite_stdin(args: &[OsString], stdin: Stdio) -> Output {
 
 /// Run fastwrite with `args`, feeding the bytes of `input` to its standard input through a real
 /// pipe, as a shell pipeline would (`cat FILE | fastwrite ...`): no seeking, no size known in
-/// advance. A thread of this process writes into the pipe, so no external program is needed
-/// (under Wine, the Windows tests cannot start Unix ones). fastwrite may stop reading early on
-/// bad input: the writer then meets a broken pipe, which is not an error. The run has the same
-/// timeout as every other (`run_command_full`).
+/// advance. The run has the same timeout as every other (`run_command_full`).
 #[track_caller]
 pub fn run_fastwrite_piped(args: &[OsString], input: &Path) -> Output {
-    use std::io::Write as _;
     let data = fs::read(input).unwrap_or_else(|e| panic!("read {}: {e}", input.display()));
+    let mut cmd = Command::new(BIN);
+    cmd.args(args);
+    cmd.env("TZ", TEST_TZ);
+    let out = run_command_feeding(cmd, data);
+    assert_no_panic(&out);
+    out
+}
+
+/// `run_command` with `data` written to the child's standard input through a real pipe. A
+/// thread of this process writes into the pipe, so no external program is needed (under Wine,
+/// the Windows tests cannot start Unix ones). The child may stop reading early (fastwrite on
+/// bad input): the writer then meets a broken pipe, which is not an error.
+#[track_caller]
+pub fn run_command_feeding(cmd: Command, data: Vec<u8>) -> Output {
+    use std::io::Write as _;
     let (reader, mut writer) = std::io::pipe().expect("create a pipe");
     let feeder = std::thread::spawn(move || match writer.write_all(&data) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e),
-        _ => Ok(()), // the write end closes here: fastwrite then reads the end of its input
+        _ => Ok(()), // the write end closes here: the child then reads the end of its input
     });
     // The read end goes to the child; this process's copy is dropped with the `Command` once
     // the child has ended, so a writer still blocked on a full pipe then fails and returns.
-    let out = run_fastwrite_stdin(args, Stdio::from(reader));
+    let out = run_command_with_stdin(cmd, Stdio::from(reader));
     match feeder.join() {
         Ok(Ok(())) => {}
-        Ok(Err(e)) => panic!(
-            "feeding {} to the pipe failed: {e}\n{}",
-            input.display(),
-            out.dump()
-        ),
-        Err(_) => panic!("the thread feeding {} panicked", input.display()),
+        Ok(Err(e)) => panic!("feeding the pipe failed: {e}\n{}", out.dump()),
+        Err(_) => panic!("the thread feeding {} panicked", out.cmdline),
     }
     out
+}
+
+/// The standard output of `program args`, which must succeed; bounded in time and memory as
+/// every tool (`run_command`).
+#[track_caller]
+pub fn tool_stdout(program: &str, args: &[OsString]) -> Vec<u8> {
+    require_tool(program);
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    let out = run_command(cmd);
+    assert!(out.status.success(), "external tool failed\n{}", out.dump());
+    out.stdout_bytes
 }
 
 #[track_caller]

@@ -125,7 +125,7 @@ pub struct Global {
     /// All or nothing: the output folder (which must not exist yet, or be empty) appears with
     /// the whole tree only when every file is written, closed and verified; a run that fails,
     /// is interrupted or is killed leaves it as it was. Written beside it, in
-    /// .NAME.fastwrite-atomic, and renamed into place in one step
+    /// .NAME.fastwrite-staging, and renamed into place in one step
     #[arg(long, global = true)]
     pub atomic: bool,
 
@@ -211,7 +211,9 @@ pub struct MirrorArgs {
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// The archive, recognised by its content; `-` reads a tar stream from standard input
+    /// The archive, recognised by its content; `-` reads standard input (a tar, compressed or
+    /// not, a zip, kept in a temporary file and listed from its central directory, or a single
+    /// compressed file)
     pub archive: PathBuf,
 
     /// List only entries matching a PATTERN (as `extract` takes them)

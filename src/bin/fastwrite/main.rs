@@ -13,7 +13,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
 use crate::cli::{Cli, Command};
-use crate::show::{Bar, exit, for_terminal};
+use crate::show::{Bar, exit, for_terminal, say};
 
 /// Failures of one kind printed on stderr before the rest are counted (all are in `--json`).
 const FAILURES_SHOWN_PER_KIND: usize = 10;
@@ -22,7 +22,7 @@ fn main() {
     use clap::{CommandFactory, FromArgMatches};
     let matches = Cli::command().get_matches();
     if let Some(refusal) = crate::cli::unused_flag(&matches) {
-        eprintln!("fastwrite: {refusal}");
+        say!("fastwrite: {refusal}");
         std::process::exit(exit::CANNOT_START);
     }
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
@@ -54,7 +54,7 @@ fn run(cli: Cli) -> i32 {
     fastwrite::raise_open_file_limit();
     if let Err(error) = interrupt::install(&opts.cancel) {
         // Still safe to go on: Ctrl-C then stops the process the default way.
-        eprintln!("fastwrite: warning: cannot catch Ctrl-C: {error}");
+        say!("fastwrite: warning: cannot catch Ctrl-C: {error}");
     }
     if let Command::Extract(args) = &cli.command {
         let archives = args.archives();
@@ -66,9 +66,7 @@ fn run(cli: Cli) -> i32 {
                 if interrupt::signal().is_some() {
                     break;
                 }
-                if !cli.global.quiet {
-                    eprintln!("fastwrite: {}:", for_terminal(archive.display()));
-                }
+                show::about(Some(archive));
                 let done = if args.test || args.to_stdout {
                     read_files(&cli, args, archive, &opts)
                 } else {
@@ -80,6 +78,7 @@ fn run(cli: Cli) -> i32 {
                 };
                 code = code.max(done);
             }
+            show::about(None);
             return code;
         }
         if args.test || args.to_stdout {
@@ -127,7 +126,7 @@ fn told(
 ) -> i32 {
     if !cli.global.quiet {
         for warning in &report.warnings {
-            eprintln!("fastwrite: warning: {}", for_terminal(warning));
+            say!("fastwrite: warning: {}", for_terminal(warning));
         }
     }
     if let Some(mirror) = report.mirror.as_ref().filter(|_| !cli.global.json) {
@@ -141,25 +140,25 @@ fn told(
     let failed = report.failures.len();
     // A person reads stderr: a few of each kind, and how many more; `--json` has them all.
     for line in show::failure_summary(&mut report, FAILURES_SHOWN_PER_KIND) {
-        eprintln!("fastwrite: {line}");
+        say!("fastwrite: {line}");
     }
     if cli.global.json {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{}", show::report_json(&report, archive)).and_then(|()| out.flush());
     }
     if failed > 0 {
-        eprintln!(
+        say!(
             "fastwrite: {} failed; {} {done}",
             show::count(failed as u64, "entry", "entries"),
             show::count(report.files, "file", "files")
         );
     }
     if cli.global.stats {
-        eprintln!("{}", report.stats());
+        say!("{}", report.stats());
     }
     if let Some(signal) = interrupt::signal() {
         if done == "written" {
-            eprintln!(
+            say!(
                 "fastwrite: interrupted: {} files written and closed; the rest left out, and no file left half-written",
                 report.files
             );
@@ -191,7 +190,8 @@ fn read_files(
         fastwrite::read_files(archive, opts, &mut |name, data| {
             std::io::copy(data, &mut std::io::sink())?;
             if verbose {
-                println!("{}", show::terminal_safe(name));
+                // `-tv | head`: the names stop; the test goes on, as `tar -tvf` goes on.
+                let _ = writeln!(std::io::stdout().lock(), "{}", show::terminal_safe(name));
             }
             Ok(())
         })
@@ -219,7 +219,7 @@ fn read_files(
         if args.test { "tested" } else { "read" },
     );
     if args.test && code == exit::SUCCESS && !cli.global.quiet && !cli.global.json {
-        eprintln!("{tested}");
+        say!("{tested}");
     }
     code
 }
@@ -280,7 +280,7 @@ fn print_man_page(command: Option<&str>) -> i32 {
             _ => "fastwrite-completions",
         };
         let Some(sub) = page.find_subcommand(name).cloned() else {
-            eprintln!(
+            say!(
                 "fastwrite: no command '{}'",
                 crate::show::terminal_safe(name)
             );
@@ -293,7 +293,7 @@ fn print_man_page(command: Option<&str>) -> i32 {
     match written {
         Ok(()) => write_out(&out),
         Err(error) => {
-            eprintln!("fastwrite: cannot render the manual page: {error}");
+            say!("fastwrite: cannot render the manual page: {error}");
             exit::CANNOT_START
         }
     }
@@ -304,7 +304,7 @@ fn write_out(bytes: &[u8]) -> i32 {
     match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
         Ok(()) => exit::SUCCESS,
         Err(error) => {
-            eprintln!("fastwrite: cannot write to standard output: {error}");
+            say!("fastwrite: cannot write to standard output: {error}");
             exit::CANNOT_START
         }
     }
@@ -328,14 +328,13 @@ fn list(args: &crate::cli::ListArgs, json: bool) -> i32 {
     let _ = out.flush();
     match listed {
         Ok(failures) => {
-            for failure in &failures {
-                eprintln!("fastwrite: {}", for_terminal(failure));
+            // As extract tells them (entries it would refuse among them): a few of each kind.
+            let mut report = fastwrite::Report::default();
+            report.failures = failures;
+            for line in show::failure_summary(&mut report, FAILURES_SHOWN_PER_KIND) {
+                say!("fastwrite: {line}");
             }
-            if failures.is_empty() {
-                exit::SUCCESS
-            } else {
-                exit::SOME_FAILED
-            }
+            show::exit_code(&report)
         }
         Err(error) => cannot_start(&format!("{error:#}"), json),
     }
@@ -344,7 +343,7 @@ fn list(args: &crate::cli::ListArgs, json: bool) -> i32 {
 /// A run that cannot start: the reason on stderr, and with `--json` as `{"error": ...}` on
 /// stdout too. Exit 2.
 fn cannot_start(message: &str, json: bool) -> i32 {
-    eprintln!("fastwrite: {}", for_terminal(message));
+    say!("fastwrite: {}", for_terminal(message));
     if json {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{}", show::error_json(message)).and_then(|()| out.flush());

@@ -3,9 +3,10 @@
 //! library: a program that writes files compiles no terminal code.
 
 use std::fmt::Display;
+use std::io::Write as _;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -21,6 +22,41 @@ pub mod exit {
     pub const SOME_FAILED: i32 = 1;
     /// The run could not start: bad arguments, an unreadable or unrecognised archive.
     pub const CANNOT_START: i32 = 2;
+}
+
+/// Writes a line on stderr (what `eprintln!` does, without its panic): a closed stderr
+/// (`fastwrite ... 2>&1 | head -1`) is no failure of the run, whose files are still written
+/// and whose exit code still tells; the line is dropped, as GNU tar drops it.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::show::say_line(format_args!($($arg)*))
+    };
+}
+pub(crate) use say;
+
+/// Where a command reads several archives, the one the next lines on stderr are about. It is
+/// said once, before the first of them: of an archive with nothing to say, nothing is said.
+static ABOUT: Mutex<Option<String>> = Mutex::new(None);
+
+/// The lines on stderr from now on are about `archive` (`None`: about no one archive).
+pub fn about(archive: Option<&Path>) {
+    let heading = archive.map(|a| format!("fastwrite: {}:", for_terminal(a.display())));
+    *ABOUT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = heading;
+}
+
+/// One line on stderr; see [`say!`].
+pub fn say_line(line: std::fmt::Arguments<'_>) {
+    let heading = ABOUT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    let mut err = std::io::stderr().lock();
+    if let Some(heading) = heading {
+        let _ = writeln!(err, "{heading}");
+    }
+    let _ = writeln!(err, "{line}");
 }
 
 /// The exit code for a finished run: [`exit::SUCCESS`] or [`exit::SOME_FAILED`].
@@ -367,8 +403,21 @@ pub fn listed_line(entry: &Listed) -> String {
     let when = entry
         .mtime
         .map_or_else(|| "????-??-?? ??:??".to_string(), utc_minutes);
+    // GNU tar's `user/group` (names where archived, else ids) with the size right-aligned
+    // after it, 19 columns at least between them.
+    let id = |name: &str, id: Option<u64>| match (name, id) {
+        ("", Some(id)) => id.to_string(),
+        ("", None) => "?".to_string(),
+        (name, _) => name.to_string(),
+    };
+    let owner = format!(
+        "{}/{}",
+        id(&entry.user, entry.uid),
+        id(&entry.group, entry.gid)
+    );
+    let width = 18usize.saturating_sub(owner.chars().count()).max(1);
     let mut line = format!(
-        "{}{mode} {:>12} {when} {}",
+        "{}{mode} {owner} {:>width$} {when} {}",
         entry.kind.letter(),
         entry.size,
         entry.name
@@ -390,8 +439,10 @@ pub fn listed_line(entry: &Listed) -> String {
 }
 
 /// One JSON object, on one line (`fastwrite list --json`): `type`, `mode` (octal string),
-/// `size`, `mtime` (seconds since 1970, with a fraction), `name`, `path` (where extract would
-/// write it, or null), `target`, `problem` (why it would not be, or null).
+/// `size`, `mtime` (seconds since 1970, with a fraction), `uid`, `gid`, `user`, `group` (null
+/// where the archive has none), `name`, `path` (where extract would write it, or null),
+/// `target`, `problem` (why it would not be, or null), `fails` (whether that problem makes
+/// extract fail, not skip the entry with a warning).
 pub fn listed_json(entry: &Listed) -> String {
     let mtime = entry.mtime.map(|t| match t.duration_since(UNIX_EPOCH) {
         Ok(d) => d.as_secs_f64(),
@@ -402,10 +453,15 @@ pub fn listed_json(entry: &Listed) -> String {
         "mode": entry.mode.map(|m| format!("{m:04o}")),
         "size": entry.size,
         "mtime": mtime,
+        "uid": entry.uid,
+        "gid": entry.gid,
+        "user": Some(&entry.user).filter(|u| !u.is_empty()),
+        "group": Some(&entry.group).filter(|g| !g.is_empty()),
         "name": entry.name,
         "path": entry.path.as_ref().map(|p| p.to_string_lossy().replace('\\', "/")),
         "target": entry.target,
         "problem": entry.problem.as_deref().map(for_people),
+        "fails": entry.fails,
     })
     .to_string()
 }

@@ -143,8 +143,24 @@ impl<'s> Checker<'s> {
         }
         let kind = match member.kind {
             Kind::File => EntryKind::File,
-            // `./` is the output folder itself: nothing to create.
-            Kind::Dir if plan::is_root(&String::from_utf8_lossy(&stored)) => return Ok(None),
+            // `./` is the output folder itself: nothing to create, but its mode and mtime are
+            // the folder's, as GNU tar gives them to `.` (applied last, as every folder's).
+            Kind::Dir if plan::is_root(&String::from_utf8_lossy(&stored)) => {
+                self.order += 1;
+                return Ok(Some(Entry {
+                    name: name.to_string(),
+                    path: std::path::PathBuf::new(),
+                    kind: EntryKind::Dir,
+                    mode: member.mode,
+                    mtime: member.mtime,
+                    size: 0,
+                    index: self.order,
+                    sparse: false,
+                    replaces: false,
+                    owner: self.owners.ids(&member.owner),
+                    absent: false,
+                }));
+            }
             Kind::Dir => EntryKind::Dir,
             Kind::Symlink => EntryKind::Symlink {
                 target: plan::path_from_bytes(&member.link)

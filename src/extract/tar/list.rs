@@ -15,14 +15,16 @@ use crate::extract::select::{Choice, Chooser};
 use crate::plan::{self, EntryKind};
 
 /// Lists a tar stream as it is read: every member the selection takes, with what extracting
-/// it would do. `Err`: the stream broke (the members before it were listed).
+/// it would do; each member extract would refuse is also a failure in `refused`. `Err`: the
+/// stream broke (the members before it were listed).
 pub(in crate::extract) fn list(
     decoded: Box<dyn Read + Send + '_>,
     label: &str,
     chooser: &Chooser,
     each: &mut dyn FnMut(&Listed),
+    refused: &mut Vec<Error>,
 ) -> Result<(), Error> {
-    let mut archive = Reader::new(decoded);
+    let mut archive = Reader::new(decoded).with_owners(true);
     let mut members = 0u64;
     // What extract does by default: devices and FIFOs skipped, said.
     let mut check = Checker::new(chooser, false, super::checks::Owners::off());
@@ -39,16 +41,22 @@ pub(in crate::extract) fn list(
         }
         let name = plan::display_bytes(&member.name);
         let warned = check.warnings.len();
-        let (path, problem) = match check.entry(&member, &name) {
+        let (path, problem, fails) = match check.entry(&member, &name) {
             Ok(Some(entry)) => {
                 if entry.kind == EntryKind::File {
                     check.files.insert(path_key(&entry.path));
                 }
-                (Some(entry.path), None)
+                // The output folder itself (`./`) is not written, only given its metadata.
+                let path = Some(entry.path).filter(|p| !p.as_os_str().is_empty());
+                (path, None, false)
             }
             // Skipped with a warning (a device, a FIFO), or the output folder itself.
-            Ok(None) => (None, check.warnings.drain(warned..).next()),
-            Err(error) => (None, Some(error.message())),
+            Ok(None) => (None, check.warnings.drain(warned..).next(), false),
+            Err(error) => {
+                let problem = error.message();
+                refused.push(error);
+                (None, Some(problem), true)
+            }
         };
         let kind = match member.kind {
             Kind::File => ListedKind::File,
@@ -70,10 +78,15 @@ pub(in crate::extract) fn list(
                 0
             },
             mtime: member.mtime,
+            uid: member.owner.uid.map(u64::from),
+            gid: member.owner.gid.map(u64::from),
+            user: plan::display_bytes(&member.owner.user),
+            group: plan::display_bytes(&member.owner.group),
             name,
             path,
             target: links.then(|| plan::display_bytes(&member.link)),
             problem,
+            fails,
         });
     }
     // As extraction reads it (a listing has no warnings to give).

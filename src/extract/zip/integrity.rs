@@ -152,6 +152,18 @@ fn extra_field(mut extra: &[u8], id: u16) -> Option<&[u8]> {
     None
 }
 
+/// The extra fields of the central directory record at `record` (empty where the record is
+/// damaged or they run past the archive).
+pub(super) fn central_extra(archive: &[u8], record: u64) -> &[u8] {
+    let extra = || {
+        let record = usize::try_from(record).ok()?;
+        let fixed = archive.get(record..record.checked_add(46)?)?;
+        let start = record + 46 + usize::from(u16_at(fixed, 28)?);
+        archive.get(start..start + usize::from(u16_at(fixed, 30)?))
+    };
+    extra().unwrap_or_default()
+}
+
 /// What the central directory says about an entry (its sizes and CRC as the zip crate read
 /// them, zip64 included; the raw fields from the record at `record`).
 pub(super) struct Central<'a> {

@@ -260,14 +260,15 @@ fn open_entry<'b, 'a>(
 }
 
 /// Lists a zip from its central directory: every entry the selection takes, with what
-/// extracting it would do (the same plan and checks as [`extract`]). `Err` for a zip refused
-/// whole (overlapping entries, an unreadable central directory) is an `anyhow` error: nothing
-/// is listed then.
+/// extracting it would do (the same plan and checks as [`extract`]); each entry extract would
+/// refuse is also a failure in `refused`. `Err` for a zip refused whole (overlapping entries,
+/// an unreadable central directory) is an `anyhow` error: nothing is listed then.
 pub(super) fn list(
     path: &Path,
     file: File,
     chooser: &Chooser,
     each: &mut dyn FnMut(&Listed),
+    refused: &mut Vec<Error>,
 ) -> anyhow::Result<()> {
     // What extract refuses before writing anything, list refuses the same way (exit 2).
     let (bytes, _) = load(path, file)?;
@@ -278,16 +279,17 @@ pub(super) fn list(
     let plan = build_plan(&mut archive.clone(), &bytes, chooser, &mut password)
         .with_context(|| format!("refused '{}': extract would write nothing", path.display()))?;
     let planned: HashMap<usize, &Entry> = plan.entries.iter().map(|e| (e.index, e)).collect();
-    let refused: HashMap<&Path, String> = plan
+    let problems: HashMap<&Path, String> = plan
         .rejected
         .iter()
         .map(|e| (e.path(), e.message()))
         .collect();
+    let mut clock = planning::DosClock::default();
     let mut archive = archive;
     for index in 0..archive.len() {
         let name = entry_name(&archive, index);
         let entry = planned.get(&index);
-        let problem = refused.get(Path::new(&name)).cloned();
+        let problem = problems.get(Path::new(&name)).cloned();
         if entry.is_none() && problem.is_none() {
             // Not selected, or the output folder itself (`./`).
             continue;
@@ -295,6 +297,10 @@ pub(super) fn list(
         let Ok(zf) = archive.by_index_raw(index) else {
             continue;
         };
+        let extra = integrity::central_extra(&bytes, zf.central_header_start());
+        let owner = planning::unix_owner(extra);
+        // Read here, not from the plan: a refused entry has its time too.
+        let mtime = planning::mtime_of(&zf, extra, &mut clock);
         let kind = match planning::kind_of(&zf) {
             planning::ZipKind::Symlink => ListedKind::Symlink,
             planning::ZipKind::Dir => ListedKind::Dir,
@@ -314,13 +320,19 @@ pub(super) fn list(
             kind,
             mode,
             size,
-            mtime: entry.and_then(|e| e.mtime),
+            mtime,
+            uid: owner.map(|(uid, _)| uid),
+            gid: owner.map(|(_, gid)| gid),
+            user: String::new(),
+            group: String::new(),
             name,
             path: entry.map(|e| e.path.clone()),
             target,
+            fails: problem.is_some(),
             problem,
         });
     }
+    refused.extend(plan.rejected);
     Ok(())
 }
 

@@ -234,19 +234,7 @@ impl Planner<'_, '_> {
             ZipKind::Dir => EntryKind::Dir,
             ZipKind::File => EntryKind::File,
         };
-        let dos = zf.last_modified().and_then(|t| self.clock.convert(t));
-        // NTFS's time first, exact to 100 ns (7-Zip and Windows tools write it; 7-Zip reads it
-        // first); then Info-ZIP's, to the second.
-        let mtime = ntfs_mtime(central.extra).or_else(|| {
-            zf.extra_data_fields()
-                .find_map(|field| match field {
-                    ExtraField::ExtendedTimestamp(ts) => ts.mod_time(),
-                    _ => None,
-                })
-                .or_else(|| old_unix_mtime(central.extra))
-                .map(|secs| extended_time(secs, dos))
-                .or(dos)
-        });
+        let mtime = mtime_of(zf, central.extra, &mut self.clock);
         Planned::Take(Entry {
             name,
             path,
@@ -396,6 +384,46 @@ fn read_link_target(
         .map_err(|r| anyhow::anyhow!("refused: {r}"))
         .tag(&entry.name, ErrorKind::Refused)?;
     Ok(target)
+}
+
+/// An entry's mtime: NTFS's time first, exact to 100 ns (7-Zip and Windows tools write it;
+/// 7-Zip reads it first); then Info-ZIP's, to the second; else the DOS time. `central_extra`:
+/// the extra fields of its central directory record.
+pub(super) fn mtime_of<R: Read>(
+    zf: &zip::read::ZipFile<'_, R>,
+    central_extra: &[u8],
+    clock: &mut DosClock,
+) -> Option<SystemTime> {
+    let dos = zf.last_modified().and_then(|t| clock.convert(t));
+    ntfs_mtime(central_extra).or_else(|| {
+        zf.extra_data_fields()
+            .find_map(|field| match field {
+                ExtraField::ExtendedTimestamp(ts) => ts.mod_time(),
+                _ => None,
+            })
+            .or_else(|| old_unix_mtime(central_extra))
+            .map(|secs| extended_time(secs, dos))
+            .or(dos)
+    })
+}
+
+/// The owner's user and group ids of Info-ZIP's Unix extra field ("ux", 0x7875: a version,
+/// then each id as a size and that many little-endian bytes), as Info-ZIP's zip writes them
+/// on Unix and bsdtar lists them.
+pub(super) fn unix_owner(extra: &[u8]) -> Option<(u64, u64)> {
+    const UNIX_IDS: u16 = 0x7875;
+    let data = extra_fields(extra).find(|(id, _)| *id == UNIX_IDS)?.1;
+    let (&version, mut rest) = data.split_first()?;
+    if version != 1 {
+        return None;
+    }
+    let mut id = || {
+        let (&size, after) = rest.split_first()?;
+        let bytes = after.get(..usize::from(size)).filter(|b| b.len() <= 8)?;
+        rest = &after[bytes.len()..];
+        Some(bytes.iter().rev().fold(0u64, |n, &b| n << 8 | u64::from(b)))
+    };
+    Some((id()?, id()?))
 }
 
 /// The mtime of the NTFS extra field (0x000a: four reserved bytes, then attributes; attribute
