@@ -6,6 +6,27 @@
 use crate::error::Error;
 
 use std::fmt::Write as _;
+
+/// How many `names` there are and the first ten of them in path order, for a warning that
+/// names what a run did to many files at once: `3 files ('a', 'b', 'c')`, `25 files ('a', ...,
+/// 'j' and 15 more)`.
+pub(crate) fn some_names(names: impl IntoIterator<Item = String>) -> String {
+    const SHOWN: usize = 10;
+    let mut names: Vec<String> = names.into_iter().collect();
+    names.sort_unstable();
+    let count = names.len();
+    let mut shown = names
+        .iter()
+        .take(SHOWN)
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if count > SHOWN {
+        let _ = write!(shown, " and {} more", count - SHOWN);
+    }
+    let files = if count == 1 { "file" } else { "files" };
+    format!("{count} {files} ({shown})")
+}
 use std::time::Duration;
 
 /// What a run did: counts, bytes, time per phase, and every failure. (More figures may come:

@@ -1890,9 +1890,10 @@ fn assert_broken_stream(
 }
 
 /// Every decoder, the archive cut in half (inside big.bin): big.bin and z.txt absent; with
-/// big.bin buffered (default budget) or streamed (4 MiB budget). A plain tar keeps a.txt and
-/// b.txt whole, as GNU tar does. A compressed one cut short never reaches its check, so a.txt
-/// and b.txt are unverified: removed, each named (issue 26, item 2).
+/// big.bin buffered (default budget) or streamed (4 MiB budget). Every one keeps a.txt and
+/// b.txt whole, as GNU tar does: a compressed one cut short never reaches its check, but what
+/// came before the cut is what was compressed, and the files are kept with a warning naming
+/// them (issue 35, item 7; issue 26, item 2 removed them).
 #[test]
 fn truncated_in_half_every_decoder() {
     let t = tempdir();
@@ -1908,14 +1909,26 @@ fn truncated_in_half_every_decoder() {
         ] {
             let out = t.join(format!("out-{comp:?}-{}", flags.join("")));
             let r = extract(&archive, &out, flags);
-            if *comp == Comp::None {
-                assert_broken_stream(&r, &archive, &out, "b.txt", &[("a.txt", &a), ("b.txt", &b)]);
-            } else {
-                assert_broken_stream(&r, &archive, &out, "b.txt", &[]);
-                assert_taken_back(&r, &["a.txt", "b.txt"]);
+            assert_broken_stream(&r, &archive, &out, "b.txt", &[("a.txt", &a), ("b.txt", &b)]);
+            if *comp != Comp::None {
+                assert_kept_unconfirmed(&r, &["a.txt", "b.txt"]);
             }
         }
     }
+}
+
+/// `names` were kept from an archive cut short, and one warning names them.
+#[track_caller]
+fn assert_kept_unconfirmed(r: &Output, names: &[&str]) {
+    let warning = r.stderr_lines_with("the archive is cut short");
+    assert_eq!(warning.len(), 1, "{}", r.dump());
+    let listed = names.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>();
+    assert!(
+        warning[0].contains(&format!("{} files ({})", names.len(), listed.join(", "))),
+        "{}",
+        r.dump()
+    );
+    assert!(warning[0].contains("--atomic"), "{}", r.dump());
 }
 
 /// Each of `names` is named as removed, unverified.
@@ -1926,11 +1939,12 @@ fn assert_taken_back(r: &Output, names: &[&str]) {
     }
 }
 
-/// The same through a pipe on stdin: the archive is named as standard input.
+/// The same through a pipe on stdin: the archive is named as standard input. With `--atomic`,
+/// nothing stays of a run that failed.
 #[test]
 fn truncated_stream_on_stdin() {
     let t = tempdir();
-    let (tar, _, _) = damaged_sample();
+    let (tar, a, b) = damaged_sample();
     let whole = Comp::Zstd.compress(&tar);
     let archive = t.join("half.tar.zst");
     fs::write(&archive, &whole[..whole.len() / 2]).unwrap();
@@ -1945,8 +1959,14 @@ fn truncated_stream_on_stdin() {
         "{}",
         r.dump()
     );
-    assert_eq!(all_paths(&out), Vec::<String>::new(), "{}", r.dump());
-    assert_taken_back(&r, &["a.txt", "b.txt"]);
+    assert_eq!(all_paths(&out), ["a.txt", "b.txt"], "{}", r.dump());
+    assert_eq!(fs::read(out.join("a.txt")).unwrap(), a);
+    assert_eq!(fs::read(out.join("b.txt")).unwrap(), b);
+    assert_kept_unconfirmed(&r, &["a.txt", "b.txt"]);
+    let atomic = t.join("atomic");
+    let r = run_fastwrite_piped(&osv!["extract", "-", "-o", &atomic, "--atomic"], &archive);
+    r.assert_code(1);
+    assert!(!atomic.exists(), "{}", r.dump());
 }
 
 /// Cut inside a header (not on a block boundary): a short header is a break, not an end.
@@ -2238,8 +2258,8 @@ fn garbage_after_the_end_blocks() {
 }
 
 /// With --overwrite, the file being written when the stream broke must not replace the old
-/// one, nor leave a temporary file behind; nor may the files before it, unverified (a
-/// compressed tar cut short): a.txt keeps its old content, b.txt (new) is removed.
+/// one, nor leave a temporary file behind; the files before it, whole before the cut, replace
+/// theirs (as GNU tar's do), named in the warning.
 #[test]
 fn truncated_with_overwrite_keeps_old_file() {
     let t = tempdir();
@@ -2264,11 +2284,11 @@ fn truncated_with_overwrite_keeps_old_file() {
             "{flags:?}: big.bin replaced by a partial file\n{}",
             r.dump()
         );
-        assert_eq!(fs::read_to_string(out.join("a.txt")).unwrap(), "OLD");
-        assert_taken_back(&r, &["a.txt", "b.txt"]);
+        assert_eq!(fs::read(out.join("a.txt")).unwrap(), damaged_sample().1);
+        assert_kept_unconfirmed(&r, &["a.txt", "b.txt"]);
         assert_eq!(
             all_paths(&out),
-            ["a.txt", "big.bin"],
+            ["a.txt", "b.txt", "big.bin"],
             "leftover temporary files\n{}",
             r.dump()
         );

@@ -49,6 +49,8 @@ struct VerifiedState {
     /// The decoder has returned an error other than trailing data: what it gave after
     /// `bytes` will never be verified.
     failed: AtomicBool,
+    /// The compressed input has ended (a read of it gave nothing more).
+    ended: AtomicBool,
 }
 
 impl Verified {
@@ -60,6 +62,14 @@ impl Verified {
     /// Whether the decoder failed (a check, corrupt or truncated data).
     pub(crate) fn failed(&self) -> bool {
         self.0.failed.load(Ordering::Acquire)
+    }
+
+    /// Whether the decoder failed because its input ended inside a unit: the archive is cut
+    /// short (a download that stopped), not damaged. What it gave before the cut is exactly
+    /// what was compressed (a prefix of a stream decodes to a prefix of its data); only the
+    /// check at the unit's end, which would have confirmed it, never came.
+    pub(crate) fn cut(&self) -> bool {
+        self.failed() && self.0.ended.load(Ordering::Acquire)
     }
 
     /// A member, stream or frame ended after `bytes` decoded bytes: its checks passed.
@@ -144,6 +154,10 @@ impl Codec {
         input: Box<dyn BufRead + Send + 'a>,
         verified: &Verified,
     ) -> anyhow::Result<Box<dyn Read + Send + 'a>> {
+        let input = Box::new(EndWatch {
+            inner: input,
+            verified: verified.clone(),
+        });
         match self {
             #[cfg(feature = "gzip")]
             Codec::Gzip => Ok(Box::new(
@@ -180,6 +194,37 @@ impl Codec {
                 )
             }
         }
+    }
+}
+
+/// A decoder's input, which notes in [`Verified`] when it has ended (see [`Verified::cut`]).
+struct EndWatch<'a> {
+    inner: Box<dyn BufRead + Send + 'a>,
+    verified: Verified,
+}
+
+impl Read for EndWatch<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n == 0 && !buf.is_empty() {
+            self.verified.0.ended.store(true, Ordering::Release);
+        }
+        Ok(n)
+    }
+}
+
+impl BufRead for EndWatch<'_> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        let ended = &self.verified.0.ended;
+        let buf = self.inner.fill_buf()?;
+        if buf.is_empty() {
+            ended.store(true, Ordering::Release);
+        }
+        Ok(buf)
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.inner.consume(amount);
     }
 }
 

@@ -233,7 +233,8 @@ struct Handed {
 }
 
 struct HandedEntry {
-    /// Where its data ended in the decoded stream: a check passed at or past it verifies it.
+    /// Where its data ended in the decoded stream: a check passed at or past it verifies it
+    /// (`u64::MAX`: its data was not read whole).
     end: u64,
     index: usize,
     size: u64,
@@ -277,14 +278,14 @@ impl Handed {
     }
 
     /// The entries whose data ended past `good`, for the engine to take back (named by their
-    /// paths).
-    fn past(self, good: u64) -> Vec<Unverified> {
+    /// paths); with `whole`, only those whose data was read whole.
+    fn past(self, good: u64, whole: bool) -> Vec<Unverified> {
         let mut start = 0;
         let mut past = Vec::new();
         for entry in self.entries {
             let bytes = &self.paths[start..entry.path_end];
             start = entry.path_end;
-            if entry.end <= good {
+            if entry.end <= good || (whole && entry.end == u64::MAX) {
                 continue;
             }
             let path = path_of(bytes);
@@ -337,6 +338,12 @@ impl Stream<'_, '_, '_> {
     /// made), each named. If the break is in the tar itself and the compressed data has not
     /// failed, the rest is read (up to [`codec::READ_ON_LIMIT`]) so that its check decides: a tar
     /// damaged before it was compressed keeps what was extracted, as GNU tar does.
+    ///
+    /// An archive cut short (its compressed data ends inside a member: a download that
+    /// stopped) is not damaged: what came before the cut is what was compressed, and the
+    /// entries it held whole are kept, as GNU tar and bsdtar keep them, with a warning naming
+    /// them, since the check that would have confirmed them never came. The entry the cut fell
+    /// in has failed already; `--atomic` keeps nothing of a run that fails.
     fn settle(&mut self, mut rest: Counted<Box<dyn Read + Send + '_>>) {
         let Some(verified) = &self.verified else {
             return;
@@ -348,7 +355,20 @@ impl Stream<'_, '_, '_> {
                 &mut std::io::sink(),
             );
         }
-        let failed = std::mem::take(&mut self.handed).past(verified.bytes());
+        let handed = std::mem::take(&mut self.handed);
+        if verified.cut() {
+            // (The entry the cut fell in has failed, and left nothing.)
+            let failed = handed.past(verified.bytes(), true);
+            if !failed.is_empty() {
+                let names = crate::report::some_names(failed.into_iter().map(|e| e.name));
+                self.check.warnings.push(format!(
+                    "the archive is cut short: {names} were written whole before the cut and are kept (as GNU tar keeps them), though the check at the end of the compressed data, which would have confirmed them, never came ({} keeps nothing of a run that fails)",
+                    crate::error::Setting::Atomic
+                ));
+            }
+            return;
+        }
+        let failed = handed.past(verified.bytes(), false);
         let why = if verified.failed() {
             "its check (the compressed data is damaged or cut short)"
         } else {
@@ -390,7 +410,12 @@ impl Stream<'_, '_, '_> {
                     }
                     let complete = self.dispatch(entry, key, &mut archive.data(), writer)?;
                     if handed.is_some() {
-                        self.note_handed(archive.get_ref().read);
+                        // An entry whose data was not read whole never passes a check.
+                        self.note_handed(if complete {
+                            archive.get_ref().read
+                        } else {
+                            u64::MAX
+                        });
                     }
                     complete
                 }
