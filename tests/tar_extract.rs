@@ -1931,14 +1931,6 @@ fn assert_kept_unconfirmed(r: &Output, names: &[&str]) {
     assert!(warning[0].contains("--atomic"), "{}", r.dump());
 }
 
-/// Each of `names` is named as removed, unverified.
-#[track_caller]
-fn assert_taken_back(r: &Output, names: &[&str]) {
-    for name in names {
-        r.assert_stderr_names(&format!("'{name}': removed"), &["failed its check"]);
-    }
-}
-
 /// The same through a pipe on stdin: the archive is named as standard input. With `--atomic`,
 /// nothing stays of a run that failed.
 #[test]
