@@ -21,12 +21,12 @@ failure (a close included) raised with its path. The GIL is released while the e
 from __future__ import annotations
 
 import builtins
+import io
 import os
 import sys
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
-from io import BytesIO
 from types import TracebackType
 from typing import IO, Any, Callable, Literal, Union
 
@@ -109,10 +109,11 @@ class Progress:
     files: int
     #: Bytes written so far.
     bytes: int
-    #: Files to write, when known up front (a zip), else 0.
-    total_files: int
-    #: Bytes to write, when known up front, else 0.
-    total_bytes: int
+    #: Files to write, when known up front (a zip given by its path, a mirror into a folder
+    #: that exists), else ``None`` (a tar, a file object, a mirror into a new folder).
+    total_files: int | None
+    #: Bytes to write, when known up front, else ``None``.
+    total_bytes: int | None
 
 
 @dataclass(frozen=True)
@@ -142,13 +143,33 @@ def _path(path: StrPath) -> str:
     return os.fsdecode(path)
 
 
-def _archive(archive: StrPath | IO[bytes]) -> tuple[Any, str | None]:
-    """A path as a ``str``, or a file object as it is with a label naming it in messages."""
-    if hasattr(archive, "read"):
-        name = getattr(archive, "name", None)
-        label = f"'{os.fsdecode(name)}'" if isinstance(name, (str, bytes)) else repr(archive)
-        return archive, label
-    return _path(archive), None
+def _archive(archive: StrPath | IO[bytes], what: str) -> tuple[Any, str | None, str | None]:
+    """A path as a ``str``; or a binary file object as it is, with the label naming it in
+    messages and its name (an opened file's path: an error's ``filename``), if it has one. A
+    text file object raises `TypeError` here, before anything is read (``what`` is the call)."""
+    if not hasattr(archive, "read"):
+        return _path(archive), None, None
+    if _reads_text(archive):
+        raise TypeError(
+            f"fastwrite.{what}() reads an archive from a path or a binary file object (opened "
+            f"with 'rb'), not from a text one: {archive!r}"
+        )
+    name = getattr(archive, "name", None)
+    if isinstance(name, (str, bytes)):  # (an int is a descriptor, no name)
+        name = os.fsdecode(name)
+        return archive, f"'{name}'", name
+    return archive, repr(archive), None
+
+
+def _reads_text(file: Any) -> bool:
+    """Whether a file object reads ``str``: a text file (``open(path)``, ``io.StringIO``,
+    ``sys.stdin``), or, if it is no `io.IOBase`, one whose ``read(0)`` returns a ``str``."""
+    if isinstance(file, io.IOBase):
+        return isinstance(file, io.TextIOBase)
+    try:
+        return isinstance(file.read(0), str)
+    except Exception:
+        return False  # its read fails again in the run, which says how
 
 
 def _progress(callback: Callable[[Progress], object] | None) -> Callable[..., Any] | None:
@@ -217,9 +238,11 @@ def extract(
     ``archive`` is a path, or a binary file object (anything with ``read``), read once as a
     stream, as ``fastwrite extract -`` reads standard input: a tar plain or compressed, a zip
     read by its local headers (give a zip's path when there is one), or a single compressed
-    file (``notes.txt.gz``, written as one file, named by ``file_name``, else by its gzip header
-    or the input's name). Zip or tar, plain or gzip, zstd, xz or bzip2 is told by the content,
-    never by the name.
+    file (``notes.txt.gz``, written as one file, named by ``file_name``, else by its gzip header,
+    else, given by its path, by its own name less the suffix). Zip or tar, plain or gzip, zstd,
+    xz or bzip2 is told by the content, never by the name. A file object is named in messages
+    by its ``name`` where it has one (an opened file); one opened in text mode raises
+    `TypeError` before anything is read.
 
     Every name is checked before anything is written: an absolute path, ``..``, a link out of
     ``out`` is refused (kind ``refused``) and the rest is written. Nothing is written outside
@@ -248,13 +271,14 @@ def extract(
     once what was written is closed and checked (the entries it had not reached are not
     written).
     """
-    source, label = _archive(archive)
+    source, label, name = _archive(archive, "extract")
     if isinstance(password, str):
         password = password.encode()
     d = _native.extract(
         source,
         _path(out),
         label=label,
+        name=name,
         patterns=builtins.list(patterns or ()),
         exclude=builtins.list(exclude),
         strip_components=strip_components,
@@ -287,10 +311,11 @@ def list(
     Raises `Error` (kind ``start``) if the archive cannot be read at all, and `ErrorGroup`
     (with ``entries``: those listed) if it breaks part-way or a pattern matches nothing.
     """
-    source, label = _archive(archive)
+    source, label, name = _archive(archive, "list")
     rows, failures = _native.list(
         source,
         label=label,
+        name=name,
         patterns=builtins.list(patterns or ()),
         exclude=builtins.list(exclude),
         strip_components=strip_components,
@@ -362,7 +387,7 @@ def mirror(
     return _report(d, f"mirroring {_path(src)!r} to {_path(dst)!r}")
 
 
-class BatchFile(BytesIO):
+class BatchFile(io.BytesIO):
     """A file of a `Batch`, written as a binary file object (what `Batch.open` returns), for
     serializers: ``json.dump`` through ``io.TextIOWrapper``, ``ElementTree.write``,
     ``pickle.dump``, ``plistlib.dump``.
@@ -481,28 +506,40 @@ class Batch:
     def write(
         self,
         path: StrPath,
-        data: bytes | bytearray | memoryview,
+        data: str | bytes | bytearray | memoryview,
         *,
         mode: int | None = None,
         mtime: float | None = None,
     ) -> None:
         """Writes ``data`` to the file at ``path`` (relative to the root; parents are made),
-        and returns at once: the batch's writers create, write and close it. ``mode`` (e.g.
-        ``0o755``) and ``mtime`` (seconds since the epoch) are set if given.
+        and returns at once: the batch's writers create, write and close it. ``data`` is any
+        bytes-like object (``bytes``, ``bytearray``, ``memoryview``, ``array``), or a ``str``,
+        written as UTF-8. ``mode`` (e.g. ``0o755``) and ``mtime`` (seconds since the epoch) are
+        set if given.
 
         Raises `Error` now for a path the batch refuses (absolute, ``..``, a name the system
-        cannot hold); what happens to the file later comes back when the batch ends.
+        cannot hold: a `PermissionError`), and `TypeError` for ``data`` of another type; what
+        happens to the file later comes back when the batch ends.
         """
-        if not isinstance(data, (bytes, bytearray)):
-            data = memoryview(data).tobytes()
+        if isinstance(data, str):
+            data = data.encode()
+        elif not isinstance(data, (bytes, bytearray)):
+            try:
+                data = memoryview(data).tobytes()
+            except TypeError:
+                raise TypeError(
+                    "Batch.write() data must be str or a bytes-like object, "
+                    f"not {type(data).__name__!r}"
+                ) from None
         self._native.write(_path(path), data, mode, mtime)
 
     def open(
         self, path: StrPath, *, mode: int | None = None, mtime: float | None = None
     ) -> BatchFile:
         """A binary file object for the file at ``path``, written when it is closed (see
-        `BatchFile`). A path the batch refuses raises `Error` here. Files still open when the
-        batch ends are written then, unless the ``with`` block ended by an exception."""
+        `BatchFile`). A path the batch refuses raises `Error` (a `PermissionError`) here. Files
+        still open when the batch ends are written then, unless the ``with`` block ended by an
+        exception."""
         path = _path(path)
         self._native.check(path)  # a refused path fails here, as open() fails
         file = BatchFile(self, path, mode, mtime)

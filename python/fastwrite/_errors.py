@@ -1,7 +1,9 @@
-"""The exceptions of fastwrite: one failure (`Error`) and every failure of a run (`ErrorGroup`)."""
+"""The exceptions of fastwrite: one failure (`Error`, and the family that joins it with each of
+Python's errno classes) and every failure of a run (`ErrorGroup`)."""
 
 from __future__ import annotations
 
+import builtins
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -15,8 +17,23 @@ class Error(OSError):
 
     An `OSError`: ``errno`` is the operating system's error behind it (``errno.ENOSPC`` for a
     full disk, ``errno.EIO`` for a failed close), or the nearest one for a failure that has
-    none (``EEXIST`` for ``already-exists``, ``EPERM`` for ``refused``); ``filename`` is where
-    the file was to be; ``strerror`` is the whole story, every cause from the outermost.
+    none (``EEXIST`` for ``already-exists``, ``EPERM`` for ``refused``); ``strerror`` is the
+    whole story, every cause from the outermost.
+
+    As ``OSError(errno, ...)`` does, ``Error(errno, ...)`` is also the subclass of `OSError`
+    Python gives that errno: a missing archive is a `FileNotFoundError`, an existing file a
+    `FileExistsError`, a refused path a `PermissionError` (so are ``EACCES`` and ``EPERM`` from
+    the system), ``EISDIR`` an `IsADirectoryError`, ``ENOTDIR`` a `NotADirectoryError`, and so
+    on. ``except FileNotFoundError``, ``except OSError`` and ``except fastwrite.Error`` all
+    catch it. An errno Python has no subclass for (``ENOSPC``, ``EIO``), or none, leaves it a
+    plain `Error`.
+
+    ``filename`` is where the file was to be: the output folder joined with ``path`` (``.``
+    and empty names dropped), never a place outside it. It is ``None`` where there is no such
+    place: a ``refused`` entry (its name may leave the folder: ``../x``, ``/etc/x``, a drive
+    letter, a link pointing out), a ``not-found`` pattern, a name with ``..`` or a root in it,
+    and the entries of a run with ``strip_components`` (their ``path`` is the name as
+    archived). For a run that could not start it is the archive's path or file object's name.
 
     Attributes beyond OSError's:
 
@@ -33,6 +50,12 @@ class Error(OSError):
     kind: str
     path: str
 
+    def __new__(cls, *args: Any) -> Error:
+        if cls is Error and args and isinstance(args[0], int):
+            # Python's own choice: the class ``OSError(errno, ...)`` would be.
+            cls = _JOINED.get(type(OSError(args[0], "")), Error)
+        return super().__new__(cls, *args)
+
     def __str__(self) -> str:
         path = getattr(self, "path", "")
         if path and getattr(self, "kind", "") != "start":
@@ -40,14 +63,38 @@ class Error(OSError):
         return str(self.strerror)
 
     def __reduce__(self) -> Any:
-        return (_rebuild, (self.errno, self.strerror, self.filename, self.kind, self.path))
+        # Built again by errno (so as the same class), with `kind`, `path` and any notes.
+        return (Error, (self.errno, self.strerror, self.filename), self.__dict__)
 
 
-def _rebuild(errno: int | None, strerror: str, filename: Any, kind: str, path: str) -> Error:
-    error = Error(errno, strerror, filename)
-    error.kind = kind
-    error.path = path
-    return error
+# The family: an `Error` that is also the builtin `OSError` subclass Python picks for its errno,
+# one class for each, named as that builtin. Programs catch them by the builtin (or by `Error`):
+# these names are not exported, so that `from fastwrite import *` shadows no builtin.
+# fmt: off
+class BlockingIOError(Error, builtins.BlockingIOError): ...
+class BrokenPipeError(Error, builtins.BrokenPipeError): ...
+class ChildProcessError(Error, builtins.ChildProcessError): ...
+class ConnectionAbortedError(Error, builtins.ConnectionAbortedError): ...
+class ConnectionRefusedError(Error, builtins.ConnectionRefusedError): ...
+class ConnectionResetError(Error, builtins.ConnectionResetError): ...
+class FileExistsError(Error, builtins.FileExistsError): ...
+class FileNotFoundError(Error, builtins.FileNotFoundError): ...
+class InterruptedError(Error, builtins.InterruptedError): ...
+class IsADirectoryError(Error, builtins.IsADirectoryError): ...
+class NotADirectoryError(Error, builtins.NotADirectoryError): ...
+class PermissionError(Error, builtins.PermissionError): ...
+class ProcessLookupError(Error, builtins.ProcessLookupError): ...
+class TimeoutError(Error, builtins.TimeoutError): ...
+# fmt: on
+
+
+#: The family's class for each builtin it joins.
+_JOINED: dict[type, type[Error]] = {
+    builtin: joined
+    for joined in Error.__subclasses__()
+    for builtin in joined.__bases__
+    if builtin is not Error
+}
 
 
 if sys.version_info >= (3, 11):

@@ -11,6 +11,7 @@ def extract(
     out: str,
     *,
     label: str | None = None,
+    name: str | None = None,
     patterns: builtins.list[str] = ...,
     exclude: builtins.list[str] = ...,
     strip_components: int = 0,
@@ -21,7 +22,7 @@ def extract(
     close: str | int | None = None,
     fsync: bool = False,
     atomic: bool = False,
-    progress: Callable[[int, int, int, int], object] | None = None,
+    progress: Callable[[int, int, int | None, int | None], object] | None = None,
     file_name: str | None = None,
     space_check: bool = True,
     devices: bool = False,
@@ -33,6 +34,7 @@ def list(
     archive: str | IO[bytes],
     *,
     label: str | None = None,
+    name: str | None = None,
     patterns: builtins.list[str] = ...,
     exclude: builtins.list[str] = ...,
     strip_components: int = 0,
@@ -57,7 +59,7 @@ def mirror(
     threads: int | None = None,
     close: str | int | None = None,
     fsync: bool = False,
-    progress: Callable[[int, int, int, int], object] | None = None,
+    progress: Callable[[int, int, int | None, int | None], object] | None = None,
 ) -> dict[str, Any]:
     """Mirrors; the report as a dict, as for `extract`."""
 

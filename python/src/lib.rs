@@ -13,14 +13,15 @@
 
 use std::borrow::Cow;
 use std::io::{self, Read};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fastwrite::{
-    Cancel, CloseMode, FileMeta, MirrorOptions, Options, Overwrite, Report, Reporter, Setting,
+    Cancel, CloseMode, ErrorKind, FileMeta, MirrorOptions, Options, Overwrite, Report, Reporter,
+    Setting,
 };
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -30,23 +31,41 @@ use pyo3::types::{PyDict, PyList, PyTuple, PyType};
 /// How often the caller's thread looks at signals and reports progress while a run goes on.
 const TICK: Duration = Duration::from_millis(50);
 
-/// `fastwrite.Error`, defined in Python (`fastwrite/_errors.py`).
+/// `fastwrite.Error`, defined in Python (`fastwrite/_errors.py`). Given an errno, it makes the
+/// class of its family that is also Python's for that errno (`FileNotFoundError` for ENOENT).
 static ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
-/// A `fastwrite.Error` for one failure of the engine. `root` joined with the failure's path is
-/// its `filename` (where the file was to be); `path` stays as the caller or the archive gave it.
+/// A `fastwrite.Error` for one failure of the engine: its `filename` is where the file was to
+/// be under `root` ([`filename_of`]); `path` stays as the caller or the archive gave it.
 fn py_error(py: Python<'_>, root: Option<&Path>, error: &fastwrite::Error) -> PyResult<Py<PyAny>> {
     let kind = error.kind().name();
     let errno = error
         .io_error()
         .and_then(io::Error::raw_os_error)
         .or_else(|| errno_of(kind));
-    let path = error.path();
-    let filename = match root {
-        Some(root) if !path.as_os_str().is_empty() => Some(root.join(path)),
-        _ => None,
-    };
-    make_error(py, errno, &error.message(), filename, kind, path)
+    let filename = root.and_then(|root| filename_of(root, error));
+    make_error(py, errno, &error.message(), filename, kind, error.path())
+}
+
+/// Where a failure's file was to be: `root` joined with its path made plain (`.` and empty
+/// names dropped), so that a program may open or remove it. `None` where there is no such
+/// place inside `root`: a refused entry (its name may leave the folder: `../x`, `/etc/x`, a
+/// drive letter, a link pointing out), a pattern that matched nothing (its path is the
+/// pattern), any path with `..` or a root in it, or no path at all. A program that removes
+/// `filename` never reaches outside `root` by its name.
+fn filename_of(root: &Path, error: &fastwrite::Error) -> Option<PathBuf> {
+    if matches!(error.kind(), ErrorKind::Refused | ErrorKind::NotFound) {
+        return None;
+    }
+    let mut plain = PathBuf::new();
+    for part in error.path().components() {
+        match part {
+            Component::Normal(name) => plain.push(name),
+            Component::CurDir => {}
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    (!plain.as_os_str().is_empty()).then(|| root.join(plain))
 }
 
 /// The errno a failure without an OS error stands closest to, so that `errno` is never a
@@ -131,16 +150,17 @@ fn start_error(py: Python<'_>, error: &anyhow::Error, filename: Option<&Path>) -
 /// caller's thread each tick.
 #[derive(Default)]
 struct Counts {
-    planned_files: AtomicU64,
-    planned_bytes: AtomicU64,
+    /// The files and bytes to write, once the engine knows them (never, for a stream).
+    planned: Mutex<Option<(u64, u64)>>,
     files: AtomicU64,
     bytes: AtomicU64,
 }
 
 impl Reporter for Counts {
     fn planned(&self, files: u64, bytes: u64) {
-        self.planned_files.store(files, Ordering::Relaxed);
-        self.planned_bytes.store(bytes, Ordering::Relaxed);
+        // The engine's "0 and 0" means not known up front: `None` for Python, not a total of 0.
+        let known = (files, bytes) != (0, 0);
+        *self.planned.lock().unwrap_or_else(|e| e.into_inner()) = known.then_some((files, bytes));
     }
     fn bytes_written(&self, bytes: u64) {
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
@@ -160,14 +180,11 @@ impl Progress {
     fn call(&self, py: Python<'_>) -> PyResult<()> {
         let c = &self.counts;
         let load = |n: &AtomicU64| n.load(Ordering::Relaxed);
+        let planned = *c.planned.lock().unwrap_or_else(|e| e.into_inner());
+        let (total_files, total_bytes) = planned.unzip();
         self.callback.call1(
             py,
-            (
-                load(&c.files),
-                load(&c.bytes),
-                load(&c.planned_files),
-                load(&c.planned_bytes),
-            ),
+            (load(&c.files), load(&c.bytes), total_files, total_bytes),
         )?;
         Ok(())
     }
@@ -272,24 +289,30 @@ impl Read for PyReader {
     }
 }
 
-/// An archive given as a path (`str`) or a binary file object (anything with `read`).
+/// An archive given as a path (`str`) or a binary file object (anything with `read`): the
+/// file object, the label naming it in messages, and its name (an opened file's path), if any.
 enum Archive {
     Path(PathBuf),
-    Reader(Py<PyAny>, String),
+    Reader(Py<PyAny>, String, Option<PathBuf>),
 }
 
 impl Archive {
-    fn from_py(archive: &Bound<'_, PyAny>, label: Option<String>) -> PyResult<Archive> {
+    fn from_py(
+        archive: &Bound<'_, PyAny>,
+        label: Option<String>,
+        name: Option<PathBuf>,
+    ) -> PyResult<Archive> {
         if archive.hasattr("read")? {
             let label = label.unwrap_or_else(|| "the file object".to_string());
-            return Ok(Archive::Reader(archive.clone().unbind(), label));
+            return Ok(Archive::Reader(archive.clone().unbind(), label, name));
         }
         Ok(Archive::Path(archive.extract()?))
     }
 
+    /// Its path, or a file object's name: the `filename` of an error that stops it starting.
     fn path(&self) -> Option<&Path> {
         match self {
-            Archive::Path(path) => Some(path),
+            Archive::Path(path) | Archive::Reader(_, _, Some(path)) => Some(path),
             Archive::Reader(..) => None,
         }
     }
@@ -363,8 +386,12 @@ fn meta_of(mode: Option<u32>, mtime: Option<f64>) -> PyResult<FileMeta> {
 }
 
 /// The report as a dict of plain values (the Python side makes its `Report` of it); each
-/// failure as a `fastwrite.Error`.
-fn report_of<'py>(py: Python<'py>, root: &Path, report: Report) -> PyResult<Bound<'py, PyDict>> {
+/// failure as a `fastwrite.Error`, its `filename` under `root` if given.
+fn report_of<'py>(
+    py: Python<'py>,
+    root: Option<&Path>,
+    report: Report,
+) -> PyResult<Bound<'py, PyDict>> {
     let failures = &report.failures;
     let d = PyDict::new(py);
     d.set_item("files", report.files)?;
@@ -381,7 +408,7 @@ fn report_of<'py>(py: Python<'py>, root: &Path, report: Report) -> PyResult<Boun
     d.set_item("warnings", PyTuple::new(py, warnings)?)?;
     let errors = failures
         .iter()
-        .map(|e| py_error(py, Some(root), e))
+        .map(|e| py_error(py, root, e))
         .collect::<PyResult<Vec<_>>>()?;
     d.set_item("failures", PyTuple::new(py, errors)?)?;
     if let Some(m) = &report.mirror {
@@ -429,9 +456,10 @@ fn progress_of(callback: Option<Py<PyAny>>) -> Option<Progress> {
 /// decides what to raise).
 #[pyfunction]
 #[pyo3(signature = (
-    archive, out, *, label=None, patterns=Vec::new(), exclude=Vec::new(), strip_components=0,
-    overwrite="refuse", password=None, max_output=None, threads=None, close=None, fsync=false,
-    atomic=false, progress=None, file_name=None, space_check=true, devices=false,
+    archive, out, *, label=None, name=None, patterns=Vec::new(), exclude=Vec::new(),
+    strip_components=0, overwrite="refuse", password=None, max_output=None, threads=None,
+    close=None, fsync=false, atomic=false, progress=None, file_name=None, space_check=true,
+    devices=false,
 ))]
 #[allow(clippy::too_many_arguments)]
 fn extract<'py>(
@@ -439,6 +467,7 @@ fn extract<'py>(
     archive: &Bound<'py, PyAny>,
     out: PathBuf,
     label: Option<String>,
+    name: Option<PathBuf>,
     patterns: Vec<String>,
     exclude: Vec<String>,
     strip_components: usize,
@@ -454,7 +483,7 @@ fn extract<'py>(
     space_check: bool,
     devices: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let archive = Archive::from_py(archive, label)?;
+    let archive = Archive::from_py(archive, label, name)?;
     let progress = progress_of(progress);
     let auto = "auto".into_pyobject(py)?.into_any();
     let mut opts = options(
@@ -475,14 +504,17 @@ fn extract<'py>(
     opts.devices = devices;
     let cancel = opts.cancel.clone();
     let named = archive.path().map(Path::to_path_buf);
+    // Stripped, an entry's failure still names it as archived: where it was to go under `out`
+    // is not known here, so it has no `filename`.
+    let root = (strip_components == 0).then_some(out.as_path());
     let (result, stopped) = run(py, &cancel, progress.as_ref(), || match archive {
         Archive::Path(path) => fastwrite::extract(&path, &out, &opts),
-        Archive::Reader(file, label) => {
+        Archive::Reader(file, label, _) => {
             fastwrite::extract_reader(Box::new(PyReader { file }), &label, &out, &opts)
         }
     })?;
     match (result, stopped) {
-        (Ok(report), stopped) => with_stopped(report_of(py, &out, report)?, stopped),
+        (Ok(report), stopped) => with_stopped(report_of(py, root, report)?, stopped),
         (Err(_), Some(stopped)) => Err(stopped),
         (Err(error), None) => Err(start_error(py, &error, named.as_deref())),
     }
@@ -491,16 +523,19 @@ fn extract<'py>(
 /// Lists `archive`: one tuple per entry (kind, name, size, mode, mtime, target, path, problem),
 /// and the failures of the listing.
 #[pyfunction]
-#[pyo3(signature = (archive, *, label=None, patterns=Vec::new(), exclude=Vec::new(), strip_components=0))]
+#[pyo3(signature = (
+    archive, *, label=None, name=None, patterns=Vec::new(), exclude=Vec::new(), strip_components=0,
+))]
 fn list<'py>(
     py: Python<'py>,
     archive: &Bound<'py, PyAny>,
     label: Option<String>,
+    name: Option<PathBuf>,
     patterns: Vec<String>,
     exclude: Vec<String>,
     strip_components: usize,
 ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyTuple>)> {
-    let archive = Archive::from_py(archive, label)?;
+    let archive = Archive::from_py(archive, label, name)?;
     let selection = fastwrite::Selection {
         patterns,
         exclude,
@@ -536,7 +571,7 @@ fn list<'py>(
     };
     let (result, stopped) = run(py, &Cancel::new(), None, || match archive {
         Archive::Path(path) => fastwrite::list(&path, &selection, &mut each),
-        Archive::Reader(file, label) => {
+        Archive::Reader(file, label, _) => {
             fastwrite::list_reader(Box::new(PyReader { file }), &label, &selection, &mut each)
         }
     })?;
@@ -597,7 +632,7 @@ fn mirror<'py>(
         fastwrite::mirror(&src, &dst, &opts, &mopts)
     })?;
     match (result, stopped) {
-        (Ok(report), stopped) => with_stopped(report_of(py, &dst, report)?, stopped),
+        (Ok(report), stopped) => with_stopped(report_of(py, Some(&dst), report)?, stopped),
         (Err(_), Some(stopped)) => Err(stopped),
         (Err(error), None) => Err(start_error(py, &error, Some(&src))),
     }
@@ -773,7 +808,7 @@ impl Batch {
                 end.unwrap_or_else(fastwrite::FinishError::into_report)
             }
         })?;
-        with_stopped(report_of(py, &self.root, report)?, stopped)
+        with_stopped(report_of(py, Some(&self.root), report)?, stopped)
     }
 }
 

@@ -3,6 +3,7 @@ back when the batch ends."""
 
 from __future__ import annotations
 
+import array
 import errno
 import io
 import json
@@ -35,14 +36,31 @@ def test_bytes_like_data_and_metadata(tmp_path: Path) -> None:
         batch.write("run.sh", b"#!/bin/sh\n", mode=0o755, mtime=1_500_000_000)
         batch.mkdir("empty/deep", mode=0o700)
         batch.symlink("link", "run.sh")
-        with pytest.raises(TypeError):
-            batch.write("c", "text is not bytes")  # type: ignore[arg-type]
     out = tmp_path / "out"
     assert (out / "a").read_bytes() == b"array" and (out / "b").read_bytes() == b"view"
     assert (out / "run.sh").stat().st_mode & 0o777 == 0o755
     assert (out / "run.sh").stat().st_mtime == 1_500_000_000
     assert (out / "empty" / "deep").stat().st_mode & 0o777 == 0o700
     assert os.readlink(out / "link") == "run.sh"
+
+
+def test_write_takes_str_as_utf8_and_any_buffer(tmp_path: Path) -> None:
+    with fastwrite.Batch(tmp_path / "out") as batch:
+        batch.write("text.txt", "café ✓\n")
+        batch.write("empty.txt", "")
+        batch.write("array.bin", array.array("H", [1, 2]))  # type: ignore[arg-type]
+        for wrong in [5, None, ["a"], 1.5]:
+            with pytest.raises(TypeError) as caught:
+                batch.write("wrong", wrong)  # type: ignore[arg-type]
+            message = str(caught.value)
+            assert "Batch.write" in message and repr(type(wrong).__name__) in message
+        with pytest.raises(UnicodeEncodeError):
+            batch.write("lone-surrogate", "\udcff")
+    out = tmp_path / "out"
+    assert (out / "text.txt").read_bytes() == "café ✓\n".encode()
+    assert (out / "empty.txt").read_bytes() == b""
+    assert (out / "array.bin").read_bytes() == array.array("H", [1, 2]).tobytes()
+    assert sorted(os.listdir(out)) == ["array.bin", "empty.txt", "text.txt"]
 
 
 def test_open_for_serializers(tmp_path: Path) -> None:
@@ -74,12 +92,16 @@ def test_a_serializer_that_fails_leaves_no_file(tmp_path: Path) -> None:
 def test_a_refused_path_raises_at_once(tmp_path: Path) -> None:
     with fastwrite.Batch(tmp_path / "out") as batch:
         for bad in ["../escape.txt", "/etc/passwd-x", "a/../../b"]:
-            with pytest.raises(fastwrite.Error) as caught:
+            with pytest.raises(PermissionError) as caught:
                 batch.write(bad, b"x")
+            assert isinstance(caught.value, fastwrite.Error)
             assert caught.value.kind == "refused" and caught.value.errno == errno.EPERM
-            assert caught.value.path == bad
-            with pytest.raises(fastwrite.Error, match="refused"):
+            assert caught.value.path == bad and caught.value.filename is None
+            with pytest.raises(PermissionError, match="refused"):
                 batch.open(bad)
+        with pytest.raises(PermissionError) as caught:
+            batch.symlink("out-link", "../../etc")
+        assert caught.value.path == "out-link" and caught.value.filename is None
         batch.write("fine.txt", b"ok")
     assert not (tmp_path / "escape.txt").exists()
     assert sorted(os.listdir(tmp_path / "out")) == ["fine.txt"]
@@ -90,11 +112,11 @@ def test_existing_files_fail_at_the_end_and_are_kept(tmp_path: Path) -> None:
     out.mkdir()
     (out / "mine.txt").write_bytes(b"mine")
     with pytest.raises(fastwrite.ErrorGroup) as caught, fastwrite.Batch(out) as batch:
-        batch.write("mine.txt", b"theirs")
+        batch.write("./mine.txt", b"theirs")
         batch.write("new.txt", b"new")
     [error] = caught.value.errors
-    assert (error.kind, error.path, error.errno) == ("already-exists", "mine.txt", errno.EEXIST)
-    assert error.filename == str(out / "mine.txt")
+    assert (error.kind, error.path, error.errno) == ("already-exists", "./mine.txt", errno.EEXIST)
+    assert isinstance(error, FileExistsError) and error.filename == str(out / "mine.txt")
     assert caught.value.report is not None and caught.value.report.files == 1
     assert (out / "mine.txt").read_bytes() == b"mine"
     with fastwrite.Batch(out, overwrite="replace") as batch:

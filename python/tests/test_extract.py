@@ -6,7 +6,9 @@ from __future__ import annotations
 import errno
 import io
 import os
+import pickle
 import tarfile
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -261,15 +263,244 @@ def test_progress_is_called_and_its_exception_stops_the_run(tmp_path: Path) -> N
 
 
 def test_errors_pickle_and_print(tmp_path: Path) -> None:
-    import pickle
-
     with pytest.raises(fastwrite.Error) as caught:
         fastwrite.extract(tmp_path / "missing.zip", tmp_path / "out")
-    again = pickle.loads(pickle.dumps(caught.value))
-    assert (again.kind, again.errno, str(again)) == ("start", errno.ENOENT, str(caught.value))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a").write_bytes(b"")
+    archive = tmp_path / "a.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("a", b"x")
+        z.writestr("../b", b"x")
+    with pytest.raises(fastwrite.ErrorGroup) as group:
+        fastwrite.extract(archive, out)
+    errors = [caught.value, *group.value.errors, fastwrite.Error(errno.ENOSPC, "full", "f")]
+    assert [type(e).__bases__[-1] for e in errors] == [
+        FileNotFoundError,
+        FileExistsError,
+        PermissionError,
+        OSError,  # a plain Error: Python has no class for ENOSPC
+    ]
+
+    def fields(e: OSError) -> list[object]:
+        return [getattr(e, f, None) for f in ("errno", "strerror", "filename", "kind", "path")]
+
+    for error in errors:
+        again = pickle.loads(pickle.dumps(error))
+        assert type(again) is type(error)
+        assert fields(again) == fields(error) and str(again) == str(error)
     assert "missing.zip" in str(caught.value)
 
 
 def test_error_group_before_3_11_has_a_list(tmp_path: Path) -> None:
     group = fastwrite.ErrorGroup("m", [fastwrite.Error(5, "x", "f")])
     assert isinstance(group.errors, list) and len(group.exceptions) == 1
+
+
+# -- Errors as Python's: the OSError subclass of each errno ----------------------------------
+
+
+@pytest.mark.parametrize("number", sorted(errno.errorcode))
+def test_an_error_is_the_oserror_subclass_python_gives_its_errno(number: int) -> None:
+    error = fastwrite.Error(number, "message", "file")
+    builtin = type(OSError(number, "message"))
+    assert isinstance(error, builtin) and isinstance(error, fastwrite.Error)
+    assert (error.errno, error.strerror, error.filename) == (number, "message", "file")
+    if builtin is OSError:
+        assert type(error) is fastwrite.Error
+    assert type(fastwrite.Error(None, "no errno", None)) is fastwrite.Error
+
+
+def test_a_missing_archive_is_file_not_found(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError) as caught:
+        fastwrite.extract(tmp_path / "missing.zip", tmp_path / "out")
+    assert isinstance(caught.value, fastwrite.Error) and caught.value.kind == "start"
+    assert caught.value.filename == str(tmp_path / "missing.zip")
+    with pytest.raises(FileNotFoundError):
+        fastwrite.list(tmp_path / "missing.tar")
+    with pytest.raises(IsADirectoryError):
+        fastwrite.extract(tmp_path, tmp_path / "out")
+
+
+def test_each_failure_is_caught_by_its_builtin(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "kept.txt").write_bytes(b"mine")
+    archive = tmp_path / "a.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("kept.txt", b"theirs")
+        z.writestr("../evil.txt", b"x")
+    with pytest.raises(fastwrite.ErrorGroup) as caught:
+        fastwrite.extract(archive, out, patterns=["kept.txt", "*.txt", "nothing"])
+    by_kind = {e.kind: e for e in caught.value.errors}
+    assert isinstance(by_kind["already-exists"], FileExistsError)
+    assert isinstance(by_kind["refused"], PermissionError)
+    assert isinstance(by_kind["not-found"], FileNotFoundError)
+    assert all(isinstance(e, fastwrite.Error) for e in caught.value.errors)
+
+
+# -- filename: where the file was to be, never outside OUT -----------------------------------
+
+
+def assert_inside(out: Path, errors: list[fastwrite.Error]) -> None:
+    """Every error's filename is None or a path under out, with no `..` in it."""
+    for error in errors:
+        if error.filename is not None:
+            name = os.fsdecode(error.filename)
+            assert os.path.commonpath([out, name]) == str(out), error
+            assert ".." not in Path(name).parts, error
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (DATA / "zip-slip").glob("*.[zt]*")))
+def test_the_zip_slip_samples_name_nothing_outside_out(tmp_path: Path, name: str) -> None:
+    out = tmp_path / "out"
+    with pytest.raises(fastwrite.ErrorGroup) as caught:
+        fastwrite.extract(DATA / "zip-slip" / name, out)
+    [refused] = caught.value.errors
+    assert refused.kind == "refused" and refused.filename is None
+    assert refused.path.endswith("evil.txt") and ".." in refused.path  # the name as archived
+    assert "evil.txt" in str(refused)
+    assert (out / "good.txt").exists()
+
+
+def hostile_tar(path: Path) -> Path:
+    """A tar with every way out a name can take: absolute, `..`, a drive letter, a UNC name,
+    a symlink out and a file through it, a hard link out."""
+    with tarfile.open(path, "w") as t:
+        for name in ["/etc/x", "/abs/deep/y", "a/../../up.txt", "C:/win.txt", "//srv/share/z"]:
+            info = tarfile.TarInfo(name)
+            info.size = 1
+            t.addfile(info, io.BytesIO(b"x"))
+        for name, kind, target in [
+            ("ln", tarfile.SYMTYPE, "/etc"),
+            ("up", tarfile.SYMTYPE, "../../x"),
+            ("hl", tarfile.LNKTYPE, "/etc/passwd"),
+        ]:
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = kind, target
+            t.addfile(info)
+        info = tarfile.TarInfo("ln/passwd-x")
+        info.size = 1
+        t.addfile(info, io.BytesIO(b"x"))
+    return path
+
+
+def test_refused_names_have_no_filename(tmp_path: Path) -> None:
+    archive = hostile_tar(tmp_path / "hostile.tar")
+    out = tmp_path / "out"
+    with pytest.raises(fastwrite.ErrorGroup) as caught:
+        fastwrite.extract(archive, out)
+    errors = caught.value.errors
+    assert len(errors) == 9 and {e.kind for e in errors} == {"refused"}
+    assert [e.filename for e in errors] == [None] * 9
+    assert "/etc/x" in [e.path for e in errors] and "ln/passwd-x" in [e.path for e in errors]
+    # The same names in a zip.
+    zipped = tmp_path / "hostile.zip"
+    with zipfile.ZipFile(zipped, "w") as z:
+        for name in ["/etc/x", "a/../../up.txt", "C:/win.txt", "C:\\w.txt", "\\\\srv\\x"]:
+            z.writestr(name, b"x")
+    with pytest.raises(fastwrite.ErrorGroup) as caught:
+        fastwrite.extract(zipped, tmp_path / "out2")
+    assert [e.filename for e in caught.value.errors] == [None] * 5
+    assert sorted(os.listdir(tmp_path)) == ["hostile.tar", "hostile.zip", "out", "out2"]
+
+
+def test_filename_is_the_plain_path_under_out(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    names = ["./d.txt", "a//b.txt", "x/./y.txt"]
+    for rel in ["d.txt", "a/b.txt", "x/y.txt"]:
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_bytes(b"mine")
+    archive = tmp_path / "a.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for name in names:
+            z.writestr(name, b"theirs")
+    with pytest.raises(fastwrite.ErrorGroup) as caught:
+        fastwrite.extract(archive, out)
+    by_path = {e.path: e for e in caught.value.errors}
+    assert by_path["./d.txt"].filename == str(out / "d.txt")
+    assert by_path["a//b.txt"].filename == str(out / "a" / "b.txt")
+    assert by_path["x/./y.txt"].filename == str(out / "x" / "y.txt")
+    assert all(isinstance(by_path[n], FileExistsError) for n in names)
+    assert all(os.path.exists(by_path[n].filename) for n in names)
+    assert_inside(out, caught.value.errors)
+    # A pattern is no file.
+    with pytest.raises(fastwrite.ErrorGroup) as caught:
+        fastwrite.extract(archive, tmp_path / "out2", patterns=["../nothing", "/etc/x"])
+    assert [(e.kind, e.filename) for e in caught.value.errors] == [("not-found", None)] * 2
+
+
+def test_stripped_names_have_no_filename(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "sub").mkdir(parents=True)
+    (out / "sub" / "s.txt").write_bytes(b"mine")
+    archive = tmp_path / "a.tar"
+    with tarfile.open(archive, "w") as t:
+        info = tarfile.TarInfo("top/sub/s.txt")
+        info.size = 1
+        t.addfile(info, io.BytesIO(b"x"))
+    with pytest.raises(fastwrite.ErrorGroup) as caught:
+        fastwrite.extract(archive, out, strip_components=1)
+    [error] = caught.value.errors
+    assert isinstance(error, FileExistsError) and error.path == "top/sub/s.txt"
+    # Not out/top/sub/s.txt, where nothing was to go: the stripped name is not known here.
+    assert error.filename is None
+
+
+# -- file objects ----------------------------------------------------------------------------
+
+
+def test_a_text_file_object_is_a_type_error_at_once(tmp_path: Path) -> None:
+    archive = tmp_path / "a.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("a.txt", b"\x83\xff not UTF-8")
+
+    class TextReader:  # no io class: told by its read(0)
+        def read(self, n: int = -1) -> str:
+            return ""
+
+    with open(archive, encoding="utf-8") as text:
+        for source in [text, io.StringIO("PK"), TextReader()]:
+            with pytest.raises(TypeError, match="binary file object") as caught:
+                fastwrite.extract(source, tmp_path / "out")  # type: ignore[arg-type]
+            assert caught.value.__cause__ is None  # said at once, not met in a read
+            with pytest.raises(TypeError, match=r"fastwrite\.list\(\)"):
+                fastwrite.list(source)  # type: ignore[arg-type]
+        assert text.tell() == 0  # nothing was read
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_file_object_is_named_by_its_name(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"not an archive" * 100)
+    with open(junk, "rb") as f, pytest.raises(fastwrite.Error) as caught:
+        fastwrite.extract(f, tmp_path / "out")
+    assert caught.value.kind == "start" and caught.value.filename == str(junk)
+    assert f"'{junk}'" in str(caught.value)
+    # Not an io class (a wrapper that passes calls on): named all the same.
+    with tempfile.NamedTemporaryFile(dir=tmp_path) as named:
+        named.write(b"not an archive" * 100)
+        named.seek(0)
+        with pytest.raises(fastwrite.Error) as caught:
+            fastwrite.list(named)  # type: ignore[arg-type]
+        assert caught.value.filename == named.name
+    # Without a name: shown as it is, no filename.
+    with pytest.raises(fastwrite.Error) as caught:
+        fastwrite.extract(io.BytesIO(b"not an archive" * 100), tmp_path / "out")
+    assert caught.value.filename is None and "BytesIO" in str(caught.value)
+
+
+def test_totals_not_known_are_none(tmp_path: Path) -> None:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for i in range(20):
+            info = tarfile.TarInfo(f"f{i}")
+            info.size = 10
+            t.addfile(info, io.BytesIO(b"x" * 10))
+    archive = tmp_path / "a.tar.gz"
+    archive.write_bytes(buf.getvalue())
+    for i, source in enumerate([io.BytesIO(buf.getvalue()), archive]):
+        seen: list[fastwrite.Progress] = []
+        fastwrite.extract(source, tmp_path / f"out{i}", progress=seen.append)
+        assert seen[-1].files == 20 and seen[-1].bytes == 200
+        assert (seen[-1].total_files, seen[-1].total_bytes) == (None, None)

@@ -44,3 +44,16 @@ def test_mirror_refuses_to_start(tmp_path: Path) -> None:
     src = sample_tree(tmp_path / "src")
     with pytest.raises(fastwrite.Error, match="inside"):
         fastwrite.mirror(src, src / "d0" / "copy")
+
+
+def test_mirror_progress_totals_when_known(tmp_path: Path) -> None:
+    src = sample_tree(tmp_path / "src")
+    dst = tmp_path / "dst"
+    seen: list[fastwrite.Progress] = []
+    fastwrite.mirror(src, dst, progress=seen.append)  # into a new folder: copied as walked
+    assert seen[-1].files == 41 and seen[-1].total_files is None
+    (src / "d0" / "sub0" / "f0.txt").write_bytes(b"changed, and longer than before")
+    seen.clear()
+    fastwrite.mirror(src, dst, progress=seen.append)  # compared first: the total is known
+    assert (seen[-1].files, seen[-1].total_files) == (1, 1)
+    assert seen[-1].total_bytes == len(b"changed, and longer than before")
