@@ -68,7 +68,7 @@ mod sync;
 
 pub use batch::{Batch, BatchBuilder, FileMeta, FileWriter, FinishError};
 pub use cancel::Cancel;
-pub use error::{Error, ErrorKind, Setting};
+pub use error::{Error, ErrorKind, RunError, Setting};
 #[cfg(feature = "extract")]
 pub use extract::format::recognised;
 #[cfg(feature = "extract")]

@@ -38,12 +38,16 @@ pub(crate) struct Patterns {
     empty: bool,
 }
 
+/// An invalid pattern is [`ErrorKind::Invalid`](crate::ErrorKind::Invalid), about the pattern.
 fn glob(pattern: &str, flag: &str, slash: Slash) -> anyhow::Result<Glob> {
     GlobBuilder::new(pattern)
         .literal_separator(slash == Slash::Stops)
         .backslash_escape(!cfg!(windows))
         .build()
-        .with_context(|| format!("invalid {flag} pattern '{pattern}'"))
+        .map_err(|e| {
+            let why = anyhow::Error::new(e).context(format!("invalid {flag} pattern '{pattern}'"));
+            crate::error::Error::named(pattern, crate::error::ErrorKind::Invalid, why).into()
+        })
 }
 
 impl Patterns {

@@ -953,7 +953,7 @@ fn an_encrypted_zip_asks_its_password_once() {
 
     // No answer: the encrypted entries fail, the rest is written.
     opts.password_prompt = Some(prompt(None));
-    let report = fastwrite::extract(&archive, &t.join("none"), &opts).unwrap();
+    let report = failed(fastwrite::extract(&archive, &t.join("none"), &opts));
     assert_eq!(report.failures.len(), 3);
     assert!(
         report
@@ -965,7 +965,7 @@ fn an_encrypted_zip_asks_its_password_once() {
     // A wrong password given up front: the prompt is not asked, each entry fails, no file.
     opts.password = Some(b"wrong".to_vec());
     let before = asked.load(Ordering::SeqCst);
-    let report = fastwrite::extract(&archive, &t.join("wrong"), &opts).unwrap();
+    let report = failed(fastwrite::extract(&archive, &t.join("wrong"), &opts));
     assert_eq!(asked.load(Ordering::SeqCst), before);
     assert_eq!(report.failures.len(), 3);
     assert!(
@@ -984,6 +984,104 @@ fn an_encrypted_zip_asks_its_password_once() {
     let before = asked.load(Ordering::SeqCst);
     fastwrite::extract(&plain, &t.join("plain"), &opts).unwrap();
     assert_eq!(asked.load(Ordering::SeqCst), before);
+}
+
+/// Issue 35, item 12: `extract`, `list`, `mirror` and `read_files` return the crate's own
+/// `RunError`: a run that could not start is `Start`, with the kind a program matches and the
+/// path it is about (and the OS error where there is one); a run where entries failed is
+/// `Failed`, never `Ok` (it was `Ok` with every entry failed); and with `RUST_BACKTRACE=1`
+/// nothing of it carries a backtrace.
+fn runs_fail_with_the_crates_own_error_kinds_and_paths() {
+    use fastwrite::RunError;
+    // SAFETY: the test binary's tests run one at a time (tests/common: run_tests).
+    unsafe { std::env::set_var("RUST_BACKTRACE", "1") };
+    let t = tempdir();
+    let opts = fastwrite::Options::default();
+    let start = |result: Result<fastwrite::Report, RunError>| match result {
+        Err(RunError::Start(error)) => error,
+        other => panic!("expected a start failure: {other:?}"),
+    };
+    let missing = t.join("missing.zip");
+    let error = start(fastwrite::extract(&missing, &t.join("o1"), &opts));
+    assert_eq!(error.kind(), ErrorKind::Source);
+    assert_eq!(error.path(), missing);
+    assert_eq!(
+        error.io_error().map(std::io::Error::kind),
+        Some(std::io::ErrorKind::NotFound)
+    );
+    assert!(
+        error.to_string().starts_with("cannot open archive"),
+        "{error}"
+    );
+    let text = t.join("notes.txt");
+    fs::write(&text, "just some notes\n").unwrap();
+    let error = start(fastwrite::extract(&text, &t.join("o2"), &opts));
+    assert_eq!(error.kind(), ErrorKind::Unsupported, "{error}");
+    assert_eq!(error.path(), text);
+    let archive = t.join("a.tar");
+    fs::write(&archive, crate_tar(&[("a.txt", b"a")])).unwrap();
+    let error = start(fastwrite::extract(&archive, &text, &opts));
+    assert_eq!(error.kind(), ErrorKind::Directory, "{error}");
+    assert_eq!(error.path(), text);
+    let mut bad = fastwrite::Options::default();
+    bad.select.patterns = vec!["[".into()];
+    let error = start(fastwrite::extract(&archive, &t.join("o3"), &bad));
+    assert_eq!(error.kind(), ErrorKind::Invalid, "{error}");
+    let error = start(fastwrite::mirror(
+        &t.join("nothing"),
+        &t.join("o4"),
+        &opts,
+        &Default::default(),
+    ));
+    assert_eq!(error.kind(), ErrorKind::Source);
+    assert_eq!(
+        error.io_error().map(std::io::Error::kind),
+        Some(std::io::ErrorKind::NotFound)
+    );
+    let error = start(
+        fastwrite::list(&missing, &Default::default(), &mut |_| {})
+            .map(|()| fastwrite::Report::default()),
+    );
+    assert_eq!(error.kind(), ErrorKind::Source);
+
+    // Every entry failed: an `Err`, with the report.
+    let out = t.join("o5");
+    fastwrite::extract(&archive, &out, &opts).unwrap();
+    let again = fastwrite::extract(&archive, &out, &opts).unwrap_err();
+    let report = again.report().expect("the run's report");
+    assert_eq!(report.failures.len(), 1);
+    assert_eq!(again.errors()[0].kind(), ErrorKind::AlreadyExists);
+    assert!(
+        again
+            .to_string()
+            .starts_with("1 entry failed: 'a.txt': already exists"),
+        "{again}"
+    );
+    // `?` into `io::Error` and `Box<dyn Error>` works, with the OS error's kind where there is one.
+    let io: std::io::Error = start_io(&missing, &t.join("o6"));
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    for shown in [format!("{again:?}"), format!("{io:?}")] {
+        assert!(!shown.contains("acktrace"), "{shown}");
+    }
+    // SAFETY: as above.
+    unsafe { std::env::remove_var("RUST_BACKTRACE") };
+}
+
+/// `extract` through `?` into an `io::Error`.
+fn start_io(archive: &Path, out: &Path) -> std::io::Error {
+    let run = || -> std::io::Result<fastwrite::Report> {
+        Ok(fastwrite::extract(archive, out, &Default::default())?)
+    };
+    run().unwrap_err()
+}
+
+/// The report of a run whose entries failed (`RunError::Failed`); panics on anything else.
+#[track_caller]
+fn failed(result: Result<fastwrite::Report, fastwrite::RunError>) -> fastwrite::Report {
+    match result {
+        Err(fastwrite::RunError::Failed(report)) => *report,
+        other => panic!("expected failed entries: {other:?}"),
+    }
 }
 
 /// What the batch reports while it writes, through a program's own `Reporter`.
@@ -1176,5 +1274,6 @@ fn main() {
         an_atomic_batch_appears_whole_or_not_at_all,
         #[cfg(unix)]
         a_batch_finishes_what_a_killed_run_left,
+        runs_fail_with_the_crates_own_error_kinds_and_paths,
     ])
 }

@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fastwrite::{
     Cancel, CloseMode, ErrorKind, FileMeta, MirrorOptions, Options, Overwrite, Report, Reporter,
-    Setting,
+    RunError, Setting,
 };
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -125,21 +125,35 @@ fn make_error(
     Ok(error.unbind())
 }
 
-/// A run that could not start (the library's `anyhow::Error`): kind `start`, the OS error's
-/// errno if one is behind it.
-fn start_error(py: Python<'_>, error: &anyhow::Error, filename: Option<&Path>) -> PyErr {
-    let errno = error
-        .chain()
-        .find_map(|e| e.downcast_ref::<io::Error>())
+/// A run's report, whether entries failed or not (the report holds them); `Err` for a run that
+/// could not start.
+fn ran(result: Result<Report, RunError>) -> Result<Report, RunError> {
+    match result {
+        Err(RunError::Failed(report)) => Ok(*report),
+        other => other,
+    }
+}
+
+/// A run that could not start (the library's `RunError::Start`): kind `start`, the OS error's
+/// errno if one is behind it, and as its filename the path the library names (the archive,
+/// the source, the output folder), else `filename`.
+fn start_error(py: Python<'_>, error: &RunError, filename: Option<&Path>) -> PyErr {
+    let failure = error.errors().first();
+    let errno = failure
+        .and_then(fastwrite::Error::io_error)
         .and_then(io::Error::raw_os_error);
-    let message = format!("{error:#}");
+    let message = failure.map_or_else(|| error.to_string(), |e| e.message());
+    let path = failure
+        .map(fastwrite::Error::path)
+        .filter(|p| !p.as_os_str().is_empty())
+        .or(filename);
     match make_error(
         py,
         errno,
         &message,
-        filename.map(Path::to_path_buf),
+        path.map(Path::to_path_buf),
         "start",
-        filename.unwrap_or(Path::new("")),
+        path.unwrap_or(Path::new("")),
     ) {
         Ok(error) => PyErr::from_value(error.into_bound(py)),
         Err(error) => error,
@@ -507,11 +521,13 @@ fn extract<'py>(
     // Stripped, an entry's failure still names it as archived: where it was to go under `out`
     // is not known here, so it has no `filename`.
     let root = (strip_components == 0).then_some(out.as_path());
-    let (result, stopped) = run(py, &cancel, progress.as_ref(), || match archive {
-        Archive::Path(path) => fastwrite::extract(&path, &out, &opts),
-        Archive::Reader(file, label, _) => {
-            fastwrite::extract_reader(Box::new(PyReader { file }), &label, &out, &opts)
-        }
+    let (result, stopped) = run(py, &cancel, progress.as_ref(), || {
+        ran(match archive {
+            Archive::Path(path) => fastwrite::extract(&path, &out, &opts),
+            Archive::Reader(file, label, _) => {
+                fastwrite::extract_reader(Box::new(PyReader { file }), &label, &out, &opts)
+            }
+        })
     })?;
     match (result, stopped) {
         (Ok(report), stopped) => with_stopped(report_of(py, root, report)?, stopped),
@@ -578,7 +594,11 @@ fn list<'py>(
     if let Some(stopped) = stopped {
         return Err(stopped);
     }
-    let failures = result.map_err(|e| start_error(py, &e, named.as_deref()))?;
+    let failures = match result {
+        Ok(()) => Vec::new(),
+        Err(RunError::Failed(report)) => report.failures,
+        Err(error) => return Err(start_error(py, &error, named.as_deref())),
+    };
     let errors = failures
         .iter()
         .map(|e| py_error(py, None, e))
@@ -629,7 +649,7 @@ fn mirror<'py>(
     };
     let cancel = opts.cancel.clone();
     let (result, stopped) = run(py, &cancel, progress.as_ref(), || {
-        fastwrite::mirror(&src, &dst, &opts, &mopts)
+        ran(fastwrite::mirror(&src, &dst, &opts, &mopts))
     })?;
     match (result, stopped) {
         (Ok(report), stopped) => with_stopped(report_of(py, Some(&dst), report)?, stopped),

@@ -199,20 +199,22 @@ impl Engine {
     ) -> anyhow::Result<Engine> {
         // A staged run writes into its staging folder (`stage.rs`).
         let work = &stage::work_root(root);
+        // What stops it is about the output folder.
+        let folder = |error: std::io::Error, what: &str| {
+            let why = anyhow::Error::new(error).context(format!("{what} '{}'", root.display()));
+            Error::named(root, ErrorKind::Directory, why)
+        };
         let fresh = match std::fs::read_dir(work) {
             Ok(mut entries) => entries.next().is_none(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 std::fs::create_dir_all(work)
-                    .with_context(|| format!("cannot create output folder '{}'", root.display()))?;
+                    .map_err(|e| folder(e, "cannot create output folder"))?;
                 true
             }
-            Err(e) => {
-                return Err(e)
-                    .with_context(|| format!("cannot use output folder '{}'", root.display()));
-            }
+            Err(e) => return Err(folder(e, "cannot use output folder").into()),
         };
-        let out_dir = platform::OutDir::open(work)
-            .with_context(|| format!("cannot use output folder '{}'", root.display()))?;
+        let out_dir =
+            platform::OutDir::open(work).map_err(|e| folder(e, "cannot use output folder"))?;
         // Killed runs' leftovers are dealt with before this run marks the folder itself.
         let leftovers = if fresh {
             leftovers::Leftovers::default()

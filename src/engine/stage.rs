@@ -75,7 +75,9 @@ pub(crate) fn staged(
     opts: &Options,
     run: impl FnOnce() -> anyhow::Result<Report>,
 ) -> anyhow::Result<Report> {
-    let (staging, mut warnings) = Staging::prepare(root, opts)?;
+    // Whatever stops it is about the output folder.
+    let (staging, mut warnings) =
+        Staging::prepare(root, opts).map_err(|e| Error::start(root, ErrorKind::Directory, e))?;
     let Some(staging) = staging else {
         let mut report = run()?;
         report.warnings.append(&mut warnings);
@@ -152,7 +154,8 @@ impl Staging {
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
-                bail!("'{}' is not a folder", root.display())
+                return Err(anyhow::Error::new(e))
+                    .with_context(|| format!("'{}' is not a folder", root.display()));
             }
             Err(e) => {
                 return Err(e)

@@ -188,12 +188,30 @@ pub(crate) fn named_like_a_tar(path: &Path) -> bool {
             .any(|suffix| name.ends_with(suffix))
 }
 
-/// Why an input this build recognises cannot be read: the feature that reads it is off.
+/// Why an input this build recognises cannot be read: the feature that reads it is off
+/// ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)).
 #[cfg(not(all(feature = "zip", feature = "tar")))]
 pub(crate) fn not_built(label: &str, what: &str, feature: &str) -> anyhow::Error {
-    anyhow::anyhow!(
+    let why = anyhow::anyhow!(
         "{label} is a {what} archive, and this build of fastwrite does not read {what} archives (cargo feature `{feature}`)"
-    )
+    );
+    super::input::unsupported(label, why)
+}
+
+/// Why an input compressed with `codec` cannot be read: this build has no decoder for it. Every
+/// cargo feature it needs is named, so that one rebuild reads it: `tar` too, for an input named
+/// as a compressed tar where this build has none (what it holds cannot be looked at).
+pub(crate) fn codec_not_built(label: &str, codec: Codec, named_tar: bool) -> anyhow::Error {
+    let name = codec.name();
+    let needs = match (cfg!(feature = "tar"), named_tar) {
+        (true, _) => format!("cargo feature `{name}`"),
+        (false, true) => format!("cargo features `{name}` and `tar`"),
+        (false, false) => format!("cargo feature `{name}`; and `tar`, if it holds a tar archive"),
+    };
+    let why = anyhow::anyhow!(
+        "cannot read {label}: {name} data, and this build of fastwrite has no {name} decoder ({needs})"
+    );
+    super::input::unsupported(label, why)
 }
 
 #[cfg(test)]

@@ -105,17 +105,21 @@ fn open_stream(
             });
         }
         Some(Format::Compressed(codec)) => codec,
-        None => bail!("{label} is {}", super::format::not_readable(head)),
+        None => {
+            let why = anyhow::anyhow!("{label} is {}", super::format::not_readable(head));
+            return Err(unsupported(&label, why));
+        }
     };
     let gzip = codec::gzip_header(head);
     let verified = codec::Verified::default();
-    let mut decoded = codec
-        .decoder(Box::new(input), &verified)
-        .with_context(|| format!("cannot read {label}"))?;
+    let named_tar = path.is_some_and(named_like_a_tar);
+    // (A decoder is missing only where its cargo feature is off.)
+    let Ok(mut decoded) = codec.decoder(Box::new(input), &verified) else {
+        return Err(super::format::codec_not_built(&label, codec, named_tar));
+    };
     // The first block of what is inside tells a tar (its header's checksum) from a single
     // file.
     let archive_path = path.unwrap_or(Path::new("-"));
-    let named_tar = path.is_some_and(named_like_a_tar);
     let mut start = Vec::with_capacity(512);
     // An error met here is returned in its place in the data: bytes after the end of a short
     // compressed file are said where its data ends, and damage in a file named as a tar is
@@ -181,6 +185,13 @@ fn open_stream(
             path: path.map(Path::to_path_buf),
         }
     })
+}
+
+/// An input fastwrite does not read ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)),
+/// about the input `label` names.
+pub(super) fn unsupported(label: &str, why: anyhow::Error) -> anyhow::Error {
+    let path = Path::new(label.trim_matches('\''));
+    crate::error::Error::named(path, crate::error::ErrorKind::Unsupported, why).into()
 }
 
 /// Returns its error once, then the end: an error met while peeking, in its place in the data.

@@ -2,29 +2,31 @@
 
 use std::path::Path;
 
-use anyhow::bail;
+use anyhow::anyhow;
 
-use crate::error::Setting;
+use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
 use crate::plan::{EntryKind, Plan};
 use crate::platform;
 use crate::report::human_bytes;
 
 /// Refuses to start if the files of `plan` declare more than the output cap, or more than the
-/// free space of `out`'s filesystem (see [`Options::max_output`] and [`Options::space_check`]).
+/// free space of `out`'s filesystem (see [`Options::max_output`] and [`Options::space_check`]):
+/// [`ErrorKind::Limit`], about `out`.
 pub(super) fn check_declared(plan: &Plan, out: &Path, opts: &Options) -> anyhow::Result<()> {
+    let over = |why: anyhow::Error| Err(Error::named(out, ErrorKind::Limit, why).into());
     let declared = plan
         .entries
         .iter()
         .filter(|e| e.kind == EntryKind::File)
         .fold(0u64, |sum, e| sum.saturating_add(e.size));
     if let Some(max) = opts.max_output.filter(|&max| declared > max) {
-        bail!(
+        return over(anyhow!(
             "the archive's files add up to {}, more than the cap of {} ({}): nothing was extracted",
             human_bytes(declared),
             human_bytes(max),
             Setting::MaxOutput
-        );
+        ));
     }
     if !opts.space_check {
         return Ok(());
@@ -49,13 +51,15 @@ pub(super) fn check_declared(plan: &Plan, out: &Path, opts: &Options) -> anyhow:
         return Ok(());
     };
     if declared > free {
-        bail!(
+        // The OS's own word for it, for a program that matches `StorageFull` (ENOSPC).
+        let full = std::io::Error::from(std::io::ErrorKind::StorageFull);
+        return over(anyhow!(full).context(format!(
             "the archive's files add up to {}, but '{}' has only {} free: nothing was extracted ({} writes anyway, for filesystems that compress)",
             human_bytes(declared),
             probe.display(),
             human_bytes(free),
             Setting::NoSpaceCheck
-        );
+        )));
     }
     Ok(())
 }

@@ -11,31 +11,44 @@ use super::format::not_built;
 use super::input::{Input, open, open_reader};
 use super::listed::{Listed, ListedKind};
 use super::select::Chooser;
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, RunError};
 use crate::options::Selection;
 
-/// Lists `archive` (`-`: a tar on standard input), calling `each` for every entry `selection`
-/// takes, in archive order, as it is read. Returns the failures of the listing itself: a
-/// pattern that matched nothing, a stream that broke part-way (after the entries before it
-/// were listed). An `Err` means it could not start, where [`extract`](crate::extract()) could
-/// not either: the archive is missing, unreadable or unrecognised, a pattern is invalid, or a
-/// zip is refused whole (overlapping entries). A zip on standard input is kept in a temporary
-/// file and listed from its central directory; a single compressed file is listed as the one
-/// file it holds, as `gzip -l` lists it (decompressed whole, to count its size).
+/// Lists `archive` (`-`: standard input), calling `each` for every entry `selection` takes, in
+/// archive order, as it is read. [`RunError::Failed`] carries the failures of the listing, in
+/// a report that holds nothing else: each entry [`extract`](crate::extract()) would refuse
+/// (listed all the same, with its [`problem`](Listed::problem)), a pattern that matched
+/// nothing, a stream that broke part-way (after the entries before it were listed), so that
+/// `list` fails where `extract` would. [`RunError::Start`] means it could not start, where
+/// [`extract`](crate::extract()) could not either: the archive is missing, unreadable or
+/// unrecognised, a pattern is invalid, or a zip is refused whole (overlapping entries). A zip
+/// on standard input is kept in a temporary file and listed from its central directory; a
+/// single compressed file is listed as the one file it holds, as `gzip -l` lists it
+/// (decompressed whole, to count its size).
 ///
 /// ```no_run
-/// let failures = fastwrite::list("wheel.whl".as_ref(), &Default::default(), &mut |entry| {
+/// fastwrite::list("wheel.whl".as_ref(), &Default::default(), &mut |entry| {
 ///     println!("{} {}", entry.size, entry.name);
 /// })?;
-/// assert!(failures.is_empty());
-/// # Ok::<(), anyhow::Error>(())
+/// # Ok::<(), fastwrite::RunError>(())
 /// ```
 pub fn list(
     archive: &Path,
     selection: &Selection,
     each: &mut dyn FnMut(&Listed),
-) -> anyhow::Result<Vec<Error>> {
-    list_input(archive, || open(archive), selection, each)
+) -> Result<(), RunError> {
+    let failures = list_input(archive, || open(archive), selection, each)
+        .map_err(|e| RunError::Start(Error::start(archive, ErrorKind::Source, e)))?;
+    listed(failures)
+}
+
+/// The end of a listing: its failures, as a run's.
+fn listed(failures: Vec<Error>) -> Result<(), RunError> {
+    let report = crate::report::Report {
+        failures,
+        ..Default::default()
+    };
+    RunError::check(report).map(drop)
 }
 
 /// Lists the archive `reader` yields, as [`list`] lists standard input: read once, from its
@@ -59,15 +72,17 @@ pub fn list(
 /// # builder.finish()?;
 /// # drop(builder);
 /// let mut seen = Vec::new();
-/// let failures = fastwrite::list_reader(
+/// let listed = fastwrite::list_reader(
 ///     Box::new(std::io::Cursor::new(tar)),
 ///     "the upload",
 ///     &Default::default(),
 ///     &mut |entry| seen.push((entry.name.clone(), entry.path.is_some())),
-/// )?;
-/// assert!(failures.is_empty());
-/// // The second name would be refused by `extract`: listed, with no path to write it to.
+/// );
+/// // The second name would be refused by `extract`: listed, with no path to write it to, and
+/// // a failure of the listing.
 /// assert_eq!(seen, [("docs/a.md".to_string(), true), ("../evil".to_string(), false)]);
+/// let failed = listed.unwrap_err();
+/// assert_eq!(failed.errors()[0].kind(), fastwrite::ErrorKind::Refused);
 /// # }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -76,13 +91,15 @@ pub fn list_reader(
     label: &str,
     selection: &Selection,
     each: &mut dyn FnMut(&Listed),
-) -> anyhow::Result<Vec<Error>> {
-    list_input(
+) -> Result<(), RunError> {
+    let failures = list_input(
         Path::new(label),
         || open_reader(reader, label),
         selection,
         each,
     )
+    .map_err(|e| RunError::Start(Error::start(Path::new(label), ErrorKind::Source, e)))?;
+    listed(failures)
 }
 
 /// `archive` names the input in messages; `open` opens it.

@@ -25,9 +25,7 @@ mod zip;
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::Context;
-
-use crate::error::Setting;
+use crate::error::{Error, ErrorKind, RunError, Setting};
 use crate::options::Options;
 use crate::report::Report;
 #[cfg(fuzzing)]
@@ -42,23 +40,30 @@ use select::Chooser;
 /// (written as one file, see [`Options::file_name`]); `-` reads standard input, where a zip
 /// is read by its local headers.
 ///
-/// An `Err` means the run could not start (the command line's exit code 2): the archive is
-/// missing, unreadable or unrecognised, or `out` cannot be made. Otherwise every entry that
-/// failed is in the report's [`failures`](Report::failures), with its path and kind, and the
-/// rest were written.
+/// `Ok` when every entry was written. [`RunError::Start`] when the run could not start (the
+/// command line's exit code 2): the archive is missing, unreadable or unrecognised, an option
+/// does not apply, or `out` cannot be made; nothing was written. [`RunError::Failed`] when
+/// some entries failed: each is in its report's [`failures`](Report::failures), with its path
+/// and kind, and the rest were written.
 ///
 /// ```no_run
-/// let report = fastwrite::extract("wheel.whl".as_ref(), "site-packages".as_ref(), &Default::default())?;
-/// println!("{} files written, {} failed", report.files, report.failures.len());
-/// # Ok::<(), anyhow::Error>(())
+/// match fastwrite::extract("wheel.whl".as_ref(), "site-packages".as_ref(), &Default::default()) {
+///     Ok(report) => println!("{} files written", report.files),
+///     Err(fastwrite::RunError::Failed(report)) => {
+///         println!("{} files written, {} failed", report.files, report.failures.len())
+///     }
+///     Err(error) => return Err(error.into()),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn extract(archive: &Path, out: &Path, opts: &Options) -> anyhow::Result<Report> {
+pub fn extract(archive: &Path, out: &Path, opts: &Options) -> Result<Report, RunError> {
     let start = Instant::now();
     let mut report = crate::engine::staged(out, opts, || {
         extract_any(archive, || open(archive), out, opts)
-    })?;
+    })
+    .map_err(|e| RunError::Start(Error::start(archive, ErrorKind::Source, e)))?;
     report.wall = start.elapsed();
-    Ok(report)
+    RunError::check(report)
 }
 
 /// Extracts the archive `reader` yields (a socket, a download, a Python file object) into the
@@ -95,13 +100,14 @@ pub fn extract_reader(
     label: &str,
     out: &Path,
     opts: &Options,
-) -> anyhow::Result<Report> {
+) -> Result<Report, RunError> {
     let start = Instant::now();
     let open = || input::open_reader(reader, label);
     let mut report =
-        crate::engine::staged(out, opts, || extract_any(Path::new(label), open, out, opts))?;
+        crate::engine::staged(out, opts, || extract_any(Path::new(label), open, out, opts))
+            .map_err(|e| RunError::Start(Error::start(Path::new(label), ErrorKind::Source, e)))?;
     report.wall = start.elapsed();
-    Ok(report)
+    RunError::check(report)
 }
 
 /// `archive` names the input in messages; `open` opens it.
@@ -116,8 +122,14 @@ fn extract_any(
     // is read, rather than every entry in a line of its own. (A mirror's DST is not checked:
     // a mirror with nothing to change writes nothing.)
     if let Ok(dir) = crate::platform::OutDir::open(out) {
-        dir.check_writable()
-            .with_context(|| format!("cannot write in output folder '{}'", out.display()))?;
+        dir.check_writable().map_err(|e| {
+            let why = format!("cannot write in output folder '{}'", out.display());
+            Error::named(
+                out,
+                ErrorKind::Directory,
+                anyhow::Error::new(e).context(why),
+            )
+        })?;
     }
     let mut report = read_any(archive, open()?, out, opts, &chooser)?;
     if !opts.cancel.is_cancelled() {
@@ -178,11 +190,12 @@ fn refuse_what_does_not_apply(
         Input::Single { .. } => return single::refuse_choosing(archive, chooser),
     };
     if opts.file_name.is_some() {
-        anyhow::bail!(
+        let why = anyhow::anyhow!(
             "{} names the file a single compressed file decompresses to, and '{}' is {kind}: refused",
             Setting::FileName,
             archive.display()
         );
+        return Err(Error::named(archive, ErrorKind::Invalid, why).into());
     }
     Ok(())
 }
@@ -286,5 +299,41 @@ mod without_a_format {
     fn a_gzip_names_the_feature_that_decodes_it() {
         let message = extract_bytes("a.tar.gz", b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03");
         assert!(message.contains("cargo feature `gzip`"), "{message}");
+    }
+}
+
+/// A build that reads zips only names every feature a compressed tar needs at once (issue 35,
+/// item 13: it named `gzip`, then, rebuilt with it, `tar`). `cargo test --no-default-features
+/// --features zip --lib` runs these.
+#[cfg(all(test, feature = "zip", not(feature = "tar"), not(feature = "gzip")))]
+mod with_zip_only {
+    use super::*;
+
+    fn start_error(name: &str, bytes: &[u8]) -> Error {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = dir.path().join(name);
+        std::fs::write(&archive, bytes).unwrap();
+        match extract(&archive, &dir.path().join("out"), &Options::default()) {
+            Err(RunError::Start(error)) => error,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_compressed_tar_names_both_features() {
+        let gzip = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03";
+        let error = start_error("a.tar.gz", gzip);
+        assert_eq!(error.kind(), ErrorKind::Unsupported);
+        let message = error.to_string();
+        assert!(
+            message.contains("cargo features `gzip` and `tar`"),
+            "{message}"
+        );
+        // Named otherwise, what it holds is unknown: both said, the second as a condition.
+        let message = start_error("download", gzip).to_string();
+        assert!(
+            message.contains("`gzip`; and `tar`, if it holds"),
+            "{message}"
+        );
     }
 }

@@ -15,7 +15,7 @@ use anyhow::anyhow;
 
 use super::input::{Input, open};
 use super::select::Chooser;
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, RunError};
 use crate::options::Options;
 use crate::plan::Entry;
 use crate::report::Report;
@@ -29,20 +29,36 @@ pub(super) type Each<'a> = dyn FnMut(&str, &mut dyn Read) -> io::Result<()> + 'a
 /// content is read to the end (by `each`, or after it): content that fails is named in the
 /// report's failures, after `each` had it, as `unzip -p` does.
 ///
-/// The report counts the files and bytes read and has a failure for every file that failed
-/// and every entry extraction would refuse. An `Err` means it could not start (as for
-/// [`extract`](crate::extract())), or that `each` failed: then reading stops there (a closed
-/// pipe, for one). A zip on standard input is not read here (save it to a file first).
+/// The report counts the files and bytes read. [`RunError::Failed`] carries it when a file
+/// failed or an entry would be refused by extraction; [`RunError::Start`] means it could not
+/// start (as for [`extract`](crate::extract())); [`RunError::Output`] that `each` failed, and
+/// reading stopped there (a closed pipe, for one). A zip on standard input is kept in a
+/// temporary file and read from its central directory.
 ///
 /// ```no_run
 /// // `unzip -t`: every file read and checked, nothing kept.
 /// let report = fastwrite::read_files("wheel.whl".as_ref(), &Default::default(), &mut |_, data| {
 ///     std::io::copy(data, &mut std::io::sink()).map(drop)
 /// })?;
-/// assert!(report.failures.is_empty(), "damaged: {:?}", report.failures);
-/// # Ok::<(), anyhow::Error>(())
+/// println!("{} files, no errors", report.files);
+/// # Ok::<(), fastwrite::RunError>(())
 /// ```
-pub fn read_files(archive: &Path, opts: &Options, each: &mut Each<'_>) -> anyhow::Result<Report> {
+pub fn read_files(archive: &Path, opts: &Options, each: &mut Each<'_>) -> Result<Report, RunError> {
+    match read_any(archive, opts, each) {
+        Ok(report) => RunError::check(report),
+        Err(error) => match error.downcast::<Output>() {
+            Ok(Output(error)) => Err(RunError::Output(error)),
+            Err(error) => Err(RunError::Start(Error::start(
+                archive,
+                ErrorKind::Source,
+                error,
+            ))),
+        },
+    }
+}
+
+/// [`read_files`], with its failures as they come.
+fn read_any(archive: &Path, opts: &Options, each: &mut Each<'_>) -> anyhow::Result<Report> {
     let start = Instant::now();
     let chooser = Chooser::new(&opts.select)?;
     let input = open(archive)?;
@@ -115,8 +131,11 @@ pub(super) fn is_output(error: &anyhow::Error) -> bool {
 }
 
 /// The I/O error `each` failed with, if that is what `error` is (a closed pipe, say).
-pub fn output_error(error: &anyhow::Error) -> Option<&io::Error> {
-    error.downcast_ref::<Output>().map(|o| &o.0)
+pub fn output_error(error: &RunError) -> Option<&io::Error> {
+    match error {
+        RunError::Output(error) => Some(error),
+        _ => None,
+    }
 }
 
 /// Gives `entry`'s content to `each`, then reads what it left, so that every check on the

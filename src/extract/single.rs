@@ -27,12 +27,13 @@ pub(super) fn refuse_choosing(
     chooser: &super::select::Chooser,
 ) -> anyhow::Result<()> {
     if chooser.chooses() {
-        bail!(
+        let why = anyhow!(
             "'{}' is a single compressed file, which holds one file and no entries to choose from: patterns, {} and {} do not apply (refused)",
             input.display(),
             Setting::Exclude,
             Setting::StripComponents
         );
+        return Err(Error::named(input, ErrorKind::Invalid, why).into());
     }
     Ok(())
 }

@@ -30,7 +30,7 @@ use anyhow::{Context, anyhow, bail};
 use rayon::prelude::*;
 
 use crate::engine::{self, Content, Engine, Writer};
-use crate::error::{Error, ErrorKind, Setting};
+use crate::error::{Error, ErrorKind, RunError, Setting};
 use crate::options::{MirrorOptions, Options};
 use crate::plan::{Entry, EntryKind, Plan};
 use crate::platform;
@@ -45,30 +45,46 @@ use walk::{Action, Found, Walk};
 /// `mopts.dry_run`, changes nothing and returns what it would do in the report's
 /// [`MirrorCounts::actions`].
 ///
-/// An `Err` means nothing was done: `src` is missing or not a directory, `dst` is not a
-/// directory, or one lies inside the other. Otherwise every path that failed is in the
-/// report's [`failures`](Report::failures).
+/// `Ok` when every path was done. [`RunError::Start`] means nothing was done: `src` is missing
+/// ([`ErrorKind::Source`], its OS error kept) or not a directory, `dst` is not a directory
+/// ([`ErrorKind::Directory`]), one lies inside the other ([`ErrorKind::Invalid`]), or an
+/// exclude pattern is invalid. [`RunError::Failed`] carries the report, with every path that
+/// failed in its [`failures`](Report::failures).
 ///
 /// ```no_run
 /// use fastwrite::{MirrorOptions, Options};
 /// let mopts = MirrorOptions { delete: true, ..MirrorOptions::default() };
 /// let report = fastwrite::mirror("src".as_ref(), "backup".as_ref(), &Options::default(), &mopts)?;
-/// assert!(report.failures.is_empty());
-/// # Ok::<(), anyhow::Error>(())
+/// println!("{} files copied", report.files);
+/// # Ok::<(), fastwrite::RunError>(())
 /// ```
 pub fn mirror(
     src: &Path,
     dst: &Path,
     opts: &Options,
     mopts: &MirrorOptions,
-) -> anyhow::Result<Report> {
+) -> Result<Report, RunError> {
     let start = Instant::now();
+    let mut report = mirror_any(src, dst, opts, mopts)
+        .map_err(|e| RunError::Start(Error::start(src, ErrorKind::Source, e)))?;
+    report.wall = start.elapsed();
+    RunError::check(report)
+}
+
+/// [`mirror`], with its start's failures as they come.
+fn mirror_any(
+    src: &Path,
+    dst: &Path,
+    opts: &Options,
+    mopts: &MirrorOptions,
+) -> anyhow::Result<Report> {
     let (root_meta, dst_exists) = check_roots(src, dst)?;
     if mopts.hard_links && platform::file_identity(&root_meta).is_none() {
-        bail!(
+        let why = anyhow!(
             "{} is not supported on this platform (no file identities)",
             Setting::HardLinks
         );
+        return Err(Error::named(src, ErrorKind::Unsupported, why).into());
     }
     let exclude = Patterns::new(&mopts.excludes, Setting::Exclude.name(), Slash::Stops)?;
     let walk = || Walk {
@@ -80,7 +96,7 @@ pub fn mirror(
         stream: None,
         found: Default::default(),
     };
-    let mut report = if mopts.dry_run {
+    let report = if mopts.dry_run {
         let walk = walk();
         engine::writer_pool(opts)?.install(|| walk.run(root_meta, dst_exists));
         let mut found = walked(walk, src);
@@ -92,7 +108,6 @@ pub fn mirror(
             mirror_into(src, dst, (opts, mopts), root_meta, dst_exists, walk)
         })?
     };
-    report.wall = start.elapsed();
     Ok(report)
 }
 
@@ -172,58 +187,81 @@ fn add_found(report: &mut Report, mut found: Found) {
 /// Refuses, before anything is written, a pair of folders that cannot be mirrored. Returns the
 /// source root's metadata, and whether the destination exists.
 fn check_roots(src: &Path, dst: &Path) -> anyhow::Result<(fs::Metadata, bool)> {
-    let src_meta = fs::metadata(src).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => anyhow!("source '{}' does not exist", src.display()),
-        _ => anyhow!(e).context(format!("cannot read source '{}'", src.display())),
+    // Each refusal is about one folder, with its kind, and keeps the OS error where there is
+    // one (a program matches `NotFound`).
+    let source = |why: anyhow::Error| Error::named(src, ErrorKind::Source, why);
+    let destination = |why: anyhow::Error| Error::named(dst, ErrorKind::Directory, why);
+    let both = |why: anyhow::Error| Error::named(dst, ErrorKind::Invalid, why);
+    let src_meta = fs::metadata(src).map_err(|e| {
+        source(match e.kind() {
+            io::ErrorKind::NotFound => {
+                anyhow!(e).context(format!("source '{}' does not exist", src.display()))
+            }
+            _ => anyhow!(e).context(format!("cannot read source '{}'", src.display())),
+        })
     })?;
     if !src_meta.is_dir() {
-        bail!("source '{}' is not a directory", src.display());
+        let not = io::Error::from(io::ErrorKind::NotADirectory);
+        let why = anyhow!(not).context(format!("source '{}' is not a directory", src.display()));
+        return Err(source(why).into());
     }
     // A source that cannot be listed gives nothing to copy: said now, before the destination
     // is made (an unreadable directory deeper down fails alone, in the walk).
-    fs::read_dir(src).with_context(|| format!("cannot read source '{}'", src.display()))?;
-    let src_real = fs::canonicalize(src)
-        .with_context(|| format!("cannot resolve source '{}'", src.display()))?;
+    fs::read_dir(src).map_err(|e| {
+        source(anyhow!(e).context(format!("cannot read source '{}'", src.display())))
+    })?;
+    let src_real = fs::canonicalize(src).map_err(|e| {
+        source(anyhow!(e).context(format!("cannot resolve source '{}'", src.display())))
+    })?;
+    let resolve_dst = |e: io::Error| {
+        destination(anyhow!(e).context(format!("cannot resolve destination '{}'", dst.display())))
+    };
     let (dst_real, dst_exists) = match fs::metadata(dst) {
-        Ok(m) if m.is_dir() => (
-            fs::canonicalize(dst)
-                .with_context(|| format!("cannot resolve destination '{}'", dst.display()))?,
-            true,
-        ),
-        Ok(_) => bail!(
-            "destination '{}' exists and is not a directory",
-            dst.display()
-        ),
+        Ok(m) if m.is_dir() => (fs::canonicalize(dst).map_err(resolve_dst)?, true),
+        Ok(_) => {
+            let not = io::Error::from(io::ErrorKind::NotADirectory);
+            let why = anyhow!(not).context(format!(
+                "destination '{}' exists and is not a directory",
+                dst.display()
+            ));
+            return Err(destination(why).into());
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             if dst.symlink_metadata().is_ok() {
-                bail!("destination '{}' is a symlink to nothing", dst.display());
+                let why = anyhow!(e).context(format!(
+                    "destination '{}' is a symlink to nothing",
+                    dst.display()
+                ));
+                return Err(destination(why).into());
             }
-            (resolve_missing(dst)?, false)
+            (resolve_missing(dst).map_err(destination)?, false)
         }
         Err(e) => {
-            return Err(e).with_context(|| format!("cannot read destination '{}'", dst.display()));
+            let why = anyhow!(e).context(format!("cannot read destination '{}'", dst.display()));
+            return Err(destination(why).into());
         }
     };
+    let refuse = |why: String| Err(both(anyhow!(why)).into());
     if dst_real == src_real {
-        bail!(
+        return refuse(format!(
             "source '{}' and destination '{}' are the same directory",
             src.display(),
             dst.display()
-        );
+        ));
     }
     if dst_real.starts_with(&src_real) {
-        bail!(
+        return refuse(format!(
             "destination '{}' is inside source '{}': the copy would copy itself",
             dst.display(),
             src.display()
-        );
+        ));
     }
     if src_real.starts_with(&dst_real) {
-        bail!(
+        return refuse(format!(
             "source '{}' is inside destination '{}': mirroring would overwrite or delete it",
             src.display(),
             dst.display()
-        );
+        ));
     }
     Ok((src_meta, dst_exists))
 }

@@ -71,9 +71,9 @@ fn run(cli: Cli) -> i32 {
                     read_files(&cli, args, archive, &opts)
                 } else {
                     set_progress(&cli, &mut opts);
-                    match fastwrite::extract(archive, &args.output, &opts) {
+                    match ran(fastwrite::extract(archive, &args.output, &opts)) {
                         Ok(report) => told(&cli, report, Some(archive), "written"),
-                        Err(error) => cannot_start(&format!("{error:#}"), cli.global.json),
+                        Err(error) => cannot_start(&error.to_string(), cli.global.json),
                     }
                 };
                 code = code.max(done);
@@ -87,8 +87,13 @@ fn run(cli: Cli) -> i32 {
     }
     set_progress(&cli, &mut opts);
     let result = match &cli.command {
-        Command::Extract(args) => fastwrite::extract(&args.archive, &args.output, &opts),
-        Command::Mirror(args) => fastwrite::mirror(&args.src, &args.dst, &opts, &args.options()),
+        Command::Extract(args) => ran(fastwrite::extract(&args.archive, &args.output, &opts)),
+        Command::Mirror(args) => ran(fastwrite::mirror(
+            &args.src,
+            &args.dst,
+            &opts,
+            &args.options(),
+        )),
         Command::List(_) | Command::Completions { .. } | Command::Man { .. } => {
             unreachable!("answered above")
         }
@@ -99,8 +104,19 @@ fn run(cli: Cli) -> i32 {
             if let Some(bar) = &opts.progress {
                 bar.finished();
             }
-            cannot_start(&format!("{error:#}"), cli.global.json)
+            cannot_start(&error.to_string(), cli.global.json)
         }
+    }
+}
+
+/// A run's report, whether entries failed or not (`told` says which, and the exit code); `Err`
+/// only for a run that could not start, or whose output stopped.
+fn ran(
+    result: Result<fastwrite::Report, fastwrite::RunError>,
+) -> Result<fastwrite::Report, fastwrite::RunError> {
+    match result {
+        Err(fastwrite::RunError::Failed(report)) => Ok(*report),
+        other => other,
     }
 }
 
@@ -179,22 +195,22 @@ fn read_files(
     let verbose = cli.global.verbose;
     let read = if args.to_stdout {
         let mut out = std::io::stdout().lock();
-        fastwrite::read_files(archive, opts, &mut |_, data| {
+        ran(fastwrite::read_files(archive, opts, &mut |_, data| {
             std::io::copy(data, &mut out).map(drop)
-        })
-        .and_then(|report| {
-            out.flush()?;
-            Ok(report)
+        }))
+        .and_then(|report| match out.flush() {
+            Ok(()) => Ok(report),
+            Err(error) => Err(fastwrite::RunError::Output(error)),
         })
     } else {
-        fastwrite::read_files(archive, opts, &mut |name, data| {
+        ran(fastwrite::read_files(archive, opts, &mut |name, data| {
             std::io::copy(data, &mut std::io::sink())?;
             if verbose {
                 // `-tv | head`: the names stop; the test goes on, as `tar -tvf` goes on.
                 let _ = writeln!(std::io::stdout().lock(), "{}", show::terminal_safe(name));
             }
             Ok(())
-        })
+        }))
     };
     let report = match read {
         Ok(report) => report,
@@ -205,7 +221,7 @@ fn read_files(
         {
             return exit::SUCCESS;
         }
-        Err(error) => return cannot_start(&format!("{error:#}"), cli.global.json),
+        Err(error) => return cannot_start(&error.to_string(), cli.global.json),
     };
     let tested = format!(
         "fastwrite: {} tested ({}): no errors",
@@ -326,17 +342,15 @@ fn list(args: &crate::cli::ListArgs, json: bool) -> i32 {
         }
     });
     let _ = out.flush();
-    match listed {
-        Ok(failures) => {
+    match ran(listed.map(|()| fastwrite::Report::default())) {
+        Ok(mut report) => {
             // As extract tells them (entries it would refuse among them): a few of each kind.
-            let mut report = fastwrite::Report::default();
-            report.failures = failures;
             for line in show::failure_summary(&mut report, FAILURES_SHOWN_PER_KIND) {
                 say!("fastwrite: {line}");
             }
             show::exit_code(&report)
         }
-        Err(error) => cannot_start(&format!("{error:#}"), json),
+        Err(error) => cannot_start(&error.to_string(), json),
     }
 }
 

@@ -92,10 +92,31 @@ fn map(path: &Path, mut file: File) -> anyhow::Result<Bytes> {
 
 pub(super) type Archive<'a> = ZipArchive<Cursor<&'a [u8]>>;
 
+/// Why a zip's central directory cannot be read: what it is instead.
+enum Unreadable {
+    /// Not a zip fastwrite reads (another format; a directory encrypted with PKWARE's strong
+    /// encryption).
+    Unsupported(anyhow::Error),
+    /// A zip cut short or damaged.
+    Damaged(anyhow::Error),
+}
+
+impl Unreadable {
+    /// The failure of the run on the zip at `path`: "'PATH' is WHAT".
+    fn of(self, path: &Path) -> anyhow::Error {
+        let (kind, what) = match self {
+            Unreadable::Unsupported(what) => (ErrorKind::Unsupported, what),
+            Unreadable::Damaged(what) => (ErrorKind::Source, what),
+        };
+        let why = anyhow::anyhow!("'{}' is {what}", path.display());
+        Error::named(path, kind, why).into()
+    }
+}
+
 /// Reads the zip's central directory, or says what the input is instead, as a noun phrase
 /// ("a 7z archive, which fastwrite does not read"): `extract` says "'PATH' is ...", `list`
 /// names the path itself.
-fn open_archive(bytes: &[u8]) -> anyhow::Result<Archive<'_>> {
+fn open_archive(bytes: &[u8]) -> Result<Archive<'_>, Unreadable> {
     ZipArchive::new(Cursor::new(bytes)).map_err(|error| {
         // PKWARE's strong encryption of the central directory (a local header's flag bits 6
         // and 13, a version needed of 5.0 to 6.3) hides the directory itself: the zip reader
@@ -112,13 +133,17 @@ fn open_archive(bytes: &[u8]) -> anyhow::Result<Archive<'_>> {
             flags & STRONG_AND_DIRECTORY_ENCRYPTED == STRONG_AND_DIRECTORY_ENCRYPTED
         }) && header(4).is_some_and(|version| (50..=63).contains(&(version & 0xff)));
         if strong {
-            anyhow::anyhow!(
+            Unreadable::Unsupported(anyhow::anyhow!(
                 "a zip whose central directory is encrypted with PKWARE's strong encryption, which fastwrite does not read (nor does Info-ZIP's unzip; 7-Zip does)"
-            )
+            ))
         } else if bytes.starts_with(b"PK") {
-            anyhow::anyhow!("a zip that cannot be read (cut short, or damaged): {error}")
+            Unreadable::Damaged(anyhow::anyhow!(
+                "a zip that cannot be read (cut short, or damaged): {error}"
+            ))
         } else {
-            anyhow::anyhow!(super::format::not_readable(&bytes[..bytes.len().min(512)]))
+            Unreadable::Unsupported(anyhow::anyhow!(super::format::not_readable(
+                &bytes[..bytes.len().min(512)]
+            )))
         }
     })
 }
@@ -132,8 +157,7 @@ pub(super) fn extract(
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
     let (bytes, cut) = load(path, file)?;
-    let archive =
-        open_archive(&bytes).map_err(|what| anyhow::anyhow!("'{}' is {what}", path.display()))?;
+    let archive = open_archive(&bytes).map_err(|what| what.of(path))?;
     let mut password = Password::new(opts);
     let mut plan = build_plan(&mut archive.clone(), &bytes, chooser, &mut password)
         .with_context(|| format!("refused '{}': nothing was extracted", path.display()))?;
@@ -188,8 +212,7 @@ pub(super) fn read_files(
     each: &mut super::read::Each<'_>,
 ) -> anyhow::Result<Report> {
     let (bytes, cut) = load(path, file)?;
-    let mut archive =
-        open_archive(&bytes).map_err(|what| anyhow::anyhow!("'{}' is {what}", path.display()))?;
+    let mut archive = open_archive(&bytes).map_err(|what| what.of(path))?;
     let mut password = Password::new(opts);
     let mut plan = build_plan(&mut archive.clone(), &bytes, chooser, &mut password)
         .with_context(|| format!("refused '{}': nothing was read", path.display()))?;
@@ -272,8 +295,7 @@ pub(super) fn list(
 ) -> anyhow::Result<()> {
     // What extract refuses before writing anything, list refuses the same way (exit 2).
     let (bytes, _) = load(path, file)?;
-    let archive =
-        open_archive(&bytes).map_err(|what| anyhow::anyhow!("'{}' is {what}", path.display()))?;
+    let archive = open_archive(&bytes).map_err(|what| what.of(path))?;
     // Listing reads no data: encrypted entries are listed as they are, password or not.
     let mut password = Password::for_listing();
     let plan = build_plan(&mut archive.clone(), &bytes, chooser, &mut password)

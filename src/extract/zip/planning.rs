@@ -104,9 +104,11 @@ pub(in crate::extract) fn build_plan(
     read_link_targets(archive, &mut plan, password.known.as_deref());
     if let Some(overlap) = integrity::find_overlap(&mut spans, archive.central_directory_start()) {
         let overlap = overlap.describe(|index| entry_name(archive, index));
-        anyhow::bail!(
+        let why = anyhow::anyhow!(
             "{overlap}: overlapping entries are how a zip bomb multiplies a small file into gigabytes, and no zip writer makes them (Info-ZIP's unzip refuses them too)"
         );
+        // The zip's refusal, whole (the run names the zip).
+        return Err(crate::error::Error::named("", ErrorKind::Refused, why).into());
     }
     Ok(plan)
 }
