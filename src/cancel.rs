@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Stops a run (an [`extract`](crate::extract()), a [`mirror`](crate::mirror()) or a
+#[doc = concat!("Stops a run (an ", extract_fn!(), ", a ", mirror_fn!(), " or a")]
 /// [`Batch`](crate::Batch)) from any thread.
 ///
 /// Clones share one flag. Once cancelled, no new file is started; a file being written is

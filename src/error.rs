@@ -4,7 +4,6 @@
 //! it happened (validation, a writer, a close thread, the end of the run) into the
 //! [`Report`](crate::Report), or back to the caller of [`Batch`](crate::Batch).
 
-use crate::report::Report;
 use crate::sync::Unpoisoned;
 use std::fmt;
 use std::io;
@@ -275,9 +274,11 @@ impl Error {
     /// The operating system's error behind this failure, if there is one: for example
     /// [`io::ErrorKind::StorageFull`] for a full disk, whatever the [`ErrorKind`].
     pub fn io_error(&self) -> Option<&io::Error> {
-        self.error
-            .chain()
-            .find_map(|e| e.downcast_ref::<io::Error>())
+        // (An `Error` among the causes keeps its own: it gives no `source`.)
+        self.error.chain().find_map(|e| {
+            e.downcast_ref::<io::Error>()
+                .or_else(|| e.downcast_ref::<Error>().and_then(Error::io_error))
+        })
     }
 
     /// The message without the path: every cause, outermost first, joined by `: `.
@@ -337,133 +338,6 @@ impl fmt::Debug for Error {
 /// The message already holds every cause (`Display` prints the whole chain), so no `source` is
 /// given: a reporter that walks sources would print each cause twice.
 impl std::error::Error for Error {}
-
-/// Why a run of [`extract`](crate::extract()), [`list`](crate::list()),
-/// [`mirror`](crate::mirror()) or [`read_files`](crate::read_files()) did not succeed. `Ok` means
-/// every entry was done; a run with any failure is an `Err` that carries its report, as
-/// [`Batch::scope`](crate::Batch::scope) returns one: a failure cannot pass unseen.
-///
-/// ```no_run
-/// use fastwrite::{ErrorKind, RunError};
-/// match fastwrite::extract("a.zip".as_ref(), "out".as_ref(), &Default::default()) {
-///     Ok(report) => println!("{} files", report.files),
-///     // Nothing was written: the archive is missing, unreadable or not one fastwrite reads.
-///     Err(RunError::Start(error)) if error.kind() == ErrorKind::Unsupported => {
-///         eprintln!("not an archive: {error}")
-///     }
-///     Err(RunError::Start(error)) => eprintln!("cannot start: {error}"),
-///     // Some entries failed, each with its path and kind; the others were written.
-///     Err(RunError::Failed(report)) => {
-///         for failure in &report.failures {
-///             eprintln!("{failure}");
-///         }
-///     }
-///     Err(other) => eprintln!("{other}"),
-/// }
-/// ```
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum RunError {
-    /// The run could not start, and wrote nothing (the command line's exit code 2): the input
-    /// is missing, unreadable or not one fastwrite reads ([`ErrorKind::Source`],
-    /// [`ErrorKind::Unsupported`]; [`Error::io_error`] gives the OS error, such as
-    /// [`io::ErrorKind::NotFound`]), an option does not apply ([`ErrorKind::Invalid`]), the output
-    /// folder cannot be made or written in ([`ErrorKind::Directory`]), a zip is refused whole
-    /// (overlapping entries: [`ErrorKind::Refused`]), or it would not fit on the disk
-    /// ([`ErrorKind::Limit`]). Its [`path`](Error::path) is the one concerned.
-    Start(Error),
-    /// The run ended, and some entries failed (the command line's exit code 1): each is in the
-    /// report's [`failures`](Report::failures), with its path and kind; the rest were done.
-    Failed(Box<Report>),
-    /// [`read_files`](crate::read_files())'s `each` failed (a closed pipe, say): reading
-    /// stopped there.
-    Output(io::Error),
-}
-
-impl RunError {
-    /// The report of what the run did, if it ran.
-    pub fn report(&self) -> Option<&Report> {
-        match self {
-            RunError::Failed(report) => Some(report),
-            _ => None,
-        }
-    }
-
-    /// The report of what the run did, if it ran.
-    pub fn into_report(self) -> Option<Report> {
-        match self {
-            RunError::Failed(report) => Some(*report),
-            _ => None,
-        }
-    }
-
-    /// Every failure: the one that stopped the start, or those of the run.
-    pub fn errors(&self) -> &[Error] {
-        match self {
-            RunError::Start(error) => std::slice::from_ref(error),
-            RunError::Failed(report) => &report.failures,
-            RunError::Output(_) => &[],
-        }
-    }
-
-    /// A finished run's report: `Ok` if nothing failed.
-    pub(crate) fn check(report: Report) -> Result<Report, RunError> {
-        if report.failures.is_empty() {
-            Ok(report)
-        } else {
-            Err(RunError::Failed(Box::new(report)))
-        }
-    }
-}
-
-impl fmt::Display for RunError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RunError::Start(error) => error.fmt(f),
-            RunError::Failed(report) => {
-                let failures = &report.failures;
-                let first = failures
-                    .first()
-                    .map(ToString::to_string)
-                    .unwrap_or_default();
-                match failures.len() {
-                    1 => write!(f, "1 entry failed: {first}"),
-                    n => write!(f, "{n} entries failed; the first: {first}"),
-                }
-            }
-            RunError::Output(error) => write!(f, "cannot write the content out: {error}"),
-        }
-    }
-}
-
-impl std::error::Error for RunError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            RunError::Start(error) => Some(error),
-            RunError::Failed(report) => report
-                .failures
-                .first()
-                .map(|e| e as &(dyn std::error::Error + 'static)),
-            RunError::Output(error) => Some(error),
-        }
-    }
-}
-
-/// For work that returns `io::Result`: the first failure's OS error kind (where it has one),
-/// with the [`RunError`] inside.
-impl From<RunError> for io::Error {
-    fn from(error: RunError) -> io::Error {
-        let kind = match &error {
-            RunError::Output(e) => e.kind(),
-            other => other
-                .errors()
-                .iter()
-                .find_map(Error::io_error)
-                .map_or(io::ErrorKind::Other, io::Error::kind),
-        };
-        io::Error::new(kind, error)
-    }
-}
 
 /// Failures recorded by many threads at once: writers, close threads, the end of the run.
 #[derive(Default)]

@@ -22,9 +22,19 @@
 //! `File`'s drop (and close_already, which defers closes on Windows only), every close result
 //! comes back: an [`Error`] with the path and an [`ErrorKind`] to match on.
 //!
-//! [`extract()`] unpacks a zip or tar archive (plain, gzip, zstd, xz, bzip2) into a folder and
-//! [`mirror()`] makes a folder an exact copy of another; both are what the `fastwrite` command
-//! runs, on the same engine, and return a [`Report`].
+#![cfg_attr(
+    all(feature = "extract", feature = "mirror"),
+    doc = "[`extract()`] unpacks a zip or tar archive (plain, gzip, zstd, xz, bzip2) into a folder and
+[`mirror()`] makes a folder an exact copy of another; both are what the `fastwrite` command
+runs, on the same engine, and return a [`Report`]."
+)]
+#![cfg_attr(
+    not(all(feature = "extract", feature = "mirror")),
+    doc = "`extract()` unpacks a zip or tar archive (plain, gzip, zstd, xz, bzip2) into a folder and
+`mirror()` makes a folder an exact copy of another (with the cargo features `zip` or `tar`, and
+`mirror`, which this build of the documentation leaves out); both are what the `fastwrite`
+command runs, on the same engine, and return a [`Report`]."
+)]
 //!
 //! Inside, data goes one way: a source (the zip or tar reader, the mirror's walk, or a
 //! [`Batch`]) turns its input into validated entries; the engine makes directories and writes
@@ -43,6 +53,57 @@
     not(all(feature = "zip", feature = "tar", feature = "mirror")),
     allow(dead_code, unused_imports)
 )]
+
+// Links to functions a build may leave out with their cargo features: such a build names them
+// as code instead, so that the documentation of every feature set has no broken link.
+#[cfg(feature = "extract")]
+macro_rules! extract_fn {
+    () => {
+        "[`extract`](crate::extract())"
+    };
+}
+#[cfg(not(feature = "extract"))]
+macro_rules! extract_fn {
+    () => {
+        "`extract`"
+    };
+}
+#[cfg(feature = "extract")]
+macro_rules! list_fn {
+    () => {
+        "[`list`](crate::list())"
+    };
+}
+#[cfg(not(feature = "extract"))]
+macro_rules! list_fn {
+    () => {
+        "`list`"
+    };
+}
+#[cfg(feature = "extract")]
+macro_rules! read_files_fn {
+    () => {
+        "[`read_files`](crate::read_files())"
+    };
+}
+#[cfg(not(feature = "extract"))]
+macro_rules! read_files_fn {
+    () => {
+        "`read_files`"
+    };
+}
+#[cfg(feature = "mirror")]
+macro_rules! mirror_fn {
+    () => {
+        "[`mirror`](crate::mirror())"
+    };
+}
+#[cfg(not(feature = "mirror"))]
+macro_rules! mirror_fn {
+    () => {
+        "`mirror`"
+    };
+}
 
 mod batch;
 mod cancel;
@@ -68,7 +129,7 @@ mod sync;
 
 pub use batch::{Batch, BatchBuilder, FileMeta, FileWriter, FinishError};
 pub use cancel::Cancel;
-pub use error::{Error, ErrorKind, RunError, Setting};
+pub use error::{Error, ErrorKind, Setting};
 #[cfg(feature = "extract")]
 pub use extract::format::recognised;
 #[cfg(feature = "extract")]
@@ -83,7 +144,7 @@ pub use extract::{extract, extract_reader};
 pub use mirror::mirror;
 pub use options::{CloseMode, MirrorOptions, Options, Overwrite, Selection};
 pub use progress::Reporter;
-pub use report::{MirrorCounts, Report};
+pub use report::{MirrorCounts, Report, RunError};
 
 /// Raises this process's soft limit on open files as far as the hard limit allows (Unix; a
 /// no-op on Windows). The command line calls it at start; a program writing through a

@@ -75,8 +75,8 @@ pub enum Overwrite {
 /// How a run writes: threads, closing, durability, what to do with existing files.
 #[derive(Clone)]
 pub struct Options {
-    /// Threads in the write stage of [`extract`](crate::extract()) and
-    /// [`mirror`](crate::mirror()). `None` (the default): sized by the run, one per core on a
+    #[doc = concat!("Threads in the write stage of ", extract_fn!(), " and ", mirror_fn!(), ".")]
+    /// `None` (the default): sized by the run, one per core on a
     /// local disk, more where the output is a network or FUSE filesystem, whose round trips
     /// more files in flight hide ([`Report::writers`](crate::Report::writers) says how many
     /// and why). A [`Batch`](crate::Batch) writes on its callers' threads and uses this only
@@ -136,8 +136,8 @@ pub struct Options {
     /// The name to write a single compressed file under (`notes.txt.gz` is not an archive):
     /// by default the name in its gzip header, else the input's name without its suffix.
     pub file_name: Option<String>,
-    /// Which entries of an archive [`extract`](crate::extract()) takes, and under what name
-    /// (all of them, as archived, by default). Not used by [`mirror`](crate::mirror()), which
+    #[doc = concat!("Which entries of an archive ", extract_fn!(), " takes, and under what name")]
+    #[doc = concat!("(all of them, as archived, by default). Not used by ", mirror_fn!(), ", which")]
     /// has [`MirrorOptions::excludes`].
     pub select: Selection,
 }
@@ -244,7 +244,7 @@ pub struct Selection {
     pub strip_components: usize,
 }
 
-/// What [`mirror`](crate::mirror()) does beyond copying (the engine's [`Options`] still apply).
+#[doc = concat!("What ", mirror_fn!(), " does beyond copying (the engine's [`Options`] still apply).")]
 #[derive(Debug, Clone, Default)]
 pub struct MirrorOptions {
     /// Remove from the destination what the source does not have (never excluded paths).

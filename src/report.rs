@@ -5,6 +5,9 @@
 
 use crate::error::Error;
 
+use std::fmt;
+use std::io;
+
 use std::fmt::Write as _;
 
 /// How many `names` there are and the first ten of them in path order, for a warning that
@@ -230,5 +233,136 @@ mod tests {
         ] {
             assert!(stats.contains(word), "missing {word}");
         }
+    }
+}
+
+#[doc = concat!("Why a run of ", extract_fn!(), ", ", list_fn!(), ",")]
+#[doc = concat!(mirror_fn!(), " or ", read_files_fn!(), " did not succeed. `Ok` means")]
+/// every entry was done; a run with any failure is an `Err` that carries its report, as
+/// [`Batch::scope`](crate::Batch::scope) returns one: a failure cannot pass unseen.
+///
+/// ```
+/// use fastwrite::{ErrorKind, Report, RunError};
+///
+/// // What `fastwrite::extract` (or `list`, `mirror`, `read_files`) returned:
+/// fn tell(result: Result<Report, RunError>) {
+///     match result {
+///         Ok(report) => println!("{} files", report.files),
+///         // Nothing was written: the archive is missing, unreadable or not one fastwrite reads.
+///         Err(RunError::Start(error)) if error.kind() == ErrorKind::Unsupported => {
+///             eprintln!("not an archive: {error}")
+///         }
+///         Err(RunError::Start(error)) => eprintln!("cannot start: {error}"),
+///         // Some entries failed, each with its path and kind; the others were written.
+///         Err(RunError::Failed(report)) => {
+///             for failure in &report.failures {
+///                 eprintln!("{failure}");
+///             }
+///         }
+///         Err(other) => eprintln!("{other}"),
+///     }
+/// }
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The run could not start, and wrote nothing (the command line's exit code 2): the input
+    /// is missing, unreadable or not one fastwrite reads ([`ErrorKind::Source`](crate::ErrorKind::Source),
+    /// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported); [`Error::io_error`] gives the OS error, such as
+    /// [`io::ErrorKind::NotFound`]), an option does not apply ([`ErrorKind::Invalid`](crate::ErrorKind::Invalid)), the output
+    /// folder cannot be made or written in ([`ErrorKind::Directory`](crate::ErrorKind::Directory)), a zip is refused whole
+    /// (overlapping entries: [`ErrorKind::Refused`](crate::ErrorKind::Refused)), or it would not fit on the disk
+    /// ([`ErrorKind::Limit`](crate::ErrorKind::Limit)). Its [`path`](Error::path) is the one concerned.
+    Start(Error),
+    /// The run ended, and some entries failed (the command line's exit code 1): each is in the
+    /// report's [`failures`](Report::failures), with its path and kind; the rest were done.
+    Failed(Box<Report>),
+    #[doc = concat!(read_files_fn!(), "'s `each` failed (a closed pipe, say): reading")]
+    /// stopped there.
+    Output(io::Error),
+}
+
+impl RunError {
+    /// The report of what the run did, if it ran.
+    pub fn report(&self) -> Option<&Report> {
+        match self {
+            RunError::Failed(report) => Some(report),
+            _ => None,
+        }
+    }
+
+    /// The report of what the run did, if it ran.
+    pub fn into_report(self) -> Option<Report> {
+        match self {
+            RunError::Failed(report) => Some(*report),
+            _ => None,
+        }
+    }
+
+    /// Every failure: the one that stopped the start, or those of the run.
+    pub fn errors(&self) -> &[Error] {
+        match self {
+            RunError::Start(error) => std::slice::from_ref(error),
+            RunError::Failed(report) => &report.failures,
+            RunError::Output(_) => &[],
+        }
+    }
+
+    /// A finished run's report: `Ok` if nothing failed.
+    pub(crate) fn check(report: Report) -> Result<Report, RunError> {
+        if report.failures.is_empty() {
+            Ok(report)
+        } else {
+            Err(RunError::Failed(Box::new(report)))
+        }
+    }
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Start(error) => error.fmt(f),
+            RunError::Failed(report) => {
+                let failures = &report.failures;
+                let first = failures
+                    .first()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                match failures.len() {
+                    1 => write!(f, "1 entry failed: {first}"),
+                    n => write!(f, "{n} entries failed; the first: {first}"),
+                }
+            }
+            RunError::Output(error) => write!(f, "cannot write the content out: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::Start(error) => Some(error),
+            RunError::Failed(report) => report
+                .failures
+                .first()
+                .map(|e| e as &(dyn std::error::Error + 'static)),
+            RunError::Output(error) => Some(error),
+        }
+    }
+}
+
+/// For work that returns `io::Result`: the first failure's OS error kind (where it has one),
+/// with the [`RunError`] inside.
+impl From<RunError> for io::Error {
+    fn from(error: RunError) -> io::Error {
+        let kind = match &error {
+            RunError::Output(e) => e.kind(),
+            other => other
+                .errors()
+                .iter()
+                .find_map(Error::io_error)
+                .map_or(io::ErrorKind::Other, io::Error::kind),
+        };
+        io::Error::new(kind, error)
     }
 }

@@ -544,13 +544,14 @@ fn bytes_after_the_compressed_data_are_a_warning() {
 /// `File N - xx.txt`, its central record otherwise (CP437, with a Unicode Path field). The
 /// references disagree on it (bsdtar, unzip and 7-Zip extract three different sets of names);
 /// fastwrite refuses the three whose two names differ (docs/security.md: two parsers would
-/// extract different files). `list` shows all four, and says which would fail: it left out
-/// those whose name in a message differed from their listed name.
+/// extract different files). `list` shows all four, says which would fail (it left out those
+/// whose name in a message differed from their listed name), and fails as extract does.
 #[test]
 fn list_shows_every_entry_and_which_would_fail() {
     let archive = peer_archive("test_read_format_zip_7075_utf8_paths.zip");
     let got = run_fastwrite(&osv!["list", &archive]);
-    got.assert_success();
+    // As extract, which refuses three of them (issue 35, item 3).
+    got.assert_code(1);
     let lines: Vec<&str> = got.stdout.lines().collect();
     assert_eq!(lines.len(), 4, "{}", got.dump());
     assert!(lines[0].ends_with("File 1.txt"), "{}", got.dump());

@@ -13,7 +13,7 @@ use super::{Engine, already_exists};
 use crate::error::{Error, ErrorKind, Tag};
 use crate::options::Overwrite;
 use crate::plan::{Entry, Special};
-use crate::platform::FileKind;
+use crate::platform::{self, FileKind};
 
 impl Engine {
     /// Creates a link at the entry's path with `make` (given a path relative to the output
@@ -119,9 +119,13 @@ impl Engine {
         device: (u32, u32),
     ) -> Result<bool, Error> {
         let mode = self.opts.mode_bits(entry.mode.unwrap_or(0o644));
-        if !self.place_link(entry, |at| {
-            self.out_dir.make_special(at, kind, mode, device)
-        })? {
+        let (major, minor) = device;
+        let node = match kind {
+            Special::Fifo => platform::Node::Fifo,
+            Special::CharDevice => platform::Node::CharDevice { major, minor },
+            Special::BlockDevice => platform::Node::BlockDevice { major, minor },
+        };
+        if !self.place_link(entry, |at| self.out_dir.make_special(at, node, mode))? {
             return Ok(false);
         }
         // Made with the umask applied: the owner, then the archived mode (a change of owner

@@ -188,6 +188,13 @@ pub(crate) fn named_like_a_tar(path: &Path) -> bool {
             .any(|suffix| name.ends_with(suffix))
 }
 
+/// An input fastwrite does not read ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)),
+/// about the input `label` names.
+pub(super) fn unsupported(label: &str, why: anyhow::Error) -> anyhow::Error {
+    let path = Path::new(label.trim_matches('\''));
+    crate::error::Error::named(path, crate::error::ErrorKind::Unsupported, why).into()
+}
+
 /// Why an input this build recognises cannot be read: the feature that reads it is off
 /// ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)).
 #[cfg(not(all(feature = "zip", feature = "tar")))]
@@ -195,7 +202,7 @@ pub(crate) fn not_built(label: &str, what: &str, feature: &str) -> anyhow::Error
     let why = anyhow::anyhow!(
         "{label} is a {what} archive, and this build of fastwrite does not read {what} archives (cargo feature `{feature}`)"
     );
-    super::input::unsupported(label, why)
+    unsupported(label, why)
 }
 
 /// Why an input compressed with `codec` cannot be read: this build has no decoder for it. Every
@@ -211,7 +218,7 @@ pub(crate) fn codec_not_built(label: &str, codec: Codec, named_tar: bool) -> any
     let why = anyhow::anyhow!(
         "cannot read {label}: {name} data, and this build of fastwrite has no {name} decoder ({needs})"
     );
-    super::input::unsupported(label, why)
+    unsupported(label, why)
 }
 
 #[cfg(test)]

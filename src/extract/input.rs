@@ -107,7 +107,7 @@ fn open_stream(
         Some(Format::Compressed(codec)) => codec,
         None => {
             let why = anyhow::anyhow!("{label} is {}", super::format::not_readable(head));
-            return Err(unsupported(&label, why));
+            return Err(super::format::unsupported(&label, why));
         }
     };
     let gzip = codec::gzip_header(head);
@@ -185,13 +185,6 @@ fn open_stream(
             path: path.map(Path::to_path_buf),
         }
     })
-}
-
-/// An input fastwrite does not read ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)),
-/// about the input `label` names.
-pub(super) fn unsupported(label: &str, why: anyhow::Error) -> anyhow::Error {
-    let path = Path::new(label.trim_matches('\''));
-    crate::error::Error::named(path, crate::error::ErrorKind::Unsupported, why).into()
 }
 
 /// Returns its error once, then the end: an error met while peeking, in its place in the data.

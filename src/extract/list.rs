@@ -11,8 +11,9 @@ use super::format::not_built;
 use super::input::{Input, open, open_reader};
 use super::listed::{Listed, ListedKind};
 use super::select::Chooser;
-use crate::error::{Error, ErrorKind, RunError};
+use crate::error::{Error, ErrorKind};
 use crate::options::Selection;
+use crate::report::RunError;
 
 /// Lists `archive` (`-`: standard input), calling `each` for every entry `selection` takes, in
 /// archive order, as it is read. [`RunError::Failed`] carries the failures of the listing, in

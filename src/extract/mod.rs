@@ -25,9 +25,10 @@ mod zip;
 use std::path::Path;
 use std::time::Instant;
 
-use crate::error::{Error, ErrorKind, RunError, Setting};
+use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
 use crate::report::Report;
+use crate::report::RunError;
 #[cfg(fuzzing)]
 use codec::Codec;
 #[cfg(not(all(feature = "zip", feature = "tar")))]

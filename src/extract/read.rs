@@ -15,10 +15,11 @@ use anyhow::anyhow;
 
 use super::input::{Input, open};
 use super::select::Chooser;
-use crate::error::{Error, ErrorKind, RunError};
+use crate::error::{Error, ErrorKind};
 use crate::options::Options;
 use crate::plan::Entry;
 use crate::report::Report;
+use crate::report::RunError;
 
 /// What gets each file's name and content.
 pub(super) type Each<'a> = dyn FnMut(&str, &mut dyn Read) -> io::Result<()> + 'a;

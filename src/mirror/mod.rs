@@ -30,10 +30,11 @@ use anyhow::{Context, anyhow, bail};
 use rayon::prelude::*;
 
 use crate::engine::{self, Content, Engine, Writer};
-use crate::error::{Error, ErrorKind, RunError, Setting};
+use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options};
 use crate::plan::{Entry, EntryKind, Plan};
 use crate::platform;
+use crate::report::RunError;
 use crate::report::{MirrorCounts, Report};
 
 use crate::patterns::{Patterns, Slash};

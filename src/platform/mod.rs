@@ -43,6 +43,15 @@ pub enum FileKind {
     Other,
 }
 
+/// A special file [`OutDir::make_special`] makes: a FIFO, or a device node with its major and
+/// minor numbers. (The platform's own word for it: this layer knows no plans.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Node {
+    Fifo,
+    CharDevice { major: u32, minor: u32 },
+    BlockDevice { major: u32, minor: u32 },
+}
+
 /// What [`OutDir::status`] finds at a path.
 #[derive(Debug, Clone, Copy)]
 pub struct Status {

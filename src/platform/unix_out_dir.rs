@@ -293,22 +293,19 @@ impl OutDir {
         check(unsafe { libc::symlinkat(target.as_ptr(), dir.fd(), name.as_ptr()) })
     }
 
-    /// Makes a device node or FIFO at `rel`, with `mode` (less the umask) and, for a device,
-    /// its major and minor numbers.
-    pub fn make_special(
-        &self,
-        rel: &Path,
-        kind: crate::plan::Special,
-        mode: u32,
-        (major, minor): (u32, u32),
-    ) -> io::Result<()> {
-        use crate::plan::Special;
+    /// Makes a device node or FIFO at `rel`, with `mode` (less the umask).
+    pub fn make_special(&self, rel: &Path, node: super::Node, mode: u32) -> io::Result<()> {
+        use super::Node;
         let (dir, name) = self.parent(rel)?;
-        let (file_type, device) = match kind {
-            Special::Fifo => (libc::S_IFIFO, 0),
+        let (file_type, device) = match node {
+            Node::Fifo => (libc::S_IFIFO, 0),
             // Linux takes the numbers unsigned, macOS signed.
-            Special::CharDevice => (libc::S_IFCHR, libc::makedev(major as _, minor as _)),
-            Special::BlockDevice => (libc::S_IFBLK, libc::makedev(major as _, minor as _)),
+            Node::CharDevice { major, minor } => {
+                (libc::S_IFCHR, libc::makedev(major as _, minor as _))
+            }
+            Node::BlockDevice { major, minor } => {
+                (libc::S_IFBLK, libc::makedev(major as _, minor as _))
+            }
         };
         let mode = file_type | (mode as libc::mode_t & 0o7777);
         // SAFETY: an open folder and a valid C string.

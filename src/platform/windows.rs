@@ -189,16 +189,15 @@ impl OutDir {
     }
 
     /// Windows has no device nodes or FIFOs.
-    pub fn make_special(
-        &self,
-        _rel: &Path,
-        kind: crate::plan::Special,
-        _mode: u32,
-        _device: (u32, u32),
-    ) -> io::Result<()> {
+    pub fn make_special(&self, _rel: &Path, node: super::Node, _mode: u32) -> io::Result<()> {
+        let what = match node {
+            super::Node::Fifo => "FIFOs",
+            super::Node::CharDevice { .. } => "character devices",
+            super::Node::BlockDevice { .. } => "block devices",
+        };
         Err(io::Error::new(
             io::ErrorKind::Unsupported,
-            format!("Windows has no {}s", kind.describe()),
+            format!("Windows has no {what}"),
         ))
     }
 

@@ -7,26 +7,35 @@
 //! likes, and calls [`Batch::finish`] at the end. Handles are closed where the measured close
 //! policy says (inline on a fast local disk; on a pool of close threads where closes are slow:
 //! Windows, NFS, FUSE, `fsync`), and every close result comes back.
+//!
+//! The batch is this module; its builder (`builder.rs`), the writers behind
+//! [`Batch::spawn_write`] (`background.rs`), a streamed file ([`FileWriter`], `file_writer.rs`)
+//! and what a failed batch returns ([`FinishError`], `finish_error.rs`) each have a file.
 
-use std::convert::Infallible;
+mod background;
+mod builder;
+mod file_writer;
+mod finish_error;
+
 use std::fmt;
-use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, TryLockError};
+use std::sync::{Arc, Mutex, OnceLock, TryLockError};
 use std::time::{Instant, SystemTime};
 
 use anyhow::anyhow;
 
 use crate::cancel::Cancel;
-use crate::close::SystemCloser;
-use crate::engine::{Content, Engine, Streamed, WriterState};
+use crate::engine::{Content, Engine, WriterState};
 use crate::error::{Error, ErrorKind, Tag};
-use crate::options::{CloseMode, Options, Overwrite};
+use crate::options::Options;
 use crate::plan::{self, Entry, EntryKind};
-use crate::progress::Reporter;
 use crate::report::Report;
 use crate::sync::Unpoisoned;
+use background::{Background, TaskDone};
+pub use builder::BatchBuilder;
+pub use file_writer::FileWriter;
+pub use finish_error::FinishError;
 
 /// A file's optional permission bits and modification time.
 ///
@@ -72,132 +81,6 @@ impl FileMeta {
     /// The modification time, if set.
     pub fn get_mtime(&self) -> Option<SystemTime> {
         self.mtime
-    }
-}
-
-/// Configures a [`Batch`]; made by [`Batch::builder`].
-#[derive(Debug, Clone)]
-#[must_use = "a builder does nothing until `build` is called"]
-pub struct BatchBuilder {
-    root: PathBuf,
-    opts: Options,
-}
-
-impl BatchBuilder {
-    /// Where and how files are closed (default [`CloseMode::Auto`]: inline while closes are
-    /// fast, on a pool sized by Little's law once they are slow).
-    pub fn close(mut self, mode: CloseMode) -> BatchBuilder {
-        self.opts.close = mode;
-        self
-    }
-
-    /// Make every file durable (fsync) before closing it, and every directory written into
-    /// at [`Batch::finish`] (default: no). Under [`CloseMode::Auto`] the fsyncs are done by
-    /// the close pool from the start, so they overlap with writing.
-    pub fn fsync(mut self, fsync: bool) -> BatchBuilder {
-        self.opts.fsync = fsync;
-        self
-    }
-
-    /// What to do with a file that already exists (default [`Overwrite::Refuse`]: an
-    /// [`ErrorKind::AlreadyExists`] error, the file untouched; `std::fs::write` would replace
-    /// it, which is [`Overwrite::Replace`]).
-    ///
-    /// With `Replace`, writing one path twice in a batch replaces the first version, which
-    /// may not be closed yet: fine on Unix and on Windows 10 1607 and later (std renames with
-    /// POSIX semantics there), but on older Windows, on filesystems without those semantics
-    /// (FAT) and under Wine the rename is refused while the first handle is open, and the
-    /// second version fails with [`ErrorKind::Close`] (the first is kept). Write each path once
-    /// per batch to be portable.
-    pub fn overwrite(mut self, policy: Overwrite) -> BatchBuilder {
-        self.opts.overwrite = policy;
-        self
-    }
-
-    /// How many threads will write at once (default: rayon's thread count; for
-    /// [`Batch::spawn_write`]'s own writers, sized by the output's filesystem). Sizes the close
-    /// pool (Little's law) and the writers `spawn_write` starts; any number of threads may
-    /// call `write`.
-    pub fn writers(mut self, threads: usize) -> BatchBuilder {
-        self.opts.threads = Some(threads.max(1));
-        self
-    }
-
-    /// All or nothing (default: no): the folder, which must not exist yet or be empty,
-    /// appears with every file only when [`Batch::finish`] (or [`Batch::scope`]) ends
-    /// without an error; a batch that fails, is cancelled, is dropped unfinished, or whose
-    /// process is killed leaves it as it was. The files are written into a folder beside it,
-    /// `.NAME.fastwrite-staging`, renamed into place in one step at the end. For an installer
-    /// or a cache that must never be seen half-made. See [`Options::atomic`].
-    ///
-    /// In an atomic batch an error a call returns (a refused path, an existing file) fails the
-    /// batch too: [`Batch::finish`] then fails, counting it in [`FinishError::taken`].
-    ///
-    /// # Errors
-    /// [`BatchBuilder::build`] fails ([`ErrorKind::Directory`]) if the folder holds files.
-    pub fn atomic(mut self, atomic: bool) -> BatchBuilder {
-        self.opts.atomic = atomic;
-        self
-    }
-
-    /// Tells `reporter` about every byte and file written (default: nobody).
-    pub fn progress(mut self, reporter: Arc<dyn Reporter>) -> BatchBuilder {
-        self.opts.progress = Some(reporter);
-        self
-    }
-
-    /// Shares a cancellation flag with the caller (default: the batch's own, see
-    /// [`Batch::cancel`]).
-    pub fn cancel(mut self, cancel: Cancel) -> BatchBuilder {
-        self.opts.cancel = cancel;
-        self
-    }
-
-    /// Opens the folder (creating it and its parents if missing) and starts the close stage.
-    ///
-    /// # Errors
-    /// [`ErrorKind::Directory`] if the folder cannot be made or read, or the close threads
-    /// cannot be started.
-    pub fn build(self) -> Result<Batch, Error> {
-        let started = Instant::now();
-        let closer = Arc::new(SystemCloser {
-            fsync: self.opts.fsync,
-        });
-        // Into a new or empty folder the batch writes in a staging folder, put in place at the
-        // end (see `BatchBuilder::atomic`).
-        let (staging, warnings) = crate::engine::Staging::prepare(&self.root, &self.opts)
-            .tag(&self.root, ErrorKind::Directory)?;
-        let staging = staging.map(|staging| {
-            let registered = staging.register_as(&self.root);
-            (staging, registered, warnings)
-        });
-        let engine =
-            Engine::new(&self.root, &self.opts, closer).tag(&self.root, ErrorKind::Directory);
-        let engine = match engine {
-            Ok(engine) => engine,
-            Err(error) => {
-                if let Some((staging, ..)) = &staging {
-                    let _ = staging.discard();
-                }
-                return Err(error);
-            }
-        };
-        engine.reporter().planned(0, 0);
-        // A state for each calling thread (twice over, so a thread rarely finds its home slot
-        // busy), and one for each background writer `spawn_write` may start.
-        let callers = self.opts.threads.unwrap_or_else(rayon::current_num_threads);
-        let slots = (2 * callers).max(4) + crate::engine::MAX_WRITERS;
-        Ok(Batch {
-            engine: Some(Arc::new(engine)),
-            cancel: self.opts.cancel.clone(),
-            slots: (0..slots).map(|_| Slot::default()).collect(),
-            background: OnceLock::new(),
-            staging,
-            root: self.root,
-            opts: self.opts,
-            started,
-            taken: AtomicUsize::new(0),
-        })
     }
 }
 
@@ -366,7 +249,7 @@ impl Batch {
     ///
     /// # Errors
     /// [`ErrorKind::Refused`] (a path leaving the root), [`ErrorKind::AlreadyExists`] (under
-    /// [`Overwrite::Refuse`]), [`ErrorKind::Directory`], [`ErrorKind::Write`],
+    /// [`Overwrite::Refuse`](crate::Overwrite::Refuse)), [`ErrorKind::Directory`], [`ErrorKind::Write`],
     /// [`ErrorKind::Metadata`], [`ErrorKind::Cancelled`]. Nothing is left of a file that
     /// failed. Its close comes later: see [`Batch`] for where those errors come back.
     pub fn write(&self, path: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> Result<(), Error> {
@@ -478,7 +361,7 @@ impl Batch {
         self.counted(result)
     }
 
-    /// Starts the file at `path`, to be written through [`io::Write`] (for serializers:
+    /// Starts the file at `path`, to be written through [`io::Write`](std::io::Write) (for serializers:
     /// quick-xml, serde writers, `write!`). Writes are buffered; nothing is kept until
     /// [`FileWriter::finish`].
     ///
@@ -709,85 +592,6 @@ fn with_state<'e, R>(
     f(engine, &mut state)
 }
 
-/// The writers behind [`Batch::spawn_write`]: threads of the batch's own, as many as the
-/// output's filesystem asks for (one per core on a local disk; on a network or FUSE
-/// filesystem, by Little's law), and the bytes handed to them and not yet written, bounded.
-struct Background {
-    pool: rayon::ThreadPool,
-    /// The pool's threads, and why that many (for the report).
-    writers: (usize, String),
-    /// Bytes of content waiting or being written, and tasks not yet done.
-    state: Arc<(Mutex<InFlight>, Condvar)>,
-}
-
-#[derive(Default)]
-struct InFlight {
-    bytes: u64,
-    tasks: usize,
-}
-
-/// Content handed to the background writers and not yet written, at most: a caller that gets
-/// ahead of them waits (a file larger than this goes alone).
-const BACKGROUND_BYTES: u64 = 64 << 20;
-
-impl Background {
-    fn start(root: &Path, opts: &Options) -> Result<Background, Error> {
-        let (count, why) = crate::engine::size_writers(root, opts);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(count)
-            .thread_name(|i| format!("fastwrite-batch-{i}"))
-            .build()
-            .map_err(|e| {
-                Error::new(
-                    root,
-                    ErrorKind::Write,
-                    anyhow!(e).context("cannot start the batch's writer threads"),
-                )
-            })?;
-        Ok(Background {
-            pool,
-            writers: (count, why),
-            state: Arc::default(),
-        })
-    }
-
-    /// Waits for room for `bytes` more, then counts them and a task in.
-    fn admit(&self, bytes: u64) {
-        let (lock, freed) = &*self.state;
-        let mut flight = lock.lock().unpoisoned();
-        while flight.bytes > 0 && flight.bytes + bytes > BACKGROUND_BYTES {
-            flight = freed.wait(flight).unpoisoned();
-        }
-        flight.bytes += bytes;
-        flight.tasks += 1;
-    }
-
-    /// Waits until every task is done.
-    fn finish(self) {
-        let (lock, done) = &*self.state;
-        let mut flight = lock.lock().unpoisoned();
-        while flight.tasks > 0 {
-            flight = done.wait(flight).unpoisoned();
-        }
-    }
-}
-
-/// Counts a background task out when it ends, however it ends (a panic included).
-struct TaskDone {
-    state: Arc<(Mutex<InFlight>, Condvar)>,
-    bytes: u64,
-}
-
-impl Drop for TaskDone {
-    fn drop(&mut self) {
-        let (lock, changed) = &*self.state;
-        let mut flight = lock.lock().unpoisoned();
-        flight.bytes -= self.bytes;
-        flight.tasks -= 1;
-        changed.notify_all();
-    }
-}
-
 impl Drop for Batch {
     fn drop(&mut self) {
         // Everything `finish` does; its errors have nowhere to go (see the type's docs).
@@ -815,143 +619,4 @@ impl fmt::Debug for Batch {
 /// An entry for a path a program gave, checked like an archive's names.
 fn file_entry(path: &Path, kind: EntryKind, meta: FileMeta, size: u64) -> Result<Entry, Error> {
     Entry::for_path(path, kind, meta.mode, meta.mtime, size)
-}
-
-/// What went wrong in a batch: from [`Batch::finish`], every error not returned before, in
-/// the batch's report; from [`Batch::scope`], also the error the work itself returned.
-///
-/// Nothing in it is a repeat: each failure is here once, or was returned once by the call that
-/// met it or by [`Batch::take_errors`] (counted in [`FinishError::taken`]).
-pub struct FinishError<E = Infallible> {
-    report: Box<Report>,
-    work: Option<E>,
-}
-
-impl<E> FinishError<E> {
-    /// The errors of the batch not returned before, with their paths and kinds (the report's
-    /// [`failures`](Report::failures)).
-    pub fn errors(&self) -> &[Error] {
-        &self.report.failures
-    }
-
-    /// How many errors [`Batch::take_errors`] returned earlier: they count as failures of the
-    /// batch, but are not repeated in [`errors`](FinishError::errors).
-    pub fn taken(&self) -> usize {
-        self.report.failures_taken
-    }
-
-    /// The error the work of [`Batch::scope`] returned, if it returned one.
-    pub fn work_error(&self) -> Option<&E> {
-        self.work.as_ref()
-    }
-
-    /// The work's error, to keep.
-    pub fn into_work_error(self) -> Option<E> {
-        self.work
-    }
-
-    /// What the batch did, failures included.
-    pub fn report(&self) -> &Report {
-        &self.report
-    }
-
-    /// The report, to keep.
-    pub fn into_report(self) -> Report {
-        *self.report
-    }
-}
-
-impl<E: fmt::Display> fmt::Display for FinishError<E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut parts = Vec::new();
-        if let Some(work) = &self.work {
-            parts.push(format!("the work stopped: {work}"));
-        }
-        match self.errors() {
-            [] => {}
-            [one] => parts.push(one.to_string()),
-            [first, rest @ ..] => parts.push(format!("{first} (and {} more errors)", rest.len())),
-        }
-        match self.taken() {
-            0 => {}
-            1 => parts.push("1 error returned earlier by take_errors".to_string()),
-            n => parts.push(format!("{n} errors returned earlier by take_errors")),
-        }
-        if parts.is_empty() {
-            return f.write_str("no errors");
-        }
-        f.write_str(&parts.join("; "))
-    }
-}
-
-impl<E: fmt::Debug> fmt::Debug for FinishError<E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FinishError")
-            .field("work", &self.work)
-            .field("errors", &self.errors())
-            .field("taken", &self.taken())
-            .finish_non_exhaustive()
-    }
-}
-
-/// The work's error is the source; the batch's own errors are in [`FinishError::errors`].
-impl<E: std::error::Error + 'static> std::error::Error for FinishError<E> {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.work
-            .as_ref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
-    }
-}
-
-/// A file being written through [`io::Write`]; made by [`Batch::create`].
-///
-/// Writes are collected in a buffer and written in large pieces (64 KiB), so a serializer's
-/// many small writes cost few system calls. Call [`FileWriter::finish`] at the end: only then
-/// is the file kept (mode and mtime set, handed to the close stage). Dropped without it (a `?`
-/// on a serializer's error, a panic), the file is removed and an error comes back from
-/// [`Batch::finish`]: [`ErrorKind::Write`] with the OS's error if a write to it failed,
-/// [`ErrorKind::Unfinished`] otherwise.
-pub struct FileWriter<'b> {
-    batch: &'b Batch,
-    file: Streamed<'b>,
-}
-
-impl FileWriter<'_> {
-    /// The path this file was created for, as given.
-    pub fn path(&self) -> &Path {
-        self.file.name()
-    }
-
-    /// Writes what is buffered, sets the mode and mtime, and hands the file to the close stage.
-    ///
-    /// # Errors
-    /// [`ErrorKind::Write`] (including a write that already failed), [`ErrorKind::Metadata`],
-    /// [`ErrorKind::Cancelled`] (the batch was cancelled meanwhile). The file is then removed.
-    pub fn finish(self) -> Result<(), Error> {
-        let FileWriter { batch, file } = self;
-        let result = batch.with_state(|_, state| file.seal(state));
-        batch.counted(result)
-    }
-}
-
-impl Write for FileWriter<'_> {
-    /// The error is the OS's own (`raw_os_error` works on it); the file's path and the whole
-    /// story come back from [`FileWriter::finish`], or from the batch if it is dropped.
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.file.write(data).map(|()| data.len())
-    }
-
-    /// Writes what is buffered to the file (it is still not kept until `finish`).
-    fn flush(&mut self) -> io::Result<()> {
-        self.file.drain()
-    }
-}
-
-impl fmt::Debug for FileWriter<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FileWriter")
-            .field("path", &self.file.name())
-            .field("written", &self.file.len())
-            .finish_non_exhaustive()
-    }
 }
