@@ -309,7 +309,9 @@ def list(
     written. ``patterns``, ``exclude`` and ``strip_components`` choose as for `extract`.
 
     Raises `Error` (kind ``start``) if the archive cannot be read at all, and `ErrorGroup`
-    (with ``entries``: those listed) if it breaks part-way or a pattern matches nothing.
+    (with ``entries``: those listed, every one) where `extract` would fail too: an entry it
+    would refuse (listed with its ``problem``), an archive that breaks part-way, a pattern that
+    matches nothing.
     """
     source, label, name = _archive(archive, "list")
     rows, failures = _native.list(

@@ -136,8 +136,14 @@ fn ran(result: Result<Report, RunError>) -> Result<Report, RunError> {
 
 /// A run that could not start (the library's `RunError::Start`): kind `start`, the OS error's
 /// errno if one is behind it, and as its filename the path the library names (the archive,
-/// the source, the output folder), else `filename`.
-fn start_error(py: Python<'_>, error: &RunError, filename: Option<&Path>) -> PyErr {
+/// the source, the output folder), else `filename`; where that path is a file object's
+/// `stream` label, the object's name (`filename`), if it has one.
+fn start_error(
+    py: Python<'_>,
+    error: &RunError,
+    filename: Option<&Path>,
+    stream: Option<&str>,
+) -> PyErr {
     let failure = error.errors().first();
     let errno = failure
         .and_then(fastwrite::Error::io_error)
@@ -145,7 +151,7 @@ fn start_error(py: Python<'_>, error: &RunError, filename: Option<&Path>) -> PyE
     let message = failure.map_or_else(|| error.to_string(), |e| e.message());
     let path = failure
         .map(fastwrite::Error::path)
-        .filter(|p| !p.as_os_str().is_empty())
+        .filter(|p| !p.as_os_str().is_empty() && stream.is_none_or(|s| *p != Path::new(s)))
         .or(filename);
     match make_error(
         py,
@@ -328,6 +334,14 @@ impl Archive {
         match self {
             Archive::Path(path) | Archive::Reader(_, _, Some(path)) => Some(path),
             Archive::Reader(..) => None,
+        }
+    }
+
+    /// A file object's label, which the library names it by.
+    fn stream(&self) -> Option<String> {
+        match self {
+            Archive::Path(_) => None,
+            Archive::Reader(_, label, _) => Some(label.clone()),
         }
     }
 }
@@ -518,6 +532,7 @@ fn extract<'py>(
     opts.devices = devices;
     let cancel = opts.cancel.clone();
     let named = archive.path().map(Path::to_path_buf);
+    let stream = archive.stream();
     // Stripped, an entry's failure still names it as archived: where it was to go under `out`
     // is not known here, so it has no `filename`.
     let root = (strip_components == 0).then_some(out.as_path());
@@ -532,7 +547,7 @@ fn extract<'py>(
     match (result, stopped) {
         (Ok(report), stopped) => with_stopped(report_of(py, root, report)?, stopped),
         (Err(_), Some(stopped)) => Err(stopped),
-        (Err(error), None) => Err(start_error(py, &error, named.as_deref())),
+        (Err(error), None) => Err(start_error(py, &error, named.as_deref(), stream.as_deref())),
     }
 }
 
@@ -558,6 +573,7 @@ fn list<'py>(
         strip_components,
     };
     let named = archive.path().map(Path::to_path_buf);
+    let stream = archive.stream();
     type Row = (
         &'static str,
         String,
@@ -597,7 +613,7 @@ fn list<'py>(
     let failures = match result {
         Ok(()) => Vec::new(),
         Err(RunError::Failed(report)) => report.failures,
-        Err(error) => return Err(start_error(py, &error, named.as_deref())),
+        Err(error) => return Err(start_error(py, &error, named.as_deref(), stream.as_deref())),
     };
     let errors = failures
         .iter()
@@ -654,7 +670,7 @@ fn mirror<'py>(
     match (result, stopped) {
         (Ok(report), stopped) => with_stopped(report_of(py, Some(&dst), report)?, stopped),
         (Err(_), Some(stopped)) => Err(stopped),
-        (Err(error), None) => Err(start_error(py, &error, Some(&src))),
+        (Err(error), None) => Err(start_error(py, &error, Some(&src), None)),
     }
 }
 

@@ -5,6 +5,7 @@ with its reason, and fails instead under CI (CI=true), as the Rust tests' harnes
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import stat
 import subprocess
@@ -32,8 +33,25 @@ def require_tool(name: str) -> str:
     return path  # type: ignore[return-value]
 
 
+# What a tool the tests start may take: a tool's trouble must neither hang the suite nor fill
+# the machine (as the Rust harness bounds them: tests/common/run.rs).
+TOOL_SECONDS = 180
+TOOL_MEMORY = 1 << 30
+
+
+def _bounded() -> None:
+    resource.setrlimit(resource.RLIMIT_DATA, (TOOL_MEMORY, TOOL_MEMORY))
+
+
 def run(*args: object, cwd: object = None) -> None:
-    subprocess.run([str(a) for a in args], cwd=cwd, check=True, capture_output=True)
+    subprocess.run(
+        [str(a) for a in args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        timeout=TOOL_SECONDS,
+        preexec_fn=_bounded,
+    )
 
 
 def tree(root: Path) -> dict[str, object]:

@@ -150,13 +150,24 @@ def test_list(tmp_path: Path) -> None:
     with zipfile.ZipFile(archive, "w") as z:
         z.writestr("a/b.txt", b"12345")
         z.writestr("../evil.txt", b"x")
-    entries = fastwrite.list(archive)
+    # An entry extract would refuse fails the listing as it fails the extraction (the command
+    # line's list exits 1 alike); every entry is listed all the same, on the group.
+    with pytest.raises(fastwrite.ErrorGroup) as caught:
+        fastwrite.list(archive)
+    assert [(e.kind, e.path) for e in caught.value.errors] == [("refused", "../evil.txt")]
+    entries = caught.value.entries
+    assert entries is not None
     by_name = {e.name: e for e in entries}
     assert by_name["a/b.txt"].kind == "file" and by_name["a/b.txt"].size == 5
     assert by_name["a/b.txt"].path == "a/b.txt"
     assert by_name["../evil.txt"].path is None and by_name["../evil.txt"].problem
-    with open(archive, "rb") as f:
-        assert [e.name for e in fastwrite.list(f)] == [e.name for e in entries]
+    with open(archive, "rb") as f, pytest.raises(fastwrite.ErrorGroup) as again:
+        fastwrite.list(f)
+    assert [e.name for e in again.value.entries or []] == [e.name for e in entries]
+    good = tmp_path / "good.zip"
+    with zipfile.ZipFile(good, "w") as z:
+        z.writestr("a/b.txt", b"12345")
+    assert [e.name for e in fastwrite.list(good)] == ["a/b.txt"]
 
 
 @pytest.mark.parametrize("name", ["zip-slip.zip", "zip-slip.tar"])
