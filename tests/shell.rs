@@ -541,9 +541,7 @@ fn tuning_flags_come_after_each_commands_own() {
 fn run_into_a_closed_pipe(args: &[std::ffi::OsString]) -> std::process::ExitStatus {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let mut child = std::process::Command::new(BIN)
-        .args(args)
-        .env("TZ", TEST_TZ)
+    let mut child = fastwrite_command(args)
         .stdin(std::process::Stdio::null())
         .stdout(writer.try_clone().unwrap())
         .stderr(writer)

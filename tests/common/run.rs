@@ -336,6 +336,14 @@ macro_rules! osv {
     }};
 }
 
+/// fastwrite with `args`, in the tests' time zone.
+pub fn fastwrite_command(args: &[OsString]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args);
+    cmd.env("TZ", TEST_TZ);
+    cmd
+}
+
 /// Run fastwrite with `args`; always asserts it did not panic.
 #[track_caller]
 pub fn run_fastwrite(args: &[OsString]) -> Output {
@@ -344,9 +352,7 @@ pub fn run_fastwrite(args: &[OsString]) -> Output {
 
 #[track_caller]
 pub fn run_fastwrite_env(args: &[OsString], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args);
-    cmd.env("TZ", TEST_TZ);
+    let mut cmd = fastwrite_command(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -359,10 +365,7 @@ pub fn run_fastwrite_env(args: &[OsString], env: &[(&str, &str)]) -> Output {
 /// asserts it did not panic.
 #[track_caller]
 pub fn run_fastwrite_timeout(args: &[OsString], timeout: Duration) -> Output {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args);
-    cmd.env("TZ", TEST_TZ);
-    let out = run_command_full(cmd, Stdio::null(), timeout);
+    let out = run_command_full(fastwrite_command(args), Stdio::null(), timeout);
     assert_no_panic(&out);
     out
 }
@@ -370,10 +373,7 @@ pub fn run_fastwrite_timeout(args: &[OsString], timeout: Duration) -> Output {
 /// Run fastwrite with `args` and its standard input from `stdin`; asserts it did not panic.
 #[track_caller]
 pub fn run_fastwrite_stdin(args: &[OsString], stdin: Stdio) -> Output {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args);
-    cmd.env("TZ", TEST_TZ);
-    let out = run_command_with_stdin(cmd, stdin);
+    let out = run_command_with_stdin(fastwrite_command(args), stdin);
     assert_no_panic(&out);
     out
 }
@@ -384,10 +384,7 @@ pub fn run_fastwrite_stdin(args: &[OsString], stdin: Stdio) -> Output {
 #[track_caller]
 pub fn run_fastwrite_piped(args: &[OsString], input: &Path) -> Output {
     let data = fs::read(input).unwrap_or_else(|e| panic!("read {}: {e}", input.display()));
-    let mut cmd = Command::new(BIN);
-    cmd.args(args);
-    cmd.env("TZ", TEST_TZ);
-    let out = run_command_feeding(cmd, data);
+    let out = run_command_feeding(fastwrite_command(args), data);
     assert_no_panic(&out);
     out
 }
