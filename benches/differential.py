@@ -30,6 +30,7 @@ bytes (too deep to walk by whole paths) is not compared.
 
 Usage:
   benches/differential.py --fastwrite target/release/fastwrite DIR... [--jobs 1] [--json OUT]
+      [--timeout 60]
   benches/differential.py --compare BEFORE.json AFTER.json
 """
 import argparse
@@ -42,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 
-TIMEOUT = 60
+TIMEOUT = 60  # seconds; --timeout
 HUGE = 64 << 20
 MAX_PATH = 3000
 REFERENCE_LIMITS = ["prlimit", "--as=2147483648", "--fsize=1073741824"]
@@ -324,6 +325,7 @@ def compare(before_path, after_path):
         before = json.load(f)
     with open(after_path) as f:
         after = json.load(f)
+    print(f"the references agree: {before['summary']['agree']} -> {after['summary']['agree']}")
     for key in ("file", "pipe"):
         print(f"{key}: " + ", ".join(f"{c} {before['summary'][key][c]} -> {after['summary'][key][c]}"
                                      for c in ("differs", "nonzero", "crashes", "escapes")))
@@ -333,6 +335,9 @@ def compare(before_path, after_path):
         if b is None or a is None:
             print(f"  {name}: only in {'after' if b is None else 'before'}")
             continue
+        if b.get("agree") != a.get("agree"):
+            print(f"  {name}: the references agree {b.get('agree')} -> {a.get('agree')}"
+                  f" (exit codes {b.get('references')} -> {a.get('references')})")
         for mode in MODES:
             vb, va = verdict(b["modes"][mode]), verdict(a["modes"][mode])
             if vb != va:
@@ -341,10 +346,13 @@ def compare(before_path, after_path):
 
 
 def main():
+    global TIMEOUT
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fastwrite", help="the fastwrite binary")
     parser.add_argument("--jobs", type=int, default=1, help="archives at once (default 1)")
     parser.add_argument("--json", help="write every result here")
+    parser.add_argument("--timeout", type=int, default=TIMEOUT,
+                        help=f"seconds a run may take (default {TIMEOUT})")
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
     parser.add_argument("dirs", nargs="*", help="folders of archives")
     args = parser.parse_args()
@@ -353,6 +361,7 @@ def main():
         return compare(*args.compare)
     if not args.fastwrite or not args.dirs:
         parser.error("--fastwrite and at least one folder are needed")
+    TIMEOUT = args.timeout
     fastwrite = os.path.abspath(args.fastwrite)
     archives = archives_in(args.dirs)
     root = tempfile.mkdtemp(prefix="fastwrite-differential-")
