@@ -133,6 +133,7 @@ fn extract_any(
         })?;
     }
     let mut report = read_any(archive, open()?, out, opts, &chooser)?;
+    report.warnings.extend(chooser.warnings());
     if !opts.cancel.is_cancelled() {
         // As GNU tar does: after everything else is written, each pattern that matched
         // nothing is named, and the run fails.

@@ -103,6 +103,7 @@ fn read_any(archive: &Path, opts: &Options, each: &mut Each<'_>) -> anyhow::Resu
             report
         }
     };
+    report.warnings.extend(chooser.warnings());
     if !opts.cancel.is_cancelled() {
         report.failures.extend(chooser.unmatched());
     }

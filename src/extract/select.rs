@@ -2,10 +2,15 @@
 //! the archive, `--exclude`, and `--strip-components`, applied to every entry's name as archived,
 //! before it is checked. Written once for every format; a tar's unselected entries are skipped
 //! in the stream without being written, a zip's are left out of its plan.
+//!
+//! A name with a leading `/` (`tar -P`'s, a hand-made zip's) loses it, as GNU tar, bsdtar,
+//! Info-ZIP's unzip and 7-Zip take it off: it is written inside the output folder, and the run
+//! says so once. (A `..` stays refused, as the references refuse or skip it.)
 
 use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Selection;
@@ -21,6 +26,9 @@ pub(crate) struct Chooser {
     strip: usize,
     /// For each pattern, whether it has matched an entry.
     matched: Mutex<Vec<bool>>,
+    /// Names that lost a leading `/`, and the first of them, for a warning.
+    rooted: AtomicU64,
+    first_rooted: Mutex<Option<String>>,
 }
 
 /// What becomes of an entry.
@@ -44,6 +52,8 @@ impl Chooser {
             strip: selection.strip_components,
             matched: Mutex::new(vec![false; selection.patterns.len()]),
             patterns: selection.patterns.clone(),
+            rooted: AtomicU64::new(0),
+            first_rooted: Mutex::new(None),
         })
     }
 
@@ -74,6 +84,21 @@ impl Chooser {
     /// are relative to where the link is).
     pub fn link_target<'a>(&self, target: &'a [u8]) -> Choice<'a> {
         self.strip(target)
+    }
+
+    /// What the run says of the names it chose: how many lost a leading `/`.
+    pub fn warnings(&self) -> Vec<String> {
+        let count = self.rooted.load(Ordering::Relaxed);
+        let first = self.first_rooted.lock().unpoisoned().take();
+        match (count, first) {
+            (0, _) | (_, None) => Vec::new(),
+            (1, Some(name)) => vec![format!(
+                "removed the leading '/' from '{name}', as GNU tar and bsdtar do: it is written inside the output folder"
+            )],
+            (n, Some(name)) => vec![format!(
+                "removed the leading '/' from {n} names (the first: '{name}'), as GNU tar and bsdtar do: they are written inside the output folder"
+            )],
+        }
     }
 
     /// The patterns that matched no entry, as failures of the run.
@@ -127,7 +152,7 @@ impl Chooser {
     /// is one, empty ones (a leading `/`, `a//b`) are none.
     fn strip<'a>(&self, name: &'a [u8]) -> Choice<'a> {
         if self.strip == 0 {
-            return Choice::Take(Cow::Borrowed(name));
+            return Choice::Take(Cow::Borrowed(self.unrooted(name)));
         }
         let mut rest = name;
         let mut stripped = 0;
@@ -152,6 +177,21 @@ impl Chooser {
         } else {
             Choice::Take(Cow::Borrowed(rest))
         }
+    }
+}
+
+impl Chooser {
+    /// `name` without its leading `/`s, counted (a `\\` stays: as a first byte it is Windows'
+    /// root, refused by the name checks).
+    fn unrooted<'a>(&self, name: &'a [u8]) -> &'a [u8] {
+        let start = name.iter().position(|&b| b != b'/').unwrap_or(name.len());
+        if start == 0 || start == name.len() {
+            return name;
+        }
+        if self.rooted.fetch_add(1, Ordering::Relaxed) == 0 {
+            *self.first_rooted.lock().unpoisoned() = Some(crate::plan::display_bytes(name));
+        }
+        &name[start..]
     }
 }
 
