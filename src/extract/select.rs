@@ -250,6 +250,27 @@ mod tests {
     }
 
     #[test]
+    fn a_leading_slash_is_taken_off_and_said_once() {
+        let all = chooser(&[], &[], 0);
+        assert_eq!(all.choose(b"//etc/passwd", false), take("etc/passwd"));
+        assert_eq!(all.choose(b"/usr/bin/x", false), take("usr/bin/x"));
+        // Windows' roots and a climb are left for the name checks to refuse.
+        assert_eq!(all.choose(b"\\x", false), take("\\x"));
+        assert_eq!(all.choose(b"../x", false), take("../x"));
+        assert_eq!(all.choose(b"a/b", false), take("a/b"));
+        let said = all.warnings();
+        assert_eq!(said.len(), 1);
+        assert!(
+            said[0].starts_with("removed the leading '/' from 2 names (the first: '//etc/passwd')"),
+            "{said:?}"
+        );
+        assert!(chooser(&[], &[], 0).warnings().is_empty());
+        // Patterns see the name without it.
+        let some = chooser(&["etc/passwd"], &[], 0);
+        assert_eq!(some.choose(b"/etc/passwd", false), take("etc/passwd"));
+    }
+
+    #[test]
     fn strip_counts_components_as_gnu_tar_does() {
         let c = chooser(&[], &[], 1);
         assert_eq!(c.choose(b"./p/q/f", false), take("p/q/f"));
