@@ -56,9 +56,9 @@ pub fn recognised(path: &std::path::Path) -> bool {
 }
 
 /// How far into a stream that no format's magic starts a zip's first local header is looked
-/// for (a self-extractor's program, padding, a spanning marker before it). bsdtar's readers
-/// that look behind a self-extractor's program look 128 KiB (RAR, cab) to 512 KiB (RAR 5)
-/// ahead; zips behind Info-ZIP's and WinZip's self-extractors start within 300 KiB.
+/// for (a self-extractor's program, padding, a spanning marker before it): as far as the
+/// farthest of libarchive's readers that look behind a self-extractor's program (128 KiB for
+/// RAR and cab, 384 KiB for 7-Zip, 512 KiB for RAR 5; its zip reader does not look).
 pub(crate) const ZIP_SEARCH: usize = 512 << 10;
 
 /// How much of a stream is read to look for a zip behind a prefix: the search, and a local
@@ -81,9 +81,9 @@ pub(crate) enum ZipStart {
 /// reserved flag, a name without NUL) and an extra field made of whole fields: random bytes
 /// almost never pass, and a program's own copy of the signature (a self-extractor compares
 /// with it) has no such header after it. An input that starts with another format's magic is
-/// that format, whatever it holds.
+/// that format, whatever it holds; but a Windows program may be a self-extractor.
 pub(crate) fn zip_start(head: &[u8], complete: bool) -> ZipStart {
-    if other_format(head).is_some_and(|what| !what.starts_with("a Windows program")) {
+    if !head.starts_with(b"MZ") && other_format(head).is_some() {
         return ZipStart::Nowhere;
     }
     let search = &head[..head.len().min(ZIP_SEARCH + 3)];
