@@ -2366,3 +2366,457 @@ fn names_stored_twice_are_named_and_the_last_wins() {
     assert_eq!(fs::read(out.join("a.txt")).unwrap(), b"second");
     assert_eq!(fs::read(out.join("c.txt")).unwrap(), b"cee");
 }
+
+// -------------------------------------------------------------------------------------------
+// A zip from a pipe that loses nothing a file keeps (issue 35, items 16-19)
+// -------------------------------------------------------------------------------------------
+
+/// An archive of the differential corpus (`tests/data/corpus`, sources in SOURCE.md there).
+#[cfg(unix)] // used by unix-only tests
+#[track_caller]
+fn corpus(name: &str) -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/corpus")
+        .join(name);
+    assert!(p.is_file(), "corpus archive {} is missing", p.display());
+    p
+}
+
+/// Extracts `archive` from its file and through a pipe into `t`; returns both runs and their
+/// folders.
+#[cfg(unix)] // used by unix-only tests
+#[track_caller]
+fn file_and_pipe(t: &Path, archive: &Path) -> (Output, PathBuf, Output, PathBuf) {
+    let what = archive.file_name().unwrap().to_string_lossy().into_owned();
+    let from_file = t.join(format!("{what}-file"));
+    let file = extract(archive, &from_file, &[]);
+    let from_pipe = t.join(format!("{what}-pipe"));
+    let pipe = run_fastwrite_piped(&osv!["extract", "-", "-o", &from_pipe], archive);
+    (file, from_file, pipe, from_pipe)
+}
+
+/// One stored entry of a zip built byte by byte ([`hand_zip`]): what its local header and its
+/// central record say, each free to differ from the other.
+#[cfg_attr(not(unix), allow(dead_code))] // used by unix-only tests
+struct Hand<'a> {
+    local_name: &'a [u8],
+    central_name: &'a [u8],
+    data: &'a [u8],
+    /// "Version made by"'s host: 0 MS-DOS, 3 Unix.
+    host: u8,
+    external: u32,
+    central_extra: Vec<u8>,
+}
+
+#[cfg_attr(not(unix), allow(dead_code))] // used by unix-only tests
+impl<'a> Hand<'a> {
+    /// A file made on Unix, mode 0644, the same name in both headers.
+    fn file(name: &'a [u8], data: &'a [u8]) -> Self {
+        Hand {
+            local_name: name,
+            central_name: name,
+            data,
+            host: 3,
+            external: 0o100_644 << 16,
+            central_extra: Vec::new(),
+        }
+    }
+}
+
+/// A zip of stored entries, each local header then its data, then the central directory and
+/// its end record, as `entries` say (2021-03-04 05:06:08, DOS time).
+#[cfg_attr(not(unix), allow(dead_code))] // used by unix-only tests
+fn hand_zip(entries: &[Hand]) -> Vec<u8> {
+    const TIME: u16 = 5 << 11 | 6 << 5 | 4;
+    const DATE: u16 = 41 << 9 | 3 << 5 | 4;
+    let mut zip = Vec::new();
+    let mut central = Vec::new();
+    for e in entries {
+        let crc = crc32fast::hash(e.data);
+        let size = e.data.len() as u32;
+        let offset = zip.len() as u32;
+        zip.extend(b"PK\x03\x04");
+        for n in [20u16, 0, 0, TIME, DATE] {
+            zip.extend(n.to_le_bytes());
+        }
+        for n in [crc, size, size] {
+            zip.extend(n.to_le_bytes());
+        }
+        zip.extend((e.local_name.len() as u16).to_le_bytes());
+        zip.extend(0u16.to_le_bytes());
+        zip.extend(e.local_name);
+        zip.extend(e.data);
+        central.extend(b"PK\x01\x02");
+        for n in [u16::from(e.host) << 8 | 20, 20, 0, 0, TIME, DATE] {
+            central.extend(n.to_le_bytes());
+        }
+        for n in [crc, size, size] {
+            central.extend(n.to_le_bytes());
+        }
+        let lengths = [e.central_name.len(), e.central_extra.len(), 0, 0, 0];
+        for n in lengths {
+            central.extend((n as u16).to_le_bytes());
+        }
+        central.extend(e.external.to_le_bytes());
+        central.extend(offset.to_le_bytes());
+        central.extend(e.central_name);
+        central.extend(&e.central_extra);
+    }
+    let start = zip.len() as u32;
+    zip.extend(&central);
+    zip.extend(b"PK\x05\x06");
+    zip.extend([0; 4]);
+    let count = entries.len() as u16;
+    zip.extend(count.to_le_bytes());
+    zip.extend(count.to_le_bytes());
+    zip.extend((central.len() as u32).to_le_bytes());
+    zip.extend(start.to_le_bytes());
+    zip.extend(0u16.to_le_bytes());
+    zip
+}
+
+/// Item 16: stored entries whose size follows their data (what Python writes to a stream it
+/// cannot seek) end at the descriptor that states their CRC-32 and size: a descriptor's
+/// signature inside the data, stating something else, is data. A large one is written as it
+/// is scanned (past the memory a small file may take), and one whose descriptor never comes
+/// leaves nothing behind.
+#[cfg(unix)] // python3
+#[test]
+fn a_piped_stored_entry_ends_at_the_descriptor_that_states_it() {
+    let t = tempdir();
+    let archive = t.join("stored-dd.zip");
+    let mut tricky = b"before ".to_vec();
+    // A descriptor's signature and a plausible one, of 3 bytes with a wrong CRC.
+    tricky.extend(b"PK\x07\x08\x01\x02\x03\x04\x03\0\0\0\x03\0\0\0PK\x03\x04 after");
+    let big: Vec<u8> = (0..3u32 << 20)
+        .map(|i| if i % 4099 == 0 { b'P' } else { (i % 251) as u8 })
+        .collect();
+    let entries = [
+        PyEntry::file("first.txt", b"first".to_vec(), 0o644).method("stored"),
+        PyEntry::file("tricky.bin", tricky.clone(), 0o644).method("stored"),
+        PyEntry::file("dir/big.bin", big.clone(), 0o644).method("stored"),
+        PyEntry::file("empty", Vec::new(), 0o644).method("stored"),
+        PyEntry::file("last.txt", b"last".to_vec(), 0o600).method("stored"),
+    ];
+    python_zip(&archive, &entries, true);
+    let bytes = fs::read(&archive).unwrap();
+    for entry in &entries {
+        let at = local_header_offset(&bytes, &entry.name);
+        assert_eq!(bytes[at + 6] & 8, 8, "a data descriptor for {}", entry.name);
+    }
+    let (file, from_file, pipe, from_pipe) = file_and_pipe(t.path(), &archive);
+    file.assert_success();
+    assert_eq!(pipe.code(), 0, "{}", pipe.dump());
+    assert_same_tree(
+        &from_file,
+        &from_pipe,
+        &Compare::exact().files_metadata_only(),
+        "stored entries with descriptors: pipe vs file",
+    );
+    assert_eq!(fs::read(from_pipe.join("tricky.bin")).unwrap(), tricky);
+    assert_eq!(fs::read(from_pipe.join("dir/big.bin")).unwrap(), big);
+
+    // The big entry's descriptor no longer states its data: the stream cannot tell where it
+    // ends, so it fails, named, nothing of it is left (through the small memory budget, it
+    // was being written as it was scanned), and what came before it stays.
+    let mut broken = bytes.clone();
+    let data = local_data_offset(&broken, "dir/big.bin");
+    let descriptor = data + big.len();
+    assert_eq!(&broken[descriptor..descriptor + 4], b"PK\x07\x08");
+    broken[descriptor + 4] ^= 0xff;
+    let archive = t.join("broken.zip");
+    fs::write(&archive, &broken).unwrap();
+    let out = t.join("broken-pipe");
+    let r = run_fastwrite_piped(
+        &osv!["extract", "-", "-o", &out, "--memory-budget", "4"],
+        &archive,
+    );
+    assert_eq!(r.code(), 1, "{}", r.dump());
+    r.assert_stderr_names("dir/big.bin", &["no data descriptor stating"]);
+    assert!(!out.join("dir/big.bin").exists(), "{:?}", all_paths(&out));
+    assert_eq!(fs::read(out.join("tricky.bin")).unwrap(), tricky);
+
+    // The peers' own: libarchive's unzip test zips, commons-compress's (whose local header
+    // disagrees with its central record on the sizes, so no reference reads it from a file).
+    for name in [
+        "la__unzip__test__test_f_new.zip",
+        "la__unzip__test__test_u_old.zip",
+        "la__unzip__test__test_symlink_2.zip",
+    ] {
+        let (file, from_file, pipe, from_pipe) = file_and_pipe(t.path(), &corpus(name));
+        assert_eq!((pipe.code(), file.code()), (0, 0), "{}", pipe.dump());
+        assert_same_tree(&from_file, &from_pipe, &Compare::content_only(), name);
+    }
+    let out = t.join("bla");
+    let r = run_fastwrite_piped(
+        &osv!["extract", "-", "-o", &out],
+        &corpus("cc__src__test__resources__bla-stored-dd.zip"),
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert_eq!(fs::read(out.join("test1.xml")).unwrap().len(), 610);
+    assert_eq!(fs::read(out.join("test2.xml")).unwrap().len(), 82);
+}
+
+/// Item 17: what only the central directory knows puts right what a pipe wrote by the local
+/// headers: names that are not UTF-8 (cp866, koi8-r, Shift-JIS with its `\` bytes) end as the
+/// same zip from its file has them, byte for byte, folders and all; a folder marked only by its
+/// MS-DOS attribute is a folder, with what is below it.
+#[cfg(unix)] // names that are not UTF-8
+#[test]
+fn a_piped_zip_takes_the_names_and_folders_its_central_directory_gives() {
+    let t = tempdir();
+    for name in [
+        "la__libarchive__test__test_read_format_zip_filename_cp866.zip",
+        "la__libarchive__test__test_read_format_zip_filename_koi8r.zip",
+        "la__libarchive__test__test_read_format_zip_filename_cp932.zip",
+        "la__libarchive__test__test_read_format_zip_filename_utf8_ru2.zip",
+        "la__libarchive__test__test_read_format_zip_msdos.zip",
+        "cc__src__test__resources__utf8-winzip-test.zip",
+    ] {
+        let (file, from_file, pipe, from_pipe) = file_and_pipe(t.path(), &corpus(name));
+        assert_eq!((pipe.code(), file.code()), (0, 0), "{}", pipe.dump());
+        assert_same_tree(&from_file, &from_pipe, &Compare::content_only(), name);
+    }
+    // Made here: a Unix zip's cp866 name in a folder of the same, MS-DOS folders without `/`
+    // (one with a file below it, one empty), as unzip, bsdtar and 7-Zip read them.
+    let archive = t.join("legacy.zip");
+    let folder = |name: &'static [u8]| Hand {
+        host: 0,
+        external: 0x10,
+        ..Hand::file(name, b"")
+    };
+    let zip = hand_zip(&[
+        Hand::file(b"\x8f\xa0\xaf\xaa\xa0/\x94\xa0\xa9\xab.txt", b"cp866"),
+        folder(b"dos"),
+        Hand::file(b"dos/inside.txt", b"inside"),
+        folder(b"empty"),
+        Hand::file(b"plain.txt", b"plain"),
+    ]);
+    fs::write(&archive, zip).unwrap();
+    let (file, from_file, pipe, from_pipe) = file_and_pipe(t.path(), &archive);
+    assert_eq!((pipe.code(), file.code()), (0, 0), "{}", pipe.dump());
+    assert_same_tree(
+        &from_file,
+        &from_pipe,
+        &Compare::content_only(),
+        "made here",
+    );
+    use std::os::unix::ffi::OsStrExt;
+    let raw = std::ffi::OsStr::from_bytes(b"\x8f\xa0\xaf\xaa\xa0/\x94\xa0\xa9\xab.txt");
+    assert_eq!(fs::read(from_pipe.join(raw)).unwrap(), b"cp866");
+    assert!(from_pipe.join("empty").is_dir() && from_pipe.join("dos").is_dir());
+    assert_eq!(children(&from_pipe).len(), 4, "{:?}", all_paths(&from_pipe));
+}
+
+/// Item 17, the same checks as every name: a central record that names its entry otherwise
+/// than the local header (other bytes) is refused, as from a file, and so is one whose name
+/// (here from a Unicode Path field only the central record has) leaves OUT; what the pipe wrote
+/// under the local name is removed in both cases, and nothing is written outside.
+#[cfg(unix)] // checks outside OUT by path
+#[test]
+fn a_piped_entry_its_central_record_names_otherwise_is_refused_and_removed() {
+    let t = tempdir();
+    let archive = t.join("two-faced.zip");
+    // A Unicode Path field: version 1, the CRC-32 of the name it replaces, the name.
+    let mut escape = vec![0x75, 0x70];
+    let unicode = b"../escape.txt";
+    escape.extend(((5 + unicode.len()) as u16).to_le_bytes());
+    escape.push(1);
+    escape.extend(crc32fast::hash(b"safe.txt").to_le_bytes());
+    escape.extend(unicode);
+    let zip = hand_zip(&[
+        Hand {
+            central_name: b"other.txt",
+            ..Hand::file(b"local.txt", b"two faces")
+        },
+        Hand {
+            central_extra: escape,
+            ..Hand::file(b"safe.txt", b"escaping")
+        },
+        Hand::file(b"kept.txt", b"kept"),
+    ]);
+    fs::write(&archive, zip).unwrap();
+    let (file, from_file, pipe, from_pipe) = file_and_pipe(t.path(), &archive);
+    assert_eq!((pipe.code(), file.code()), (1, 1), "{}", pipe.dump());
+    file.assert_stderr_names("other.txt", &["local header names 'local.txt'"]);
+    pipe.assert_stderr_names("other.txt", &["local header names 'local.txt'"]);
+    assert!(
+        pipe.stderr_lines_with("escape.txt")
+            .iter()
+            .any(|l| l.contains("refused") && l.contains("escapes")),
+        "{}",
+        pipe.dump()
+    );
+    assert_eq!(children(&from_pipe), ["kept.txt"]);
+    assert_same_tree(&from_file, &from_pipe, &Compare::content_only(), "refused");
+    assert!(!t.join("escape.txt").exists());
+}
+
+/// Item 18: a zip behind a self-extractor's program or padding, read from a pipe, is found by
+/// its first local header, as from its file (where the central directory finds it), with a
+/// warning saying how much was passed over; a split archive's marker says nothing.
+#[cfg(unix)] // used by unix-only tests
+#[test]
+fn a_piped_zip_behind_a_self_extractor_or_padding_is_read() {
+    let t = tempdir();
+    for (name, skipped) in [
+        ("la__libarchive__test__test_read_format_zip_sfx", Some(1024)),
+        (
+            "la__libarchive__test__test_read_format_zip_padded1.zip",
+            Some(89),
+        ),
+        ("la__libarchive__test__test_compat_zip_4.zip", Some(511)),
+        ("z2__tests__data__zip64_demo.zip", Some(14)),
+        ("cc__src__test__resources__COMPRESS-208.zip", None),
+    ] {
+        let (file, from_file, pipe, from_pipe) = file_and_pipe(t.path(), &corpus(name));
+        assert_eq!((pipe.code(), file.code()), (0, 0), "{}", pipe.dump());
+        assert_same_tree(&from_file, &from_pipe, &Compare::content_only(), name);
+        let said = pipe.stderr_lines_with("before the zip's first local header");
+        match skipped {
+            Some(n) => assert!(
+                said.iter().any(|l| l.contains(&format!("{n} bytes"))),
+                "{name}\n{}",
+                pipe.dump()
+            ),
+            None => assert!(said.is_empty(), "{name}\n{}", pipe.dump()),
+        }
+    }
+}
+
+/// Item 18, bounded: a zip whose first local header comes after more than 512 KiB is not
+/// looked for (from its file, the central directory still finds it), and bytes that merely
+/// hold a local header's signature are not taken for a zip: both are refused for what they
+/// are, as before.
+#[cfg(unix)] // used by unix-only tests
+#[test]
+fn a_piped_input_is_taken_for_a_zip_only_within_the_bound() {
+    let t = tempdir();
+    let zip = hand_zip(&[Hand::file(b"a.txt", b"a")]);
+    let mut far = vec![0xa5u8; 600 << 10];
+    far.extend(&zip);
+    let archive = t.join("far.zip");
+    fs::write(&archive, &far).unwrap();
+    let (file, _, pipe, _) = file_and_pipe(t.path(), &archive);
+    file.assert_success();
+    assert_eq!(pipe.code(), 2, "{}", pipe.dump());
+    assert!(
+        pipe.stderr.contains("not an archive fastwrite knows"),
+        "{}",
+        pipe.dump()
+    );
+    // A signature with no header a writer makes after it (a reserved flag, an odd method).
+    let mut junk = b"\x01\x02\x03 some program PK\x03\x04\x14\0\xff\xff\x63\x00".to_vec();
+    junk.extend([0x11u8; 4096]);
+    let archive = t.join("junk.bin");
+    fs::write(&archive, &junk).unwrap();
+    let out = t.join("junk-out");
+    let pipe = run_fastwrite_piped(&osv!["extract", "-", "-o", &out], &archive);
+    assert_eq!(pipe.code(), 2, "{}", pipe.dump());
+    assert!(
+        pipe.stderr.contains("not an archive fastwrite knows"),
+        "{}",
+        pipe.dump()
+    );
+}
+
+/// Item 19: zip64 in a stream (8-byte sizes in a descriptor that no zip64 field announces;
+/// sizes in a local header's zip64 field) gives what the file gives; a central directory a
+/// stream reaches damaged (a record whose zip64 field lacks a value, bytes after the end
+/// record) leaves every entry written and checked, exit 0, with a warning naming the damage,
+/// as `bsdtar -xf -` keeps them.
+#[cfg(unix)] // used by unix-only tests
+#[test]
+fn a_piped_zip64_zip_or_damaged_central_directory_keeps_its_entries() {
+    let t = tempdir();
+    let (file, from_file, pipe, from_pipe) =
+        file_and_pipe(t.path(), &corpus("yz__test__success__zip64.zip"));
+    assert_eq!((pipe.code(), file.code()), (0, 0), "{}", pipe.dump());
+    assert_same_tree(&from_file, &from_pipe, &Compare::content_only(), "zip64");
+    assert_eq!(fs::read(from_pipe.join("test1.txt")).unwrap(), b"foo");
+    for (name, damage) in [
+        (
+            "yz__test__failure__zip64 extended information extra field does not include compressed size.zip",
+            "no zip64 value for its compressed size",
+        ),
+        (
+            "yz__test__failure__zip64 extended information extra field does not include relative header offset.zip",
+            "no zip64 value for its local header's offset",
+        ),
+        (
+            "yz__test__failure__zip64 extended information extra field does not include uncompressed size.zip",
+            "no zip64 value for its uncompressed size",
+        ),
+    ] {
+        let out = t.join(name);
+        let pipe = run_fastwrite_piped(&osv!["extract", "-", "-o", &out], &corpus(name));
+        assert_eq!(pipe.code(), 0, "{}", pipe.dump());
+        assert_eq!(all_paths(&out), ["empty.txt"]);
+        assert!(
+            pipe.stderr_lines_with("warning")
+                .iter()
+                .any(|l| l.contains("'empty.txt'") && l.contains(damage)),
+            "{name}\n{}",
+            pipe.dump()
+        );
+    }
+    for (name, after) in [
+        ("z2__tests__data__comment_garbage.zip", 18),
+        ("z2__tests__data__misaligned_comment.zip", 485),
+    ] {
+        let (file, from_file, pipe, from_pipe) = file_and_pipe(t.path(), &corpus(name));
+        assert_eq!((pipe.code(), file.code()), (0, 0), "{}", pipe.dump());
+        assert_same_tree(&from_file, &from_pipe, &Compare::content_only(), name);
+        assert!(
+            pipe.stderr
+                .contains(&format!("{after} bytes follow the end record")),
+            "{name}\n{}",
+            pipe.dump()
+        );
+    }
+}
+
+/// Item 19: a stream cut inside its central directory keeps every entry (written and checked
+/// before it), exit 0 with a warning, as `bsdtar -xf -` does (from its file the zip is refused
+/// whole: no end record); an entry whose local header was damaged, passed over as bytes that
+/// were no header, is lost, and the central directory names it: exit 1.
+#[cfg(unix)] // used by unix-only tests
+#[test]
+fn a_piped_zip_cut_in_its_central_directory_keeps_its_entries_and_names_a_lost_one() {
+    let t = tempdir();
+    let zip = hand_zip(&[
+        Hand::file(b"a.txt", b"a"),
+        Hand::file(b"b.txt", b"b"),
+        Hand::file(b"c.txt", b"c"),
+    ]);
+    let second_record = zip
+        .windows(4)
+        .enumerate()
+        .filter(|(_, w)| *w == b"PK\x01\x02")
+        .nth(1)
+        .unwrap()
+        .0;
+    let archive = t.join("cut.zip");
+    fs::write(&archive, &zip[..second_record + 20]).unwrap();
+    let out = t.join("cut");
+    let r = run_fastwrite_piped(&osv!["extract", "-", "-o", &out], &archive);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert_eq!(all_paths(&out), ["a.txt", "b.txt", "c.txt"]);
+    assert!(
+        r.stderr
+            .contains("the central directory is cut short in its record #2"),
+        "{}",
+        r.dump()
+    );
+
+    let mut lost = zip.clone();
+    let at = local_header_offset(&lost, "b.txt");
+    lost[at + 1] = b'X';
+    let archive = t.join("lost.zip");
+    fs::write(&archive, &lost).unwrap();
+    let out = t.join("lost");
+    let r = run_fastwrite_piped(&osv!["extract", "-", "-o", &out], &archive);
+    assert_eq!(r.code(), 1, "{}", r.dump());
+    r.assert_stderr_names("b.txt", &["no local header"]);
+    assert_eq!(all_paths(&out), ["a.txt", "c.txt"]);
+}

@@ -22,7 +22,13 @@ pub(crate) enum Format {
 /// Recognises a format from an input's first bytes (up to 512, a tar header's size).
 pub(crate) fn detect(head: &[u8]) -> Option<Format> {
     let starts = |magic: &[u8]| head.starts_with(magic);
-    if starts(b"PK\x03\x04") || starts(b"PK\x05\x06") || starts(b"PK\x07\x08") {
+    // A split archive's marker ("PK\x07\x08", or "PK00" from PKZIP) may start one that fits in
+    // a single part.
+    if starts(b"PK\x03\x04")
+        || starts(b"PK\x05\x06")
+        || starts(b"PK\x07\x08")
+        || starts(b"PK00PK\x03\x04")
+    {
         Some(Format::Zip)
     } else if let Some(codec) = Codec::detect(head) {
         Some(Format::Compressed(codec))
@@ -49,9 +55,92 @@ pub fn recognised(path: &std::path::Path) -> bool {
     file.take(512).read_to_end(&mut head).is_ok() && detect(&head).is_some()
 }
 
-/// What an input fastwrite does not read is, from its first bytes, for the message that
-/// refuses it: another format named ("a 7z archive"), text, or neither.
-pub(crate) fn not_readable(head: &[u8]) -> String {
+/// How far into a stream that no format's magic starts a zip's first local header is looked
+/// for (a self-extractor's program, padding, a spanning marker before it): as far as the
+/// farthest of libarchive's readers that look behind a self-extractor's program (128 KiB for
+/// RAR and cab, 384 KiB for 7-Zip, 512 KiB for RAR 5; its zip reader does not look).
+pub(crate) const ZIP_SEARCH: usize = 512 << 10;
+
+/// How much of a stream is read to look for a zip behind a prefix: the search, and a local
+/// header that starts inside it, its name and extra field whole.
+pub(crate) const ZIP_LOOK: usize = ZIP_SEARCH + 3 + 30 + 2 * u16::MAX as usize;
+
+/// Where a zip's first local header is in the first bytes of a stream.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ZipStart {
+    At(usize),
+    /// A candidate runs past what was read: read more (or, at the end of the stream, there
+    /// is none).
+    Unknown,
+    Nowhere,
+}
+
+/// Finds a zip's first local header within [`ZIP_SEARCH`] bytes of `head`, the start of a
+/// stream (`complete`: all of it, or all that will be looked at). A header is taken where
+/// its signature starts 30 bytes whose fields are what a writer puts there (a known method, no
+/// reserved flag, a name without NUL) and an extra field made of whole fields: random bytes
+/// almost never pass, and a program's own copy of the signature (a self-extractor compares
+/// with it) has no such header after it. An input that starts with another format's magic is
+/// that format, whatever it holds; but a Windows program may be a self-extractor.
+pub(crate) fn zip_start(head: &[u8], complete: bool) -> ZipStart {
+    if !head.starts_with(b"MZ") && other_format(head).is_some() {
+        return ZipStart::Nowhere;
+    }
+    let search = &head[..head.len().min(ZIP_SEARCH + 3)];
+    let mut from = 0;
+    while let Some(p) = search[from..].windows(4).position(|w| w == b"PK\x03\x04") {
+        let at = from + p;
+        match plausible_local_header(&head[at..]) {
+            Some(true) => return ZipStart::At(at),
+            None if !complete => return ZipStart::Unknown,
+            _ => from = at + 1,
+        }
+    }
+    if !complete && head.len() < ZIP_SEARCH + 3 {
+        ZipStart::Unknown
+    } else {
+        ZipStart::Nowhere
+    }
+}
+
+/// Whether the local header at the start of `h` is one a writer made; `None`: it runs past
+/// the end of `h`.
+fn plausible_local_header(h: &[u8]) -> Option<bool> {
+    const METHODS: &[u16] = &[
+        0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 12, 14, 18, 19, 20, 93, 94, 95, 96, 97, 98, 99,
+    ];
+    // Bits 7-10, 12, 14 and 15 of the flags are reserved.
+    const RESERVED_FLAGS: u16 = 0xd780;
+    let fixed = h.get(..30)?;
+    let u16_at = |i: usize| u16::from_le_bytes([fixed[i], fixed[i + 1]]);
+    let (version, flags, method) = (u16_at(4), u16_at(6), u16_at(8));
+    let (name_len, extra_len) = (usize::from(u16_at(26)), usize::from(u16_at(28)));
+    if version & 0xff > 63
+        || flags & RESERVED_FLAGS != 0
+        || !METHODS.contains(&method)
+        || name_len == 0
+    {
+        return Some(false);
+    }
+    let name = h.get(30..30 + name_len)?;
+    let mut extra = h.get(30 + name_len..30 + name_len + extra_len)?;
+    if name.contains(&0) {
+        return Some(false);
+    }
+    // Whole fields, but for a few bytes of zeros (an aligner's padding).
+    while let [_, _, a, b, rest @ ..] = extra {
+        let len = usize::from(u16::from_le_bytes([*a, *b]));
+        let Some(after) = rest.get(len..) else {
+            return Some(false);
+        };
+        extra = after;
+    }
+    Some(extra.iter().all(|&b| b == 0))
+}
+
+/// Another format's name, by its magic: what fastwrite does not read (and, but for a Windows
+/// program, no self-extracting zip either).
+fn other_format(head: &[u8]) -> Option<&'static str> {
     const OTHERS: &[(&[u8], &str)] = &[
         (b"7z\xbc\xaf\x27\x1c", "a 7z archive"),
         (b"Rar!\x1a\x07", "a RAR archive"),
@@ -73,6 +162,15 @@ pub(crate) fn not_readable(head: &[u8]) -> String {
             "a Windows program (not a self-extracting zip: no zip was found at its end)",
         ),
     ];
+    OTHERS
+        .iter()
+        .find(|(magic, _)| head.starts_with(magic))
+        .map(|&(_, what)| what)
+}
+
+/// What an input fastwrite does not read is, from its first bytes, for the message that
+/// refuses it: another format named ("a 7z archive"), text, or neither.
+pub(crate) fn not_readable(head: &[u8]) -> String {
     const READ: &str =
         "fastwrite reads zip, tar, and tar or single files compressed with gzip, zstd, xz or bzip2";
     // Past skippable frames (zstd's and LZ4's): what follows says which it is.
@@ -85,7 +183,7 @@ pub(crate) fn not_readable(head: &[u8]) -> String {
     {
         head = next;
     }
-    if let Some((_, what)) = OTHERS.iter().find(|(magic, _)| head.starts_with(magic)) {
+    if let Some(what) = other_format(head) {
         return format!("{what}, which fastwrite does not read ({READ})");
     }
     let text = std::str::from_utf8(head).is_ok_and(|t| {
@@ -277,5 +375,62 @@ mod tests {
             Some(Format::Tar),
             "an empty tar is its end blocks"
         );
+        assert_eq!(detect(b"PK00PK\x03\x04\x14\0"), Some(Format::Zip));
+    }
+
+    /// A local header of a one-byte name, `extra` its extra field.
+    fn local_header(extra: &[u8]) -> Vec<u8> {
+        let mut h = b"PK\x03\x04\x14\0\0\0\x08\0".to_vec();
+        h.extend([0; 16]);
+        h.extend(1u16.to_le_bytes());
+        h.extend((extra.len() as u16).to_le_bytes());
+        h.push(b'a');
+        h.extend(extra);
+        h
+    }
+
+    #[test]
+    fn a_zip_is_found_behind_a_prefix_within_a_bound() {
+        let header = local_header(&[0x55, 0x54, 1, 0, 0]);
+        // A program that holds the signature (a self-extractor compares with it), then the zip.
+        let mut sfx = b"MZ\x90\0 cmp eax, PK\x03\x04 and so on".to_vec();
+        let at = sfx.len();
+        sfx.extend(&header);
+        assert_eq!(zip_start(&sfx, true), ZipStart::At(at));
+        // Cut inside the header: more must be read to know.
+        assert_eq!(zip_start(&sfx[..at + 20], false), ZipStart::Unknown);
+        assert_eq!(zip_start(&sfx[..at + 20], true), ZipStart::Nowhere);
+        // Another format's magic first: that format, whatever it holds.
+        let mut seven = b"7z\xbc\xaf\x27\x1c\0\x04".to_vec();
+        seven.extend(&header);
+        assert_eq!(zip_start(&seven, true), ZipStart::Nowhere);
+        // An extra field that is not made of whole fields: not a header.
+        let mut broken = vec![0xff; 100];
+        broken.extend(local_header(&[0x55, 0x54, 9, 0, 0]));
+        assert_eq!(zip_start(&broken, true), ZipStart::Nowhere);
+        // Past the bound: not looked for.
+        let mut far = vec![0xffu8; ZIP_SEARCH + 1];
+        far.extend(&header);
+        assert_eq!(zip_start(&far, true), ZipStart::Nowhere);
+        let mut near = vec![0xffu8; ZIP_SEARCH - 1];
+        near.extend(&header);
+        assert_eq!(zip_start(&near, true), ZipStart::At(ZIP_SEARCH - 1));
+    }
+
+    #[test]
+    fn random_bytes_are_not_taken_for_a_zip_behind_a_prefix() {
+        // Random bytes, each 4 KiB of them given a planted signature: no header behind it.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut bytes = Vec::with_capacity(ZIP_SEARCH);
+        while bytes.len() < ZIP_SEARCH {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            bytes.extend(state.to_le_bytes());
+        }
+        for at in (0..ZIP_SEARCH - 4).step_by(4096) {
+            bytes[at..at + 4].copy_from_slice(b"PK\x03\x04");
+        }
+        assert_eq!(zip_start(&bytes, true), ZipStart::Nowhere);
     }
 }

@@ -1,6 +1,7 @@
 //! Opening an input and telling what it is, once, for `extract` and `list` alike: a zip from a
 //! file (read from its end), a tar plain or decompressed (a stream), a zip from a pipe (read by
-//! its local headers), or a single compressed file.
+//! its local headers, found behind a self-extractor's program or padding within a bound), or a
+//! single compressed file.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -105,10 +106,7 @@ fn open_stream(
             });
         }
         Some(Format::Compressed(codec)) => codec,
-        None => {
-            let why = anyhow::anyhow!("{label} is {}", super::format::not_readable(head));
-            return Err(super::format::unsupported(&label, why));
-        }
+        None => return zip_behind_a_prefix(input, label),
     };
     let gzip = codec::gzip_header(head);
     let verified = codec::Verified::default();
@@ -184,6 +182,46 @@ fn open_stream(
             gzip,
             path: path.map(Path::to_path_buf),
         }
+    })
+}
+
+/// A stream that no format's magic starts: a zip if its first local header comes within
+/// [`ZIP_SEARCH`](super::format::ZIP_SEARCH) bytes (after a self-extractor's program, padding:
+/// the zip reader passes over them and says so), else refused for what it is. What was read
+/// to look is given back in front of the rest.
+fn zip_behind_a_prefix(
+    mut input: BufReader<impl Read + Send + 'static>,
+    label: String,
+) -> anyhow::Result<Input> {
+    use super::format::{ZIP_LOOK as MOST, ZipStart, zip_start};
+    let mut ahead = Vec::new();
+    // Looked at again each 64 KiB more (a pipe's reads can be small).
+    let mut next_look = 0;
+    let found = loop {
+        let buf = input
+            .fill_buf()
+            .with_context(|| format!("cannot read {label}"))?;
+        let take = buf.len().min(MOST - ahead.len());
+        ahead.extend_from_slice(&buf[..take]);
+        input.consume(take);
+        let complete = take == 0 || ahead.len() == MOST;
+        if !complete && ahead.len() < next_look {
+            continue;
+        }
+        next_look = ahead.len() + (64 << 10);
+        match zip_start(&ahead, complete) {
+            ZipStart::Unknown if !complete => {}
+            ZipStart::At(_) => break true,
+            _ => break false,
+        }
+    };
+    if !found {
+        let why = anyhow::anyhow!("{label} is {}", super::format::not_readable(&ahead));
+        return Err(super::format::unsupported(&label, why));
+    }
+    Ok(Input::ZipStream {
+        input: Box::new(std::io::Cursor::new(ahead).chain(input)),
+        label,
     })
 }
 

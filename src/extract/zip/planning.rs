@@ -295,7 +295,7 @@ pub(super) fn entry_name(archive: &Archive<'_>, index: usize) -> String {
 /// zip's cp866, koi8-r or Shift-JIS names so: libarchive's `test_read_format_zip_filename_*`);
 /// CP437, the format's own, where it was made on MS-DOS, and on Windows, whose names are
 /// Unicode (`decoded`: the zip crate's reading, UTF-8 or CP437).
-fn name_bytes<'n>(
+pub(super) fn name_bytes<'n>(
     raw: &'n [u8],
     system: zip::System,
     decoded: impl FnOnce() -> zip::result::ZipResult<std::borrow::Cow<'n, str>>,
@@ -324,15 +324,20 @@ pub(super) enum ZipKind {
 /// the zip was made on Unix; else the MS-DOS directory attribute (0x10), which marks a folder
 /// without its `/` for bsdtar and 7-Zip (libarchive's `test_read_format_zip_msdos`).
 pub(super) fn kind_of<R: Read>(zf: &zip::read::ZipFile<'_, R>) -> ZipKind {
+    kind_from(zf.is_dir(), zf.system(), zf.external_attributes())
+}
+
+/// [`kind_of`] from a central record's parts (a zip from a pipe reads its own): whether its
+/// name ends in `/`, the host that made it, its external attributes.
+pub(super) fn kind_from(slash: bool, system: zip::System, external: u32) -> ZipKind {
     const S_IFMT: u32 = 0o170000;
     const S_IFDIR: u32 = 0o040000;
     const S_IFLNK: u32 = 0o120000;
     const DOS_DIRECTORY: u32 = 0x10;
-    if zf.is_dir() {
+    if slash {
         return ZipKind::Dir;
     }
-    let external = zf.external_attributes();
-    if zf.system() == zip::System::Unix {
+    if system == zip::System::Unix {
         match (external >> 16) & S_IFMT {
             S_IFLNK => return ZipKind::Symlink,
             S_IFDIR => return ZipKind::Dir,

@@ -1,17 +1,26 @@
 //! A zip read from a pipe or standard input (`curl ... | fastwrite extract - -o out`), as
-//! bsdtar reads one: entry by entry from the local headers, data descriptors included. Each
-//! small file is read into memory, checked (its CRC, its descriptor), and handed to the run's
-//! writers (`extract/feed.rs`), as a tar stream's are; a large one is written by the reader
-//! through the engine's door for streamed files.
+//! bsdtar reads one: entry by entry from the local headers, data descriptors included
+//! (`stream/descriptor.rs`). Each small file is read into memory, checked (its CRC, its
+//! descriptor), and handed to the run's writers (`extract/feed.rs`), as a tar stream's are; a
+//! large one is written by the reader through the engine's door for streamed files, which
+//! keeps it only once its reader has checked it.
 //!
-//! What only the central directory knows comes at the end of the stream and is applied then:
-//! Unix modes (local headers have none, so files are written with the default mode first) and
-//! which entries are symlinks (written as small files holding their target, then turned into
-//! symlinks, with the same target checks as ever). The differences from a zip read from a file,
-//! which `docs/security.md` lists: local headers are trusted (there is no central directory
-//! yet to compare them with, and nothing can overlap in a stream), sizes are not known before
-//! writing (no free-space check), and a *stored* entry with a data descriptor cannot be
-//! delimited in a stream: it stops the run, asking for a file.
+//! What only the central directory knows comes at the end of the stream
+//! (`stream/central.rs`) and is applied then (`stream/finish.rs`): Unix modes (local headers
+//! have none, so files are written with the default mode first), which entries are symlinks
+//! (written as small files holding their target), folders marked only by their MS-DOS
+//! attribute, and names that are not UTF-8, which a zip from a file keeps byte for byte where
+//! it was made on Unix and a local header cannot say so. An empty file with no `/` at the end
+//! of its name may be such a folder: it is held until an entry below it shows it is one, or the
+//! central directory says, before it is written. The differences from a zip read from a file,
+//! which `docs/security.md` lists: local headers are trusted until the central directory
+//! comes (nothing can overlap in a stream), sizes are not known before writing (no free-space
+//! check), and bytes before the first local header (a self-extractor's program) are passed
+//! over only within a bound (`format::ZIP_SEARCH`).
+
+mod central;
+mod descriptor;
+mod finish;
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Cursor, Read};
@@ -25,15 +34,17 @@ use crate::engine::{self, Engine, Writer};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
 use crate::plan::{self, Entry, EntryKind};
-use crate::platform::OutDir;
 use crate::report::Report;
-use crate::sync::Unpoisoned;
 
 use super::super::feed::{self, Feed, Job};
+use super::super::format::{self, ZipStart};
 use super::super::input::Counted;
 use super::super::select::{Choice, Chooser};
 use super::super::single;
 use super::integrity;
+use super::planning::ZipKind;
+use central::Directory;
+use descriptor::{Ahead, Data, Inflated, MISMATCH, Stored};
 
 const LOCAL_HEADER: u32 = 0x0403_4b50;
 const CENTRAL_HEADER: u32 = 0x0201_4b50;
@@ -41,15 +52,79 @@ const END_OF_CENTRAL: u32 = 0x0605_4b50;
 const ZIP64_END: u32 = 0x0606_4b50;
 const DATA_DESCRIPTOR: u32 = 0x0807_4b50;
 
+/// Empty files held at most, each waiting to be told a file or a folder: past this many, an
+/// empty file is written as one (and made a folder at the end if the central directory says
+/// so), so that an archive of millions of them costs no more memory than another.
+const MOST_HELD_EMPTY: usize = 4096;
+
+/// Central records kept beyond one for each local header the stream met: enough to name the
+/// entries whose local headers were passed over.
+const MORE_RECORDS: usize = 1 << 16;
+
 /// A local header, as far as this reader needs it.
 struct Local {
     /// Its bytes as read (signature included), handed back to the `zip` crate.
     raw: Vec<u8>,
     flags: u16,
     method: u16,
+    /// Its name as the stream reads it ([`decode_name`]), and as it is stored.
     name: String,
+    raw_name: Vec<u8>,
     /// The extra field has a zip64 record: the data descriptor's sizes are 8 bytes.
     zip64: bool,
+    /// Where it starts in the stream.
+    offset: u64,
+}
+
+/// What was written of an entry, kept (by its local header's offset) for what the central
+/// directory then says of it.
+struct Written {
+    /// Its name as the stream read it.
+    name: String,
+    /// Its local header, as read.
+    header: Vec<u8>,
+    path: PathBuf,
+    mtime: Option<SystemTime>,
+    dir: bool,
+    /// For an entry with a data descriptor: what the descriptor confirmed.
+    described: Option<Data>,
+}
+
+/// An entry's data, as the reader that checks it: one that follows a data descriptor says
+/// what the descriptor confirmed, once read to its end.
+trait EntryData: Read {
+    fn described(&self) -> Option<Data> {
+        None
+    }
+}
+
+impl<R: Read> EntryData for zip::read::ZipFile<'_, R> {}
+
+impl EntryData for Stored<'_, '_> {
+    fn described(&self) -> Option<Data> {
+        Some(self.data())
+    }
+}
+
+impl EntryData for Inflated<'_, '_> {
+    fn described(&self) -> Option<Data> {
+        self.checked()
+    }
+}
+
+/// What reading the stream left, for the end of the run.
+struct Reading {
+    /// `Ok(Some)`: the central directory was reached and read; `Ok(None)`: the run was
+    /// cancelled; `Err`: the stream could not be followed to it.
+    outcome: anyhow::Result<Option<Directory>>,
+    written: HashMap<u64, Written>,
+    seen: HashMap<u64, Vec<u8>>,
+    failures: Vec<Error>,
+    /// Bytes before the zip's first local header, and whether they were a split archive's
+    /// marker (which says nothing).
+    prefix: u64,
+    marker: bool,
+    between: u64,
 }
 
 /// Extracts a zip stream into `out`.
@@ -60,35 +135,66 @@ pub(in crate::extract) fn extract(
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
-    let (mut report, (outcome, mut written, mut failures, between)) =
-        engine::run(out, None, opts, |engine, writers| {
-            feed::fed(engine, writers, opts.memory_budget, |feed, writer| {
-                // The last copy of a name wins, as in a tar stream (and as bsdtar does from a
-                // pipe), whichever writer gets which copy first.
-                engine.track_created();
-                let mut state = Stream {
-                    engine,
-                    writer,
-                    feed,
-                    seen: HashSet::new(),
-                    order: 0,
-                    chooser,
-                    password: opts.password.clone(),
-                    max_output: opts.max_output,
-                    total: 0,
-                    written: HashMap::new(),
-                    failures: Vec::new(),
-                    between: 0,
-                };
-                let outcome = state.entries(&mut *input, label);
-                let outcome = match outcome {
-                    Ok(()) => central_directory(&mut *input)
-                        .with_context(|| format!("the central directory of {label} is corrupt")),
-                    Err(error) => Err(error),
-                };
-                (outcome, state.written, state.failures, state.between)
-            })
-        })?;
+    let (mut report, read) = engine::run(out, None, opts, |engine, writers| {
+        feed::fed(engine, writers, opts.memory_budget, |feed, writer| {
+            // The last copy of a name wins, as in a tar stream (and as bsdtar does from a
+            // pipe), whichever writer gets which copy first.
+            engine.track_created();
+            let mut state = Stream {
+                engine,
+                writer,
+                feed,
+                seen_paths: HashSet::new(),
+                order: 0,
+                chooser,
+                password: opts.password.clone(),
+                max_output: opts.max_output,
+                total: 0,
+                written: HashMap::new(),
+                seen: HashMap::new(),
+                empties: HashMap::new(),
+                failures: Vec::new(),
+                between: 0,
+            };
+            let mut ahead = Ahead::new(&mut *input);
+            let (prefix, marker) = match skip_prefix(&mut ahead) {
+                Ok(skipped) => skipped,
+                Err(e) => {
+                    let error = anyhow::Error::new(e).context(format!("cannot read {label}"));
+                    return state.into_read(Err(error), (0, false));
+                }
+            };
+            let outcome = match state.entries(&mut ahead, label) {
+                Ok(Some(signature)) => {
+                    let most = state.seen.len() + MORE_RECORDS;
+                    let directory = central::read(&mut ahead, signature, most);
+                    state.settle_empties(Some(&directory), prefix);
+                    Ok(Some(directory))
+                }
+                Ok(None) => Ok(None),
+                Err(error) => {
+                    // The empty files held were read and checked: written as files.
+                    state.settle_empties(None, prefix);
+                    Err(error)
+                }
+            };
+            state.into_read(outcome, (prefix, marker))
+        })
+    })?;
+    let Reading {
+        outcome,
+        mut written,
+        seen,
+        mut failures,
+        prefix,
+        marker,
+        between,
+    } = read;
+    if prefix > 0 && !marker {
+        report.warnings.push(format!(
+            "{prefix} bytes before the zip's first local header (a self-extractor's program, padding): passed over"
+        ));
+    }
     if between > 0 {
         report.warnings.push(format!(
             "{between} bytes between entries were no zip header (an APK's signing block, or junk): passed over"
@@ -97,15 +203,59 @@ pub(in crate::extract) fn extract(
     // What failed to be written (a create, a write, a close, a folder) was said by the run:
     // the central directory has nothing to add to it.
     let failed: HashSet<&Path> = report.failures.iter().map(Error::path).collect();
-    written.retain(|_, (path, _)| !failed.contains(path.as_path()));
+    written.retain(|_, w| !failed.contains(w.path.as_path()));
     report.failures.append(&mut failures);
     match outcome {
-        Ok(modes) => apply_central(out, &written, &modes, &mut report),
+        Ok(Some(directory)) => {
+            finish::apply(
+                out,
+                &written,
+                &seen,
+                prefix,
+                &directory,
+                chooser,
+                &mut report,
+            );
+            if !directory.damage.is_empty() {
+                report.warnings.push(format!(
+                    "the central directory of {label} is damaged ({}): every entry before it was written and checked, and what its records that were read say was applied",
+                    directory.damage.join("; ")
+                ));
+            }
+        }
+        Ok(None) => {}
         Err(error) => report
             .failures
             .push(Error::new(label, ErrorKind::Source, error)),
     }
     Ok(report)
+}
+
+/// Passes over what comes before the zip's first header: a self-extractor's program, padding
+/// (found as the input was recognised, within the same bound), or a split archive's marker
+/// ("PK\x07\x08", "PK00") that starts a zip made as one part, which says nothing. Returns how
+/// many bytes, and whether they were such a marker.
+fn skip_prefix(input: &mut Ahead<'_>) -> std::io::Result<(u64, bool)> {
+    const MARKERS: [&[u8]; 2] = [b"PK\x07\x08", b"PK00"];
+    let first = input.peek(4)?;
+    if first.len() < 4 {
+        return Ok((0, false));
+    }
+    let word = u32::from_le_bytes([first[0], first[1], first[2], first[3]]);
+    if matches!(
+        word,
+        LOCAL_HEADER | CENTRAL_HEADER | END_OF_CENTRAL | ZIP64_END
+    ) {
+        return Ok((0, false));
+    }
+    let head = input.peek(format::ZIP_LOOK)?;
+    let ZipStart::At(at) = format::zip_start(head, true) else {
+        // The entries' reader finds its way or says why not.
+        return Ok((0, false));
+    };
+    let marker = MARKERS.contains(&&head[..at]);
+    std::io::copy(&mut (&mut *input).take(at as u64), &mut std::io::sink())?;
+    Ok((at as u64, marker))
 }
 
 struct Stream<'a, 'f, 'q> {
@@ -115,27 +265,56 @@ struct Stream<'a, 'f, 'q> {
     /// Where small files go to the writers.
     feed: &'f mut Feed<'q>,
     /// The paths of the files met so far (their keys): a later copy replaces an earlier one.
-    seen: HashSet<u64>,
+    seen_paths: HashSet<u64>,
     /// The files met so far: each one's place, by which the last copy of a path wins.
     order: usize,
     chooser: &'a Chooser,
     password: Option<Vec<u8>>,
     max_output: Option<u64>,
     total: u64,
-    /// What was written, by archived name: its path and its local header's mtime.
-    written: HashMap<String, (PathBuf, Option<SystemTime>)>,
+    /// What was written, by its local header's offset.
+    written: HashMap<u64, Written>,
+    /// Every local header's stored name, by its offset: what the central directory's records
+    /// point at.
+    seen: HashMap<u64, Vec<u8>>,
+    /// Empty files not yet written, by path: each may be a folder that only the central
+    /// directory (its MS-DOS attribute) or an entry below it tells.
+    empties: HashMap<PathBuf, Held>,
     failures: Vec<Error>,
     /// Bytes between entries that were no header, passed over.
     between: u64,
 }
 
+/// A file read whole and checked, not yet handed to the writers.
+struct Held {
+    offset: u64,
+    written: Written,
+    job: Job,
+}
+
 impl Stream<'_, '_, '_> {
-    /// Every entry up to the central directory (whose signature it leaves read). `Err`: the
-    /// stream cannot be followed any further.
-    fn entries(&mut self, input: &mut dyn BufRead, label: &str) -> anyhow::Result<()> {
+    fn into_read(
+        self,
+        outcome: anyhow::Result<Option<Directory>>,
+        (prefix, marker): (u64, bool),
+    ) -> Reading {
+        Reading {
+            outcome,
+            written: self.written,
+            seen: self.seen,
+            failures: self.failures,
+            prefix,
+            marker,
+            between: self.between,
+        }
+    }
+
+    /// Every entry up to the central directory: the signature it starts with (read), or
+    /// `None` if the run was cancelled. `Err`: the stream cannot be followed any further.
+    fn entries(&mut self, input: &mut Ahead<'_>, label: &str) -> anyhow::Result<Option<u32>> {
         loop {
             if self.engine.cancelled() {
-                return Ok(());
+                return Ok(None);
             }
             let mut signature = read_u32(input).with_context(|| format!("{label} ends early"))?;
             if !matches!(
@@ -151,11 +330,11 @@ impl Stream<'_, '_, '_> {
                 self.between += skipped;
                 signature = found;
             }
-            match signature {
-                LOCAL_HEADER => {}
-                _ => return Ok(()),
+            if signature != LOCAL_HEADER {
+                return Ok(Some(signature));
             }
-            let local = read_local(input)
+            let offset = input.offset - 4;
+            let local = read_local(input, offset)
                 .with_context(|| format!("{label}: a local header is cut short"))?;
             // A header with no name and no data names nothing: Android's build tools put one
             // first in an APK, its extra field padding what follows; no central record lists
@@ -163,6 +342,7 @@ impl Stream<'_, '_, '_> {
             if local.name.is_empty() && local.flags & 8 == 0 && compressed_size(&local.raw)? == 0 {
                 continue;
             }
+            self.seen.insert(offset, local.raw_name.clone());
             // An entry that fails leaves its data to be passed over, by its header's size.
             let skip = if local.flags & integrity::STRONG_ENCRYPTION != 0 {
                 // With its central directory encrypted too, the local headers' sizes are
@@ -211,7 +391,7 @@ impl Stream<'_, '_, '_> {
     /// are still to be passed over: the stream goes on after it, as its header says where.
     fn plain(
         &mut self,
-        input: &mut dyn BufRead,
+        input: &mut Ahead<'_>,
         local: &Local,
         label: &str,
     ) -> anyhow::Result<Option<u64>> {
@@ -227,9 +407,9 @@ impl Stream<'_, '_, '_> {
         let read = match read_zipfile_from_stream_with_options(&mut chained, options) {
             Ok(Some(mut file)) => {
                 let is_dir = file.is_dir();
-                let held = self.entry(&local.name, is_dir, local_mtime(&local.raw), &mut file);
+                self.entry(local, is_dir, &mut file);
                 // Whatever of it was not read (a skipped entry) is skipped now.
-                std::io::copy(&mut file, &mut std::io::sink()).map(|_| held)
+                std::io::copy(&mut file, &mut std::io::sink()).map(|_| ())
             }
             Ok(None) => bail!("{label}: a local header the zip reader does not take"),
             Err(e) => {
@@ -242,19 +422,14 @@ impl Stream<'_, '_, '_> {
                 };
                 self.failures
                     .push(Error::new(&local.name, ErrorKind::Source, error));
-                Ok(None)
+                Ok(())
             }
         };
         drop(chained);
         match read {
-            // Read whole, its CRC checked by the zip reader: to the writers.
-            Ok(held) if self.failures.len() == failed_before => {
-                if let Some(held) = held {
-                    self.hand_over(held);
-                }
-                return Ok(None);
-            }
-            Ok(_) => {}
+            // Read whole, its CRC checked by the zip reader (and handed to the writers).
+            Ok(()) if self.failures.len() == failed_before => return Ok(None),
+            Ok(()) => {}
             // The data is corrupt. The first error the entry met was said already (a later
             // read only says the decompressor "failed before"), unless there was none yet.
             Err(e) if self.failures.len() == failed_before => {
@@ -275,28 +450,24 @@ impl Stream<'_, '_, '_> {
         Ok(Some(left))
     }
 
-    /// One entry read from `data`: a folder registered, a file read into memory (returned, to
-    /// be handed over once checked) or, if large, written here (symlinks too, as files, until
-    /// the central directory says what they are).
-    fn entry(
-        &mut self,
-        name: &str,
-        is_dir: bool,
-        mtime: Option<SystemTime>,
-        data: &mut dyn Read,
-    ) -> Option<Held> {
+    /// One entry read from `data`: a folder registered; a file read into memory and handed
+    /// over once checked (an empty one held: it may be a folder) or, if large, written here
+    /// (symlinks too, as files, until the central directory says what they are). What fails
+    /// is said.
+    fn entry(&mut self, local: &Local, is_dir: bool, data: &mut dyn EntryData) {
+        let name = local.name.as_str();
         let chosen = match self.chooser.choose(name.as_bytes(), is_dir) {
             Choice::Take(chosen) => String::from_utf8_lossy(&chosen).into_owned(),
-            Choice::Skip => return None,
+            Choice::Skip => return,
             Choice::Refuse(why) => {
                 let error = anyhow!("refused: {why}");
                 self.failures
                     .push(Error::new(name, ErrorKind::Refused, error));
-                return None;
+                return;
             }
         };
         if is_dir && plan::is_root(&chosen) {
-            return None;
+            return;
         }
         let path = match plan::safe_relative_path(&chosen) {
             Ok(path) => path,
@@ -304,81 +475,154 @@ impl Stream<'_, '_, '_> {
                 let error = anyhow!("refused: {refusal}");
                 self.failures
                     .push(Error::new(name, ErrorKind::Refused, error));
-                return None;
+                return;
             }
         };
+        self.release_above(&path);
+        if let Some(earlier) = self.empties.remove(&path) {
+            // An earlier copy of this path goes to the writers first, so that the last wins.
+            self.hand_over(earlier);
+        }
         let kind = if is_dir {
             EntryKind::Dir
         } else {
             EntryKind::File
         };
+        let mtime = local_mtime(&local.raw);
         let mut entry = match Entry::for_path(&path, kind, None, mtime, 0) {
             Ok(entry) => entry,
             Err(error) => {
                 self.failures.push(error);
-                return None;
+                return;
             }
+        };
+        let mut written = Written {
+            name: name.to_string(),
+            header: local.raw.clone(),
+            path: path.clone(),
+            mtime,
+            dir: is_dir,
+            described: None,
         };
         if is_dir {
             // Made by the writers before anything in it, or at the end if it stays empty.
             self.engine.add_dir(entry);
-            self.written.insert(name.to_string(), (path, mtime));
-            return None;
+            self.written.insert(local.offset, written);
+            return;
         }
         self.order += 1;
         entry.index = self.order;
-        entry.replaces = !self.seen.insert(engine::path_key(&path));
+        entry.replaces = !self.seen_paths.insert(engine::path_key(&path));
         let limit = self.feed.buffer_limit;
         let mut buffer = Vec::new();
-        if let Err(e) = data.take(limit + 1).read_to_end(&mut buffer) {
+        if let Err(e) = (&mut *data).take(limit + 1).read_to_end(&mut buffer) {
             let error = anyhow::Error::new(e)
                 .context("the compressed data is corrupt or truncated; nothing of it was kept");
             self.failures
                 .push(Error::new(&entry.name, ErrorKind::Source, error));
-            return None;
+            return;
         }
         if buffer.len() as u64 > limit {
             // Too large to hold: the files before it go to the writers, and this thread writes
-            // it, from what it read and the rest.
+            // it, from what it read and the rest (kept only if its reader checks it whole).
             self.feed.flush(self.writer);
-            let mut rest = Cursor::new(buffer).chain(data);
+            let mut rest = Cursor::new(buffer).chain(&mut *data);
             let max = self.max_output;
             match single::write_streamed(self.writer, entry, &mut rest, &mut self.total, max) {
                 Ok(()) => {
-                    self.written.insert(name.to_string(), (path, mtime));
+                    written.described = data.described();
+                    self.written.insert(local.offset, written);
                 }
                 Err(error) => self.failures.push(error),
             }
-            return None;
+            return;
         }
         self.total += buffer.len() as u64;
         if let Some(max) = self.max_output.filter(|&max| self.total > max) {
             self.failures.push(single::over_the_cap(&entry.name, max));
-            return None;
+            return;
         }
         // Its size is now known, and the writer checks that it writes just that.
         entry.size = buffer.len() as u64;
-        Some(Held {
-            name: name.to_string(),
-            mtime,
+        written.described = data.described();
+        let held = Held {
+            offset: local.offset,
+            written,
             job: Job {
                 entry,
                 data: buffer,
             },
-        })
+        };
+        if held.job.data.is_empty() && self.empties.len() < MOST_HELD_EMPTY {
+            self.empties.insert(path, held);
+        } else {
+            self.hand_over(held);
+        }
     }
 
     /// A file read whole and checked, to the writers.
     fn hand_over(&mut self, held: Held) {
-        let Held { name, mtime, job } = held;
-        self.written.insert(name, (job.entry.path.clone(), mtime));
+        let Held {
+            offset,
+            written,
+            job,
+        } = held;
+        self.written.insert(offset, written);
         self.feed.room(job.data.len() as u64, self.writer);
         self.feed.push(job, self.writer);
     }
 
-    /// An entry whose sizes and CRC follow its data: deflate knows where its data ends; the
-    /// descriptor after it is then read and checked.
-    fn with_descriptor(&mut self, input: &mut dyn BufRead, local: &Local) -> anyhow::Result<()> {
+    /// An empty file held, made a folder instead.
+    fn make_folder(&mut self, held: Held) {
+        let Held {
+            offset,
+            mut written,
+            job,
+        } = held;
+        let mut entry = job.entry;
+        entry.kind = EntryKind::Dir;
+        entry.size = 0;
+        self.engine.add_dir(entry);
+        written.dir = true;
+        self.written.insert(offset, written);
+    }
+
+    /// Empty files held above `path` are folders: an entry is below them.
+    fn release_above(&mut self, path: &Path) {
+        if self.empties.is_empty() {
+            return;
+        }
+        for above in path.ancestors().skip(1) {
+            if let Some(held) = self.empties.remove(above) {
+                self.make_folder(held);
+            }
+        }
+    }
+
+    /// The empty files still held, in the stream's order: a folder each where the central
+    /// directory (when the stream reached it) says so, else a file.
+    fn settle_empties(&mut self, directory: Option<&Directory>, prefix: u64) {
+        let placed = directory.map(|d| (d, d.by_stream_offset(&self.seen, prefix)));
+        let mut held: Vec<Held> = self.empties.drain().map(|(_, held)| held).collect();
+        held.sort_unstable_by_key(|h| h.offset);
+        for held in held {
+            let folder = placed.as_ref().is_some_and(|(directory, placed)| {
+                placed
+                    .get(&held.offset)
+                    .is_some_and(|&i| finish::kind(&directory.records[i]) == ZipKind::Dir)
+            });
+            if folder {
+                self.make_folder(held);
+            } else {
+                self.hand_over(held);
+            }
+        }
+    }
+
+    /// An entry whose sizes and CRC follow its data: read through a reader that ends only
+    /// where its descriptor confirms it (`stream/descriptor.rs`), so that nothing unchecked is
+    /// kept.
+    fn with_descriptor(&mut self, input: &mut Ahead<'_>, local: &Local) -> anyhow::Result<()> {
         const STORED: u16 = 0;
         const DEFLATE: u16 = 8;
         if local.flags & 1 != 0 {
@@ -387,74 +631,47 @@ impl Stream<'_, '_, '_> {
                 local.name
             );
         }
-        match local.method {
-            DEFLATE => {}
-            STORED => bail!(
-                "entry '{}' is stored with its size after its data, which a stream cannot delimit: save the zip to a file first",
-                local.name
-            ),
-            other => bail!(
-                "entry '{}' is compressed with method {other} and has its size after its data, which this reader can only follow for deflate: save the zip to a file first",
-                local.name
-            ),
-        }
-        let mut data = Checked {
-            inner: flate2::bufread::DeflateDecoder::new(&mut *input),
-            crc: crc32fast::Hasher::new(),
-            len: 0,
-        };
         let is_dir = local.name.ends_with('/');
-        let mtime = local_mtime(&local.raw);
-        let failed_before = self.failures.len();
-        let held = self.entry(&local.name, is_dir, mtime, &mut data);
-        // What the selection skipped is read through too: the descriptor comes after it.
-        std::io::copy(&mut data, &mut std::io::sink())
-            .with_context(|| format!("entry '{}' is corrupt or cut short", local.name))?;
-        let (crc, len) = (data.crc.clone().finalize(), data.len);
-        drop(data);
-        let mut word = read_u32(input)?;
-        if word == DATA_DESCRIPTOR {
-            word = read_u32(input)?;
-        }
-        let (_compressed, size) = if local.zip64 {
-            (read_u64(input)?, read_u64(input)?)
-        } else {
-            (u64::from(read_u32(input)?), u64::from(read_u32(input)?))
-        };
-        let matches = word == crc && size == len;
-        if let Some(held) = held {
-            if matches {
-                self.hand_over(held);
-            } else {
-                let error = anyhow!(
-                    "the data does not match its descriptor (CRC-32 {crc:08x}, {len} bytes; the descriptor says {word:08x}, {size} bytes): nothing of it was written"
-                );
-                self.failures
-                    .push(Error::new(&local.name, ErrorKind::Source, error));
+        match local.method {
+            STORED => {
+                let mut data = Stored::new(input, local.zip64);
+                self.entry(local, is_dir, &mut data);
+                // What the selection skipped (or a folder's data) is read through too: the
+                // next entry comes after its descriptor.
+                std::io::copy(&mut data, &mut std::io::sink()).with_context(|| {
+                    format!(
+                        "cannot go past entry '{}', stored with its size after its data",
+                        local.name
+                    )
+                })?;
             }
-        } else if !matches && self.failures.len() == failed_before {
-            // Written whole by this thread (a large file), but not what the archive says:
-            // removed, and said.
-            if let Some((path, _)) = self.written.remove(&local.name) {
-                let _ = self.engine.out_dir().remove_file(&path);
+            DEFLATE => {
+                let mut data = Inflated::new(input, local.zip64);
+                let failed_before = self.failures.len();
+                self.entry(local, is_dir, &mut data);
+                match std::io::copy(&mut data, &mut std::io::sink()) {
+                    Ok(_) => {}
+                    // Its descriptor is passed over either way: the stream goes on.
+                    Err(e) if e.to_string().starts_with(MISMATCH) => {
+                        if self.failures.len() == failed_before {
+                            let error = anyhow::Error::new(e).context("nothing of it was written");
+                            self.failures
+                                .push(Error::new(&local.name, ErrorKind::Source, error));
+                        }
+                    }
+                    Err(e) => {
+                        return Err(anyhow::Error::new(e)
+                            .context(format!("entry '{}' is corrupt or cut short", local.name)));
+                    }
+                }
             }
-            let error = anyhow!(
-                "the data does not match its descriptor (CRC-32 {crc:08x}, {len} bytes; the descriptor says {word:08x}, {size} bytes): the file was removed"
-            );
-            self.failures
-                .push(Error::new(&local.name, ErrorKind::Source, error));
+            other => bail!(
+                "entry '{}' is compressed with method {other} and has its size after its data, which this reader can only follow for deflate and stored entries: save the zip to a file first",
+                local.name
+            ),
         }
         Ok(())
     }
-}
-
-/// A file read into memory and not yet handed over: checked first (a data descriptor comes
-/// after the data).
-struct Held {
-    /// Its name in the archive.
-    name: String,
-    mtime: Option<SystemTime>,
-    job: Job,
 }
 
 /// Reads on from a word that is no header signature to the next one (a local or central
@@ -481,37 +698,15 @@ fn resync(input: &mut dyn BufRead, word: u32) -> std::io::Result<(u32, u64)> {
     }
 }
 
-/// Counts and checksums what passes through.
-struct Checked<R> {
-    inner: R,
-    crc: crc32fast::Hasher,
-    len: u64,
-}
-
-impl<R: Read> Read for Checked<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.crc.update(&buf[..n]);
-        self.len += n as u64;
-        Ok(n)
-    }
-}
-
 fn read_u32(input: &mut dyn Read) -> std::io::Result<u32> {
     let mut b = [0u8; 4];
     input.read_exact(&mut b)?;
     Ok(u32::from_le_bytes(b))
 }
 
-fn read_u64(input: &mut dyn Read) -> std::io::Result<u64> {
-    let mut b = [0u8; 8];
-    input.read_exact(&mut b)?;
-    Ok(u64::from_le_bytes(b))
-}
-
 /// Reads the rest of a local header (its signature is read): 26 bytes, the name, the extra
-/// field.
-fn read_local(input: &mut dyn Read) -> std::io::Result<Local> {
+/// field. `offset`: where it starts in the stream.
+fn read_local(input: &mut dyn Read, offset: u64) -> std::io::Result<Local> {
     let mut fixed = [0u8; 26];
     input.read_exact(&mut fixed)?;
     let u16_at = |i: usize| u16::from_le_bytes([fixed[i], fixed[i + 1]]);
@@ -537,7 +732,9 @@ fn read_local(input: &mut dyn Read) -> std::io::Result<Local> {
         flags,
         method,
         name,
+        raw_name: rest[..name_len].to_vec(),
         zip64,
+        offset,
     })
 }
 
@@ -597,27 +794,37 @@ fn local_mtime(raw: &[u8]) -> Option<SystemTime> {
 }
 
 /// A header's name, as the zip crate reads it from a file: the Info-ZIP Unicode Path field's
-/// (0x7075) where its CRC-32 matches the name it stands for (else that field is stale, and
-/// ignored, as APPNOTE says); else the name itself, UTF-8 where it is, CP437 where it is not
-/// and the UTF-8 flag is not set.
+/// ([`unicode_path`]); else the name itself, UTF-8 where it is, CP437 where it is not and the
+/// UTF-8 flag is not set.
 fn decode_name(raw: &[u8], extra: &[u8], flags: u16) -> String {
-    const UNICODE_PATH: u16 = 0x7075;
-    for (id, field) in super::planning::extra_fields(extra) {
-        // A version byte (1, but read whatever it is, as the zip crate reads the central
-        // record's: commons-compress's COMPRESS-479 has 0x74 in a local one), the CRC-32 of the
-        // name it replaces, the name in UTF-8.
-        if id == UNICODE_PATH
-            && let [_version, a, b, c, d, unicode @ ..] = field
-            && u32::from_le_bytes([*a, *b, *c, *d]) == crc32fast::hash(raw)
-            && let Ok(unicode) = std::str::from_utf8(unicode)
-        {
-            return unicode.to_string();
-        }
+    if let Some(unicode) = unicode_path(raw, extra) {
+        return unicode.to_string();
     }
     match std::str::from_utf8(raw) {
         Ok(name) => name.to_string(),
         Err(_) if flags & (1 << 11) == 0 => raw.iter().map(|&b| cp437(b)).collect(),
         Err(_) => String::from_utf8_lossy(raw).into_owned(),
+    }
+}
+
+/// The name an Info-ZIP Unicode Path field (0x7075) among `extra` gives a header's `raw` name:
+/// the last such field, as the zip crate reads one, where its CRC-32 matches that name (else
+/// the field is stale, and ignored, as APPNOTE says).
+fn unicode_path<'e>(raw: &[u8], extra: &'e [u8]) -> Option<&'e str> {
+    const UNICODE_PATH: u16 = 0x7075;
+    let (_, field) = super::planning::extra_fields(extra)
+        .filter(|(id, _)| *id == UNICODE_PATH)
+        .last()?;
+    // A version byte (1, but read whatever it is, as the zip crate reads the central record's:
+    // commons-compress's COMPRESS-479 has 0x74 in a local one), the CRC-32 of the name it
+    // replaces, the name in UTF-8.
+    match field {
+        [_version, a, b, c, d, unicode @ ..]
+            if u32::from_le_bytes([*a, *b, *c, *d]) == crc32fast::hash(raw) =>
+        {
+            std::str::from_utf8(unicode).ok()
+        }
+        _ => None,
     }
 }
 
@@ -631,188 +838,4 @@ fn cp437(b: u8) -> char {
             .nth(usize::from(b - 0x80))
             .unwrap_or('\u{fffd}')
     }
-}
-
-/// Reads the central directory (its first signature already read): the Unix mode each entry
-/// had where its writer was a Unix system, by name.
-fn central_directory(input: &mut dyn Read) -> anyhow::Result<HashMap<String, u32>> {
-    let mut modes = HashMap::new();
-    loop {
-        let mut fixed = [0u8; 42];
-        match input.read_exact(&mut fixed) {
-            Ok(()) => {}
-            // An empty zip is its end record alone.
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && modes.is_empty() => {
-                return Ok(modes);
-            }
-            Err(e) => return Err(e.into()),
-        }
-        let u16_at = |i: usize| u16::from_le_bytes([fixed[i], fixed[i + 1]]);
-        let made_by_unix = fixed[1] == 3;
-        let flags = u16_at(4);
-        let external = u32::from_le_bytes([fixed[34], fixed[35], fixed[36], fixed[37]]);
-        let (name_len, extra_len, comment_len) = (
-            usize::from(u16_at(24)),
-            usize::from(u16_at(26)),
-            usize::from(u16_at(28)),
-        );
-        let mut rest = vec![0u8; name_len + extra_len + comment_len];
-        input.read_exact(&mut rest)?;
-        let (raw_name, extra) = rest[..name_len + extra_len].split_at(name_len);
-        let name = decode_name(raw_name, extra, flags);
-        let mode = external >> 16;
-        if made_by_unix && mode != 0 {
-            modes.insert(name, mode);
-        }
-        match read_u32(input)? {
-            CENTRAL_HEADER => continue,
-            END_OF_CENTRAL | ZIP64_END => break,
-            _ => bail!("a central directory record is followed by something else"),
-        }
-    }
-    // The rest (end records, comment) says nothing more; read it so a pipe's writer is not
-    // cut off.
-    std::io::copy(input, &mut std::io::sink())?;
-    Ok(modes)
-}
-
-/// What the central directory says, applied: symlinks made from the files holding their
-/// targets, and Unix modes set. A depth level at a time, deepest first (a folder's mode, perhaps
-/// read-only, after what is inside it), each level in parallel: on a network filesystem each
-/// change is a round trip.
-fn apply_central(
-    out: &Path,
-    written: &HashMap<String, (PathBuf, Option<SystemTime>)>,
-    modes: &HashMap<String, u32>,
-    report: &mut Report,
-) {
-    use std::sync::Mutex;
-
-    const S_IFMT: u32 = 0o170_000;
-    const S_IFLNK: u32 = 0o120_000;
-    const S_IFDIR: u32 = 0o040_000;
-    // (While the run is staged, its tree is in the staging folder.)
-    let out = &engine::work_root(out);
-    let Ok(root) = OutDir::open(out) else {
-        return;
-    };
-    let mut names: Vec<(&String, u32)> = written
-        .keys()
-        .filter_map(|name| modes.get(name).map(|&mode| (name, mode)))
-        .collect();
-    if names.is_empty() {
-        return;
-    }
-    // Folders in which a file became a symlink: that changed their mtime, set again last.
-    let touched: Mutex<Vec<PathBuf>> = Mutex::default();
-    let failures: Mutex<Vec<Error>> = Mutex::default();
-    let symlinks = std::sync::atomic::AtomicU64::new(0);
-    let umask = crate::platform::current_umask();
-    let apply = |&(name, mode): &(&String, u32)| {
-        let (path, mtime) = &written[name];
-        let result = if mode & S_IFMT == S_IFLNK {
-            touched
-                .lock()
-                .unpoisoned()
-                .extend(path.parent().map(Path::to_path_buf));
-            make_symlink(&root, out, path, *mtime).map(|()| {
-                symlinks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            })
-        } else {
-            let bits = mode & 0o777;
-            let default = if mode & S_IFMT == S_IFDIR {
-                0o777
-            } else {
-                0o666
-            };
-            if bits == default & !umask {
-                Ok(())
-            } else {
-                root.set_metadata(path, Some(bits), None)
-                    .map_err(|e| anyhow::Error::new(e).context("setting its mode"))
-                    .and_then(|()| restore_mtime(&root, path, *mtime, mode & S_IFMT == S_IFDIR))
-            }
-        };
-        if let Err(error) = result {
-            let kind = if format!("{error}").starts_with("refused") {
-                ErrorKind::Refused
-            } else {
-                ErrorKind::Metadata
-            };
-            failures
-                .lock()
-                .unpoisoned()
-                .push(Error::new(name, kind, error));
-        }
-    };
-    // Deepest first (a folder's mode, perhaps read-only, after what is inside it), on as many
-    // threads as the run had writers (sized for the output's filesystem).
-    let depth = |&(name, _): &(&String, u32)| name.trim_end_matches('/').matches('/').count();
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(report.writers.max(1))
-        .thread_name(|i| format!("fastwrite-modes-{i}"))
-        .build();
-    match &pool {
-        Ok(pool) => pool.install(|| engine::deepest_first(&mut names, depth, apply)),
-        Err(_) => engine::deepest_first(&mut names, depth, apply),
-    }
-    report.symlinks += symlinks.into_inner();
-    report
-        .failures
-        .append(&mut failures.into_inner().unpoisoned());
-    let mut touched = touched.into_inner().unpoisoned();
-    touched.sort();
-    touched.dedup();
-    let mtimes: HashMap<&Path, Option<SystemTime>> = written
-        .values()
-        .map(|(path, mtime)| (path.as_path(), *mtime))
-        .collect();
-    for dir in touched {
-        if let Some(Some(mtime)) = mtimes.get(dir.as_path())
-            && let Err(e) = root.set_metadata(&dir, None, Some(*mtime))
-        {
-            let error = anyhow::Error::new(e).context("setting its mtime again");
-            report
-                .failures
-                .push(Error::new(&dir, ErrorKind::Metadata, error));
-        }
-    }
-}
-
-/// A folder's mtime, set again after its mode (a file's is unchanged by chmod).
-fn restore_mtime(
-    root: &OutDir,
-    path: &Path,
-    mtime: Option<SystemTime>,
-    dir: bool,
-) -> anyhow::Result<()> {
-    match mtime.filter(|_| dir) {
-        Some(mtime) => root
-            .set_metadata(path, None, Some(mtime))
-            .context("setting its mtime"),
-        None => Ok(()),
-    }
-}
-
-/// Turns the file at `path`, which holds a symlink's target, into that symlink (if the target
-/// stays inside OUT, as every symlink's must).
-fn make_symlink(
-    root: &OutDir,
-    out: &Path,
-    path: &Path,
-    mtime: Option<SystemTime>,
-) -> anyhow::Result<()> {
-    let target = std::fs::read(out.join(path)).context("reading the symlink's target")?;
-    let target = String::from_utf8(target)
-        .map_err(|_| anyhow!("refused: the symlink target is not UTF-8"))?;
-    let removed = root.remove_file(path).context("replacing it by a symlink");
-    plan::check_symlink_target(path, &target).map_err(|r| anyhow!("refused: {r}"))?;
-    removed?;
-    root.symlink(Path::new(&target), path)
-        .context("creating the symlink")?;
-    if let Some(mtime) = mtime {
-        root.set_metadata(path, None, Some(mtime))
-            .context("setting the symlink's mtime")?;
-    }
-    Ok(())
 }
