@@ -602,6 +602,9 @@ impl Stream<'_, '_, '_> {
     /// The empty files still held, in the stream's order: a folder each where the central
     /// directory (when the stream reached it) says so, else a file.
     fn settle_empties(&mut self, directory: Option<&Directory>, prefix: u64) {
+        if self.empties.is_empty() {
+            return;
+        }
         let placed = directory.map(|d| (d, d.by_stream_offset(&self.seen, prefix)));
         let mut held: Vec<Held> = self.empties.drain().map(|(_, held)| held).collect();
         held.sort_unstable_by_key(|h| h.offset);

@@ -72,6 +72,9 @@ impl Directory {
         if let Some(stated) = self.stated_start {
             shifts.extend(self.start.checked_sub(stated));
         }
+        // (Most streams have no prefix: each reading is tried once.)
+        shifts.sort_unstable();
+        shifts.dedup();
         let place = |shift: u64| -> HashMap<u64, usize> {
             self.records
                 .iter()

@@ -19,6 +19,7 @@
 //! header the stream passed over as bytes that were no header: it failed, and is said.
 
 use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
@@ -116,9 +117,11 @@ pub(super) fn apply(
 
     // The last copy of a path is the one the run kept: what the records of earlier copies say
     // is not applied to it.
-    let mut last_at: HashMap<&Path, u64> = HashMap::new();
+    // (Keyed by the paths' bytes: they are built in one spelling, and hashing a `Path`
+    // walks its components.)
+    let mut last_at: HashMap<&OsStr, u64> = HashMap::new();
     for (&at, w) in written {
-        let last = last_at.entry(w.path.as_path()).or_insert(at);
+        let last = last_at.entry(w.path.as_os_str()).or_insert(at);
         *last = (*last).max(at);
     }
     let mut settled = Vec::new();
@@ -126,7 +129,7 @@ pub(super) fn apply(
         let Some(written) = written.get(&at) else {
             continue; // not chosen, or failed: said when it was read
         };
-        if last_at.get(written.path.as_path()) != Some(&at) {
+        if last_at.get(written.path.as_os_str()) != Some(&at) {
             continue;
         }
         let record = &records[i];
@@ -304,6 +307,11 @@ fn rename(
     let mut order: Vec<usize> = (0..settled.len())
         .filter(|&i| settled[i].path != settled[i].written.path)
         .collect();
+    if order.is_empty() {
+        // Every entry is where the stream wrote it (a zip whose names are UTF-8, or flagged
+        // as such: most): nothing moves.
+        return;
+    }
     order.sort_by_key(|&i| settled[i].path.components().count());
     let mut failed = Vec::new();
     for i in order {
