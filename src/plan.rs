@@ -144,6 +144,20 @@ fn has_drive_prefix(name: &str) -> bool {
     bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':'
 }
 
+/// The scheme of a path written as a URL (`s3://bucket/prefix`, `https://host/x.zip`): letters,
+/// digits, `+`, `-` or `.` after a first letter, then `://`. fastwrite reads files and writes
+/// folders; taken for a path, such a URL would make a folder named `s3:` where the user meant
+/// a bucket, so each door refuses it by name ([`crate::ErrorKind::Unsupported`]).
+pub fn url_scheme(path: &Path) -> Option<&str> {
+    let text = path.to_str()?;
+    let (scheme, _) = text.split_once("://")?;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    (first.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+    .then_some(scheme)
+}
+
 /// Whether a name means the output folder itself (`./`, `.`): archives made with
 /// `tar -C dir .` start with such a directory entry, which is simply skipped.
 pub fn is_root(name: &str) -> bool {

@@ -1068,6 +1068,12 @@ fn runs_fail_with_the_crates_own_error_kinds_and_paths() {
     for shown in [format!("{again:?}"), format!("{io:?}")] {
         assert!(!shown.contains("acktrace"), "{shown}");
     }
+    // A URL is no folder: refused by name, nothing made.
+    let Err(error) = Batch::new("s3://bench/prefix") else {
+        panic!("a batch rooted at a URL");
+    };
+    assert_eq!(error.kind(), ErrorKind::Unsupported, "{error}");
+    assert!(!Path::new("s3:").exists());
     // SAFETY: as above.
     unsafe { std::env::remove_var("RUST_BACKTRACE") };
 }

@@ -671,3 +671,36 @@ fn the_help_says_what_is_done() {
     assert!(!list.stdout.contains("a tar stream"), "{}", list.dump());
     assert!(list.stdout.contains("a zip"), "{}", list.dump());
 }
+
+/// A URL where a folder or an archive is named (`-o s3://bucket/prefix/`) is refused by name,
+/// exit 2, with nothing made: it made a folder `s3:` in the current one, and exit 0, where the
+/// user believed they had uploaded (issue 36's first finding). `./s3:/...` is the folder.
+#[test]
+fn a_url_is_never_taken_for_a_path() {
+    let t = tempdir();
+    let archive = t.join("a.tar");
+    std::fs::write(&archive, crate_tar(&[("a.txt", b"a")])).unwrap();
+    for args in [
+        osv!["extract", &archive, "-o", "s3://bench/p/"],
+        osv!["extract", "https://example.org/a.zip", "-o", "out"],
+        osv!["list", "https://example.org/a.tar.gz"],
+        osv!["mirror", "s3://bench/p/", "out"],
+        osv!["mirror", t.path(), "gs://bench/p/"],
+    ] {
+        let mut cmd = fastwrite_command(&args);
+        cmd.current_dir(t.path());
+        let r = run_command(cmd);
+        r.assert_code(2);
+        assert!(r.stderr.contains("is a URL"), "{}", r.dump());
+    }
+    let left: Vec<_> = std::fs::read_dir(t.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["a.tar"], "nothing made beside the archive");
+    // Said as a folder, it is one.
+    let mut cmd = fastwrite_command(&osv!["extract", &archive, "-o", "./s3://bench/p"]);
+    cmd.current_dir(t.path());
+    run_command(cmd).assert_success();
+    assert!(t.join("s3:/bench/p/a.txt").is_file());
+}

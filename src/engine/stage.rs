@@ -116,6 +116,14 @@ impl Staging {
     /// makes the staging folder. `None`: not staged (the folder holds files, or no staging
     /// folder can be made here, or another run is staging into it now). With what to warn of.
     pub fn prepare(root: &Path, opts: &Options) -> anyhow::Result<(Option<Staging>, Vec<String>)> {
+        if let Some(scheme) = crate::plan::url_scheme(root) {
+            let why = anyhow::anyhow!(
+                "'{}' is a URL ({scheme}://), and fastwrite writes into folders only: nothing was written (a folder of that name is './{}')",
+                root.display(),
+                root.display()
+            );
+            return Err(Error::named(root, ErrorKind::Unsupported, why).into());
+        }
         let mut warnings = Vec::new();
         let absolute = std::path::absolute(root)
             .with_context(|| format!("cannot use output folder '{}'", root.display()))?;

@@ -44,6 +44,13 @@ pub(super) fn open(archive: &Path) -> anyhow::Result<Input> {
     if archive == Path::new("-") {
         return open_stream(std::io::stdin(), "standard input".to_string(), None);
     }
+    if let Some(scheme) = crate::plan::url_scheme(archive) {
+        let why = anyhow::anyhow!(
+            "'{}' is a URL ({scheme}://), and fastwrite reads archives from files and standard input only (curl -sL URL | fastwrite extract - -o OUT)",
+            archive.display()
+        );
+        return Err(super::format::unsupported(&archive.to_string_lossy(), why));
+    }
     let mut file = File::open(archive)
         .with_context(|| format!("cannot open archive '{}'", archive.display()))?;
     let regular = file.metadata().is_ok_and(|m| m.is_file());

@@ -193,6 +193,15 @@ fn check_roots(src: &Path, dst: &Path) -> anyhow::Result<(fs::Metadata, bool)> {
     let source = |why: anyhow::Error| Error::named(src, ErrorKind::Source, why);
     let destination = |why: anyhow::Error| Error::named(dst, ErrorKind::Directory, why);
     let both = |why: anyhow::Error| Error::named(dst, ErrorKind::Invalid, why);
+    for (path, what) in [(src, "source"), (dst, "destination")] {
+        if let Some(scheme) = crate::plan::url_scheme(path) {
+            let why = anyhow!(
+                "{what} '{}' is a URL ({scheme}://), and fastwrite mirrors folders only: nothing was done",
+                path.display()
+            );
+            return Err(Error::named(path, ErrorKind::Unsupported, why).into());
+        }
+    }
     let src_meta = fs::metadata(src).map_err(|e| {
         source(match e.kind() {
             io::ErrorKind::NotFound => {
