@@ -7,10 +7,14 @@
 //! Deflate says where its data ends. Stored data does not: its end is found as bsdtar looks
 //! for it, at a descriptor's signature, taken only where the CRC-32 and both sizes it states
 //! are those of the bytes before it (bsdtar compares the CRC-32 there and the sizes after). A
-//! signature inside the data that states something else is data, and the scan goes on; a
-//! stream that ends with no such descriptor fails the entry (and the run, which cannot tell
-//! where the next entry starts). The data passes through as it is scanned, so an entry of any
-//! size costs no more memory than one of known size.
+//! signature inside the data that states something else is data, and the scan goes on. A
+//! descriptor may also come without its signature (the format allows it; Go's
+//! `go-no-datadesc-sig.zip`, libarchive's `..._with_invalid_traditional_eocd.zip`): then it is
+//! looked for before each local or central header's signature, 12 or 20 bytes ahead of it, and
+//! taken on the same terms, and only there (bsdtar fails these). A stream that ends with no such
+//! descriptor fails the entry (and the run, which cannot tell where the next entry starts). The
+//! data passes through as it is scanned, so an entry of any size costs no more memory than one
+//! of known size.
 //!
 //! A descriptor's sizes are 4 bytes, or 8 in a zip64 archive, and writers do not always say
 //! which in the local header (yauzl's `zip64.zip` has 8-byte sizes and no zip64 field): both
@@ -174,20 +178,65 @@ fn descriptor_says(bytes: &[u8], zip64: bool) -> Option<(u32, u64, usize)> {
     Some((crc, size, start + 4 + 2 * width))
 }
 
-/// Where a descriptor's signature, or the start of one cut by the end of `buf`, first is.
-fn signature_start(buf: &[u8]) -> Option<usize> {
-    let signature = DATA_DESCRIPTOR.to_le_bytes();
+/// How long an unsigned descriptor is: 4-byte sizes, or 8-byte ones.
+const UNSIGNED: [usize; 2] = [12, 20];
+
+/// Where a stored entry's data may end in `buf`: first, at a descriptor's signature, or before
+/// a local or central header's signature where a descriptor without its signature would stand
+/// ([`UNSIGNED`]); a signature cut by the end of `buf` counts. `None`: not in `buf` (though an
+/// unsigned descriptor may start in its last bytes, whose header `buf` does not hold yet).
+fn stop(buf: &[u8]) -> Option<usize> {
+    let signature = |value: u32| value.to_le_bytes();
+    let (dd, local, central) = (
+        signature(DATA_DESCRIPTOR),
+        signature(LOCAL_HEADER),
+        signature(CENTRAL_HEADER),
+    );
+    let mut first: Option<usize> = None;
     let mut from = 0;
-    while let Some(p) = buf[from..].iter().position(|&b| b == signature[0]) {
+    while let Some(p) = buf[from..].iter().position(|&b| b == b'P') {
         let at = from + p;
+        if first.is_some_and(|f| f <= at.saturating_sub(UNSIGNED[1])) {
+            break;
+        }
         let rest = &buf[at..];
         let n = rest.len().min(4);
-        if rest[..n] == signature[..n] {
-            return Some(at);
+        if rest[..n] == dd[..n] {
+            first = Some(first.map_or(at, |f| f.min(at)));
+        }
+        if rest[..n] == local[..n] || rest[..n] == central[..n] {
+            for len in UNSIGNED {
+                if let Some(start) = at.checked_sub(len) {
+                    first = Some(first.map_or(start, |f| f.min(start)));
+                }
+            }
         }
         from = at + 1;
     }
-    None
+    first
+}
+
+/// The length of the unsigned descriptor at the start of `bytes` if it states `data` and a
+/// local or central header's signature follows it (what tells it from data that happens to
+/// hold the same twelve or twenty bytes).
+fn unsigned_len(bytes: &[u8], data: Data) -> Option<usize> {
+    UNSIGNED.into_iter().find(|&len| {
+        let width = (len - 4) / 2;
+        let (Some(field), Some(next)) = (bytes.get(..len), bytes.get(len..len + 4)) else {
+            return false;
+        };
+        let number = |at: usize| {
+            field[at..at + width]
+                .iter()
+                .rev()
+                .fold(0u64, |n, &b| n << 8 | u64::from(b))
+        };
+        let next = u32::from_le_bytes([next[0], next[1], next[2], next[3]]);
+        u32::from_le_bytes([field[0], field[1], field[2], field[3]]) == data.crc
+            && number(4) == data.len
+            && number(4 + width) == data.len
+            && matches!(next, LOCAL_HEADER | CENTRAL_HEADER)
+    })
 }
 
 /// How an entry's data failed its descriptor, kept so that the reader can tell it from
@@ -224,6 +273,21 @@ impl<'i, 'a> Stored<'i, 'a> {
         }
     }
 
+    /// At a place where the data may end: it does if a descriptor there states it (signed, or
+    /// unsigned and followed by a header); else a byte of data, and on.
+    fn at_stop(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let data = self.data();
+        let zip64 = self.zip64;
+        let ahead = self.input.peek(PEEK)?;
+        let len = descriptor_len(ahead, data, true, zip64).or_else(|| unsigned_len(ahead, data));
+        if let Some(len) = len {
+            self.input.consume(len);
+            self.ended = true;
+            return Ok(0);
+        }
+        self.pass(out, 1)
+    }
+
     /// Gives `n` bytes at the start of the input to `out` as data.
     fn pass(&mut self, out: &mut [u8], n: usize) -> io::Result<usize> {
         let buf = self.input.fill_buf()?;
@@ -248,24 +312,25 @@ impl Read for Stored<'_, '_> {
                 "the stream ends with no data descriptor stating the CRC-32 and size of the data before it",
             ));
         }
-        match signature_start(buf) {
-            None => {
-                let n = buf.len();
+        match stop(buf) {
+            // The last bytes may be an unsigned descriptor whose header is not read yet: they
+            // wait for more (looked at again with what follows them).
+            None if buf.len() > UNSIGNED[1] + 3 => {
+                let n = buf.len() - (UNSIGNED[1] + 3);
                 self.pass(out, n)
             }
-            Some(at) if at > 0 => self.pass(out, at),
-            Some(_) => {
-                let data = self.data();
-                let zip64 = self.zip64;
-                let ahead = self.input.peek(PEEK)?;
-                if let Some(len) = descriptor_len(ahead, data, true, zip64) {
-                    self.input.consume(len);
-                    self.ended = true;
-                    return Ok(0);
+            None => {
+                let ahead = self.input.peek(2 * (UNSIGNED[1] + 4))?;
+                match stop(ahead) {
+                    Some(at) if at > 0 => self.pass(out, at),
+                    Some(_) => self.at_stop(out),
+                    // Nothing can end here: a byte of data (the end of the stream, when it
+                    // comes, fails the entry).
+                    None => self.pass(out, 1),
                 }
-                // A signature the data holds, not its descriptor: a byte of data, and on.
-                self.pass(out, 1)
             }
+            Some(at) if at > 0 => self.pass(out, at),
+            Some(_) => self.at_stop(out),
         }
     }
 }
@@ -409,6 +474,41 @@ mod tests {
         let mut empty = descriptor(0, 0, true);
         empty.extend(b"PK\x01\x02");
         assert_eq!(stored(&empty, 2).0.unwrap(), b"");
+    }
+
+    #[test]
+    fn stored_data_ends_at_a_descriptor_without_its_signature_before_a_header() {
+        // Data that holds a header's signature, and an unsigned descriptor of the data so far
+        // that no header follows: both data.
+        let mut fake = b"start PK\x03\x04 and PK\x01\x02 inside".to_vec();
+        let so_far = fake.clone();
+        fake.extend(crc32fast::hash(&so_far).to_le_bytes());
+        fake.extend((so_far.len() as u32).to_le_bytes());
+        fake.extend((so_far.len() as u32).to_le_bytes());
+        fake.extend(b"then more data, long enough to leave the window behind");
+        for wide in [false, true] {
+            for next in [LOCAL_HEADER, CENTRAL_HEADER] {
+                let mut stream = fake.clone();
+                let descriptor = descriptor(crc32fast::hash(&fake), fake.len() as u64, wide);
+                stream.extend(&descriptor[4..]); // without its signature
+                stream.extend(next.to_le_bytes());
+                stream.extend(b"next");
+                for chunk in [1, 5, 23, 24, 64, 4096] {
+                    let (read, rest) = stored(&stream, chunk);
+                    let what = format!("chunk {chunk}, wide {wide}, next {next:x}");
+                    assert_eq!(read.unwrap(), fake, "{what}");
+                    assert_eq!(rest[4..], *b"next", "{what}");
+                }
+            }
+        }
+        // Without a header after it, an unsigned descriptor is data: the stream ends unfinished.
+        let mut stream = fake.clone();
+        stream.extend(&descriptor(crc32fast::hash(&fake), fake.len() as u64, false)[4..]);
+        stream.extend(b"no header");
+        assert_eq!(
+            stored(&stream, 7).0.unwrap_err().kind(),
+            io::ErrorKind::UnexpectedEof
+        );
     }
 
     #[test]
