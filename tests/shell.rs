@@ -581,6 +581,8 @@ fn several_archives_survive_a_closed_pipe_and_name_only_what_went_wrong() {
         osv!["extract", &a, "-o", &out],
         osv!["list", &a],
         osv!["extract", &a, &b, "-tv"],
+        osv!["man", "extract"],
+        osv!["completions", "bash"],
     ] {
         let status = run_into_a_closed_pipe(&args);
         assert!(matches!(status.code(), Some(0 | 1)), "{args:?}: {status:?}");

@@ -319,6 +319,8 @@ fn write_out(bytes: &[u8]) -> i32 {
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
         Ok(()) => exit::SUCCESS,
+        // `fastwrite man | head`: the reader has what it wanted.
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => exit::SUCCESS,
         Err(error) => {
             say!("fastwrite: cannot write to standard output: {error}");
             exit::CANNOT_START
