@@ -401,8 +401,9 @@ def test_refused_names_have_no_filename(tmp_path: Path) -> None:
     archive = hostile_tar(tmp_path / "hostile.tar")
     out = tmp_path / "out"
     stripped = "removed the leading '/'"
-    with pytest.raises(fastwrite.ErrorGroup) as caught, pytest.warns(fastwrite.RunWarning, match=stripped):
-        fastwrite.extract(archive, out)
+    with pytest.raises(fastwrite.ErrorGroup) as caught:
+        with pytest.warns(fastwrite.RunWarning, match=stripped):
+            fastwrite.extract(archive, out)
     errors = caught.value.errors
     assert len(errors) == 6 and {e.kind for e in errors} == {"refused"}
     assert [e.filename for e in errors] == [None] * 6
@@ -413,8 +414,9 @@ def test_refused_names_have_no_filename(tmp_path: Path) -> None:
     with zipfile.ZipFile(zipped, "w") as z:
         for name in ["/etc/x", "a/../../up.txt", "C:/win.txt", "C:\\w.txt", "\\\\srv\\x"]:
             z.writestr(name, b"x")
-    with pytest.raises(fastwrite.ErrorGroup) as caught, pytest.warns(fastwrite.RunWarning, match=stripped):
-        fastwrite.extract(zipped, tmp_path / "out2")
+    with pytest.raises(fastwrite.ErrorGroup) as caught:
+        with pytest.warns(fastwrite.RunWarning, match=stripped):
+            fastwrite.extract(zipped, tmp_path / "out2")
     assert [e.filename for e in caught.value.errors] == [None] * 4
     assert (tmp_path / "out2" / "etc" / "x").exists()
     assert sorted(os.listdir(tmp_path)) == ["hostile.tar", "hostile.zip", "out", "out2"]
