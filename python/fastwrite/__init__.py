@@ -137,6 +137,14 @@ class Entry:
     path: str | None
     #: Why `extract` would refuse or skip it.
     problem: str | None
+    #: Its owner's user and group ids as archived (a tar's; a zip's where Info-ZIP's Unix
+    #: field holds them), as `tarfile.TarInfo.uid` and ``gid``; ``None`` where it has none.
+    uid: int | None = None
+    gid: int | None = None
+    #: Its owner's user and group names as archived (a tar's), as `tarfile.TarInfo.uname` and
+    #: ``gname``; ``None`` where it has none.
+    user: str | None = None
+    group: str | None = None
 
 
 def _path(path: StrPath) -> str:
@@ -332,8 +340,9 @@ def list(
             target,
             None if path is None else os.fsdecode(path),
             problem,
+            *owner,
         )
-        for (kind, name, size, mode, mtime, target, path, problem) in rows
+        for (kind, name, size, mode, mtime, target, path, problem, owner) in rows
     ]
     if failures:
         errors: builtins.list[Error] = builtins.list(failures)

@@ -40,11 +40,22 @@ def list(
     strip_components: int = 0,
 ) -> tuple[
     builtins.list[
-        tuple[str, str, int, int | None, float | None, str | None, str | None, str | None]
+        tuple[
+            str,
+            str,
+            int,
+            int | None,
+            float | None,
+            str | None,
+            str | None,
+            str | None,
+            tuple[int | None, int | None, str | None, str | None],
+        ]
     ],
     tuple[Any, ...],
 ]:
-    """The entries (kind, name, size, mode, mtime, target, path, problem) and the failures."""
+    """The entries (kind, name, size, mode, mtime, target, path, problem, (uid, gid, user,
+    group)) and the failures."""
 
 def mirror(
     src: str,

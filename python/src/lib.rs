@@ -583,6 +583,7 @@ fn list<'py>(
         Option<String>,
         Option<std::ffi::OsString>,
         Option<String>,
+        (Option<u64>, Option<u64>, Option<String>, Option<String>),
     );
     let mut rows: Vec<Row> = Vec::new();
     let mut each = |entry: &fastwrite::Listed| {
@@ -599,6 +600,12 @@ fn list<'py>(
             entry.target.clone(),
             entry.path.clone().map(PathBuf::into_os_string),
             entry.problem.clone(),
+            (
+                entry.uid,
+                entry.gid,
+                Some(entry.user.clone()).filter(|u| !u.is_empty()),
+                Some(entry.group.clone()).filter(|g| !g.is_empty()),
+            ),
         ));
     };
     let (result, stopped) = run(py, &Cancel::new(), None, || match archive {

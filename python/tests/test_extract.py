@@ -168,6 +168,15 @@ def test_list(tmp_path: Path) -> None:
     with zipfile.ZipFile(good, "w") as z:
         z.writestr("a/b.txt", b"12345")
     assert [e.name for e in fastwrite.list(good)] == ["a/b.txt"]
+    # The owner, as tarfile gives it (zipfile keeps none).
+    assert fastwrite.list(good)[0].uid is None
+    owned = tmp_path / "owned.tar"
+    with tarfile.open(owned, "w") as t:
+        info = tarfile.TarInfo("x.txt")
+        info.uid, info.gid, info.uname, info.gname = 1234, 5678, "ann", "staff"
+        t.addfile(info, io.BytesIO(b""))
+    [entry] = fastwrite.list(owned)
+    assert (entry.uid, entry.gid, entry.user, entry.group) == (1234, 5678, "ann", "staff")
 
 
 @pytest.mark.parametrize("name", ["zip-slip.zip", "zip-slip.tar"])
