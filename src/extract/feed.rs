@@ -25,6 +25,12 @@ pub(super) struct Job {
 /// Files travel to the writers in batches: a hand-over that wakes a sleeping writer costs
 /// system calls, and writers mostly wait for the decoder, so one wake-up per file would cost
 /// more than writing a small file.
+///
+/// Batches help on a network filesystem too, though a wake-up there is small against a file's
+/// round trips: a batch's files mostly share a folder, and creates in one folder wait for each
+/// other (Linux holds the folder's lock across a create's round trip), so whole batches spread
+/// the writers over folders. One file a batch, tried: the botocore wheel piped onto lab/slowfs
+/// with every operation 1 ms took 1.99 s against 1.33 s (3 runs each, alternated).
 const BATCH_FILES: usize = 32;
 const BATCH_BYTES: u64 = 4 << 20;
 
