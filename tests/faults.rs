@@ -924,9 +924,23 @@ mod linux {
         ready: &dyn Fn() -> bool,
         signal: libc::c_int,
         signals: usize,
+        at_start: libc::sighandler_t,
     ) -> (Output, Duration) {
+        use std::os::unix::process::CommandExt;
         let lib = lab_library();
         let mut cmd = Command::new(BIN);
+        // SAFETY: signal(2) is async-signal-safe, all that may run between fork and exec.
+        // The child starts with `signal` as `at_start` says, whatever this process was given:
+        // a shell without job control starts a background job (`cargo test &`) with SIGINT
+        // ignored, and fastwrite leaves a signal ignored at its start ignored.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::signal(signal, at_start) == libc::SIG_ERR {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
         cmd.args(args)
             .env("TZ", TEST_TZ)
             .env("LD_PRELOAD", &lib)
@@ -1040,6 +1054,7 @@ mod linux {
                 },
                 signal,
                 signals,
+                libc::SIG_DFL,
             );
             assert_no_panic_message(&r);
             if r.status.signal() == Some(signal) {
@@ -1096,6 +1111,46 @@ mod linux {
             "fastwrite panicked\n{}",
             out.dump()
         );
+    }
+
+    /// A SIGINT that was ignored when fastwrite started (as a shell starts a background job,
+    /// `fastwrite extract ... &` in a script) stays ignored, as GNU tar, coreutils' `sort` and
+    /// Python leave it: Ctrl-C at the terminal is not meant for that job, and the run finishes
+    /// whole.
+    fn an_ignored_sigint_stays_ignored() {
+        let t = tempdir();
+        let files = many_small_files();
+        let archive = Format::Tar.archive(t.path(), "many", &files);
+        let out = t.join("out");
+        let (sentinel, content) = files.iter().nth(99).expect("3000 files");
+        let ready = [
+            out.join(sentinel),
+            t.join(".out.fastwrite-staging").join(sentinel),
+        ];
+        let (r, _) = run_and_interrupt(
+            &osv![
+                "extract",
+                &archive,
+                "-o",
+                &out,
+                "-j",
+                "2",
+                "--close-threads",
+                "2"
+            ],
+            &[("FASTWRITE_LAB_CLOSE_MS", "2")],
+            &|| {
+                ready
+                    .iter()
+                    .any(|p| fs::read(p).is_ok_and(|now| now == *content))
+            },
+            libc::SIGINT,
+            1,
+            libc::SIG_IGN,
+        );
+        r.assert_code(0);
+        let found = inspect(&out, &[&files], &r);
+        assert_eq!(holding(&found, 0).len(), files.len(), "{}", r.dump());
     }
 
     /// One SIGINT in the middle of an extraction: see `interrupt_test`.
@@ -1407,6 +1462,7 @@ mod linux {
             archive_that_is_a_directory,
             archive_that_is_a_fifo,
             sigint_stops_cleanly,
+            an_ignored_sigint_stays_ignored,
             sigterm_stops_cleanly,
             sigterm_during_overwrite_keeps_old_or_new,
             second_sigint_is_not_special,

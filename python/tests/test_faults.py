@@ -88,8 +88,12 @@ def _lab() -> str:
     return built.stdout.strip().splitlines()[-1]
 
 
+# The child takes Ctrl-C as a terminal's user would have it: started by a shell without job
+# control in the background (`tests &` in a script, nohup), it inherits SIGINT ignored, and
+# Python then leaves it ignored, so the test would pass or fail by how it was launched.
 SCRIPT = """
-import sys, time, os, fastwrite
+import signal, sys, time, os, fastwrite
+signal.signal(signal.SIGINT, signal.default_int_handler)
 mode, out = sys.argv[1], sys.argv[2]
 start = time.monotonic()
 try:

@@ -52,6 +52,19 @@ mod imp {
 
     pub fn install() -> std::io::Result<()> {
         for signal in [libc::SIGINT, libc::SIGTERM] {
+            // A signal ignored at the start stays ignored: a shell without job control starts a
+            // background job so (`fastwrite extract ... &` in a script), and Ctrl-C at the
+            // terminal is then not meant for it. GNU tar, coreutils' `sort` and Python do the
+            // same.
+            // SAFETY: a null new action only reads the current one into `current`.
+            let ignored = unsafe {
+                let mut current: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+                    && current.sa_sigaction == libc::SIG_IGN
+            };
+            if ignored {
+                continue;
+            }
             // SAFETY: the action is fully initialised; the handler only stores to an atomic,
             // which is async-signal-safe.
             let rc = unsafe {
