@@ -127,37 +127,46 @@ pub(super) fn descriptor_len(bytes: &[u8], data: Data, signed: bool, zip64: bool
             readings.push((start, width));
         }
     }
-    let states = |&(start, width): &(usize, usize)| -> Option<usize> {
-        let end = start + 4 + 2 * width;
-        let field = bytes.get(start..end)?;
-        let number = |at: usize| -> u64 {
-            field[at..at + width]
-                .iter()
-                .rev()
-                .fold(0u64, |n, &b| n << 8 | u64::from(b))
-        };
-        let crc = u32::from_le_bytes([field[0], field[1], field[2], field[3]]);
-        let (compressed, len) = (number(4), number(4 + width));
-        let same =
-            crc == data.crc && len == data.len && data.compressed.is_none_or(|c| c == compressed);
-        same.then_some(end)
-    };
-    let followed = |end: usize| match bytes.get(end..end + 4) {
+    let followed = |end: usize| match signature_at(bytes, end) {
         None => bytes.len() == end,
-        Some(next) => {
-            let next = u32::from_le_bytes([next[0], next[1], next[2], next[3]]);
-            matches!(
-                next,
-                LOCAL_HEADER | CENTRAL_HEADER | END_OF_CENTRAL | ZIP64_END | DATA_DESCRIPTOR
-            )
-        }
+        Some(next) => matches!(
+            next,
+            LOCAL_HEADER | CENTRAL_HEADER | END_OF_CENTRAL | ZIP64_END | DATA_DESCRIPTOR
+        ),
     };
-    let matching: Vec<usize> = readings.iter().filter_map(states).collect();
+    let matching: Vec<usize> = readings
+        .iter()
+        .filter_map(|&(start, width)| states(bytes, start, width, data))
+        .collect();
     matching
         .iter()
         .copied()
         .find(|&end| followed(end))
         .or(matching.first().copied())
+}
+
+/// Where a descriptor read at `start` of `bytes` with sizes `width` bytes wide ends, if it
+/// states `data`.
+fn states(bytes: &[u8], start: usize, width: usize, data: Data) -> Option<usize> {
+    let end = start + 4 + 2 * width;
+    let field = bytes.get(start..end)?;
+    let number = |at: usize| -> u64 {
+        field[at..at + width]
+            .iter()
+            .rev()
+            .fold(0u64, |n, &b| n << 8 | u64::from(b))
+    };
+    let crc = u32::from_le_bytes([field[0], field[1], field[2], field[3]]);
+    let (compressed, len) = (number(4), number(4 + width));
+    let same =
+        crc == data.crc && len == data.len && data.compressed.is_none_or(|c| c == compressed);
+    same.then_some(end)
+}
+
+/// The signature (a little-endian `u32`) at `at` of `bytes`, if `bytes` hold all of it.
+fn signature_at(bytes: &[u8], at: usize) -> Option<u32> {
+    let next = bytes.get(at..at + 4)?;
+    Some(u32::from_le_bytes([next[0], next[1], next[2], next[3]]))
 }
 
 /// What the descriptor at the start of `bytes` says, read as the local header suggests, for a
@@ -221,21 +230,11 @@ fn stop(buf: &[u8]) -> Option<usize> {
 /// hold the same twelve or twenty bytes).
 fn unsigned_len(bytes: &[u8], data: Data) -> Option<usize> {
     UNSIGNED.into_iter().find(|&len| {
-        let width = (len - 4) / 2;
-        let (Some(field), Some(next)) = (bytes.get(..len), bytes.get(len..len + 4)) else {
-            return false;
-        };
-        let number = |at: usize| {
-            field[at..at + width]
-                .iter()
-                .rev()
-                .fold(0u64, |n, &b| n << 8 | u64::from(b))
-        };
-        let next = u32::from_le_bytes([next[0], next[1], next[2], next[3]]);
-        u32::from_le_bytes([field[0], field[1], field[2], field[3]]) == data.crc
-            && number(4) == data.len
-            && number(4 + width) == data.len
-            && matches!(next, LOCAL_HEADER | CENTRAL_HEADER)
+        states(bytes, 0, (len - 4) / 2, data) == Some(len)
+            && matches!(
+                signature_at(bytes, len),
+                Some(LOCAL_HEADER | CENTRAL_HEADER)
+            )
     })
 }
 
