@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use anyhow::{Context, anyhow};
 
-use super::{Engine, Streamed, already_exists};
+use super::{Disk, DiskStreamed, already_exists};
 use crate::close::{CloseJob, Finalize, WriterClose};
 use crate::error::{Error, ErrorKind, Tag};
 use crate::options::Overwrite;
@@ -47,7 +47,7 @@ pub(crate) trait HoleRead: Read {
 }
 
 /// Content with no holes known to its source.
-struct Dense<'a, R: ?Sized>(&'a mut R);
+pub(super) struct Dense<'a, R: ?Sized>(pub(super) &'a mut R);
 
 impl<R: Read + ?Sized> Read for Dense<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
@@ -99,7 +99,7 @@ pub(crate) struct OpenFile {
     pub(super) started: Instant,
 }
 
-impl Engine {
+impl Disk {
     /// Writes one file entry from `content`, then hands it to the close stage. Parents are
     /// made as needed. A close failure comes later, through the run's failures.
     pub(crate) fn write_file(
@@ -122,7 +122,7 @@ impl Engine {
     }
 
     /// Starts a file: nothing if the run is cancelled, its parents made (unless they are the
-    /// writer's last), then created as [`Engine::open`] does. `None`: an existing file is kept.
+    /// writer's last), then created as [`Disk::open`] does. `None`: an existing file is kept.
     pub(crate) fn begin(
         &self,
         state: &mut WriterState,
@@ -524,16 +524,16 @@ impl ChunkWriter<'_, '_> {
 
 /// A source's writer thread: its own state, with failures recorded in the run (the other
 /// entries go on). Dropping it hands over the closes it still holds.
-pub(crate) struct Writer<'e> {
-    engine: &'e Engine,
+pub(crate) struct DiskWriter<'e> {
+    engine: &'e Disk,
     state: WriterState,
 }
 
-impl Engine {
+impl Disk {
     /// A writer thread's handle on the engine. Create one per worker (for instance in rayon's
     /// `for_each_init`).
-    pub(crate) fn writer(&self) -> Writer<'_> {
-        Writer {
+    pub(crate) fn writer(&self) -> DiskWriter<'_> {
+        DiskWriter {
             engine: self,
             // The buffer is allocated on first use: a mirror makes a writer per directory, and
             // copies in the kernel, where the buffer is only a fallback.
@@ -542,16 +542,16 @@ impl Engine {
     }
 }
 
-impl<'e> Writer<'e> {
-    /// Starts a file whose content comes in pieces (see [`Streamed`]); seal it with
+impl<'e> DiskWriter<'e> {
+    /// Starts a file whose content comes in pieces (see [`DiskStreamed`]); seal it with
     /// [`Writer::seal`].
-    pub(crate) fn stream(&mut self, entry: Entry) -> Result<Streamed<'e>, Error> {
+    pub(crate) fn stream(&mut self, entry: Entry) -> Result<DiskStreamed<'e>, Error> {
         self.engine.start_streamed(&mut self.state, entry)
     }
 
     /// Keeps a streamed file: what is buffered written, mode and mtime set, handed to the close
     /// stage.
-    pub(crate) fn seal(&mut self, file: Streamed<'_>) -> Result<(), Error> {
+    pub(crate) fn seal(&mut self, file: DiskStreamed<'_>) -> Result<(), Error> {
         file.seal(&mut self.state)
     }
 
@@ -569,7 +569,7 @@ impl<'e> Writer<'e> {
     }
 }
 
-impl Drop for Writer<'_> {
+impl Drop for DiskWriter<'_> {
     fn drop(&mut self) {
         self.engine.flush(&mut self.state);
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use rayon::prelude::*;
 
 use super::later::path_key;
-use super::{Deferred, Engine};
+use super::{Deferred, Disk};
 use crate::close::CloseTally;
 use crate::error::{Error, ErrorKind};
 use crate::plan::{Entry, EntryKind};
@@ -26,7 +26,7 @@ pub(super) struct Links {
     specials: u64,
 }
 
-impl Engine {
+impl Disk {
     /// Waits for every close, then finishes the run stage by stage (see the module's header)
     /// and returns the report of everything the engine did. Call it on a rayon pool
     /// (`install`): empty directories are created on it.
@@ -138,7 +138,7 @@ impl Engine {
         links: Links,
         root_mtime: Option<std::time::SystemTime>,
     ) -> Report {
-        let Engine {
+        let Disk {
             root,
             out_dir,
             opts,

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use super::files::OpenFile;
 use super::finish::Links;
-use super::{Engine, already_exists};
+use super::{Disk, already_exists};
 use crate::close::Finalize;
 use crate::error::{Error, ErrorKind};
 use crate::options::Overwrite;
@@ -20,7 +20,7 @@ use crate::platform;
 use crate::sync::Unpoisoned;
 
 /// A later copy of a path, or a held replacement of an existing file (see
-/// [`Engine::hold_replacements`]), waiting under a temporary name.
+/// [`Disk::hold_replacements`]), waiting under a temporary name.
 pub(super) struct Rename {
     /// The entry's place in the source (its `index`): the last one wins.
     pub(super) order: usize,
@@ -34,7 +34,7 @@ pub(super) struct Rename {
     held: bool,
 }
 
-impl Engine {
+impl Disk {
     /// Forgets the links registered at `path` before the source's entry `order`: that entry
     /// takes the path (the last copy of a path in a tar wins). Constant time: an archive that
     /// stores thousands of links again costs no more than one that does not.
@@ -75,7 +75,7 @@ impl Engine {
 
     /// Creates a later copy of a path this run wrote (or, `held`, the replacement of a file
     /// that was there) under a temporary name, to take the path after every close (see
-    /// [`Engine::move_later_copies`]).
+    /// [`Disk::move_later_copies`]).
     pub(super) fn open_later_copy(
         &self,
         entry: &Entry,

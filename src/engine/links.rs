@@ -9,13 +9,13 @@ use std::time::SystemTime;
 
 use anyhow::Context;
 
-use super::{Engine, already_exists};
+use super::{Disk, already_exists};
 use crate::error::{Error, ErrorKind, Tag};
 use crate::options::Overwrite;
 use crate::plan::{Entry, Special};
 use crate::platform::{self, FileKind};
 
-impl Engine {
+impl Disk {
     /// Creates a link at the entry's path with `make` (given a path relative to the output
     /// folder), honouring the overwrite policy (a replacement is made under a temporary name
     /// and renamed over). False: skipped.

@@ -3,12 +3,12 @@
 //!
 //! A source speaks to it in entries ([`Entry`]: a validated relative path, a kind, a mode, an
 //! mtime, a size) and in four calls:
-//! - [`Engine::prepare`] registers a whole plan up front, or [`Engine::add_dir`] and
-//!   [`Engine::add_link`] register entries one at a time (a stream);
-//! - [`Engine::write_file`] (through a [`Writer`] per thread) writes a file, from many threads
+//! - [`Disk::prepare`] registers a whole plan up front, or [`Disk::add_dir`] and
+//!   [`Disk::add_link`] register entries one at a time (a stream);
+//! - [`Disk::write_file`] (through a [`Writer`] per thread) writes a file, from many threads
 //!   at once, making its parents as needed;
-//! - [`Engine::record`] records what a source itself failed to read;
-//! - [`Engine::finish`] waits for every close, makes the links and empty directories, applies
+//! - [`Disk::record`] records what a source itself failed to read;
+//! - [`Disk::finish`] waits for every close, makes the links and empty directories, applies
 //!   directory metadata deepest first, and returns the [`Report`].
 //!
 //! The work is split by job: `dirs.rs` makes directories, `files.rs` writes files, `links.rs`
@@ -16,6 +16,8 @@
 //! kernel, and the close stage (`crate::close`) decides where every handle is closed. Data goes
 //! one way: source -> entries -> directories -> files -> close stage -> report.
 
+#[cfg(feature = "s3")]
+mod bucket;
 mod copy;
 mod dirs;
 mod files;
@@ -26,6 +28,7 @@ mod leftovers;
 mod links;
 mod stage;
 mod stream;
+mod target;
 mod unverified;
 mod writers;
 
@@ -48,7 +51,7 @@ use crate::report::Report;
 use crate::sync::Unpoisoned;
 
 use dirs::OPEN_DIRS;
-pub(crate) use files::{CHUNK, Content, HoleRead, Writer, WriterState};
+pub(crate) use files::{CHUNK, Content, DiskWriter, HoleRead, WriterState};
 pub(crate) use finish::deepest_first;
 pub(crate) use later::path_key;
 pub(crate) use leftovers::is_run_mark;
@@ -61,7 +64,8 @@ pub(crate) fn size_writers(root: &Path, opts: &Options) -> (usize, String) {
     let sized = writers::size(root, None, opts);
     (sized.count, sized.why)
 }
-pub(crate) use stream::Streamed;
+pub(crate) use stream::DiskStreamed;
+pub(crate) use target::{Engine, Streamed, Writer, refuse_url};
 
 /// The write stage's threads for a source: a rayon pool of its own (`-j`), named for profilers.
 pub(crate) fn writer_pool(opts: &Options) -> anyhow::Result<rayon::ThreadPool> {
@@ -74,31 +78,74 @@ pub(crate) fn writer_pool(opts: &Options) -> anyhow::Result<rayon::ThreadPool> {
 }
 
 /// One run of a source: the writer threads (sized by `root`'s filesystem and, where the writers
-/// read it, `source`'s), the engine rooted at `root`, the source's `body` (called on this thread,
-/// with the pool to run its writers on), and the end of the run. Returns the report and what
-/// `body` returned.
+/// read it, `source`'s), the engine rooted at `root` (a folder, or a bucket prefix), the
+/// source's `body` (called on this thread, with the pool to run its writers on), and the end of
+/// the run. Returns the report and what `body` returned.
 pub(crate) fn run<T>(
     root: &Path,
     source: Option<&Path>,
     opts: &Options,
     body: impl FnOnce(&Engine, &rayon::ThreadPool) -> T,
 ) -> anyhow::Result<(Report, T)> {
+    run_on(root, source, opts, Engine::new, body)
+}
+
+/// [`run`] into a local folder only (a mirror, whose deletions and renames work on the folder
+/// itself).
+pub(crate) fn run_disk<T>(
+    root: &Path,
+    source: Option<&Path>,
+    opts: &Options,
+    body: impl FnOnce(&Disk, &rayon::ThreadPool) -> T,
+) -> anyhow::Result<(Report, T)> {
+    run_on(root, source, opts, Disk::new, body)
+}
+
+fn run_on<E: Finish + Send, T>(
+    root: &Path,
+    source: Option<&Path>,
+    opts: &Options,
+    new: impl FnOnce(&Path, &Options, Arc<dyn Closer>) -> anyhow::Result<E>,
+    body: impl FnOnce(&E, &rayon::ThreadPool) -> T,
+) -> anyhow::Result<(Report, T)> {
     let sized = writers::size(root, source, opts);
     let opts = &Options {
         threads: Some(sized.count),
         ..opts.clone()
     };
-    let engine = Engine::new(root, opts, Arc::new(SystemCloser { fsync: opts.fsync }))?;
+    let engine = new(root, opts, Arc::new(SystemCloser { fsync: opts.fsync }))?;
     let writers = writer_pool(opts)?;
     let out = body(&engine, &writers);
     // Empty directories are created on the pool.
     let mut report = writers.install(|| engine.finish());
     report.writers = sized.count;
-    report.writers_why = sized.why;
+    report.writers_why = if report.writers_why.is_empty() {
+        sized.why
+    } else {
+        // A bucket's uploads in flight, sized apart.
+        format!("{}; {}", sized.why, report.writers_why)
+    };
     Ok((report, out))
 }
 
-pub(crate) struct Engine {
+/// The end of a run, on either kind of engine.
+trait Finish {
+    fn finish(self) -> Report;
+}
+
+impl Finish for Engine {
+    fn finish(self) -> Report {
+        Engine::finish(self)
+    }
+}
+
+impl Finish for Disk {
+    fn finish(self) -> Report {
+        Disk::finish(self)
+    }
+}
+
+pub(crate) struct Disk {
     root: PathBuf,
     /// The output folder, held open: everything under it is made through this (see
     /// `platform::OutDir`).
@@ -146,7 +193,7 @@ pub(crate) struct Engine {
     /// everything is this run's.)
     created: std::sync::OnceLock<Mutex<std::collections::HashSet<u64>>>,
     /// Replacements of existing files wait under temporary names until the end of the run
-    /// (see [`Engine::hold_replacements`]).
+    /// (see [`Disk::hold_replacements`]).
     hold_replacements: AtomicBool,
     /// This process's user and group ids, which what it creates has already (asked once: each
     /// asking is a system call).
@@ -190,13 +237,13 @@ fn already_exists() -> anyhow::Error {
     )
 }
 
-impl Engine {
+impl Disk {
     /// Opens the output folder (creating it if needed) and starts the close stage.
     pub(crate) fn new(
         root: &Path,
         opts: &Options,
         closer: Arc<dyn Closer>,
-    ) -> anyhow::Result<Engine> {
+    ) -> anyhow::Result<Disk> {
         // A staged run writes into its staging folder (`stage.rs`).
         let work = &stage::work_root(root);
         // What stops it is about the output folder.
@@ -230,7 +277,7 @@ impl Engine {
             Arc::clone(&failures),
             OPEN_DIRS,
         )?;
-        let engine = Engine {
+        let engine = Disk {
             root: root.to_path_buf(),
             opts: opts.clone(),
             reporter: opts.progress.clone().unwrap_or_else(|| Arc::new(Silent)),
@@ -307,36 +354,9 @@ impl Engine {
         self.cancelled() || self.over_limit.load(Ordering::Relaxed)
     }
 
-    /// Counts a file's declared size against the run's output cap (`max_output`), before its
-    /// data is read: past the cap the file fails and the run stops. A source calls it once per
-    /// file, in its own order (so which file fails does not depend on the writers' timing).
-    /// Sizes are enforced as files are written (a file holding more than it declares fails),
-    /// so declared sizes bound what is written.
+    /// Counts a file's declared size against the run's output cap (see [`within_limit`]).
     pub(crate) fn within_limit(&self, entry: &Entry) -> Result<(), Error> {
-        let Some(max) = self.opts.max_output else {
-            return Ok(());
-        };
-        if self.over_limit.load(Ordering::Relaxed) {
-            // The run stopped at the cap already: this one is simply not started.
-            return Err(files::cancelled(entry));
-        }
-        let before = self.declared.fetch_add(entry.size, Ordering::Relaxed);
-        let total = before.saturating_add(entry.size);
-        if total <= max {
-            return Ok(());
-        }
-        self.over_limit.store(true, Ordering::Relaxed);
-        Err(Error::new(
-            &entry.name,
-            ErrorKind::Limit,
-            anyhow::anyhow!(
-                "refused: its {} would take the output to {}, past the cap of {} ({}); the run stopped here, and the entries after it were not extracted",
-                crate::report::human_bytes(entry.size),
-                crate::report::human_bytes(total),
-                crate::report::human_bytes(max),
-                Setting::MaxOutput
-            ),
-        ))
+        within_limit(&self.opts, &self.declared, &self.over_limit, entry)
     }
 
     /// Records a failure. Any thread may call this.
@@ -541,6 +561,43 @@ impl Engine {
     }
 }
 
+/// Counts a file's declared size against the run's output cap (`max_output`), before its
+/// data is read: past the cap the file fails and the run stops. A source calls it once per
+/// file, in its own order (so which file fails does not depend on the writers' timing).
+/// Sizes are enforced as files are written (a file holding more than it declares fails), so
+/// declared sizes bound what is written.
+pub(crate) fn within_limit(
+    opts: &Options,
+    declared: &AtomicU64,
+    over_limit: &AtomicBool,
+    entry: &Entry,
+) -> Result<(), Error> {
+    let Some(max) = opts.max_output else {
+        return Ok(());
+    };
+    if over_limit.load(Ordering::Relaxed) {
+        // The run stopped at the cap already: this one is simply not started.
+        return Err(files::cancelled(entry));
+    }
+    let before = declared.fetch_add(entry.size, Ordering::Relaxed);
+    let total = before.saturating_add(entry.size);
+    if total <= max {
+        return Ok(());
+    }
+    over_limit.store(true, Ordering::Relaxed);
+    Err(Error::new(
+        &entry.name,
+        ErrorKind::Limit,
+        anyhow::anyhow!(
+            "refused: its {} would take the output to {}, past the cap of {} ({}); the run stopped here, and the entries after it were not extracted",
+            crate::report::human_bytes(entry.size),
+            crate::report::human_bytes(total),
+            crate::report::human_bytes(max),
+            Setting::MaxOutput
+        ),
+    ))
+}
+
 /// Adds what a source found itself (entries refused before writing, warnings) to the report.
 pub(crate) fn add_plan(report: &mut Report, plan: &mut Plan) {
     report.failures.append(&mut plan.rejected);
@@ -604,7 +661,7 @@ mod tests {
             for (name, content) in files {
                 plan.entries.push(file_entry(name, content));
             }
-            let sink = Engine::new(dir.path(), &opts, Arc::new(FailingCloser)).unwrap();
+            let sink = Disk::new(dir.path(), &opts, Arc::new(FailingCloser)).unwrap();
             sink.prepare(&mut plan);
             {
                 let mut writer = sink.writer();
@@ -653,7 +710,7 @@ mod tests {
         for i in 0..n {
             plan.entries.push(file_entry(&format!("f{i}"), b"x"));
         }
-        let sink = Engine::new(dir.path(), &opts, Arc::new(closer)).unwrap();
+        let sink = Disk::new(dir.path(), &opts, Arc::new(closer)).unwrap();
         sink.prepare(&mut plan);
         {
             let mut writer = sink.writer();
@@ -721,7 +778,7 @@ mod tests {
         let mut short = file_entry("short", b"12");
         short.size = 3;
         plan.entries.extend([long, short]);
-        let sink = Engine::new(dir.path(), &opts, Arc::new(SystemCloser { fsync: false })).unwrap();
+        let sink = Disk::new(dir.path(), &opts, Arc::new(SystemCloser { fsync: false })).unwrap();
         sink.prepare(&mut plan);
         {
             let mut writer = sink.writer();

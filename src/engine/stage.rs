@@ -75,6 +75,12 @@ pub(crate) fn staged(
     opts: &Options,
     run: impl FnOnce() -> anyhow::Result<Report>,
 ) -> anyhow::Result<Report> {
+    #[cfg(feature = "s3")]
+    if super::bucket::BucketUrl::parse(root)?.is_some() {
+        // A bucket has no folder to stage in: each object appears whole (docs/object-storage.md).
+        super::bucket::refuse_what_does_not_apply(root, opts)?;
+        return run();
+    }
     // Whatever stops it is about the output folder.
     let (staging, mut warnings) =
         Staging::prepare(root, opts).map_err(|e| Error::start(root, ErrorKind::Directory, e))?;
@@ -116,14 +122,7 @@ impl Staging {
     /// makes the staging folder. `None`: not staged (the folder holds files, or no staging
     /// folder can be made here, or another run is staging into it now). With what to warn of.
     pub fn prepare(root: &Path, opts: &Options) -> anyhow::Result<(Option<Staging>, Vec<String>)> {
-        if let Some(scheme) = crate::plan::url_scheme(root) {
-            let why = anyhow::anyhow!(
-                "'{}' is a URL ({scheme}://), and fastwrite writes into folders only: nothing was written (a folder of that name is './{}')",
-                root.display(),
-                root.display()
-            );
-            return Err(Error::named(root, ErrorKind::Unsupported, why).into());
-        }
+        super::refuse_url(root)?;
         let mut warnings = Vec::new();
         let absolute = std::path::absolute(root)
             .with_context(|| format!("cannot use output folder '{}'", root.display()))?;

@@ -1,6 +1,6 @@
 //! A file whose content comes in pieces of unknown number: a program's `FileWriter`, a single
 //! compressed file, a zip entry read from a pipe. The same door as a whole file
-//! ([`Engine::write_file`]): started like one (parents, the overwrite policy, `O_EXCL`), sealed
+//! ([`Disk::write_file`]): started like one (parents, the overwrite policy, `O_EXCL`), sealed
 //! like one (mtime and mode on the handle, the hand-over to the close stage), removed if it is
 //! abandoned, so nothing half-written stays under a name.
 //!
@@ -13,7 +13,7 @@ use std::path::Path;
 
 use anyhow::anyhow;
 
-use super::Engine;
+use super::Disk;
 use super::files::{OpenFile, WriterState, cancelled};
 use crate::error::{Error, ErrorKind};
 use crate::plan::Entry;
@@ -21,10 +21,10 @@ use crate::plan::Entry;
 /// Writes are gathered into pieces of this size: 64 KiB holds a typical small file whole.
 pub(crate) const PIECE: usize = 64 << 10;
 
-/// A streamed file being written. Finish it with [`Streamed::seal`]; dropped unsealed, it is
-/// removed and the run records why ([`Streamed::abandon_for`] gives the reason instead).
-pub(crate) struct Streamed<'e> {
-    engine: &'e Engine,
+/// A streamed file being written. Finish it with [`DiskStreamed::seal`]; dropped unsealed, it is
+/// removed and the run records why ([`DiskStreamed::abandon_for`] gives the reason instead).
+pub(crate) struct DiskStreamed<'e> {
+    engine: &'e Disk,
     entry: Entry,
     /// `None`: the existing file is kept ([`Overwrite::Skip`](crate::Overwrite::Skip)), and
     /// what is written is discarded; also once sealed or abandoned.
@@ -35,15 +35,15 @@ pub(crate) struct Streamed<'e> {
     failed: Option<(io::ErrorKind, Option<i32>)>,
 }
 
-impl Engine {
-    /// Starts a streamed file for `entry`, as [`Engine::write_file`] starts a whole one.
+impl Disk {
+    /// Starts a streamed file for `entry`, as [`Disk::write_file`] starts a whole one.
     pub(crate) fn start_streamed(
         &self,
         state: &mut WriterState,
         entry: Entry,
-    ) -> Result<Streamed<'_>, Error> {
+    ) -> Result<DiskStreamed<'_>, Error> {
         let open = self.begin(state, &entry)?;
-        Ok(Streamed {
+        Ok(DiskStreamed {
             engine: self,
             entry,
             open,
@@ -54,7 +54,7 @@ impl Engine {
     }
 }
 
-impl Streamed<'_> {
+impl DiskStreamed<'_> {
     /// The entry's name, as the caller or the archive spelled it.
     pub(crate) fn name(&self) -> &Path {
         Path::new(&self.entry.name)
@@ -67,7 +67,7 @@ impl Streamed<'_> {
 
     /// Takes `data`, writing whole pieces as they fill. The error is the OS's own
     /// (`raw_os_error` works on it); the file's path and the whole story come from
-    /// [`Streamed::seal`] or [`Streamed::abandon`].
+    /// [`DiskStreamed::seal`] or [`DiskStreamed::abandon`].
     pub(crate) fn write(&mut self, data: &[u8]) -> io::Result<()> {
         if let Some((kind, _)) = self.failed {
             return Err(io::Error::new(kind, "an earlier write to this file failed"));
@@ -183,7 +183,7 @@ impl Streamed<'_> {
     }
 }
 
-impl Drop for Streamed<'_> {
+impl Drop for DiskStreamed<'_> {
     /// Unsealed (an early return, a panic): removed, and the run records why.
     fn drop(&mut self) {
         if let Some(error) = self.abandon() {

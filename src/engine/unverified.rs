@@ -1,12 +1,12 @@
 //! Files written from data that then failed its check. A compressed tar's checksum (a gzip
 //! member's CRC, an xz stream's checks, a zstd stream's) comes after the data it covers, and
 //! the files of that data are written before it is read: when the check then fails, the
-//! source names those entries here ([`Engine::unverified`]), and at the end of the run, after
-//! every close, each is taken back (see [`Engine::take_back_unverified`]):
+//! source names those entries here ([`Disk::unverified`]), and at the end of the run, after
+//! every close, each is taken back (see [`Disk::take_back_unverified`]):
 //! - a file this run created is removed;
 //! - a file that was to replace another (a later copy of a path, or an existing file with
 //!   `Overwrite::Replace`, which a source with checks holds under a temporary name until the
-//!   end: [`Engine::hold_replacements`]) is removed from its temporary name, and what was
+//!   end: [`Disk::hold_replacements`]) is removed from its temporary name, and what was
 //!   there stays;
 //! - a link is not made.
 //!
@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
-use super::{Deferred, Engine, later::path_key};
+use super::{Deferred, Disk, later::path_key};
 use crate::error::{Error, ErrorKind};
 use crate::platform::FileKind;
 use crate::sync::Unpoisoned;
@@ -51,7 +51,7 @@ pub(super) struct Pending {
     why: String,
 }
 
-impl Engine {
+impl Disk {
     /// For a source whose data is verified only after its files are written (a compressed
     /// tar): a file that would replace an existing one (`Overwrite::Replace`) waits under a
     /// temporary name until the end of the run, so that a failed check keeps the old file.
@@ -65,7 +65,7 @@ impl Engine {
 
     /// Names entries handed over from data that failed its check (`why` says which check, in
     /// words that follow "failed"); they are taken back at the end of the run, after every
-    /// close. Call it before [`Engine::finish`].
+    /// close. Call it before [`Disk::finish`].
     pub(crate) fn unverified(&self, entries: Vec<Unverified>, why: String) {
         if entries.is_empty() {
             return;
@@ -74,7 +74,7 @@ impl Engine {
         self.deferred.lock().unpoisoned().unverified = Some(Pending { entries, why });
     }
 
-    /// Takes back what [`Engine::unverified`] named (see the module's header), each with a
+    /// Takes back what [`Disk::unverified`] named (see the module's header), each with a
     /// failure of its own. An entry that left nothing (its write failed, or it was skipped)
     /// already has its outcome and is passed over. Called after every close.
     pub(super) fn take_back_unverified(&mut self, deferred: &mut Deferred) {

@@ -46,6 +46,12 @@ pub(crate) fn size(root: &Path, source: Option<&Path>, opts: &Options) -> Writer
         };
     }
     let cores = default_threads();
+    if crate::plan::url_scheme(root).is_some() {
+        return WriterCount {
+            count: cores,
+            why: "one per core: into a bucket the writers read and decompress, and the uploads in flight are sized apart".to_string(),
+        };
+    }
     // A staged run probes where it writes, never making the output folder itself.
     let work = super::stage::work_root(root);
     let root = work.as_path();

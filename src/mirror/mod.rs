@@ -29,7 +29,7 @@ use std::time::Instant;
 use anyhow::{Context, anyhow, bail};
 use rayon::prelude::*;
 
-use crate::engine::{self, Content, Engine, Writer};
+use crate::engine::{self, Content, Disk as Engine, DiskWriter as Writer};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options};
 use crate::plan::{Entry, EntryKind, Plan};
@@ -123,7 +123,7 @@ fn mirror_into<'a>(
 ) -> anyhow::Result<Report> {
     {
         let (mut report, (found, applied)) =
-            engine::run(dst, Some(src), opts, |engine, writers| {
+            engine::run_disk(dst, Some(src), opts, |engine, writers| {
                 // Into an empty destination nothing needs comparing or deleting first, so each
                 // directory's files are copied as soon as it is read: walking overlaps with
                 // writing.

@@ -17,7 +17,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::anyhow;
 
 use crate::cancel::Cancel;
-use crate::engine::{self, Engine};
+use crate::engine::{self, Disk as Engine};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::MirrorOptions;
 use crate::patterns::Patterns;

@@ -1,0 +1,1124 @@
+//! A bucket prefix as the run's target (`s3://BUCKET/PREFIX`): the same calls as a local
+//! folder's ([`Disk`](super::Disk)), with objects for files.
+//!
+//! - A writer reads each file's content (`object.rs` says what a file becomes) and hands it to
+//!   an upload on the client's own runtime: an upload completing is the file's close, and its
+//!   result comes back with the entry's name and key, as a close's does. How many are in
+//!   flight is the gate's (`flight.rs`).
+//! - A file of at most [`object::SINGLE_PUT_MAX`] is one PUT with `If-None-Match: *`, so an
+//!   existing key is never replaced unless asked; a larger one, and a stream that outgrows it,
+//!   a multipart upload whose parts go up as they fill. A PUT and a completed multipart upload
+//!   appear whole or not at all: nothing partial is ever visible under a key.
+//! - Folders: a bucket has none. A folder that would stay empty becomes an empty `dir/` object
+//!   at the end, as s3fs and the consoles make them; symlinks become objects holding their
+//!   target (s3fs's convention), hard links copies of their target, made server-side after
+//!   every upload; devices and FIFOs are refused by name.
+
+mod client;
+mod flight;
+mod object;
+mod url;
+
+pub(crate) use url::BucketUrl;
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::{Context, anyhow};
+use futures_util::StreamExt;
+use object_store::aws::AmazonS3;
+use object_store::path::Path as Key;
+use object_store::{
+    Attributes, GetOptions, MultipartUpload, ObjectStore, ObjectStoreExt, PutMode,
+    PutMultipartOptions, PutOptions, PutPayload,
+};
+
+use super::kept::Kept;
+use super::{Content, Unverified, UnverifiedKind, WriterState, already_exists, later::path_key};
+use crate::error::{Error, ErrorKind, Failures, Setting};
+use crate::options::{Options, Overwrite};
+use crate::plan::{Entry, EntryKind, Plan};
+use crate::progress::{Reporter, Silent};
+use crate::report::Report;
+use crate::sync::Unpoisoned;
+
+use client::Meter;
+use flight::Gate;
+use object::{S_IFDIR, S_IFLNK, S_IFREG, SINGLE_PUT_MAX};
+
+/// What a bucket cannot be given, refused before anything is written.
+pub(crate) fn refuse_what_does_not_apply(root: &Path, opts: &Options) -> anyhow::Result<()> {
+    let refuse = |why: String| -> anyhow::Result<()> {
+        let why = anyhow!("'{}': {why}", root.display());
+        Err(Error::named(root, ErrorKind::Unsupported, why).into())
+    };
+    if opts.atomic {
+        return refuse(format!(
+            "{} needs a folder to stage in and one rename to put it in place; a bucket has no rename, and its objects appear one by one: refused (each object still appears whole, or not at all)",
+            Setting::Atomic
+        ));
+    }
+    Ok(())
+}
+
+/// What every upload task shares with the run.
+struct Shared {
+    url: BucketUrl,
+    store: AmazonS3,
+    gate: Gate,
+    meter: Arc<Meter>,
+    failures: Arc<Failures>,
+    reporter: Arc<dyn Reporter>,
+    overwrite: Overwrite,
+    /// The store answers `If-None-Match: *` (probed at the start; else every key is looked at
+    /// first, see [`Bucket::new`]).
+    conditional: bool,
+    files: AtomicU64,
+    bytes: AtomicU64,
+    skipped: AtomicU64,
+    /// Folder markers, symlinks and hard links made.
+    dirs: AtomicU64,
+    symlinks: AtomicU64,
+    hardlinks: AtomicU64,
+    kept: Kept,
+    /// Keys this run wrote: a later copy of a path in the same run replaces its own upload.
+    written: Mutex<HashSet<String>>,
+}
+
+pub(crate) struct Bucket {
+    root: PathBuf,
+    shared: Arc<Shared>,
+    runtime: tokio::runtime::Runtime,
+    opts: Options,
+    declared: AtomicU64,
+    over_limit: AtomicBool,
+    deferred: Mutex<Deferred>,
+}
+
+#[derive(Default)]
+struct Deferred {
+    dirs: Vec<Entry>,
+    links: Vec<Entry>,
+    forgotten: HashMap<u64, usize>,
+    /// Later copies of a path this run already wrote (a tar's), with their content: uploaded
+    /// in the source's order after every other upload, so the last copy wins.
+    later: Vec<(Entry, Vec<u8>)>,
+    /// Folders that hold something (an object's key goes through them).
+    filled: HashSet<PathBuf>,
+    /// Entries uploaded from data whose check then failed: taken back at the end.
+    unverified: Vec<(Unverified, String)>,
+}
+
+/// An upload's entry, as its task needs it.
+struct Job {
+    name: String,
+    key: String,
+    mode: PutMode,
+    attributes: Attributes,
+    /// The file's bytes, for the count (a skipped file adds none).
+    size: u64,
+    /// The entry's mtime: with `Overwrite::Update`, an existing object older than this is
+    /// replaced.
+    mtime: Option<std::time::SystemTime>,
+}
+
+impl Bucket {
+    pub(crate) fn new(url: BucketUrl, root: &Path, opts: &Options) -> anyhow::Result<Bucket> {
+        refuse_what_does_not_apply(root, opts)?;
+        let start = |e: anyhow::Error| Error::start(root, ErrorKind::Directory, e);
+        let meter = Arc::new(Meter::default());
+        let store = client::store(&url, Arc::clone(&meter)).map_err(start)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(crate::options::default_threads().max(2))
+            .thread_name("fastwrite-upload")
+            .enable_all()
+            .build()
+            .context("cannot start the upload threads")?;
+        let writers = opts.threads.unwrap_or_else(crate::options::default_threads);
+        let budget = opts.memory_budget.max(64 << 20);
+        let probe = runtime.block_on(first_look(&store, &url, opts.overwrite));
+        let conditional = probe.map_err(|e| start(e.context(format!("cannot use '{url}'"))))?;
+        let shared = Arc::new(Shared {
+            url,
+            store,
+            gate: Gate::new(Arc::clone(&meter), writers, budget),
+            meter,
+            failures: Arc::new(Failures::default()),
+            reporter: opts.progress.clone().unwrap_or_else(|| Arc::new(Silent)),
+            overwrite: opts.overwrite,
+            conditional,
+            files: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
+            dirs: AtomicU64::new(0),
+            symlinks: AtomicU64::new(0),
+            hardlinks: AtomicU64::new(0),
+            kept: Kept::default(),
+            written: Mutex::default(),
+        });
+        Ok(Bucket {
+            root: root.to_path_buf(),
+            shared,
+            runtime,
+            opts: opts.clone(),
+            declared: AtomicU64::new(0),
+            over_limit: AtomicBool::new(false),
+            deferred: Mutex::default(),
+        })
+    }
+
+    pub(crate) fn writers_at_least(&self, _writers: usize) {}
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
+    }
+    pub(crate) fn reporter(&self) -> &dyn Reporter {
+        self.shared.reporter.as_ref()
+    }
+    pub(crate) fn cancelled(&self) -> bool {
+        self.opts.cancel.is_cancelled()
+    }
+    pub(crate) fn stopped(&self) -> bool {
+        self.cancelled() || self.over_limit.load(Ordering::Relaxed)
+    }
+    pub(crate) fn within_limit(&self, entry: &Entry) -> Result<(), Error> {
+        super::within_limit(&self.opts, &self.declared, &self.over_limit, entry)
+    }
+    pub(crate) fn record(&self, error: Error) {
+        self.shared.failures.push(error);
+    }
+    pub(crate) fn take_failures(&self) -> Vec<Error> {
+        self.shared.failures.take()
+    }
+    /// Nothing to prepare: a key is checked as it is written (`If-None-Match: *`).
+    pub(crate) fn prepare(&self, plan: &mut Plan) {
+        let mut files = Vec::with_capacity(plan.entries.len());
+        for entry in std::mem::take(&mut plan.entries) {
+            match entry.kind {
+                EntryKind::Dir => self.add_dir(entry),
+                EntryKind::File => files.push(entry),
+                _ => self.add_link(entry),
+            }
+        }
+        plan.entries = files;
+    }
+    /// A folder is made when something is written under it: nothing to do now.
+    pub(crate) fn make_dir(&self, entry: &Entry) -> Result<(), Error> {
+        self.add_dir(entry.clone());
+        Ok(())
+    }
+    pub(crate) fn add_dir(&self, entry: Entry) {
+        self.deferred.lock().unpoisoned().dirs.push(entry);
+    }
+    pub(crate) fn add_link(&self, entry: Entry) {
+        if let EntryKind::Special { .. } = entry.kind {
+            let why = anyhow!(
+                "a device or FIFO cannot be an object: not written (a bucket holds files, folders and, as s3fs keeps them, symlinks)"
+            );
+            return self.record(Error::new(&entry.name, ErrorKind::Unsupported, why));
+        }
+        self.deferred.lock().unpoisoned().links.push(entry);
+    }
+    /// Every key written is known to the run: a later copy of a path replaces only its own.
+    pub(crate) fn track_created(&self) {}
+    /// A replaced object keeps its old content until its new one completes: nothing to hold.
+    pub(crate) fn hold_replacements(&self) {}
+    pub(crate) fn forget_links(&self, path: &Path, order: usize) {
+        self.deferred
+            .lock()
+            .unpoisoned()
+            .forgotten
+            .insert(path_key(path), order);
+    }
+    pub(crate) fn unverified(&self, entries: Vec<Unverified>, why: String) {
+        let mut deferred = self.deferred.lock().unpoisoned();
+        deferred
+            .unverified
+            .extend(entries.into_iter().map(|e| (e, why.clone())));
+    }
+    pub(crate) fn flush(&self, _state: &mut WriterState) {}
+
+    pub(crate) fn writer(&self) -> Writer<'_> {
+        Writer { bucket: self }
+    }
+
+    pub(crate) fn start_streamed(&self, entry: Entry) -> Result<Streamed<'_>, Error> {
+        if self.cancelled() {
+            return Err(super::files::cancelled(&entry));
+        }
+        Ok(Streamed {
+            bucket: self,
+            entry,
+            buf: Vec::new(),
+            multipart: None,
+            written: 0,
+            done: false,
+            exists: None,
+        })
+    }
+
+    /// Reads a whole file's content and hands it to an upload (a multipart one when large).
+    pub(crate) fn write_file(
+        &self,
+        _state: &mut WriterState,
+        entry: &Entry,
+        content: Content<'_>,
+    ) -> Result<(), Error> {
+        if self.cancelled() {
+            return Err(super::files::cancelled(entry));
+        }
+        let started = Instant::now();
+        if entry.size > SINGLE_PUT_MAX {
+            let mut file = self.start_streamed(entry.clone())?;
+            let size = entry.size;
+            let result = read_content(entry, content, &mut |data| {
+                file.write(data).map_err(|e| anyhow!(e))
+            });
+            return match result {
+                Ok(()) if file.len() == size => file.seal(&mut WriterState::default()),
+                Ok(()) => {
+                    let got = file.len();
+                    Err(file.abandon_for(truncated(entry, got)))
+                }
+                Err(error) => Err(file.abandon_for(error)),
+            };
+        }
+        let mut data = Vec::with_capacity(entry.size as usize);
+        read_content(entry, content, &mut |chunk| {
+            data.extend_from_slice(chunk);
+            Ok(())
+        })?;
+        if data.len() as u64 != entry.size {
+            return Err(truncated(entry, data.len() as u64));
+        }
+        self.shared.gate.produced(started.elapsed());
+        self.put(entry, data);
+        Ok(())
+    }
+
+    /// The permission bits an object records for `entry`.
+    fn mode_of(&self, entry: &Entry) -> Option<u32> {
+        entry.mode.map(|mode| self.opts.mode_bits(mode))
+    }
+
+    fn owner_of(&self, entry: &Entry) -> Option<(u32, u32)> {
+        entry.owner.filter(|_| self.opts.same_owner)
+    }
+
+    /// Notes the folders `path` lies in as holding something.
+    fn fill_parents(&self, path: &Path) {
+        let mut deferred = self.deferred.lock().unpoisoned();
+        for parent in path.ancestors().skip(1) {
+            if parent.as_os_str().is_empty() || !deferred.filled.insert(parent.to_path_buf()) {
+                break;
+            }
+        }
+    }
+
+    /// Uploads `data` as `entry`'s object: one PUT, its result recorded when it completes.
+    fn put(&self, entry: &Entry, data: Vec<u8>) {
+        let key = object::key(&self.shared.url.prefix, &entry.path);
+        if entry.replaces && self.shared.written.lock().unpoisoned().contains(&key) {
+            // A later copy of a path this run wrote: its turn comes after every upload.
+            self.deferred
+                .lock()
+                .unpoisoned()
+                .later
+                .push((entry.clone(), data));
+            return;
+        }
+        self.fill_parents(&entry.path);
+        let job = Job {
+            name: entry.name.clone(),
+            key,
+            mode: self.put_mode(),
+            attributes: object::attributes(
+                entry,
+                S_IFREG,
+                self.mode_of(entry),
+                self.owner_of(entry),
+            ),
+            size: data.len() as u64,
+            mtime: entry.mtime,
+        };
+        self.spawn_put(job, data);
+    }
+
+    fn put_mode(&self) -> PutMode {
+        if self.shared.overwrite == Overwrite::Replace {
+            PutMode::Overwrite
+        } else {
+            PutMode::Create
+        }
+    }
+
+    fn spawn_put(&self, job: Job, data: Vec<u8>) {
+        let shared = Arc::clone(&self.shared);
+        shared.gate.enter(job.size);
+        self.runtime.spawn(async move {
+            let size = job.size;
+            let result = upload(&shared, &job, data).await;
+            shared.settle(&job, result);
+            shared.gate.leave(size);
+        });
+    }
+
+    pub(crate) fn finish(self) -> Report {
+        self.shared.gate.drain();
+        let mut deferred = std::mem::take(&mut *self.deferred.lock().unpoisoned());
+        if !self.cancelled() {
+            // Later copies, in the source's order, each replacing the one before.
+            for (entry, data) in std::mem::take(&mut deferred.later) {
+                self.fill_parents(&entry.path);
+                let job = Job {
+                    name: entry.name.clone(),
+                    key: object::key(&self.shared.url.prefix, &entry.path),
+                    mode: PutMode::Overwrite,
+                    attributes: object::attributes(
+                        &entry,
+                        S_IFREG,
+                        self.mode_of(&entry),
+                        self.owner_of(&entry),
+                    ),
+                    size: data.len() as u64,
+                    mtime: entry.mtime,
+                };
+                let result = self.runtime.block_on(upload(&self.shared, &job, data));
+                self.shared.settle(&job, result);
+            }
+        }
+        self.take_back_unverified(&mut deferred);
+        if !self.cancelled() {
+            let forgotten = std::mem::take(&mut deferred.forgotten);
+            deferred.links.retain(|link| {
+                forgotten
+                    .get(&path_key(&link.path))
+                    .is_none_or(|&taken| link.index >= taken)
+            });
+            let links = std::mem::take(&mut deferred.links);
+            for entry in &links {
+                self.make_link(entry);
+            }
+            self.make_empty_dirs(&deferred);
+            self.shared.gate.drain();
+        }
+        self.into_report()
+    }
+
+    /// Deletes what was uploaded from data whose check failed; each is a failure of its own.
+    fn take_back_unverified(&self, deferred: &mut Deferred) {
+        for (entry, why) in std::mem::take(&mut deferred.unverified) {
+            let key = object::key(&self.shared.url.prefix, &entry.path);
+            if entry.kind == UnverifiedKind::File {
+                let ours = self.shared.written.lock().unpoisoned().remove(&key);
+                if ours {
+                    let deleted = self
+                        .runtime
+                        .block_on(self.shared.store.delete(&Key::from(key.as_str())));
+                    if let Err(e) = deleted {
+                        let error = anyhow!(e).context(format!(
+                            "the object was written from data that failed its check ({why}), and could not be deleted: delete 's3://{}/{key}' yourself",
+                            self.shared.url.bucket
+                        ));
+                        self.record(Error::new(&entry.name, ErrorKind::Unverified, error));
+                        continue;
+                    }
+                    self.shared.files.fetch_sub(1, Ordering::Relaxed);
+                    self.shared.bytes.fetch_sub(entry.size, Ordering::Relaxed);
+                }
+            }
+            deferred
+                .later
+                .retain(|(later, _)| later.index != entry.index);
+            deferred.links.retain(|link| link.index != entry.index);
+            let error = anyhow!("{why}: its object was taken back");
+            self.record(Error::new(&entry.name, ErrorKind::Unverified, error));
+        }
+    }
+
+    /// A symlink: an object holding its target, with a link's mode (s3fs's convention). A hard
+    /// link: a server-side copy of its target's object.
+    fn make_link(&self, entry: &Entry) {
+        self.fill_parents(&entry.path);
+        let key = object::key(&self.shared.url.prefix, &entry.path);
+        match &entry.kind {
+            EntryKind::Symlink { target } => {
+                let data = target.to_string_lossy().into_owned().into_bytes();
+                let job = Job {
+                    name: entry.name.clone(),
+                    key,
+                    mode: self.put_mode(),
+                    attributes: object::attributes(
+                        entry,
+                        S_IFLNK,
+                        Some(0o777),
+                        self.owner_of(entry),
+                    ),
+                    size: 0,
+                    mtime: None,
+                };
+                let result = self.runtime.block_on(upload(&self.shared, &job, data));
+                if self.shared.settle_link(&job, result) {
+                    self.shared.symlinks.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            EntryKind::Hardlink { target } => {
+                let from = object::key(&self.shared.url.prefix, target);
+                let result =
+                    self.runtime
+                        .block_on(copy(&self.shared, &from, &key, self.put_mode()));
+                let job = Job {
+                    name: entry.name.clone(),
+                    key,
+                    mode: self.put_mode(),
+                    attributes: Attributes::new(),
+                    size: 0,
+                    mtime: None,
+                };
+                if self.shared.settle_link(&job, result) {
+                    self.shared.hardlinks.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Folders that nothing was written under become `dir/` objects, with their mode and mtime.
+    fn make_empty_dirs(&self, deferred: &Deferred) {
+        for entry in &deferred.dirs {
+            if entry.path.as_os_str().is_empty() || deferred.filled.contains(&entry.path) {
+                continue;
+            }
+            let key = format!("{}/", object::key(&self.shared.url.prefix, &entry.path));
+            let job = Job {
+                name: entry.name.clone(),
+                key,
+                mode: PutMode::Overwrite,
+                attributes: object::attributes(
+                    entry,
+                    S_IFDIR,
+                    self.mode_of(entry).or(Some(0o755)),
+                    self.owner_of(entry),
+                ),
+                size: 0,
+                mtime: None,
+            };
+            let shared = Arc::clone(&self.shared);
+            shared.gate.enter(0);
+            self.runtime.spawn(async move {
+                let result = upload(&shared, &job, Vec::new()).await;
+                shared.settle_dir(&job, result);
+                shared.gate.leave(0);
+            });
+        }
+    }
+
+    fn into_report(self) -> Report {
+        let (peak, why) = self.shared.gate.summary();
+        let requests = self.shared.meter.requests.load(Ordering::Relaxed);
+        let Bucket {
+            shared, runtime, ..
+        } = self;
+        drop(runtime);
+        let shared = Arc::into_inner(shared);
+        let Some(shared) = shared else {
+            return Report::default();
+        };
+        let mut warnings = Vec::new();
+        if !shared.conditional && shared.overwrite != Overwrite::Replace {
+            warnings.push(format!(
+                "the store ignores If-None-Match, so each key was looked at before its upload: a key made by someone else in between would have been replaced ({})",
+                shared.url
+            ));
+        }
+        warnings.extend(shared.kept.warning(shared.overwrite));
+        Report {
+            files: shared.files.into_inner(),
+            bytes: shared.bytes.into_inner(),
+            skipped: shared.skipped.into_inner(),
+            dirs: shared.dirs.into_inner(),
+            symlinks: shared.symlinks.into_inner(),
+            hardlinks: shared.hardlinks.into_inner(),
+            failures: shared.failures.take(),
+            close_threads: peak,
+            peak_close_queue: peak,
+            writers_why: format!(
+                "uploads in flight: up to {peak}, the limit last {why}; {requests} requests"
+            ),
+            warnings,
+            ..Report::default()
+        }
+    }
+}
+
+/// How much of the entry's content came.
+fn truncated(entry: &Entry, got: u64) -> Error {
+    Error::new(
+        &entry.name,
+        ErrorKind::Source,
+        anyhow!("the entry is truncated: {got} of its {} bytes", entry.size),
+    )
+}
+
+/// Reads `content` (at most its declared size and one byte more, to tell data past it) into
+/// `sink` in chunks; holes come as zeros (an object has no holes).
+fn read_content(
+    entry: &Entry,
+    content: Content<'_>,
+    sink: &mut dyn FnMut(&[u8]) -> anyhow::Result<()>,
+) -> Result<(), Error> {
+    let source = |e: anyhow::Error| Error::new(&entry.name, ErrorKind::Source, e);
+    let mut got = 0u64;
+    let mut buf = vec![
+        0u8;
+        super::CHUNK
+            .min(entry.size.saturating_add(1) as usize)
+            .max(1)
+    ];
+    let mut read = |src: &mut dyn super::HoleRead| -> Result<(), Error> {
+        loop {
+            let hole = src.skip_hole();
+            if hole > 0 {
+                got = got.saturating_add(hole);
+                let zeros = vec![0u8; super::CHUNK];
+                let mut left = hole;
+                while left > 0 && got <= entry.size {
+                    let n = left.min(zeros.len() as u64) as usize;
+                    sink(&zeros[..n]).map_err(|e| Error::new(&entry.name, ErrorKind::Write, e))?;
+                    left -= n as u64;
+                }
+            } else {
+                let n = src
+                    .read(&mut buf)
+                    .context("reading the entry's data")
+                    .map_err(source)?;
+                if n == 0 {
+                    return Ok(());
+                }
+                got = got.saturating_add(n as u64);
+                if got <= entry.size {
+                    sink(&buf[..n]).map_err(|e| Error::new(&entry.name, ErrorKind::Write, e))?;
+                }
+            }
+            if got > entry.size {
+                return Err(source(anyhow!(
+                    "the entry holds more data than its declared size of {} bytes",
+                    entry.size
+                )));
+            }
+        }
+    };
+    match content {
+        Content::Bytes(data) => {
+            if data.len() as u64 != entry.size {
+                return Err(source(anyhow!(
+                    "the entry holds {} bytes, not its declared {}",
+                    data.len(),
+                    entry.size
+                )));
+            }
+            sink(data).map_err(|e| Error::new(&entry.name, ErrorKind::Write, e))
+        }
+        Content::Reader(src) => read(&mut super::files::Dense(src)),
+        Content::Sparse(src) => read(src),
+        Content::File(mut file) => read(&mut super::files::Dense(&mut file)),
+    }
+}
+
+/// The first look at the destination: one list request (a missing bucket or refused
+/// credentials stop the run here, before anything is written), and, unless every key may be replaced, whether the store honours `If-None-Match: *` (a probe
+/// object made twice, then deleted).
+async fn first_look(
+    store: &AmazonS3,
+    url: &BucketUrl,
+    overwrite: Overwrite,
+) -> anyhow::Result<bool> {
+    let prefix = Key::from(url.prefix.trim_end_matches('/'));
+    if let Some(Err(e)) = store.list(Some(&prefix)).next().await {
+        return Err(anyhow!(explain(&e)));
+    }
+    if overwrite == Overwrite::Replace {
+        return Ok(true);
+    }
+    let probe = Key::from(format!(
+        "{}.fastwrite-probe-{}-{}",
+        url.prefix,
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default()
+    ));
+    let create = || PutOptions::from(PutMode::Create);
+    store
+        .put_opts(&probe, PutPayload::default(), create())
+        .await
+        .map_err(|e| anyhow!(explain(&e)).context("cannot write in the bucket"))?;
+    let second = store
+        .put_opts(&probe, PutPayload::default(), create())
+        .await;
+    let _ = store.delete(&probe).await;
+    let conditional = matches!(
+        second,
+        Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. })
+    );
+    Ok(conditional)
+}
+
+/// One PUT (or, where the store ignores conditions and the key may not be replaced, a look at
+/// the key first). `Ok(None)`: the key exists and the policy keeps it.
+async fn upload(shared: &Shared, job: &Job, data: Vec<u8>) -> Result<Outcome, object_store::Error> {
+    let key = Key::from(job.key.as_str());
+    let mut mode = job.mode.clone();
+    if !shared.conditional
+        && shared.overwrite != Overwrite::Replace
+        && matches!(mode, PutMode::Create)
+    {
+        match shared.store.head(&key).await {
+            Ok(_) => return Ok(Outcome::Exists),
+            Err(object_store::Error::NotFound { .. }) => mode = PutMode::Overwrite,
+            Err(e) => return Err(e),
+        }
+    }
+    let digest = md5_hex(&data);
+    let size = data.len() as u64;
+    let started = chrono_now();
+    let payload = PutPayload::from(data);
+    let opts = |mode| PutOptions {
+        mode,
+        attributes: job.attributes.clone(),
+        ..PutOptions::default()
+    };
+    match shared
+        .store
+        .put_opts(&key, payload.clone(), opts(mode))
+        .await
+    {
+        Ok(_) => Ok(Outcome::Written),
+        Err(
+            object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. },
+        ) if shared.overwrite == Overwrite::Update => {
+            // Replaced only if what is there is older (its `mtime`, else its upload time).
+            if older(shared, &key, job.mtime).await? {
+                shared
+                    .store
+                    .put_opts(&key, payload, opts(PutMode::Overwrite))
+                    .await?;
+                Ok(Outcome::Written)
+            } else {
+                Ok(Outcome::Exists)
+            }
+        }
+        Err(
+            object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. },
+        ) => {
+            // A retry after a timeout can meet its first attempt's object: the same size and
+            // content (a single PUT's ETag is its MD5), stored since this upload began, is this
+            // upload's own. (A clock ahead of the server's calls it a conflict: never the
+            // other way round.)
+            match shared.store.head(&key).await {
+                Ok(meta)
+                    if meta.size == size
+                        && meta.e_tag.as_deref().map(|t| t.trim_matches('"'))
+                            == Some(digest.as_str())
+                        && meta.last_modified >= started =>
+                {
+                    Ok(Outcome::Written)
+                }
+                _ => Ok(Outcome::Exists),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether the object at `key` is older than `mtime`: by its `mtime` metadata where it has
+/// one (rclone's, s3fs's, fastwrite's), else by when it was uploaded.
+async fn older(
+    shared: &Shared,
+    key: &Key,
+    mtime: Option<std::time::SystemTime>,
+) -> Result<bool, object_store::Error> {
+    let Some(mtime) = mtime else {
+        return Ok(false);
+    };
+    let head = GetOptions {
+        head: true,
+        ..GetOptions::default()
+    };
+    let found = shared.store.get_opts(key, head).await?;
+    let recorded = found
+        .attributes
+        .get(&object_store::Attribute::Metadata("mtime".into()))
+        .and_then(|value| object::parse_mtime(value));
+    let theirs = recorded.unwrap_or_else(|| found.meta.last_modified.into());
+    Ok(theirs < mtime)
+}
+
+/// Now, a second back (the store keeps whole seconds), as the store's times are kept.
+fn chrono_now() -> chrono::DateTime<chrono::Utc> {
+    chrono::Utc::now() - chrono::TimeDelta::seconds(1)
+}
+
+fn md5_hex(data: &[u8]) -> String {
+    use md5::{Digest, Md5};
+    let digest = Md5::digest(data);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A server-side copy for a hard link.
+async fn copy(
+    shared: &Shared,
+    from: &str,
+    to: &str,
+    mode: PutMode,
+) -> Result<Outcome, object_store::Error> {
+    let (from, to) = (Key::from(from), Key::from(to));
+    if matches!(mode, PutMode::Create) {
+        match shared.store.head(&to).await {
+            Ok(_) => return Ok(Outcome::Exists),
+            Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    shared
+        .store
+        .copy(&from, &to)
+        .await
+        .map(|()| Outcome::Written)
+}
+
+enum Outcome {
+    Written,
+    /// The key exists (a create met it).
+    Exists,
+}
+
+impl Shared {
+    /// Records an upload's result: counted, kept by the policy, or a failure with its key.
+    fn settle(&self, job: &Job, result: Result<Outcome, object_store::Error>) {
+        match result {
+            Ok(Outcome::Written) => {
+                self.written.lock().unpoisoned().insert(job.key.clone());
+                self.files.fetch_add(1, Ordering::Relaxed);
+                self.bytes.fetch_add(job.size, Ordering::Relaxed);
+                self.reporter.bytes_written(job.size);
+                self.reporter.file_written();
+                self.reporter.entry_written(&job.name);
+            }
+            Ok(Outcome::Exists) => self.exists(job),
+            Err(e) => self.failed(job, &e),
+        }
+    }
+
+    /// A link's result; true when it was written (counted apart from files).
+    fn settle_link(&self, job: &Job, result: Result<Outcome, object_store::Error>) -> bool {
+        match result {
+            Ok(Outcome::Written) => {
+                self.written.lock().unpoisoned().insert(job.key.clone());
+                self.reporter.entry_written(&job.name);
+                true
+            }
+            other => {
+                self.settle(job, other);
+                false
+            }
+        }
+    }
+
+    /// A folder marker's result.
+    fn settle_dir(&self, job: &Job, result: Result<Outcome, object_store::Error>) {
+        match result {
+            Ok(_) => {
+                self.dirs.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => self.failed(job, &e),
+        }
+    }
+
+    fn exists(&self, job: &Job) {
+        if self.overwrite == Overwrite::Skip || self.overwrite == Overwrite::Update {
+            self.skipped.fetch_add(1, Ordering::Relaxed);
+            self.kept.note(&job.name);
+            return;
+        }
+        let error = already_exists().context(format!("key 's3://{}/{}'", self.url.bucket, job.key));
+        self.failures
+            .push(Error::new(&job.name, ErrorKind::AlreadyExists, error));
+    }
+
+    fn failed(&self, job: &Job, e: &object_store::Error) {
+        let error = anyhow!(explain(e)).context(format!(
+            "uploading to 's3://{}/{}'",
+            self.url.bucket, job.key
+        ));
+        self.failures
+            .push(Error::new(&job.name, ErrorKind::Write, error));
+    }
+}
+
+/// The store's error in a sentence: what the server said, without the client's layers of
+/// request detail repeated.
+fn explain(e: &object_store::Error) -> String {
+    use std::error::Error as _;
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// A writer thread's handle on the bucket.
+pub(crate) struct Writer<'e> {
+    bucket: &'e Bucket,
+}
+
+impl<'e> Writer<'e> {
+    pub(crate) fn stream(&mut self, entry: Entry) -> Result<Streamed<'e>, Error> {
+        self.bucket.start_streamed(entry)
+    }
+
+    pub(crate) fn write(&mut self, entry: &Entry, content: Content<'_>) -> bool {
+        match self
+            .bucket
+            .write_file(&mut WriterState::default(), entry, content)
+        {
+            Ok(()) => true,
+            Err(error) if error.is_cancelled() => true,
+            Err(error) => {
+                self.bucket.record(error);
+                false
+            }
+        }
+    }
+}
+
+/// A file whose content comes in pieces: held in memory up to [`SINGLE_PUT_MAX`], then sent
+/// as the parts of a multipart upload as they fill. Nothing is visible under its key until it
+/// is sealed and the upload completes; an abandoned one is aborted.
+pub(crate) struct Streamed<'e> {
+    bucket: &'e Bucket,
+    entry: Entry,
+    buf: Vec<u8>,
+    multipart: Option<Multipart>,
+    written: u64,
+    done: bool,
+    /// The key was found taken before the upload began: what comes is counted and dropped,
+    /// and sealing keeps the key or fails as the policy says.
+    exists: Option<Job>,
+}
+
+struct Multipart {
+    upload: Box<dyn MultipartUpload>,
+    parts: Vec<tokio::task::JoinHandle<object_store::Result<()>>>,
+    /// The part the buffer fills now.
+    next: usize,
+    /// What the key's policy found before the upload began.
+    job: Job,
+}
+
+impl Streamed<'_> {
+    pub(crate) fn name(&self) -> &Path {
+        Path::new(&self.entry.name)
+    }
+
+    pub(crate) fn len(&self) -> u64 {
+        self.written
+    }
+
+    pub(crate) fn write(&mut self, data: &[u8]) -> std::io::Result<()> {
+        if self.bucket.cancelled() {
+            return Err(std::io::Error::other("the run was cancelled"));
+        }
+        self.written += data.len() as u64;
+        if self.exists.is_some() {
+            return Ok(());
+        }
+        self.buf.extend_from_slice(data);
+        let threshold = match &self.multipart {
+            Some(m) => object::part_size(m.next),
+            None => SINGLE_PUT_MAX as usize + 1,
+        };
+        if self.buf.len() >= threshold {
+            self.send_part().map_err(std::io::Error::other)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn drain(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    /// Sends the buffer's first part, starting the multipart upload if this is the first.
+    fn send_part(&mut self) -> anyhow::Result<()> {
+        let bucket = self.bucket;
+        if self.multipart.is_none() {
+            let key = object::key(&bucket.shared.url.prefix, &self.entry.path);
+            let mode = bucket.put_mode();
+            let attributes = object::attributes(
+                &self.entry,
+                S_IFREG,
+                bucket.mode_of(&self.entry),
+                bucket.owner_of(&self.entry),
+            );
+            let job = Job {
+                name: self.entry.name.clone(),
+                key: key.clone(),
+                mode: mode.clone(),
+                attributes: attributes.clone(),
+                size: 0,
+                mtime: self.entry.mtime,
+            };
+            if matches!(mode, PutMode::Create) {
+                // A multipart upload completes with no condition here (object_store 0.14):
+                // the key is looked at first (docs/object-storage.md says what that leaves).
+                let looked = bucket
+                    .runtime
+                    .block_on(bucket.shared.store.head(&Key::from(key.as_str())));
+                match looked {
+                    Ok(_) => {
+                        self.exists = Some(job);
+                        self.buf = Vec::new();
+                        return Ok(());
+                    }
+                    Err(object_store::Error::NotFound { .. }) => {}
+                    Err(e) => return Err(anyhow!(explain(&e))),
+                }
+            }
+            let opts = PutMultipartOptions {
+                attributes: attributes.clone(),
+                ..PutMultipartOptions::default()
+            };
+            let upload = bucket
+                .runtime
+                .block_on(
+                    bucket
+                        .shared
+                        .store
+                        .put_multipart_opts(&Key::from(key.as_str()), opts),
+                )
+                .map_err(|e| anyhow!(explain(&e)))?;
+            self.multipart = Some(Multipart {
+                upload,
+                parts: Vec::new(),
+                next: 0,
+                job,
+            });
+        }
+        let Some(multipart) = &mut self.multipart else {
+            return Ok(());
+        };
+        let size = object::part_size(multipart.next).min(self.buf.len());
+        let rest = self.buf.split_off(size);
+        let part = std::mem::replace(&mut self.buf, rest);
+        multipart.next += 1;
+        let shared = Arc::clone(&bucket.shared);
+        shared.gate.enter(size as u64);
+        let future = multipart.upload.put_part(PutPayload::from(part));
+        multipart.parts.push(bucket.runtime.spawn(async move {
+            let result = future.await;
+            shared.gate.leave(size as u64);
+            result
+        }));
+        // At most four parts of one file in flight.
+        if multipart.parts.len() >= 4 {
+            let first = multipart.parts.remove(0);
+            match bucket.runtime.block_on(first) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(anyhow!(explain(&e))),
+                Err(e) => return Err(anyhow!(e)),
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn seal(mut self, _state: &mut WriterState) -> Result<(), Error> {
+        self.done = true;
+        let bucket = self.bucket;
+        if bucket.cancelled() {
+            self.abort();
+            return Err(super::files::cancelled(&self.entry));
+        }
+        self.entry.size = self.written;
+        if let Some(job) = self.exists.take() {
+            bucket.shared.exists(&job);
+            return Ok(());
+        }
+        let Some(mut multipart) = self.multipart.take() else {
+            let data = std::mem::take(&mut self.buf);
+            bucket.put(&self.entry, data);
+            return Ok(());
+        };
+        bucket.fill_parents(&self.entry.path);
+        let last = std::mem::take(&mut self.buf);
+        let mut parts = std::mem::take(&mut multipart.parts);
+        if !last.is_empty() {
+            parts.push(
+                bucket
+                    .runtime
+                    .spawn(multipart.upload.put_part(PutPayload::from(last))),
+            );
+        }
+        multipart.job.size = self.written;
+        let shared = Arc::clone(&bucket.shared);
+        shared.gate.enter(0);
+        bucket.runtime.spawn(async move {
+            let mut failed = None;
+            for part in parts {
+                match part.await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => failed = failed.or(Some(e)),
+                    Err(e) => {
+                        failed = failed.or(Some(object_store::Error::JoinError { source: e }))
+                    }
+                }
+            }
+            let result = match failed {
+                None => multipart.upload.complete().await.map(|_| Outcome::Written),
+                Some(e) => {
+                    let _ = multipart.upload.abort().await;
+                    Err(e)
+                }
+            };
+            shared.settle(&multipart.job, result);
+            shared.gate.leave(0);
+        });
+        Ok(())
+    }
+
+    pub(crate) fn abandon_for(mut self, error: Error) -> Error {
+        self.done = true;
+        self.abort();
+        error
+    }
+
+    /// Aborts a multipart upload begun, so that no part stays behind.
+    fn abort(&mut self) {
+        if let Some(mut multipart) = self.multipart.take() {
+            let bucket = self.bucket;
+            let _ = bucket.runtime.block_on(multipart.upload.abort());
+        }
+    }
+}
+
+impl Drop for Streamed<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        self.abort();
+        let error = Error::new(
+            &self.entry.name,
+            ErrorKind::Unfinished,
+            anyhow!("dropped before it was finished: nothing was uploaded"),
+        );
+        self.bucket.record(error);
+    }
+}

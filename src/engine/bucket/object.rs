@@ -1,0 +1,142 @@
+//! What a file becomes in a bucket: its key, the metadata that rclone and s3fs read back, and
+//! the part sizes of a large one.
+//!
+//! - **Key**: the prefix, then the entry's path with `/` between its names.
+//! - **Metadata** (`x-amz-meta-*`), in the convention both readers share: `mtime` in seconds
+//!   since the epoch with the fraction after a point (`1700000000.25`: rclone's, which s3fs
+//!   reads too), `mode` as the decimal `st_mode` with the file's type bits (`33188` is a
+//!   regular file, 0644: s3fs's), and `uid`, `gid` in decimal when owners are kept.
+//! - **A folder that would be empty** is an empty object named `dir/`, as s3fs and the consoles
+//!   make them; **a symlink** is an object holding its target, with a `mode` of a link (s3fs's
+//!   convention, which `s3fs` mounts back as a symlink).
+
+use std::borrow::Cow;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use object_store::{Attribute, AttributeValue, Attributes};
+
+use crate::plan::Entry;
+
+/// File type bits of `st_mode`, as s3fs keeps them in `mode`.
+pub(super) const S_IFREG: u32 = 0o100000;
+pub(super) const S_IFDIR: u32 = 0o040000;
+pub(super) const S_IFLNK: u32 = 0o120000;
+
+/// A file at most this large is one PUT; a larger one a multipart upload (as the aws CLI's
+/// 8 MB threshold, rounded to a part).
+pub(super) const SINGLE_PUT_MAX: u64 = 16 << 20;
+
+/// The size of every part of a multipart upload but the last: parts grow with the file so that
+/// S3's limit of 10,000 parts is never reached (5 TiB, S3's largest object, takes 8,544 parts, the last
+/// of 2 GiB at most). The first thousand parts are 16 MiB, the next 32 MiB, and so on.
+pub(super) fn part_size(part: usize) -> usize {
+    let doublings = (part / 1000).min(7) as u32;
+    (16usize << 20) << doublings
+}
+
+/// The key of `path` (relative, validated) under `prefix` (empty, or ending in `/`).
+pub(super) fn key(prefix: &str, path: &Path) -> String {
+    let mut key = String::from(prefix);
+    for (i, part) in path.iter().enumerate() {
+        if i > 0 {
+            key.push('/');
+        }
+        key.push_str(&part.to_string_lossy());
+    }
+    key
+}
+
+/// `mtime` as rclone writes it: seconds, and the fraction when there is one.
+pub(super) fn mtime_value(time: SystemTime) -> Option<String> {
+    let since = time.duration_since(UNIX_EPOCH).ok()?;
+    let nanos = since.subsec_nanos();
+    Some(if nanos == 0 {
+        since.as_secs().to_string()
+    } else {
+        let fraction = format!("{nanos:09}");
+        format!("{}.{}", since.as_secs(), fraction.trim_end_matches('0'))
+    })
+}
+
+/// Reads `mtime` back (rclone's and s3fs's form; what fastwrite writes).
+pub(super) fn parse_mtime(text: &str) -> Option<SystemTime> {
+    let (secs, fraction) = text.trim().split_once('.').unwrap_or((text.trim(), ""));
+    let secs: u64 = secs.parse().ok()?;
+    let digits: String = fraction.chars().take(9).collect();
+    let nanos = if digits.is_empty() {
+        0
+    } else {
+        let n: u32 = digits.parse().ok()?;
+        n * 10u32.pow(9 - digits.len() as u32)
+    };
+    UNIX_EPOCH.checked_add(std::time::Duration::new(secs, nanos))
+}
+
+/// The user metadata of an object made for `entry`, of type `file_type` (`S_IF*`), with
+/// `mode` the permission bits it gets (`None`: none recorded) and the owner if kept.
+pub(super) fn attributes(
+    entry: &Entry,
+    file_type: u32,
+    mode: Option<u32>,
+    owner: Option<(u32, u32)>,
+) -> Attributes {
+    let mut attributes = Attributes::new();
+    let mut put = |name: &'static str, value: String| {
+        attributes.insert(
+            Attribute::Metadata(Cow::Borrowed(name)),
+            AttributeValue::from(value),
+        );
+    };
+    if let Some(mtime) = entry.mtime.and_then(mtime_value) {
+        put("mtime", mtime);
+    }
+    if let Some(mode) = mode {
+        put("mode", (file_type | (mode & 0o7777)).to_string());
+    }
+    if let Some((uid, gid)) = owner {
+        put("uid", uid.to_string());
+        put("gid", gid.to_string());
+    }
+    attributes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn mtime_goes_there_and_back() {
+        for (time, text) in [
+            (UNIX_EPOCH + Duration::new(1_700_000_000, 0), "1700000000"),
+            (
+                UNIX_EPOCH + Duration::new(1_700_000_000, 250_000_000),
+                "1700000000.25",
+            ),
+            (UNIX_EPOCH + Duration::new(5, 1), "5.000000001"),
+        ] {
+            assert_eq!(mtime_value(time).unwrap(), text);
+            assert_eq!(parse_mtime(text).unwrap(), time);
+        }
+        assert_eq!(parse_mtime("x"), None);
+    }
+
+    #[test]
+    fn parts_stay_within_ten_thousand_for_five_tebibytes() {
+        let mut total = 0u64;
+        let mut parts = 0;
+        while total < 5 << 40 {
+            total += part_size(parts) as u64;
+            parts += 1;
+        }
+        assert!(parts <= 10_000, "{parts} parts");
+        assert!(part_size(0) >= 5 << 20);
+    }
+
+    #[test]
+    fn keys_join_names_with_slashes() {
+        assert_eq!(key("p/", Path::new("a/b.txt")), "p/a/b.txt");
+        assert_eq!(key("", Path::new("a")), "a");
+    }
+}
