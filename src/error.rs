@@ -202,6 +202,8 @@ pub struct Error {
     /// The message names the path itself (a run that could not start: "cannot read
     /// 'x.zip': ..."), so `Display` does not say it again.
     named: bool,
+    /// Where the path's object is, in a run into a bucket (`s3://BUCKET/KEY`).
+    key: Option<String>,
 }
 
 impl Error {
@@ -215,6 +217,7 @@ impl Error {
             kind,
             error: error.into(),
             named: false,
+            key: None,
         }
     }
 
@@ -250,6 +253,7 @@ impl Error {
             kind,
             error,
             named: true,
+            key: None,
         }
     }
 
@@ -264,6 +268,17 @@ impl Error {
     /// The path the failure concerns, as the caller or the archive named it.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// In a run into a bucket, the object the failure concerns: `s3://BUCKET/KEY`.
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    /// This failure concerns the object `key` (`s3://BUCKET/KEY`).
+    pub(crate) fn with_key(mut self, key: String) -> Error {
+        self.key = Some(key);
+        self
     }
 
     /// What went wrong.

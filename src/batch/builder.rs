@@ -104,6 +104,13 @@ impl BatchBuilder {
         // Into a new or empty folder the batch writes in a staging folder, put in place at the
         // end (see `BatchBuilder::atomic`).
         let folder = |e| Error::start(&self.root, ErrorKind::Directory, e);
+        if crate::plan::url_scheme(&self.root).is_some_and(|s| s.eq_ignore_ascii_case("s3")) {
+            let why = anyhow::anyhow!(
+                "'{}' is a bucket: a batch writes into a folder only, for now (`extract` writes into a bucket: docs/object-storage.md)",
+                self.root.display()
+            );
+            return Err(Error::named(&self.root, ErrorKind::Unsupported, why));
+        }
         let (staging, warnings) =
             crate::engine::Staging::prepare(&self.root, &self.opts).map_err(folder)?;
         let staging = staging.map(|staging| {

@@ -544,7 +544,7 @@ impl Disk {
 
 impl<'e> DiskWriter<'e> {
     /// Starts a file whose content comes in pieces (see [`DiskStreamed`]); seal it with
-    /// [`Writer::seal`].
+    /// [`DiskWriter::seal`].
     pub(crate) fn stream(&mut self, entry: Entry) -> Result<DiskStreamed<'e>, Error> {
         self.engine.start_streamed(&mut self.state, entry)
     }

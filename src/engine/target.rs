@@ -17,7 +17,8 @@ use crate::report::Report;
 use super::bucket;
 use super::{Content, Disk, DiskStreamed, DiskWriter, Unverified, WriterState};
 
-/// Where a run's writes land.
+/// Where a run's writes land. (One per run: the variants' sizes do not matter.)
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Engine {
     /// A local folder, held open.
     Disk(Disk),
@@ -198,7 +199,9 @@ impl<'e> Writer<'e> {
     }
 }
 
-/// A file whose content comes in pieces, on whichever target.
+/// A file whose content comes in pieces, on whichever target. (A few at a time, each with a
+/// buffer of its own far larger than either variant.)
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Streamed<'e> {
     Disk(DiskStreamed<'e>),
     #[cfg(feature = "s3")]

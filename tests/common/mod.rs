@@ -23,6 +23,7 @@ mod generate;
 mod hostile;
 mod lab;
 mod python;
+pub mod s3;
 mod tempdir;
 mod tree;
 mod zip_bytes;

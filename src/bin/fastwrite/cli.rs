@@ -256,7 +256,9 @@ pub struct ExtractArgs {
     pub patterns: Vec<String>,
 
     /// The output folder (created if missing) [default: the current folder, as tar and unzip
-    /// extract]; `-C` and `--directory` (tar's) and `-d` (unzip's) say the same
+    /// extract], or a bucket prefix, s3://BUCKET/PREFIX (credentials and endpoint as the aws CLI
+    /// finds them: docs/object-storage.md); `-C` and `--directory` (tar's) and `-d` (unzip's)
+    /// say the same
     #[arg(
         short,
         long,

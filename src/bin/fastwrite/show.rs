@@ -235,11 +235,15 @@ fn report_value(report: &Report) -> serde_json::Value {
         .failures
         .iter()
         .map(|f| {
-            serde_json::json!({
+            let mut value = serde_json::json!({
                 "path": f.path().to_string_lossy(),
                 "kind": f.kind().name(),
                 "reason": for_people(f.message()),
-            })
+            });
+            if let Some(key) = f.key() {
+                value["key"] = key.into();
+            }
+            value
         })
         .collect();
     let mirror = report.mirror.as_ref().map(|m| {

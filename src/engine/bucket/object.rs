@@ -6,8 +6,7 @@
 //!   since the epoch with the fraction after a point (`1700000000.25`: rclone's, which s3fs
 //!   reads too), `mode` as the decimal `st_mode` with the file's type bits (`33188` is a
 //!   regular file, 0644: s3fs's), and `uid`, `gid` in decimal when owners are kept.
-//! - **A folder that would be empty** is an empty object named `dir/`, as s3fs and the consoles
-//!   make them; **a symlink** is an object holding its target, with a `mode` of a link (s3fs's
+//! - **A symlink** is an object holding its target, with a `mode` of a link (s3fs's
 //!   convention, which `s3fs` mounts back as a symlink).
 
 use std::borrow::Cow;
@@ -20,7 +19,6 @@ use crate::plan::Entry;
 
 /// File type bits of `st_mode`, as s3fs keeps them in `mode`.
 pub(super) const S_IFREG: u32 = 0o100000;
-pub(super) const S_IFDIR: u32 = 0o040000;
 pub(super) const S_IFLNK: u32 = 0o120000;
 
 /// A file at most this large is one PUT; a larger one a multipart upload (as the aws CLI's

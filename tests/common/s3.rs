@@ -1,0 +1,610 @@
+//! A real S3 server for the object-storage tests: versitygw (v1.8.0, `.ci/setup` installs it)
+//! on its posix backend, over a fresh temporary folder, on a free loopback port; and real
+//! clients (the aws CLI, rclone) to put things in a bucket and read back what fastwrite stored.
+//!
+//! ```ignore
+//! let s3 = s3::Server::start(); // unmet where versitygw is missing (`try_start`: an Err)
+//! s3.make_bucket("out");
+//! let mut cmd = fastwrite_command(&osv!["extract", &archive, "-o", "s3://out/some/prefix"]);
+//! s3.apply_env(&mut cmd);
+//! run_command(cmd).assert_success();
+//! assert_eq!(s3.keys("out", "some/prefix/"), ["some/prefix/a.txt"]);
+//! assert_eq!(s3.head("out", "some/prefix/a.txt")["Metadata"]["mtime"], "1700000000");
+//! ```
+//!
+//! The server dies with its fixture (Drop kills and reaps it), and with the test process even
+//! when that is killed (`PR_SET_PDEATHSIG`). A missing server or client is an unmet prerequisite
+//! ([`unmet`]): use the fixture in a test file run by [`run_tests`], which reports it as ignored
+//! with its reason (a failure under CI).
+//!
+//! What versitygw's posix backend does not do as S3 does: a key and a key below it (`a` and
+//! `a/b`) cannot both exist, since `a` is a file or a folder (ExistingObjectIsDirectory,
+//! ObjectParentIsFile); everything else the tests use (If-None-Match on PutObject and on
+//! CompleteMultipartUpload, user metadata, ListMultipartUploads with a prefix) works as on S3.
+#![cfg(target_os = "linux")]
+
+use std::collections::BTreeMap;
+use std::ffi::{CString, OsStr, OsString};
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, mpsc};
+use std::time::{Duration, Instant};
+
+use super::*;
+
+/// The root user's access key and secret: every request is signed with them.
+pub const S3_ACCESS_KEY: &str = "fastwrite";
+pub const S3_SECRET_KEY: &str = "fastwrite-secret";
+pub const S3_REGION: &str = "us-east-1";
+
+/// How long the server may take to answer after it starts (it takes some 30 ms).
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long one run of a client (aws, rclone) may take: each moves a few small objects.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
+/// The path of versitygw's health check (`--health`): a GET there answers 200 without a
+/// signature. A bucket named `health` would be shadowed by it: the tests use no such name.
+const HEALTH: &str = "/health";
+/// The name of the rclone remote that [`Server::rclone_lsl`] defines in its environment.
+const RCLONE_REMOTE: &str = "FASTWRITES3";
+
+/// A running versitygw with its own folder. Dropping it kills the server and removes the folder.
+pub struct Server {
+    child: Child,
+    port: u16,
+    // Dropped after the server is killed (fields drop after `Drop::drop`).
+    dir: TestDir,
+}
+
+impl Server {
+    /// Starts versitygw on an empty posix root. Where versitygw is not installed the test is
+    /// unmet ([`unmet`]): the harness ([`run_tests`]) reports it as ignored, saying so (a
+    /// failure under CI). Panics, with the server's log, when it is but does not come up.
+    pub fn start() -> Server {
+        Server::try_start().unwrap_or_else(|reason| unmet(reason))
+    }
+
+    /// [`Server::start`], with `Err` (saying what to install) where versitygw is not installed.
+    pub fn try_start() -> Result<Server, String> {
+        if !on_path("versitygw") {
+            return Err(
+                "versitygw is not installed (not in PATH): the object-storage tests need it; \
+                 .ci/setup installs it (GOBIN=/usr/local/bin go install \
+                 github.com/versity/versitygw/cmd/versitygw@v1.8.0)"
+                    .into(),
+            );
+        }
+        let dir = tempdir();
+        let root = dir.join("root");
+        fs::create_dir(&root).unwrap();
+        fs::create_dir(dir.join("scratch")).unwrap();
+        // A free port is found by binding port 0 and letting it go: another process may take it
+        // before versitygw binds it, in which case versitygw exits and the next port is tried.
+        let mut last_log = String::new();
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map(|a| a.port())
+                .expect("find a free loopback port");
+            let log = fs::File::create(dir.join("server.log")).unwrap();
+            let mut cmd = Command::new("versitygw");
+            cmd.arg("--port")
+                .arg(format!("127.0.0.1:{port}"))
+                .args(["--access", S3_ACCESS_KEY, "--secret", S3_SECRET_KEY])
+                .args(["--region", S3_REGION, "--keep-alive", "--quiet"])
+                .args(["--health", HEALTH])
+                .arg("posix")
+                .arg(&root)
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log);
+            // Its own settings only: a VGW_* or ROOT_* variable of the machine's must not
+            // change them.
+            for (k, _) in std::env::vars_os() {
+                let k = k.to_string_lossy();
+                if k.starts_with("VGW_") || k.starts_with("ROOT_") {
+                    cmd.env_remove(&*k);
+                }
+            }
+            let mut child = spawn_dying_with_process(cmd)
+                .unwrap_or_else(|e| panic!("cannot start versitygw: {e}"));
+            match wait_until_ready(&mut child, port) {
+                Ok(()) => return Ok(Server { child, port, dir }),
+                Err(()) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
+            }
+            let log = fs::read_to_string(dir.join("server.log")).unwrap_or_default();
+            assert!(
+                log.contains("address already in use"),
+                "versitygw did not start on 127.0.0.1:{port} within {START_TIMEOUT:?}\n\
+                 --- its log ---\n{log}"
+            );
+            last_log = log;
+        }
+        panic!("versitygw found no free port in 5 tries\n--- its last log ---\n{last_log}")
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// (access key, secret).
+    pub fn credentials(&self) -> (&'static str, &'static str) {
+        (S3_ACCESS_KEY, S3_SECRET_KEY)
+    }
+
+    /// The posix backend's root: `ROOT/BUCKET/KEY` is the object's file (user metadata in
+    /// `user.*` extended attributes), and each bucket has a hidden `.sgwtmp` folder.
+    pub fn root(&self) -> PathBuf {
+        self.dir.join("root")
+    }
+
+    /// What the server printed (its errors: requests are not logged).
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+
+    /// The environment that points an S3 client at this server: credentials, region,
+    /// endpoint, and plain http allowed (object_store's `AmazonS3Builder::from_env` reads all of
+    /// them; path-style addressing is its default). Set with [`Server::apply_env`], which also
+    /// removes the machine's own AWS_* variables (a session token, a profile, a CA bundle).
+    pub fn env(&self) -> Vec<(String, String)> {
+        [
+            ("AWS_ACCESS_KEY_ID", S3_ACCESS_KEY.to_string()),
+            ("AWS_SECRET_ACCESS_KEY", S3_SECRET_KEY.to_string()),
+            ("AWS_REGION", S3_REGION.to_string()),
+            ("AWS_DEFAULT_REGION", S3_REGION.to_string()),
+            ("AWS_ENDPOINT_URL", self.endpoint()),
+            ("AWS_ALLOW_HTTP", "true".to_string()),
+            ("AWS_EC2_METADATA_DISABLED", "true".to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+
+    /// Gives `cmd` [`Server::env`] and nothing else of AWS: every AWS_* variable of this
+    /// process is removed first (rclone 1.60 fails on an AWS_CA_BUNDLE with "unable to load
+    /// custom CA bundle", and a stray AWS_SESSION_TOKEN or AWS_PROFILE would change what a
+    /// client signs with). The aws CLI reads no config file either.
+    pub fn apply_env(&self, cmd: &mut Command) {
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy();
+            if k.starts_with("AWS_") || k.starts_with("RCLONE_") {
+                cmd.env_remove(&*k);
+            }
+        }
+        cmd.envs(self.env());
+        cmd.env("AWS_CONFIG_FILE", "/dev/null")
+            .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+            .env("AWS_PAGER", "");
+    }
+
+    /// Makes a bucket as versitygw's CreateBucket does, with no client: a folder in the root,
+    /// with the owner's ACL and the ownership controls in its extended attributes (without
+    /// them a request with an ACL header, as rclone sends, fails with a 500 "get bucket acl:
+    /// no such key").
+    pub fn make_bucket(&self, name: &str) {
+        assert!(
+            (3..=63).contains(&name.len())
+                && name.bytes().all(|b| b.is_ascii_lowercase()
+                    || b.is_ascii_digit()
+                    || b == b'-'
+                    || b == b'.')
+                && name != &HEALTH[1..],
+            "not a bucket name for these tests: {name:?}"
+        );
+        let path = self.root().join(name);
+        fs::create_dir(&path).unwrap_or_else(|e| panic!("make bucket {}: {e}", path.display()));
+        let acl = format!(
+            r#"{{"Owner":"{S3_ACCESS_KEY}","Grantees":[{{"Permission":"FULL_CONTROL","Access":"{S3_ACCESS_KEY}","Type":"CanonicalUser"}}]}}"#
+        );
+        set_xattr(&path, "user.acl", acl.as_bytes());
+        set_xattr(&path, "user.ownership", b"BucketOwnerEnforced");
+    }
+
+    /// `aws --endpoint-url ENDPOINT ARGS...` with this server's environment, bounded in time;
+    /// its output whatever its exit code.
+    pub fn aws(&self, args: &[OsString]) -> Output {
+        need("aws", "the aws CLI (.ci/setup installs awscli from PyPI)");
+        let mut cmd = Command::new("aws");
+        cmd.arg("--endpoint-url").arg(self.endpoint());
+        cmd.args(args);
+        self.apply_env(&mut cmd);
+        run_command_full(cmd, Stdio::null(), CLIENT_TIMEOUT)
+    }
+
+    /// [`Server::aws`] that must succeed, with `--output json`; its JSON (Null when it
+    /// printed nothing).
+    #[track_caller]
+    pub fn aws_json(&self, args: &[OsString]) -> serde_json::Value {
+        let mut a = args.to_vec();
+        a.extend(osv!["--output", "json"]);
+        let out = self.aws(&a);
+        self.assert_ok(&out);
+        if out.stdout.trim().is_empty() {
+            return serde_json::Value::Null;
+        }
+        serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("aws printed no JSON: {e}\n{}", out.dump()))
+    }
+
+    #[track_caller]
+    fn assert_ok(&self, out: &Output) {
+        assert!(
+            out.status.success(),
+            "{}\n--- the server's log ---\n{}",
+            out.dump(),
+            tail(&self.log(), 40)
+        );
+    }
+
+    /// Every key in `bucket` under `prefix` (a plain string prefix, "" for all), in S3's order,
+    /// by ListObjectsV2 (all pages).
+    #[track_caller]
+    pub fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
+        let v = self.aws_json(&osv![
+            "s3api",
+            "list-objects-v2",
+            "--bucket",
+            bucket,
+            "--prefix",
+            prefix
+        ]);
+        v["Contents"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|o| {
+                        o["Key"]
+                            .as_str()
+                            .expect("a listed object's Key")
+                            .to_string()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// HeadObject's answer as the aws CLI prints it: `ContentLength`, `ETag`, `LastModified`,
+    /// `ContentType`, and `Metadata`, the user metadata (keys lowercased, no `x-amz-meta-`).
+    /// Panics when the object is not there (see [`Server::exists`]).
+    #[track_caller]
+    pub fn head(&self, bucket: &str, key: &str) -> serde_json::Value {
+        self.aws_json(&osv![
+            "s3api",
+            "head-object",
+            "--bucket",
+            bucket,
+            "--key",
+            key
+        ])
+    }
+
+    /// The user metadata of an object (HeadObject's `Metadata`).
+    #[track_caller]
+    pub fn metadata(&self, bucket: &str, key: &str) -> BTreeMap<String, String> {
+        let head = self.head(bucket, key);
+        head["Metadata"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Whether `key` is in `bucket` (HeadObject: 200 or 404).
+    #[track_caller]
+    pub fn exists(&self, bucket: &str, key: &str) -> bool {
+        let out = self.aws(&osv![
+            "s3api",
+            "head-object",
+            "--bucket",
+            bucket,
+            "--key",
+            key
+        ]);
+        if out.status.success() {
+            return true;
+        }
+        assert!(
+            out.stderr.contains("(404)"),
+            "head-object failed\n{}",
+            out.dump()
+        );
+        false
+    }
+
+    /// The object's bytes (GetObject).
+    #[track_caller]
+    pub fn get(&self, bucket: &str, key: &str) -> Vec<u8> {
+        let file = self.scratch();
+        let out = self.aws(&osv![
+            "s3api",
+            "get-object",
+            "--bucket",
+            bucket,
+            "--key",
+            key,
+            &file
+        ]);
+        self.assert_ok(&out);
+        let data = fs::read(&file).unwrap();
+        let _ = fs::remove_file(&file);
+        data
+    }
+
+    /// Stores `bytes` as `key` (PutObject), e.g. to find a key there before fastwrite runs.
+    #[track_caller]
+    pub fn put(&self, bucket: &str, key: &str, bytes: &[u8]) {
+        self.put_with_metadata(bucket, key, bytes, &[]);
+    }
+
+    /// [`Server::put`] with user metadata (`x-amz-meta-NAME: VALUE`; ASCII only, as the aws
+    /// CLI allows).
+    #[track_caller]
+    pub fn put_with_metadata(&self, bucket: &str, key: &str, bytes: &[u8], meta: &[(&str, &str)]) {
+        let file = self.scratch();
+        fs::write(&file, bytes).unwrap();
+        let mut args = osv![
+            "s3api",
+            "put-object",
+            "--bucket",
+            bucket,
+            "--key",
+            key,
+            "--body",
+            &file
+        ];
+        if !meta.is_empty() {
+            let m: serde_json::Map<String, serde_json::Value> = meta
+                .iter()
+                .map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))
+                .collect();
+            args.extend(osv!["--metadata", serde_json::Value::Object(m).to_string()]);
+        }
+        let out = self.aws(&args);
+        let _ = fs::remove_file(&file);
+        self.assert_ok(&out);
+    }
+
+    /// The multipart uploads begun and neither completed nor aborted in `bucket`, as (key,
+    /// upload id), by ListMultipartUploads (all pages).
+    #[track_caller]
+    pub fn multipart_uploads(&self, bucket: &str) -> Vec<(String, String)> {
+        let v = self.aws_json(&osv!["s3api", "list-multipart-uploads", "--bucket", bucket]);
+        v["Uploads"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|u| {
+                        (
+                            u["Key"].as_str().unwrap().to_string(),
+                            u["UploadId"].as_str().unwrap().to_string(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Leaves an incomplete multipart upload of `key`, as a run killed mid-upload would:
+    /// CreateMultipartUpload, then part 1 (`part`, which may be small: only the last part
+    /// may be, but nothing checks until completion) uploaded, and never completed. Returns
+    /// the upload id.
+    #[track_caller]
+    pub fn start_multipart_upload(&self, bucket: &str, key: &str, part: &[u8]) -> String {
+        let created = self.aws_json(&osv![
+            "s3api",
+            "create-multipart-upload",
+            "--bucket",
+            bucket,
+            "--key",
+            key
+        ]);
+        let id = created["UploadId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no UploadId in {created}"))
+            .to_string();
+        let file = self.scratch();
+        fs::write(&file, part).unwrap();
+        self.aws_json(&osv![
+            "s3api",
+            "upload-part",
+            "--bucket",
+            bucket,
+            "--key",
+            key,
+            "--upload-id",
+            &id,
+            "--part-number",
+            "1",
+            "--body",
+            &file
+        ]);
+        let _ = fs::remove_file(&file);
+        id
+    }
+
+    /// `rclone lsl REMOTE:BUCKET/PREFIX`: one line per object under it, `SIZE DATE TIME PATH`,
+    /// the path relative to PREFIX. rclone takes the time from the object's `mtime` metadata
+    /// (seconds since the epoch, fraction allowed: its own convention) when there is one, else
+    /// LastModified. The remote is defined in rclone's environment (`RCLONE_CONFIG_...`).
+    #[track_caller]
+    pub fn rclone_lsl(&self, bucket: &str, prefix: &str) -> String {
+        let out = self.rclone(&osv!["lsl", format!("{RCLONE_REMOTE}:{bucket}/{prefix}")]);
+        self.assert_ok(&out);
+        out.stdout
+    }
+
+    /// `rclone ARGS...` with a remote named `FASTWRITES3` for this server, failing fast (one
+    /// try, few low-level retries) and bounded in time; its output whatever its exit code.
+    pub fn rclone(&self, args: &[OsString]) -> Output {
+        need(
+            "rclone",
+            "rclone (Debian's package rclone; .ci/setup installs it)",
+        );
+        let mut cmd = Command::new("rclone");
+        cmd.args(args);
+        cmd.args(["--retries", "1", "--low-level-retries", "2"]);
+        cmd.args(["--contimeout", "5s", "--timeout", "30s"]);
+        self.apply_env(&mut cmd);
+        let r = format!("RCLONE_CONFIG_{RCLONE_REMOTE}_");
+        cmd.env(format!("{r}TYPE"), "s3")
+            .env(format!("{r}PROVIDER"), "Other")
+            .env(format!("{r}ENDPOINT"), self.endpoint())
+            .env(format!("{r}ACCESS_KEY_ID"), S3_ACCESS_KEY)
+            .env(format!("{r}SECRET_ACCESS_KEY"), S3_SECRET_KEY)
+            .env(format!("{r}REGION"), S3_REGION)
+            // No config file of the machine's: the remote is all in the environment.
+            .env("RCLONE_CONFIG", self.dir.join("rclone.conf"));
+        run_command_full(cmd, Stdio::null(), CLIENT_TIMEOUT)
+    }
+
+    /// A fresh file name in the fixture's folder, for a client's input or output.
+    fn scratch(&self) -> PathBuf {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        self.dir
+            .join("scratch")
+            .join(NEXT.fetch_add(1, Ordering::Relaxed).to_string())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Polls the server's health check until it answers 200: `Err` if the server exits first or
+/// does not answer within [`START_TIMEOUT`].
+fn wait_until_ready(child: &mut Child, port: u16) -> Result<(), ()> {
+    let start = Instant::now();
+    loop {
+        if child.try_wait().expect("wait for versitygw").is_some() {
+            return Err(());
+        }
+        if health_ok(port) {
+            return Ok(());
+        }
+        if start.elapsed() > START_TIMEOUT {
+            return Err(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether versitygw answers 200 on its health check at `port`.
+fn health_ok(port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
+    let request = format!("GET {HEALTH} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    let mut response = Vec::new();
+    s.write_all(request.as_bytes()).is_ok()
+        && s.read_to_end(&mut response).is_ok()
+        && response.starts_with(b"HTTP/1.1 200")
+        && String::from_utf8_lossy(&response).contains("VERSITYGW")
+}
+
+/// Whether `program` is in PATH.
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+}
+
+/// Unmet ([`unmet`]) when `program` is not in PATH.
+fn need(program: &str, what: &str) {
+    if !on_path(program) {
+        unmet(format!(
+            "`{program}` is not installed (not in PATH): the object-storage tests need {what}"
+        ));
+    }
+}
+
+fn set_xattr(path: &Path, name: &str, value: &[u8]) {
+    use std::os::unix::ffi::OsStrExt;
+    let p = CString::new(path.as_os_str().as_bytes()).unwrap();
+    let n = CString::new(name).unwrap();
+    // SAFETY: both strings are NUL-terminated and live across the call; value is a valid
+    // buffer of its length.
+    let r = unsafe {
+        libc::setxattr(
+            p.as_ptr(),
+            n.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    assert!(
+        r == 0,
+        "setxattr {name} on {}: {} (versitygw's posix backend needs a filesystem with user \
+         extended attributes)",
+        path.display(),
+        std::io::Error::last_os_error()
+    );
+}
+
+/// The last `n` lines of `s`.
+fn tail(s: &str, n: usize) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Spawns `cmd` so that it is killed (SIGKILL) when this process ends, however it ends: no
+/// server outlives a test run that was killed. `PR_SET_PDEATHSIG` fires when the *thread* that
+/// forked the child ends, so every child is forked by one thread that lives as long as the
+/// process, not by the test's thread: a fixture may outlive the test that made it.
+fn spawn_dying_with_process(mut cmd: Command) -> std::io::Result<Child> {
+    use std::os::unix::process::CommandExt;
+    type Job = (Command, mpsc::Sender<std::io::Result<Child>>);
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
+    // SAFETY: prctl is async-signal-safe, and the closure touches nothing of the parent's.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("s3-server-spawner".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(cmd.spawn());
+                }
+            })
+            .expect("start the spawner thread");
+        Mutex::new(tx)
+    });
+    let (reply, answer) = mpsc::channel();
+    spawner
+        .lock()
+        .unwrap()
+        .send((cmd, reply))
+        .expect("the spawner thread is gone");
+    answer.recv().expect("the spawner thread is gone")
+}

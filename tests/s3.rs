@@ -1,0 +1,294 @@
+//! Extracting into a bucket (`-o s3://BUCKET/PREFIX`), against a real S3 server started here
+//! (versitygw, its posix backend on a temporary folder: `tests/common/s3.rs`), with what was
+//! written read back by real clients: the aws CLI and rclone.
+
+#[macro_use]
+mod common;
+
+fn main() {
+    #[cfg(target_os = "linux")]
+    let tests = {
+        use linux::*;
+        tests![
+            an_archive_lands_in_the_bucket_with_its_times_and_modes,
+            a_tar_from_a_pipe_keeps_folders_and_links_as_s3fs_reads_them,
+            an_existing_key_is_never_replaced_unless_asked,
+            a_large_file_is_a_multipart_upload_that_leaves_no_part_behind,
+            what_a_bucket_cannot_take_is_refused_before_anything_is_written,
+            a_missing_bucket_is_said_at_once,
+        ]
+    };
+    // The server and the clients that read the bucket back run here on Linux.
+    #[cfg(not(target_os = "linux"))]
+    let tests = Vec::new();
+    common::run_tests(tests);
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::process::Command;
+
+    use crate::common::*;
+
+    /// fastwrite with `args`, talking to `server`.
+    fn fastwrite_on(server: &s3::Server, args: &[std::ffi::OsString]) -> Output {
+        let mut cmd = fastwrite_command(args);
+        for (name, value) in server.env() {
+            cmd.env(name, value);
+        }
+        let out = run_command(cmd);
+        assert_no_panic(&out);
+        out
+    }
+
+    fn zip_of(dir: &TestDir, files: &[(&str, &[u8])]) -> std::path::PathBuf {
+        let src = dir.join("src");
+        for (name, data) in files {
+            let path = src.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, data).unwrap();
+        }
+        // Known times and modes, as a user's tree has them.
+        for (i, (name, _)) in files.iter().enumerate() {
+            let path = src.join(name);
+            let time = filetime::FileTime::from_unix_time(1_600_000_000 + i as i64 * 1000, 0);
+            filetime::set_file_mtime(&path, time).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        }
+        let archive = dir.join("a.zip");
+        let mut names: Vec<_> = files
+            .iter()
+            .map(|(n, _)| std::ffi::OsString::from(n))
+            .collect();
+        let mut args = osv!["-q", "-X", &archive];
+        args.append(&mut names);
+        let mut cmd = Command::new("zip");
+        cmd.args(&args).current_dir(&src);
+        run_command(cmd).assert_code(0);
+        archive
+    }
+
+    pub fn an_archive_lands_in_the_bucket_with_its_times_and_modes() {
+        let server = s3::Server::start();
+        server.make_bucket("land");
+        let t = tempdir();
+        let files: &[(&str, &[u8])] = &[
+            ("a.txt", b"alpha"),
+            ("dir/b.txt", b"beta beta"),
+            ("dir/sub/c.bin", &[0u8, 1, 2, 255]),
+            ("caf\u{e9} \u{1f600}.txt", b"unicode"),
+        ];
+        let archive = zip_of(&t, files);
+        let out = fastwrite_on(
+            &server,
+            &osv!["extract", &archive, "-o", "s3://land/p/q/", "--json"],
+        );
+        out.assert_code(0);
+        let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        assert_eq!(json["files"], 4, "{}", out.dump());
+        let mut keys = server.keys("land", "");
+        keys.sort();
+        let mut want: Vec<String> = files.iter().map(|(n, _)| format!("p/q/{n}")).collect();
+        want.sort();
+        assert_eq!(
+            keys, want,
+            "exactly the archive's files, nothing else (no probe left)"
+        );
+        for (i, (name, data)) in files.iter().enumerate() {
+            let key = format!("p/q/{name}");
+            assert_eq!(server.get("land", &key), *data, "{key}");
+            let head = server.head("land", &key);
+            let meta = &head["Metadata"];
+            assert_eq!(
+                meta["mtime"],
+                (1_600_000_000 + i as i64 * 1000).to_string(),
+                "{head}"
+            );
+            assert_eq!(meta["mode"], (0o100640).to_string(), "{head}");
+        }
+        // rclone reads the times back as the files' own (`rclone lsl`: size, time, name).
+        let listing = server.rclone_lsl("land", "p/q/");
+        let line = listing
+            .lines()
+            .find(|l| l.ends_with(" a.txt"))
+            .unwrap_or_else(|| panic!("{listing}"));
+        assert!(line.contains("2020-09-13 12:26:40"), "{listing}");
+    }
+
+    pub fn a_tar_from_a_pipe_keeps_folders_and_links_as_s3fs_reads_them() {
+        let server = s3::Server::start();
+        server.make_bucket("tars");
+        let t = tempdir();
+        let archive = t.join("a.tar.gz");
+        make_tar(
+            &archive,
+            "gnu",
+            &[
+                TarEntry::dir("top", 0o755),
+                TarEntry::file("top/f.txt", b"file".to_vec(), 0o600).mtime("1609556645"),
+                TarEntry::dir("top/empty", 0o700).mtime("1609556645"),
+                TarEntry::symlink("top/link", "f.txt"),
+                TarEntry::hardlink("top/hard", "top/f.txt"),
+            ],
+        );
+        let data = std::fs::read(&archive).unwrap();
+        let mut cmd = fastwrite_command(&osv!["extract", "-", "-o", "s3://tars/x", "--json"]);
+        for (name, value) in server.env() {
+            cmd.env(name, value);
+        }
+        let out = run_command_feeding(cmd, gzip(&data));
+        assert_no_panic(&out);
+        out.assert_code(0);
+        let mut keys = server.keys("tars", "x/");
+        keys.sort();
+        assert_eq!(
+            keys,
+            ["x/top/f.txt", "x/top/hard", "x/top/link"],
+            "{}",
+            out.dump()
+        );
+        assert_eq!(server.get("tars", "x/top/link"), b"f.txt");
+        assert_eq!(
+            server.head("tars", "x/top/link")["Metadata"]["mode"],
+            (0o120777).to_string()
+        );
+        assert_eq!(server.get("tars", "x/top/hard"), b"file");
+        // An empty folder is not dropped silently.
+        let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        assert!(
+            json["warnings"][0].as_str().unwrap().contains("'top/empty"),
+            "{json}"
+        );
+    }
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let t = tempdir();
+        let path = t.join("x");
+        std::fs::write(&path, data).unwrap();
+        tool_stdout("gzip", &osv!["-c", &path])
+    }
+
+    pub fn an_existing_key_is_never_replaced_unless_asked() {
+        let server = s3::Server::start();
+        server.make_bucket("keep");
+        let t = tempdir();
+        let archive = zip_of(&t, &[("a.txt", b"new"), ("b.txt", b"b")]);
+        server.put("keep", "p/a.txt", b"old");
+        let out = fastwrite_on(
+            &server,
+            &osv!["extract", &archive, "-o", "s3://keep/p", "--json"],
+        );
+        out.assert_code(1);
+        let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        let failure = &json["failures"][0];
+        assert_eq!(failure["path"], "a.txt", "{json}");
+        assert_eq!(failure["kind"], "already-exists", "{json}");
+        assert_eq!(
+            failure["key"], "s3://keep/p/a.txt",
+            "the key is named: {json}"
+        );
+        assert_eq!(server.get("keep", "p/a.txt"), b"old");
+        assert_eq!(server.get("keep", "p/b.txt"), b"b");
+        // Kept on purpose, then replaced on purpose.
+        let out = fastwrite_on(
+            &server,
+            &osv!["extract", &archive, "-o", "s3://keep/p", "--skip-existing"],
+        );
+        out.assert_code(0);
+        assert!(
+            out.stderr.contains("kept 2 existing files"),
+            "{}",
+            out.dump()
+        );
+        assert_eq!(server.get("keep", "p/a.txt"), b"old");
+        let out = fastwrite_on(
+            &server,
+            &osv!["extract", &archive, "-o", "s3://keep/p", "--overwrite"],
+        );
+        out.assert_code(0);
+        assert_eq!(server.get("keep", "p/a.txt"), b"new");
+    }
+
+    pub fn a_large_file_is_a_multipart_upload_that_leaves_no_part_behind() {
+        let server = s3::Server::start();
+        server.make_bucket("big");
+        let t = tempdir();
+        // 40 MiB: three parts of 16 MiB, 16 MiB and 8 MiB, through a pipe (a stream of unknown
+        // size) and from a file.
+        let data: Vec<u8> = (0..40u32 << 20)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect();
+        let archive = t.join("big.tar");
+        make_tar(
+            &archive,
+            "gnu",
+            &[TarEntry::file("big.bin", data.clone(), 0o644)],
+        );
+        let out = fastwrite_on(&server, &osv!["extract", &archive, "-o", "s3://big/file/"]);
+        out.assert_code(0);
+        assert!(
+            server.get("big", "file/big.bin") == data,
+            "the object's content differs"
+        );
+        let tar = std::fs::read(&archive).unwrap();
+        let mut cmd = fastwrite_command(&osv!["extract", "-", "-o", "s3://big/pipe/"]);
+        for (name, value) in server.env() {
+            cmd.env(name, value);
+        }
+        let out = run_command_feeding(cmd, gzip(&tar));
+        out.assert_code(0);
+        assert!(
+            server.get("big", "pipe/big.bin") == data,
+            "the object's content differs"
+        );
+        assert_eq!(
+            server.head("big", "pipe/big.bin")["Metadata"]["mode"],
+            (0o100644).to_string()
+        );
+        // Taken: the file is not uploaded again, and its parts are not left behind.
+        let out = fastwrite_on(&server, &osv!["extract", &archive, "-o", "s3://big/file/"]);
+        out.assert_code(1);
+        assert!(out.stderr.contains("already exists"), "{}", out.dump());
+        assert_eq!(
+            server.multipart_uploads("big"),
+            Vec::<(String, String)>::new()
+        );
+    }
+
+    pub fn what_a_bucket_cannot_take_is_refused_before_anything_is_written() {
+        let server = s3::Server::start();
+        server.make_bucket("refused");
+        let t = tempdir();
+        let archive = zip_of(&t, &[("a.txt", b"a")]);
+        let out = fastwrite_on(
+            &server,
+            &osv!["extract", &archive, "-o", "s3://refused/p", "--atomic"],
+        );
+        out.assert_code(2);
+        assert!(
+            out.stderr.contains("a bucket has no rename"),
+            "{}",
+            out.dump()
+        );
+        assert_eq!(server.keys("refused", ""), Vec::<String>::new());
+        // A prefix no reader could show as a folder.
+        let out = fastwrite_on(
+            &server,
+            &osv!["extract", &archive, "-o", "s3://refused/a/../b"],
+        );
+        out.assert_code(2);
+        assert!(out.stderr.contains("'..'"), "{}", out.dump());
+        assert_eq!(server.keys("refused", ""), Vec::<String>::new());
+    }
+
+    pub fn a_missing_bucket_is_said_at_once() {
+        let server = s3::Server::start();
+        let t = tempdir();
+        let archive = zip_of(&t, &[("a.txt", b"a")]);
+        let out = fastwrite_on(&server, &osv!["extract", &archive, "-o", "s3://nosuch/p"]);
+        out.assert_code(2);
+        assert!(out.stderr.contains("s3://nosuch/p/"), "{}", out.dump());
+        assert!(!t.join("s3:").exists());
+    }
+}
