@@ -16,6 +16,7 @@ fn main() {
             a_large_file_is_a_multipart_upload_that_leaves_no_part_behind,
             what_a_bucket_cannot_take_is_refused_before_anything_is_written,
             a_missing_bucket_is_said_at_once,
+            the_last_copy_of_a_path_in_a_tar_wins,
         ]
     };
     // The server and the clients that read the bucket back run here on Linux.
@@ -290,5 +291,35 @@ mod linux {
         out.assert_code(2);
         assert!(out.stderr.contains("s3://nosuch/p/"), "{}", out.dump());
         assert!(!t.join("s3:").exists());
+    }
+
+    pub fn the_last_copy_of_a_path_in_a_tar_wins() {
+        let server = s3::Server::start();
+        server.make_bucket("copies");
+        let t = tempdir();
+        let archive = t.join("a.tar");
+        let mut entries = Vec::new();
+        for i in 0..20 {
+            entries.push(TarEntry::file(
+                &format!("f{i}.txt"),
+                vec![b'x'; 1000],
+                0o644,
+            ));
+        }
+        entries.push(TarEntry::file("f3.txt", b"second".to_vec(), 0o600));
+        make_tar(&archive, "gnu", &entries);
+        let out = fastwrite_on(&server, &osv!["extract", &archive, "-o", "s3://copies/p"]);
+        out.assert_code(0);
+        assert_eq!(
+            server.get("copies", "p/f3.txt"),
+            b"second",
+            "{}",
+            out.dump()
+        );
+        assert_eq!(
+            server.head("copies", "p/f3.txt")["Metadata"]["mode"],
+            (0o100600).to_string()
+        );
+        assert_eq!(server.keys("copies", "p/").len(), 20);
     }
 }

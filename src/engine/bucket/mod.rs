@@ -82,7 +82,7 @@ struct Shared {
     /// Symlinks and hard links made.
     symlinks: AtomicU64,
     hardlinks: AtomicU64,
-    kept: Kept,
+    kept: Mutex<Kept>,
     /// Keys this run wrote: a later copy of a path in the same run replaces its own upload.
     written: Mutex<HashSet<String>>,
 }
@@ -164,7 +164,7 @@ impl Bucket {
             skipped: AtomicU64::new(0),
             symlinks: AtomicU64::new(0),
             hardlinks: AtomicU64::new(0),
-            kept: Kept::default(),
+            kept: Mutex::default(),
             written: Mutex::default(),
         });
         Ok(Bucket {
@@ -328,8 +328,9 @@ impl Bucket {
     /// Uploads `data` as `entry`'s object: one PUT, its result recorded when it completes.
     fn put(&self, entry: &Entry, data: Vec<u8>) {
         let key = object::key(&self.shared.url.prefix, &entry.path);
-        if entry.replaces && self.shared.written.lock().unpoisoned().contains(&key) {
-            // A later copy of a path this run wrote: its turn comes after every upload.
+        if entry.replaces {
+            // A later copy of a path the archive named before (whose upload may still be in
+            // flight): its turn comes after every upload, so the last copy wins.
             self.deferred
                 .lock()
                 .unpoisoned()
@@ -380,10 +381,17 @@ impl Bucket {
             // Later copies, in the source's order, each replacing the one before.
             for (entry, data) in std::mem::take(&mut deferred.later) {
                 self.fill_parents(&entry.path);
+                let key = object::key(&self.shared.url.prefix, &entry.path);
+                // It replaces what this run wrote there; anything else only as asked.
+                let ours = self.shared.written.lock().unpoisoned().contains(&key);
                 let job = Job {
                     name: entry.name.clone(),
-                    key: object::key(&self.shared.url.prefix, &entry.path),
-                    mode: PutMode::Overwrite,
+                    key,
+                    mode: if ours {
+                        PutMode::Overwrite
+                    } else {
+                        self.put_mode()
+                    },
                     attributes: object::attributes(
                         &entry,
                         S_IFREG,
@@ -521,11 +529,8 @@ impl Bucket {
         let Bucket {
             shared, runtime, ..
         } = self;
+        // Every upload has ended (the gate is drained); the runtime's threads stop here.
         drop(runtime);
-        let shared = Arc::into_inner(shared);
-        let Some(shared) = shared else {
-            return Report::default();
-        };
         let mut warnings = Vec::new();
         if !shared.conditional && shared.overwrite != Overwrite::Replace {
             warnings.push(format!(
@@ -533,13 +538,15 @@ impl Bucket {
                 shared.url
             ));
         }
-        warnings.extend(shared.kept.warning(shared.overwrite));
+        let kept = std::mem::take(&mut *shared.kept.lock().unpoisoned());
+        warnings.extend(kept.warning(shared.overwrite));
+        let count = |n: &AtomicU64| n.load(Ordering::Relaxed);
         Report {
-            files: shared.files.into_inner(),
-            bytes: shared.bytes.into_inner(),
-            skipped: shared.skipped.into_inner(),
-            symlinks: shared.symlinks.into_inner(),
-            hardlinks: shared.hardlinks.into_inner(),
+            files: count(&shared.files),
+            bytes: count(&shared.bytes),
+            skipped: count(&shared.skipped),
+            symlinks: count(&shared.symlinks),
+            hardlinks: count(&shared.hardlinks),
             failures: shared.failures.take(),
             close_threads: peak,
             peak_close_queue: peak,
@@ -837,7 +844,7 @@ impl Shared {
     fn exists(&self, job: &Job) {
         if self.overwrite == Overwrite::Skip || self.overwrite == Overwrite::Update {
             self.skipped.fetch_add(1, Ordering::Relaxed);
-            self.kept.note(&job.name);
+            self.kept.lock().unpoisoned().note(&job.name);
             return;
         }
         let key = self.key_url(&job.key);
