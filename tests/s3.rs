@@ -17,6 +17,8 @@ fn main() {
             what_a_bucket_cannot_take_is_refused_before_anything_is_written,
             a_missing_bucket_is_said_at_once,
             the_last_copy_of_a_path_in_a_tar_wins,
+            a_killed_upload_is_aborted_by_the_next_run,
+            a_key_taken_during_a_multipart_upload_is_not_replaced,
         ]
     };
     // The server and the clients that read the bucket back run here on Linux.
@@ -145,7 +147,7 @@ mod linux {
         keys.sort();
         assert_eq!(
             keys,
-            ["x/top/f.txt", "x/top/hard", "x/top/link"],
+            ["x/top/empty/", "x/top/f.txt", "x/top/hard", "x/top/link"],
             "{}",
             out.dump()
         );
@@ -155,12 +157,12 @@ mod linux {
             (0o120777).to_string()
         );
         assert_eq!(server.get("tars", "x/top/hard"), b"file");
-        // An empty folder is not dropped silently.
+        // An empty folder is a marker object, as s3fs makes and reads them.
+        let folder = server.head("tars", "x/top/empty/");
+        assert_eq!(folder["Metadata"]["mode"], (0o040700).to_string(), "{folder}");
+        assert_eq!(folder["Metadata"]["mtime"], "1609556645", "{folder}");
         let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-        assert!(
-            json["warnings"][0].as_str().unwrap().contains("'top/empty"),
-            "{json}"
-        );
+        assert_eq!(json["dirs"], 1, "{json}");
     }
 
     fn gzip(data: &[u8]) -> Vec<u8> {
@@ -321,5 +323,124 @@ mod linux {
             (0o100600).to_string()
         );
         assert_eq!(server.keys("copies", "p/").len(), 20);
+    }
+
+    /// fastwrite extracting a tar from a pipe this test feeds: the first `first` bytes of
+    /// `tar`, then it waits for `between` (called with the server), then the rest.
+    fn feed_in_two(
+        server: &s3::Server,
+        args: &[std::ffi::OsString],
+        tar: &[u8],
+        first: usize,
+        between: impl FnOnce(&mut std::process::Child),
+    ) -> Option<Output> {
+        use std::io::Write as _;
+        let mut cmd = fastwrite_command(args);
+        server.apply_env(&mut cmd);
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&tar[..first]).unwrap();
+        between(&mut child);
+        // A killed child reads nothing more.
+        let _ = stdin.write_all(&tar[first..]);
+        drop(stdin);
+        let out = wait_output(
+            child,
+            "fastwrite".into(),
+            std::time::Duration::from_secs(120),
+        );
+        Some(out)
+    }
+
+    /// Waits (at most a minute) until `bucket` has an open multipart upload.
+    fn until_an_upload_is_open(server: &s3::Server, bucket: &str) {
+        let start = std::time::Instant::now();
+        while server.multipart_uploads(bucket).is_empty() {
+            assert!(start.elapsed().as_secs() < 60, "no multipart upload began");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+
+    fn big_tar(t: &TestDir, size: usize) -> Vec<u8> {
+        let data: Vec<u8> = (0..size as u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect();
+        let archive = t.join("big.tar");
+        make_tar(
+            &archive,
+            "gnu",
+            &[
+                TarEntry::file("small.txt", b"small".to_vec(), 0o644),
+                TarEntry::file("big.bin", data, 0o644),
+            ],
+        );
+        std::fs::read(&archive).unwrap()
+    }
+
+    pub fn a_killed_upload_is_aborted_by_the_next_run() {
+        let server = s3::Server::start();
+        server.make_bucket("killed");
+        let t = tempdir();
+        let tar = big_tar(&t, 40 << 20);
+        let args = osv!["extract", "-", "-o", "s3://killed/p/"];
+        // Killed with its large file half sent: its first part up, the upload open.
+        feed_in_two(&server, &args, &tar, 30 << 20, |child| {
+            until_an_upload_is_open(&server, "killed");
+            child.kill().unwrap();
+        });
+        assert_eq!(server.multipart_uploads("killed").len(), 1);
+        assert!(
+            !server.exists("killed", "p/big.bin"),
+            "nothing partial under the key"
+        );
+        // The rerun (the small file is there already: kept) aborts what the killed run left
+        // and ends with exactly the archive's keys.
+        let rerun = t.join("again.tar");
+        std::fs::write(&rerun, &tar).unwrap();
+        let out = fastwrite_on(
+            &server,
+            &osv!["extract", &rerun, "-o", "s3://killed/p/", "--skip-existing"],
+        );
+        out.assert_code(0);
+        assert!(
+            out.stderr
+                .contains("aborted 1 incomplete multipart uploads a killed fastwrite run left"),
+            "{}",
+            out.dump()
+        );
+        assert_eq!(
+            server.multipart_uploads("killed"),
+            Vec::<(String, String)>::new()
+        );
+        let mut keys = server.keys("killed", "");
+        keys.sort();
+        assert_eq!(keys, ["p/big.bin", "p/small.txt"]);
+    }
+
+    pub fn a_key_taken_during_a_multipart_upload_is_not_replaced() {
+        let server = s3::Server::start();
+        server.make_bucket("raced");
+        let t = tempdir();
+        let tar = big_tar(&t, 40 << 20);
+        let args = osv!["extract", "-", "-o", "s3://raced/p/", "--json"];
+        // Someone else makes the key after fastwrite looked at it and began its upload.
+        let out = feed_in_two(&server, &args, &tar, 30 << 20, |_| {
+            until_an_upload_is_open(&server, "raced");
+            server.put("raced", "p/big.bin", b"theirs");
+        })
+        .unwrap();
+        out.assert_code(1);
+        let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        assert_eq!(json["failures"][0]["kind"], "already-exists", "{json}");
+        assert_eq!(json["failures"][0]["key"], "s3://raced/p/big.bin", "{json}");
+        assert_eq!(server.get("raced", "p/big.bin"), b"theirs");
+        assert_eq!(
+            server.multipart_uploads("raced"),
+            Vec::<(String, String)>::new()
+        );
+        assert_eq!(server.keys("raced", "").len(), 2, "no mark left behind");
     }
 }

@@ -32,6 +32,8 @@ pub(crate) struct Meter {
     pub throttled: AtomicU64,
     /// The sum of every request's time, in microseconds.
     pub micros: AtomicU64,
+    /// The metered client itself, for the requests the store does not make (`raw.rs`).
+    pub client: std::sync::OnceLock<HttpClient>,
 }
 
 impl Meter {
@@ -71,15 +73,17 @@ struct MeteredConnector(Arc<Meter>);
 impl HttpConnector for MeteredConnector {
     fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
         let inner = ReqwestConnector::default().connect(options)?;
-        Ok(HttpClient::new(Metered {
+        let client = HttpClient::new(Metered {
             inner,
             meter: Arc::clone(&self.0),
-        }))
+        });
+        let _ = self.0.client.set(client.clone());
+        Ok(client)
     }
 }
 
-/// The store for `url`'s bucket, with the run's meter on every request.
-pub(crate) fn store(url: &BucketUrl, meter: Arc<Meter>) -> anyhow::Result<AmazonS3> {
+/// The store for `url`'s bucket, with the run's meter on every request, and its region.
+pub(crate) fn store(url: &BucketUrl, meter: Arc<Meter>) -> anyhow::Result<(AmazonS3, String)> {
     let mut builder = AmazonS3Builder::from_env();
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     if env("AWS_ACCESS_KEY_ID").is_none() {
@@ -91,12 +95,12 @@ pub(crate) fn store(url: &BucketUrl, meter: Arc<Meter>) -> anyhow::Result<Amazon
         .get_config_value(&AmazonS3ConfigKey::Endpoint)
         .is_some_and(|endpoint| endpoint.starts_with("http://"))
         || env("AWS_ALLOW_HTTP").is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    let region = builder.get_config_value(&AmazonS3ConfigKey::Region);
-    let default_region = builder.get_config_value(&AmazonS3ConfigKey::DefaultRegion);
-    if region.is_none() && default_region.is_none() {
+    let region = builder
+        .get_config_value(&AmazonS3ConfigKey::Region)
+        .or_else(|| builder.get_config_value(&AmazonS3ConfigKey::DefaultRegion))
         // The aws CLI's default, which S3-compatible servers ignore.
-        builder = builder.with_region("us-east-1");
-    }
+        .unwrap_or_else(|| "us-east-1".to_string());
+    builder = builder.with_region(&region);
     let retry = RetryConfig {
         backoff: BackoffConfig {
             init_backoff: Duration::from_millis(100),
@@ -118,6 +122,7 @@ pub(crate) fn store(url: &BucketUrl, meter: Arc<Meter>) -> anyhow::Result<Amazon
         )
         .with_http_connector(MeteredConnector(meter))
         .build()
+        .map(|store| (store, region))
         .with_context(|| format!("cannot use bucket '{}'", url.bucket))
 }
 

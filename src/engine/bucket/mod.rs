@@ -17,6 +17,8 @@
 mod client;
 mod flight;
 mod object;
+mod raw;
+mod stale;
 mod url;
 
 pub(crate) use url::BucketUrl;
@@ -30,10 +32,10 @@ use std::time::Instant;
 use anyhow::{Context, anyhow};
 use futures_util::StreamExt;
 use object_store::aws::AmazonS3;
+use object_store::multipart::{MultipartStore, PartId};
 use object_store::path::Path as Key;
 use object_store::{
-    Attributes, GetOptions, MultipartUpload, ObjectStore, ObjectStoreExt, PutMode,
-    PutMultipartOptions, PutOptions, PutPayload,
+    GetOptions, ObjectStore, ObjectStoreExt, PutMode, PutMultipartOptions, PutOptions, PutPayload,
 };
 
 use super::kept::Kept;
@@ -47,7 +49,7 @@ use crate::sync::Unpoisoned;
 
 use client::Meter;
 use flight::Gate;
-use object::{S_IFLNK, S_IFREG, SINGLE_PUT_MAX};
+use object::{S_IFDIR, S_IFLNK, S_IFREG, SINGLE_PUT_MAX};
 
 /// What a bucket cannot be given, refused before anything is written.
 pub(crate) fn refuse_what_does_not_apply(root: &Path, opts: &Options) -> anyhow::Result<()> {
@@ -68,6 +70,7 @@ pub(crate) fn refuse_what_does_not_apply(root: &Path, opts: &Options) -> anyhow:
 struct Shared {
     url: BucketUrl,
     store: AmazonS3,
+    raw: raw::Raw,
     gate: Gate,
     meter: Arc<Meter>,
     failures: Arc<Failures>,
@@ -79,7 +82,8 @@ struct Shared {
     files: AtomicU64,
     bytes: AtomicU64,
     skipped: AtomicU64,
-    /// Symlinks and hard links made.
+    /// Folder markers, symlinks and hard links made.
+    dirs: AtomicU64,
     symlinks: AtomicU64,
     hardlinks: AtomicU64,
     kept: Mutex<Kept>,
@@ -92,6 +96,8 @@ pub(crate) struct Bucket {
     shared: Arc<Shared>,
     runtime: tokio::runtime::Runtime,
     opts: Options,
+    /// What the start found of killed runs' uploads, for the report.
+    stale: Vec<String>,
     declared: AtomicU64,
     over_limit: AtomicBool,
     deferred: Mutex<Deferred>,
@@ -116,7 +122,7 @@ struct Job {
     name: String,
     key: String,
     mode: PutMode,
-    attributes: Attributes,
+    meta: object::Meta,
     /// The file's bytes, for the count (a skipped file adds none).
     size: u64,
     /// The entry's mtime: with `Overwrite::Update`, an existing object older than this is
@@ -129,7 +135,13 @@ impl Bucket {
         refuse_what_does_not_apply(root, opts)?;
         let start = |e: anyhow::Error| Error::start(root, ErrorKind::Directory, e);
         let meter = Arc::new(Meter::default());
-        let store = client::store(&url, Arc::clone(&meter)).map_err(start)?;
+        let (store, region) = client::store(&url, Arc::clone(&meter)).map_err(start)?;
+        let http = meter
+            .client
+            .get()
+            .cloned()
+            .context("the store made no HTTP client")?;
+        let raw = raw::Raw::new(store.clone(), http, region);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(crate::options::default_threads().max(2))
             .thread_name("fastwrite-upload")
@@ -150,9 +162,16 @@ impl Bucket {
             }
         });
         let conditional = probe.map_err(|e| start(e.context(format!("cannot use '{url}'"))))?;
+        // What killed runs left open (one listing of the marks).
+        let stale = runtime.block_on(stale::clean(&store, &url)).map_err(|e| {
+            start(e.context(format!(
+                "cannot look for uploads killed runs left in '{url}'"
+            )))
+        })?;
         let shared = Arc::new(Shared {
             url,
             store,
+            raw,
             gate: Gate::new(Arc::clone(&meter), writers, budget),
             meter,
             failures: Arc::new(Failures::default()),
@@ -162,6 +181,7 @@ impl Bucket {
             files: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
+            dirs: AtomicU64::new(0),
             symlinks: AtomicU64::new(0),
             hardlinks: AtomicU64::new(0),
             kept: Mutex::default(),
@@ -172,6 +192,7 @@ impl Bucket {
             shared,
             runtime,
             opts: opts.clone(),
+            stale,
             declared: AtomicU64::new(0),
             over_limit: AtomicBool::new(false),
             deferred: Mutex::default(),
@@ -343,12 +364,7 @@ impl Bucket {
             name: entry.name.clone(),
             key,
             mode: self.put_mode(),
-            attributes: object::attributes(
-                entry,
-                S_IFREG,
-                self.mode_of(entry),
-                self.owner_of(entry),
-            ),
+            meta: object::metadata(entry, S_IFREG, self.mode_of(entry), self.owner_of(entry)),
             size: data.len() as u64,
             mtime: entry.mtime,
         };
@@ -392,7 +408,7 @@ impl Bucket {
                     } else {
                         self.put_mode()
                     },
-                    attributes: object::attributes(
+                    meta: object::metadata(
                         &entry,
                         S_IFREG,
                         self.mode_of(&entry),
@@ -417,11 +433,8 @@ impl Bucket {
             for entry in &links {
                 self.make_link(entry);
             }
-            let empty = self.empty_dirs(&deferred);
+            self.make_empty_dirs(&deferred);
             self.shared.gate.drain();
-            let mut report = self.into_report();
-            report.warnings.extend(empty);
-            return report;
         }
         self.into_report()
     }
@@ -469,12 +482,7 @@ impl Bucket {
                     name: entry.name.clone(),
                     key,
                     mode: self.put_mode(),
-                    attributes: object::attributes(
-                        entry,
-                        S_IFLNK,
-                        Some(0o777),
-                        self.owner_of(entry),
-                    ),
+                    meta: object::metadata(entry, S_IFLNK, Some(0o777), self.owner_of(entry)),
                     size: 0,
                     mtime: None,
                 };
@@ -492,7 +500,7 @@ impl Bucket {
                     name: entry.name.clone(),
                     key,
                     mode: self.put_mode(),
-                    attributes: Attributes::new(),
+                    meta: object::Meta::new(),
                     size: 0,
                     mtime: None,
                 };
@@ -504,34 +512,59 @@ impl Bucket {
         }
     }
 
-    /// Folders that nothing was written under. A bucket has no folders, and s3fs and the
-    /// consoles show one from an empty `dir/` object; `object_store` 0.14 cannot name a key
-    /// that ends in `/` (its paths drop the last `/`), so these are not made yet, and a
-    /// warning names them (docs/object-storage.md).
-    fn empty_dirs(&self, deferred: &Deferred) -> Option<String> {
-        let empty: Vec<&str> = deferred
-            .dirs
-            .iter()
-            .filter(|e| !e.path.as_os_str().is_empty() && !deferred.filled.contains(&e.path))
-            .map(|e| e.name.as_str())
-            .collect();
-        let first = empty.first()?;
-        Some(format!(
-            "{} empty folders have no object ('{first}'{}): a bucket has no folders, and the folder markers s3fs reads ('dir/') are not made yet",
-            empty.len(),
-            if empty.len() > 1 { ", ..." } else { "" }
-        ))
+    /// Folders that nothing was written under become empty `dir/` objects with their mode and
+    /// mtime, as s3fs and the consoles make them (a folder holding anything needs none). An
+    /// existing marker is the folder already there.
+    fn make_empty_dirs(&self, deferred: &Deferred) {
+        for entry in &deferred.dirs {
+            if entry.path.as_os_str().is_empty() || deferred.filled.contains(&entry.path) {
+                continue;
+            }
+            let key = object::key(&self.shared.url.prefix, &entry.path);
+            let mode = self.mode_of(entry).or(Some(0o755));
+            let job = Job {
+                name: entry.name.clone(),
+                key: format!("{key}/"),
+                mode: self.put_mode(),
+                meta: object::metadata(entry, S_IFDIR, mode, self.owner_of(entry)),
+                size: 0,
+                mtime: entry.mtime,
+            };
+            let shared = Arc::clone(&self.shared);
+            shared.gate.enter(0);
+            self.runtime.spawn(async move {
+                let create = matches!(job.mode, PutMode::Create);
+                let result = match parse_key(&key) {
+                    Ok(dir) => shared.raw.put_marker(&dir, &job.meta, create).await,
+                    Err(e) => Err(e.into()),
+                };
+                match result {
+                    Ok(answer) if answer.status == 200 || answer.status == 412 => {
+                        shared.dirs.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Ok(answer) => {
+                        let why = anyhow!("HTTP {}: {}", answer.status, answer.body);
+                        shared.failed_with(&job, why);
+                    }
+                    Err(why) => shared.failed_with(&job, why),
+                }
+                shared.gate.leave(0);
+            });
+        }
     }
 
     fn into_report(self) -> Report {
         let (peak, why) = self.shared.gate.summary();
         let requests = self.shared.meter.requests.load(Ordering::Relaxed);
         let Bucket {
-            shared, runtime, ..
+            shared,
+            runtime,
+            stale,
+            ..
         } = self;
         // Every upload has ended (the gate is drained); the runtime's threads stop here.
         drop(runtime);
-        let mut warnings = Vec::new();
+        let mut warnings = stale;
         if !shared.conditional && shared.overwrite != Overwrite::Replace {
             warnings.push(format!(
                 "the store ignores If-None-Match, so each key was looked at before its upload: a key made by someone else in between would have been replaced ({})",
@@ -545,6 +578,7 @@ impl Bucket {
             files: count(&shared.files),
             bytes: count(&shared.bytes),
             skipped: count(&shared.skipped),
+            dirs: count(&shared.dirs),
             symlinks: count(&shared.symlinks),
             hardlinks: count(&shared.hardlinks),
             failures: shared.failures.take(),
@@ -694,7 +728,7 @@ async fn upload(shared: &Shared, job: &Job, data: Vec<u8>) -> Result<Outcome, ob
     let payload = PutPayload::from(data);
     let opts = |mode| PutOptions {
         mode,
-        attributes: job.attributes.clone(),
+        attributes: object::attributes(&job.meta),
         ..PutOptions::default()
     };
     match shared
@@ -854,8 +888,12 @@ impl Shared {
     }
 
     fn failed(&self, job: &Job, e: &object_store::Error) {
+        self.failed_with(job, anyhow!(explain(e)));
+    }
+
+    fn failed_with(&self, job: &Job, why: anyhow::Error) {
         let key = self.key_url(&job.key);
-        let error = anyhow!(explain(e)).context(format!("uploading to '{key}'"));
+        let error = why.context(format!("uploading to '{key}'"));
         self.failures
             .push(Error::new(&job.name, ErrorKind::Write, error).with_key(key));
     }
@@ -923,12 +961,16 @@ pub(crate) struct Streamed<'e> {
 }
 
 struct Multipart {
-    upload: Box<dyn MultipartUpload>,
-    parts: Vec<tokio::task::JoinHandle<object_store::Result<()>>>,
+    key: Key,
+    id: String,
+    /// The parts sent, in order: each one's upload, then its id once it completed.
+    parts: Vec<tokio::task::JoinHandle<object_store::Result<PartId>>>,
+    done: Vec<PartId>,
     /// The part the buffer fills now.
     next: usize,
-    /// What the key's policy found before the upload began.
     job: Job,
+    /// The object that tells a later run this upload is open (see `stale.rs`).
+    mark: Key,
 }
 
 impl Streamed<'_> {
@@ -963,84 +1005,89 @@ impl Streamed<'_> {
         Ok(())
     }
 
+    /// Starts the multipart upload: unless the key may be replaced, a look at it first (an
+    /// existing key is not uploaded at all; the completion's `If-None-Match` still guards the
+    /// time in between), then the upload, marked as this run's (`stale.rs`).
+    fn begin(&mut self) -> anyhow::Result<()> {
+        let bucket = self.bucket;
+        let shared = &bucket.shared;
+        let name = object::key(&shared.url.prefix, &self.entry.path);
+        let key = parse_key(&name).map_err(|e| anyhow!(explain(&e)))?;
+        let mode = bucket.put_mode();
+        let meta = object::metadata(
+            &self.entry,
+            S_IFREG,
+            bucket.mode_of(&self.entry),
+            bucket.owner_of(&self.entry),
+        );
+        let job = Job {
+            name: self.entry.name.clone(),
+            key: name,
+            mode: mode.clone(),
+            meta,
+            size: 0,
+            mtime: self.entry.mtime,
+        };
+        if matches!(mode, PutMode::Create) {
+            match bucket.runtime.block_on(shared.store.head(&key)) {
+                Ok(_) if shared.overwrite != Overwrite::Update => {
+                    self.exists = Some(job);
+                    self.buf = Vec::new();
+                    return Ok(());
+                }
+                Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(anyhow!(explain(&e))),
+            }
+        }
+        let opts = PutMultipartOptions {
+            attributes: object::attributes(&job.meta),
+            ..PutMultipartOptions::default()
+        };
+        let id = bucket
+            .runtime
+            .block_on(shared.store.create_multipart_opts(&key, opts))
+            .map_err(|e| anyhow!(explain(&e)))?;
+        let mark = bucket.runtime.block_on(stale::mark(shared, &job.key, &id));
+        let mark = match mark {
+            Ok(mark) => mark,
+            Err(e) => {
+                let _ = bucket
+                    .runtime
+                    .block_on(shared.store.abort_multipart(&key, &id));
+                return Err(e.context("cannot mark the multipart upload as this run's"));
+            }
+        };
+        self.multipart = Some(Multipart {
+            key,
+            id,
+            parts: Vec::new(),
+            done: Vec::new(),
+            next: 0,
+            job,
+            mark,
+        });
+        Ok(())
+    }
+
     /// Sends the buffer's first part, starting the multipart upload if this is the first.
     fn send_part(&mut self) -> anyhow::Result<()> {
-        let bucket = self.bucket;
         if self.multipart.is_none() {
-            let key = object::key(&bucket.shared.url.prefix, &self.entry.path);
-            let mode = bucket.put_mode();
-            let attributes = object::attributes(
-                &self.entry,
-                S_IFREG,
-                bucket.mode_of(&self.entry),
-                bucket.owner_of(&self.entry),
-            );
-            let job = Job {
-                name: self.entry.name.clone(),
-                key: key.clone(),
-                mode: mode.clone(),
-                attributes: attributes.clone(),
-                size: 0,
-                mtime: self.entry.mtime,
-            };
-            if matches!(mode, PutMode::Create) {
-                // A multipart upload completes with no condition here (object_store 0.14):
-                // the key is looked at first (docs/object-storage.md says what that leaves).
-                let looked = bucket
-                    .runtime
-                    .block_on(async { bucket.shared.store.head(&parse_key(&key)?).await });
-                match looked {
-                    Ok(_) => {
-                        self.exists = Some(job);
-                        self.buf = Vec::new();
-                        return Ok(());
-                    }
-                    Err(object_store::Error::NotFound { .. }) => {}
-                    Err(e) => return Err(anyhow!(explain(&e))),
-                }
-            }
-            let opts = PutMultipartOptions {
-                attributes: attributes.clone(),
-                ..PutMultipartOptions::default()
-            };
-            let upload =
-                bucket
-                    .runtime
-                    .block_on(bucket.shared.store.put_multipart_opts(
-                        &parse_key(&key).map_err(|e| anyhow!(explain(&e)))?,
-                        opts,
-                    ))
-                    .map_err(|e| anyhow!(explain(&e)))?;
-            self.multipart = Some(Multipart {
-                upload,
-                parts: Vec::new(),
-                next: 0,
-                job,
-            });
+            self.begin()?;
         }
+        let bucket = self.bucket;
         let Some(multipart) = &mut self.multipart else {
             return Ok(());
         };
         let size = object::part_size(multipart.next).min(self.buf.len());
         let rest = self.buf.split_off(size);
         let part = std::mem::replace(&mut self.buf, rest);
-        multipart.next += 1;
-        let shared = Arc::clone(&bucket.shared);
-        shared.gate.enter(size as u64);
-        let future = multipart.upload.put_part(PutPayload::from(part));
-        multipart.parts.push(bucket.runtime.spawn(async move {
-            let result = future.await;
-            shared.gate.leave(size as u64);
-            result
-        }));
+        let sent = put_part(bucket, multipart, part);
+        multipart.parts.push(sent);
         // At most four parts of one file in flight.
         if multipart.parts.len() >= 4 {
             let first = multipart.parts.remove(0);
-            match bucket.runtime.block_on(first) {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => return Err(anyhow!(explain(&e))),
-                Err(e) => return Err(anyhow!(e)),
-            }
+            let id = join(bucket.runtime.block_on(first)).map_err(|e| anyhow!(explain(&e)))?;
+            multipart.done.push(id);
         }
         Ok(())
     }
@@ -1064,35 +1111,15 @@ impl Streamed<'_> {
         };
         bucket.fill_parents(&self.entry.path);
         let last = std::mem::take(&mut self.buf);
-        let mut parts = std::mem::take(&mut multipart.parts);
         if !last.is_empty() {
-            parts.push(
-                bucket
-                    .runtime
-                    .spawn(multipart.upload.put_part(PutPayload::from(last))),
-            );
+            let part = put_part(bucket, &mut multipart, last);
+            multipart.parts.push(part);
         }
         multipart.job.size = self.written;
         let shared = Arc::clone(&bucket.shared);
         shared.gate.enter(0);
         bucket.runtime.spawn(async move {
-            let mut failed = None;
-            for part in parts {
-                match part.await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => failed = failed.or(Some(e)),
-                    Err(e) => {
-                        failed = failed.or(Some(object_store::Error::JoinError { source: e }))
-                    }
-                }
-            }
-            let result = match failed {
-                None => multipart.upload.complete().await.map(|_| Outcome::Written),
-                Some(e) => {
-                    let _ = multipart.upload.abort().await;
-                    Err(e)
-                }
-            };
+            let result = finish_multipart(&shared, &mut multipart).await;
             shared.settle(&multipart.job, result);
             shared.gate.leave(0);
         });
@@ -1107,11 +1134,107 @@ impl Streamed<'_> {
 
     /// Aborts a multipart upload begun, so that no part stays behind.
     fn abort(&mut self) {
-        if let Some(mut multipart) = self.multipart.take() {
-            let bucket = self.bucket;
-            let _ = bucket.runtime.block_on(multipart.upload.abort());
+        if let Some(multipart) = self.multipart.take() {
+            let shared = &self.bucket.shared;
+            self.bucket.runtime.block_on(async {
+                for part in &multipart.parts {
+                    part.abort();
+                }
+                let _ = shared
+                    .store
+                    .abort_multipart(&multipart.key, &multipart.id)
+                    .await;
+                let _ = shared.store.delete(&multipart.mark).await;
+            });
         }
     }
+}
+
+/// Sends `data` as the upload's next part, within the gate.
+fn put_part(
+    bucket: &Bucket,
+    multipart: &mut Multipart,
+    data: Vec<u8>,
+) -> tokio::task::JoinHandle<object_store::Result<PartId>> {
+    let shared = Arc::clone(&bucket.shared);
+    let size = data.len() as u64;
+    let (key, id, index) = (multipart.key.clone(), multipart.id.clone(), multipart.next);
+    multipart.next += 1;
+    shared.gate.enter(size);
+    bucket.runtime.spawn(async move {
+        let result = shared
+            .store
+            .put_part(&key, &id, index, PutPayload::from(data))
+            .await;
+        shared.gate.leave(size);
+        result
+    })
+}
+
+fn join<T>(
+    joined: Result<object_store::Result<T>, tokio::task::JoinError>,
+) -> object_store::Result<T> {
+    joined.map_err(|source| object_store::Error::JoinError { source })?
+}
+
+/// Waits for the parts, then completes the upload: with `If-None-Match: *` unless the key may
+/// be replaced (`-u` replaces an older object: the completion is then asked again without the
+/// condition). An upload that does not complete is aborted; its mark goes either way.
+async fn finish_multipart(
+    shared: &Shared,
+    multipart: &mut Multipart,
+) -> Result<Outcome, object_store::Error> {
+    let mut failed = None;
+    for part in std::mem::take(&mut multipart.parts) {
+        match join(part.await) {
+            Ok(id) => multipart.done.push(id),
+            Err(e) => failed = failed.or(Some(e)),
+        }
+    }
+    let generic = |e: anyhow::Error| object_store::Error::Generic {
+        store: "S3",
+        source: e.into(),
+    };
+    let result = match failed {
+        Some(e) => Err(e),
+        None => {
+            let create = matches!(multipart.job.mode, PutMode::Create);
+            let complete = |create| {
+                shared
+                    .raw
+                    .complete(&multipart.key, &multipart.id, &multipart.done, create)
+            };
+            match complete(create).await.map_err(generic)? {
+                answer if answer.status == 200 => Ok(Outcome::Written),
+                answer if answer.status == 412 && shared.overwrite == Overwrite::Update => {
+                    if older(shared, &multipart.key, multipart.job.mtime).await? {
+                        let again = complete(false).await.map_err(generic)?;
+                        if again.status == 200 {
+                            Ok(Outcome::Written)
+                        } else {
+                            Err(generic(anyhow!("HTTP {}: {}", again.status, again.body)))
+                        }
+                    } else {
+                        Ok(Outcome::Exists)
+                    }
+                }
+                answer if answer.status == 412 => Ok(Outcome::Exists),
+                answer => Err(generic(anyhow!(
+                    "completing the multipart upload: HTTP {}: {}",
+                    answer.status,
+                    answer.body
+                ))),
+            }
+        }
+    };
+    if !matches!(result, Ok(Outcome::Written)) {
+        let _ = shared
+            .store
+            .abort_multipart(&multipart.key, &multipart.id)
+            .await;
+    }
+    let _ = shared.store.delete(&multipart.mark).await;
+    result
 }
 
 impl Drop for Streamed<'_> {

@@ -6,7 +6,8 @@
 //!   since the epoch with the fraction after a point (`1700000000.25`: rclone's, which s3fs
 //!   reads too), `mode` as the decimal `st_mode` with the file's type bits (`33188` is a
 //!   regular file, 0644: s3fs's), and `uid`, `gid` in decimal when owners are kept.
-//! - **A symlink** is an object holding its target, with a `mode` of a link (s3fs's
+//! - **A folder that would be empty** is an empty object named `dir/`, as s3fs and the consoles
+//!   make them (`raw.rs` names it); **a symlink** is an object holding its target, with a `mode` of a link (s3fs's
 //!   convention, which `s3fs` mounts back as a symlink).
 
 use std::borrow::Cow;
@@ -20,6 +21,7 @@ use crate::plan::Entry;
 /// File type bits of `st_mode`, as s3fs keeps them in `mode`.
 pub(super) const S_IFREG: u32 = 0o100000;
 pub(super) const S_IFLNK: u32 = 0o120000;
+pub(super) const S_IFDIR: u32 = 0o040000;
 
 /// A file at most this large is one PUT; a larger one a multipart upload (as the aws CLI's
 /// 8 MB threshold, rounded to a part).
@@ -71,30 +73,39 @@ pub(super) fn parse_mtime(text: &str) -> Option<SystemTime> {
     UNIX_EPOCH.checked_add(std::time::Duration::new(secs, nanos))
 }
 
+/// An object's user metadata: (name, value) pairs, sent as `x-amz-meta-NAME`.
+pub(super) type Meta = Vec<(&'static str, String)>;
+
 /// The user metadata of an object made for `entry`, of type `file_type` (`S_IF*`), with
 /// `mode` the permission bits it gets (`None`: none recorded) and the owner if kept.
-pub(super) fn attributes(
+pub(super) fn metadata(
     entry: &Entry,
     file_type: u32,
     mode: Option<u32>,
     owner: Option<(u32, u32)>,
-) -> Attributes {
-    let mut attributes = Attributes::new();
-    let mut put = |name: &'static str, value: String| {
-        attributes.insert(
-            Attribute::Metadata(Cow::Borrowed(name)),
-            AttributeValue::from(value),
-        );
-    };
+) -> Meta {
+    let mut meta = Meta::new();
     if let Some(mtime) = entry.mtime.and_then(mtime_value) {
-        put("mtime", mtime);
+        meta.push(("mtime", mtime));
     }
     if let Some(mode) = mode {
-        put("mode", (file_type | (mode & 0o7777)).to_string());
+        meta.push(("mode", (file_type | (mode & 0o7777)).to_string()));
     }
     if let Some((uid, gid)) = owner {
-        put("uid", uid.to_string());
-        put("gid", gid.to_string());
+        meta.push(("uid", uid.to_string()));
+        meta.push(("gid", gid.to_string()));
+    }
+    meta
+}
+
+/// The metadata as `object_store` takes it.
+pub(super) fn attributes(meta: &Meta) -> Attributes {
+    let mut attributes = Attributes::new();
+    for (name, value) in meta {
+        attributes.insert(
+            Attribute::Metadata(Cow::Borrowed(name)),
+            AttributeValue::from(value.clone()),
+        );
     }
     attributes
 }

@@ -1,0 +1,176 @@
+//! The few S3 requests `object_store` 0.14 does not make, signed with its own signer
+//! (`AwsAuthorizer`) and sent through the run's metered HTTP client:
+//! - a folder marker, an empty object whose key ends in `/` (`object_store`'s paths drop a
+//!   last `/`);
+//! - CompleteMultipartUpload with `If-None-Match: *`, so a large file never replaces a key
+//!   either (`object_store` completes without it).
+//!
+//! Each is retried as `object_store` retries its own: on a dropped connection, a 5xx and
+//! 429, with backoff, a few times.
+
+use std::time::Duration;
+
+use object_store::aws::{AmazonS3, AwsAuthorizer};
+use object_store::client::{HttpClient, HttpRequest};
+use object_store::multipart::PartId;
+use object_store::path::Path as Key;
+use object_store::signer::Signer;
+
+/// What a request came back with.
+pub(super) struct Answer {
+    pub status: u16,
+    pub body: String,
+}
+
+pub(super) struct Raw {
+    store: AmazonS3,
+    client: HttpClient,
+    region: String,
+}
+
+impl Raw {
+    pub(super) fn new(store: AmazonS3, client: HttpClient, region: String) -> Raw {
+        Raw {
+            store,
+            client,
+            region,
+        }
+    }
+
+    /// The URL of `key` (no query), as the store addresses it: its own signed URL, unsigned.
+    async fn url(&self, key: &Key) -> anyhow::Result<String> {
+        let signed = self
+            .store
+            .signed_url(http::Method::PUT, key, Duration::from_secs(60))
+            .await?;
+        let text = signed.to_string();
+        Ok(text.split('?').next().unwrap_or(&text).to_string())
+    }
+
+    /// Sends one signed request, retried on a dropped connection, 5xx and 429.
+    async fn send(
+        &self,
+        method: http::Method,
+        url: &str,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> anyhow::Result<Answer> {
+        let mut backoff = Duration::from_millis(100);
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let credential = self.store.credentials().get_credential().await?;
+            let mut request = http::Request::builder().method(method.clone()).uri(url);
+            for (name, value) in headers {
+                request = request.header(name.as_str(), value.as_str());
+            }
+            let mut request: HttpRequest = request.body(body.to_string().into())?;
+            AwsAuthorizer::new(&credential, "s3", &self.region)
+                .try_authorize(&mut request, None)?;
+            let answer = match self.client.execute(request).await {
+                Ok(response) => {
+                    let status = response.status().as_u16();
+                    let body = response.into_body().bytes().await.unwrap_or_default();
+                    Ok(Answer {
+                        status,
+                        body: String::from_utf8_lossy(&body).into_owned(),
+                    })
+                }
+                Err(e) => Err(anyhow::Error::new(e)),
+            };
+            let retry = match &answer {
+                Ok(a) => a.status >= 500 || a.status == 429,
+                Err(_) => true,
+            };
+            if !retry || tries >= 6 {
+                return answer;
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(10));
+        }
+    }
+
+    /// An empty object named `dir` + `/`, with `meta` as its user metadata; with `create`, only
+    /// if the key is free (412: it is there already).
+    pub(super) async fn put_marker(
+        &self,
+        dir: &Key,
+        meta: &[(&'static str, String)],
+        create: bool,
+    ) -> anyhow::Result<Answer> {
+        let url = format!("{}/", self.url(dir).await?);
+        let mut headers: Vec<(String, String)> = meta
+            .iter()
+            .map(|(name, value)| (format!("x-amz-meta-{name}"), value.clone()))
+            .collect();
+        if create {
+            headers.push(("if-none-match".into(), "*".into()));
+        }
+        self.send(http::Method::PUT, &url, &headers, "").await
+    }
+
+    /// Completes a multipart upload; with `create`, only if its key is free (412 otherwise, and
+    /// the upload stays open: abort it, or complete it again without the condition).
+    pub(super) async fn complete(
+        &self,
+        key: &Key,
+        upload: &str,
+        parts: &[PartId],
+        create: bool,
+    ) -> anyhow::Result<Answer> {
+        let url = format!("{}?uploadId={}", self.url(key).await?, query_escape(upload));
+        let mut body = String::from("<CompleteMultipartUpload>");
+        for (i, part) in parts.iter().enumerate() {
+            body.push_str(&format!(
+                "<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>",
+                i + 1,
+                xml_escape(&part.content_id)
+            ));
+        }
+        body.push_str("</CompleteMultipartUpload>");
+        let mut headers = vec![("content-type".to_string(), "application/xml".to_string())];
+        if create {
+            headers.push(("if-none-match".into(), "*".into()));
+        }
+        let answer = self.send(http::Method::POST, &url, &headers, &body).await?;
+        // S3 can answer 200 with an error in the body, when the completion failed late.
+        if answer.status == 200 && answer.body.contains("<Error>") {
+            return Ok(Answer {
+                status: 500,
+                body: answer.body,
+            });
+        }
+        Ok(answer)
+    }
+}
+
+fn xml_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A query value, percent-encoded as SigV4 expects (every byte but `A-Za-z0-9-_.~`).
+fn query_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_values_and_xml_are_escaped() {
+        assert_eq!(query_escape("a b/\u{e9}"), "a%20b%2F%C3%A9");
+        assert_eq!(xml_escape("\"a&b\""), "&quot;a&amp;b&quot;");
+    }
+}
