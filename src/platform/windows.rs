@@ -509,6 +509,17 @@ pub fn sync_path_dir(_path: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether process `pid` of this machine is alive. Not asked here: a run's leftovers are then
+/// told dead by their age alone, so a live run's are never taken.
+pub fn process_alive(_pid: u32) -> bool {
+    true
+}
+
+/// This machine's name.
+pub fn host_name() -> String {
+    std::env::var("COMPUTERNAME").unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -522,15 +533,4 @@ mod tests {
         let other = explain_symlink_error(io::Error::from_raw_os_error(5));
         assert_eq!(other.raw_os_error(), Some(5));
     }
-}
-
-/// Whether process `pid` of this machine is alive. Not asked here: a run's leftovers are then
-/// told dead by their age alone, so a live run's are never taken.
-pub fn process_alive(_pid: u32) -> bool {
-    true
-}
-
-/// This machine's name.
-pub fn host_name() -> String {
-    std::env::var("COMPUTERNAME").unwrap_or_default()
 }
