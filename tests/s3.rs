@@ -19,6 +19,10 @@ fn main() {
             the_last_copy_of_a_path_in_a_tar_wins,
             a_killed_upload_is_aborted_by_the_next_run,
             a_key_taken_during_a_multipart_upload_is_not_replaced,
+            a_tree_is_mirrored_into_a_bucket_incrementally,
+            a_mirror_with_nothing_to_do_costs_a_few_lists,
+            a_throttling_store_is_waited_for_and_every_key_lands,
+            an_upload_that_keeps_failing_is_named_with_its_key,
         ]
     };
     // The server and the clients that read the bucket back run here on Linux.
@@ -159,7 +163,11 @@ mod linux {
         assert_eq!(server.get("tars", "x/top/hard"), b"file");
         // An empty folder is a marker object, as s3fs makes and reads them.
         let folder = server.head("tars", "x/top/empty/");
-        assert_eq!(folder["Metadata"]["mode"], (0o040700).to_string(), "{folder}");
+        assert_eq!(
+            folder["Metadata"]["mode"],
+            (0o040700).to_string(),
+            "{folder}"
+        );
         assert_eq!(folder["Metadata"]["mtime"], "1609556645", "{folder}");
         let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
         assert_eq!(json["dirs"], 1, "{json}");
@@ -442,5 +450,277 @@ mod linux {
             Vec::<(String, String)>::new()
         );
         assert_eq!(server.keys("raced", "").len(), 2, "no mark left behind");
+    }
+
+    /// `lab/s3-proxy.py` in front of `server`, with `args` (latency, faults); its counts of
+    /// requests by method in a file.
+    struct Proxy {
+        child: std::process::Child,
+        port: u16,
+        stats: std::path::PathBuf,
+        _dir: TestDir,
+    }
+
+    impl Proxy {
+        fn start(server: &s3::Server, args: &[&str]) -> Proxy {
+            use std::io::BufRead as _;
+            let dir = tempdir();
+            let stats = dir.join("stats.json");
+            let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/s3-proxy.py");
+            let mut child = Command::new("python3")
+                .arg(script)
+                .args(["0", &server.port().to_string(), "--stats"])
+                .arg(&stats)
+                .args(args)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("start lab/s3-proxy.py");
+            let mut line = String::new();
+            std::io::BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            let port = line
+                .trim()
+                .strip_prefix("listening on ")
+                .and_then(|p| p.parse().ok())
+                .unwrap_or_else(|| panic!("the proxy said {line:?}"));
+            Proxy {
+                child,
+                port,
+                stats,
+                _dir: dir,
+            }
+        }
+
+        /// The server's settings, with the proxy as the endpoint.
+        fn env(&self, server: &s3::Server) -> Vec<(String, String)> {
+            let mut env = server.env();
+            for (name, value) in &mut env {
+                if name == "AWS_ENDPOINT_URL" {
+                    *value = format!("http://127.0.0.1:{}", self.port);
+                }
+            }
+            env
+        }
+
+        /// Requests by method, and faults by kind, so far.
+        fn counts(&self) -> serde_json::Value {
+            let text = std::fs::read_to_string(&self.stats).unwrap_or_else(|_| "{}".into());
+            serde_json::from_str(&text).unwrap()
+        }
+    }
+
+    impl Drop for Proxy {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// fastwrite with `args`, through `proxy`.
+    fn fastwrite_via(proxy: &Proxy, server: &s3::Server, args: &[std::ffi::OsString]) -> Output {
+        let mut cmd = fastwrite_command(args);
+        server.apply_env(&mut cmd);
+        for (name, value) in proxy.env(server) {
+            cmd.env(name, value);
+        }
+        let out = run_command(cmd);
+        assert_no_panic(&out);
+        out
+    }
+
+    fn tree(t: &TestDir, files: usize) -> std::path::PathBuf {
+        let src = t.join("tree");
+        for i in 0..files {
+            let path = src.join(format!("d{}/f{i}.txt", i % 5));
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, format!("file {i}")).unwrap();
+            let time = filetime::FileTime::from_unix_time(1_500_000_000 + i as i64, 0);
+            filetime::set_file_mtime(&path, time).unwrap();
+        }
+        std::fs::create_dir_all(src.join("empty")).unwrap();
+        std::os::unix::fs::symlink("d0/f0.txt", src.join("link")).unwrap();
+        src
+    }
+
+    fn json_of(out: &Output) -> serde_json::Value {
+        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.dump()))
+    }
+
+    pub fn a_tree_is_mirrored_into_a_bucket_incrementally() {
+        let server = s3::Server::start();
+        server.make_bucket("mirror");
+        let t = tempdir();
+        let src = tree(&t, 20);
+        let out = fastwrite_on(&server, &osv!["mirror", &src, "s3://mirror/m", "--json"]);
+        out.assert_code(0);
+        assert_eq!(json_of(&out)["files"], 20, "{}", out.dump());
+        let mut keys = server.keys("mirror", "m/");
+        keys.sort();
+        assert_eq!(keys.len(), 22, "{keys:?}");
+        assert!(keys.contains(&"m/empty/".to_string()) && keys.contains(&"m/link".to_string()));
+        assert_eq!(
+            server.head("mirror", "m/d3/f8.txt")["Metadata"]["mtime"],
+            "1500000008"
+        );
+        // A changed file, a new one, one gone, one excluded: only they are touched.
+        std::fs::write(src.join("d0/f5.txt"), "changed!").unwrap();
+        std::fs::write(src.join("new.txt"), "new").unwrap();
+        std::fs::remove_file(src.join("d1/f1.txt")).unwrap();
+        server.put("mirror", "m/keep.log", b"excluded");
+        let dry = fastwrite_on(
+            &server,
+            &osv![
+                "mirror",
+                &src,
+                "s3://mirror/m",
+                "--delete",
+                "--exclude",
+                "*.log",
+                "--dry-run",
+                "--json"
+            ],
+        );
+        dry.assert_code(0);
+        let actions = json_of(&dry)["mirror"]["actions"].clone();
+        assert_eq!(
+            actions,
+            serde_json::json!(["replace d0/f5.txt", "delete d1/f1.txt", "copy new.txt"]),
+            "{}",
+            dry.dump()
+        );
+        assert!(
+            server.exists("mirror", "m/d1/f1.txt"),
+            "a dry run changes nothing"
+        );
+        let out = fastwrite_on(
+            &server,
+            &osv![
+                "mirror",
+                &src,
+                "s3://mirror/m",
+                "--delete",
+                "--exclude",
+                "*.log",
+                "--json"
+            ],
+        );
+        out.assert_code(0);
+        let json = json_of(&out);
+        assert_eq!(json["files"], 2, "{json}");
+        assert_eq!(json["mirror"]["deleted"], 1, "{json}");
+        // 18 files and the symlink.
+        assert_eq!(json["mirror"]["unchanged"], 19, "{json}");
+        assert_eq!(server.get("mirror", "m/d0/f5.txt"), b"changed!");
+        assert!(!server.exists("mirror", "m/d1/f1.txt"));
+        assert_eq!(server.get("mirror", "m/keep.log"), b"excluded");
+        // Same size, older mtime: only --checksum sees it.
+        std::fs::write(src.join("d2/f2.txt"), "file X").unwrap();
+        let old = filetime::FileTime::from_unix_time(1_000_000_000, 0);
+        filetime::set_file_mtime(src.join("d2/f2.txt"), old).unwrap();
+        let out = fastwrite_on(
+            &server,
+            &osv!["mirror", &src, "s3://mirror/m", "--checksum", "--json"],
+        );
+        out.assert_code(0);
+        assert_eq!(json_of(&out)["files"], 1, "{}", out.dump());
+        assert_eq!(server.get("mirror", "m/d2/f2.txt"), b"file X");
+    }
+
+    pub fn a_mirror_with_nothing_to_do_costs_a_few_lists() {
+        let server = s3::Server::start();
+        server.make_bucket("noop");
+        let t = tempdir();
+        let src = tree(&t, 300);
+        let proxy = Proxy::start(&server, &[]);
+        let out = fastwrite_via(&proxy, &server, &osv!["mirror", &src, "s3://noop/m"]);
+        out.assert_code(0);
+        let before = proxy.counts();
+        let out = fastwrite_via(
+            &proxy,
+            &server,
+            &osv!["mirror", &src, "s3://noop/m", "--json"],
+        );
+        out.assert_code(0);
+        let json = json_of(&out);
+        assert_eq!(
+            (json["files"].as_u64(), json["mirror"]["unchanged"].as_u64()),
+            (Some(0), Some(301)),
+            "{json}"
+        );
+        let after = proxy.counts();
+        let requests = |c: &serde_json::Value| -> u64 {
+            c["requests"]
+                .as_object()
+                .map(|m| m.values().filter_map(|v| v.as_u64()).sum())
+                .unwrap_or(0)
+        };
+        let spent = requests(&after) - requests(&before);
+        // The prefix's first look, the marks, its top level and five folders: no request per
+        // file.
+        assert!(
+            spent <= 10,
+            "{spent} requests for nothing to do: {before} then {after}"
+        );
+        assert_eq!(
+            after["requests"].get("PUT"),
+            before["requests"].get("PUT"),
+            "nothing written"
+        );
+    }
+
+    pub fn a_throttling_store_is_waited_for_and_every_key_lands() {
+        let server = s3::Server::start();
+        server.make_bucket("slow");
+        let t = tempdir();
+        let src = tree(&t, 200);
+        // One PUT in five answered 503 SlowDown.
+        let proxy = Proxy::start(
+            &server,
+            &["--fault", "slowdown", "--fraction", "0.2", "--seed", "7"],
+        );
+        let out = fastwrite_via(
+            &proxy,
+            &server,
+            &osv!["mirror", &src, "s3://slow/m", "--json"],
+        );
+        out.assert_code(0);
+        let json = json_of(&out);
+        assert_eq!(json["files"], 200, "{json}");
+        assert_eq!(server.keys("slow", "m/").len(), 202);
+        let faults = proxy.counts()["faults"]["slowdown"].as_u64().unwrap_or(0);
+        assert!(faults > 10, "{faults} answers were SlowDown");
+        let why = json["writers"]["why"].as_str().unwrap();
+        assert!(
+            why.contains("halved when the store asked to slow down"),
+            "{why}"
+        );
+    }
+
+    pub fn an_upload_that_keeps_failing_is_named_with_its_key() {
+        let server = s3::Server::start();
+        server.make_bucket("reset");
+        let t = tempdir();
+        let archive = zip_of(&t, &[("a.txt", b"a")]);
+        // Every PUT's connection reset mid-request (the probe's too: the run cannot start).
+        let proxy = Proxy::start(&server, &["--fault", "reset", "--fraction", "1"]);
+        let out = fastwrite_via(
+            &proxy,
+            &server,
+            &osv![
+                "extract",
+                &archive,
+                "-o",
+                "s3://reset/p",
+                "--overwrite",
+                "--json"
+            ],
+        );
+        out.assert_code(1);
+        let json = json_of(&out);
+        assert_eq!(json["failures"][0]["key"], "s3://reset/p/a.txt", "{json}");
+        assert_eq!(json["failures"][0]["path"], "a.txt", "{json}");
+        assert!(!server.exists("reset", "p/a.txt"));
     }
 }

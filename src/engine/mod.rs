@@ -17,7 +17,7 @@
 //! one way: source -> entries -> directories -> files -> close stage -> report.
 
 #[cfg(feature = "s3")]
-mod bucket;
+pub(crate) mod bucket;
 mod copy;
 mod dirs;
 mod files;

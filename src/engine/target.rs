@@ -48,7 +48,7 @@ impl Engine {
     ) -> anyhow::Result<Engine> {
         #[cfg(feature = "s3")]
         if let Some(url) = bucket::BucketUrl::parse(root)? {
-            return Ok(Engine::Bucket(bucket::Bucket::new(url, root, opts)?));
+            return Ok(Engine::Bucket(bucket::Bucket::new(url, root, opts, true)?));
         }
         refuse_url(root)?;
         Ok(Engine::Disk(Disk::new(root, opts, closer)?))

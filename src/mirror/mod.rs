@@ -18,6 +18,8 @@
 //! Ownership is not copied (the copy belongs to whoever runs it); permission bits are, setuid
 //! and setgid included, as `cp -a` and `rsync -a` do for a tree one owns.
 
+#[cfg(feature = "s3")]
+mod bucket;
 mod walk;
 
 use std::fs;
@@ -79,6 +81,12 @@ fn mirror_any(
     opts: &Options,
     mopts: &MirrorOptions,
 ) -> anyhow::Result<Report> {
+    #[cfg(feature = "s3")]
+    if let Some(url) = crate::engine::bucket::BucketUrl::parse(dst)? {
+        refuse_url(src, "source")?;
+        let root_meta = check_source(src)?;
+        return bucket::mirror(src, dst, url, root_meta, (opts, mopts));
+    }
     let (root_meta, dst_exists) = check_roots(src, dst)?;
     if mopts.hard_links && platform::file_identity(&root_meta).is_none() {
         let why = anyhow!(
@@ -185,23 +193,27 @@ fn add_found(report: &mut Report, mut found: Found) {
     }
 }
 
-/// Refuses, before anything is written, a pair of folders that cannot be mirrored. Returns the
-/// source root's metadata, and whether the destination exists.
-fn check_roots(src: &Path, dst: &Path) -> anyhow::Result<(fs::Metadata, bool)> {
-    // Each refusal is about one folder, with its kind, and keeps the OS error where there is
-    // one (a program matches `NotFound`).
-    let source = |why: anyhow::Error| Error::named(src, ErrorKind::Source, why);
-    let destination = |why: anyhow::Error| Error::named(dst, ErrorKind::Directory, why);
-    let both = |why: anyhow::Error| Error::named(dst, ErrorKind::Invalid, why);
-    for (path, what) in [(src, "source"), (dst, "destination")] {
-        if let Some(scheme) = crate::plan::url_scheme(path) {
-            let why = anyhow!(
-                "{what} '{}' is a URL ({scheme}://), and fastwrite mirrors folders only: nothing was done",
-                path.display()
-            );
-            return Err(Error::named(path, ErrorKind::Unsupported, why).into());
-        }
+/// A source or a destination written as a URL that mirror does not take (a bucket is taken
+/// as a destination only), refused by name.
+fn refuse_url(path: &Path, what: &str) -> anyhow::Result<()> {
+    if let Some(scheme) = crate::plan::url_scheme(path) {
+        let takes = if cfg!(feature = "s3") {
+            "mirrors a folder into a folder or an s3:// bucket"
+        } else {
+            "mirrors folders only"
+        };
+        let why = anyhow!(
+            "{what} '{}' is a URL ({scheme}://), and fastwrite {takes}: nothing was done",
+            path.display()
+        );
+        return Err(Error::named(path, ErrorKind::Unsupported, why).into());
     }
+    Ok(())
+}
+
+/// The source must be a readable directory: its metadata.
+fn check_source(src: &Path) -> anyhow::Result<fs::Metadata> {
+    let source = |why: anyhow::Error| Error::named(src, ErrorKind::Source, why);
     let src_meta = fs::metadata(src).map_err(|e| {
         source(match e.kind() {
             io::ErrorKind::NotFound => {
@@ -220,6 +232,20 @@ fn check_roots(src: &Path, dst: &Path) -> anyhow::Result<(fs::Metadata, bool)> {
     fs::read_dir(src).map_err(|e| {
         source(anyhow!(e).context(format!("cannot read source '{}'", src.display())))
     })?;
+    Ok(src_meta)
+}
+
+/// Refuses, before anything is written, a pair of folders that cannot be mirrored. Returns the
+/// source root's metadata, and whether the destination exists.
+fn check_roots(src: &Path, dst: &Path) -> anyhow::Result<(fs::Metadata, bool)> {
+    // Each refusal is about one folder, with its kind, and keeps the OS error where there is
+    // one (a program matches `NotFound`).
+    let source = |why: anyhow::Error| Error::named(src, ErrorKind::Source, why);
+    let destination = |why: anyhow::Error| Error::named(dst, ErrorKind::Directory, why);
+    let both = |why: anyhow::Error| Error::named(dst, ErrorKind::Invalid, why);
+    refuse_url(src, "source")?;
+    refuse_url(dst, "destination")?;
+    let src_meta = check_source(src)?;
     let src_real = fs::canonicalize(src).map_err(|e| {
         source(anyhow!(e).context(format!("cannot resolve source '{}'", src.display())))
     })?;

@@ -117,6 +117,33 @@ struct Deferred {
     unverified: Vec<(Unverified, String)>,
 }
 
+/// An object as a listing shows it.
+pub(crate) struct Listed {
+    pub size: u64,
+    pub modified: std::time::SystemTime,
+    /// Its ETag, unquoted: a single PUT's is its content's MD5; a multipart upload's has a `-`.
+    pub etag: Option<String>,
+}
+
+/// The MD5 of `data`, in hex (a single PUT's ETag).
+pub(crate) fn md5_of(file: &mut dyn std::io::Read) -> std::io::Result<String> {
+    use md5::{Digest, Md5};
+    let mut hasher = Md5::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
 /// An upload's entry, as its task needs it.
 struct Job {
     name: String,
@@ -131,7 +158,15 @@ struct Job {
 }
 
 impl Bucket {
-    pub(crate) fn new(url: BucketUrl, root: &Path, opts: &Options) -> anyhow::Result<Bucket> {
+    /// Opens the bucket prefix `url` (named `root`): a first look (the bucket is there, the
+    /// credentials work, whether conditional writes are honoured) and, with `clean`, the
+    /// uploads killed runs left there aborted (`stale.rs`; a dry run changes nothing).
+    pub(crate) fn new(
+        url: BucketUrl,
+        root: &Path,
+        opts: &Options,
+        clean: bool,
+    ) -> anyhow::Result<Bucket> {
         refuse_what_does_not_apply(root, opts)?;
         let start = |e: anyhow::Error| Error::start(root, ErrorKind::Directory, e);
         let meter = Arc::new(Meter::default());
@@ -163,7 +198,12 @@ impl Bucket {
         });
         let conditional = probe.map_err(|e| start(e.context(format!("cannot use '{url}'"))))?;
         // What killed runs left open (one listing of the marks).
-        let stale = runtime.block_on(stale::clean(&store, &url)).map_err(|e| {
+        let stale = if clean {
+            runtime.block_on(stale::clean(&store, &url))
+        } else {
+            Ok(Vec::new())
+        };
+        let stale = stale.map_err(|e| {
             start(e.context(format!(
                 "cannot look for uploads killed runs left in '{url}'"
             )))
@@ -273,6 +313,79 @@ impl Bucket {
         Writer { bucket: self }
     }
 
+    /// The bucket and prefix.
+    pub(crate) fn url(&self) -> &BucketUrl {
+        &self.shared.url
+    }
+
+    /// Every object under the prefix but fastwrite's own marks, by key as it is (a folder
+    /// marker's `/` kept): the top level in one request, then each folder below it listed in
+    /// parallel (ListObjectsV2, 1,000 keys a request).
+    pub(crate) fn listing(&self) -> anyhow::Result<HashMap<String, Listed>> {
+        let shared = &self.shared;
+        self.runtime.block_on(async {
+            let (top, folders) = shared.raw.list(&shared.url.prefix, true).await?;
+            let mut found = HashMap::new();
+            let mut add = |object: raw::ListedObject| {
+                if !stale::is_mark(&shared.url, &object.key) {
+                    let listed = Listed {
+                        size: object.size,
+                        modified: object.modified,
+                        etag: object.etag,
+                    };
+                    found.insert(object.key, listed);
+                }
+            };
+            top.into_iter().for_each(&mut add);
+            let lists = folders.iter().map(|folder| shared.raw.list(folder, false));
+            let mut lists = futures_util::stream::iter(lists).buffer_unordered(16);
+            while let Some(listed) = lists.next().await {
+                listed?.0.into_iter().for_each(&mut add);
+            }
+            Ok(found)
+        })
+    }
+
+    /// Deletes `keys` (batch deletes, 1,000 a request); each failure comes back with its key.
+    pub(crate) fn delete_keys(&self, keys: Vec<String>) -> Vec<(String, anyhow::Error)> {
+        let shared = &self.shared;
+        self.runtime.block_on(async {
+            let mut failed = Vec::new();
+            let mut paths = Vec::new();
+            for key in keys {
+                if key.ends_with('/') {
+                    // A folder marker, which the store's paths cannot name.
+                    if let Err(e) = shared.raw.delete(&key).await {
+                        failed.push((key, e));
+                    }
+                    continue;
+                }
+                match parse_key(&key) {
+                    Ok(path) => paths.push(Ok(path)),
+                    Err(e) => failed.push((key, anyhow!(explain(&e)))),
+                }
+            }
+            let mut results = shared
+                .store
+                .delete_stream(futures_util::stream::iter(paths).boxed());
+            while let Some(result) = results.next().await {
+                if let Err(e) = result {
+                    let key = match &e {
+                        object_store::Error::NotFound { path, .. } => {
+                            // Gone already: what a delete wants.
+                            let _ = path;
+                            continue;
+                        }
+                        object_store::Error::Generic { .. } => String::new(),
+                        other => other.to_string(),
+                    };
+                    failed.push((key, anyhow!(explain(&e))));
+                }
+            }
+            failed
+        })
+    }
+
     pub(crate) fn start_streamed(&self, entry: Entry) -> Result<Streamed<'_>, Error> {
         if self.cancelled() {
             return Err(super::files::cancelled(&entry));
@@ -336,8 +449,8 @@ impl Bucket {
         entry.owner.filter(|_| self.opts.same_owner)
     }
 
-    /// Notes the folders `path` lies in as holding something.
-    fn fill_parents(&self, path: &Path) {
+    /// Notes the folders `path` lies in as holding something (no marker is made for them).
+    pub(crate) fn fill_parents(&self, path: &Path) {
         let mut deferred = self.deferred.lock().unpoisoned();
         for parent in path.ancestors().skip(1) {
             if parent.as_os_str().is_empty() || !deferred.filled.insert(parent.to_path_buf()) {

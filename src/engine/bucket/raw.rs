@@ -3,7 +3,9 @@
 //! - a folder marker, an empty object whose key ends in `/` (`object_store`'s paths drop a
 //!   last `/`);
 //! - CompleteMultipartUpload with `If-None-Match: *`, so a large file never replaces a key
-//!   either (`object_store` completes without it).
+//!   either (`object_store` completes without it);
+//! - ListObjectsV2 and DeleteObject for keys as they are (`object_store` lists a marker
+//!   `dir/` as `dir`, and could not delete it).
 //!
 //! Each is retried as `object_store` retries its own: on a dropped connection, a 5xx and
 //! 429, with backoff, a few times.
@@ -45,6 +47,86 @@ impl Raw {
             .await?;
         let text = signed.to_string();
         Ok(text.split('?').next().unwrap_or(&text).to_string())
+    }
+
+    /// The bucket's own URL (ends in `/`).
+    async fn bucket_url(&self) -> anyhow::Result<String> {
+        let probe = self.url(&Key::from("x")).await?;
+        Ok(probe[..probe.len() - 1].to_string())
+    }
+
+    /// ListObjectsV2 of `prefix`, every page: the objects, and with `delimiter` the folders
+    /// below (common prefixes).
+    pub(super) async fn list(
+        &self,
+        prefix: &str,
+        delimiter: bool,
+    ) -> anyhow::Result<(Vec<ListedObject>, Vec<String>)> {
+        let base = self.bucket_url().await?;
+        let (mut objects, mut folders) = (Vec::new(), Vec::new());
+        let mut token: Option<String> = None;
+        loop {
+            let mut url = format!("{base}?list-type=2&prefix={}", query_escape(prefix));
+            if delimiter {
+                url.push_str("&delimiter=%2F");
+            }
+            if let Some(token) = &token {
+                url.push_str(&format!("&continuation-token={}", query_escape(token)));
+            }
+            let answer = self.send(http::Method::GET, &url, &[], "").await?;
+            if answer.status != 200 {
+                anyhow::bail!(
+                    "listing '{prefix}': HTTP {}: {}",
+                    answer.status,
+                    answer.body
+                );
+            }
+            for object in elements(&answer.body, "Contents") {
+                let field = |name| elements(object, name).next().map(xml_unescape);
+                let (Some(key), Some(size)) = (field("Key"), field("Size")) else {
+                    continue;
+                };
+                let modified = field("LastModified")
+                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
+                    .map(|t| std::time::SystemTime::from(t.with_timezone(&chrono::Utc)))
+                    .unwrap_or(std::time::UNIX_EPOCH);
+                objects.push(ListedObject {
+                    key,
+                    size: size.parse().unwrap_or(0),
+                    modified,
+                    etag: field("ETag").map(|t| t.trim_matches('"').to_string()),
+                });
+            }
+            for folder in elements(&answer.body, "CommonPrefixes") {
+                if let Some(prefix) = elements(folder, "Prefix").next() {
+                    folders.push(xml_unescape(prefix));
+                }
+            }
+            let truncated = elements(&answer.body, "IsTruncated").next() == Some("true");
+            token = elements(&answer.body, "NextContinuationToken")
+                .next()
+                .map(xml_unescape);
+            if !truncated || token.is_none() {
+                return Ok((objects, folders));
+            }
+        }
+    }
+
+    /// Deletes the object `key` as it is (a marker's `/` kept).
+    pub(super) async fn delete(&self, key: &str) -> anyhow::Result<()> {
+        let base = self.bucket_url().await?;
+        let path: String = key
+            .split('/')
+            .map(path_escape)
+            .collect::<Vec<_>>()
+            .join("/");
+        let answer = self
+            .send(http::Method::DELETE, &format!("{base}{path}"), &[], "")
+            .await?;
+        match answer.status {
+            200 | 204 | 404 => Ok(()),
+            status => anyhow::bail!("HTTP {status}: {}", answer.body),
+        }
     }
 
     /// Sends one signed request, retried on a dropped connection, 5xx and 429.
@@ -144,6 +226,43 @@ impl Raw {
     }
 }
 
+/// An object as a listing shows it.
+pub(super) struct ListedObject {
+    pub key: String,
+    pub size: u64,
+    pub modified: std::time::SystemTime,
+    pub etag: Option<String>,
+}
+
+/// The contents of each `<name>...</name>` in `xml`, in order (S3's answers have no
+/// attributes on these elements, and no nesting of one name).
+fn elements<'x>(xml: &'x str, name: &str) -> impl Iterator<Item = &'x str> {
+    let open = format!("<{name}>");
+    let close = format!("</{name}>");
+    let mut rest = xml;
+    std::iter::from_fn(move || {
+        let start = rest.find(&open)? + open.len();
+        let end = start + rest[start..].find(&close)?;
+        let found = &rest[start..end];
+        rest = &rest[end + close.len()..];
+        Some(found)
+    })
+}
+
+fn xml_unescape(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&#34;", "\"")
+        .replace("&amp;", "&")
+}
+
+/// A name in a URL's path, as SigV4 expects it (every byte but `A-Za-z0-9-_.~`).
+fn path_escape(text: &str) -> String {
+    query_escape(text)
+}
+
 fn xml_escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -167,6 +286,18 @@ fn query_escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listing_is_read() {
+        let xml = "<ListBucketResult><Contents><Key>p/a&amp;b</Key><Size>3</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified><ETag>&quot;abc&quot;</ETag></Contents><CommonPrefixes><Prefix>p/d/</Prefix></CommonPrefixes><IsTruncated>false</IsTruncated></ListBucketResult>";
+        let keys: Vec<_> = elements(xml, "Contents")
+            .map(|c| xml_unescape(elements(c, "Key").next().unwrap()))
+            .collect();
+        assert_eq!(keys, ["p/a&b"]);
+        let etag = xml_unescape(elements(xml, "ETag").next().unwrap());
+        assert_eq!(etag.trim_matches('"'), "abc");
+        assert_eq!(elements(xml, "Prefix").collect::<Vec<_>>(), ["p/d/"]);
+    }
 
     #[test]
     fn query_values_and_xml_are_escaped() {

@@ -24,6 +24,12 @@ const MARKS: &str = ".fastwrite-uploads/";
 /// Past this age an upload's run is taken for gone, wherever it ran.
 const GONE_AFTER: Duration = Duration::from_secs(24 * 3600);
 
+/// Whether `key` is one of the marks under `url`'s prefix (never the tree's).
+pub(super) fn is_mark(url: &BucketUrl, key: &str) -> bool {
+    key.strip_prefix(url.prefix.as_str())
+        .is_some_and(|rest| rest.starts_with(MARKS))
+}
+
 fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
