@@ -8,14 +8,18 @@ can fail some of them, in one of three ways (--fault):
             (the request never reaches the server; the connection is closed after it)
   reset     pass the request's head and half its body on, then reset both connections
   stall     swallow the request and answer nothing for --stall-s seconds, then close
+  lose      pass the whole request on, let the server do it, then reset the client's
+            connection without its answer (a PUT that landed, whose client never heard so)
 
 Usage: s3-proxy.py LISTEN_PORT TARGET_PORT [--delay-ms D] [--fault KIND] [--method M]
-                   [--first N | --fraction F [--seed S]] [--stall-s T] [--stats FILE]
+                   [--after M] [--first N | --fraction F [--seed S]] [--stall-s T]
+                   [--stats FILE]
 
 LISTEN_PORT 0 takes a free port: the first line on stdout is "listening on PORT" either way.
 The requests that may fail are those with method M (PUT by default: PutObject and UploadPart;
 POST is CompleteMultipartUpload); --first N fails the first N of them, --fraction F each with
-probability F (seeded: the same run fails the same requests). Every request is counted by
+probability F (seeded: the same run fails the same requests); --after M lets the first M of
+them through first. Every request is counted by
 method, and every fault by kind; the counts are written as JSON to FILE after each request
 and at exit (SIGTERM, SIGINT), or without --stats to stdout at exit:
   {"requests": {"HEAD": 1, "PUT": 5}, "faults": {"slowdown": 2}}
@@ -81,8 +85,10 @@ class Faults:
         if a.fault is None or method != a.method:
             return None
         self.seen += 1
+        if self.seen <= a.after:
+            return None
         if a.first is not None:
-            return a.fault if self.seen <= a.first else None
+            return a.fault if self.seen - a.after <= a.first else None
         return a.fault if self.rng.random() < a.fraction else None
 
 
@@ -197,6 +203,12 @@ async def fail(kind, args, headers, client_reader, client_writer, upstream, head
             upstream.send(await client_reader.readexactly(half))
         await asyncio.sleep(2 * delay + 0.05)  # what was passed on has arrived
         reset(client_writer)
+    elif kind == "lose":
+        upstream.send(head)
+        async for piece in body(client_reader, headers):
+            upstream.send(piece)
+        await asyncio.sleep(2 * delay + 0.5)  # the server has done it, and answered
+        reset(client_writer)
     elif kind == "stall":
         await asyncio.sleep(args.stall_s)
         client_writer.close()
@@ -253,7 +265,8 @@ async def main():
     p.add_argument("listen", type=int)
     p.add_argument("target", type=int)
     p.add_argument("--delay-ms", type=float, default=0)
-    p.add_argument("--fault", choices=["slowdown", "reset", "stall"])
+    p.add_argument("--fault", choices=["slowdown", "reset", "stall", "lose"])
+    p.add_argument("--after", type=int, default=0)
     p.add_argument("--method", default="PUT")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--first", type=int)

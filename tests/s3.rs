@@ -23,6 +23,8 @@ fn main() {
             a_mirror_with_nothing_to_do_costs_a_few_lists,
             a_throttling_store_is_waited_for_and_every_key_lands,
             an_upload_that_keeps_failing_is_named_with_its_key,
+            kills_at_random_points_leave_nothing_partial_and_the_rerun_finishes,
+            a_put_whose_answer_was_lost_is_recognised_on_its_retry,
         ]
     };
     // The server and the clients that read the bucket back run here on Linux.
@@ -722,5 +724,130 @@ mod linux {
         assert_eq!(json["failures"][0]["key"], "s3://reset/p/a.txt", "{json}");
         assert_eq!(json["failures"][0]["path"], "a.txt", "{json}");
         assert!(!server.exists("reset", "p/a.txt"));
+    }
+
+    /// Every key under `prefix` with its size (one listing).
+    fn sizes(server: &s3::Server, bucket: &str) -> std::collections::BTreeMap<String, u64> {
+        let listed = server.aws_json(&osv!["s3api", "list-objects-v2", "--bucket", bucket]);
+        listed["Contents"]
+            .as_array()
+            .map(|objects| {
+                objects
+                    .iter()
+                    .map(|o| {
+                        (
+                            o["Key"].as_str().unwrap().to_string(),
+                            o["Size"].as_u64().unwrap(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn kills_at_random_points_leave_nothing_partial_and_the_rerun_finishes() {
+        let server = s3::Server::start();
+        server.make_bucket("kills");
+        let t = tempdir();
+        // 300 small files, and two of 20 MiB (multipart uploads), through a pipe.
+        let mut entries = Vec::new();
+        let mut want = std::collections::BTreeMap::new();
+        for i in 0..300 {
+            let data = vec![b'a' + (i % 26) as u8; 100 + i];
+            want.insert(format!("p/s/f{i:03}"), data.len() as u64);
+            entries.push(TarEntry::file(&format!("s/f{i:03}"), data, 0o644));
+        }
+        for name in ["big1", "big2"] {
+            let data: Vec<u8> = (0..20u32 << 20).map(|i| (i ^ (i >> 9)) as u8).collect();
+            want.insert(format!("p/{name}"), data.len() as u64);
+            entries.push(TarEntry::file(name, data, 0o644));
+        }
+        let archive = t.join("a.tar");
+        make_tar(&archive, "gnu", &entries);
+        let tar = std::fs::read(&archive).unwrap();
+        let args = osv!["extract", "-", "-o", "s3://kills/p/", "--skip-existing"];
+        // Killed after 0.1 to 1.5 s (a fixed sequence: the same points every run), each time
+        // resuming where the last left off.
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..5 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let delay = std::time::Duration::from_millis(100 + seed % 1400);
+            let mut cmd = fastwrite_command(&args);
+            server.apply_env(&mut cmd);
+            cmd.stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+            let mut child = cmd.spawn().unwrap();
+            let mut stdin = child.stdin.take().unwrap();
+            let data = tar.clone();
+            let feeder = std::thread::spawn(move || {
+                use std::io::Write as _;
+                let _ = stdin.write_all(&data);
+            });
+            std::thread::sleep(delay);
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = feeder.join();
+            // Whatever is there is whole.
+            for (key, size) in sizes(&server, "kills") {
+                if let Some(&whole) = want.get(&key) {
+                    assert_eq!(
+                        size, whole,
+                        "'{key}' is there, and partial (killed after {delay:?})"
+                    );
+                } else {
+                    assert!(
+                        key.starts_with("p/.fastwrite-uploads/"),
+                        "'{key}' is not the archive's"
+                    );
+                }
+            }
+        }
+        let out = run_command_feeding(
+            {
+                let mut cmd = fastwrite_command(&args);
+                server.apply_env(&mut cmd);
+                cmd
+            },
+            tar.clone(),
+        );
+        out.assert_code(0);
+        assert_eq!(
+            sizes(&server, "kills"),
+            want,
+            "the rerun ends with exactly the archive's keys"
+        );
+        assert_eq!(
+            server.multipart_uploads("kills"),
+            Vec::<(String, String)>::new()
+        );
+    }
+
+    pub fn a_put_whose_answer_was_lost_is_recognised_on_its_retry() {
+        let server = s3::Server::start();
+        server.make_bucket("lost");
+        let t = tempdir();
+        let archive = zip_of(&t, &[("a.txt", b"alpha")]);
+        // The probe's two PUTs pass; the file's lands, and its answer is lost: the client's
+        // retry meets the object (412), which is its own.
+        let proxy = Proxy::start(
+            &server,
+            &["--fault", "lose", "--after", "2", "--first", "1"],
+        );
+        let out = fastwrite_via(
+            &proxy,
+            &server,
+            &osv!["extract", &archive, "-o", "s3://lost/p", "--json"],
+        );
+        out.assert_code(0);
+        assert_eq!(json_of(&out)["files"], 1, "{}", out.dump());
+        assert_eq!(proxy.counts()["faults"]["lose"], 1);
+        assert_eq!(server.get("lost", "p/a.txt"), b"alpha");
+        // Without a lost answer the same object is someone's: a rerun says it exists.
+        let out = fastwrite_on(&server, &osv!["extract", &archive, "-o", "s3://lost/p"]);
+        out.assert_code(1);
+        assert!(out.stderr.contains("already exists"), "{}", out.dump());
     }
 }

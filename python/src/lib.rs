@@ -43,8 +43,15 @@ fn py_error(py: Python<'_>, root: Option<&Path>, error: &fastwrite::Error) -> Py
         .io_error()
         .and_then(io::Error::raw_os_error)
         .or_else(|| errno_of(kind));
-    let filename = root.and_then(|root| filename_of(root, error));
-    make_error(py, errno, &error.message(), filename, kind, error.path())
+    // In a bucket there is no file: the object's URL is its `key`.
+    let filename = root
+        .filter(|_| error.key().is_none())
+        .and_then(|root| filename_of(root, error));
+    let made = make_error(py, errno, &error.message(), filename, kind, error.path())?;
+    if let Some(key) = error.key() {
+        made.bind(py).setattr("key", key)?;
+    }
+    Ok(made)
 }
 
 /// Where a failure's file was to be: `root` joined with its path made plain (`.` and empty

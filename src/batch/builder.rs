@@ -91,7 +91,9 @@ impl BatchBuilder {
         self
     }
 
-    /// Opens the folder (creating it and its parents if missing) and starts the close stage.
+    /// Opens the folder (creating it and its parents if missing) and starts the close stage; a
+    /// bucket prefix (`s3://BUCKET/PREFIX`, feature `s3`) is looked at and written as
+    /// `extract` writes one.
     ///
     /// # Errors
     /// [`ErrorKind::Directory`] if the folder cannot be made or read, or the close threads
@@ -104,15 +106,14 @@ impl BatchBuilder {
         // Into a new or empty folder the batch writes in a staging folder, put in place at the
         // end (see `BatchBuilder::atomic`).
         let folder = |e| Error::start(&self.root, ErrorKind::Directory, e);
-        if crate::plan::url_scheme(&self.root).is_some_and(|s| s.eq_ignore_ascii_case("s3")) {
-            let why = anyhow::anyhow!(
-                "'{}' is a bucket: a batch writes into a folder only, for now (`extract` writes into a bucket: docs/object-storage.md)",
-                self.root.display()
-            );
-            return Err(Error::named(&self.root, ErrorKind::Unsupported, why));
-        }
-        let (staging, warnings) =
-            crate::engine::Staging::prepare(&self.root, &self.opts).map_err(folder)?;
+        // A bucket prefix has no folder to stage in: its objects appear whole, one by one.
+        let bucket =
+            crate::plan::url_scheme(&self.root).is_some_and(|s| s.eq_ignore_ascii_case("s3"));
+        let (staging, warnings) = if bucket {
+            (None, Vec::new())
+        } else {
+            crate::engine::Staging::prepare(&self.root, &self.opts).map_err(folder)?
+        };
         let staging = staging.map(|staging| {
             let registered = staging.register_as(&self.root);
             (staging, registered, warnings)

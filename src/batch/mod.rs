@@ -164,7 +164,8 @@ fn thread_index() -> usize {
 
 impl Batch {
     /// A batch with the default options (see [`BatchBuilder`]) rooted at `root`, which is
-    /// created if missing.
+    /// created if missing; or, with the `s3` feature, at a bucket prefix, `s3://BUCKET/PREFIX`
+    /// (docs/object-storage.md).
     ///
     /// # Errors
     /// [`ErrorKind::Directory`] if the folder cannot be made or read.

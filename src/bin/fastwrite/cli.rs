@@ -180,7 +180,8 @@ pub struct MirrorArgs {
     /// The folder to copy
     pub src: PathBuf,
 
-    /// The folder to make a copy of SRC (created if missing)
+    /// The folder to make a copy of SRC (created if missing), or a bucket prefix,
+    /// s3://BUCKET/PREFIX
     pub dst: PathBuf,
 
     /// Delete what DST has and SRC does not (never excluded paths)

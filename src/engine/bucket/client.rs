@@ -22,6 +22,7 @@ use object_store::client::{
 use object_store::{BackoffConfig, ClientOptions, RetryConfig};
 
 use super::url::BucketUrl;
+use crate::sync::Unpoisoned;
 
 /// What the run's requests met, counted as they return: the gate sizes the uploads in flight
 /// from it (`flight.rs`).
@@ -34,9 +35,23 @@ pub(crate) struct Meter {
     pub micros: AtomicU64,
     /// The metered client itself, for the requests the store does not make (`raw.rs`).
     pub client: std::sync::OnceLock<HttpClient>,
+    /// Objects (by URL) an attempt to PUT got no answer for, or a 5xx or 429: the client
+    /// tries again, and a later attempt may meet the first one's object. Forgotten when the
+    /// upload ends.
+    uncertain: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl Meter {
+    /// Whether any PUT is uncertain now (the usual answer, no: nothing to look up).
+    pub(crate) fn any_uncertain(&self) -> bool {
+        !self.uncertain.lock().unpoisoned().is_empty()
+    }
+
+    /// Whether an attempt to PUT `url` went unanswered (or failed with a 5xx or 429); forgets it.
+    pub(crate) fn was_uncertain(&self, url: &str) -> bool {
+        self.uncertain.lock().unpoisoned().remove(url)
+    }
+
     /// The mean time a request took so far.
     pub(crate) fn mean(&self) -> Option<Duration> {
         let n = self.requests.load(Ordering::Relaxed);
@@ -54,6 +69,9 @@ struct Metered {
 impl HttpService for Metered {
     async fn call(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
         let start = Instant::now();
+        // A PUT of an object (no query: not a part): its URL, should its answer be lost.
+        let put = (request.method() == http::Method::PUT && request.uri().query().is_none())
+            .then(|| request.uri().to_string());
         let response = self.inner.execute(request).await;
         let micros = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
         self.meter.requests.fetch_add(1, Ordering::Relaxed);
@@ -62,6 +80,15 @@ impl HttpService for Metered {
             && matches!(response.status().as_u16(), 429 | 503)
         {
             self.meter.throttled.fetch_add(1, Ordering::Relaxed);
+        }
+        let unanswered = match &response {
+            Ok(response) => {
+                response.status().is_server_error() || response.status().as_u16() == 429
+            }
+            Err(_) => true,
+        };
+        if let Some(url) = put.filter(|_| unanswered) {
+            self.meter.uncertain.lock().unpoisoned().insert(url);
         }
         response
     }

@@ -805,24 +805,39 @@ async fn first_look(
             .unwrap_or_default()
     ))?;
     let create = || PutOptions::from(PutMode::Create);
-    store
+    let exists = |e: &object_store::Error| {
+        matches!(
+            e,
+            object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }
+        )
+    };
+    match store
         .put_opts(&probe, PutPayload::default(), create())
         .await
-        .map_err(|e| anyhow!(explain(&e)).context("cannot write in the bucket"))?;
+    {
+        // The probe's name is this run's alone: there already, it is a retry meeting its own
+        // first attempt.
+        Ok(_) => {}
+        Err(e) if exists(&e) => {}
+        Err(e) => return Err(anyhow!(explain(&e)).context("cannot write in the bucket")),
+    }
     let second = store
         .put_opts(&probe, PutPayload::default(), create())
         .await;
     let _ = store.delete(&probe).await;
-    let conditional = matches!(
-        second,
-        Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. })
-    );
+    let conditional = second.as_ref().is_err_and(exists);
     Ok(conditional)
 }
 
 /// One PUT (or, where the store ignores conditions and the key may not be replaced, a look at
 /// the key first). `Ok(None)`: the key exists and the policy keeps it.
 async fn upload(shared: &Shared, job: &Job, data: Vec<u8>) -> Result<Outcome, object_store::Error> {
+    let exists = |e: &object_store::Error| {
+        matches!(
+            e,
+            object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }
+        )
+    };
     let key = parse_key(&job.key)?;
     let mut mode = job.mode.clone();
     if !shared.conditional
@@ -837,18 +852,52 @@ async fn upload(shared: &Shared, job: &Job, data: Vec<u8>) -> Result<Outcome, ob
     }
     let digest = md5_hex(&data);
     let size = data.len() as u64;
-    let started = chrono_now();
     let payload = PutPayload::from(data);
     let opts = |mode| PutOptions {
         mode,
         attributes: object::attributes(&job.meta),
         ..PutOptions::default()
     };
-    match shared
-        .store
-        .put_opts(&key, payload.clone(), opts(mode))
-        .await
-    {
+    let ours = |meta: &object_store::ObjectMeta| {
+        meta.size == size
+            && meta.e_tag.as_deref().map(|t| t.trim_matches('"')) == Some(digest.as_str())
+    };
+    // Whether an attempt of this PUT went unanswered (no answer, a 5xx, a 429: the meter saw
+    // it); forgotten once asked.
+    let uncertain = || async {
+        shared.meter.any_uncertain()
+            && shared
+                .raw
+                .url(&key)
+                .await
+                .is_ok_and(|url| shared.meter.was_uncertain(&url))
+    };
+    let mut tries = 0;
+    let put = loop {
+        let put = shared
+            .store
+            .put_opts(&key, payload.clone(), opts(mode.clone()))
+            .await;
+        let Err(e) = &put else {
+            // An attempt that went unanswered, then one that landed: nothing left to tell.
+            uncertain().await;
+            break put;
+        };
+        if exists(e) || tries >= 3 || !uncertain().await {
+            break put;
+        }
+        // Its answer was lost: the PUT may have landed all the same. Look before sending it
+        // again (a create sent again would meet its own object as someone's).
+        tries += 1;
+        match shared.store.head(&key).await {
+            Ok(meta) if ours(&meta) => return Ok(Outcome::Written),
+            Ok(_) if matches!(mode, PutMode::Create) => return Ok(Outcome::Exists),
+            Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(_) => break put,
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200 << tries)).await;
+    };
+    match put {
         Ok(_) => Ok(Outcome::Written),
         Err(
             object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. },
@@ -867,19 +916,15 @@ async fn upload(shared: &Shared, job: &Job, data: Vec<u8>) -> Result<Outcome, ob
         Err(
             object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. },
         ) => {
-            // A retry after a timeout can meet its first attempt's object: the same size and
-            // content (a single PUT's ETag is its MD5), stored since this upload began, is this
-            // upload's own. (A clock ahead of the server's calls it a conflict: never the
-            // other way round.)
+            // The client's own retry can meet its first attempt's object, which landed though
+            // its answer was lost: only then (an attempt went unanswered, as the meter saw), the
+            // same size and content (a single PUT's ETag is its MD5) is this upload's own.
+            // Anything else is someone's key.
+            if !uncertain().await {
+                return Ok(Outcome::Exists);
+            }
             match shared.store.head(&key).await {
-                Ok(meta)
-                    if meta.size == size
-                        && meta.e_tag.as_deref().map(|t| t.trim_matches('"'))
-                            == Some(digest.as_str())
-                        && meta.last_modified >= started =>
-                {
-                    Ok(Outcome::Written)
-                }
+                Ok(meta) if ours(&meta) => Ok(Outcome::Written),
                 _ => Ok(Outcome::Exists),
             }
         }
@@ -908,11 +953,6 @@ async fn older(
         .and_then(|value| object::parse_mtime(value));
     let theirs = recorded.unwrap_or_else(|| found.meta.last_modified.into());
     Ok(theirs < mtime)
-}
-
-/// Now, a second back (the store keeps whole seconds), as the store's times are kept.
-fn chrono_now() -> chrono::DateTime<chrono::Utc> {
-    chrono::Utc::now() - chrono::TimeDelta::seconds(1)
 }
 
 /// A key as the client takes it, unchanged (`Path::from` would percent-encode every byte past

@@ -40,7 +40,7 @@ impl Raw {
     }
 
     /// The URL of `key` (no query), as the store addresses it: its own signed URL, unsigned.
-    async fn url(&self, key: &Key) -> anyhow::Result<String> {
+    pub(super) async fn url(&self, key: &Key) -> anyhow::Result<String> {
         let signed = self
             .store
             .signed_url(http::Method::PUT, key, Duration::from_secs(60))

@@ -1,0 +1,455 @@
+#!/usr/bin/env bash
+# Usage: benches/s3.sh [-n N] [DELAY_MS|direct ...]        (default: -n 3, delays 0 5 20)
+#
+# Extracting an archive into a bucket: fastwrite against the ways users do it today, on the
+# same S3 server. The server is versitygw on its posix backend over a fresh folder, started as
+# tests/common/s3.rs starts it (a free loopback port, --keep-alive); in front of it, for each
+# DELAY_MS, lab/s3-proxy.py holds every chunk DELAY_MS in each direction (a request's round
+# trip is 2 x DELAY_MS; 0 still goes through the proxy, so every delay takes the same path and
+# every request is counted; `direct` instead of a delay: no proxy, the clients talk to the
+# server itself, and the requests are not counted: the proxy is Python and spends a core's
+# worth of CPU at 0 ms, beside the client and the server on 2 cores). The corpus is the botocore wheel
+# (fetch-corpus.sh: 2,039 files, 21 MB out), into the bucket `bench`:
+#   fastwrite    fastwrite extract WHEEL -o s3://bench/RUN/
+#   unzip+s5cmd  unzip -q WHEEL -d DIR && s5cmd cp 'DIR/*' s3://bench/RUN/  (how users do it
+#                today; DIR is a new folder each run, never deleted during the bench)
+#   s5cmd        s5cmd cp 'TREE/*' s3://bench/RUN/  (TREE: the wheel unzipped once, untimed)
+#   rclone       rclone copy TREE B:bench/RUN       (rclone's defaults: 4 transfers)
+#   rclone-t64   rclone copy --transfers 64 TREE B:bench/RUN
+#   aws          aws s3 cp --recursive TREE s3://bench/RUN/
+# Each quiet (s5cmd --log error, aws --only-show-errors; the others print no line per file).
+# N rounds per delay; within a round every tool runs once, round-robin, each round starting
+# one tool further on, so no tool has its runs in a row. Every run writes into a fresh prefix
+# (RUN = DELAYms/rROUND/TOOL; nothing is deleted during the bench), under `timeout`. A run
+# counts only if its exit status is 0 and the prefix then holds exactly the wheel's files:
+# 2,039 keys, each name and size as in TREE (a listing straight from the server, untimed);
+# otherwise it is reported as FAILED and left out of the medians. Between runs: `sync`.
+#
+# Measured per run: wall time (bash's EPOCHREALTIME around the client); the client's CPU, user
+# + system of the client process and every child it waited for, from GNU time (/usr/bin/time
+# -f; for unzip+s5cmd the two together); the requests by method (the proxy's --stats); and the
+# CPU time the server and the proxy spent meanwhile (/proc/PID/stat): on 2 cores they compete
+# with the client. Printed per delay: a table of medians of the good runs, with the ratios to
+# fastwrite's (above 1: slower than fastwrite), and the client CPU per object; then the user
+# metadata each tool stored on one object (HeadObject), to see which tools keep the mtime.
+#
+# Env:
+#   BENCH_TOOLS            only these tools (names as above, space-separated)
+#   FASTWRITE              fastwrite binary (default: target/release/fastwrite; built with
+#                          `cargo build --release` when it is missing or has no s3:// output).
+#                          The bench runs a copy of it (in the cache), so a rebuild during the
+#                          bench changes nothing
+#   S5CMD                  s5cmd binary (default: s5cmd in PATH; if there is none, s5cmd
+#                          v2.3.0 is built with Go into S5CMD_INSTALL, default
+#                          /usr/local/bin/s5cmd: 18 s here the first time, fetching its
+#                          dependencies from the Go module proxy; 5 s with Go's caches warm)
+#   VERSITYGW              the server (default: versitygw in PATH; v1.8.0 in .ci/setup)
+#   S3_BENCH_TIMEOUT       seconds a run may take before it is killed, and FAILED (default 600)
+#   FASTWRITE_BENCH_CACHE, BENCH_SETTLE, BENCH_PROBE_MS, BENCH_SETTLE_MAX, BENCH_DROP_CACHES,
+#   KEEP_WORK=1, BOTOCORE_VERSION: as in zip-peers.sh and fetch-corpus.sh.
+# Needs: versitygw, rclone, the aws CLI, unzip, Go (for s5cmd, once), python3, GNU time,
+# a filesystem with user extended attributes under the cache (versitygw's posix backend).
+# Time: a round took ~45 s at 0 ms and ~95 s at 20 ms here (rclone's 4 transfers, 48 s at
+# 20 ms, and the aws CLI are most of it): about 10 minutes at N=3 and the default delays, plus
+# any wait for an earlier bench's deletes.
+# Disk: every run's objects stay (21 MB, 2,039 files each) until the end: ~1.2 GB at N=3.
+#
+# Results (markdown + the raw runs as TSV) go to $FASTWRITE_BENCH_CACHE/results/s3-*, never
+# the repo.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(dirname "$here")"
+# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+source "$here/lib/common.sh"
+
+RUNS=3
+while (( $# )); do
+    case "$1" in
+    -n | --runs) RUNS="${2:?-n needs a number}"; shift 2 ;;
+    -n*) RUNS="${1#-n}"; shift ;;
+    -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    --) shift; break ;;
+    -*) echo "s3: unknown option $1 (usage: benches/s3.sh [-n N] [DELAY_MS|direct ...])" >&2; exit 2 ;;
+    *) break ;;
+    esac
+done
+[[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "s3: -n wants a positive number, not '$RUNS'" >&2; exit 2; }
+DELAYS=("$@")
+((${#DELAYS[@]})) || DELAYS=(0 5 20)
+for d in "${DELAYS[@]}"; do
+    [[ "$d" =~ ^[0-9]+$ || "$d" == direct ]] || { echo "s3: a delay is whole milliseconds or 'direct', not '$d'" >&2; exit 2; }
+done
+
+bench_lock  # one bench at a time on this machine
+CACHE="${FASTWRITE_BENCH_CACHE:-$HOME/.cache/fastwrite-bench}"
+TIMEOUT="${S3_BENCH_TIMEOUT:-600}"
+ALL_TOOLS=(fastwrite unzip+s5cmd s5cmd rclone rclone-t64 aws)
+TOOLS=()
+for t in "${ALL_TOOLS[@]}"; do
+    if [[ -z "${BENCH_TOOLS:-}" || " $BENCH_TOOLS " == *" $t "* ]]; then TOOLS+=("$t"); fi
+done
+for t in ${BENCH_TOOLS:-}; do
+    [[ " ${ALL_TOOLS[*]} " == *" $t "* ]] || { echo "s3: unknown tool '$t' in BENCH_TOOLS (${ALL_TOOLS[*]})" >&2; exit 2; }
+done
+((${#TOOLS[@]})) || { echo "s3: no tools (BENCH_TOOLS='${BENCH_TOOLS:-}')" >&2; exit 2; }
+wants() { [[ " ${TOOLS[*]} " == *" $1 "* ]]; }
+
+# --- the tools --------------------------------------------------------------------------------
+need() { command -v "$1" >/dev/null || { echo "s3: $1 is required ($2)" >&2; exit 1; }; }
+[[ -x /usr/bin/time ]] || { echo "s3: GNU time (/usr/bin/time) is required (apt-get install -y time)" >&2; exit 1; }
+need python3 "python3"
+need unzip "apt-get install -y unzip"
+need aws "the aws CLI lists what each run stored: pip install awscli"
+need curl "apt-get install -y curl"
+VGW="${VERSITYGW:-$(command -v versitygw || true)}"
+[[ -x "$VGW" ]] || { echo "s3: versitygw is required (GOBIN=/usr/local/bin go install github.com/versity/versitygw/cmd/versitygw@v1.8.0, as .ci/setup does)" >&2; exit 1; }
+if wants rclone || wants rclone-t64; then need rclone "apt-get install -y rclone"; fi
+
+# s5cmd v2.3.0, built from the Go module proxy's copy when there is none: `go install ...@v2.3.0`
+# is refused on these machines (it asks the proxy for the version list), so the module is
+# fetched by `go mod download` and built in a writable copy of it (the module cache is
+# read-only), with -mod=mod: the module's zip keeps vendor/modules.txt but not the vendored
+# code, so the default -mod=vendor finds nothing.
+S5CMD_VERSION=v2.3.0
+build_s5cmd() {
+    local dest="${S5CMD_INSTALL:-/usr/local/bin/s5cmd}" go t0 tmp dir commit
+    go="$(command -v go || echo /usr/local/go/bin/go)"
+    [[ -x "$go" ]] || { echo "s3: s5cmd is not installed, and there is no Go to build it with" >&2; exit 1; }
+    echo "s3: s5cmd is not installed: building s5cmd $S5CMD_VERSION with $go into $dest" >&2
+    t0=$EPOCHREALTIME
+    tmp="$(mktemp -d)"
+    # The module's folder in Go's module cache, and the commit of its tag (for `s5cmd version`).
+    read -r dir commit < <(cd "$tmp" && GOFLAGS=-mod=mod "$go" mod download -json "github.com/peak/s5cmd/v2@$S5CMD_VERSION" |
+        python3 -c 'import json, sys; m = json.load(sys.stdin); print(m["Dir"], m.get("Origin", {}).get("Hash", "unknown")[:7])') ||
+        { echo "s3: go mod download github.com/peak/s5cmd/v2@$S5CMD_VERSION failed" >&2; exit 1; }
+    cp -r -- "$dir" "$tmp/src"
+    chmod -R u+w -- "$tmp/src"  # the module cache is read-only
+    (cd "$tmp/src" && "$go" build -mod=mod -o "$dest.tmp" \
+        -ldflags "-X=github.com/peak/s5cmd/v2/version.Version=$S5CMD_VERSION -X=github.com/peak/s5cmd/v2/version.GitCommit=$commit" .)
+    mv -- "$dest.tmp" "$dest"
+    rm -rf -- "$tmp"
+    echo "s3: built $("$dest" version) in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s" >&2
+}
+S5=""
+if wants s5cmd || wants unzip+s5cmd; then
+    S5="${S5CMD:-$(command -v s5cmd || true)}"
+    if [[ -z "$S5" ]]; then
+        build_s5cmd
+        S5="${S5CMD_INSTALL:-/usr/local/bin/s5cmd}"
+    fi
+    [[ -x "$S5" ]] || { echo "s3: no s5cmd at $S5" >&2; exit 1; }
+fi
+
+# fastwrite: the release binary, built only if it is missing or predates s3:// outputs (another
+# engineer may be compiling: a binary that works is reused), then run from a copy.
+FW=""
+if wants fastwrite; then
+    FW_SRC="${FASTWRITE:-$repo/target/release/fastwrite}"
+    if [[ -z "${FASTWRITE:-}" ]] && { [[ ! -x "$FW_SRC" ]] || ! "$FW_SRC" extract --help 2>&1 | grep -q 's3://'; }; then
+        echo "s3: $FW_SRC is missing or has no s3:// output: cargo build --release" >&2
+        (cd "$repo" && cargo build --release)
+    fi
+    FW_SRC="$(resolve_fastwrite "$repo")"
+    "$FW_SRC" extract --help 2>&1 | grep -q 's3://' ||
+        { echo "s3: $FW_SRC cannot extract into a bucket (no s3:// in its help): rebuild it" >&2; exit 1; }
+    fw_hash="$(sha256sum "$FW_SRC" | cut -c1-12)"
+    mkdir -p "$CACHE/bin"
+    FW="$CACHE/bin/fastwrite-$fw_hash"
+    [[ -x "$FW" ]] || { cp -- "$FW_SRC" "$FW.tmp" && mv -- "$FW.tmp" "$FW"; }
+fi
+
+# --- the corpus -------------------------------------------------------------------------------
+WHEEL="$("$here/fetch-corpus.sh")"
+stamp="$(date +%Y%m%d-%H%M%S)"
+WORK="$CACHE/work/s3-$stamp"
+RESULTS="$CACHE/results"
+mkdir -p "$WORK/root" "$WORK/unzip" "$WORK/logs" "$WORK/lists" "$RESULTS"
+TSV="$RESULTS/s3-$stamp.tsv"
+MD="$RESULTS/s3-$stamp.md"
+TREE="$WORK/tree"
+unzip -q "$WHEEL" -d "$TREE"
+# The objects a run must leave: every file of the tree, with its size (the wheel has no
+# symlinks, and folders make no objects).
+(cd "$TREE" && find . -type f -printf '%P\t%s\n' | LC_ALL=C sort) >"$WORK/manifest.tsv"
+EXPECTED=$(wc -l <"$WORK/manifest.tsv")
+in_zip=$(unzip -Z1 "$WHEEL" | grep -vc '/$')
+(( EXPECTED == in_zip )) || { echo "s3: the tree has $EXPECTED files, the wheel $in_zip" >&2; exit 1; }
+
+# --- the server -------------------------------------------------------------------------------
+ACCESS=fastwrite SECRET=fastwrite-secret REGION=us-east-1 BUCKET=bench
+SERVER_PID="" PROXY_PID="" SPORT=""
+on_exit() {
+    local rc=$?
+    [[ -n "$PROXY_PID" ]] && { kill "$PROXY_PID" 2>/dev/null || true; wait "$PROXY_PID" 2>/dev/null || true; }
+    [[ -n "$SERVER_PID" ]] && { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; }
+    if (( rc != 0 )); then echo "s3: failed (exit $rc); outputs and logs kept in $WORK" >&2; fi
+}
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# No AWS or rclone settings of this machine's (a profile, a session token, AWS_CA_BUNDLE, which
+# rclone 1.60 refuses: "unable to load custom CA bundle"), no config files; versitygw gets no
+# VGW_* or ROOT_* of ours either.
+while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(AWS_|RCLONE_|VGW_|ROOT_|S3_ENDPOINT_URL$)' || true)
+export AWS_ACCESS_KEY_ID="$ACCESS" AWS_SECRET_ACCESS_KEY="$SECRET" AWS_REGION="$REGION" \
+    AWS_DEFAULT_REGION="$REGION" AWS_ALLOW_HTTP=true AWS_EC2_METADATA_DISABLED=true \
+    AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_PAGER=""
+export RCLONE_CONFIG=/dev/null RCLONE_CONFIG_B_TYPE=s3 RCLONE_CONFIG_B_PROVIDER=Other \
+    RCLONE_CONFIG_B_ACCESS_KEY_ID="$ACCESS" RCLONE_CONFIG_B_SECRET_ACCESS_KEY="$SECRET" \
+    RCLONE_CONFIG_B_REGION="$REGION"
+
+# The server, as tests/common/s3.rs starts it: a free port is found by binding port 0 and
+# letting it go, so another process may take it first; then the next one is tried.
+for _ in 1 2 3 4 5; do
+    SPORT="$(free_port)"
+    "$VGW" --port "127.0.0.1:$SPORT" --access "$ACCESS" --secret "$SECRET" --region "$REGION" \
+        --keep-alive --quiet --health /health posix "$WORK/root" </dev/null >"$WORK/server.log" 2>&1 &
+    SERVER_PID=$!
+    for _ in $(seq 300); do  # 30 s; it takes some 30 ms
+        if ! kill -0 "$SERVER_PID" 2>/dev/null; then break; fi
+        if curl -sf "http://127.0.0.1:$SPORT/health" 2>/dev/null | grep -q .; then break 2; fi
+        sleep 0.1
+    done
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=""
+    grep -q "address already in use" "$WORK/server.log" || { echo "s3: versitygw did not start:" >&2; cat "$WORK/server.log" >&2; exit 1; }
+done
+[[ -n "$SERVER_PID" ]] || { echo "s3: versitygw found no free port in 5 tries" >&2; exit 1; }
+DIRECT="http://127.0.0.1:$SPORT"
+aws_direct() { aws --endpoint-url "$DIRECT" "$@"; }
+aws_direct s3api create-bucket --bucket "$BUCKET" --output json >/dev/null
+
+# CPU seconds (user + system) a process has used so far.
+TICKS="$(getconf CLK_TCK)"
+cpu_of() {  # cpu_of PID (none: 0)
+    if [[ -z "$1" ]]; then echo 0; return; fi
+    awk -v t="$TICKS" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$1/stat"
+}
+
+versions="versitygw $(go version -m "$VGW" 2>/dev/null | awk '$1 == "mod" { print $3 }' || true)"
+[[ -n "$FW" ]] && versions+=", fastwrite $("$FW" --version | awk '{ print $2 }') (sha256 $fw_hash; repo at $(git -C "$repo" describe --always --dirty 2>/dev/null || echo '?'))"
+[[ -n "$S5" ]] && versions+=", s5cmd $("$S5" version)"
+if wants rclone || wants rclone-t64; then versions+=", $(rclone version | head -1)"; fi
+versions+=", $(aws --version 2>&1 | cut -d' ' -f1)"
+echo "s3: $versions" >&2
+echo "s3: server $DIRECT (posix root $WORK/root); $EXPECTED files per run; $RUNS round(s) at ${DELAYS[*]} ms" >&2
+
+# --- one run ----------------------------------------------------------------------------------
+printf 'delay_ms\tround\tslot\ttool\tprefix\texit\tstatus\twall_s\tuser_s\tsys_s\tmaxrss_kib\tkeys\trequests\tserver_cpu_s\tproxy_cpu_s\n' >"$TSV"
+
+run_one() {  # run_one DELAY ROUND SLOT TOOL ENDPOINT STATS
+    local delay="$1" round="$2" slot="$3" tool="$4" ep="$5" stats="$6"
+    local prefix="${delay}ms/r$round/$tool" id cmd rc t0 t1 s0 s1 p0 p1 times
+    [[ "$delay" == direct ]] && prefix="direct/r$round/$tool"
+    id="${prefix//\//-}"
+    case "$tool" in
+    fastwrite) cmd=("$FW" extract "$WHEEL" -o "s3://$BUCKET/$prefix/") ;;
+    unzip+s5cmd)
+        # shellcheck disable=SC2016  # expanded by the inner bash
+        cmd=(bash -c 'unzip -q "$1" -d "$2" && exec "$3" --endpoint-url "$4" --log error cp "$2/*" "$5"'
+            _ "$WHEEL" "$WORK/unzip/$id" "$S5" "$ep" "s3://$BUCKET/$prefix/") ;;
+    s5cmd) cmd=("$S5" --endpoint-url "$ep" --log error cp "$TREE/*" "s3://$BUCKET/$prefix/") ;;
+    rclone) cmd=(rclone copy "$TREE" "B:$BUCKET/$prefix") ;;
+    rclone-t64) cmd=(rclone copy --transfers 64 "$TREE" "B:$BUCKET/$prefix") ;;
+    aws) cmd=(aws s3 cp --recursive --only-show-errors "$TREE" "s3://$BUCKET/$prefix/") ;;
+    esac
+    sync  # the previous run's writes (the server's, unzip's) land now, untimed
+    cp -- "$stats" "$WORK/logs/$id.stats-before.json"
+    s0="$(cpu_of "$SERVER_PID")" p0="$(cpu_of "$PROXY_PID")"
+    t0=$EPOCHREALTIME
+    if /usr/bin/time -f '%U %S %M' -o "$WORK/logs/$id.time" timeout -k 10 "$TIMEOUT" "${cmd[@]}" \
+        </dev/null >"$WORK/logs/$id.log" 2>&1; then rc=0; else rc=$?; fi
+    t1=$EPOCHREALTIME
+    s1="$(cpu_of "$SERVER_PID")" p1="$(cpu_of "$PROXY_PID")"
+    cp -- "$stats" "$WORK/logs/$id.stats-after.json"
+    times="$(tail -n 1 "$WORK/logs/$id.time")"  # a failed run has a line before it
+    # What the prefix holds, straight from the server (all pages).
+    if ! aws_direct s3api list-objects-v2 --bucket "$BUCKET" --prefix "$prefix/" --output json \
+        >"$WORK/lists/$id.json" 2>"$WORK/lists/$id.err"; then
+        echo '{}' >"$WORK/lists/$id.json"
+    fi
+    python3 - "$WORK/manifest.tsv" "$WORK/lists/$id.json" "$prefix/" "$rc" \
+        "$WORK/logs/$id.stats-before.json" "$WORK/logs/$id.stats-after.json" \
+        "$delay" "$round" "$slot" "$tool" "$t0" "$t1" "$times" "$s0" "$s1" "$p0" "$p1" >>"$TSV" <<'PY'
+import json, sys
+(manifest, listing, prefix, rc, before, after, delay, rnd, slot, tool,
+ t0, t1, times, s0, s1, p0, p1) = sys.argv[1:]
+want = dict(l.rstrip("\n").split("\t") for l in open(manifest))
+try:
+    got = {o["Key"][len(prefix):]: str(o["Size"])
+           for o in (json.load(open(listing)) or {}).get("Contents", [])}
+except (ValueError, KeyError):
+    got = {}
+missing = sum(1 for k in want if k not in got)
+extra = sum(1 for k in got if k not in want)
+sizes = sum(1 for k in want if k in got and got[k] != want[k])
+problems = []
+if rc != "0":
+    problems.append(f"exit {rc}" + (" (timeout)" if rc in ("124", "137") else ""))
+if len(got) != len(want) or missing or extra or sizes:
+    problems.append(f"{len(got)} keys, expected {len(want)} ({missing} missing, {extra} extra, "
+                    f"{sizes} of another size)")
+status = "ok" if not problems else "FAILED: " + "; ".join(problems)
+a = json.load(open(before))["requests"] if open(before).read().strip() else {}
+b = json.load(open(after))["requests"]
+req = {m: b[m] - a.get(m, 0) for m in sorted(b) if b[m] - a.get(m, 0)}
+user, system, rss = (times.split() + ["", "", ""])[:3]
+print("\t".join([delay, rnd, slot, tool, prefix.rstrip("/"), rc, status, f"{float(t1) - float(t0):.3f}",
+                 user, system, rss, str(len(got)), json.dumps(req, separators=(",", ":")),
+                 f"{float(s1) - float(s0):.2f}", f"{float(p1) - float(p0):.2f}"]))
+PY
+    local line
+    line="$(tail -n 1 "$TSV")"
+    printf 's3: %9s round %s %-12s %7.2f s  client CPU %5.2f s  %s\n' \
+        "$([[ $delay == direct ]] && echo direct || echo "$delay ms")" "$round" "$tool" \
+        "$(cut -f8 <<<"$line")" "$(awk -F'\t' '{ print $9 + $10 }' <<<"$line")" "$(cut -f7 <<<"$line")" >&2
+}
+
+# --- the rounds -------------------------------------------------------------------------------
+wait_for_fast_creates "$WORK"  # the server creates 2,039 files a run: wait out recent deletes
+free_memory_for_batch "$TREE"
+cat -- "$WHEEL" >/dev/null
+start_proxy() {  # start_proxy DELAY STATS: sets PROXY_PID, prints the proxy's endpoint
+    local out="$WORK/proxy-${1}ms.out" port=""
+    python3 "$repo/lab/s3-proxy.py" 0 "$SPORT" --delay-ms "$1" --stats "$2" </dev/null >"$out" 2>&1 &
+    PROXY_PID=$!
+    for _ in $(seq 100); do
+        port="$(sed -n 's/^listening on \([0-9]*\)$/\1/p' "$out")"
+        [[ -n "$port" ]] && break
+        kill -0 "$PROXY_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    [[ -n "$port" ]] || { echo "s3: lab/s3-proxy.py did not start:" >&2; cat "$out" >&2; exit 1; }
+    EP="http://127.0.0.1:$port"
+}
+
+for delay in "${DELAYS[@]}"; do
+    STATS="$WORK/proxy-${delay}ms.json"
+    echo '{"requests": {}, "faults": {}}' >"$STATS"
+    if [[ "$delay" == direct ]]; then
+        EP="$DIRECT"
+        echo "s3: straight to the server ($DIRECT), no proxy: requests not counted" >&2
+    else
+        start_proxy "$delay" "$STATS"
+        echo "s3: ${delay} ms each way (proxy $EP -> $DIRECT)" >&2
+    fi
+    export AWS_ENDPOINT_URL="$EP" RCLONE_CONFIG_B_ENDPOINT="$EP"
+    warn_if_busy
+    for ((round = 1; round <= RUNS; round++)); do
+        for ((i = 0; i < ${#TOOLS[@]}; i++)); do  # round-robin, each round one tool further on
+            run_one "$delay" "$round" "$((i + 1))" "${TOOLS[(round - 1 + i) % ${#TOOLS[@]}]}" "$EP" "$STATS"
+        done
+    done
+    if [[ -n "$PROXY_PID" ]]; then
+        kill "$PROXY_PID" 2>/dev/null || true
+        wait "$PROXY_PID" || true
+        PROXY_PID=""
+    fi
+done
+failed=0
+if grep -q $'\tFAILED' "$TSV"; then failed=1; fi
+
+# --- the report -------------------------------------------------------------------------------
+# Which tools keep a file's mtime: the user metadata of one object, from each tool's first good
+# run, beside the file's mtime in the wheel (as unzip set it on TREE).
+SAMPLE="botocore/__init__.py"
+grep -q "^$SAMPLE"$'\t' "$WORK/manifest.tsv" || SAMPLE="$(head -n 1 "$WORK/manifest.tsv" | cut -f1)"
+: >"$WORK/heads.tsv"
+for tool in "${TOOLS[@]}"; do
+    prefix="$(awk -F'\t' -v t="$tool" '$4 == t && $7 == "ok" { print $5; exit }' "$TSV")"
+    [[ -n "$prefix" ]] || continue
+    head="$(aws_direct s3api head-object --bucket "$BUCKET" --key "$prefix/$SAMPLE" --output json |
+        python3 -c 'import json, sys; h = json.load(sys.stdin); print(json.dumps({"Metadata": h.get("Metadata", {}), "LastModified": h.get("LastModified")}, sort_keys=True))')"
+    printf '%s\t%s\n' "$tool" "$head" >>"$WORK/heads.tsv"
+done
+
+{
+    python3 - "$TSV" "$WORK/heads.tsv" "$SAMPLE" "$(stat -c %Y "$TREE/$SAMPLE")" "$EXPECTED" "$RUNS" "$versions" <<'PY'
+import collections, datetime, json, os, statistics, sys
+tsv, heads, sample, sample_mtime, expected, runs, versions = sys.argv[1:]
+expected, runs = int(expected), int(runs)
+rows = [l.rstrip("\n").split("\t") for l in open(tsv)][1:]
+cols = ["delay", "round", "slot", "tool", "prefix", "exit", "status", "wall", "user", "sys",
+        "rss", "keys", "requests", "server", "proxy"]
+rows = [dict(zip(cols, r)) for r in rows]
+print(f"S3: {versions}; {datetime.date.today()}, {os.cpu_count()} cores, {os.uname().release}. "
+      f"The botocore wheel ({expected:,} files) into a fresh prefix each run, {runs} round(s), "
+      "tools round-robin. Median of the good runs; ratio = the tool's / fastwrite's (above 1: "
+      "slower than fastwrite); client CPU = user + system of the client and its children "
+      "(unzip+s5cmd: both); requests = per run, by method, as the proxy counted them (the "
+      "first good run's); server, proxy = CPU the server and the proxy spent during the run.")
+order = list(dict.fromkeys(r["tool"] for r in rows))
+for delay in dict.fromkeys(r["delay"] for r in rows):
+    by = collections.defaultdict(list)
+    for r in rows:
+        if r["delay"] == delay:
+            by[r["tool"]].append(r)
+    med = {}
+    for tool, rs in by.items():
+        good = [r for r in rs if r["status"] == "ok"]
+        if good:
+            med[tool] = dict(
+                wall=statistics.median(float(r["wall"]) for r in good),
+                cpu=statistics.median(float(r["user"]) + float(r["sys"]) for r in good),
+                server=statistics.median(float(r["server"]) for r in good),
+                proxy=statistics.median(float(r["proxy"]) for r in good),
+                req=json.loads(good[0]["requests"]), n=len(good), of=len(rs))
+    fw = med.get("fastwrite")
+    print("\n### " + ("straight to the server, no proxy (requests not counted)" if delay == "direct"
+                       else f"{delay} ms each way") + "\n")
+    print("| tool | good runs | wall | / fastwrite | client CPU | per object | / fastwrite "
+          "| requests per run | server CPU | proxy CPU |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
+    for tool in order:
+        if tool not in by:
+            continue
+        if tool not in med:
+            print(f"| {tool} | 0 of {len(by[tool])} | FAILED | | | | | | | |")
+            continue
+        m = med[tool]
+        ratio = f"{m['wall'] / fw['wall']:.2f}" if fw else "-"
+        cratio = f"{m['cpu'] / fw['cpu']:.2f}" if fw and fw["cpu"] else "-"
+        req = ", ".join(f"{k} {v}" for k, v in sorted(m["req"].items(), key=lambda kv: -kv[1])) or "-"
+        print(f"| {tool} | {m['n']} of {m['of']} | {m['wall']:.2f} s | {ratio} | {m['cpu']:.2f} s "
+              f"| {m['cpu'] / expected * 1e6:.0f} µs | {cratio} | {req} | {m['server']:.2f} s "
+              f"| {m['proxy']:.2f} s |")
+bad = [r for r in rows if r["status"] != "ok"]
+if bad:
+    print("\nFailed runs:\n")
+    for r in bad:
+        print(f"- {r['delay']}{'' if r['delay'] == 'direct' else ' ms'}, round {r['round']}, {r['tool']} ({r['prefix']}/): {r['status']}")
+print(f"\n### The metadata each tool stored\n\nHeadObject of `{sample}` from each tool's first "
+      f"good run; the file's mtime in the wheel (as unzip set it): {sample_mtime} "
+      f"({datetime.datetime.fromtimestamp(int(sample_mtime), datetime.timezone.utc):%Y-%m-%d %H:%M:%S} UTC).\n")
+print("| tool | user metadata | LastModified |")
+print("| --- | --- | --- |")
+for line in open(heads):
+    tool, h = line.rstrip("\n").split("\t", 1)
+    h = json.loads(h)
+    meta = ", ".join(f"`{k}: {v}`" for k, v in sorted(h["Metadata"].items())) or "none"
+    print(f"| {tool} | {meta} | {h['LastModified']} |")
+PY
+} | tee "$MD"
+echo
+echo "results: $MD"
+echo "         $TSV"
+
+# --- cleanup (only now: deleting during the bench would slow the server's file creation) ------
+trap - EXIT
+on_exit
+if (( failed )); then
+    echo "s3: some runs FAILED (see above); outputs and logs kept in $WORK" >&2
+    exit 1
+fi
+if [[ "${KEEP_WORK:-0}" == 1 ]]; then
+    echo "outputs kept in $WORK" >&2
+else
+    cleanup_workdir "$WORK"
+fi
