@@ -82,6 +82,10 @@ pub struct Options {
     /// and why). A [`Batch`](crate::Batch) writes on its callers' threads and uses this only
     /// to size its close pool.
     pub threads: Option<usize>,
+    /// Into a bucket (`s3://BUCKET/PREFIX`): the most uploads in flight at once. `None` (the
+    /// default): sized by the run from the request times and the writers' pace it measures
+    /// (Little's law), halved when the store throttles (docs/object-storage.md).
+    pub uploads: Option<usize>,
     /// How written files are closed.
     pub close: CloseMode,
     /// Make every file durable (fsync) before closing it, and every directory written into
@@ -166,6 +170,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             threads: None,
+            uploads: None,
             close: CloseMode::default(),
             fsync: false,
             atomic: false,
@@ -191,6 +196,7 @@ impl fmt::Debug for Options {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Options")
             .field("threads", &self.threads)
+            .field("uploads", &self.uploads)
             .field("close", &self.close)
             .field("fsync", &self.fsync)
             .field("atomic", &self.atomic)

@@ -25,6 +25,9 @@ fn main() {
             an_upload_that_keeps_failing_is_named_with_its_key,
             kills_at_random_points_leave_nothing_partial_and_the_rerun_finishes,
             a_put_whose_answer_was_lost_is_recognised_on_its_retry,
+            update_replaces_only_older_objects,
+            settings_come_from_an_aws_profile,
+            refused_credentials_stop_the_run_before_anything_is_written,
         ]
     };
     // The server and the clients that read the bucket back run here on Linux.
@@ -849,5 +852,93 @@ mod linux {
         let out = fastwrite_on(&server, &osv!["extract", &archive, "-o", "s3://lost/p"]);
         out.assert_code(1);
         assert!(out.stderr.contains("already exists"), "{}", out.dump());
+    }
+
+    pub fn update_replaces_only_older_objects() {
+        let server = s3::Server::start();
+        server.make_bucket("update");
+        let t = tempdir();
+        // The zip's files have mtimes 1,600,000,000 and 1,600,001,000.
+        let archive = zip_of(
+            &t,
+            &[("old.txt", b"new content"), ("young.txt", b"new content")],
+        );
+        server.put_with_metadata("update", "p/old.txt", b"old", &[("mtime", "1500000000")]);
+        server.put_with_metadata(
+            "update",
+            "p/young.txt",
+            b"young",
+            &[("mtime", "1700000000")],
+        );
+        let out = fastwrite_on(
+            &server,
+            &osv!["extract", &archive, "-o", "s3://update/p", "-u"],
+        );
+        out.assert_code(0);
+        assert_eq!(server.get("update", "p/old.txt"), b"new content");
+        assert_eq!(server.get("update", "p/young.txt"), b"young");
+        assert!(
+            out.stderr.contains("'young.txt'"),
+            "kept, and said: {}",
+            out.dump()
+        );
+    }
+
+    pub fn settings_come_from_an_aws_profile() {
+        let server = s3::Server::start();
+        server.make_bucket("profile");
+        let t = tempdir();
+        let archive = zip_of(&t, &[("a.txt", b"a")]);
+        let credentials = t.join("credentials");
+        std::fs::write(
+            &credentials,
+            "[default]\naws_access_key_id = wrong\naws_secret_access_key = wrong\n\n[lab]\naws_access_key_id = fastwrite\naws_secret_access_key = fastwrite-secret\n",
+        )
+        .unwrap();
+        let config = t.join("config");
+        std::fs::write(
+            &config,
+            format!(
+                "[profile lab]\nregion = us-east-1\nendpoint_url = {}\n",
+                server.endpoint()
+            ),
+        )
+        .unwrap();
+        let mut cmd = fastwrite_command(&osv!["extract", &archive, "-o", "s3://profile/p"]);
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("AWS_") {
+                cmd.env_remove(name);
+            }
+        }
+        cmd.env("AWS_PROFILE", "lab")
+            .env("AWS_SHARED_CREDENTIALS_FILE", &credentials)
+            .env("AWS_CONFIG_FILE", &config)
+            .env("AWS_EC2_METADATA_DISABLED", "true");
+        let out = run_command(cmd);
+        out.assert_code(0);
+        assert_eq!(server.get("profile", "p/a.txt"), b"a");
+    }
+
+    pub fn refused_credentials_stop_the_run_before_anything_is_written() {
+        let server = s3::Server::start();
+        server.make_bucket("denied");
+        let t = tempdir();
+        let archive = zip_of(&t, &[("a.txt", b"a")]);
+        let mut cmd =
+            fastwrite_command(&osv!["extract", &archive, "-o", "s3://denied/p", "--json"]);
+        server.apply_env(&mut cmd);
+        cmd.env("AWS_SECRET_ACCESS_KEY", "not-the-secret");
+        let out = run_command(cmd);
+        out.assert_code(2);
+        let json = json_of(&out);
+        let error = json["error"].to_string();
+        assert!(error.contains("s3://denied/p/"), "{error}");
+        assert!(
+            error.contains("SignatureDoesNotMatch")
+                || error.contains("AccessDenied")
+                || error.contains("403"),
+            "{error}"
+        );
+        assert_eq!(server.keys("denied", ""), Vec::<String>::new());
     }
 }

@@ -111,6 +111,12 @@ pub struct Global {
     #[arg(short = 'j', long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..), help_heading = TUNING)]
     pub threads: Option<u16>,
 
+    /// Into a bucket (s3://...): the most uploads in flight [default: sized by the run from
+    /// the request times it measures, halved when the store throttles; --stats says how many
+    /// and why]
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..), help_heading = TUNING)]
+    pub uploads: Option<u16>,
+
     /// Threads in the close pool: with --defer-close always, how many [default: 4; 16 on
     /// Windows]; with auto, the most it may start [default: 256]
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..), help_heading = TUNING)]
@@ -475,6 +481,7 @@ impl Cli {
         if let Some(n) = g.threads {
             opts.threads = Some(usize::from(n));
         }
+        opts.uploads = g.uploads.map(usize::from);
         let when = if g.no_defer_close {
             DeferClose::Never
         } else {

@@ -46,22 +46,38 @@ struct State {
     peak: usize,
     completed: u64,
     throttled: u64,
-    /// The limit after each change, for the report: (from, to, why).
+    /// Held where it was asked to be (`Options::uploads`): never resized.
+    fixed: bool,
+    /// The limit after its last change, and why, for the report.
     why: String,
 }
 
 impl Gate {
-    pub(super) fn new(meter: Arc<Meter>, writers: usize, budget: u64) -> Gate {
+    /// A gate sized as the run goes, or held at `fixed` (`Options::uploads`).
+    pub(super) fn new(
+        meter: Arc<Meter>,
+        writers: usize,
+        budget: u64,
+        fixed: Option<usize>,
+    ) -> Gate {
+        let (limit, why) = match fixed {
+            Some(n) => (n.max(1), format!("{} as asked", n.max(1))),
+            None => (
+                START,
+                format!("{START} at the start, before any request was timed"),
+            ),
+        };
         Gate {
             state: Mutex::new(State {
                 in_flight: 0,
                 bytes: 0,
-                limit: START,
+                limit,
                 ceiling: MAX_IN_FLIGHT,
                 peak: 0,
                 completed: 0,
                 throttled: 0,
-                why: format!("{START} at the start, before any request was timed"),
+                fixed: fixed.is_some(),
+                why,
             }),
             freed: Condvar::new(),
             meter,
@@ -99,7 +115,7 @@ impl Gate {
         state.in_flight -= 1;
         state.bytes -= bytes;
         state.completed += 1;
-        if state.completed % EVERY == 0 {
+        if state.completed % EVERY == 0 && !state.fixed {
             self.resize(&mut state);
         }
         drop(state);
@@ -164,7 +180,7 @@ mod tests {
     #[test]
     fn the_limit_follows_littles_law_and_halves_when_throttled() {
         let meter = Arc::new(Meter::default());
-        let gate = Gate::new(Arc::clone(&meter), 2, u64::MAX);
+        let gate = Gate::new(Arc::clone(&meter), 2, u64::MAX, None);
         // Requests of 20 ms; each writer makes a file every 1 ms: 2 * 20 / 1 * 1.5 + 1 = 61.
         meter.requests.store(10, Ordering::Relaxed);
         meter.micros.store(200_000, Ordering::Relaxed);
@@ -188,7 +204,7 @@ mod tests {
 
     #[test]
     fn one_upload_always_fits_the_budget() {
-        let gate = Gate::new(Arc::new(Meter::default()), 1, 10);
+        let gate = Gate::new(Arc::new(Meter::default()), 1, 10, None);
         gate.enter(100);
         gate.leave(100);
         gate.drain();

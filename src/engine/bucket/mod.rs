@@ -212,7 +212,7 @@ impl Bucket {
             url,
             store,
             raw,
-            gate: Gate::new(Arc::clone(&meter), writers, budget),
+            gate: Gate::new(Arc::clone(&meter), writers, budget, opts.uploads),
             meter,
             failures: Arc::new(Failures::default()),
             reporter: opts.progress.clone().unwrap_or_else(|| Arc::new(Silent)),
