@@ -57,6 +57,12 @@ pub(crate) fn refuse_what_does_not_apply(root: &Path, opts: &Options) -> anyhow:
         let why = anyhow!("'{}': {why}", root.display());
         Err(Error::named(root, ErrorKind::Unsupported, why).into())
     };
+    if opts.devices {
+        return refuse(format!(
+            "{} makes device nodes and FIFOs, and a bucket holds neither: refused",
+            Setting::Devices
+        ));
+    }
     if opts.atomic {
         return refuse(format!(
             "{} needs a folder to stage in and one rename to put it in place; a bucket has no rename, and its objects appear one by one: refused (each object still appears whole, or not at all)",
