@@ -57,8 +57,6 @@ pub(super) fn mirror(
         found: Default::default(),
     };
     let writers = crate::engine::writer_pool(opts)?;
-    writers.install(|| walk.run(root_meta, false));
-    let mut found = walked(walk, src);
     // A mirror replaces what differs.
     let bopts = Options {
         overwrite: Overwrite::Replace,
@@ -66,9 +64,18 @@ pub(super) fn mirror(
     };
     let bucket = Bucket::new(url, dst, &bopts, !mopts.dry_run)
         .map_err(|e| Error::start(dst, ErrorKind::Directory, e))?;
-    let mut listed = bucket
-        .listing()
-        .map_err(|e| Error::start(dst, ErrorKind::Directory, e))?;
+    // The source is walked while the prefix is listed: the one on the disk, the other a few
+    // round trips away.
+    let (listed, mut found) = std::thread::scope(|scope| {
+        let listing = scope.spawn(|| bucket.listing());
+        writers.install(|| walk.run(root_meta, false));
+        let found = walked(walk, src);
+        let listed = listing
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the listing's thread panicked")));
+        (listed, found)
+    });
+    let mut listed = listed.map_err(|e| Error::start(dst, ErrorKind::Directory, e))?;
     let prefix = bucket.url().prefix.clone();
     let key_of = |path: &Path| {
         let mut key = prefix.clone();

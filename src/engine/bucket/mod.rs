@@ -193,22 +193,28 @@ impl Bucket {
         let budget = opts.memory_budget.max(64 << 20);
         // The retries of an endpoint that never answers would take minutes: the first look
         // gets 30 s.
-        let probe = runtime.block_on(async {
-            let look = first_look(&store, &url, opts.overwrite);
-            match tokio::time::timeout(std::time::Duration::from_secs(30), look).await {
-                Ok(result) => result,
-                Err(_) => Err(anyhow!(
-                    "no answer from the store within 30 s (AWS_ENDPOINT_URL, the network?)"
-                )),
-            }
+        // The first look and the search for what killed runs left, at once (one round trip
+        // each, side by side).
+        let (probe, stale) = runtime.block_on(async {
+            let look = async {
+                let look = first_look(&store, &url, opts.overwrite);
+                match tokio::time::timeout(std::time::Duration::from_secs(30), look).await {
+                    Ok(result) => result,
+                    Err(_) => Err(anyhow!(
+                        "no answer from the store within 30 s (AWS_ENDPOINT_URL, the network?)"
+                    )),
+                }
+            };
+            let stale = async {
+                if clean {
+                    stale::clean(&store, &url).await
+                } else {
+                    Ok(Vec::new())
+                }
+            };
+            futures_util::join!(look, stale)
         });
         let conditional = probe.map_err(|e| start(e.context(format!("cannot use '{url}'"))))?;
-        // What killed runs left open (one listing of the marks).
-        let stale = if clean {
-            runtime.block_on(stale::clean(&store, &url))
-        } else {
-            Ok(Vec::new())
-        };
         let stale = stale.map_err(|e| {
             start(e.context(format!(
                 "cannot look for uploads killed runs left in '{url}'"
