@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Usage: benches/s3.sh [-n N] [DELAY_MS|direct ...]        (default: -n 3, delays 0 5 20)
+# Usage: benches/s3.sh [-n N] [DELAY_MS|direct ...]          (default: -n 3, delays 0 5 20)
+#        benches/s3.sh --sync [-n N] [DELAY_MS|direct ...]   (a mirror with nothing to do)
+#        benches/s3.sh --memory [COUNT]                       (fastwrite's RSS; default 80000)
 #
 # Extracting an archive into a bucket: fastwrite against the ways users do it today, on the
 # same S3 server. The server is versitygw on its posix backend over a fresh folder, started as
@@ -33,6 +35,41 @@
 # fastwrite's (above 1: slower than fastwrite), and the client CPU per object; then the user
 # metadata each tool stored on one object (HeadObject), to see which tools keep the mtime.
 #
+# --sync: a mirror with nothing to do. Untimed, first: each tool copies TREE into its own prefix
+# itself (straight to the server), with the very command then timed; each run is that command
+# again, TREE unchanged, through the proxy, N rounds per delay, round-robin as above:
+#   fastwrite    fastwrite mirror TREE s3://bench/sync/fastwrite/
+#   s5cmd        s5cmd sync TREE/ s3://bench/sync/s5cmd/  (s5cmd's default: a file is copied if
+#                its size differs or it is newer than the object, by the listing's LastModified)
+#   rclone       rclone sync TREE B:bench/sync/rclone  (its defaults: size and modtime, the
+#                modtime being rclone's own X-Amz-Meta-Mtime, read with a HEAD per object;
+#                --use-server-modtime or --size-only would spare those HEADs: not run here)
+#   aws          aws s3 sync TREE s3://bench/sync/aws/  (size, and a file newer than its object)
+# A run counts only if it exits 0, the proxy counted no PUT, POST or DELETE during it, and the
+# prefix then holds exactly TREE's files, each object's LastModified and ETag as after the
+# setup (so at `direct`, where nothing is counted, the listing still shows a rewrite). Printed:
+# the same tables (per object = per file compared), and the metadata the setup stored.
+# Time: -n 3 at 0 and 20 ms took ~2.3 minutes here (the setup ~25 s, the aws CLI most of it;
+# then rclone's HEADs, 13 s a run at 20 ms), plus any wait for an earlier bench's deletes.
+#
+# --memory [COUNT]: fastwrite's memory with many keys, straight to the server (no proxy), once
+# each: a tar of COUNT files of 200 bytes in folders of 1,000 (made once with python3's
+# tarfile, cached as $FASTWRITE_BENCH_CACHE/s3-small-COUNTx200.tar, and untarred once beside
+# it, s3-small-COUNTx200/, also kept), then
+#   extract      fastwrite extract --stats THE.tar -o s3://bench/mem-extract/
+#   mirror       fastwrite mirror --stats THE_TREE s3://bench/mem-mirror/   (a fresh prefix)
+#   mirror-noop  the same mirror again: nothing to do
+# each under GNU time -v (maximum resident set size: fastwrite's, the largest process GNU time
+# waited for). A run counts only if it exits 0, the prefix then holds exactly the tar's files
+# with their sizes (s5cmd ls, all pages), and one object's user metadata (HeadObject of
+# d000/f000.txt) has the file's mtime and mode; mirror-noop also only if --stats says every file
+# was unchanged and no object's LastModified or ETag changed. Printed: wall time, max RSS,
+# client CPU, keys, the requests fastwrite counted (--stats) and the server's CPU. Time: at
+# 80,000, ~65 s for the three runs here (the server creates 160,000 files), ~3 minutes in all
+# with making the tar and the tree the first time, the listings and the cleanup, plus any wait
+# for an earlier bench's deletes; disk: ~1 GB in the work folder until the end, and the tar
+# (82 MB) and its tree (80,000 files) stay in the cache.
+#
 # Env:
 #   BENCH_TOOLS            only these tools (names as above, space-separated)
 #   FASTWRITE              fastwrite binary (default: target/release/fastwrite; built with
@@ -44,18 +81,20 @@
 #                          /usr/local/bin/s5cmd: 18 s here the first time, fetching its
 #                          dependencies from the Go module proxy; 5 s with Go's caches warm)
 #   VERSITYGW              the server (default: versitygw in PATH; v1.8.0 in .ci/setup)
-#   S3_BENCH_TIMEOUT       seconds a run may take before it is killed, and FAILED (default 600)
+#   S3_BENCH_TIMEOUT       seconds a run may take before it is killed, and FAILED (default 600;
+#                          1800 with --memory)
 #   FASTWRITE_BENCH_CACHE, BENCH_SETTLE, BENCH_PROBE_MS, BENCH_SETTLE_MAX, BENCH_DROP_CACHES,
 #   KEEP_WORK=1, BOTOCORE_VERSION: as in zip-peers.sh and fetch-corpus.sh.
-# Needs: versitygw, rclone, the aws CLI, unzip, Go (for s5cmd, once), python3, GNU time,
+# Needs: versitygw, rclone, the aws CLI, unzip, s5cmd (or Go, to build it once; --memory lists
+# with it), python3, GNU time, GNU tar (--memory),
 # a filesystem with user extended attributes under the cache (versitygw's posix backend).
 # Time: a round took ~45 s at 0 ms and ~95 s at 20 ms here (rclone's 4 transfers, 48 s at
 # 20 ms, and the aws CLI are most of it): about 10 minutes at N=3 and the default delays, plus
 # any wait for an earlier bench's deletes.
 # Disk: every run's objects stay (21 MB, 2,039 files each) until the end: ~1.2 GB at N=3.
 #
-# Results (markdown + the raw runs as TSV) go to $FASTWRITE_BENCH_CACHE/results/s3-*, never
-# the repo.
+# Results (markdown + the raw runs as TSV) go to $FASTWRITE_BENCH_CACHE/results/s3-* (s3-sync-*,
+# s3-memory-*), never the repo.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -63,28 +102,47 @@ repo="$(dirname "$here")"
 # shellcheck source-path=SCRIPTDIR source=lib/common.sh
 source "$here/lib/common.sh"
 
-RUNS=3
+RUNS=3 RUNS_SET=0 MODE=copy
+usage="usage: benches/s3.sh [--sync] [-n N] [DELAY_MS|direct ...], or benches/s3.sh --memory [COUNT]"
+set_mode() {
+    [[ "$MODE" == copy || "$MODE" == "$1" ]] || { echo "s3: --sync and --memory are two benches: one at a time" >&2; exit 2; }
+    MODE="$1"
+}
 while (( $# )); do
     case "$1" in
-    -n | --runs) RUNS="${2:?-n needs a number}"; shift 2 ;;
-    -n*) RUNS="${1#-n}"; shift ;;
+    --sync) set_mode sync; shift ;;
+    --memory) set_mode memory; shift ;;
+    -n | --runs) RUNS="${2:?-n needs a number}"; RUNS_SET=1; shift 2 ;;
+    -n*) RUNS="${1#-n}"; RUNS_SET=1; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     --) shift; break ;;
-    -*) echo "s3: unknown option $1 (usage: benches/s3.sh [-n N] [DELAY_MS|direct ...])" >&2; exit 2 ;;
+    -*) echo "s3: unknown option $1 ($usage)" >&2; exit 2 ;;
     *) break ;;
     esac
 done
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "s3: -n wants a positive number, not '$RUNS'" >&2; exit 2; }
-DELAYS=("$@")
-((${#DELAYS[@]})) || DELAYS=(0 5 20)
+if [[ "$MODE" == memory ]]; then
+    (( ! RUNS_SET )) || { echo "s3: --memory runs each command once: no -n" >&2; exit 2; }
+    (( $# <= 1 )) || { echo "s3: --memory takes one COUNT ($usage)" >&2; exit 2; }
+    COUNT="${1:-80000}"
+    [[ "$COUNT" =~ ^[1-9][0-9]*$ ]] || { echo "s3: --memory wants a positive number of files, not '$COUNT'" >&2; exit 2; }
+    RUNS=1 DELAYS=(direct)
+else
+    DELAYS=("$@")
+    ((${#DELAYS[@]})) || DELAYS=(0 5 20)
+fi
 for d in "${DELAYS[@]}"; do
     [[ "$d" =~ ^[0-9]+$ || "$d" == direct ]] || { echo "s3: a delay is whole milliseconds or 'direct', not '$d'" >&2; exit 2; }
 done
 
 bench_lock  # one bench at a time on this machine
 CACHE="${FASTWRITE_BENCH_CACHE:-$HOME/.cache/fastwrite-bench}"
-TIMEOUT="${S3_BENCH_TIMEOUT:-600}"
-ALL_TOOLS=(fastwrite unzip+s5cmd s5cmd rclone rclone-t64 aws)
+TIMEOUT="${S3_BENCH_TIMEOUT:-$([[ "$MODE" == memory ]] && echo 1800 || echo 600)}"
+case "$MODE" in
+copy) ALL_TOOLS=(fastwrite unzip+s5cmd s5cmd rclone rclone-t64 aws) ;;
+sync) ALL_TOOLS=(fastwrite s5cmd rclone aws) ;;
+memory) ALL_TOOLS=(fastwrite) ;;
+esac
 TOOLS=()
 for t in "${ALL_TOOLS[@]}"; do
     if [[ -z "${BENCH_TOOLS:-}" || " $BENCH_TOOLS " == *" $t "* ]]; then TOOLS+=("$t"); fi
@@ -99,7 +157,7 @@ wants() { [[ " ${TOOLS[*]} " == *" $1 "* ]]; }
 need() { command -v "$1" >/dev/null || { echo "s3: $1 is required ($2)" >&2; exit 1; }; }
 [[ -x /usr/bin/time ]] || { echo "s3: GNU time (/usr/bin/time) is required (apt-get install -y time)" >&2; exit 1; }
 need python3 "python3"
-need unzip "apt-get install -y unzip"
+[[ "$MODE" == memory ]] || need unzip "apt-get install -y unzip"
 need aws "the aws CLI lists what each run stored: pip install awscli"
 need curl "apt-get install -y curl"
 VGW="${VERSITYGW:-$(command -v versitygw || true)}"
@@ -132,7 +190,7 @@ build_s5cmd() {
     echo "s3: built $("$dest" version) in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s" >&2
 }
 S5=""
-if wants s5cmd || wants unzip+s5cmd; then
+if wants s5cmd || wants unzip+s5cmd || [[ "$MODE" == memory ]]; then  # --memory lists with it
     S5="${S5CMD:-$(command -v s5cmd || true)}"
     if [[ -z "$S5" ]]; then
         build_s5cmd
@@ -153,6 +211,9 @@ if wants fastwrite; then
     FW_SRC="$(resolve_fastwrite "$repo")"
     "$FW_SRC" extract --help 2>&1 | grep -q 's3://' ||
         { echo "s3: $FW_SRC cannot extract into a bucket (no s3:// in its help): rebuild it" >&2; exit 1; }
+    if [[ "$MODE" != copy ]] && ! "$FW_SRC" mirror --help 2>&1 | grep -q 's3://'; then
+        echo "s3: $FW_SRC cannot mirror into a bucket (no s3:// in its mirror help): rebuild it" >&2; exit 1
+    fi
     fw_hash="$(sha256sum "$FW_SRC" | cut -c1-12)"
     mkdir -p "$CACHE/bin"
     FW="$CACHE/bin/fastwrite-$fw_hash"
@@ -160,21 +221,70 @@ if wants fastwrite; then
 fi
 
 # --- the corpus -------------------------------------------------------------------------------
-WHEEL="$("$here/fetch-corpus.sh")"
 stamp="$(date +%Y%m%d-%H%M%S)"
 WORK="$CACHE/work/s3-$stamp"
 RESULTS="$CACHE/results"
 mkdir -p "$WORK/root" "$WORK/unzip" "$WORK/logs" "$WORK/lists" "$RESULTS"
-TSV="$RESULTS/s3-$stamp.tsv"
-MD="$RESULTS/s3-$stamp.md"
-TREE="$WORK/tree"
-unzip -q "$WHEEL" -d "$TREE"
-# The objects a run must leave: every file of the tree, with its size (the wheel has no
-# symlinks, and folders make no objects).
-(cd "$TREE" && find . -type f -printf '%P\t%s\n' | LC_ALL=C sort) >"$WORK/manifest.tsv"
-EXPECTED=$(wc -l <"$WORK/manifest.tsv")
-in_zip=$(unzip -Z1 "$WHEEL" | grep -vc '/$')
-(( EXPECTED == in_zip )) || { echo "s3: the tree has $EXPECTED files, the wheel $in_zip" >&2; exit 1; }
+name="s3-$stamp"
+[[ "$MODE" == copy ]] || name="s3-$MODE-$stamp"
+TSV="$RESULTS/$name.tsv"
+MD="$RESULTS/$name.md"
+if [[ "$MODE" == memory ]]; then
+    # COUNT files of 200 bytes, d000/f000.txt ... in folders of 1,000, mtime 1700000000, mode
+    # 0644 (folders 0755), made once; and untarred once beside it (GNU tar, as root: modes and
+    # mtimes kept), for the mirrors.
+    SMALL_SIZE=200
+    TAR="$CACHE/s3-small-${COUNT}x$SMALL_SIZE.tar"
+    SMALL="${TAR%.tar}"
+    if [[ ! -s "$TAR" ]]; then
+        echo "s3: making $TAR ($COUNT files of $SMALL_SIZE bytes), once" >&2
+        python3 - "$TAR.tmp" "$COUNT" "$SMALL_SIZE" <<'PY'
+import io, sys, tarfile
+path, count, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+with tarfile.open(path, "w") as tar:
+    for d in range((count + 999) // 1000):
+        t = tarfile.TarInfo(f"d{d:03d}")
+        t.type, t.mode, t.mtime = tarfile.DIRTYPE, 0o755, 1700000000
+        tar.addfile(t)
+        for i in range(d * 1000, min(count, d * 1000 + 1000)):
+            data = (f"file {i:07d} ".encode() * (size // 13 + 1))[:size - 1] + b"\n"
+            t = tarfile.TarInfo(f"d{d:03d}/f{i % 1000:03d}.txt")
+            t.size, t.mode, t.mtime = len(data), 0o644, 1700000000
+            tar.addfile(t, io.BytesIO(data))
+PY
+        mv -- "$TAR.tmp" "$TAR"
+    fi
+    if [[ ! -d "$SMALL" ]]; then
+        echo "s3: untarring it into $SMALL, once" >&2
+        rm -rf -- "$SMALL.tmp"
+        mkdir -p -- "$SMALL.tmp"
+        tar -xf "$TAR" -C "$SMALL.tmp"
+        mv -- "$SMALL.tmp" "$SMALL"
+    fi
+    # The objects a run must leave: the tar's files, with their sizes; and the tree must hold
+    # exactly those (which also brings its inodes into memory, for both mirrors alike).
+    python3 - "$TAR" <<'PY' | LC_ALL=C sort >"$WORK/manifest.tsv"
+import sys, tarfile
+for m in tarfile.open(sys.argv[1]):
+    if m.isfile():
+        print(f"{m.name}\t{m.size}")
+PY
+    (cd "$SMALL" && find . -type f -printf '%P\t%s\n' | LC_ALL=C sort) >"$WORK/tree-manifest.tsv"
+    cmp -s "$WORK/manifest.tsv" "$WORK/tree-manifest.tsv" ||
+        { echo "s3: $SMALL does not hold the tar's files (delete it to untar again)" >&2; exit 1; }
+    EXPECTED=$(wc -l <"$WORK/manifest.tsv")
+    (( EXPECTED == COUNT )) || { echo "s3: $TAR has $EXPECTED files, not $COUNT (delete it to make it again)" >&2; exit 1; }
+else
+    WHEEL="$("$here/fetch-corpus.sh")"
+    TREE="$WORK/tree"
+    unzip -q "$WHEEL" -d "$TREE"
+    # The objects a run must leave: every file of the tree, with its size (the wheel has no
+    # symlinks, and folders make no objects).
+    (cd "$TREE" && find . -type f -printf '%P\t%s\n' | LC_ALL=C sort) >"$WORK/manifest.tsv"
+    EXPECTED=$(wc -l <"$WORK/manifest.tsv")
+    in_zip=$(unzip -Z1 "$WHEEL" | grep -vc '/$')
+    (( EXPECTED == in_zip )) || { echo "s3: the tree has $EXPECTED files, the wheel $in_zip" >&2; exit 1; }
+fi
 
 # --- the server -------------------------------------------------------------------------------
 ACCESS=fastwrite SECRET=fastwrite-secret REGION=us-east-1 BUCKET=bench
@@ -236,70 +346,111 @@ cpu_of() {  # cpu_of PID (none: 0)
 versions="versitygw $(go version -m "$VGW" 2>/dev/null | awk '$1 == "mod" { print $3 }' || true)"
 [[ -n "$FW" ]] && versions+=", fastwrite $("$FW" --version | awk '{ print $2 }') (sha256 $fw_hash; repo at $(git -C "$repo" describe --always --dirty 2>/dev/null || echo '?'))"
 [[ -n "$S5" ]] && versions+=", s5cmd $("$S5" version)"
-if wants rclone || wants rclone-t64; then versions+=", $(rclone version | head -1)"; fi
+if wants rclone || wants rclone-t64; then versions+=", $(rclone version | sed -n 1p)"; fi  # sed reads it all: no SIGPIPE
 versions+=", $(aws --version 2>&1 | cut -d' ' -f1)"
 echo "s3: $versions" >&2
-echo "s3: server $DIRECT (posix root $WORK/root); $EXPECTED files per run; $RUNS round(s) at ${DELAYS[*]} ms" >&2
+case "$MODE" in
+copy) echo "s3: server $DIRECT (posix root $WORK/root); $EXPECTED files per run; $RUNS round(s) at ${DELAYS[*]} ms" >&2 ;;
+sync) echo "s3: server $DIRECT (posix root $WORK/root); syncs of $EXPECTED unchanged files; $RUNS round(s) at ${DELAYS[*]} ms" >&2 ;;
+memory) echo "s3: server $DIRECT (posix root $WORK/root); $EXPECTED files of $SMALL_SIZE bytes, straight to the server" >&2 ;;
+esac
 
 # --- one run ----------------------------------------------------------------------------------
+# The command a tool runs (into CMD): the copy, or with --sync the sync (the setup's and every
+# run's alike).
+tool_cmd() {  # tool_cmd TOOL ENDPOINT PREFIX ID
+    local tool="$1" ep="$2" prefix="$3" id="$4"
+    if [[ "$MODE" == sync ]]; then
+        case "$tool" in
+        fastwrite) CMD=("$FW" mirror "$TREE" "s3://$BUCKET/$prefix/") ;;
+        s5cmd) CMD=("$S5" --endpoint-url "$ep" --log error sync "$TREE/" "s3://$BUCKET/$prefix/") ;;
+        rclone) CMD=(rclone sync "$TREE" "B:$BUCKET/$prefix") ;;
+        aws) CMD=(aws s3 sync --only-show-errors "$TREE" "s3://$BUCKET/$prefix/") ;;
+        esac
+        return
+    fi
+    case "$tool" in
+    fastwrite) CMD=("$FW" extract "$WHEEL" -o "s3://$BUCKET/$prefix/") ;;
+    unzip+s5cmd)
+        # shellcheck disable=SC2016  # expanded by the inner bash
+        CMD=(bash -c 'unzip -q "$1" -d "$2" && exec "$3" --endpoint-url "$4" --log error cp "$2/*" "$5"'
+            _ "$WHEEL" "$WORK/unzip/$id" "$S5" "$ep" "s3://$BUCKET/$prefix/") ;;
+    s5cmd) CMD=("$S5" --endpoint-url "$ep" --log error cp "$TREE/*" "s3://$BUCKET/$prefix/") ;;
+    rclone) CMD=(rclone copy "$TREE" "B:$BUCKET/$prefix") ;;
+    rclone-t64) CMD=(rclone copy --transfers 64 "$TREE" "B:$BUCKET/$prefix") ;;
+    aws) CMD=(aws s3 cp --recursive --only-show-errors "$TREE" "s3://$BUCKET/$prefix/") ;;
+    esac
+}
+
+# What a prefix holds, straight from the server (all pages), into FILE ('{}' if it cannot be
+# listed).
+list_prefix() {  # list_prefix PREFIX FILE
+    if ! aws_direct s3api list-objects-v2 --bucket "$BUCKET" --prefix "$1/" --output json \
+        >"$2" 2>"${2%.json}.err"; then
+        echo '{}' >"$2"
+    fi
+}
+
 printf 'delay_ms\tround\tslot\ttool\tprefix\texit\tstatus\twall_s\tuser_s\tsys_s\tmaxrss_kib\tkeys\trequests\tserver_cpu_s\tproxy_cpu_s\n' >"$TSV"
 
 run_one() {  # run_one DELAY ROUND SLOT TOOL ENDPOINT STATS
     local delay="$1" round="$2" slot="$3" tool="$4" ep="$5" stats="$6"
-    local prefix="${delay}ms/r$round/$tool" id cmd rc t0 t1 s0 s1 p0 p1 times
+    local prefix="${delay}ms/r$round/$tool" id rc t0 t1 s0 s1 p0 p1 times setup=""
     [[ "$delay" == direct ]] && prefix="direct/r$round/$tool"
     id="${prefix//\//-}"
-    case "$tool" in
-    fastwrite) cmd=("$FW" extract "$WHEEL" -o "s3://$BUCKET/$prefix/") ;;
-    unzip+s5cmd)
-        # shellcheck disable=SC2016  # expanded by the inner bash
-        cmd=(bash -c 'unzip -q "$1" -d "$2" && exec "$3" --endpoint-url "$4" --log error cp "$2/*" "$5"'
-            _ "$WHEEL" "$WORK/unzip/$id" "$S5" "$ep" "s3://$BUCKET/$prefix/") ;;
-    s5cmd) cmd=("$S5" --endpoint-url "$ep" --log error cp "$TREE/*" "s3://$BUCKET/$prefix/") ;;
-    rclone) cmd=(rclone copy "$TREE" "B:$BUCKET/$prefix") ;;
-    rclone-t64) cmd=(rclone copy --transfers 64 "$TREE" "B:$BUCKET/$prefix") ;;
-    aws) cmd=(aws s3 cp --recursive --only-show-errors "$TREE" "s3://$BUCKET/$prefix/") ;;
-    esac
+    if [[ "$MODE" == sync ]]; then  # always the tool's own prefix, as the setup left it
+        id="sync-$id"
+        prefix="sync/$tool"
+        setup="$WORK/lists/setup-$tool.json"
+    fi
+    tool_cmd "$tool" "$ep" "$prefix" "$id"
     sync  # the previous run's writes (the server's, unzip's) land now, untimed
     cp -- "$stats" "$WORK/logs/$id.stats-before.json"
     s0="$(cpu_of "$SERVER_PID")" p0="$(cpu_of "$PROXY_PID")"
     t0=$EPOCHREALTIME
-    if /usr/bin/time -f '%U %S %M' -o "$WORK/logs/$id.time" timeout -k 10 "$TIMEOUT" "${cmd[@]}" \
+    if /usr/bin/time -f '%U %S %M' -o "$WORK/logs/$id.time" timeout -k 10 "$TIMEOUT" "${CMD[@]}" \
         </dev/null >"$WORK/logs/$id.log" 2>&1; then rc=0; else rc=$?; fi
     t1=$EPOCHREALTIME
     s1="$(cpu_of "$SERVER_PID")" p1="$(cpu_of "$PROXY_PID")"
     cp -- "$stats" "$WORK/logs/$id.stats-after.json"
     times="$(tail -n 1 "$WORK/logs/$id.time")"  # a failed run has a line before it
-    # What the prefix holds, straight from the server (all pages).
-    if ! aws_direct s3api list-objects-v2 --bucket "$BUCKET" --prefix "$prefix/" --output json \
-        >"$WORK/lists/$id.json" 2>"$WORK/lists/$id.err"; then
-        echo '{}' >"$WORK/lists/$id.json"
-    fi
+    list_prefix "$prefix" "$WORK/lists/$id.json"
     python3 - "$WORK/manifest.tsv" "$WORK/lists/$id.json" "$prefix/" "$rc" \
         "$WORK/logs/$id.stats-before.json" "$WORK/logs/$id.stats-after.json" \
-        "$delay" "$round" "$slot" "$tool" "$t0" "$t1" "$times" "$s0" "$s1" "$p0" "$p1" >>"$TSV" <<'PY'
+        "$delay" "$round" "$slot" "$tool" "$t0" "$t1" "$times" "$s0" "$s1" "$p0" "$p1" "$setup" >>"$TSV" <<'PY'
 import json, sys
 (manifest, listing, prefix, rc, before, after, delay, rnd, slot, tool,
- t0, t1, times, s0, s1, p0, p1) = sys.argv[1:]
+ t0, t1, times, s0, s1, p0, p1, setup) = sys.argv[1:]
 want = dict(l.rstrip("\n").split("\t") for l in open(manifest))
-try:
-    got = {o["Key"][len(prefix):]: str(o["Size"])
-           for o in (json.load(open(listing)) or {}).get("Contents", [])}
-except (ValueError, KeyError):
-    got = {}
+def objects(path):
+    try:
+        return {o["Key"][len(prefix):]: o for o in (json.load(open(path)) or {}).get("Contents", [])}
+    except (ValueError, KeyError):
+        return {}
+objs = objects(listing)
+got = {k: str(o["Size"]) for k, o in objs.items()}
 missing = sum(1 for k in want if k not in got)
 extra = sum(1 for k in got if k not in want)
 sizes = sum(1 for k in want if k in got and got[k] != want[k])
+a = json.load(open(before))["requests"] if open(before).read().strip() else {}
+b = json.load(open(after))["requests"]
+req = {m: b[m] - a.get(m, 0) for m in sorted(b) if b[m] - a.get(m, 0)}
 problems = []
 if rc != "0":
     problems.append(f"exit {rc}" + (" (timeout)" if rc in ("124", "137") else ""))
 if len(got) != len(want) or missing or extra or sizes:
     problems.append(f"{len(got)} keys, expected {len(want)} ({missing} missing, {extra} extra, "
                     f"{sizes} of another size)")
+if setup:  # --sync: nothing to do, so nothing written
+    writes = {m: n for m, n in req.items() if m in ("PUT", "POST", "DELETE")}
+    if writes:
+        problems.append("wrote with nothing to do: " + ", ".join(f"{m} {n}" for m, n in writes.items()))
+    was = objects(setup)
+    rewritten = sum(1 for k, o in objs.items() if k in was and
+                    (o["LastModified"], o["ETag"]) != (was[k]["LastModified"], was[k]["ETag"]))
+    if rewritten:
+        problems.append(f"{rewritten} objects rewritten (LastModified or ETag changed since the setup)")
 status = "ok" if not problems else "FAILED: " + "; ".join(problems)
-a = json.load(open(before))["requests"] if open(before).read().strip() else {}
-b = json.load(open(after))["requests"]
-req = {m: b[m] - a.get(m, 0) for m in sorted(b) if b[m] - a.get(m, 0)}
 user, system, rss = (times.split() + ["", "", ""])[:3]
 print("\t".join([delay, rnd, slot, tool, prefix.rstrip("/"), rc, status, f"{float(t1) - float(t0):.3f}",
                  user, system, rss, str(len(got)), json.dumps(req, separators=(",", ":")),
@@ -311,6 +462,198 @@ PY
         "$([[ $delay == direct ]] && echo direct || echo "$delay ms")" "$round" "$tool" \
         "$(cut -f8 <<<"$line")" "$(awk -F'\t' '{ print $9 + $10 }' <<<"$line")" "$(cut -f7 <<<"$line")" >&2
 }
+
+# --sync's setup, untimed: each tool syncs TREE into its own prefix, straight to the server; the
+# prefix must then hold exactly TREE's files, and its listing is what every run must leave.
+sync_setup() {
+    local tool prefix rc t0 t1 check
+    export AWS_ENDPOINT_URL="$DIRECT" RCLONE_CONFIG_B_ENDPOINT="$DIRECT"
+    for tool in "${TOOLS[@]}"; do
+        prefix="sync/$tool"
+        tool_cmd "$tool" "$DIRECT" "$prefix" "setup-$tool"
+        t0=$EPOCHREALTIME
+        if timeout -k 10 "$TIMEOUT" "${CMD[@]}" </dev/null >"$WORK/logs/setup-$tool.log" 2>&1; then rc=0; else rc=$?; fi
+        t1=$EPOCHREALTIME
+        list_prefix "$prefix" "$WORK/lists/setup-$tool.json"
+        check="$(python3 - "$WORK/manifest.tsv" "$WORK/lists/setup-$tool.json" "$prefix/" <<'PY'
+import json, sys
+manifest, listing, prefix = sys.argv[1:]
+want = dict(l.rstrip("\n").split("\t") for l in open(manifest))
+try:
+    got = {o["Key"][len(prefix):]: str(o["Size"]) for o in (json.load(open(listing)) or {}).get("Contents", [])}
+except (ValueError, KeyError):
+    got = {}
+print("ok" if got == want else f"{len(got)} keys, expected {len(want)} "
+      f"({sum(1 for k in want if k not in got)} missing, {sum(1 for k in got if k not in want)} extra)")
+PY
+)"
+        if (( rc != 0 )) || [[ "$check" != ok ]]; then
+            echo "s3: setup: $tool did not sync TREE into s3://$BUCKET/$prefix/ (exit $rc; $check): see $WORK/logs/setup-$tool.log" >&2
+            exit 1
+        fi
+        printf 's3: setup %-10s %7.2f s  straight to the server, untimed: %s keys in s3://%s/%s/\n' \
+            "$tool" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$EXPECTED" "$BUCKET" "$prefix" >&2
+    done
+}
+
+# After the report: stop the server and the proxy; keep the work folder if a run failed (or
+# KEEP_WORK=1), else delete it (only now: deleting during the bench would slow the server's
+# file creation).
+finish_bench() {
+    trap - EXIT
+    on_exit
+    if (( failed )); then
+        echo "s3: some runs FAILED (see above); outputs and logs kept in $WORK" >&2
+        exit 1
+    fi
+    if [[ "${KEEP_WORK:-0}" == 1 ]]; then
+        echo "outputs kept in $WORK" >&2
+    else
+        cleanup_workdir "$WORK"
+    fi
+}
+
+# --- --memory ---------------------------------------------------------------------------------
+mem_run() {  # mem_run NAME PREFIX MTIME MODE PREVIOUS COMMAND...: MTIME, MODE: the sample's own
+    local name="$1" prefix="$2" mtime="$3" mode="$4" previous="$5" rc t0 t1 s0 s1 line
+    shift 5
+    sync  # the previous run's writes (the server's) land now, untimed
+    s0="$(cpu_of "$SERVER_PID")"
+    t0=$EPOCHREALTIME
+    if /usr/bin/time -v -o "$WORK/logs/$name.time" timeout -k 10 "$TIMEOUT" "$@" \
+        </dev/null >"$WORK/logs/$name.log" 2>&1; then rc=0; else rc=$?; fi
+    t1=$EPOCHREALTIME
+    s1="$(cpu_of "$SERVER_PID")"
+    # What the prefix holds (s5cmd: all pages, one JSON object a key), and the sample's metadata.
+    "$S5" --endpoint-url "$DIRECT" --json ls "s3://$BUCKET/$prefix/*" \
+        >"$WORK/lists/$name.jsonl" 2>"$WORK/lists/$name.err" || true
+    aws_direct s3api head-object --bucket "$BUCKET" --key "$prefix/$MEM_SAMPLE" --output json \
+        >"$WORK/lists/$name.head.json" 2>"$WORK/lists/$name.head.err" || echo '{}' >"$WORK/lists/$name.head.json"
+    python3 - "$WORK/manifest.tsv" "$WORK/lists/$name.jsonl" "s3://$BUCKET/$prefix/" "$rc" "$name" \
+        "$t0" "$t1" "$WORK/logs/$name.time" "$WORK/logs/$name.log" "$WORK/lists/$name.head.json" \
+        "$mtime" "$mode" "$previous" "$s0" "$s1" >>"$TSV" <<'PY'
+import json, re, sys
+(manifest, listing, url, rc, name, t0, t1, timefile, log, head, mtime, mode, previous,
+ s0, s1) = sys.argv[1:]
+want = dict(l.rstrip("\n").split("\t") for l in open(manifest))
+def objects(path):
+    objs = {}
+    for line in open(path):
+        try:
+            o = json.loads(line)
+        except ValueError:
+            continue
+        if o.get("type", "file") == "file" and o.get("key", "").startswith(url):
+            objs[o["key"][len(url):]] = o
+    return objs
+objs = objects(listing)
+got = {k: str(o.get("size", 0)) for k, o in objs.items()}
+missing = sum(1 for k in want if k not in got)
+extra = sum(1 for k in got if k not in want)
+sizes = sum(1 for k in want if k in got and got[k] != want[k])
+tv = {}
+for l in open(timefile):
+    k, _, v = l.strip().rpartition(": ")
+    tv[k] = v
+text = open(log, errors="replace").read()
+requests = re.search(r"(\d+) requests", text)
+unchanged = re.search(r"^unchanged:\s+(\d+)", text, re.M)
+try:
+    h = json.load(open(head))
+except ValueError:
+    h = {}
+meta = h.get("Metadata", {})
+problems = []
+if rc != "0":
+    problems.append(f"exit {rc}" + (" (timeout)" if rc in ("124", "137") else ""))
+if len(got) != len(want) or missing or extra or sizes:
+    problems.append(f"{len(got)} keys, expected {len(want)} ({missing} missing, {extra} extra, "
+                    f"{sizes} of another size)")
+try:
+    right = float(meta.get("mtime", "nan")) == float(mtime) and meta.get("mode") == mode
+except ValueError:
+    right = False
+if not right:
+    problems.append(f"sample metadata {json.dumps(meta, sort_keys=True)}, expected mtime {mtime}, mode {mode}")
+if previous:  # nothing to do
+    if not unchanged or int(unchanged[1]) != len(want):
+        problems.append(f"unchanged {unchanged[1] if unchanged else '?'} of {len(want)} (--stats)")
+    was = objects(previous)
+    rewritten = sum(1 for k, o in objs.items() if k in was and
+                    (o.get("last_modified"), o.get("etag")) != (was[k].get("last_modified"), was[k].get("etag")))
+    if rewritten:
+        problems.append(f"{rewritten} objects rewritten (LastModified or ETag changed)")
+status = "ok" if not problems else "FAILED: " + "; ".join(problems)
+print("\t".join([name, url, rc, status, f"{float(t1) - float(t0):.3f}",
+                 tv.get("User time (seconds)", ""), tv.get("System time (seconds)", ""),
+                 tv.get("Maximum resident set size (kbytes)", ""), str(len(got)),
+                 requests[1] if requests else "", unchanged[1] if unchanged else "",
+                 f"{float(s1) - float(s0):.2f}",
+                 json.dumps({"Metadata": meta, "LastModified": h.get("LastModified")}, sort_keys=True)]))
+PY
+    line="$(tail -n 1 "$TSV")"
+    printf 's3: %-12s %7.2f s  max RSS %7.1f MiB  client CPU %6.2f s  %s\n' "$name" \
+        "$(cut -f5 <<<"$line")" "$(awk -F'\t' '{ print $8 / 1024 }' <<<"$line")" \
+        "$(awk -F'\t' '{ print $6 + $7 }' <<<"$line")" "$(cut -f4 <<<"$line")" >&2
+}
+
+if [[ "$MODE" == memory ]]; then
+    printf 'run\tprefix\texit\tstatus\twall_s\tuser_s\tsys_s\tmaxrss_kib\tkeys\trequests\tunchanged\tserver_cpu_s\tsample_head\n' >"$TSV"
+    MEM_SAMPLE="d000/f000.txt"
+    read -r tar_mtime tar_mode < <(python3 -c 'import sys, tarfile; m = tarfile.open(sys.argv[1]).getmember(sys.argv[2]); print(int(m.mtime), m.mode | 0o100000)' "$TAR" "$MEM_SAMPLE")
+    read -r tree_mtime tree_mode < <(stat -c '%Y %f' -- "$SMALL/$MEM_SAMPLE")
+    tree_mode=$((16#$tree_mode))
+    export AWS_ENDPOINT_URL="$DIRECT" RCLONE_CONFIG_B_ENDPOINT="$DIRECT"
+    wait_for_fast_creates "$WORK"  # the server creates COUNT files a run: wait out recent deletes
+    free_memory_for_batch "$TAR"
+    cat -- "$TAR" >/dev/null
+    warn_if_busy
+    mem_run extract mem-extract "$tar_mtime" "$tar_mode" "" \
+        "$FW" extract --stats "$TAR" -o "s3://$BUCKET/mem-extract/"
+    mem_run mirror mem-mirror "$tree_mtime" "$tree_mode" "" \
+        "$FW" mirror --stats "$SMALL" "s3://$BUCKET/mem-mirror/"
+    mem_run mirror-noop mem-mirror "$tree_mtime" "$tree_mode" "$WORK/lists/mirror.jsonl" \
+        "$FW" mirror --stats "$SMALL" "s3://$BUCKET/mem-mirror/"
+    failed=0
+    if grep -q $'\tFAILED' "$TSV"; then failed=1; fi
+    {
+        python3 - "$TSV" "$EXPECTED" "$SMALL_SIZE" "$(stat -c %s "$TAR")" "$(basename "$TAR")" "$MEM_SAMPLE" "$versions" <<'PY'
+import datetime, json, os, sys
+tsv, count, size, tar_bytes, tar, sample, versions = sys.argv[1:]
+count = int(count)
+rows = [l.rstrip("\n").split("\t") for l in open(tsv)]
+rows = [dict(zip(rows[0], r)) for r in rows[1:]]
+print(f"S3 memory: {versions}; {datetime.date.today()}, {os.cpu_count()} cores, {os.uname().release}. "
+      f"{count:,} files of {size} bytes in folders of 1,000 ({tar}, {int(tar_bytes) / 1e6:.0f} MB), "
+      "straight to the server (no proxy), each command once. Max RSS: GNU time's maximum resident "
+      "set size (fastwrite's); client CPU = user + system; requests = as fastwrite's --stats "
+      "counted them; server = CPU the server spent during the run.\n")
+what = {"extract": f"`fastwrite extract {tar} -o s3://bench/mem-extract/`",
+        "mirror": f"`fastwrite mirror {tar[:-4]} s3://bench/mem-mirror/` (a fresh prefix)",
+        "mirror-noop": "the same mirror again: nothing to do"}
+print("| run | command | wall | max RSS | client CPU | keys | requests | unchanged | server CPU | status |")
+print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+for r in rows:
+    rss = f"{int(r['maxrss_kib']) / 1024:.1f} MiB" if r["maxrss_kib"] else "-"
+    cpu = f"{float(r['user_s'] or 0) + float(r['sys_s'] or 0):.2f} s"
+    print(f"| {r['run']} | {what.get(r['run'], '')} | {float(r['wall_s']):.2f} s | {rss} | {cpu} "
+          f"| {int(r['keys']):,} | {r['requests'] or '-'} | {r['unchanged'] or '-'} "
+          f"| {float(r['server_cpu_s']):.2f} s | {r['status']} |")
+print(f"\nHeadObject of `{sample}` after each run:\n")
+print("| run | user metadata | LastModified |")
+print("| --- | --- | --- |")
+for r in rows:
+    h = json.loads(r["sample_head"])
+    meta = ", ".join(f"`{k}: {v}`" for k, v in sorted(h["Metadata"].items())) or "none"
+    print(f"| {r['run']} | {meta} | {h['LastModified']} |")
+PY
+    } | tee "$MD"
+    echo
+    echo "results: $MD"
+    echo "         $TSV"
+    finish_bench
+    exit 0
+fi
 
 # --- the rounds -------------------------------------------------------------------------------
 wait_for_fast_creates "$WORK"  # the server creates 2,039 files a run: wait out recent deletes
@@ -329,6 +672,8 @@ start_proxy() {  # start_proxy DELAY STATS: sets PROXY_PID, prints the proxy's e
     [[ -n "$port" ]] || { echo "s3: lab/s3-proxy.py did not start:" >&2; cat "$out" >&2; exit 1; }
     EP="http://127.0.0.1:$port"
 }
+
+[[ "$MODE" == sync ]] && sync_setup
 
 for delay in "${DELAYS[@]}"; do
     STATS="$WORK/proxy-${delay}ms.json"
@@ -371,20 +716,31 @@ for tool in "${TOOLS[@]}"; do
 done
 
 {
-    python3 - "$TSV" "$WORK/heads.tsv" "$SAMPLE" "$(stat -c %Y "$TREE/$SAMPLE")" "$EXPECTED" "$RUNS" "$versions" <<'PY'
+    python3 - "$TSV" "$WORK/heads.tsv" "$SAMPLE" "$(stat -c %Y "$TREE/$SAMPLE")" "$EXPECTED" "$RUNS" "$versions" "$MODE" <<'PY'
 import collections, datetime, json, os, statistics, sys
-tsv, heads, sample, sample_mtime, expected, runs, versions = sys.argv[1:]
+tsv, heads, sample, sample_mtime, expected, runs, versions, mode = sys.argv[1:]
 expected, runs = int(expected), int(runs)
 rows = [l.rstrip("\n").split("\t") for l in open(tsv)][1:]
 cols = ["delay", "round", "slot", "tool", "prefix", "exit", "status", "wall", "user", "sys",
         "rss", "keys", "requests", "server", "proxy"]
 rows = [dict(zip(cols, r)) for r in rows]
-print(f"S3: {versions}; {datetime.date.today()}, {os.cpu_count()} cores, {os.uname().release}. "
-      f"The botocore wheel ({expected:,} files) into a fresh prefix each run, {runs} round(s), "
-      "tools round-robin. Median of the good runs; ratio = the tool's / fastwrite's (above 1: "
-      "slower than fastwrite); client CPU = user + system of the client and its children "
-      "(unzip+s5cmd: both); requests = per run, by method, as the proxy counted them (the "
-      "first good run's); server, proxy = CPU the server and the proxy spent during the run.")
+if mode == "sync":
+    print(f"S3 sync: {versions}; {datetime.date.today()}, {os.cpu_count()} cores, {os.uname().release}. "
+          f"A sync with nothing to do: the botocore wheel's tree ({expected:,} files), copied into "
+          "each tool's own prefix by that tool's own sync (untimed), synced again each run, "
+          f"{runs} round(s), tools round-robin; a run counts only if it wrote nothing (no PUT, POST "
+          "or DELETE, no object's LastModified or ETag changed). Median of the good runs; ratio = "
+          "the tool's / fastwrite's (above 1: slower than fastwrite); client CPU = user + system "
+          "of the client and its children (per object: per file compared); requests = per run, "
+          "by method, as the proxy counted them (the first good run's); server, proxy = CPU the "
+          "server and the proxy spent during the run.")
+else:
+    print(f"S3: {versions}; {datetime.date.today()}, {os.cpu_count()} cores, {os.uname().release}. "
+          f"The botocore wheel ({expected:,} files) into a fresh prefix each run, {runs} round(s), "
+          "tools round-robin. Median of the good runs; ratio = the tool's / fastwrite's (above 1: "
+          "slower than fastwrite); client CPU = user + system of the client and its children "
+          "(unzip+s5cmd: both); requests = per run, by method, as the proxy counted them (the "
+          "first good run's); server, proxy = CPU the server and the proxy spent during the run.")
 order = list(dict.fromkeys(r["tool"] for r in rows))
 for delay in dict.fromkeys(r["delay"] for r in rows):
     by = collections.defaultdict(list)
@@ -425,8 +781,10 @@ if bad:
     print("\nFailed runs:\n")
     for r in bad:
         print(f"- {r['delay']}{'' if r['delay'] == 'direct' else ' ms'}, round {r['round']}, {r['tool']} ({r['prefix']}/): {r['status']}")
-print(f"\n### The metadata each tool stored\n\nHeadObject of `{sample}` from each tool's first "
-      f"good run; the file's mtime in the wheel (as unzip set it): {sample_mtime} "
+where = ("in each tool's prefix, as its setup's sync stored it" if mode == "sync"
+         else "from each tool's first good run")
+print(f"\n### The metadata each tool stored\n\nHeadObject of `{sample}` {where}; "
+      f"the file's mtime in the wheel (as unzip set it): {sample_mtime} "
       f"({datetime.datetime.fromtimestamp(int(sample_mtime), datetime.timezone.utc):%Y-%m-%d %H:%M:%S} UTC).\n")
 print("| tool | user metadata | LastModified |")
 print("| --- | --- | --- |")
@@ -442,14 +800,4 @@ echo "results: $MD"
 echo "         $TSV"
 
 # --- cleanup (only now: deleting during the bench would slow the server's file creation) ------
-trap - EXIT
-on_exit
-if (( failed )); then
-    echo "s3: some runs FAILED (see above); outputs and logs kept in $WORK" >&2
-    exit 1
-fi
-if [[ "${KEEP_WORK:-0}" == 1 ]]; then
-    echo "outputs kept in $WORK" >&2
-else
-    cleanup_workdir "$WORK"
-fi
+finish_bench
