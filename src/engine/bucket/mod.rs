@@ -555,9 +555,7 @@ impl Bucket {
                     .is_none_or(|&taken| link.index >= taken)
             });
             let links = std::mem::take(&mut deferred.links);
-            for entry in &links {
-                self.make_link(entry);
-            }
+            self.make_links(&links);
             self.make_empty_dirs(&deferred);
             self.shared.gate.drain();
         }
@@ -595,46 +593,61 @@ impl Bucket {
         }
     }
 
-    /// A symlink: an object holding its target, with a link's mode (s3fs's convention). A hard
-    /// link: a server-side copy of its target's object.
+    /// The links, uploaded side by side within the gate: symlinks first (objects holding their
+    /// target, with a link's mode: s3fs's convention), then hard links (server-side copies of
+    /// their targets, which may be those symlinks).
+    fn make_links(&self, links: &[Entry]) {
+        for hard in [false, true] {
+            for entry in links {
+                if matches!(entry.kind, EntryKind::Hardlink { .. }) == hard {
+                    self.make_link(entry);
+                }
+            }
+            self.shared.gate.drain();
+        }
+    }
+
     fn make_link(&self, entry: &Entry) {
         self.fill_parents(&entry.path);
         let key = object::key(&self.shared.url.prefix, &entry.path);
-        match &entry.kind {
-            EntryKind::Symlink { target } => {
-                let data = target.to_string_lossy().into_owned().into_bytes();
-                let job = Job {
-                    name: entry.name.clone(),
-                    key,
-                    mode: self.put_mode(),
-                    meta: object::metadata(entry, S_IFLNK, Some(0o777), self.owner_of(entry)),
-                    size: 0,
-                    mtime: None,
+        let (target, hard) = match &entry.kind {
+            EntryKind::Symlink { target } => (target, false),
+            EntryKind::Hardlink { target } => (target, true),
+            _ => return,
+        };
+        let meta = if hard {
+            object::Meta::new()
+        } else {
+            object::metadata(entry, S_IFLNK, Some(0o777), self.owner_of(entry))
+        };
+        let job = Job {
+            name: entry.name.clone(),
+            key,
+            mode: self.put_mode(),
+            meta,
+            size: 0,
+            mtime: None,
+        };
+        let from = object::key(&self.shared.url.prefix, target);
+        let data = target.to_string_lossy().into_owned().into_bytes();
+        let shared = Arc::clone(&self.shared);
+        shared.gate.enter(0);
+        self.runtime.spawn(async move {
+            let result = if hard {
+                copy(&shared, &from, &job.key, job.mode.clone()).await
+            } else {
+                upload(&shared, &job, data).await
+            };
+            if shared.settle_link(&job, result) {
+                let count = if hard {
+                    &shared.hardlinks
+                } else {
+                    &shared.symlinks
                 };
-                let result = self.runtime.block_on(upload(&self.shared, &job, data));
-                if self.shared.settle_link(&job, result) {
-                    self.shared.symlinks.fetch_add(1, Ordering::Relaxed);
-                }
+                count.fetch_add(1, Ordering::Relaxed);
             }
-            EntryKind::Hardlink { target } => {
-                let from = object::key(&self.shared.url.prefix, target);
-                let result =
-                    self.runtime
-                        .block_on(copy(&self.shared, &from, &key, self.put_mode()));
-                let job = Job {
-                    name: entry.name.clone(),
-                    key,
-                    mode: self.put_mode(),
-                    meta: object::Meta::new(),
-                    size: 0,
-                    mtime: None,
-                };
-                if self.shared.settle_link(&job, result) {
-                    self.shared.hardlinks.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            _ => {}
-        }
+            shared.gate.leave(0);
+        });
     }
 
     /// Folders that nothing was written under become empty `dir/` objects with their mode and
