@@ -28,6 +28,7 @@ fn main() {
             update_replaces_only_older_objects,
             settings_come_from_an_aws_profile,
             refused_credentials_stop_the_run_before_anything_is_written,
+            an_archive_in_a_bucket_is_read_as_a_stream,
         ]
     };
     // The server and the clients that read the bucket back run here on Linux.
@@ -940,5 +941,73 @@ mod linux {
             "{error}"
         );
         assert_eq!(server.keys("denied", ""), Vec::<String>::new());
+    }
+
+    pub fn an_archive_in_a_bucket_is_read_as_a_stream() {
+        let server = s3::Server::start();
+        server.make_bucket("archives");
+        let t = tempdir();
+        let zip = zip_of(&t, &[("z/a.txt", b"alpha"), ("z/b.txt", b"beta")]);
+        let tar = t.join("a.tar");
+        make_tar(
+            &tar,
+            "gnu",
+            &[TarEntry::file("t/c.txt", b"gamma".to_vec(), 0o600).mtime("1609556645")],
+        );
+        server.put("archives", "in/a.zip", &std::fs::read(&zip).unwrap());
+        server.put(
+            "archives",
+            "in/a.tar.gz",
+            &gzip(&std::fs::read(&tar).unwrap()),
+        );
+        // Into a folder: a zip by its local headers, a compressed tar, as from a pipe.
+        let out = t.join("out");
+        for key in ["in/a.zip", "in/a.tar.gz"] {
+            let url = format!("s3://archives/{key}");
+            fastwrite_on(&server, &osv!["extract", &url, "-o", &out]).assert_code(0);
+        }
+        assert_eq!(std::fs::read(out.join("z/b.txt")).unwrap(), b"beta");
+        assert_eq!(std::fs::read(out.join("t/c.txt")).unwrap(), b"gamma");
+        let mtime = std::fs::metadata(out.join("t/c.txt"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        assert_eq!(
+            mtime,
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_609_556_645)
+        );
+        // Listed, and from one bucket into another prefix.
+        let listed = fastwrite_on(&server, &osv!["list", "s3://archives/in/a.zip"]);
+        listed.assert_code(0);
+        assert!(listed.stdout.contains("z/a.txt"), "{}", listed.dump());
+        let copied = fastwrite_on(
+            &server,
+            &osv![
+                "extract",
+                "s3://archives/in/a.tar.gz",
+                "-o",
+                "s3://archives/out/"
+            ],
+        );
+        copied.assert_code(0);
+        assert_eq!(server.get("archives", "out/t/c.txt"), b"gamma");
+        // A key that is not there, as a file that is not there.
+        let missing = fastwrite_on(
+            &server,
+            &osv!["extract", "s3://archives/in/nope.tar", "-o", &out, "--json"],
+        );
+        missing.assert_code(2);
+        assert!(
+            missing.stdout.contains("no such object"),
+            "{}",
+            missing.dump()
+        );
+        let prefix = fastwrite_on(&server, &osv!["extract", "s3://archives/in/", "-o", &out]);
+        prefix.assert_code(2);
+        assert!(
+            prefix.stderr.contains("not an archive"),
+            "{}",
+            prefix.dump()
+        );
     }
 }

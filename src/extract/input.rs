@@ -44,10 +44,19 @@ pub(super) fn open(archive: &Path) -> anyhow::Result<Input> {
     if archive == Path::new("-") {
         return open_stream(std::io::stdin(), "standard input".to_string(), None);
     }
+    #[cfg(feature = "s3")]
+    if let Some(remote) = super::remote::open(archive)? {
+        return open_stream(remote, format!("'{}'", archive.display()), None);
+    }
     if let Some(scheme) = crate::plan::url_scheme(archive) {
         let why = anyhow::anyhow!(
-            "'{}' is a URL ({scheme}://), and fastwrite reads archives from files and standard input only (curl -sL URL | fastwrite extract - -o OUT)",
-            archive.display()
+            "'{}' is a URL ({scheme}://), and fastwrite reads archives from files, standard input{} only (curl -sL URL | fastwrite extract - -o OUT)",
+            archive.display(),
+            if cfg!(feature = "s3") {
+                " and s3:// buckets"
+            } else {
+                ""
+            }
         );
         return Err(super::format::unsupported(&archive.to_string_lossy(), why));
     }

@@ -15,6 +15,8 @@ mod limits;
 pub(crate) mod list;
 pub(crate) mod listed;
 pub(crate) mod read;
+#[cfg(feature = "s3")]
+mod remote;
 mod select;
 mod single;
 #[cfg(feature = "tar")]

@@ -51,6 +51,34 @@ use client::Meter;
 use flight::Gate;
 use object::{S_IFDIR, S_IFLNK, S_IFREG, SINGLE_PUT_MAX};
 
+/// A GET of `key` in `url`'s bucket, as a stream of its body's pieces (resumed from where it
+/// broke off, while the object's ETag stays the one it began with), with the runtime it runs
+/// on. A missing key is the OS's "not found", as for a file.
+pub(crate) fn get(
+    url: &BucketUrl,
+    key: &str,
+) -> anyhow::Result<(
+    tokio::runtime::Runtime,
+    futures_util::stream::BoxStream<'static, object_store::Result<bytes::Bytes>>,
+)> {
+    let meter = Arc::new(Meter::default());
+    let (store, _) = client::store(url, meter)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the download's thread")?;
+    let path = parse_key(key).map_err(|e| anyhow!(explain(&e)))?;
+    let got = runtime.block_on(store.get(&path));
+    match got {
+        Ok(result) => Ok((runtime, result.into_stream())),
+        Err(object_store::Error::NotFound { .. }) => Err(anyhow::Error::new(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no such object",
+        ))),
+        Err(e) => Err(anyhow!(explain(&e))),
+    }
+}
+
 /// What a bucket cannot be given, refused before anything is written.
 pub(crate) fn refuse_what_does_not_apply(root: &Path, opts: &Options) -> anyhow::Result<()> {
     let refuse = |why: String| -> anyhow::Result<()> {
