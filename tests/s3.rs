@@ -29,6 +29,7 @@ fn main() {
             settings_come_from_an_aws_profile,
             refused_credentials_stop_the_run_before_anything_is_written,
             an_archive_in_a_bucket_is_read_as_a_stream,
+            an_archive_at_a_url_is_read_as_a_stream,
         ]
     };
     // The server and the clients that read the bucket back run here on Linux.
@@ -1008,6 +1009,79 @@ mod linux {
             prefix.stderr.contains("not an archive"),
             "{}",
             prefix.dump()
+        );
+    }
+
+    /// Python's own HTTP server on a folder (it serves whole files, without ranges), killed
+    /// when dropped.
+    struct Web {
+        child: std::process::Child,
+        port: u16,
+    }
+
+    impl Web {
+        fn serve(dir: &std::path::Path) -> Web {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map(|a| a.port())
+                .unwrap();
+            let child = Command::new("python3")
+                .args([
+                    "-m",
+                    "http.server",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                ])
+                .current_dir(dir)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("start python3 -m http.server");
+            let start = std::time::Instant::now();
+            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                assert!(start.elapsed().as_secs() < 30, "http.server did not answer");
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Web { child, port }
+        }
+    }
+
+    impl Drop for Web {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    pub fn an_archive_at_a_url_is_read_as_a_stream() {
+        let t = tempdir();
+        let site = t.join("site");
+        std::fs::create_dir_all(&site).unwrap();
+        let zip = zip_of(&t, &[("z/a.txt", b"alpha")]);
+        std::fs::copy(&zip, site.join("my archive.zip")).unwrap();
+        let tar = t.join("a.tar");
+        make_tar(
+            &tar,
+            "gnu",
+            &[TarEntry::file("t/c.txt", b"gamma".to_vec(), 0o600)],
+        );
+        std::fs::write(site.join("a.tar.gz"), gzip(&std::fs::read(&tar).unwrap())).unwrap();
+        let web = Web::serve(&site);
+        let base = format!("http://127.0.0.1:{}", web.port);
+        let out = t.join("out");
+        for name in ["my%20archive.zip", "a.tar.gz"] {
+            let url = format!("{base}/{name}");
+            run_fastwrite(&osv!["extract", &url, "-o", &out]).assert_code(0);
+        }
+        assert_eq!(std::fs::read(out.join("z/a.txt")).unwrap(), b"alpha");
+        assert_eq!(std::fs::read(out.join("t/c.txt")).unwrap(), b"gamma");
+        let missing = run_fastwrite(&osv!["extract", format!("{base}/nope.zip"), "-o", &out]);
+        missing.assert_code(2);
+        assert!(
+            missing.stderr.contains("no such file (404)"),
+            "{}",
+            missing.dump()
         );
     }
 }

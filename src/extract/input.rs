@@ -50,7 +50,7 @@ pub(super) fn open(archive: &Path) -> anyhow::Result<Input> {
     }
     if let Some(scheme) = crate::plan::url_scheme(archive) {
         let why = anyhow::anyhow!(
-            "'{}' is a URL ({scheme}://), and fastwrite reads archives from files, standard input{} only (curl -sL URL | fastwrite extract - -o OUT)",
+            "'{}' is a URL ({scheme}://), and fastwrite reads archives from files, standard input{} only",
             archive.display(),
             if cfg!(feature = "s3") {
                 " and s3:// buckets"
