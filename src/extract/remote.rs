@@ -20,14 +20,7 @@ pub(super) fn open(archive: &Path) -> anyhow::Result<Option<Box<dyn Read + Send>
     if let Some(scheme) = crate::plan::url_scheme(archive)
         && (scheme.eq_ignore_ascii_case("https") || scheme.eq_ignore_ascii_case("http"))
     {
-        let (runtime, stream) = web(archive)
-            .map_err(|e| e.context(format!("cannot open archive '{}'", archive.display())))?;
-        return Ok(Some(Box::new(Remote {
-            runtime,
-            stream,
-            chunk: Bytes::new(),
-            label: archive.display().to_string(),
-        })));
+        return reader(archive, web(archive));
     }
     let Some(url) = BucketUrl::parse(archive)? else {
         return Ok(None);
@@ -43,8 +36,19 @@ pub(super) fn open(archive: &Path) -> anyhow::Result<Option<Box<dyn Read + Send>
         bucket: url.bucket,
         prefix: String::new(),
     };
-    let (runtime, stream) = crate::engine::bucket::get(&bucket, &key)
-        .map_err(|e| e.context(format!("cannot open archive '{}'", archive.display())))?;
+    reader(archive, crate::engine::bucket::get(&bucket, &key))
+}
+
+/// The reader of a GET begun for `archive`, or why it could not begin.
+fn reader(
+    archive: &Path,
+    got: anyhow::Result<(
+        tokio::runtime::Runtime,
+        BoxStream<'static, object_store::Result<Bytes>>,
+    )>,
+) -> anyhow::Result<Option<Box<dyn Read + Send>>> {
+    let (runtime, stream) =
+        got.map_err(|e| e.context(format!("cannot open archive '{}'", archive.display())))?;
     Ok(Some(Box::new(Remote {
         runtime,
         stream,

@@ -86,36 +86,21 @@ pub(super) fn mirror(
     // What the listing says of each action: unchanged (and its key taken off the listing), or
     // to do.
     let mut todo = Vec::new();
-    let mut unchanged = 0u64;
     let mut unchanged_paths = Vec::new();
     for action in std::mem::take(&mut found.actions) {
         match action {
-            Action::Copy { entry, .. } => {
+            Action::Copy { entry, .. } | Action::Link { entry, .. } => {
                 let key = key_of(&entry.path);
-                let same = listed
-                    .get(&key)
-                    .is_some_and(|theirs| same_file(src, &entry, theirs, mopts.checksum));
-                let replaces = listed.remove(&key).is_some();
-                if same {
-                    unchanged += 1;
-                    bucket.fill_parents(&entry.path);
-                    unchanged_paths.push(entry.path);
-                } else {
-                    todo.push((entry, replaces));
-                }
-            }
-            Action::Link { entry, .. } => {
-                let key = key_of(&entry.path);
-                let same = match (&entry.kind, listed.get(&key)) {
-                    (EntryKind::Symlink { target }, Some(theirs)) => {
+                let same = listed.get(&key).is_some_and(|theirs| match &entry.kind {
+                    EntryKind::File => same_file(src, &entry, theirs, mopts.checksum),
+                    EntryKind::Symlink { target } => {
                         theirs.size == target.as_os_str().len() as u64
                             && stored_since(theirs, entry.mtime)
                     }
                     _ => false,
-                };
+                });
                 let replaces = listed.remove(&key).is_some();
                 if same {
-                    unchanged += 1;
                     bucket.fill_parents(&entry.path);
                     unchanged_paths.push(entry.path);
                 } else {
@@ -135,6 +120,8 @@ pub(super) fn mirror(
             _ => {}
         }
     }
+    // What the report counts as unchanged (`add_found`).
+    found.unchanged = unchanged_paths.len() as u64;
     // A folder needs a marker only if nothing lies under it.
     let mut filled = std::collections::HashSet::new();
     for entry in found_paths(&todo).chain(unchanged_paths.iter().map(|p| p.as_path())) {
@@ -183,16 +170,12 @@ pub(super) fn mirror(
         actions.sort();
         let mut report = Report {
             mirror: Some(MirrorCounts {
-                unchanged,
                 actions: actions.into_iter().map(|(_, line)| line).collect(),
                 ..MirrorCounts::default()
             }),
             ..Report::default()
         };
         add_found(&mut report, found);
-        if let Some(m) = &mut report.mirror {
-            m.unchanged = unchanged;
-        }
         return Ok(report);
     }
 
@@ -258,9 +241,6 @@ pub(super) fn mirror(
         ..MirrorCounts::default()
     });
     add_found(&mut report, found);
-    if let Some(m) = &mut report.mirror {
-        m.unchanged = unchanged;
-    }
     Ok(report)
 }
 
