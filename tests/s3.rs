@@ -30,6 +30,10 @@ fn main() {
             refused_credentials_stop_the_run_before_anything_is_written,
             an_archive_in_a_bucket_is_read_as_a_stream,
             an_archive_at_a_url_is_read_as_a_stream,
+            a_zip_at_a_url_is_read_by_ranges_and_resumed,
+            a_server_without_ranges_is_read_as_a_stream_and_said,
+            an_archive_that_changes_while_it_is_read_is_refused,
+            proxies_and_redirects_are_followed,
         ]
     };
     // The server and the clients that read the bucket back run here on Linux.
@@ -1012,38 +1016,52 @@ mod linux {
         );
     }
 
-    /// Python's own HTTP server on a folder (it serves whole files, without ranges), killed
-    /// when dropped.
+    /// `lab/range-server.py` on a folder (byte ranges, ETags, and the faults `args` ask for),
+    /// killed when dropped.
     struct Web {
         child: std::process::Child,
         port: u16,
+        stats: std::path::PathBuf,
     }
 
     impl Web {
-        fn serve(dir: &std::path::Path) -> Web {
-            let port = std::net::TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .map(|a| a.port())
-                .unwrap();
-            let child = Command::new("python3")
-                .args([
-                    "-m",
-                    "http.server",
-                    &port.to_string(),
-                    "--bind",
-                    "127.0.0.1",
-                ])
-                .current_dir(dir)
-                .stdout(std::process::Stdio::null())
+        fn serve(dir: &std::path::Path, args: &[&str]) -> Web {
+            use std::io::BufRead;
+            let stats = dir.with_extension(format!("stats-{}.json", args.len()));
+            let _ = std::fs::remove_file(&stats);
+            let script =
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/range-server.py");
+            let mut child = Command::new("python3")
+                .arg(script)
+                .arg(dir)
+                .arg("--stats")
+                .arg(&stats)
+                .args(args)
+                .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::null())
                 .spawn()
-                .expect("start python3 -m http.server");
-            let start = std::time::Instant::now();
-            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-                assert!(start.elapsed().as_secs() < 30, "http.server did not answer");
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-            Web { child, port }
+                .expect("start lab/range-server.py");
+            let mut line = String::new();
+            std::io::BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            let port = line
+                .trim()
+                .strip_prefix("listening on ")
+                .and_then(|p| p.parse().ok())
+                .unwrap_or_else(|| panic!("range-server said {line:?}"));
+            Web { child, port, stats }
+        }
+
+        /// The server's count of requests of `kind` ("ranged", "whole", "cut", ...).
+        fn count(&self, kind: &str) -> u64 {
+            let text = std::fs::read_to_string(&self.stats).unwrap_or_default();
+            let counts: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+            counts[kind].as_u64().unwrap_or(0)
+        }
+
+        fn url(&self, name: &str) -> String {
+            format!("http://127.0.0.1:{}/{name}", self.port)
         }
     }
 
@@ -1052,6 +1070,127 @@ mod linux {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+
+    /// A zip of a 3 MB file of random bytes (more than one range) and a script, and the
+    /// folder it was made from.
+    fn ranged_zip(t: &TestDir) -> (std::path::PathBuf, Vec<u8>) {
+        let mut big = vec![0u8; 3_000_000];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for b in big.iter_mut() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = x as u8;
+        }
+        let zip = zip_of(t, &[("big.bin", &big), ("bin/run.sh", b"echo hi\n")]);
+        use std::os::unix::fs::PermissionsExt;
+        let script = t.join("src/bin/run.sh");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut cmd = Command::new("zip");
+        cmd.args(osv!["-q", "-X", &zip, "bin/run.sh"])
+            .current_dir(t.join("src"));
+        run_command(cmd).assert_code(0);
+        let site = t.join("site");
+        std::fs::create_dir_all(&site).unwrap();
+        std::fs::copy(&zip, site.join("a.zip")).unwrap();
+        (site, big)
+    }
+
+    fn mode_of(path: &std::path::Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+    }
+
+    pub fn a_zip_at_a_url_is_read_by_ranges_and_resumed() {
+        let t = tempdir();
+        let (site, big) = ranged_zip(&t);
+        // By ranges: the end first, then the rest in pieces; nothing whole.
+        let web = Web::serve(&site, &[]);
+        let out = t.join("out");
+        run_fastwrite(&osv!["extract", web.url("a.zip"), "-o", &out]).assert_code(0);
+        assert_eq!(std::fs::read(out.join("big.bin")).unwrap(), big);
+        assert_eq!(mode_of(&out.join("bin/run.sh")), 0o755);
+        assert!(web.count("ranged") >= 3, "{}", web.count("ranged"));
+        assert_eq!(web.count("whole"), 0);
+        drop(web);
+        // Two responses cut off mid-range: resumed from where each stopped.
+        let web = Web::serve(&site, &["--cut-after", "300000", "--cuts", "2"]);
+        let out = t.join("out-cut");
+        let run = run_fastwrite(&osv!["extract", web.url("a.zip"), "-o", &out]);
+        run.assert_code(0);
+        assert_eq!(web.count("cut"), 2, "{}", run.dump());
+        assert_eq!(std::fs::read(out.join("big.bin")).unwrap(), big);
+        // Listed and tested from its central directory.
+        let listed = run_fastwrite(&osv!["list", web.url("a.zip")]);
+        listed.assert_code(0);
+        assert!(listed.stdout.contains("bin/run.sh"), "{}", listed.dump());
+        run_fastwrite(&osv!["extract", "-t", web.url("a.zip")]).assert_code(0);
+    }
+
+    pub fn a_server_without_ranges_is_read_as_a_stream_and_said() {
+        let t = tempdir();
+        let (site, big) = ranged_zip(&t);
+        let web = Web::serve(&site, &["--no-ranges"]);
+        let out = t.join("out");
+        let run = run_fastwrite(&osv!["extract", web.url("a.zip"), "-o", &out]);
+        run.assert_code(0);
+        assert!(
+            run.stderr
+                .contains("does not answer requests for byte ranges"),
+            "{}",
+            run.dump()
+        );
+        assert_eq!(std::fs::read(out.join("big.bin")).unwrap(), big);
+        assert_eq!(mode_of(&out.join("bin/run.sh")), 0o755);
+    }
+
+    pub fn an_archive_that_changes_while_it_is_read_is_refused() {
+        let t = tempdir();
+        let (site, _) = ranged_zip(&t);
+        // Every answer after the first says the file was replaced.
+        let web = Web::serve(&site, &["--change-after", "1"]);
+        let out = t.join("out");
+        let run = run_fastwrite(&osv!["extract", web.url("a.zip"), "-o", &out]);
+        run.assert_code(2);
+        assert!(
+            run.stderr.contains("changed while it was read"),
+            "{}",
+            run.dump()
+        );
+        assert!(web.count("precondition") >= 1);
+        assert!(!out.join("big.bin").exists());
+    }
+
+    pub fn proxies_and_redirects_are_followed() {
+        let t = tempdir();
+        let (site, big) = ranged_zip(&t);
+        let web = Web::serve(&site, &["--redirect", "old.zip=a.zip"]);
+        // HTTP_PROXY: the server is the proxy of a host that does not exist.
+        let out = t.join("out");
+        let mut cmd = fastwrite_command(&osv![
+            "extract",
+            "http://archive.invalid/old.zip",
+            "-o",
+            &out
+        ]);
+        cmd.env("HTTP_PROXY", format!("http://127.0.0.1:{}", web.port))
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy");
+        let run = run_command(cmd);
+        assert_no_panic(&run);
+        run.assert_code(0);
+        assert!(web.count("proxied") >= 2, "{}", run.dump());
+        assert_eq!(std::fs::read(out.join("big.bin")).unwrap(), big);
+        // NO_PROXY: a proxy that is not there is passed by for the host it names.
+        let out = t.join("out-direct");
+        let mut cmd = fastwrite_command(&osv!["extract", web.url("old.zip"), "-o", &out]);
+        cmd.env("HTTP_PROXY", "http://127.0.0.1:9")
+            .env("NO_PROXY", "127.0.0.1");
+        let run = run_command(cmd);
+        assert_no_panic(&run);
+        run.assert_code(0);
+        assert_eq!(std::fs::read(out.join("big.bin")).unwrap(), big);
     }
 
     pub fn an_archive_at_a_url_is_read_as_a_stream() {
@@ -1067,7 +1206,7 @@ mod linux {
             &[TarEntry::file("t/c.txt", b"gamma".to_vec(), 0o600)],
         );
         std::fs::write(site.join("a.tar.gz"), gzip(&std::fs::read(&tar).unwrap())).unwrap();
-        let web = Web::serve(&site);
+        let web = Web::serve(&site, &[]);
         let base = format!("http://127.0.0.1:{}", web.port);
         let out = t.join("out");
         for name in ["my%20archive.zip", "a.tar.gz"] {

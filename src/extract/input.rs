@@ -24,10 +24,12 @@ pub(super) enum Input {
         label: String,
         verified: Option<codec::Verified>,
     },
-    /// A zip from a pipe or standard input, read by its local headers.
+    /// A zip from a pipe or standard input, read by its local headers; `note` is a warning
+    /// for the run's report (why a zip that has a central directory is read without it).
     ZipStream {
         input: Box<dyn BufRead + Send>,
         label: String,
+        note: Option<String>,
     },
     /// A single compressed file, not an archive (`notes.txt.gz`).
     Single {
@@ -45,8 +47,19 @@ pub(super) fn open(archive: &Path) -> anyhow::Result<Input> {
         return open_stream(std::io::stdin(), "standard input".to_string(), None);
     }
     #[cfg(feature = "s3")]
-    if let Some(remote) = super::remote::open(archive)? {
-        return open_stream(remote, format!("'{}'", archive.display()), None);
+    match super::remote::open(archive)? {
+        Some(super::remote::Opened::File(file)) => return open_file(archive, file),
+        Some(super::remote::Opened::Stream { reader, unranged }) => {
+            let mut input = open_stream(reader, format!("'{}'", archive.display()), None)?;
+            if let (true, Input::ZipStream { note, .. }) = (unranged, &mut input) {
+                *note = Some(
+                    "the server does not answer requests for byte ranges: the zip was read as one stream, by its local headers, as from a pipe (docs/security.md says how that differs from a zip read whole)"
+                        .to_string(),
+                );
+            }
+            return Ok(input);
+        }
+        None => {}
     }
     if let Some(scheme) = crate::plan::url_scheme(archive) {
         let why = anyhow::anyhow!(
@@ -60,7 +73,7 @@ pub(super) fn open(archive: &Path) -> anyhow::Result<Input> {
         );
         return Err(super::format::unsupported(&archive.to_string_lossy(), why));
     }
-    let mut file = File::open(archive)
+    let file = File::open(archive)
         .with_context(|| format!("cannot open archive '{}'", archive.display()))?;
     let regular = file.metadata().is_ok_and(|m| m.is_file());
     if !regular && !archive.is_dir() {
@@ -69,6 +82,11 @@ pub(super) fn open(archive: &Path) -> anyhow::Result<Input> {
         let label = format!("'{}'", archive.display());
         return open_stream(file, label, Some(archive));
     }
+    open_file(archive, file)
+}
+
+/// The regular file `file` (named `archive`), told what it is by its first bytes.
+fn open_file(archive: &Path, mut file: File) -> anyhow::Result<Input> {
     let mut head = Vec::with_capacity(512);
     (&mut file)
         .take(512)
@@ -112,6 +130,7 @@ fn open_stream(
             return Ok(Input::ZipStream {
                 input: Box::new(input),
                 label,
+                note: None,
             });
         }
         Some(Format::Tar) => {
@@ -238,6 +257,7 @@ fn zip_behind_a_prefix(
     Ok(Input::ZipStream {
         input: Box::new(std::io::Cursor::new(ahead).chain(input)),
         label,
+        note: None,
     })
 }
 
@@ -268,11 +288,20 @@ impl<R: Read> Read for Counted<R> {
     }
 }
 
-/// A stream copied into a new temporary file, which goes when it is closed (removed as soon as
-/// it is open on Unix; opened to be deleted on close on Windows): the file, at its start. A
-/// zip from a pipe is read so where its central directory, at its end, is needed.
+/// A stream copied into a new temporary file (see [`temporary_file`]): the file, at its
+/// start. A zip from a pipe is read so where its central directory, at its end, is needed.
 pub(super) fn spooled(mut input: Box<dyn BufRead + Send>) -> std::io::Result<File> {
     use std::io::{Seek, Write};
+    let mut file = temporary_file()?;
+    std::io::copy(&mut input, &mut file)?;
+    file.flush()?;
+    file.rewind()?;
+    Ok(file)
+}
+
+/// A new temporary file, which goes when it is closed (removed as soon as it is open on Unix;
+/// opened to be deleted on close on Windows).
+pub(super) fn temporary_file() -> std::io::Result<File> {
     let dir = std::env::temp_dir();
     let mut options = std::fs::OpenOptions::new();
     options.read(true).write(true).create_new(true);
@@ -283,7 +312,7 @@ pub(super) fn spooled(mut input: Box<dyn BufRead + Send>) -> std::io::Result<Fil
         options.custom_flags(0x0400_0000);
     }
     let mut tries = 0u32;
-    let mut file = loop {
+    loop {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
@@ -295,14 +324,10 @@ pub(super) fn spooled(mut input: Box<dyn BufRead + Send>) -> std::io::Result<Fil
             Ok(file) => {
                 #[cfg(unix)]
                 std::fs::remove_file(&path)?;
-                break file;
+                return Ok(file);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 100 => tries += 1,
             Err(e) => return Err(e),
         }
-    };
-    std::io::copy(&mut input, &mut file)?;
-    file.flush()?;
-    file.rewind()?;
-    Ok(file)
+    }
 }

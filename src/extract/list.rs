@@ -121,7 +121,7 @@ fn list_input(
         Input::Tar { decoded, label, .. } => {
             tar_list(decoded, &label, &chooser, each, &mut failures)
         }
-        Input::ZipStream { input, label } => {
+        Input::ZipStream { input, label, .. } => {
             // Listed from its central directory, at its end: the stream is kept in a file
             // first (never in memory), as bsdtar reads one that is not seekable.
             let file =

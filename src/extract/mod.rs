@@ -159,7 +159,11 @@ fn read_any(
             label,
             verified,
         } => tar_extract(decoded, &label, verified, out, opts, chooser),
-        Input::ZipStream { input, label } => zip_stream_extract(input, &label, out, opts, chooser),
+        Input::ZipStream { input, label, note } => {
+            let mut report = zip_stream_extract(input, &label, out, opts, chooser)?;
+            report.warnings.extend(note);
+            Ok(report)
+        }
         Input::Single {
             decoded,
             codec,

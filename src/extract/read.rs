@@ -67,7 +67,7 @@ fn read_any(archive: &Path, opts: &Options, each: &mut Each<'_>) -> anyhow::Resu
     let mut report = match input {
         Input::Zip { file } => zip_read(archive, file, opts, &chooser, each)?,
         Input::Tar { decoded, label, .. } => tar_read(decoded, &label, opts, &chooser, each)?,
-        Input::ZipStream { input, label } => {
+        Input::ZipStream { input, label, .. } => {
             // Read from its central directory, at its end: kept in a temporary file first.
             let file = super::input::spooled(input)
                 .map_err(|e| anyhow::Error::new(e).context(format!("cannot read {label}")))?;

@@ -1,79 +1,333 @@
-//! An archive in a bucket (`s3://BUCKET/KEY`) or at an `https://` URL (feature `http`), read as
-//! one streamed GET and handed to the same readers as a pipe: a tar (plain or compressed), a
-//! zip by its local headers, a single compressed file. The client resumes a GET that breaks
-//! off from where it stopped, and only while the object's ETag is the one it began with: an
-//! archive replaced while it is read is an error, never a mix of two.
+//! An archive in a bucket (`s3://BUCKET/KEY`) or at an `https://` URL (feature `http`).
+//!
+//! - The first request asks for the object's last 65 KiB, where a zip keeps the end of its
+//!   central directory. A zip is then fetched by ranges, [`IN_FLIGHT`] at a time, into an
+//!   unnamed temporary file, and read as a local zip is: the same plan from the central
+//!   directory and the same checks before anything is written (overlapping entries, local
+//!   headers that disagree with it, free space), entries written in parallel. Writing begins
+//!   when the last range has arrived, since those checks read every entry's local header, and
+//!   the local headers lie all through the archive.
+//! - Anything else (a tar, plain or compressed; a single compressed file) is one streamed GET,
+//!   handed to the readers a pipe uses, so writing begins with the first bytes.
+//! - A server that ignores ranges gets one streamed GET too, and a zip is then read by its
+//!   local headers, as from a pipe; the run says so.
+//! - Every request after the first carries the object's ETag (`If-Match`), or is compared with
+//!   its Last-Modified where the server gives no ETag: an archive replaced while it is read is
+//!   an error that says so, never a mix of two. The client resumes a response that breaks off
+//!   with a ranged request from where it stopped, under the same condition.
 
-use std::io::{self, Read};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 
+use anyhow::Context;
 use bytes::Bytes;
-use futures_util::StreamExt;
-use futures_util::stream::BoxStream;
+use futures_util::stream::{self, BoxStream, StreamExt, TryStreamExt};
+use object_store::path::Path as Key;
+use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore};
 
-use crate::engine::bucket::BucketUrl;
+use crate::engine::bucket::{self, BucketUrl};
+
+/// How much of the object's end the first request asks for: a zip's end of central directory
+/// record with the longest comment it can have (22 + 65,535 bytes), and the zip64 locator.
+const TAIL: u64 = 65 * 1024;
+
+/// Ranges of a zip in flight at once. The temporary file takes them as they come, so this
+/// bounds connections, not memory.
+const IN_FLIGHT: usize = 16;
+
+/// A remote archive, opened.
+pub(super) enum Opened {
+    /// A zip, fetched whole into a temporary file: read as a local file is.
+    File(File),
+    /// Read once from its start. `unranged`: the server ignored a range request, so a zip in
+    /// it is read by its local headers.
+    Stream {
+        reader: Box<dyn Read + Send>,
+        unranged: bool,
+    },
+}
 
 /// The object `archive` names (`s3://BUCKET/KEY`, or with feature `http` an `https://` or
-/// `http://` URL), opened for reading from its start; `None` for anything else.
-pub(super) fn open(archive: &Path) -> anyhow::Result<Option<Box<dyn Read + Send>>> {
-    #[cfg(feature = "http")]
-    if let Some(scheme) = crate::plan::url_scheme(archive)
-        && (scheme.eq_ignore_ascii_case("https") || scheme.eq_ignore_ascii_case("http"))
-    {
-        return reader(archive, web(archive));
-    }
-    let Some(url) = BucketUrl::parse(archive)? else {
+/// `http://` URL), opened; `None` for anything else.
+pub(super) fn open(archive: &Path) -> anyhow::Result<Option<Opened>> {
+    let Some(object) = Object::locate(archive)? else {
         return Ok(None);
     };
-    let key = url.prefix.trim_end_matches('/').to_string();
-    if key.is_empty() || archive.to_string_lossy().ends_with('/') {
-        anyhow::bail!(
-            "'{}' names a bucket or a prefix, not an archive (s3://BUCKET/KEY)",
-            archive.display()
-        );
+    object
+        .open()
+        .map(Some)
+        .map_err(|e| e.context(format!("cannot open archive '{}'", archive.display())))
+}
+
+/// One object, and the runtime its requests run on.
+struct Object {
+    store: Arc<dyn ObjectStore>,
+    key: Key,
+    runtime: tokio::runtime::Runtime,
+    /// What the object is called in messages.
+    label: String,
+    /// "no such object", or the server's words for it.
+    missing: &'static str,
+}
+
+impl Object {
+    fn locate(archive: &Path) -> anyhow::Result<Option<Object>> {
+        let runtime = || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("cannot start the download's thread")
+        };
+        let label = archive.display().to_string();
+        #[cfg(feature = "http")]
+        if let Some((store, key)) = web(archive)? {
+            let missing = "the server has no such file (404)";
+            let runtime = runtime()?;
+            return Ok(Some(Object {
+                store,
+                key,
+                runtime,
+                label,
+                missing,
+            }));
+        }
+        let Some(url) = BucketUrl::parse(archive)? else {
+            return Ok(None);
+        };
+        let key = url.prefix.trim_end_matches('/').to_string();
+        if key.is_empty() || label.ends_with('/') {
+            anyhow::bail!("'{label}' names a bucket or a prefix, not an archive (s3://BUCKET/KEY)");
+        }
+        let bucket = BucketUrl {
+            bucket: url.bucket,
+            prefix: String::new(),
+        };
+        let (store, key) = bucket::object(&bucket, &key)?;
+        Ok(Some(Object {
+            store,
+            key,
+            runtime: runtime()?,
+            label,
+            missing: "no such object",
+        }))
     }
-    let bucket = BucketUrl {
-        bucket: url.bucket,
-        prefix: String::new(),
-    };
-    reader(archive, crate::engine::bucket::get(&bucket, &key))
+
+    /// Asks for the object's end, and from it decides how the object is read.
+    fn open(self) -> anyhow::Result<Opened> {
+        let asked = GetOptions {
+            range: Some(GetRange::Suffix(TAIL)),
+            ..GetOptions::default()
+        };
+        let tail = self.runtime.block_on(async {
+            let got = self.store.get_opts(&self.key, asked).await?;
+            let (meta, at) = (got.meta.clone(), got.range.start);
+            Ok((meta, at, got.bytes().await?))
+        });
+        match tail {
+            Ok((meta, at, tail)) if ends_like_a_zip(&tail) => self.fetch(&meta, at, tail),
+            Ok((meta, ..)) => self.stream(Some(&meta), false),
+            Err(object_store::Error::NotSupported { .. }) => self.stream(None, true),
+            Err(e @ object_store::Error::NotFound { .. }) => Err(self.failed(e)),
+            // An empty object has no last bytes to give (416): a plain GET says what it is.
+            Err(_) => self.stream(None, false),
+        }
+    }
+
+    /// The whole object into an unnamed temporary file, by ranges, [`IN_FLIGHT`] at a time;
+    /// `tail` is its part from `tail_at` on, already read.
+    fn fetch(self, meta: &ObjectMeta, tail_at: u64, tail: Bytes) -> anyhow::Result<Opened> {
+        let mut file = super::input::temporary_file()
+            .context("cannot make a temporary file to hold the archive while it is read")?;
+        let held = |e: io::Error| {
+            anyhow::Error::new(e).context("cannot write the archive to a temporary file")
+        };
+        let chunk = chunk_size(tail_at);
+        let ranges = (0..tail_at)
+            .step_by(chunk as usize)
+            .map(|start| start..(start + chunk).min(tail_at));
+        let expected = Expected::of(meta);
+        let pieces = stream::iter(ranges)
+            .map(|range| self.range(range, &expected))
+            .flatten_unordered(IN_FLIGHT);
+        self.runtime.block_on(async {
+            let mut pieces = std::pin::pin!(pieces);
+            while let Some((at, piece)) = pieces.try_next().await.map_err(|e| self.failed(e))? {
+                file.seek(SeekFrom::Start(at))
+                    .and_then(|_| file.write_all(&piece))
+                    .map_err(held)?;
+            }
+            anyhow::Ok(())
+        })?;
+        file.seek(SeekFrom::Start(tail_at))
+            .and_then(|_| file.write_all(&tail))
+            .and_then(|_| file.rewind())
+            .map_err(held)?;
+        Ok(Opened::File(file))
+    }
+
+    /// The pieces of `range` of the object, each with where it goes, as they arrive.
+    fn range(
+        &self,
+        range: Range<u64>,
+        expected: &Expected,
+    ) -> BoxStream<'static, object_store::Result<(u64, Bytes)>> {
+        let (store, key, expected) = (self.store.clone(), self.key.clone(), expected.clone());
+        let asked = GetOptions {
+            range: Some(GetRange::Bounded(range.clone())),
+            if_match: expected.etag.clone(),
+            ..GetOptions::default()
+        };
+        stream::once(async move {
+            let got = store.get_opts(&key, asked).await?;
+            expected.check(&got.meta)?;
+            let mut at = range.start;
+            Ok::<_, object_store::Error>(got.into_stream().map_ok(move |piece| {
+                let here = at;
+                at += piece.len() as u64;
+                (here, piece)
+            }))
+        })
+        .try_flatten()
+        .boxed()
+    }
+
+    /// The object as one streamed GET from its start, under the condition `meta` sets (if
+    /// the first request gave one).
+    fn stream(self, meta: Option<&ObjectMeta>, unranged: bool) -> anyhow::Result<Opened> {
+        let expected = meta.map(Expected::of);
+        let asked = GetOptions {
+            if_match: expected.as_ref().and_then(|e| e.etag.clone()),
+            ..GetOptions::default()
+        };
+        let got = self.runtime.block_on(async {
+            let got = self.store.get_opts(&self.key, asked).await?;
+            if let Some(expected) = &expected {
+                expected.check(&got.meta)?;
+            }
+            Ok(got)
+        });
+        let stream = got.map_err(|e| self.failed(e))?.into_stream();
+        let reader = Box::new(Remote {
+            stream,
+            chunk: Bytes::new(),
+            object: self,
+        });
+        Ok(Opened::Stream { reader, unranged })
+    }
+
+    /// A request's failure, said for this object.
+    fn failed(&self, error: object_store::Error) -> anyhow::Error {
+        match error {
+            object_store::Error::NotFound { .. } => {
+                io::Error::new(io::ErrorKind::NotFound, self.missing).into()
+            }
+            object_store::Error::Precondition { .. } => anyhow::anyhow!(
+                "'{}' changed while it was read (another ETag or Last-Modified than its first answer's): read it again once it stays the same",
+                self.label
+            ),
+            e => anyhow::anyhow!(bucket::explain(&e)),
+        }
+    }
 }
 
-/// The reader of a GET begun for `archive`, or why it could not begin.
-fn reader(
-    archive: &Path,
-    got: anyhow::Result<(
-        tokio::runtime::Runtime,
-        BoxStream<'static, object_store::Result<Bytes>>,
-    )>,
-) -> anyhow::Result<Option<Box<dyn Read + Send>>> {
-    let (runtime, stream) =
-        got.map_err(|e| e.context(format!("cannot open archive '{}'", archive.display())))?;
-    Ok(Some(Box::new(Remote {
-        runtime,
-        stream,
-        chunk: Bytes::new(),
-        label: archive.display().to_string(),
-    })))
+/// What every answer must say of the object: the ETag the first one gave (also sent as
+/// `If-Match`), else its Last-Modified; and its size.
+#[derive(Clone)]
+struct Expected {
+    etag: Option<String>,
+    modified: chrono::DateTime<chrono::Utc>,
+    size: u64,
 }
 
-/// A GET of an `https://` (or `http://`) URL: the server and the path apart, the path's
-/// percent-escapes read as the URL has them.
+impl Expected {
+    fn of(meta: &ObjectMeta) -> Expected {
+        Expected {
+            etag: meta.e_tag.clone(),
+            modified: meta.last_modified,
+            size: meta.size,
+        }
+    }
+
+    fn check(&self, meta: &ObjectMeta) -> object_store::Result<()> {
+        let same = match (&self.etag, &meta.e_tag) {
+            (Some(etag), Some(now)) => etag == now,
+            _ => self.modified == meta.last_modified,
+        };
+        if same && self.size == meta.size {
+            return Ok(());
+        }
+        Err(object_store::Error::Precondition {
+            path: meta.location.to_string(),
+            source: "the object changed".into(),
+        })
+    }
+}
+
+/// The size of a range: a 64th of the archive, between 1 and 16 MiB, so that a small archive
+/// comes in a few round trips and a large one in ranges that each keep a connection busy.
+fn chunk_size(size: u64) -> u64 {
+    (size / 64).clamp(1 << 20, 16 << 20)
+}
+
+/// Whether `tail`, the object's last bytes, holds a zip's end of central directory record.
+/// Any other object is read as a stream, where what it is is told from its first bytes; a
+/// false match is fetched whole and told the same way, from the temporary file.
+fn ends_like_a_zip(tail: &[u8]) -> bool {
+    tail.windows(4).rev().any(|w| w == b"PK\x05\x06")
+}
+
+/// A GET's body as a reader.
+struct Remote {
+    stream: BoxStream<'static, object_store::Result<Bytes>>,
+    chunk: Bytes,
+    object: Object,
+}
+
+impl Read for Remote {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.chunk.is_empty() {
+            match self.object.runtime.block_on(self.stream.next()) {
+                None => return Ok(0),
+                Some(Ok(chunk)) => self.chunk = chunk,
+                Some(Err(e)) => {
+                    let error = self.object.failed(e);
+                    let label = &self.object.label;
+                    return Err(io::Error::other(format!("reading '{label}': {error}")));
+                }
+            }
+        }
+        let n = buf.len().min(self.chunk.len());
+        buf[..n].copy_from_slice(&self.chunk.split_to(n));
+        Ok(n)
+    }
+}
+
+/// The store and path of an `https://` (or `http://`) URL, the path's percent-escapes read as
+/// the URL has them; `None` for another scheme.
 #[cfg(feature = "http")]
-fn web(
-    url: &Path,
-) -> anyhow::Result<(
-    tokio::runtime::Runtime,
-    BoxStream<'static, object_store::Result<Bytes>>,
-)> {
-    use object_store::ObjectStoreExt;
+fn web(url: &Path) -> anyhow::Result<Option<(Arc<dyn ObjectStore>, Key)>> {
+    let Some(scheme) = crate::plan::url_scheme(url)
+        .filter(|s| s.eq_ignore_ascii_case("https") || s.eq_ignore_ascii_case("http"))
+    else {
+        return Ok(None);
+    };
     let text = url.to_str().unwrap_or_default();
-    let (scheme, rest) = text.split_once("://").unwrap_or(("https", text));
+    let rest = &text[scheme.len() + 3..];
     let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let path = path.split(['?', '#']).next().unwrap_or_default();
+    let path = path.split('#').next().unwrap_or_default();
     if host.is_empty() || path.is_empty() || path.ends_with('/') {
         anyhow::bail!("'{text}' names no file ({scheme}://HOST/PATH)");
     }
+    if path.contains('?') {
+        anyhow::bail!(
+            "'{text}' has a query (?...), which fastwrite does not send: a presigned URL cannot be read this way; give the object as s3://BUCKET/KEY with credentials, or download it first"
+        );
+    }
+    // The environment's proxies (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY) apply, and
+    // redirects are followed, as the HTTP client does by default.
     let store = object_store::http::HttpBuilder::new()
         .with_url(format!("{scheme}://{host}"))
         .with_client_options(
@@ -83,42 +337,23 @@ fn web(
                 .with_timeout(std::time::Duration::from_secs(300)),
         )
         .build()?;
-    let key = object_store::path::Path::from_url_path(path)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let got = runtime.block_on(store.get(&key));
-    match got {
-        Ok(result) => Ok((runtime, result.into_stream())),
-        Err(object_store::Error::NotFound { .. }) => Err(anyhow::Error::new(io::Error::new(
-            io::ErrorKind::NotFound,
-            "the server has no such file (404)",
-        ))),
-        Err(e) => Err(e.into()),
+    Ok(Some((Arc::new(store), Key::from_url_path(path)?)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_is_a_64th_of_the_archive_within_bounds() {
+        assert_eq!(chunk_size(0), 1 << 20);
+        assert_eq!(chunk_size(256 << 20), 4 << 20);
+        assert_eq!(chunk_size(10 << 30), 16 << 20);
     }
-}
 
-/// A GET's body as a reader.
-struct Remote {
-    runtime: tokio::runtime::Runtime,
-    stream: BoxStream<'static, object_store::Result<Bytes>>,
-    chunk: Bytes,
-    label: String,
-}
-
-impl Read for Remote {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.chunk.is_empty() {
-            match self.runtime.block_on(self.stream.next()) {
-                None => return Ok(0),
-                Some(Ok(chunk)) => self.chunk = chunk,
-                Some(Err(e)) => {
-                    return Err(io::Error::other(format!("reading '{}': {e}", self.label)));
-                }
-            }
-        }
-        let n = buf.len().min(self.chunk.len());
-        buf[..n].copy_from_slice(&self.chunk.split_to(n));
-        Ok(n)
+    #[test]
+    fn a_zip_is_told_by_its_end_record() {
+        assert!(ends_like_a_zip(b"...PK\x05\x06\0\0\0\0"));
+        assert!(!ends_like_a_zip(b"\x1f\x8b\x08 a gzip stream"));
     }
 }

@@ -51,32 +51,15 @@ use client::Meter;
 use flight::Gate;
 use object::{S_IFDIR, S_IFLNK, S_IFREG, SINGLE_PUT_MAX};
 
-/// A GET of `key` in `url`'s bucket, as a stream of its body's pieces (resumed from where it
-/// broke off, while the object's ETag stays the one it began with), with the runtime it runs
-/// on. A missing key is the OS's "not found", as for a file.
-pub(crate) fn get(
+/// The object `key` in `url`'s bucket, for reading: the store (with the settings a run's
+/// target is found with) and the key as the store has it.
+pub(crate) fn object(
     url: &BucketUrl,
     key: &str,
-) -> anyhow::Result<(
-    tokio::runtime::Runtime,
-    futures_util::stream::BoxStream<'static, object_store::Result<bytes::Bytes>>,
-)> {
-    let meter = Arc::new(Meter::default());
-    let (store, _) = client::store(url, meter)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the download's thread")?;
+) -> anyhow::Result<(Arc<dyn ObjectStore>, object_store::path::Path)> {
+    let (store, _) = client::store(url, Arc::new(Meter::default()))?;
     let path = parse_key(key).map_err(|e| anyhow!(explain(&e)))?;
-    let got = runtime.block_on(store.get(&path));
-    match got {
-        Ok(result) => Ok((runtime, result.into_stream())),
-        Err(object_store::Error::NotFound { .. }) => Err(anyhow::Error::new(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            "no such object",
-        ))),
-        Err(e) => Err(anyhow!(explain(&e))),
-    }
+    Ok((Arc::new(store), path))
 }
 
 /// What a bucket cannot be given, refused before anything is written.
@@ -1112,7 +1095,7 @@ impl Shared {
 
 /// The store's error in a sentence: what the server said, without the client's layers of
 /// request detail repeated.
-fn explain(e: &object_store::Error) -> String {
+pub(crate) fn explain(e: &object_store::Error) -> String {
     use std::error::Error as _;
     let mut text = e.to_string();
     let mut source = e.source();
