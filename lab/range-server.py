@@ -160,7 +160,12 @@ def main():
                 self.close_connection = True
                 self.connection.shutdown(2)
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    class Server(http.server.ThreadingHTTPServer):
+        # socketserver's backlog of 5 drops the SYNs of a burst of connections, which then
+        # wait a second for their retransmission; web servers listen with hundreds.
+        request_queue_size = 511
+
+    server = Server(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     print("listening on %d" % server.server_address[1], flush=True)
     try:
