@@ -34,6 +34,7 @@ fn main() {
             a_server_without_ranges_is_read_as_a_stream_and_said,
             an_archive_that_changes_while_it_is_read_is_refused,
             proxies_and_redirects_are_followed,
+            a_prefix_is_mirrored_into_a_folder_incrementally,
         ]
     };
     // The server and the clients that read the bucket back run here on Linux.
@@ -637,6 +638,121 @@ mod linux {
         out.assert_code(0);
         assert_eq!(json_of(&out)["files"], 1, "{}", out.dump());
         assert_eq!(server.get("mirror", "m/d2/f2.txt"), b"file X");
+    }
+
+    pub fn a_prefix_is_mirrored_into_a_folder_incrementally() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let server = s3::Server::start();
+        server.make_bucket("down");
+        let t = tempdir();
+        let src = tree(&t, 20);
+        std::fs::set_permissions(
+            src.join("d1/f6.txt"),
+            std::fs::Permissions::from_mode(0o751),
+        )
+        .unwrap();
+        // Larger than what is read whole: written as it streams in.
+        let big: Vec<u8> = (0..9_500_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(src.join("big.bin"), &big).unwrap();
+        fastwrite_on(&server, &osv!["mirror", &src, "s3://down/p"]).assert_code(0);
+        // An object another tool put, without metadata: its upload time is its mtime.
+        server.put("down", "p/plain.txt", b"plain");
+        let out = t.join("out");
+        let run = fastwrite_on(&server, &osv!["mirror", "s3://down/p/", &out, "--json"]);
+        run.assert_code(0);
+        assert_eq!(json_of(&run)["files"], 22, "{}", run.dump());
+        let same = |rel: &str| {
+            let (a, b) = (src.join(rel), out.join(rel));
+            assert_eq!(
+                std::fs::read(&a).unwrap(),
+                std::fs::read(&b).unwrap(),
+                "{rel}"
+            );
+            let (a, b) = (a.metadata().unwrap(), b.metadata().unwrap());
+            assert_eq!(a.mtime(), b.mtime(), "{rel}");
+            assert_eq!(a.mode() & 0o7777, b.mode() & 0o7777, "{rel}");
+        };
+        for rel in ["d0/f0.txt", "d3/f8.txt", "d1/f6.txt", "big.bin"] {
+            same(rel);
+        }
+        assert_eq!(
+            std::fs::read_link(out.join("link")).unwrap(),
+            std::path::Path::new("d0/f0.txt")
+        );
+        assert!(out.join("empty").is_dir());
+        assert_eq!(std::fs::read(out.join("plain.txt")).unwrap(), b"plain");
+        let plain_mtime = out.join("plain.txt").metadata().unwrap().mtime();
+        assert!(plain_mtime > 1_700_000_000, "{plain_mtime}");
+
+        // Nothing to do: nothing written again (the same inodes).
+        let inode = |rel: &str| out.join(rel).metadata().unwrap().ino();
+        let before: Vec<u64> = ["d0/f0.txt", "big.bin", "plain.txt"].map(inode).to_vec();
+        let run = fastwrite_on(&server, &osv!["mirror", "s3://down/p/", &out, "--json"]);
+        run.assert_code(0);
+        let json = json_of(&run);
+        assert_eq!(json["files"], 0, "{json}");
+        assert_eq!(json["mirror"]["unchanged"], 23, "{json}");
+        assert_eq!(
+            before,
+            ["d0/f0.txt", "big.bin", "plain.txt"].map(inode).to_vec()
+        );
+
+        // A changed object, a local edit of the same size, a local extra, an excluded one.
+        std::fs::write(src.join("d0/f5.txt"), "changed!").unwrap();
+        fastwrite_on(&server, &osv!["mirror", &src, "s3://down/p"]).assert_code(0);
+        std::fs::write(out.join("d2/f2.txt"), "edit 2").unwrap();
+        std::fs::write(out.join("extra.txt"), "extra").unwrap();
+        std::fs::write(out.join("keep.log"), "log").unwrap();
+        let args = osv![
+            "mirror",
+            "s3://down/p/",
+            &out,
+            "--delete",
+            "--exclude",
+            "*.log"
+        ];
+        let mut dry = args.clone();
+        dry.extend(osv!["--dry-run", "--json"]);
+        let run = fastwrite_on(&server, &dry);
+        run.assert_code(0);
+        assert_eq!(
+            json_of(&run)["mirror"]["actions"],
+            serde_json::json!(["replace d0/f5.txt", "replace d2/f2.txt", "delete extra.txt"]),
+            "{}",
+            run.dump()
+        );
+        assert!(out.join("extra.txt").exists(), "a dry run changes nothing");
+        let mut real = args.clone();
+        real.push("--json".into());
+        let run = fastwrite_on(&server, &real);
+        run.assert_code(0);
+        let json = json_of(&run);
+        assert_eq!(json["files"], 2, "{json}");
+        assert_eq!(json["mirror"]["deleted"], 1, "{json}");
+        same("d0/f5.txt");
+        same("d2/f2.txt");
+        assert!(!out.join("extra.txt").exists());
+        assert_eq!(std::fs::read(out.join("keep.log")).unwrap(), b"log");
+
+        // --checksum: a local file of the same size and mtime, other content.
+        std::fs::write(out.join("d3/f3.txt"), "file Z").unwrap();
+        let time = filetime::FileTime::from_unix_time(1_500_000_003, 0);
+        filetime::set_file_mtime(out.join("d3/f3.txt"), time).unwrap();
+        let run = fastwrite_on(&server, &osv!["mirror", "s3://down/p/", &out, "--json"]);
+        assert_eq!(json_of(&run)["files"], 0, "only --checksum sees it");
+        let run = fastwrite_on(
+            &server,
+            &osv!["mirror", "s3://down/p/", &out, "--checksum", "--json"],
+        );
+        run.assert_code(0);
+        assert_eq!(json_of(&run)["files"], 1, "{}", run.dump());
+        assert_eq!(std::fs::read(out.join("d3/f3.txt")).unwrap(), b"file 3");
+
+        // A missing bucket, before anything is made.
+        let none = t.join("none");
+        let run = fastwrite_on(&server, &osv!["mirror", "s3://nosuch/p/", &none]);
+        run.assert_code(2);
+        assert!(!none.exists(), "{}", run.dump());
     }
 
     pub fn a_mirror_with_nothing_to_do_costs_a_few_lists() {

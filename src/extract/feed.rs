@@ -17,7 +17,7 @@ use crate::queue::Queue;
 use super::budget::Budget;
 
 /// A file read into memory, waiting for a writer.
-pub(super) struct Job {
+pub(crate) struct Job {
     pub entry: Entry,
     pub data: Vec<u8>,
 }
@@ -35,7 +35,7 @@ const BATCH_FILES: usize = 32;
 const BATCH_BYTES: u64 = 4 << 20;
 
 /// The reader's side: what it holds for the writers and the budget it takes from.
-pub(super) struct Feed<'s> {
+pub(crate) struct Feed<'s> {
     queue: &'s Queue<Vec<Job>>,
     budget: &'s Budget,
     /// Files read but not yet handed over, and their bytes.
@@ -49,7 +49,7 @@ pub(super) struct Feed<'s> {
 /// its threads), and a [`Writer`] of its own for what it writes itself. Returns what `read`
 /// returned, once every file handed over is written (a file that fails is recorded in the run
 /// by its writer, with its path, as any other).
-pub(super) fn fed<'e, T>(
+pub(crate) fn fed<'e, T>(
     engine: &'e Engine,
     pool: &rayon::ThreadPool,
     memory_budget: u64,

@@ -8,7 +8,7 @@
 mod budget;
 pub(crate) mod codec;
 #[cfg(any(feature = "tar", feature = "zip"))]
-mod feed;
+pub(crate) mod feed;
 pub(crate) mod format;
 mod input;
 mod limits;

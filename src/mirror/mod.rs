@@ -20,6 +20,8 @@
 
 #[cfg(feature = "s3")]
 mod bucket;
+#[cfg(feature = "s3")]
+mod from_bucket;
 mod walk;
 
 use std::fs;
@@ -81,6 +83,11 @@ fn mirror_any(
     opts: &Options,
     mopts: &MirrorOptions,
 ) -> anyhow::Result<Report> {
+    #[cfg(feature = "s3")]
+    if let Some(url) = crate::engine::bucket::BucketUrl::parse(src)? {
+        refuse_url(dst, "destination")?;
+        return from_bucket::mirror(src, url, dst, (opts, mopts));
+    }
     #[cfg(feature = "s3")]
     if let Some(url) = crate::engine::bucket::BucketUrl::parse(dst)? {
         refuse_url(src, "source")?;

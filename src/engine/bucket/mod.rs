@@ -18,9 +18,11 @@ mod client;
 mod flight;
 mod object;
 mod raw;
+mod source;
 mod stale;
 mod url;
 
+pub(crate) use source::{Body, Recorded, Source};
 pub(crate) use url::BucketUrl;
 
 use std::collections::{HashMap, HashSet};
@@ -186,20 +188,8 @@ impl Bucket {
     ) -> anyhow::Result<Bucket> {
         refuse_what_does_not_apply(root, opts)?;
         let start = |e: anyhow::Error| Error::start(root, ErrorKind::Directory, e);
-        let meter = Arc::new(Meter::default());
-        let (store, region) = client::store(&url, Arc::clone(&meter)).map_err(start)?;
-        let http = meter
-            .client
-            .get()
-            .cloned()
-            .context("the store made no HTTP client")?;
-        let raw = raw::Raw::new(store.clone(), http, region);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(crate::options::default_threads().max(2))
-            .thread_name("fastwrite-upload")
-            .enable_all()
-            .build()
-            .context("cannot start the upload threads")?;
+        let (store, raw, meter) = connect(&url).map_err(start)?;
+        let runtime = client_runtime("fastwrite-upload")?;
         let writers = opts.threads.unwrap_or_else(crate::options::default_threads);
         let budget = opts.memory_budget.max(64 << 20);
         // The retries of an endpoint that never answers would take minutes: the first look
@@ -341,32 +331,10 @@ impl Bucket {
         &self.shared.url
     }
 
-    /// Every object under the prefix but fastwrite's own marks, by key as it is (a folder
-    /// marker's `/` kept): the top level in one request, then each folder below it listed in
-    /// parallel (ListObjectsV2, 1,000 keys a request).
+    /// Every object under the prefix (see [`list_prefix`]).
     pub(crate) fn listing(&self) -> anyhow::Result<HashMap<String, Listed>> {
-        let shared = &self.shared;
-        self.runtime.block_on(async {
-            let (top, folders) = shared.raw.list(&shared.url.prefix, true).await?;
-            let mut found = HashMap::new();
-            let mut add = |object: raw::ListedObject| {
-                if !stale::is_mark(&shared.url, &object.key) {
-                    let listed = Listed {
-                        size: object.size,
-                        modified: object.modified,
-                        etag: object.etag,
-                    };
-                    found.insert(object.key, listed);
-                }
-            };
-            top.into_iter().for_each(&mut add);
-            let lists = folders.iter().map(|folder| shared.raw.list(folder, false));
-            let mut lists = futures_util::stream::iter(lists).buffer_unordered(16);
-            while let Some(listed) = lists.next().await {
-                listed?.0.into_iter().for_each(&mut add);
-            }
-            Ok(found)
-        })
+        self.runtime
+            .block_on(list_prefix(&self.shared.raw, &self.shared.url))
     }
 
     /// Deletes `keys` (batch deletes, 1,000 a request); each failure comes back with its key.
@@ -814,6 +782,55 @@ fn read_content(
         Content::Sparse(src) => read(src),
         Content::File(mut file) => read(&mut super::files::Dense(&mut file)),
     }
+}
+
+/// The client of `url`'s store: the store, the requests fastwrite signs itself, and the meter
+/// that times them.
+fn connect(url: &BucketUrl) -> anyhow::Result<(AmazonS3, raw::Raw, Arc<Meter>)> {
+    let meter = Arc::new(Meter::default());
+    let (store, region) = client::store(url, Arc::clone(&meter))?;
+    let http = meter
+        .client
+        .get()
+        .cloned()
+        .context("the store made no HTTP client")?;
+    let raw = raw::Raw::new(store.clone(), http, region);
+    Ok((store, raw, meter))
+}
+
+/// The runtime the client's requests run on, its threads named `name`.
+fn client_runtime(name: &str) -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(crate::options::default_threads().max(2))
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .context("cannot start the client's threads")
+}
+
+/// Every object under `url`'s prefix but fastwrite's own marks, by key as it is (a folder
+/// marker's `/` kept): the top level in one request, then each folder below it listed in
+/// parallel (ListObjectsV2, 1,000 keys a request).
+async fn list_prefix(raw: &raw::Raw, url: &BucketUrl) -> anyhow::Result<HashMap<String, Listed>> {
+    let (top, folders) = raw.list(&url.prefix, true).await?;
+    let mut found = HashMap::new();
+    let mut add = |object: raw::ListedObject| {
+        if !stale::is_mark(url, &object.key) {
+            let listed = Listed {
+                size: object.size,
+                modified: object.modified,
+                etag: object.etag,
+            };
+            found.insert(object.key, listed);
+        }
+    };
+    top.into_iter().for_each(&mut add);
+    let lists = folders.iter().map(|folder| raw.list(folder, false));
+    let mut lists = futures_util::stream::iter(lists).buffer_unordered(16);
+    while let Some(listed) = lists.next().await {
+        listed?.0.into_iter().for_each(&mut add);
+    }
+    Ok(found)
 }
 
 /// The first look at the destination: one list request (a missing bucket or refused

@@ -22,8 +22,11 @@ use object_store::signer::Signer;
 pub(super) struct Answer {
     pub status: u16,
     pub body: String,
+    /// Its user metadata (`x-amz-meta-NAME`), by NAME.
+    pub meta: Vec<(String, String)>,
 }
 
+#[derive(Clone)]
 pub(super) struct Raw {
     store: AmazonS3,
     client: HttpClient,
@@ -129,6 +132,23 @@ impl Raw {
         }
     }
 
+    /// The user metadata of the object `key`, as it is (a folder marker's `/` kept): HEAD.
+    pub(super) async fn head(&self, key: &str) -> anyhow::Result<Vec<(String, String)>> {
+        let base = self.bucket_url().await?;
+        let path: String = key
+            .split('/')
+            .map(path_escape)
+            .collect::<Vec<_>>()
+            .join("/");
+        let answer = self
+            .send(http::Method::HEAD, &format!("{base}{path}"), &[], "")
+            .await?;
+        match answer.status {
+            200 => Ok(answer.meta),
+            status => anyhow::bail!("HEAD '{key}': HTTP {status}"),
+        }
+    }
+
     /// Sends one signed request, retried on a dropped connection, 5xx and 429.
     async fn send(
         &self,
@@ -152,10 +172,19 @@ impl Raw {
             let answer = match self.client.execute(request).await {
                 Ok(response) => {
                     let status = response.status().as_u16();
+                    let meta = response
+                        .headers()
+                        .iter()
+                        .filter_map(|(name, value)| {
+                            let name = name.as_str().strip_prefix("x-amz-meta-")?;
+                            Some((name.to_string(), value.to_str().ok()?.to_string()))
+                        })
+                        .collect();
                     let body = response.into_body().bytes().await.unwrap_or_default();
                     Ok(Answer {
                         status,
                         body: String::from_utf8_lossy(&body).into_owned(),
+                        meta,
                     })
                 }
                 Err(e) => Err(anyhow::Error::new(e)),
@@ -219,7 +248,7 @@ impl Raw {
         if answer.status == 200 && answer.body.contains("<Error>") {
             return Ok(Answer {
                 status: 500,
-                body: answer.body,
+                ..answer
             });
         }
         Ok(answer)

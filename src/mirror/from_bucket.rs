@@ -1,0 +1,673 @@
+//! `mirror s3://BUCKET/PREFIX DIR`: the folder made an exact copy of the prefix, incrementally.
+//!
+//! 1. The prefix is listed (its top level, then every folder below it in parallel) and the
+//!    folder is read, at once. Each key becomes a path below the folder, checked as an
+//!    archive's names are: a key that would leave the folder (`../x`, `/etc/x`) is refused by
+//!    name and nothing is written for it.
+//! 2. A file of another size, or missing, is fetched. One of the same size is looked at (HEAD,
+//!    many at once): it is unchanged when its mtime is the one the object's metadata records
+//!    (rclone's and s3fs's `mtime`, which fastwrite writes too; else the upload time, which is
+//!    what a fetched file without it gets). `--checksum` compares the file's MD5 with a single
+//!    PUT's ETag instead, and fetches what it cannot compare (a multipart upload's ETag).
+//! 3. The fetches run many at once on the client's runtime ([`Source::fetch`]); what arrives
+//!    goes to the writers and the close pool as a tar's files do (`extract/feed.rs`), with the
+//!    mtime and mode of the metadata. A replaced file is written under a temporary name and
+//!    renamed over the old one. An object whose `mode` says symlink (s3fs's convention) becomes
+//!    a symlink to what it holds; a folder marker (`dir/`) a folder.
+//! 4. `--delete`: whatever the folder holds that the prefix does not (the excluded paths kept)
+//!    is deleted first. A folder standing where the prefix has a file, and a file where it has
+//!    a folder, are replaced whatever the flags, as in a mirror between folders.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use anyhow::anyhow;
+
+use crate::engine::bucket::{BucketUrl, Recorded, Source, md5_of};
+use crate::engine::{self, Content};
+use crate::error::{Error, ErrorKind, Setting};
+use crate::extract::feed::{self, Job};
+use crate::options::{MirrorOptions, Options, Overwrite};
+use crate::patterns::{Patterns, Slash};
+use crate::plan::{Entry, EntryKind};
+use crate::platform;
+use crate::report::{MirrorCounts, Report};
+
+/// What the prefix holds at a path.
+enum Wanted {
+    File {
+        key: String,
+        size: u64,
+        modified: SystemTime,
+        etag: Option<String>,
+    },
+    /// A folder: marked by a `dir/` object (its key), or only holding objects.
+    Dir { key: Option<String> },
+}
+
+/// What the folder holds at a path.
+#[derive(Clone, Copy)]
+enum Local {
+    File {
+        size: u64,
+        mtime: Option<SystemTime>,
+        mode: u32,
+    },
+    Dir,
+    /// A symlink (its target's length), or anything else.
+    Other {
+        size: u64,
+        symlink: bool,
+    },
+}
+
+pub(super) fn mirror(
+    src: &Path,
+    url: BucketUrl,
+    dst: &Path,
+    (opts, mopts): (&Options, &MirrorOptions),
+) -> anyhow::Result<Report> {
+    let refuse = |why: String| -> anyhow::Result<Report> {
+        let why = anyhow!("'{}': {why}", src.display());
+        Err(Error::named(src, ErrorKind::Unsupported, why).into())
+    };
+    if mopts.hard_links {
+        return refuse(format!(
+            "{} keeps hard links, and a bucket has none: refused",
+            Setting::HardLinks
+        ));
+    }
+    if url
+        .prefix
+        .split('/')
+        .any(|part| part == "." || part == "..")
+    {
+        return refuse("a prefix with a '.' or '..' name: refused".to_string());
+    }
+    match fs::metadata(dst) {
+        Ok(meta) if !meta.is_dir() => {
+            let not = io::Error::from(io::ErrorKind::NotADirectory);
+            let why = anyhow!(not).context(format!(
+                "destination '{}' exists and is not a directory",
+                dst.display()
+            ));
+            return Err(Error::named(dst, ErrorKind::Directory, why).into());
+        }
+        _ => {}
+    }
+    let exclude = Patterns::new(&mopts.excludes, Setting::Exclude.name(), Slash::Stops)?;
+    let source = Source::open(url.clone()).map_err(|e| Error::start(src, ErrorKind::Source, e))?;
+    let key_url = |key: &str| format!("s3://{}/{key}", url.bucket);
+
+    // The prefix and the folder, read at once.
+    let (listed, local) = std::thread::scope(|scope| {
+        let local = scope.spawn(|| scan(dst, &exclude));
+        let listed = source.listing();
+        (listed, local.join().unwrap_or_default())
+    });
+    let listed = listed.map_err(|e| {
+        let why = e.context(format!("cannot list '{}'", src.display()));
+        Error::named(src, ErrorKind::Source, why)
+    })?;
+    let mut failures = Vec::new();
+    let wanted = wanted(&url, listed, &exclude, &mut failures, &key_url);
+
+    // What differs, and what only a look at the metadata can tell.
+    let mut fetch = Vec::new();
+    let mut look = Vec::new();
+    let mut make_dirs = Vec::new();
+    let mut delete = BTreeSet::new();
+    for (path, want) in &wanted {
+        let here = local.get(path).copied();
+        match (want, here) {
+            (Wanted::Dir { .. }, Some(Local::Dir)) => {}
+            (Wanted::Dir { key }, here) => {
+                if here.is_some() {
+                    delete.insert(path.clone());
+                }
+                make_dirs.push((path.clone(), key.clone()));
+            }
+            (Wanted::File { size, .. }, Some(Local::File { size: have, .. })) if have == *size => {
+                look.push(path.clone())
+            }
+            (
+                Wanted::File { size, .. },
+                Some(Local::Other {
+                    size: have,
+                    symlink: true,
+                }),
+            ) if have == *size => look.push(path.clone()),
+            (Wanted::File { .. }, here) => {
+                if matches!(here, Some(Local::Dir)) {
+                    delete.insert(path.clone());
+                }
+                fetch.push(path.clone());
+            }
+        }
+    }
+    if mopts.delete {
+        for path in local.keys() {
+            if !wanted.contains_key(path) {
+                delete.insert(path.clone());
+            }
+        }
+    }
+    // A folder deleted takes what is below it.
+    let deleted_below = |path: &Path| path.ancestors().skip(1).any(|a| delete.contains(a));
+    let mut delete: Vec<PathBuf> = delete
+        .iter()
+        .filter(|p| !deleted_below(p))
+        .cloned()
+        .collect();
+
+    // Same size: the same file if its mtime is the one recorded (or, with --checksum, its
+    // MD5 the ETag's).
+    let mut modes = Vec::new();
+    let mut unchanged = 0u64;
+    let looks: Vec<String> = look
+        .iter()
+        .filter_map(|p| match &wanted[p] {
+            Wanted::File { key, .. } => Some(key.clone()),
+            Wanted::Dir { .. } => None,
+        })
+        .collect();
+    let recorded: HashMap<String, anyhow::Result<Recorded>> = if mopts.checksum {
+        HashMap::new()
+    } else {
+        source.recorded(looks).into_iter().collect()
+    };
+    for path in look {
+        let Wanted::File {
+            key,
+            modified,
+            etag,
+            ..
+        } = &wanted[&path]
+        else {
+            continue;
+        };
+        let here = local[&path];
+        let same = if mopts.checksum {
+            same_content(&dst.join(&path), here, etag.as_deref())
+        } else {
+            match (&recorded[key], here) {
+                (Ok(recorded), Local::File { mtime, mode, .. }) if !recorded.is_symlink() => {
+                    let stored = recorded.mtime.unwrap_or(*modified);
+                    let same = mtime.is_some_and(|m| close_enough(m, stored));
+                    if same && recorded.permissions().is_some_and(|p| p != mode & 0o7777) {
+                        modes.push((path.clone(), recorded.permissions()));
+                    }
+                    same
+                }
+                (Ok(recorded), Local::Other { symlink: true, .. }) => recorded.is_symlink(),
+                _ => false,
+            }
+        };
+        if same {
+            unchanged += 1;
+        } else {
+            if matches!(here, Local::Other { .. }) {
+                delete.push(path.clone());
+            }
+            fetch.push(path);
+        }
+    }
+
+    if mopts.dry_run {
+        let mut actions: Vec<String> = Vec::new();
+        actions.extend(delete.iter().map(|p| format!("delete {}", shown(p))));
+        actions.extend(
+            make_dirs
+                .iter()
+                .map(|(p, _)| format!("mkdir {}/", shown(p))),
+        );
+        actions.extend(fetch.iter().map(|p| {
+            let verb = match local.contains_key(p) {
+                true => "replace",
+                false => "copy",
+            };
+            format!("{verb} {}", shown(p))
+        }));
+        actions.extend(modes.iter().map(|(p, _)| format!("update {}", shown(p))));
+        actions.sort_by(|a, b| {
+            let path = |s: &str| s.split_once(' ').map(|(_, p)| p.to_string());
+            path(a).cmp(&path(b))
+        });
+        let mut report = Report {
+            mirror: Some(MirrorCounts {
+                actions,
+                unchanged,
+                ..MirrorCounts::default()
+            }),
+            ..Report::default()
+        };
+        report.failures = failures;
+        return Ok(report);
+    }
+
+    // Deletions first: they make way for what replaces them.
+    let mut deleted = 0u64;
+    if !delete.is_empty() {
+        let tree = platform::OutDir::open(dst).map_err(|e| {
+            let why = anyhow!(e).context(format!("cannot open destination '{}'", dst.display()));
+            Error::named(dst, ErrorKind::Directory, why)
+        })?;
+        for path in &delete {
+            let removed = match local.get(path) {
+                Some(Local::Dir) => tree.remove_tree(path),
+                _ => tree.remove_file(path),
+            };
+            match removed {
+                Ok(()) => deleted += 1,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => failures.push(Error::new(
+                    path,
+                    ErrorKind::Delete,
+                    anyhow!(e).context(format!("deleting '{}'", dst.join(path).display())),
+                )),
+            }
+        }
+    }
+
+    // The fetches, written as they arrive.
+    let replace = Options {
+        overwrite: Overwrite::Replace,
+        ..opts.clone()
+    };
+    let objects: Vec<(String, u64)> = fetch
+        .iter()
+        .filter_map(|p| match &wanted[p] {
+            Wanted::File { key, size, .. } => Some((key.clone(), *size)),
+            Wanted::Dir { .. } => None,
+        })
+        .collect();
+    let paths: HashMap<&str, &PathBuf> = wanted
+        .iter()
+        .filter_map(|(path, want)| match want {
+            Wanted::File { key, .. } => Some((key.as_str(), path)),
+            Wanted::Dir { key } => key.as_deref().map(|k| (k, path)),
+        })
+        .collect();
+    let marked: Vec<(String, u64)> = make_dirs
+        .iter()
+        .filter_map(|(_, key)| key.clone().map(|k| (k, 0)))
+        .collect();
+    let (mut report, ()) = engine::run(dst, None, &replace, |engine, writers| {
+        engine.reporter().planned(
+            objects.len() as u64,
+            objects.iter().map(|(_, size)| size).sum(),
+        );
+        for (index, (path, _)) in make_dirs.iter().enumerate() {
+            let entry = entry_for(path, EntryKind::Dir, index, 0, Recorded::default(), None);
+            if let Err(error) = engine.make_dir(&entry) {
+                engine.record(error);
+            }
+        }
+        feed::fed(engine, writers, opts.memory_budget, |feed, writer| {
+            let whole_up_to = feed.buffer_limit.min(8 << 20);
+            let all = objects.iter().chain(&marked).cloned().collect();
+            for (index, (key, fetched)) in source
+                .fetch(all, whole_up_to, opts.memory_budget)
+                .enumerate()
+            {
+                if engine.cancelled() {
+                    break;
+                }
+                let path = paths[key.as_str()];
+                let fail = |e: anyhow::Error| {
+                    Error::new(
+                        path,
+                        ErrorKind::Source,
+                        e.context(format!("fetching '{key}'")),
+                    )
+                    .with_key(key_url(&key))
+                };
+                let fetched = match fetched {
+                    Ok(fetched) => fetched,
+                    Err(e) => {
+                        engine.record(fail(e));
+                        continue;
+                    }
+                };
+                let modified = match &wanted[path] {
+                    Wanted::File { modified, .. } => Some(*modified),
+                    Wanted::Dir { .. } => None,
+                };
+                let recorded = fetched.recorded;
+                if matches!(wanted[path], Wanted::Dir { .. }) {
+                    // A marker: its folder's mode and mtime, set at the end.
+                    let entry = entry_for(path, EntryKind::Dir, index, 0, recorded, None);
+                    engine.add_dir(entry);
+                    continue;
+                }
+                if recorded.is_symlink() {
+                    let target = match fetched.body {
+                        crate::engine::bucket::Body::Whole(bytes, _) => bytes.to_vec(),
+                        crate::engine::bucket::Body::Stream(stream) => {
+                            let mut target = Vec::new();
+                            let read = io::Read::read_to_end(
+                                &mut io::Read::take(source.reader(&key, stream), 4096),
+                                &mut target,
+                            );
+                            if let Err(e) = read {
+                                engine.record(fail(e.into()));
+                                continue;
+                            }
+                            target
+                        }
+                    };
+                    let target = PathBuf::from(crate::plan::display_bytes(&target));
+                    let kind = EntryKind::Symlink { target };
+                    engine.add_link(entry_for(path, kind, index, 0, recorded, modified));
+                    continue;
+                }
+                let size = match &wanted[path] {
+                    Wanted::File { size, .. } => *size,
+                    Wanted::Dir { .. } => 0,
+                };
+                let entry = entry_for(path, EntryKind::File, index, size, recorded, modified);
+                match fetched.body {
+                    crate::engine::bucket::Body::Whole(bytes, held) => {
+                        let data = bytes.to_vec();
+                        drop(held);
+                        feed.room(data.len() as u64, writer);
+                        feed.push(Job { entry, data }, writer);
+                    }
+                    crate::engine::bucket::Body::Stream(stream) => {
+                        let mut reader = source.reader(&key, stream);
+                        writer.write(&entry, Content::Reader(&mut reader));
+                    }
+                }
+            }
+        });
+    })?;
+
+    // Modes that differ on files that did not.
+    let mut updated = 0u64;
+    if !modes.is_empty()
+        && let Ok(tree) = platform::OutDir::open(dst)
+    {
+        for (path, mode) in modes {
+            let mode = mode.map(|m| opts.mode_bits(m));
+            match tree.set_metadata(&path, mode, None) {
+                Ok(()) => updated += 1,
+                Err(e) => failures.push(Error::new(
+                    &path,
+                    ErrorKind::Metadata,
+                    anyhow!(e).context(format!(
+                        "setting the mode of '{}'",
+                        dst.join(&path).display()
+                    )),
+                )),
+            }
+        }
+    }
+    report.failures.extend(failures);
+    report.mirror = Some(MirrorCounts {
+        updated,
+        deleted,
+        unchanged,
+        ..MirrorCounts::default()
+    });
+    Ok(report)
+}
+
+/// Each key under the prefix as a path of the folder: refused keys go to `failures`, named
+/// with their key; excluded ones are left out.
+fn wanted(
+    url: &BucketUrl,
+    listed: HashMap<String, crate::engine::bucket::Listed>,
+    exclude: &Patterns,
+    failures: &mut Vec<Error>,
+    key_url: &dyn Fn(&str) -> String,
+) -> BTreeMap<PathBuf, Wanted> {
+    let mut wanted = BTreeMap::new();
+    let mut files = Vec::new();
+    for (key, object) in listed {
+        let Some(rel) = key.strip_prefix(&url.prefix) else {
+            continue;
+        };
+        let marker = rel.ends_with('/');
+        let rel = rel.trim_end_matches('/');
+        if rel.is_empty() {
+            // The prefix's own marker.
+            continue;
+        }
+        let kind = match marker {
+            true => EntryKind::Dir,
+            false => EntryKind::File,
+        };
+        let path = match Entry::for_path(Path::new(rel), kind, None, None, 0) {
+            Ok(entry) => entry.path,
+            Err(error) => {
+                failures.push(error.with_key(key_url(&key)));
+                continue;
+            }
+        };
+        if excluded(exclude, &path, marker) {
+            continue;
+        }
+        if marker {
+            wanted.insert(path, Wanted::Dir { key: Some(key) });
+        } else {
+            files.push((
+                path,
+                Wanted::File {
+                    key,
+                    size: object.size,
+                    modified: object.modified,
+                    etag: object.etag,
+                },
+            ));
+        }
+    }
+    // Every folder a file is in is a folder; a key that is both an object and a folder of
+    // others keeps the folder.
+    let folders: BTreeSet<PathBuf> = files
+        .iter()
+        .flat_map(|(path, _)| path.ancestors().skip(1).map(Path::to_path_buf))
+        .filter(|a| !a.as_os_str().is_empty())
+        .collect();
+    for (path, want) in files {
+        if folders.contains(&path) {
+            if let Wanted::File { key, .. } = &want {
+                let why = anyhow!(
+                    "'{key}' is an object and also the folder of other keys ('{key}/...'): the folder was mirrored, not the object"
+                );
+                failures.push(Error::new(&path, ErrorKind::Refused, why).with_key(key_url(key)));
+            }
+            continue;
+        }
+        wanted.insert(path, want);
+    }
+    for folder in folders {
+        wanted.entry(folder).or_insert(Wanted::Dir { key: None });
+    }
+    wanted
+}
+
+/// Whether `path` or a folder above it is excluded.
+fn excluded(exclude: &Patterns, path: &Path, is_dir: bool) -> bool {
+    !exclude.is_empty()
+        && (exclude.matches(path, is_dir)
+            || path
+                .ancestors()
+                .skip(1)
+                .filter(|a| !a.as_os_str().is_empty())
+                .any(|a| exclude.matches(a, true)))
+}
+
+/// What the folder holds, by path below it (nothing if it is not there), excluded paths left
+/// out. Symlinks are not followed.
+fn scan(dst: &Path, exclude: &Patterns) -> HashMap<PathBuf, Local> {
+    let mut found = HashMap::new();
+    let mut folders = vec![PathBuf::new()];
+    while let Some(folder) = folders.pop() {
+        let Ok(names) = fs::read_dir(dst.join(&folder)) else {
+            continue;
+        };
+        for item in names.flatten() {
+            let path = folder.join(item.file_name());
+            let Ok(meta) = item.path().symlink_metadata() else {
+                continue;
+            };
+            let kind = meta.file_type();
+            if excluded(exclude, &path, kind.is_dir()) {
+                continue;
+            }
+            let local = if kind.is_dir() {
+                folders.push(path.clone());
+                Local::Dir
+            } else if kind.is_file() {
+                Local::File {
+                    size: meta.len(),
+                    mtime: meta.modified().ok(),
+                    mode: platform::mode_of(&meta),
+                }
+            } else {
+                let symlink = kind.is_symlink();
+                let size = match symlink {
+                    true => fs::read_link(item.path()).map_or(0, |t| t.as_os_str().len() as u64),
+                    false => 0,
+                };
+                Local::Other { size, symlink }
+            };
+            found.insert(path, local);
+        }
+    }
+    found
+}
+
+/// The same content, by `--checksum`: the file's (or symlink's target's) MD5 is a single
+/// PUT's ETag. An ETag that is no MD5 (a multipart upload's) compares as different.
+fn same_content(path: &Path, here: Local, etag: Option<&str>) -> bool {
+    let Some(etag) = etag.filter(|e| !e.contains('-')) else {
+        return false;
+    };
+    let md5 = match here {
+        Local::File { .. } => fs::File::open(path).and_then(|mut f| md5_of(&mut f)),
+        Local::Other { symlink: true, .. } => {
+            fs::read_link(path).and_then(|t| md5_of(&mut t.as_os_str().as_encoded_bytes()))
+        }
+        _ => return false,
+    };
+    md5.is_ok_and(|md5| md5.eq_ignore_ascii_case(etag))
+}
+
+/// Two mtimes the same to within a microsecond (what every file system here keeps).
+fn close_enough(a: SystemTime, b: SystemTime) -> bool {
+    let diff = a.duration_since(b).unwrap_or_else(|e| e.duration());
+    diff < Duration::from_micros(1)
+}
+
+/// The entry for `path`, with the metadata's mode and mtime (else `modified`, the upload
+/// time).
+fn entry_for(
+    path: &Path,
+    kind: EntryKind,
+    index: usize,
+    size: u64,
+    recorded: Recorded,
+    modified: Option<SystemTime>,
+) -> Entry {
+    Entry {
+        name: shown(path),
+        path: path.to_path_buf(),
+        kind,
+        mode: recorded.permissions(),
+        mtime: recorded.mtime.or(modified),
+        size,
+        index,
+        sparse: false,
+        replaces: false,
+        owner: None,
+        absent: false,
+    }
+}
+
+fn shown(path: &Path) -> String {
+    path.to_string_lossy().replace('\\', "/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::bucket::Listed;
+
+    fn listed(keys: &[&str]) -> HashMap<String, Listed> {
+        keys.iter()
+            .map(|k| {
+                let object = Listed {
+                    size: 1,
+                    modified: SystemTime::UNIX_EPOCH,
+                    etag: None,
+                };
+                (k.to_string(), object)
+            })
+            .collect()
+    }
+
+    fn wanted_of(keys: &[&str], excludes: &[&str]) -> (Vec<String>, Vec<String>) {
+        let url = BucketUrl {
+            bucket: "b".into(),
+            prefix: "p/".into(),
+        };
+        let excludes: Vec<String> = excludes.iter().map(|s| s.to_string()).collect();
+        let exclude = Patterns::new(&excludes, "--exclude", Slash::Stops).unwrap();
+        let mut failures = Vec::new();
+        let key_url = |key: &str| format!("s3://b/{key}");
+        let wanted = wanted(&url, listed(keys), &exclude, &mut failures, &key_url);
+        let paths = wanted
+            .iter()
+            .map(|(path, want)| match want {
+                Wanted::File { .. } => shown(path),
+                Wanted::Dir { .. } => format!("{}/", shown(path)),
+            })
+            .collect();
+        let failed = failures
+            .iter()
+            .map(|f| f.key().unwrap_or("").to_string())
+            .collect();
+        (paths, failed)
+    }
+
+    #[test]
+    fn keys_that_would_leave_the_folder_are_refused_by_key() {
+        let (paths, failed) =
+            wanted_of(&["p/a.txt", "p/../up.txt", "p//etc/x", "p/d/../../y"], &[]);
+        assert_eq!(paths, ["a.txt"]);
+        let mut failed = failed;
+        failed.sort();
+        assert_eq!(
+            failed,
+            [
+                "s3://b/p/../up.txt",
+                "s3://b/p//etc/x",
+                "s3://b/p/d/../../y"
+            ]
+        );
+    }
+
+    #[test]
+    fn folders_come_from_markers_and_from_keys_below_them() {
+        let (paths, failed) = wanted_of(&["p/", "p/d/", "p/e/f/g.txt", "p/x", "p/x/y"], &[]);
+        assert_eq!(paths, ["d/", "e/", "e/f/", "e/f/g.txt", "x/", "x/y"]);
+        assert_eq!(
+            failed,
+            ["s3://b/p/x"],
+            "an object that is also a folder is named"
+        );
+    }
+
+    #[test]
+    fn excluded_keys_and_what_is_below_excluded_folders_are_left_out() {
+        let (paths, _) = wanted_of(
+            &["p/a.log", "p/b.txt", "p/cache/c.txt"],
+            &["*.log", "cache"],
+        );
+        assert_eq!(paths, ["b.txt"]);
+    }
+}
