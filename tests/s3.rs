@@ -748,6 +748,46 @@ mod linux {
         assert_eq!(json_of(&run)["files"], 1, "{}", run.dump());
         assert_eq!(std::fs::read(out.join("d3/f3.txt")).unwrap(), b"file 3");
 
+        // Into another bucket, server-side: the keys and their metadata, then only what
+        // changed.
+        server.make_bucket("copy");
+        let run = fastwrite_on(
+            &server,
+            &osv!["mirror", "s3://down/p/", "s3://copy/q", "--json"],
+        );
+        run.assert_code(0);
+        // The 21 files, the symlink's object, plain.txt.
+        assert_eq!(json_of(&run)["files"], 23, "{}", run.dump());
+        let (mut a, mut b) = (server.keys("down", "p/"), server.keys("copy", "q/"));
+        a.iter_mut().for_each(|k| *k = k["p/".len()..].to_string());
+        b.iter_mut().for_each(|k| *k = k["q/".len()..].to_string());
+        a.sort();
+        b.sort();
+        assert_eq!(a, b);
+        assert_eq!(
+            server.head("copy", "q/d3/f8.txt")["Metadata"]["mtime"],
+            "1500000008"
+        );
+        server.put("copy", "q/stray.txt", b"stray");
+        std::fs::write(src.join("d0/f0.txt"), "changed again").unwrap();
+        fastwrite_on(&server, &osv!["mirror", &src, "s3://down/p"]).assert_code(0);
+        let run = fastwrite_on(
+            &server,
+            &osv![
+                "mirror",
+                "s3://down/p/",
+                "s3://copy/q",
+                "--delete",
+                "--json"
+            ],
+        );
+        run.assert_code(0);
+        let json = json_of(&run);
+        assert_eq!(json["files"], 1, "{json}");
+        assert_eq!(json["mirror"]["deleted"], 1, "{json}");
+        assert_eq!(server.get("copy", "q/d0/f0.txt"), b"changed again");
+        assert!(!server.exists("copy", "q/stray.txt"));
+
         // A missing bucket, before anything is made.
         let none = t.join("none");
         let run = fastwrite_on(&server, &osv!["mirror", "s3://nosuch/p/", &none]);

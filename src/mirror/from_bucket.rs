@@ -415,6 +415,164 @@ pub(super) fn mirror(
     Ok(report)
 }
 
+/// `mirror s3://A/P s3://B/Q`: the second prefix made an exact copy of the first, by
+/// server-side copies (CopyObject: the bytes never leave the store, and the metadata goes with
+/// them). An object is copied when the other prefix lacks it, holds another size, or holds a
+/// copy older than it (`--checksum`: another ETag), as `aws s3 sync` judges between buckets;
+/// `--delete` deletes the rest. Both prefixes are in the store the environment names.
+pub(super) fn between_buckets(
+    src: &Path,
+    from: BucketUrl,
+    dst: &Path,
+    to: BucketUrl,
+    (opts, mopts): (&Options, &MirrorOptions),
+) -> anyhow::Result<Report> {
+    use crate::engine::bucket::Bucket;
+    if mopts.hard_links {
+        let why = anyhow!(
+            "{} keeps hard links, and a bucket has none: refused",
+            Setting::HardLinks
+        );
+        return Err(Error::named(src, ErrorKind::Unsupported, why).into());
+    }
+    let exclude = Patterns::new(&mopts.excludes, Setting::Exclude.name(), Slash::Stops)?;
+    let source = Source::open(from.clone()).map_err(|e| Error::start(src, ErrorKind::Source, e))?;
+    let replace = Options {
+        overwrite: Overwrite::Replace,
+        ..opts.clone()
+    };
+    let bucket = Bucket::new(to.clone(), dst, &replace, !mopts.dry_run)
+        .map_err(|e| Error::start(dst, ErrorKind::Directory, e))?;
+    let (listed, there) = std::thread::scope(|scope| {
+        let there = scope.spawn(|| bucket.listing());
+        let listed = source.listing();
+        let there = there
+            .join()
+            .unwrap_or_else(|_| Err(anyhow!("the listing's thread panicked")));
+        (listed, there)
+    });
+    let listed = listed.map_err(|e| {
+        let why = e.context(format!("cannot list '{}'", src.display()));
+        Error::named(src, ErrorKind::Source, why)
+    })?;
+    let there = there.map_err(|e| {
+        let why = e.context(format!("cannot list '{}'", dst.display()));
+        Error::named(dst, ErrorKind::Directory, why)
+    })?;
+    let mut failures = Vec::new();
+    let from_url = |key: &str| format!("s3://{}/{key}", from.bucket);
+    let wanted = wanted(&from, listed, &exclude, &mut failures, &from_url);
+
+    let mut copies = Vec::new();
+    let (mut bytes, mut files, mut unchanged) = (0u64, 0u64, 0u64);
+    let mut kept = BTreeSet::new();
+    for (path, want) in &wanted {
+        let (Wanted::File { key, .. } | Wanted::Dir { key: Some(key) }) = want else {
+            continue;
+        };
+        let target = target_key(&to, path, want);
+        kept.insert(target.clone());
+        let same = match (want, there.get(&target)) {
+            (_, None) => false,
+            (Wanted::Dir { .. }, Some(_)) => true,
+            (
+                Wanted::File {
+                    size,
+                    modified,
+                    etag,
+                    ..
+                },
+                Some(copy),
+            ) => match mopts.checksum {
+                true => etag.is_some() && *etag == copy.etag,
+                false => copy.size == *size && copy.modified >= *modified,
+            },
+        };
+        if same {
+            unchanged += 1;
+            continue;
+        }
+        if let Wanted::File { size, .. } = want {
+            bytes += size;
+            files += 1;
+        }
+        let exists = there.contains_key(&target);
+        copies.push((key.clone(), target, exists));
+    }
+    let mut deletes: Vec<String> = match mopts.delete {
+        true => there
+            .keys()
+            .filter(|key| !kept.contains(*key))
+            .filter(|key| {
+                let rel = key.strip_prefix(&to.prefix).unwrap_or(key);
+                let dir = rel.ends_with('/');
+                !excluded(&exclude, Path::new(rel.trim_end_matches('/')), dir)
+            })
+            .cloned()
+            .collect(),
+        false => Vec::new(),
+    };
+    deletes.sort();
+
+    if mopts.dry_run {
+        let shown_key = |key: &str| key.strip_prefix(&to.prefix).unwrap_or(key).to_string();
+        let mut actions: Vec<String> = copies
+            .iter()
+            .map(|(_, target, exists)| {
+                let verb = if *exists { "replace" } else { "copy" };
+                format!("{verb} {}", shown_key(target))
+            })
+            .collect();
+        actions.extend(deletes.iter().map(|k| format!("delete {}", shown_key(k))));
+        actions.sort_by(|a, b| {
+            let path = |s: &str| s.split_once(' ').map(|(_, p)| p.to_string());
+            path(a).cmp(&path(b))
+        });
+        return Ok(Report {
+            failures,
+            mirror: Some(MirrorCounts {
+                actions,
+                unchanged,
+                ..MirrorCounts::default()
+            }),
+            ..Report::default()
+        });
+    }
+    let to_url = |key: &str| format!("s3://{}/{key}", to.bucket);
+    let mut deleted = deletes.len() as u64;
+    for (key, error) in bucket.delete_keys(deletes) {
+        deleted -= 1;
+        let error = error.context(format!("deleting '{}'", to_url(&key)));
+        failures.push(Error::new(&key, ErrorKind::Delete, error).with_key(to_url(&key)));
+    }
+    let pairs = copies.into_iter().map(|(from, to, _)| (from, to)).collect();
+    for (key, error) in bucket.copy_keys(&source, pairs) {
+        files = files.saturating_sub(u64::from(!key.ends_with('/')));
+        let error = error.context(format!("copying to '{}'", to_url(&key)));
+        failures.push(Error::new(&key, ErrorKind::Write, error).with_key(to_url(&key)));
+    }
+    failures.extend(bucket.take_failures());
+    Ok(Report {
+        files,
+        bytes,
+        failures,
+        mirror: Some(MirrorCounts {
+            deleted,
+            unchanged,
+            ..MirrorCounts::default()
+        }),
+        ..Report::default()
+    })
+}
+
+/// The key in `to` of the source's `path`.
+fn target_key(to: &BucketUrl, path: &Path, want: &Wanted) -> String {
+    match want {
+        Wanted::File { .. } => format!("{}{}", to.prefix, shown(path)),
+        Wanted::Dir { .. } => format!("{}{}/", to.prefix, shown(path)),
+    }
+}
+
 /// Each key under the prefix as a path of the folder: refused keys go to `failures`, named
 /// with their key; excluded ones are left out.
 fn wanted(

@@ -85,6 +85,9 @@ fn mirror_any(
 ) -> anyhow::Result<Report> {
     #[cfg(feature = "s3")]
     if let Some(url) = crate::engine::bucket::BucketUrl::parse(src)? {
+        if let Some(to) = crate::engine::bucket::BucketUrl::parse(dst)? {
+            return from_bucket::between_buckets(src, url, dst, to, (opts, mopts));
+        }
         refuse_url(dst, "destination")?;
         return from_bucket::mirror(src, url, dst, (opts, mopts));
     }
@@ -205,7 +208,7 @@ fn add_found(report: &mut Report, mut found: Found) {
 fn refuse_url(path: &Path, what: &str) -> anyhow::Result<()> {
     if let Some(scheme) = crate::plan::url_scheme(path) {
         let takes = if cfg!(feature = "s3") {
-            "mirrors a folder into a folder or an s3:// bucket"
+            "mirrors between folders and s3:// buckets"
         } else {
             "mirrors folders only"
         };

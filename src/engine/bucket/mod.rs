@@ -377,6 +377,41 @@ impl Bucket {
         })
     }
 
+    /// Copies each (key in `from_bucket`, key here) server-side, 64 at a time; a folder
+    /// marker (`dir/`, which not every store copies) is made again with the metadata `from`
+    /// gives it. Each failure comes back with its key here.
+    pub(crate) fn copy_keys(
+        &self,
+        from: &Source,
+        pairs: Vec<(String, String)>,
+    ) -> Vec<(String, anyhow::Error)> {
+        let raw = &self.shared.raw;
+        let from_bucket = &from.url().bucket;
+        self.runtime.block_on(
+            futures_util::stream::iter(pairs)
+                .map(|(key, to)| async move {
+                    let copied = match to.strip_suffix('/') {
+                        Some(dir) => {
+                            async {
+                                let meta = from.marker_meta(&key).await?;
+                                let answer = raw.put_marker(&parse_key(dir)?, &meta, false).await?;
+                                match answer.status {
+                                    200 => Ok(()),
+                                    status => Err(anyhow!("HTTP {status}: {}", answer.body)),
+                                }
+                            }
+                            .await
+                        }
+                        None => raw.copy_from(from_bucket, &key, &to).await,
+                    };
+                    copied.err().map(|e| (to, e))
+                })
+                .buffer_unordered(64)
+                .filter_map(|failed| async move { failed })
+                .collect(),
+        )
+    }
+
     pub(crate) fn start_streamed(&self, entry: Entry) -> Result<Streamed<'_>, Error> {
         if self.cancelled() {
             return Err(super::files::cancelled(&entry));

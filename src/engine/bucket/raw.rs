@@ -149,6 +149,32 @@ impl Raw {
         }
     }
 
+    /// A server-side copy (CopyObject) of `from_key` in bucket `from_bucket` to `key` in this
+    /// bucket, keys as they are (a marker's `/` kept), the metadata copied with the object.
+    pub(super) async fn copy_from(
+        &self,
+        from_bucket: &str,
+        from_key: &str,
+        key: &str,
+    ) -> anyhow::Result<()> {
+        let escape = |key: &str| {
+            key.split('/')
+                .map(path_escape)
+                .collect::<Vec<_>>()
+                .join("/")
+        };
+        let base = self.bucket_url().await?;
+        let source = format!("{}/{}", path_escape(from_bucket), escape(from_key));
+        let headers = [("x-amz-copy-source".to_string(), source)];
+        let url = format!("{base}{}", escape(key));
+        let answer = self.send(http::Method::PUT, &url, &headers, "").await?;
+        // S3 can answer 200 with an error in the body, when the copy failed late.
+        match answer.status {
+            200 if !answer.body.contains("<Error>") => Ok(()),
+            status => anyhow::bail!("CopyObject: HTTP {status}: {}", answer.body),
+        }
+    }
+
     /// Sends one signed request, retried on a dropped connection, 5xx and 429.
     async fn send(
         &self,
@@ -206,13 +232,13 @@ impl Raw {
     pub(super) async fn put_marker(
         &self,
         dir: &Key,
-        meta: &[(&'static str, String)],
+        meta: &[(impl AsRef<str>, String)],
         create: bool,
     ) -> anyhow::Result<Answer> {
         let url = format!("{}/", self.url(dir).await?);
         let mut headers: Vec<(String, String)> = meta
             .iter()
-            .map(|(name, value)| (format!("x-amz-meta-{name}"), value.clone()))
+            .map(|(name, value)| (format!("x-amz-meta-{}", name.as_ref()), value.clone()))
             .collect();
         if create {
             headers.push(("if-none-match".into(), "*".into()));

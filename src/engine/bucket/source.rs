@@ -109,6 +109,15 @@ impl Source {
         })
     }
 
+    pub(crate) fn url(&self) -> &BucketUrl {
+        &self.url
+    }
+
+    /// The user metadata of the folder marker `key` (which ends in `/`).
+    pub(crate) async fn marker_meta(&self, key: &str) -> anyhow::Result<Vec<(String, String)>> {
+        self.raw.head(key).await
+    }
+
     /// Every object under the prefix, by key, within 120 s (the retries of an endpoint that
     /// never answers would take many minutes).
     pub(crate) fn listing(&self) -> anyhow::Result<HashMap<String, Listed>> {
