@@ -39,10 +39,7 @@ static ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 /// be under `root` ([`filename_of`]); `path` stays as the caller or the archive gave it.
 fn py_error(py: Python<'_>, root: Option<&Path>, error: &fastwrite::Error) -> PyResult<Py<PyAny>> {
     let kind = error.kind().name();
-    let errno = error
-        .io_error()
-        .and_then(io::Error::raw_os_error)
-        .or_else(|| errno_of(kind));
+    let errno = error.io_error().and_then(errno_of_io).or_else(|| errno_of(kind));
     // In a bucket there is no file: the object's URL is its `key`.
     let filename = root
         .filter(|_| error.key().is_none())
@@ -52,6 +49,18 @@ fn py_error(py: Python<'_>, root: Option<&Path>, error: &fastwrite::Error) -> Py
         made.bind(py).setattr("key", key)?;
     }
     Ok(made)
+}
+
+/// The errno of an OS error; for one made by the library (a remote archive that is not there),
+/// the errno of its kind, so that Python's class is the same (`FileNotFoundError`). ENOENT,
+/// EACCES and EEXIST are 2, 13 and 17 on every platform Python runs on.
+fn errno_of_io(error: &io::Error) -> Option<i32> {
+    error.raw_os_error().or(match error.kind() {
+        io::ErrorKind::NotFound => Some(2),
+        io::ErrorKind::PermissionDenied => Some(13),
+        io::ErrorKind::AlreadyExists => Some(17),
+        _ => None,
+    })
 }
 
 /// Where a failure's file was to be: `root` joined with its path made plain (`.` and empty
@@ -154,7 +163,7 @@ fn start_error(
     let failure = error.errors().first();
     let errno = failure
         .and_then(fastwrite::Error::io_error)
-        .and_then(io::Error::raw_os_error);
+        .and_then(errno_of_io);
     let message = failure.map_or_else(|| error.to_string(), |e| e.message());
     let path = failure
         .map(fastwrite::Error::path)

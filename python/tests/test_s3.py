@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import TOOL_SECONDS, require_tool
+from conftest import REPO, TOOL_SECONDS, require_tool
 
 import fastwrite
 
@@ -113,3 +113,39 @@ def test_an_existing_key_is_a_file_exists_error_with_its_key(tmp_path: Path, s3:
     assert isinstance(error, FileExistsError)
     assert error.key == "s3://bench/p/a.txt"
     assert error.filename is None and error.path == "a.txt"
+
+
+def test_an_archive_at_a_url_and_a_prefix_are_read_from_where_they_live(
+    tmp_path: Path, s3: Server
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    archive = site / "a.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        info = zipfile.ZipInfo("dir/a.txt", (2020, 1, 2, 3, 4, 6))
+        info.external_attr = 0o100640 << 16
+        z.writestr(info, b"alpha")
+    server = subprocess.Popen(
+        ["python3", str(REPO / "lab" / "range-server.py"), str(site)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline().split()[-1])
+        report = fastwrite.extract(f"http://127.0.0.1:{port}/a.zip", tmp_path / "web")
+        assert report.files == 1
+        assert (tmp_path / "web" / "dir" / "a.txt").read_bytes() == b"alpha"
+        with pytest.raises(FileNotFoundError):
+            fastwrite.extract(f"http://127.0.0.1:{port}/nope.zip", tmp_path / "none")
+    finally:
+        server.kill()
+        server.wait()
+    # A prefix down into a folder, with the mode its metadata records.
+    fastwrite.extract(archive, "s3://bench/m/")
+    report = fastwrite.mirror("s3://bench/m/", tmp_path / "down")
+    assert report.files == 1
+    copy = tmp_path / "down" / "dir" / "a.txt"
+    assert copy.read_bytes() == b"alpha"
+    assert copy.stat().st_mode & 0o7777 == 0o640
+    assert fastwrite.mirror("s3://bench/m/", tmp_path / "down").files == 0
