@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Usage: benches/s3.sh [-n N] [DELAY_MS|direct ...]          (default: -n 3, delays 0 5 20)
 #        benches/s3.sh --sync [-n N] [DELAY_MS|direct ...]   (a mirror with nothing to do)
+#        benches/s3.sh --download [-n N] [DELAY_MS|direct ...] (a prefix down into a folder)
 #        benches/s3.sh --memory [COUNT]                       (fastwrite's RSS; default 80000)
 #
 # Extracting an archive into a bucket: fastwrite against the ways users do it today, on the
@@ -52,6 +53,25 @@
 # Time: -n 3 at 0 and 20 ms took ~2.3 minutes here (the setup ~25 s, the aws CLI most of it;
 # then rclone's HEADs, 13 s a run at 20 ms), plus any wait for an earlier bench's deletes.
 #
+# --download: a prefix of 2,039 objects downloaded into a folder. Untimed, first: fastwrite
+# uploads TREE, straight to the server, with `fastwrite mirror TREE s3://bench/down` (each
+# object with the file's mtime and mode as user metadata; the prefix must then hold exactly
+# TREE's files). Each run then downloads the prefix through the proxy into a fresh local folder
+# (OUT = WORK/down/DELAYms-rROUND-TOOL, never deleted during the bench), N rounds per delay,
+# round-robin as above:
+#   fastwrite    fastwrite mirror s3://bench/down/ OUT
+#   s5cmd        s5cmd cp 's3://bench/down/*' OUT/      (its default workers: 256)
+#   rclone       rclone copy B:bench/down OUT           (rclone's defaults: 4 transfers)
+#   rclone-t64   rclone copy --transfers 64 B:bench/down OUT
+#   aws          aws s3 sync s3://bench/down/ OUT --only-show-errors
+# A run counts only if it exits 0 and OUT then holds exactly TREE's files (names and sizes of
+# regular files, nothing else but folders). Recorded too, not failed: how many files got back
+# TREE's mtime (to the second) and its permission bits. Printed: the same tables (per object =
+# per file downloaded), and per tool the mtimes and modes its good runs restored.
+# Time: -n 3 at 0 and 20 ms took ~4.2 minutes here (the setup 1.3 s; the aws CLI 11-16 s a run
+# at any delay, its CPU; rclone's 4 transfers 24 s a run at 20 ms), plus any wait for an
+# earlier bench's deletes. Disk: 21 MB a run (~1 GB at N=3 and two delays) until the end.
+#
 # --memory [COUNT]: fastwrite's memory with many keys, straight to the server (no proxy), once
 # each: a tar of COUNT files of 200 bytes in folders of 1,000 (made once with python3's
 # tarfile, cached as $FASTWRITE_BENCH_CACHE/s3-small-COUNTx200.tar, and untarred once beside
@@ -94,7 +114,7 @@
 # Disk: every run's objects stay (21 MB, 2,039 files each) until the end: ~1.2 GB at N=3.
 #
 # Results (markdown + the raw runs as TSV) go to $FASTWRITE_BENCH_CACHE/results/s3-* (s3-sync-*,
-# s3-memory-*), never the repo.
+# s3-download-*, s3-memory-*), never the repo.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -103,14 +123,15 @@ repo="$(dirname "$here")"
 source "$here/lib/common.sh"
 
 RUNS=3 RUNS_SET=0 MODE=copy
-usage="usage: benches/s3.sh [--sync] [-n N] [DELAY_MS|direct ...], or benches/s3.sh --memory [COUNT]"
+usage="usage: benches/s3.sh [--sync|--download] [-n N] [DELAY_MS|direct ...], or benches/s3.sh --memory [COUNT]"
 set_mode() {
-    [[ "$MODE" == copy || "$MODE" == "$1" ]] || { echo "s3: --sync and --memory are two benches: one at a time" >&2; exit 2; }
+    [[ "$MODE" == copy || "$MODE" == "$1" ]] || { echo "s3: --sync, --download and --memory are three benches: one at a time" >&2; exit 2; }
     MODE="$1"
 }
 while (( $# )); do
     case "$1" in
     --sync) set_mode sync; shift ;;
+    --download) set_mode download; shift ;;
     --memory) set_mode memory; shift ;;
     -n | --runs) RUNS="${2:?-n needs a number}"; RUNS_SET=1; shift 2 ;;
     -n*) RUNS="${1#-n}"; RUNS_SET=1; shift ;;
@@ -141,6 +162,7 @@ TIMEOUT="${S3_BENCH_TIMEOUT:-$([[ "$MODE" == memory ]] && echo 1800 || echo 600)
 case "$MODE" in
 copy) ALL_TOOLS=(fastwrite unzip+s5cmd s5cmd rclone rclone-t64 aws) ;;
 sync) ALL_TOOLS=(fastwrite s5cmd rclone aws) ;;
+download) ALL_TOOLS=(fastwrite s5cmd rclone rclone-t64 aws) ;;
 memory) ALL_TOOLS=(fastwrite) ;;
 esac
 TOOLS=()
@@ -200,9 +222,10 @@ if wants s5cmd || wants unzip+s5cmd || [[ "$MODE" == memory ]]; then  # --memory
 fi
 
 # fastwrite: the release binary, built only if it is missing or predates s3:// outputs (another
-# engineer may be compiling: a binary that works is reused), then run from a copy.
+# engineer may be compiling: a binary that works is reused), then run from a copy. --download
+# needs it for its setup even when it is not among the tools.
 FW=""
-if wants fastwrite; then
+if wants fastwrite || [[ "$MODE" == download ]]; then
     FW_SRC="${FASTWRITE:-$repo/target/release/fastwrite}"
     if [[ -z "${FASTWRITE:-}" ]] && { [[ ! -x "$FW_SRC" ]] || ! "$FW_SRC" extract --help 2>&1 | grep -q 's3://'; }; then
         echo "s3: $FW_SRC is missing or has no s3:// output: cargo build --release" >&2
@@ -352,14 +375,26 @@ echo "s3: $versions" >&2
 case "$MODE" in
 copy) echo "s3: server $DIRECT (posix root $WORK/root); $EXPECTED files per run; $RUNS round(s) at ${DELAYS[*]} ms" >&2 ;;
 sync) echo "s3: server $DIRECT (posix root $WORK/root); syncs of $EXPECTED unchanged files; $RUNS round(s) at ${DELAYS[*]} ms" >&2 ;;
+download) echo "s3: server $DIRECT (posix root $WORK/root); downloads of $EXPECTED objects into a folder; $RUNS round(s) at ${DELAYS[*]} ms" >&2 ;;
 memory) echo "s3: server $DIRECT (posix root $WORK/root); $EXPECTED files of $SMALL_SIZE bytes, straight to the server" >&2 ;;
 esac
 
 # --- one run ----------------------------------------------------------------------------------
-# The command a tool runs (into CMD): the copy, or with --sync the sync (the setup's and every
-# run's alike).
+# The command a tool runs (into CMD): the copy, with --sync the sync (the setup's and every
+# run's alike), with --download the download of s3://bench/down/ into WORK/down/ID.
 tool_cmd() {  # tool_cmd TOOL ENDPOINT PREFIX ID
     local tool="$1" ep="$2" prefix="$3" id="$4"
+    if [[ "$MODE" == download ]]; then
+        local out="$WORK/down/$id"
+        case "$tool" in
+        fastwrite) CMD=("$FW" mirror "s3://$BUCKET/down/" "$out") ;;
+        s5cmd) CMD=("$S5" --endpoint-url "$ep" --log error cp "s3://$BUCKET/down/*" "$out/") ;;
+        rclone) CMD=(rclone copy "B:$BUCKET/down" "$out") ;;
+        rclone-t64) CMD=(rclone copy --transfers 64 "B:$BUCKET/down" "$out") ;;
+        aws) CMD=(aws s3 sync --only-show-errors "s3://$BUCKET/down/" "$out") ;;
+        esac
+        return
+    fi
     if [[ "$MODE" == sync ]]; then
         case "$tool" in
         fastwrite) CMD=("$FW" mirror "$TREE" "s3://$BUCKET/$prefix/") ;;
@@ -382,6 +417,32 @@ tool_cmd() {  # tool_cmd TOOL ENDPOINT PREFIX ID
     esac
 }
 
+# --download: what a run's folder holds, in a listing's shape (Key: PREFIX/ + the file's path),
+# with how many files have TREE's mtime (to the second) and permission bits; anything but a
+# regular file or a folder is listed with Size -1 (so it counts as of another size, or extra).
+list_folder() {  # list_folder DIR PREFIX FILE
+    python3 - "$1" "$2" "$TREE" >"$3" <<'PY'
+import json, os, stat, sys
+root, prefix, tree = sys.argv[1:]
+contents, mtimes, modes = [], 0, 0
+for d, dirs, files in os.walk(root):
+    for n in files + [n for n in dirs if os.path.islink(os.path.join(d, n))]:
+        p = os.path.join(d, n)
+        rel = os.path.relpath(p, root)
+        st = os.lstat(p)
+        regular = stat.S_ISREG(st.st_mode)
+        contents.append({"Key": f"{prefix}/{rel}", "Size": st.st_size if regular else -1})
+        try:
+            t = os.lstat(os.path.join(tree, rel))
+        except OSError:
+            continue
+        if regular and int(st.st_mtime) == int(t.st_mtime):
+            mtimes += 1
+        if regular and stat.S_IMODE(st.st_mode) == stat.S_IMODE(t.st_mode):
+            modes += 1
+print(json.dumps({"Contents": contents, "MtimesKept": mtimes, "ModesKept": modes}))
+PY
+}
 # What a prefix holds, straight from the server (all pages), into FILE ('{}' if it cannot be
 # listed).
 list_prefix() {  # list_prefix PREFIX FILE
@@ -391,7 +452,11 @@ list_prefix() {  # list_prefix PREFIX FILE
     fi
 }
 
-printf 'delay_ms\tround\tslot\ttool\tprefix\texit\tstatus\twall_s\tuser_s\tsys_s\tmaxrss_kib\tkeys\trequests\tserver_cpu_s\tproxy_cpu_s\n' >"$TSV"
+if [[ "$MODE" == download ]]; then  # prefix: the run's folder, WORK/down/ID, as down-out/ID
+    printf 'delay_ms\tround\tslot\ttool\tprefix\texit\tstatus\twall_s\tuser_s\tsys_s\tmaxrss_kib\tkeys\trequests\tserver_cpu_s\tproxy_cpu_s\tmtimes_kept\tmodes_kept\n' >"$TSV"
+else
+    printf 'delay_ms\tround\tslot\ttool\tprefix\texit\tstatus\twall_s\tuser_s\tsys_s\tmaxrss_kib\tkeys\trequests\tserver_cpu_s\tproxy_cpu_s\n' >"$TSV"
+fi
 
 run_one() {  # run_one DELAY ROUND SLOT TOOL ENDPOINT STATS
     local delay="$1" round="$2" slot="$3" tool="$4" ep="$5" stats="$6"
@@ -402,6 +467,10 @@ run_one() {  # run_one DELAY ROUND SLOT TOOL ENDPOINT STATS
         id="sync-$id"
         prefix="sync/$tool"
         setup="$WORK/lists/setup-$tool.json"
+    fi
+    if [[ "$MODE" == download ]]; then
+        id="down-$id"
+        prefix="down-out/$id"  # the folder's files, listed as if under this prefix
     fi
     tool_cmd "$tool" "$ep" "$prefix" "$id"
     sync  # the previous run's writes (the server's, unzip's) land now, untimed
@@ -414,7 +483,11 @@ run_one() {  # run_one DELAY ROUND SLOT TOOL ENDPOINT STATS
     s1="$(cpu_of "$SERVER_PID")" p1="$(cpu_of "$PROXY_PID")"
     cp -- "$stats" "$WORK/logs/$id.stats-after.json"
     times="$(tail -n 1 "$WORK/logs/$id.time")"  # a failed run has a line before it
-    list_prefix "$prefix" "$WORK/lists/$id.json"
+    if [[ "$MODE" == download ]]; then
+        list_folder "$WORK/down/$id" "$prefix" "$WORK/lists/$id.json"
+    else
+        list_prefix "$prefix" "$WORK/lists/$id.json"
+    fi
     python3 - "$WORK/manifest.tsv" "$WORK/lists/$id.json" "$prefix/" "$rc" \
         "$WORK/logs/$id.stats-before.json" "$WORK/logs/$id.stats-after.json" \
         "$delay" "$round" "$slot" "$tool" "$t0" "$t1" "$times" "$s0" "$s1" "$p0" "$p1" "$setup" >>"$TSV" <<'PY'
@@ -452,9 +525,16 @@ if setup:  # --sync: nothing to do, so nothing written
         problems.append(f"{rewritten} objects rewritten (LastModified or ETag changed since the setup)")
 status = "ok" if not problems else "FAILED: " + "; ".join(problems)
 user, system, rss = (times.split() + ["", "", ""])[:3]
+kept = []  # --download: the files with TREE's mtime, and with its mode
+try:
+    listed = json.load(open(listing)) or {}
+    if "MtimesKept" in listed:
+        kept = [str(listed["MtimesKept"]), str(listed["ModesKept"])]
+except ValueError:
+    pass
 print("\t".join([delay, rnd, slot, tool, prefix.rstrip("/"), rc, status, f"{float(t1) - float(t0):.3f}",
                  user, system, rss, str(len(got)), json.dumps(req, separators=(",", ":")),
-                 f"{float(s1) - float(s0):.2f}", f"{float(p1) - float(p0):.2f}"]))
+                 f"{float(s1) - float(s0):.2f}", f"{float(p1) - float(p0):.2f}"] + kept))
 PY
     local line
     line="$(tail -n 1 "$TSV")"
@@ -465,17 +545,27 @@ PY
 
 # --sync's setup, untimed: each tool syncs TREE into its own prefix, straight to the server; the
 # prefix must then hold exactly TREE's files, and its listing is what every run must leave.
+# --download's: fastwrite mirrors TREE into s3://bench/down, what every run downloads.
 sync_setup() {
-    local tool prefix rc t0 t1 check
+    local tool
     export AWS_ENDPOINT_URL="$DIRECT" RCLONE_CONFIG_B_ENDPOINT="$DIRECT"
     for tool in "${TOOLS[@]}"; do
-        prefix="sync/$tool"
-        tool_cmd "$tool" "$DIRECT" "$prefix" "setup-$tool"
-        t0=$EPOCHREALTIME
-        if timeout -k 10 "$TIMEOUT" "${CMD[@]}" </dev/null >"$WORK/logs/setup-$tool.log" 2>&1; then rc=0; else rc=$?; fi
-        t1=$EPOCHREALTIME
-        list_prefix "$prefix" "$WORK/lists/setup-$tool.json"
-        check="$(python3 - "$WORK/manifest.tsv" "$WORK/lists/setup-$tool.json" "$prefix/" <<'PY'
+        tool_cmd "$tool" "$DIRECT" "sync/$tool" "setup-$tool"
+        setup_one "$tool" "sync/$tool"
+    done
+}
+download_setup() {
+    export AWS_ENDPOINT_URL="$DIRECT" RCLONE_CONFIG_B_ENDPOINT="$DIRECT"
+    CMD=("$FW" mirror "$TREE" "s3://$BUCKET/down")
+    setup_one fastwrite down
+}
+setup_one() {  # setup_one TOOL PREFIX: run CMD, straight to the server; PREFIX must hold TREE
+    local tool="$1" prefix="$2" rc t0 t1 check
+    t0=$EPOCHREALTIME
+    if timeout -k 10 "$TIMEOUT" "${CMD[@]}" </dev/null >"$WORK/logs/setup-$tool.log" 2>&1; then rc=0; else rc=$?; fi
+    t1=$EPOCHREALTIME
+    list_prefix "$prefix" "$WORK/lists/setup-$tool.json"
+    check="$(python3 - "$WORK/manifest.tsv" "$WORK/lists/setup-$tool.json" "$prefix/" <<'PY'
 import json, sys
 manifest, listing, prefix = sys.argv[1:]
 want = dict(l.rstrip("\n").split("\t") for l in open(manifest))
@@ -487,13 +577,12 @@ print("ok" if got == want else f"{len(got)} keys, expected {len(want)} "
       f"({sum(1 for k in want if k not in got)} missing, {sum(1 for k in got if k not in want)} extra)")
 PY
 )"
-        if (( rc != 0 )) || [[ "$check" != ok ]]; then
-            echo "s3: setup: $tool did not sync TREE into s3://$BUCKET/$prefix/ (exit $rc; $check): see $WORK/logs/setup-$tool.log" >&2
-            exit 1
-        fi
-        printf 's3: setup %-10s %7.2f s  straight to the server, untimed: %s keys in s3://%s/%s/\n' \
-            "$tool" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$EXPECTED" "$BUCKET" "$prefix" >&2
-    done
+    if (( rc != 0 )) || [[ "$check" != ok ]]; then
+        echo "s3: setup: $tool did not copy TREE into s3://$BUCKET/$prefix/ (exit $rc; $check): see $WORK/logs/setup-$tool.log" >&2
+        exit 1
+    fi
+    printf 's3: setup %-10s %7.2f s  straight to the server, untimed: %s keys in s3://%s/%s/\n' \
+        "$tool" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$EXPECTED" "$BUCKET" "$prefix" >&2
 }
 
 # After the report: stop the server and the proxy; keep the work folder if a run failed (or
@@ -674,6 +763,10 @@ start_proxy() {  # start_proxy DELAY STATS: sets PROXY_PID, prints the proxy's e
 }
 
 [[ "$MODE" == sync ]] && sync_setup
+if [[ "$MODE" == download ]]; then
+    mkdir -p "$WORK/down"
+    download_setup
+fi
 
 for delay in "${DELAYS[@]}"; do
     STATS="$WORK/proxy-${delay}ms.json"
@@ -703,12 +796,19 @@ if grep -q $'\tFAILED' "$TSV"; then failed=1; fi
 
 # --- the report -------------------------------------------------------------------------------
 # Which tools keep a file's mtime: the user metadata of one object, from each tool's first good
-# run, beside the file's mtime in the wheel (as unzip set it on TREE).
+# run, beside the file's mtime in the wheel (as unzip set it on TREE). --download: the object
+# every run downloaded (as the setup's fastwrite mirror stored it).
 SAMPLE="botocore/__init__.py"
 grep -q "^$SAMPLE"$'\t' "$WORK/manifest.tsv" || SAMPLE="$(head -n 1 "$WORK/manifest.tsv" | cut -f1)"
 : >"$WORK/heads.tsv"
-for tool in "${TOOLS[@]}"; do
-    prefix="$(awk -F'\t' -v t="$tool" '$4 == t && $7 == "ok" { print $5; exit }' "$TSV")"
+heads_of=("${TOOLS[@]}")
+[[ "$MODE" == download ]] && heads_of=("setup: fastwrite mirror")
+for tool in "${heads_of[@]}"; do
+    if [[ "$MODE" == download ]]; then
+        prefix=down
+    else
+        prefix="$(awk -F'\t' -v t="$tool" '$4 == t && $7 == "ok" { print $5; exit }' "$TSV")"
+    fi
     [[ -n "$prefix" ]] || continue
     head="$(aws_direct s3api head-object --bucket "$BUCKET" --key "$prefix/$SAMPLE" --output json |
         python3 -c 'import json, sys; h = json.load(sys.stdin); print(json.dumps({"Metadata": h.get("Metadata", {}), "LastModified": h.get("LastModified")}, sort_keys=True))')"
@@ -722,7 +822,7 @@ tsv, heads, sample, sample_mtime, expected, runs, versions, mode = sys.argv[1:]
 expected, runs = int(expected), int(runs)
 rows = [l.rstrip("\n").split("\t") for l in open(tsv)][1:]
 cols = ["delay", "round", "slot", "tool", "prefix", "exit", "status", "wall", "user", "sys",
-        "rss", "keys", "requests", "server", "proxy"]
+        "rss", "keys", "requests", "server", "proxy", "mtimes", "modes"]
 rows = [dict(zip(cols, r)) for r in rows]
 if mode == "sync":
     print(f"S3 sync: {versions}; {datetime.date.today()}, {os.cpu_count()} cores, {os.uname().release}. "
@@ -734,6 +834,16 @@ if mode == "sync":
           "of the client and its children (per object: per file compared); requests = per run, "
           "by method, as the proxy counted them (the first good run's); server, proxy = CPU the "
           "server and the proxy spent during the run.")
+elif mode == "download":
+    print(f"S3 download: {versions}; {datetime.date.today()}, {os.cpu_count()} cores, {os.uname().release}. "
+          f"A prefix of {expected:,} objects (the botocore wheel's tree, uploaded once by `fastwrite "
+          "mirror TREE s3://bench/down`, untimed) downloaded into a fresh local folder each run, "
+          f"{runs} round(s), tools round-robin; a run counts only if the folder then holds exactly "
+          "TREE's files with their sizes. Median of the good runs; ratio = the tool's / "
+          "fastwrite's (above 1: slower than fastwrite); client CPU = user + system of the client "
+          "and its children (per object: per file downloaded); requests = per run, by method, as "
+          "the proxy counted them (the first good run's); server, proxy = CPU the server and the "
+          "proxy spent during the run.")
 else:
     print(f"S3: {versions}; {datetime.date.today()}, {os.cpu_count()} cores, {os.uname().release}. "
           f"The botocore wheel ({expected:,} files) into a fresh prefix each run, {runs} round(s), "
@@ -781,7 +891,23 @@ if bad:
     print("\nFailed runs:\n")
     for r in bad:
         print(f"- {r['delay']}{'' if r['delay'] == 'direct' else ' ms'}, round {r['round']}, {r['tool']} ({r['prefix']}/): {r['status']}")
+if mode == "download":
+    print(f"\n### The mtimes and modes each tool restored\n\nFiles of the {expected:,} whose mtime "
+          "equals TREE's (to the second) and whose permission bits equal TREE's, in each good run "
+          "(the same in all of them, or the range).\n")
+    print("| tool | good runs | mtime as in TREE | mode as in TREE |")
+    print("| --- | ---: | ---: | ---: |")
+    for tool in order:
+        good = [r for r in rows if r["tool"] == tool and r["status"] == "ok"]
+        if not good:
+            print(f"| {tool} | 0 | - | - |")
+            continue
+        def span(k):
+            v = sorted(int(r[k]) for r in good)
+            return f"{v[0]:,}" if v[0] == v[-1] else f"{v[0]:,}-{v[-1]:,}"
+        print(f"| {tool} | {len(good)} | {span('mtimes')} of {expected:,} | {span('modes')} of {expected:,} |")
 where = ("in each tool's prefix, as its setup's sync stored it" if mode == "sync"
+         else "as the setup stored it, which every run downloaded" if mode == "download"
          else "from each tool's first good run")
 print(f"\n### The metadata each tool stored\n\nHeadObject of `{sample}` {where}; "
       f"the file's mtime in the wheel (as unzip set it): {sample_mtime} "

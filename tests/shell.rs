@@ -686,7 +686,7 @@ fn a_url_is_never_taken_for_a_path() {
         osv!["extract", &archive, "-o", "gs://bench/p/"],
         osv!["extract", "ftp://example.org/a.zip", "-o", "out"],
         osv!["list", "ftp://example.org/a.tar.gz"],
-        osv!["mirror", "s3://bench/p/", "out"],
+        osv!["mirror", "gs://bench/p/", "out"],
         osv!["mirror", t.path(), "gs://bench/p/"],
     ] {
         let mut cmd = fastwrite_command(&args);

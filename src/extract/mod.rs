@@ -41,7 +41,10 @@ use select::Chooser;
 /// Extracts `archive` into the folder `out` (created if missing): a zip, or a tar plain or
 /// compressed (gzip, zstd, xz, bzip2), recognised by its content, or a single compressed file
 /// (written as one file, see [`Options::file_name`]); `-` reads standard input, where a zip
-/// is read by its local headers.
+/// is read by its local headers. With cargo feature `s3`, `archive` may be `s3://BUCKET/KEY`
+/// and `out` `s3://BUCKET/PREFIX`; with `http`, `archive` may be an `https://` URL: a remote
+/// zip is fetched by ranged requests and read as from a file, anything else is streamed
+/// (docs/object-storage.md).
 ///
 /// `Ok` when every entry was written. [`RunError::Start`] when the run could not start (the
 /// command line's exit code 2): the archive is missing, unreadable or unrecognised, an option

@@ -102,9 +102,11 @@ pub(super) fn mirror(
     let source = Source::open(url.clone()).map_err(|e| Error::start(src, ErrorKind::Source, e))?;
     let key_url = |key: &str| format!("s3://{}/{key}", url.bucket);
 
+    // Where the run writes: the folder, or the staging folder beside it that becomes it.
+    let work = engine::work_root(dst);
     // The prefix and the folder, read at once.
     let (listed, local) = std::thread::scope(|scope| {
-        let local = scope.spawn(|| scan(dst, &exclude));
+        let local = scope.spawn(|| scan(&work, &exclude));
         let listed = source.listing();
         (listed, local.join().unwrap_or_default())
     });
@@ -191,7 +193,7 @@ pub(super) fn mirror(
         };
         let here = local[&path];
         let same = if mopts.checksum {
-            same_content(&dst.join(&path), here, etag.as_deref())
+            same_content(&work.join(&path), here, etag.as_deref())
         } else {
             match (&recorded[key], here) {
                 (Ok(recorded), Local::File { mtime, mode, .. }) if !recorded.is_symlink() => {
@@ -251,7 +253,7 @@ pub(super) fn mirror(
     // Deletions first: they make way for what replaces them.
     let mut deleted = 0u64;
     if !delete.is_empty() {
-        let tree = platform::OutDir::open(dst).map_err(|e| {
+        let tree = platform::OutDir::open(&work).map_err(|e| {
             let why = anyhow!(e).context(format!("cannot open destination '{}'", dst.display()));
             Error::named(dst, ErrorKind::Directory, why)
         })?;
@@ -388,7 +390,7 @@ pub(super) fn mirror(
     // Modes that differ on files that did not.
     let mut updated = 0u64;
     if !modes.is_empty()
-        && let Ok(tree) = platform::OutDir::open(dst)
+        && let Ok(tree) = platform::OutDir::open(&work)
     {
         for (path, mode) in modes {
             let mode = mode.map(|m| opts.mode_bits(m));
@@ -658,8 +660,9 @@ fn excluded(exclude: &Patterns, path: &Path, is_dir: bool) -> bool {
                 .any(|a| exclude.matches(a, true)))
 }
 
-/// What the folder holds, by path below it (nothing if it is not there), excluded paths left
-/// out. Symlinks are not followed.
+/// What the folder holds, by path below it (nothing if it is not there), excluded paths and
+/// fastwrite's own working files (`.fastwrite-run-PID` marks, staging folders, temporary
+/// `.NAME.fastwrite-*` files, which the engine sees to) left out. Symlinks are not followed.
 fn scan(dst: &Path, exclude: &Patterns) -> HashMap<PathBuf, Local> {
     let mut found = HashMap::new();
     let mut folders = vec![PathBuf::new()];
@@ -668,7 +671,11 @@ fn scan(dst: &Path, exclude: &Patterns) -> HashMap<PathBuf, Local> {
             continue;
         };
         for item in names.flatten() {
-            let path = folder.join(item.file_name());
+            let name = item.file_name();
+            if name.to_string_lossy().contains(".fastwrite-") {
+                continue;
+            }
+            let path = folder.join(name);
             let Ok(meta) = item.path().symlink_metadata() else {
                 continue;
             };

@@ -48,7 +48,9 @@ use walk::{Action, Found, Walk};
 /// Makes `dst` an exact copy of the contents of `src`, like `rsync -a src/ dst/`: files, modes,
 /// mtimes, symlinks, empty directories; a second run copies only what changed. With
 /// `mopts.dry_run`, changes nothing and returns what it would do in the report's
-/// [`MirrorCounts::actions`].
+/// [`MirrorCounts::actions`]. With cargo feature `s3`, either may be a bucket prefix,
+/// `s3://BUCKET/PREFIX`: from a bucket into a folder the metadata's mtimes and modes are
+/// restored; between buckets objects are copied server-side (docs/object-storage.md).
 ///
 /// `Ok` when every path was done. [`RunError::Start`] means nothing was done: `src` is missing
 /// ([`ErrorKind::Source`], its OS error kept) or not a directory, `dst` is not a directory
@@ -89,7 +91,14 @@ fn mirror_any(
             return from_bucket::between_buckets(src, url, dst, to, (opts, mopts));
         }
         refuse_url(dst, "destination")?;
-        return from_bucket::mirror(src, url, dst, (opts, mopts));
+        if mopts.dry_run {
+            return from_bucket::mirror(src, url, dst, (opts, mopts));
+        }
+        // Staged as any run into a new or empty folder: a kill leaves nothing under a final
+        // name, and `--atomic` puts the whole tree in place or nothing.
+        return engine::staged(dst, opts, || {
+            from_bucket::mirror(src, url, dst, (opts, mopts))
+        });
     }
     #[cfg(feature = "s3")]
     if let Some(url) = crate::engine::bucket::BucketUrl::parse(dst)? {

@@ -21,6 +21,8 @@ Examples:
   fastwrite extract linux-6.1.tar.xz -o src/
   fastwrite extract notes.txt.gz -o docs/     (a single compressed file: docs/notes.txt)
   curl -sL URL | fastwrite extract - -o out        (a tar, compressed or not, or a zip)
+  fastwrite extract https://host/x.zip -o out      (a zip by ranged requests, a tar streamed)
+  fastwrite extract s3://bucket/x.tar.zst -o s3://bucket/unpacked/
   fastwrite extract big.zip -o out --stats
   fastwrite --no-defer-close extract big.zip -o out-inline --stats   (A/B: close inline)
   fastwrite extract update.zip -o existing/ --overwrite
@@ -30,6 +32,7 @@ Examples:
   FASTWRITE_PASSWORD=... fastwrite extract secret.zip -o out   (or --password, or at the prompt)
   fastwrite mirror src/ backup/ --delete      (backup/ becomes an exact copy of src/)
   fastwrite mirror src/ backup/ --delete -n   (say what would change, change nothing)
+  fastwrite mirror s3://bucket/data/ data/    (a prefix down, with its mtimes and modes)
 
 Exit codes, alike for every command: 0 everything written (listed); 1 some entries failed,
 or the archive broke after its start (each is named on stderr); 2 the run could not start
@@ -183,11 +186,11 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct MirrorArgs {
-    /// The folder to copy
+    /// The folder to copy, or a bucket prefix, s3://BUCKET/PREFIX
     pub src: PathBuf,
 
     /// The folder to make a copy of SRC (created if missing), or a bucket prefix,
-    /// s3://BUCKET/PREFIX
+    /// s3://BUCKET/PREFIX (from a bucket: copied server-side)
     pub dst: PathBuf,
 
     /// Delete what DST has and SRC does not (never excluded paths)
@@ -220,7 +223,7 @@ pub struct MirrorArgs {
 pub struct ListArgs {
     /// The archive, recognised by its content; `-` reads standard input (a tar, compressed or
     /// not, a zip, kept in a temporary file and listed from its central directory, or a single
-    /// compressed file)
+    /// compressed file); s3://BUCKET/KEY and https://HOST/PATH read it where it lives
     pub archive: PathBuf,
 
     /// List only entries matching a PATTERN (as `extract` takes them)
@@ -253,7 +256,8 @@ impl ListArgs {
 #[derive(Debug, Args)]
 pub struct ExtractArgs {
     /// The archive, recognised by its content; `-` reads standard input (a tar, compressed or
-    /// not, a zip, or a single compressed file)
+    /// not, a zip, or a single compressed file); s3://BUCKET/KEY and https://HOST/PATH read it
+    /// where it lives (a zip by ranged requests)
     pub archive: PathBuf,
 
     /// Extract only entries matching a PATTERN, and everything in a matching directory (the
