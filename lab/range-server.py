@@ -56,6 +56,8 @@ def main():
               "proxied": 0}
 
     def count(kind):
+        """Counts one `kind`; returns its count now (taken under the lock: each request has its
+        own number, however many come at once)."""
         with lock:
             counts[kind] += 1
             if args.stats:
@@ -63,6 +65,7 @@ def main():
                 with open(tmp, "w") as f:
                     json.dump(counts, f)
                 os.replace(tmp, args.stats)
+            return counts[kind]
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -82,10 +85,8 @@ def main():
             self.end_headers()
 
         def answer(self, body):
-            count("requests")
-            with lock:
-                changed = (args.change_after is not None
-                           and counts["requests"] > args.change_after)
+            number = count("requests")
+            changed = args.change_after is not None and number > args.change_after
             target = self.path
             if "://" in target:
                 count("proxied")

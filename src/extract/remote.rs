@@ -1,20 +1,22 @@
 //! An archive in a bucket (`s3://BUCKET/KEY`) or at an `https://` URL (feature `http`).
 //!
-//! - The first request asks for the object's last 65 KiB, where a zip keeps the end of its
-//!   central directory. A zip is then fetched by ranges, [`IN_FLIGHT`] at a time, into an
+//! - The first requests, side by side, ask for the object's last 65 KiB, where a zip keeps the
+//!   end of its central directory, and for the whole object. A zip is then fetched by ranges,
+//!   [`IN_FLIGHT`] at a time (the whole object's GET serving as the first), into an
 //!   unnamed temporary file, and read as a local zip is: the same plan from the central
 //!   directory and the same checks before anything is written (overlapping entries, local
 //!   headers that disagree with it, free space), entries written in parallel. Writing begins
 //!   when the last range has arrived, since those checks read every entry's local header, and
 //!   the local headers lie all through the archive.
-//! - Anything else (a tar, plain or compressed; a single compressed file) is one streamed GET,
-//!   handed to the readers a pipe uses, so writing begins with the first bytes.
-//! - A server that ignores ranges gets one streamed GET too, and a zip is then read by its
-//!   local headers, as from a pipe; the run says so.
-//! - Every request after the first carries the object's ETag (`If-Match`), or is compared with
-//!   its Last-Modified where the server gives no ETag: an archive replaced while it is read is
-//!   an error that says so, never a mix of two. The client resumes a response that breaks off
-//!   with a ranged request from where it stopped, under the same condition.
+//! - Anything else (a tar, plain or compressed; a single compressed file) is the whole
+//!   object's GET, handed to the readers a pipe uses, so writing begins with its first bytes.
+//! - From a server that ignores ranges, a zip is read from that GET too, by its local headers,
+//!   as from a pipe; the run says so.
+//! - The two first answers must agree (ETag, else Last-Modified, and size), and every request
+//!   after them carries the object's ETag (`If-Match`), or is compared the same way: an archive
+//!   replaced while it is read is an error that says so, never a mix of two. The client
+//!   resumes a response that breaks off with a ranged request from where it stopped, under
+//!   the same condition.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -26,7 +28,7 @@ use anyhow::Context;
 use bytes::Bytes;
 use futures_util::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use object_store::path::Path as Key;
-use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore};
+use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore};
 
 use crate::engine::bucket::{self, BucketUrl};
 
@@ -115,46 +117,80 @@ impl Object {
         }))
     }
 
-    /// Asks for the object's end, and from it decides how the object is read.
+    /// Asks for the object's end and, at once, for the whole object from its start: the end
+    /// says whether it is a zip (and how large), and the other answer is the stream anything
+    /// else is read from, or a zip's first range. One round trip either way.
     fn open(self) -> anyhow::Result<Opened> {
         let asked = GetOptions {
             range: Some(GetRange::Suffix(TAIL)),
             ..GetOptions::default()
         };
-        let tail = self.runtime.block_on(async {
-            let got = self.store.get_opts(&self.key, asked).await?;
-            let (meta, at) = (got.meta.clone(), got.range.start);
-            Ok((meta, at, got.bytes().await?))
+        let (tail, whole) = self.runtime.block_on(async {
+            let tail = async {
+                let got = self.store.get_opts(&self.key, asked).await?;
+                let (meta, at) = (got.meta.clone(), got.range.start);
+                Ok((meta, at, got.bytes().await?))
+            };
+            futures_util::join!(tail, self.store.get_opts(&self.key, GetOptions::default()))
         });
+        let whole = whole.map_err(|e| self.failed(e))?;
         match tail {
-            Ok((meta, at, tail)) if ends_like_a_zip(&tail) => self.fetch(&meta, at, tail),
-            Ok((meta, ..)) => self.stream(Some(&meta), false),
-            Err(object_store::Error::NotSupported { .. }) => self.stream(None, true),
-            Err(e @ object_store::Error::NotFound { .. }) => Err(self.failed(e)),
-            // An empty object has no last bytes to give (416): a plain GET says what it is.
-            Err(_) => self.stream(None, false),
+            Ok((meta, at, tail)) => {
+                Expected::of(&meta)
+                    .check(&whole.meta)
+                    .map_err(|e| self.failed(e))?;
+                match ends_like_a_zip(&tail) {
+                    true => self.fetch(whole, &meta, at, tail),
+                    false => Ok(self.stream(whole, false)),
+                }
+            }
+            Err(object_store::Error::NotSupported { .. }) => Ok(self.stream(whole, true)),
+            // An empty object has no last bytes to give (416): the stream says what it is.
+            Err(_) => Ok(self.stream(whole, false)),
         }
     }
 
-    /// The whole object into an unnamed temporary file, by ranges, [`IN_FLIGHT`] at a time;
-    /// `tail` is its part from `tail_at` on, already read.
-    fn fetch(self, meta: &ObjectMeta, tail_at: u64, tail: Bytes) -> anyhow::Result<Opened> {
+    /// The whole object into an unnamed temporary file, by ranges, [`IN_FLIGHT`] at a time:
+    /// the first range from `whole` (the GET from the start, dropped there), the rest asked
+    /// for. `tail` is its part from `tail_at` on, already read.
+    fn fetch(
+        self,
+        whole: GetResult,
+        meta: &ObjectMeta,
+        tail_at: u64,
+        tail: Bytes,
+    ) -> anyhow::Result<Opened> {
         let mut file = super::input::temporary_file()
             .context("cannot make a temporary file to hold the archive while it is read")?;
         let held = |e: io::Error| {
             anyhow::Error::new(e).context("cannot write the archive to a temporary file")
         };
         let chunk = chunk_size(tail_at);
-        let ranges = (0..tail_at)
+        let first = chunk.min(tail_at);
+        // The front: `whole` up to `first`, then dropped (its connection closed at once).
+        let front =
+            stream::try_unfold((whole.into_stream(), 0), move |(mut body, at)| async move {
+                if at >= first {
+                    return Ok(None);
+                }
+                let piece = body.try_next().await?;
+                Ok(piece.map(|piece| {
+                    let next = at + piece.len() as u64;
+                    ((at, piece), (body, next))
+                }))
+            });
+        let ranges = (first..tail_at)
             .step_by(chunk as usize)
             .map(|start| start..(start + chunk).min(tail_at));
         let expected = Expected::of(meta);
-        let pieces = stream::iter(ranges)
+        let rest = stream::iter(ranges)
             .map(|range| self.range(range, &expected))
-            .flatten_unordered(IN_FLIGHT);
+            .flatten_unordered(IN_FLIGHT - 1);
+        let pieces = stream::select(front, rest);
         self.runtime.block_on(async {
             let mut pieces = std::pin::pin!(pieces);
             while let Some((at, piece)) = pieces.try_next().await.map_err(|e| self.failed(e))? {
+                // (The front's last piece may run past its range: the same bytes again.)
                 file.seek(SeekFrom::Start(at))
                     .and_then(|_| file.write_all(&piece))
                     .map_err(held)?;
@@ -194,28 +230,15 @@ impl Object {
         .boxed()
     }
 
-    /// The object as one streamed GET from its start, under the condition `meta` sets (if
-    /// the first request gave one).
-    fn stream(self, meta: Option<&ObjectMeta>, unranged: bool) -> anyhow::Result<Opened> {
-        let expected = meta.map(Expected::of);
-        let asked = GetOptions {
-            if_match: expected.as_ref().and_then(|e| e.etag.clone()),
-            ..GetOptions::default()
-        };
-        let got = self.runtime.block_on(async {
-            let got = self.store.get_opts(&self.key, asked).await?;
-            if let Some(expected) = &expected {
-                expected.check(&got.meta)?;
-            }
-            Ok(got)
-        });
-        let stream = got.map_err(|e| self.failed(e))?.into_stream();
+    /// The object as one stream from its start: `whole`'s body. `unranged`: the server does
+    /// not answer ranges.
+    fn stream(self, whole: GetResult, unranged: bool) -> Opened {
         let reader = Box::new(Remote {
-            stream,
+            stream: whole.into_stream(),
             chunk: Bytes::new(),
             object: self,
         });
-        Ok(Opened::Stream { reader, unranged })
+        Opened::Stream { reader, unranged }
     }
 
     /// A request's failure, said for this object.
