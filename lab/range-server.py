@@ -3,7 +3,8 @@
 (Python's own http.server does not), and misbehaves on purpose when asked.
 
 Usage: range-server.py ROOT [--port P] [--no-ranges] [--cut-after N] [--cuts K]
-                       [--change-after M] [--redirect FROM=TO ...] [--stats FILE]
+                       [--change-after M] [--redirect FROM=TO ...] [--rate BYTES_PER_S]
+                       [--stats FILE]
 
   GET and HEAD of ROOT's files, over HTTP/1.1 with keep-alive. One range per request
   ("bytes=A-B", "bytes=A-", "bytes=-N"): 206 with Content-Range, or 416 past the end. Every
@@ -16,6 +17,8 @@ Usage: range-server.py ROOT [--port P] [--no-ranges] [--cut-after N] [--cuts K]
   --change-after M  after M requests, every file's ETag and Last-Modified are new (as if each
                     file had been replaced): a client's If-Match then gets 412
   --redirect F=T    a GET of /F is answered 301 Location: /T
+  --rate B          each response's body goes at most B bytes a second (one connection of a
+                    slow link; several responses at once get B each)
   A request whose target is a whole URL ("GET http://host/path", as a client sends it to an
   HTTP proxy) is served by its path and counted as "proxied".
 
@@ -32,6 +35,7 @@ import os
 import re
 import sys
 import threading
+import time
 import urllib.parse
 
 RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
@@ -46,6 +50,7 @@ def main():
     ap.add_argument("--cuts", type=int, default=1)
     ap.add_argument("--change-after", type=int)
     ap.add_argument("--redirect", action="append", default=[])
+    ap.add_argument("--rate", type=float)
     ap.add_argument("--stats")
     args = ap.parse_args()
     root = os.path.realpath(args.root)
@@ -149,12 +154,18 @@ def main():
             with open(full, "rb") as f:
                 f.seek(start)
                 left = limit
+                began, sent = time.monotonic(), 0
                 while left > 0:
                     data = f.read(min(left, 1 << 16))
                     if not data:
                         break
                     self.wfile.write(data)
                     left -= len(data)
+                    sent += len(data)
+                    if args.rate:
+                        ahead = sent / args.rate - (time.monotonic() - began)
+                        if ahead > 0:
+                            time.sleep(ahead)
             if cut:
                 count("cut")
                 self.wfile.flush()

@@ -1261,9 +1261,10 @@ mod linux {
     pub fn a_zip_at_a_url_is_read_by_ranges_and_resumed() {
         let t = tempdir();
         let (site, big) = ranged_zip(&t);
-        // By ranges: the end, and the whole file from its start, read to its first range
-        // only; then the other ranges.
-        let web = Web::serve(&site, &[]);
+        // The end, and the whole file from its start, side by side; ranges from the end
+        // backwards when one connection is slow (here 1 MB/s each), the front stopping where
+        // they begin.
+        let web = Web::serve(&site, &["--rate", "1000000"]);
         let out = t.join("out");
         run_fastwrite(&osv!["extract", web.url("a.zip"), "-o", &out]).assert_code(0);
         assert_eq!(std::fs::read(out.join("big.bin")).unwrap(), big);
@@ -1306,9 +1307,9 @@ mod linux {
         let t = tempdir();
         let (site, _) = ranged_zip(&t);
         // Replaced between the two first answers (which disagree), then between those and the
-        // ranges (which carry If-Match, answered 412).
+        // ranges (which carry If-Match, answered 412; one connection at 1 MB/s brings them).
         for after in ["1", "2"] {
-            let web = Web::serve(&site, &["--change-after", after]);
+            let web = Web::serve(&site, &["--change-after", after, "--rate", "1000000"]);
             let out = t.join(format!("out-{after}"));
             let run = run_fastwrite(&osv!["extract", web.url("a.zip"), "-o", &out]);
             run.assert_code(2);

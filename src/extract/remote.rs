@@ -1,9 +1,11 @@
 //! An archive in a bucket (`s3://BUCKET/KEY`) or at an `https://` URL (feature `http`).
 //!
 //! - The first requests, side by side, ask for the object's last 65 KiB, where a zip keeps the
-//!   end of its central directory, and for the whole object. A zip is then fetched by ranges,
-//!   [`IN_FLIGHT`] at a time (the whole object's GET serving as the first), into an
-//!   unnamed temporary file, and read as a local zip is: the same plan from the central
+//!   end of its central directory, and for the whole object. A zip is then fetched into an
+//!   unnamed temporary file: the whole object's GET read on, and ranges from the end
+//!   backwards while that one connection alone would take more than two round trips to get
+//!   where they begin, up to [`IN_FLIGHT`] requests in flight ([`Object::fetch`]). It is then
+//!   read as a local zip is: the same plan from the central
 //!   directory and the same checks before anything is written (overlapping entries, local
 //!   headers that disagree with it, free space), entries written in parallel. Writing begins
 //!   when the last range has arrived, since those checks read every entry's local header, and
@@ -23,10 +25,12 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use bytes::Bytes;
-use futures_util::stream::{self, BoxStream, StreamExt, TryStreamExt};
+use futures_util::stream::{self, BoxStream, SelectAll, StreamExt, TryStreamExt};
 use object_store::path::Path as Key;
 use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore};
 
@@ -36,8 +40,8 @@ use crate::engine::bucket::{self, BucketUrl};
 /// record with the longest comment it can have (22 + 65,535 bytes), and the zip64 locator.
 const TAIL: u64 = 65 * 1024;
 
-/// Ranges of a zip in flight at once. The temporary file takes them as they come, so this
-/// bounds connections, not memory.
+/// Requests of a zip in flight at once, the GET from the start among them. The temporary file
+/// takes them as they come, so this bounds connections, not memory.
 const IN_FLIGHT: usize = 16;
 
 /// A remote archive, opened.
@@ -50,6 +54,14 @@ pub(super) enum Opened {
         reader: Box<dyn Read + Send>,
         unranged: bool,
     },
+}
+
+/// What arrives while a zip is fetched: a piece of the GET from the start, or of a range, and
+/// where it goes; or the end of a range.
+enum Arrived {
+    Front(u64, Bytes),
+    Range(u64, Bytes),
+    RangeDone,
 }
 
 /// The object `archive` names (`s3://BUCKET/KEY`, or with feature `http` an `https://` or
@@ -125,6 +137,7 @@ impl Object {
             range: Some(GetRange::Suffix(TAIL)),
             ..GetOptions::default()
         };
+        let asked_at = Instant::now();
         let (tail, whole) = self.runtime.block_on(async {
             let tail = async {
                 let got = self.store.get_opts(&self.key, asked).await?;
@@ -140,7 +153,7 @@ impl Object {
                     .check(&whole.meta)
                     .map_err(|e| self.failed(e))?;
                 match ends_like_a_zip(&tail) {
-                    true => self.fetch(whole, &meta, at, tail),
+                    true => self.fetch(whole, &meta, (at, tail), asked_at.elapsed()),
                     false => Ok(self.stream(whole, false)),
                 }
             }
@@ -150,15 +163,19 @@ impl Object {
         }
     }
 
-    /// The whole object into an unnamed temporary file, by ranges, [`IN_FLIGHT`] at a time:
-    /// the first range from `whole` (the GET from the start, dropped there), the rest asked
-    /// for. `tail` is its part from `tail_at` on, already read.
+    /// The whole object into an unnamed temporary file: `whole` (the GET from the start) read
+    /// on, and, while it alone would take more than two round trips (`round_trip`, the first
+    /// answers' time) to get where the ranges begin, ranges asked for from the end backwards,
+    /// up to [`IN_FLIGHT`] in flight. The front stops where the ranges begin. On a link where
+    /// one connection is fast, that is one GET, as `curl -o` makes; where each connection is
+    /// slow (a long, lossy way), as many as keep it busy. `tail` is the part from `tail_at` on,
+    /// already read.
     fn fetch(
         self,
         whole: GetResult,
         meta: &ObjectMeta,
-        tail_at: u64,
-        tail: Bytes,
+        (tail_at, tail): (u64, Bytes),
+        round_trip: Duration,
     ) -> anyhow::Result<Opened> {
         let mut file = super::input::temporary_file()
             .context("cannot make a temporary file to hold the archive while it is read")?;
@@ -166,31 +183,87 @@ impl Object {
             anyhow::Error::new(e).context("cannot write the archive to a temporary file")
         };
         let chunk = chunk_size(tail_at);
-        let first = chunk.min(tail_at);
-        // The front: `whole` up to `first`, then dropped (its connection closed at once).
-        let front =
-            stream::try_unfold((whole.into_stream(), 0), move |(mut body, at)| async move {
-                if at >= first {
-                    return Ok(None);
+        // Where the ranges asked for begin: the front reads up to there.
+        let low = Arc::new(AtomicU64::new(tail_at));
+        let front = {
+            let low = Arc::clone(&low);
+            stream::try_unfold((whole.into_stream(), 0), move |(mut body, at)| {
+                let low = low.load(Ordering::Relaxed);
+                async move {
+                    if at >= low {
+                        // Dropped here: its connection closes at once.
+                        return Ok(None);
+                    }
+                    let piece = body.try_next().await?;
+                    Ok(piece.map(|piece| {
+                        let next = at + piece.len() as u64;
+                        (Arrived::Front(at, piece), (body, next))
+                    }))
                 }
-                let piece = body.try_next().await?;
-                Ok(piece.map(|piece| {
-                    let next = at + piece.len() as u64;
-                    ((at, piece), (body, next))
-                }))
-            });
-        let ranges = (first..tail_at)
-            .step_by(chunk as usize)
-            .map(|start| start..(start + chunk).min(tail_at));
+            })
+        };
+        let mut all = SelectAll::new();
+        all.push(front.boxed());
         let expected = Expected::of(meta);
-        let rest = stream::iter(ranges)
-            .map(|range| self.range(range, &expected))
-            .flatten_unordered(IN_FLIGHT - 1);
-        let pieces = stream::select(front, rest);
+        let began = Instant::now();
+        let (mut front_at, mut front_began, mut in_flight) = (0u64, None::<Instant>, 0usize);
         self.runtime.block_on(async {
-            let mut pieces = std::pin::pin!(pieces);
-            while let Some((at, piece)) = pieces.try_next().await.map_err(|e| self.failed(e))? {
-                // (The front's last piece may run past its range: the same bytes again.)
+            loop {
+                while in_flight < IN_FLIGHT - 1 {
+                    let below = low.load(Ordering::Relaxed);
+                    if below <= front_at + chunk / 4 {
+                        break;
+                    }
+                    // The front's pace, once it has run a little; before then, only a front
+                    // that has not begun within a round trip is taken as slow.
+                    let pace = front_began
+                        .map(|t| t.elapsed())
+                        .filter(|d| *d >= Duration::from_millis(5))
+                        .map(|d| front_at as f64 / d.as_secs_f64());
+                    if pace.is_none() && began.elapsed() < round_trip {
+                        break;
+                    }
+                    let alone = match pace {
+                        Some(pace) if pace > 0.0 => (below - front_at) as f64 / pace,
+                        _ => f64::INFINITY,
+                    };
+                    if alone <= 2.0 * round_trip.as_secs_f64() {
+                        break;
+                    }
+                    let start = below.saturating_sub(chunk).max(front_at);
+                    low.store(start, Ordering::Relaxed);
+                    let done = stream::once(std::future::ready(Ok(Arrived::RangeDone)));
+                    let range = self.range(start..below, &expected);
+                    all.push(
+                        range
+                            .map_ok(|(at, p)| Arrived::Range(at, p))
+                            .chain(done)
+                            .boxed(),
+                    );
+                    in_flight += 1;
+                }
+                // Looked at again at least every round trip, so that a front that stalls
+                // brings ranges in.
+                let wait = round_trip.max(Duration::from_millis(10));
+                let next = match tokio::time::timeout(wait, all.try_next()).await {
+                    Ok(next) => next.map_err(|e| self.failed(e))?,
+                    Err(_) => continue,
+                };
+                let (at, piece) = match next {
+                    None => break,
+                    Some(Arrived::RangeDone) => {
+                        in_flight -= 1;
+                        continue;
+                    }
+                    Some(Arrived::Front(at, piece)) => {
+                        front_began.get_or_insert_with(Instant::now);
+                        front_at = at + piece.len() as u64;
+                        (at, piece)
+                    }
+                    Some(Arrived::Range(at, piece)) => (at, piece),
+                };
+                // (The front's last piece may run past where the ranges begin: the same
+                // bytes again.)
                 file.seek(SeekFrom::Start(at))
                     .and_then(|_| file.write_all(&piece))
                     .map_err(held)?;
