@@ -389,7 +389,7 @@ mod linux {
             // Written one at a time, one write would wait at a time; so would the modes a zip's
             // central directory gives at the end. Sixteen writers are started here, and files go
             // to them in batches of 32 (a batch's files mostly share a folder, whose creates
-            // would wait on each other anyway: extract/feed.rs), so a few hundred files are
+            // would wait on each other anyway: engine/feed.rs), so a few hundred files are
             // needed for many batches at once. On a loaded machine the one reader of the pipe
             // may hand out batches more slowly than they are written (20 ms writes give it
             // 0.6 s a batch): 5 at once is asked.

@@ -18,8 +18,21 @@
 
 #[cfg(feature = "s3")]
 pub(crate) mod bucket;
+// Writers fed by one reading thread: a tar or a zip stream, a bucket's downloads.
+#[cfg(any(
+    feature = "tar",
+    feature = "zip",
+    all(feature = "mirror", feature = "s3")
+))]
+mod budget;
 mod copy;
 mod dirs;
+#[cfg(any(
+    feature = "tar",
+    feature = "zip",
+    all(feature = "mirror", feature = "s3")
+))]
+pub(crate) mod feed;
 mod files;
 mod finish;
 mod kept;

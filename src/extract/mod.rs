@@ -4,11 +4,7 @@
 //! the engine (`crate::engine`), the door a program's [`Batch`](crate::Batch) uses too, so
 //! every format gets the same safety rules, overwrite policy, close stage and report.
 
-#[cfg(any(feature = "tar", feature = "zip"))]
-mod budget;
 pub(crate) mod codec;
-#[cfg(any(feature = "tar", feature = "zip"))]
-pub(crate) mod feed;
 pub(crate) mod format;
 mod input;
 mod limits;

@@ -10,7 +10,7 @@
 //!    what a fetched file without it gets). `--checksum` compares the file's MD5 with a single
 //!    PUT's ETag instead, and fetches what it cannot compare (a multipart upload's ETag).
 //! 3. The fetches run many at once on the client's runtime ([`Source::fetch`]); what arrives
-//!    goes to the writers and the close pool as a tar's files do (`extract/feed.rs`), with the
+//!    goes to the writers and the close pool as a tar's files do (`engine/feed.rs`), with the
 //!    mtime and mode of the metadata. A replaced file is written under a temporary name and
 //!    renamed over the old one. An object whose `mode` says symlink (s3fs's convention) becomes
 //!    a symlink to what it holds; a folder marker (`dir/`) a folder.
@@ -27,9 +27,9 @@ use std::time::{Duration, SystemTime};
 use anyhow::anyhow;
 
 use crate::engine::bucket::{BucketUrl, Recorded, Source, md5_of};
+use crate::engine::feed::{self, Job};
 use crate::engine::{self, Content};
 use crate::error::{Error, ErrorKind, Setting};
-use crate::extract::feed::{self, Job};
 use crate::options::{MirrorOptions, Options, Overwrite};
 use crate::patterns::{Patterns, Slash};
 use crate::plan::{Entry, EntryKind};

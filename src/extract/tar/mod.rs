@@ -3,7 +3,7 @@
 //! A tar stream (plain, or inside gzip, zstd, xz or bzip2) can only be read in order, so this
 //! thread decodes it and parses its headers, creates directories as they come (parents before
 //! children, before any file in them), and hands each small file's content, read into memory,
-//! to the writer threads (`extract/feed.rs`). Memory is bounded by a budget: a file is buffered
+//! to the writer threads (`engine/feed.rs`). Memory is bounded by a budget: a file is buffered
 //! only while the bytes in flight stay under it, and a file too large to buffer is streamed by
 //! this thread itself, in 1 MiB chunks, while the writers drain the queue. Peak memory is the
 //! budget plus one chunk per writer, however large the archive or its entries.
@@ -27,9 +27,9 @@ use crate::plan::{self, Entry, EntryKind};
 use crate::report::Report;
 
 use super::codec;
-use super::feed::{self, Feed, Job};
 use super::input::Counted;
 use super::select::Chooser;
+use crate::engine::feed::{self, Feed, Job};
 
 mod checks;
 mod list;

@@ -1,7 +1,7 @@
 //! A zip read from a pipe or standard input (`curl ... | fastwrite extract - -o out`), as
 //! bsdtar reads one: entry by entry from the local headers, data descriptors included
 //! (`stream/descriptor.rs`). Each small file is read into memory, checked (its CRC, its
-//! descriptor), and handed to the run's writers (`extract/feed.rs`), as a tar stream's are; a
+//! descriptor), and handed to the run's writers (`engine/feed.rs`), as a tar stream's are; a
 //! large one is written by the reader through the engine's door for streamed files, which
 //! keeps it only once its reader has checked it.
 //!
@@ -36,13 +36,13 @@ use crate::options::Options;
 use crate::plan::{self, Entry, EntryKind};
 use crate::report::Report;
 
-use super::super::feed::{self, Feed, Job};
 use super::super::format::{self, ZipStart};
 use super::super::input::Counted;
 use super::super::select::{Choice, Chooser};
 use super::super::single;
 use super::integrity;
 use super::planning::ZipKind;
+use crate::engine::feed::{self, Feed, Job};
 use central::Directory;
 use descriptor::{Ahead, Data, Inflated, MISMATCH, Stored};
 
