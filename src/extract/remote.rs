@@ -384,20 +384,14 @@ struct Remote {
 
 impl Read for Remote {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.chunk.is_empty() {
-            match self.object.runtime.block_on(self.stream.next()) {
-                None => return Ok(0),
-                Some(Ok(chunk)) => self.chunk = chunk,
-                Some(Err(e)) => {
-                    let error = self.object.failed(e);
-                    let label = &self.object.label;
-                    return Err(io::Error::other(format!("reading '{label}': {error}")));
-                }
-            }
-        }
-        let n = buf.len().min(self.chunk.len());
-        buf[..n].copy_from_slice(&self.chunk.split_to(n));
-        Ok(n)
+        let object = &self.object;
+        bucket::read_body(
+            &object.runtime,
+            &mut self.stream,
+            &mut self.chunk,
+            buf,
+            |e| format!("reading '{}': {}", object.label, object.failed(e)),
+        )
     }
 }
 

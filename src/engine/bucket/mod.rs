@@ -22,7 +22,7 @@ mod source;
 mod stale;
 mod url;
 
-pub(crate) use source::{Body, Recorded, Source};
+pub(crate) use source::{Body, Recorded, Source, read_body};
 pub(crate) use url::BucketUrl;
 
 use std::collections::{HashMap, HashSet};

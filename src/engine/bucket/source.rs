@@ -265,23 +265,33 @@ struct StreamReader<'r> {
 
 impl Read for StreamReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.chunk.is_empty() {
-            match self.runtime.block_on(self.stream.next()) {
-                None => return Ok(0),
-                Some(Ok(chunk)) => self.chunk = chunk,
-                Some(Err(e)) => {
-                    return Err(io::Error::other(format!(
-                        "reading '{}': {}",
-                        self.key,
-                        explain(&e)
-                    )));
-                }
-            }
-        }
-        let n = buf.len().min(self.chunk.len());
-        buf[..n].copy_from_slice(&self.chunk.split_to(n));
-        Ok(n)
+        let key = &self.key;
+        read_body(self.runtime, &mut self.stream, &mut self.chunk, buf, |e| {
+            format!("reading '{key}': {}", explain(&e))
+        })
     }
+}
+
+/// One `read` of a body that arrives as a stream of pieces on `runtime`: what is left of the
+/// last piece (`chunk`), else the next piece; a failure said by `say`. The bridge from the
+/// client's streams to the readers the writers take (here and `extract/remote.rs`).
+pub(crate) fn read_body(
+    runtime: &tokio::runtime::Runtime,
+    stream: &mut BoxStream<'static, object_store::Result<Bytes>>,
+    chunk: &mut Bytes,
+    buf: &mut [u8],
+    say: impl FnOnce(object_store::Error) -> String,
+) -> io::Result<usize> {
+    while chunk.is_empty() {
+        match runtime.block_on(stream.next()) {
+            None => return Ok(0),
+            Some(Ok(piece)) => *chunk = piece,
+            Some(Err(e)) => return Err(io::Error::other(say(e))),
+        }
+    }
+    let n = buf.len().min(chunk.len());
+    buf[..n].copy_from_slice(&chunk.split_to(n));
+    Ok(n)
 }
 
 #[cfg(test)]
