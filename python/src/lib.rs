@@ -39,7 +39,10 @@ static ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 /// be under `root` ([`filename_of`]); `path` stays as the caller or the archive gave it.
 fn py_error(py: Python<'_>, root: Option<&Path>, error: &fastwrite::Error) -> PyResult<Py<PyAny>> {
     let kind = error.kind().name();
-    let errno = error.io_error().and_then(errno_of_io).or_else(|| errno_of(kind));
+    let errno = error
+        .io_error()
+        .and_then(errno_of_io)
+        .or_else(|| errno_of(kind));
     // In a bucket there is no file: the object's URL is its `key`.
     let filename = root
         .filter(|_| error.key().is_none())
