@@ -475,28 +475,13 @@ mod linux {
 
     impl Proxy {
         fn start(server: &s3::Server, args: &[&str]) -> Proxy {
-            use std::io::BufRead as _;
             let dir = tempdir();
             let stats = dir.join("stats.json");
-            let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/s3-proxy.py");
-            let mut child = Command::new("python3")
-                .arg(script)
-                .args(["0", &server.port().to_string(), "--stats"])
-                .arg(&stats)
-                .args(args)
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .expect("start lab/s3-proxy.py");
-            let mut line = String::new();
-            std::io::BufReader::new(child.stdout.take().unwrap())
-                .read_line(&mut line)
-                .unwrap();
-            let port = line
-                .trim()
-                .strip_prefix("listening on ")
-                .and_then(|p| p.parse().ok())
-                .unwrap_or_else(|| panic!("the proxy said {line:?}"));
+            let (child, port) = start_lab(
+                "lab/s3-proxy.py",
+                &osv!["0", server.port().to_string(), "--stats", &stats],
+                args,
+            );
             Proxy {
                 child,
                 port,
@@ -1172,6 +1157,35 @@ mod linux {
         );
     }
 
+    /// Starts the lab's Python `script` (relative to the repository) with `fixed` and `args`;
+    /// its first line says "listening on PORT": the child and the port.
+    fn start_lab(
+        script: &str,
+        fixed: &[std::ffi::OsString],
+        args: &[&str],
+    ) -> (std::process::Child, u16) {
+        use std::io::BufRead as _;
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(script);
+        let mut child = Command::new("python3")
+            .arg(path)
+            .args(fixed)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {script}: {e}"));
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("listening on ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("{script} said {line:?}"));
+        (child, port)
+    }
+
     /// `lab/range-server.py` on a folder (byte ranges, ETags, and the faults `args` ask for),
     /// killed when dropped.
     struct Web {
@@ -1182,30 +1196,10 @@ mod linux {
 
     impl Web {
         fn serve(dir: &std::path::Path, args: &[&str]) -> Web {
-            use std::io::BufRead;
             let stats = dir.with_extension(format!("stats-{}.json", args.len()));
             let _ = std::fs::remove_file(&stats);
-            let script =
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/range-server.py");
-            let mut child = Command::new("python3")
-                .arg(script)
-                .arg(dir)
-                .arg("--stats")
-                .arg(&stats)
-                .args(args)
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .expect("start lab/range-server.py");
-            let mut line = String::new();
-            std::io::BufReader::new(child.stdout.take().unwrap())
-                .read_line(&mut line)
-                .unwrap();
-            let port = line
-                .trim()
-                .strip_prefix("listening on ")
-                .and_then(|p| p.parse().ok())
-                .unwrap_or_else(|| panic!("range-server said {line:?}"));
+            let (child, port) =
+                start_lab("lab/range-server.py", &osv![dir, "--stats", &stats], args);
             Web { child, port, stats }
         }
 

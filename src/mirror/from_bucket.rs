@@ -234,20 +234,7 @@ pub(super) fn mirror(
             format!("{verb} {}", shown(p))
         }));
         actions.extend(modes.iter().map(|(p, _)| format!("update {}", shown(p))));
-        actions.sort_by(|a, b| {
-            let path = |s: &str| s.split_once(' ').map(|(_, p)| p.to_string());
-            path(a).cmp(&path(b))
-        });
-        let mut report = Report {
-            mirror: Some(MirrorCounts {
-                actions,
-                unchanged,
-                ..MirrorCounts::default()
-            }),
-            ..Report::default()
-        };
-        report.failures = failures;
-        return Ok(report);
+        return Ok(dry_run(actions, unchanged, failures));
     }
 
     // Deletions first: they make way for what replaces them.
@@ -526,19 +513,7 @@ pub(super) fn between_buckets(
             })
             .collect();
         actions.extend(deletes.iter().map(|k| format!("delete {}", shown_key(k))));
-        actions.sort_by(|a, b| {
-            let path = |s: &str| s.split_once(' ').map(|(_, p)| p.to_string());
-            path(a).cmp(&path(b))
-        });
-        return Ok(Report {
-            failures,
-            mirror: Some(MirrorCounts {
-                actions,
-                unchanged,
-                ..MirrorCounts::default()
-            }),
-            ..Report::default()
-        });
+        return Ok(dry_run(actions, unchanged, failures));
     }
     let to_url = |key: &str| format!("s3://{}/{key}", to.bucket);
     let mut deleted = deletes.len() as u64;
@@ -565,6 +540,24 @@ pub(super) fn between_buckets(
         }),
         ..Report::default()
     })
+}
+
+/// A dry run's report: its actions (`VERB PATH`) in path order, as a mirror between folders
+/// gives them.
+fn dry_run(mut actions: Vec<String>, unchanged: u64, failures: Vec<Error>) -> Report {
+    actions.sort_by(|a, b| {
+        let path = |s: &str| s.split_once(' ').map(|(_, p)| p.to_string());
+        path(a).cmp(&path(b))
+    });
+    Report {
+        failures,
+        mirror: Some(MirrorCounts {
+            actions,
+            unchanged,
+            ..MirrorCounts::default()
+        }),
+        ..Report::default()
+    }
 }
 
 /// The key in `to` of the source's `path`.

@@ -115,17 +115,15 @@ impl Raw {
         }
     }
 
+    /// The URL of the object `key` as it is (a marker's `/` kept), each name escaped.
+    async fn key_url(&self, key: &str) -> anyhow::Result<String> {
+        Ok(format!("{}{}", self.bucket_url().await?, key_path(key)))
+    }
+
     /// Deletes the object `key` as it is (a marker's `/` kept).
     pub(super) async fn delete(&self, key: &str) -> anyhow::Result<()> {
-        let base = self.bucket_url().await?;
-        let path: String = key
-            .split('/')
-            .map(path_escape)
-            .collect::<Vec<_>>()
-            .join("/");
-        let answer = self
-            .send(http::Method::DELETE, &format!("{base}{path}"), &[], "")
-            .await?;
+        let url = self.key_url(key).await?;
+        let answer = self.send(http::Method::DELETE, &url, &[], "").await?;
         match answer.status {
             200 | 204 | 404 => Ok(()),
             status => anyhow::bail!("HTTP {status}: {}", answer.body),
@@ -134,15 +132,8 @@ impl Raw {
 
     /// The user metadata of the object `key`, as it is (a folder marker's `/` kept): HEAD.
     pub(super) async fn head(&self, key: &str) -> anyhow::Result<Vec<(String, String)>> {
-        let base = self.bucket_url().await?;
-        let path: String = key
-            .split('/')
-            .map(path_escape)
-            .collect::<Vec<_>>()
-            .join("/");
-        let answer = self
-            .send(http::Method::HEAD, &format!("{base}{path}"), &[], "")
-            .await?;
+        let url = self.key_url(key).await?;
+        let answer = self.send(http::Method::HEAD, &url, &[], "").await?;
         match answer.status {
             200 => Ok(answer.meta),
             status => anyhow::bail!("HEAD '{key}': HTTP {status}"),
@@ -157,16 +148,9 @@ impl Raw {
         from_key: &str,
         key: &str,
     ) -> anyhow::Result<()> {
-        let escape = |key: &str| {
-            key.split('/')
-                .map(path_escape)
-                .collect::<Vec<_>>()
-                .join("/")
-        };
-        let base = self.bucket_url().await?;
-        let source = format!("{}/{}", path_escape(from_bucket), escape(from_key));
+        let source = format!("{}/{}", path_escape(from_bucket), key_path(from_key));
         let headers = [("x-amz-copy-source".to_string(), source)];
-        let url = format!("{base}{}", escape(key));
+        let url = self.key_url(key).await?;
         let answer = self.send(http::Method::PUT, &url, &headers, "").await?;
         // S3 can answer 200 with an error in the body, when the copy failed late.
         match answer.status {
@@ -311,6 +295,14 @@ fn xml_unescape(text: &str) -> String {
         .replace("&apos;", "'")
         .replace("&#34;", "\"")
         .replace("&amp;", "&")
+}
+
+/// `key` as a URL path: each name between `/` escaped.
+fn key_path(key: &str) -> String {
+    key.split('/')
+        .map(path_escape)
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// A name in a URL's path, as SigV4 expects it (every byte but `A-Za-z0-9-_.~`).
