@@ -115,6 +115,8 @@ mod extract;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzz;
+#[cfg(feature = "extract")]
+pub mod jobs;
 #[cfg(feature = "mirror")]
 mod mirror;
 mod options;

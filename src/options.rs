@@ -144,6 +144,14 @@ pub struct Options {
     #[doc = concat!("(all of them, as archived, by default). Not used by ", mirror_fn!(), ", which")]
     /// has [`MirrorOptions::excludes`].
     pub select: Selection,
+    /// Marks the run as one attempt at one source of a run of many (`jobs::extract_all` sets
+    /// it from the source's name and identity): what an earlier attempt of the same source
+    /// left, killed before it was recorded as done, is taken as this run's own and kept, where
+    /// anything else in the way is still refused. Into a bucket, every object written carries
+    /// it as user metadata (`fastwrite-source`), and an existing key that carries the same is
+    /// the source's own; into a folder, an existing file with the entry's size and mtime is.
+    /// `None` (the default): nothing is anyone's.
+    pub resume_tag: Option<String>,
 }
 
 impl Options {
@@ -188,6 +196,7 @@ impl Default for Options {
             password_prompt: None,
             file_name: None,
             select: Selection::default(),
+            resume_tag: None,
         }
     }
 }
@@ -215,6 +224,7 @@ impl fmt::Debug for Options {
             )
             .field("file_name", &self.file_name)
             .field("select", &self.select)
+            .field("resume_tag", &self.resume_tag)
             .finish()
     }
 }

@@ -162,7 +162,11 @@ impl Disk {
         let mut warnings = std::mem::take(&mut leftovers.warnings);
         warnings.extend(kept.warning(opts.overwrite));
         let (resumed, redone) = (*resumed.get_mut(), *redone.get_mut());
-        if resumed + redone > 0 {
+        if resumed + redone > 0 && opts.resume_tag.is_some() && leftovers.since.is_none() {
+            warnings.push(format!(
+                "{resumed} files an earlier attempt at this archive left complete were kept"
+            ));
+        } else if resumed + redone > 0 {
             warnings.push(format!(
                 "of the files the killed run made, {resumed} were complete and kept, {redone} unfinished and written again"
             ));

@@ -121,6 +121,8 @@ impl Leftovers {
                     pids.push(pid);
                     found.marks.push(rel);
                 }
+                // Another lane of this process's run of many sources, into the same folder.
+                Ok(false) if pid == std::process::id() => {}
                 Ok(false) => found.warnings.push(format!(
                     "another fastwrite run (process {pid}) is writing into '{}' now: where both write the same path, one of them fails or replaces the other's file",
                     root.display()
@@ -181,17 +183,11 @@ impl Leftovers {
             return None;
         }
         match status.kind {
-            FileKind::File => {
-                let complete = status.size == entry.size
-                    && entry
-                        .mtime
-                        .is_some_and(|mtime| same_time(mtime, status.modified));
-                Some(if complete && asked != Overwrite::Replace {
-                    Overwrite::Skip
-                } else {
-                    Overwrite::Replace
-                })
-            }
+            FileKind::File => Some(if complete(entry, status) && asked != Overwrite::Replace {
+                Overwrite::Skip
+            } else {
+                Overwrite::Replace
+            }),
             FileKind::Symlink => Some(Overwrite::Replace),
             FileKind::Dir | FileKind::Other => None,
         }
@@ -203,6 +199,16 @@ impl Leftovers {
             let _ = out_dir.remove_file(&mark);
         }
     }
+}
+
+/// Whether the file `status` found at `entry`'s path is the entry written whole: its size,
+/// and its mtime (set last).
+pub(super) fn complete(entry: &Entry, status: &Status) -> bool {
+    status.kind == FileKind::File
+        && status.size == entry.size
+        && entry
+            .mtime
+            .is_some_and(|mtime| same_time(mtime, status.modified))
 }
 
 /// A duration for a message: seconds, minutes, hours or days.

@@ -193,7 +193,6 @@ pub(crate) struct Disk {
     /// Existing files kept on purpose (counted in `skipped` too), for a warning.
     kept: kept::Kept,
     write_nanos: AtomicU64,
-    temp_counter: AtomicU64,
     copier: copy::Copier,
     /// Bytes of file content the run's files declared so far (with a `max_output` cap).
     declared: AtomicU64,
@@ -310,7 +309,6 @@ impl Disk {
             skipped: AtomicU64::new(0),
             kept: kept::Kept::default(),
             write_nanos: AtomicU64::new(0),
-            temp_counter: AtomicU64::new(0),
             copier: copy::Copier::default(),
             declared: AtomicU64::new(0),
             over_limit: AtomicBool::new(false),
@@ -510,6 +508,16 @@ impl Disk {
             counter.fetch_add(1, Ordering::Relaxed);
             return policy;
         }
+        // An earlier attempt at the same source of a run of many (`Options::resume_tag`)
+        // left this file complete: it is this run's own.
+        if self.opts.resume_tag.is_some()
+            && self.opts.overwrite != Overwrite::Replace
+            && let Ok(status) = self.out_dir.status(&entry.path)
+            && leftovers::complete(entry, &status)
+        {
+            self.resumed.fetch_add(1, Ordering::Relaxed);
+            return Overwrite::Skip;
+        }
         if self.opts.overwrite != Overwrite::Update {
             return self.opts.overwrite;
         }
@@ -568,7 +576,10 @@ impl Disk {
 
     /// A temporary name beside `dest` (both relative to the output folder).
     fn temp_path(&self, dest: &Path) -> PathBuf {
-        let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
+        // One counter for the process: runs of one process into one folder at once (the lanes
+        // of a run of many sources) never pick the same name.
+        static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
         let name = dest.file_name().unwrap_or_default().to_string_lossy();
         dest.with_file_name(format!(".{name}.fastwrite-{}-{n}", std::process::id()))
     }

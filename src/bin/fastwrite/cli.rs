@@ -257,8 +257,11 @@ impl ListArgs {
 pub struct ExtractArgs {
     /// The archive, recognised by its content; `-` reads standard input (a tar, compressed or
     /// not, a zip, or a single compressed file); s3://BUCKET/KEY and https://HOST/PATH read it
-    /// where it lives (a zip by ranged requests)
-    pub archive: PathBuf,
+    /// where it lives (a zip by ranged requests). A glob the shell did not expand
+    /// ('dir/**/*.zip', 's3://BUCKET/shards/*.tar.gz': `*` within a name, `**` across `/`) is
+    /// expanded here: a run of many archives (docs/many-archives.md)
+    #[arg(required_unless_present = "from_list")]
+    pub archive: Option<PathBuf>,
 
     /// Extract only entries matching a PATTERN, and everything in a matching directory (the
     /// rules of --exclude; quote them from the shell). A pattern matching nothing is an error,
@@ -284,6 +287,34 @@ pub struct ExtractArgs {
     /// Read PATTERNs from FILE too, one a line (as `tar -T`; empty lines are left out)
     #[arg(short = 'T', long, value_name = "FILE")]
     pub files_from: Option<PathBuf>,
+
+    /// Extract the archives FILE lists too, one path or URL a line (`-`: standard input): a
+    /// run of many archives, each exactly once across reruns (docs/many-archives.md)
+    #[arg(long, value_name = "FILE", help_heading = MANY)]
+    pub from_list: Option<PathBuf>,
+
+    /// Each archive into a folder (or prefix) of its own under OUT, named after it without its
+    /// suffixes (OUT/shard-000123/ for shard-000123.tar.gz); two archives that would share one
+    /// are refused before anything is written
+    #[arg(long, help_heading = MANY)]
+    pub per_archive: bool,
+
+    /// Write a JSON line per archive to FILE as each ends (`-`: standard output): source,
+    /// identity, destination, status (done, skipped-done, failed, changed), files, bytes,
+    /// seconds, and each failure with its path and key
+    #[arg(long, value_name = "FILE", help_heading = MANY)]
+    pub report: Option<PathBuf>,
+
+    /// Take only the archives whose name hashes to I of N (from 0), the same on every
+    /// machine: N processes with 0/N ... N-1/N share the work with nothing but OUT shared
+    /// (Kubernetes: --shard $JOB_COMPLETION_INDEX/N; Slurm: $SLURM_ARRAY_TASK_ID/N)
+    #[arg(long, value_name = "I/N", help_heading = MANY)]
+    pub shard: Option<fastwrite::jobs::Shard>,
+
+    /// Archives extracted at once in a run of many [default: two per CPU into a folder, eight
+    /// per CPU into or from a bucket]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..), help_heading = MANY)]
+    pub archives_at_once: Option<u16>,
 
     /// Leave out entries matching GLOB (repeatable), and everything in a matching directory:
     /// `NAME` matches at any depth, `a/b` from the top of the archive, a trailing `/` only
@@ -378,7 +409,39 @@ pub struct ExtractArgs {
     pub password: Option<String>,
 }
 
+/// The help's heading for the flags of a run of many archives.
+const MANY: &str = "Many archives (each exactly once across reruns)";
+
 impl ExtractArgs {
+    /// The archive of a run of one (a run of many has [`ExtractArgs::is_many`]).
+    pub fn archive(&self) -> &std::path::Path {
+        self.archive.as_deref().unwrap_or(std::path::Path::new("-"))
+    }
+
+    /// Whether this is a run of many archives, with completion records: a glob expanded here,
+    /// a list, or a flag that only such a run has. Archives named one by one (as a shell
+    /// expands a glob) without such a flag are extracted each in turn, as 7-Zip and ouch take
+    /// several, and leave nothing in OUT but their files.
+    pub fn is_many(&self) -> bool {
+        let glob = self.archive.as_deref().is_some_and(|a| {
+            a.to_str().is_some_and(|t| t.contains(['*', '?', '['])) && !a.exists()
+        });
+        glob || self.from_list.is_some()
+            || self.per_archive
+            || self.report.is_some()
+            || self.shard.is_some()
+            || self.archives_at_once.is_some()
+    }
+
+    /// A run of many's settings.
+    pub fn many(&self) -> fastwrite::jobs::ManyOptions {
+        fastwrite::jobs::ManyOptions {
+            per_archive: self.per_archive,
+            shard: self.shard,
+            at_once: self.archives_at_once.map(usize::from),
+        }
+    }
+
     /// The archives to extract: ARCHIVE alone; or, where every PATTERN also names a file that
     /// fastwrite reads by its content (a zip, a tar, a compressed file), ARCHIVE and each of
     /// them, in turn, as 7-Zip and ouch take several (`fastwrite extract *.tar.gz`). A pattern
@@ -390,7 +453,7 @@ impl ExtractArgs {
                 .patterns
                 .iter()
                 .all(|p| fastwrite::recognised(std::path::Path::new(p)));
-        let mut archives = vec![self.archive.clone()];
+        let mut archives: Vec<PathBuf> = self.archive.iter().cloned().collect();
         if several {
             archives.extend(self.patterns.iter().map(PathBuf::from));
         }

@@ -7,6 +7,7 @@
 mod cli;
 #[allow(unsafe_code)]
 mod interrupt;
+mod many;
 mod show;
 
 use std::io::{IsTerminal, Write};
@@ -58,6 +59,16 @@ fn run(cli: Cli) -> i32 {
     }
     if let Command::Extract(args) = &cli.command {
         let archives = args.archives();
+        if args.is_many() && !(args.test || args.to_stdout) {
+            if archives.len() > 1 {
+                // The patterns were archives.
+                opts.select.patterns.clear();
+            }
+            if cli.global.verbose {
+                opts.progress = Some(Arc::new(show::Verbose::default()));
+            }
+            return many::extract(&cli, args, &opts);
+        }
         if archives.len() > 1 {
             // Several archives, each in turn into OUT; the patterns were archives.
             opts.select.patterns.clear();
@@ -82,12 +93,12 @@ fn run(cli: Cli) -> i32 {
             return code;
         }
         if args.test || args.to_stdout {
-            return read_files(&cli, args, &args.archive, &opts);
+            return read_files(&cli, args, args.archive(), &opts);
         }
     }
     set_progress(&cli, &mut opts);
     let result = match &cli.command {
-        Command::Extract(args) => ran(fastwrite::extract(&args.archive, &args.output, &opts)),
+        Command::Extract(args) => ran(fastwrite::extract(args.archive(), &args.output, &opts)),
         Command::Mirror(args) => ran(fastwrite::mirror(
             &args.src,
             &args.dst,
@@ -252,7 +263,17 @@ fn refuse_extract(args: &crate::cli::ExtractArgs, g: &crate::cli::Global) -> Opt
             "-v does nothing with -O, whose output is the files' content: refused (-O writes no names)",
         );
     }
-    if g.atomic && args.archives().len() > 1 {
+    if (args.test || args.to_stdout) && args.is_many() {
+        return Some(
+            "-t and -O read archives named one by one: a glob, --from-list, --per-archive, --report, --shard and --archives-at-once are for runs that write (refused)",
+        );
+    }
+    if g.json && args.report.as_ref().is_some_and(|r| r.as_os_str() == "-") {
+        return Some(
+            "--json and --report - would both write JSON to standard output: give --report a file, or leave out --json",
+        );
+    }
+    if g.atomic && (args.is_many() || args.archives().len() > 1) {
         return Some(
             "--atomic puts one archive's tree in place whole: give one archive (several would each need OUT empty)",
         );
@@ -262,7 +283,7 @@ fn refuse_extract(args: &crate::cli::ExtractArgs, g: &crate::cli::Global) -> Opt
             "'-o -' would make a folder named '-' (writing to standard output is not offered): give './-' if that is the folder you mean",
         );
     }
-    if args.archive.as_os_str() == "-" && std::io::stdin().is_terminal() {
+    if args.archive().as_os_str() == "-" && !args.is_many() && std::io::stdin().is_terminal() {
         return Some(
             "standard input is a terminal, not an archive: pipe one in (curl ... | fastwrite extract - -o OUT)",
         );

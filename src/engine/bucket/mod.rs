@@ -95,6 +95,9 @@ struct Shared {
     failures: Arc<Failures>,
     reporter: Arc<dyn Reporter>,
     overwrite: Overwrite,
+    /// `Options::resume_tag`: carried by every object, and an existing key that carries it is
+    /// this source's own.
+    tag: Option<String>,
     /// The store answers `If-None-Match: *` (probed at the start; else every key is looked at
     /// first, see [`Bucket::new`]).
     conditional: bool,
@@ -230,6 +233,7 @@ impl Bucket {
             failures: Arc::new(Failures::default()),
             reporter: opts.progress.clone().unwrap_or_else(|| Arc::new(Silent)),
             overwrite: opts.overwrite,
+            tag: opts.resume_tag.clone(),
             conditional,
             files: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
@@ -503,11 +507,26 @@ impl Bucket {
             name: entry.name.clone(),
             key,
             mode: self.put_mode(),
-            meta: object::metadata(entry, S_IFREG, self.mode_of(entry), self.owner_of(entry)),
+            meta: self.meta(entry, S_IFREG, self.mode_of(entry), self.owner_of(entry)),
             size: data.len() as u64,
             mtime: entry.mtime,
         };
         self.spawn_put(job, data);
+    }
+
+    /// An object's user metadata (`object::metadata`), with the run's resume tag.
+    fn meta(
+        &self,
+        entry: &Entry,
+        file_type: u32,
+        mode: Option<u32>,
+        owner: Option<(u32, u32)>,
+    ) -> object::Meta {
+        let mut meta = object::metadata(entry, file_type, mode, owner);
+        if let Some(tag) = &self.shared.tag {
+            meta.push((object::SOURCE_TAG, tag.clone()));
+        }
+        meta
     }
 
     fn put_mode(&self) -> PutMode {
@@ -524,6 +543,7 @@ impl Bucket {
         self.runtime.spawn(async move {
             let size = job.size;
             let result = upload(&shared, &job, data).await;
+            let result = claim(&shared, &job, result).await;
             shared.settle(&job, result);
             shared.gate.leave(size);
         });
@@ -547,16 +567,14 @@ impl Bucket {
                     } else {
                         self.put_mode()
                     },
-                    meta: object::metadata(
-                        &entry,
-                        S_IFREG,
-                        self.mode_of(&entry),
-                        self.owner_of(&entry),
-                    ),
+                    meta: self.meta(&entry, S_IFREG, self.mode_of(&entry), self.owner_of(&entry)),
                     size: data.len() as u64,
                     mtime: entry.mtime,
                 };
-                let result = self.runtime.block_on(upload(&self.shared, &job, data));
+                let result = self.runtime.block_on(async {
+                    let result = upload(&self.shared, &job, data).await;
+                    claim(&self.shared, &job, result).await
+                });
                 self.shared.settle(&job, result);
             }
         }
@@ -632,7 +650,7 @@ impl Bucket {
         let meta = if hard {
             object::Meta::new()
         } else {
-            object::metadata(entry, S_IFLNK, Some(0o777), self.owner_of(entry))
+            self.meta(entry, S_IFLNK, Some(0o777), self.owner_of(entry))
         };
         let job = Job {
             name: entry.name.clone(),
@@ -652,6 +670,7 @@ impl Bucket {
             } else {
                 upload(&shared, &job, data).await
             };
+            let result = claim(&shared, &job, result).await;
             if shared.settle_link(&job, result) {
                 let count = if hard {
                     &shared.hardlinks
@@ -678,7 +697,7 @@ impl Bucket {
                 name: entry.name.clone(),
                 key: format!("{key}/"),
                 mode: self.put_mode(),
-                meta: object::metadata(entry, S_IFDIR, mode, self.owner_of(entry)),
+                meta: self.meta(entry, S_IFDIR, mode, self.owner_of(entry)),
                 size: 0,
                 mtime: entry.mtime,
             };
@@ -1020,6 +1039,40 @@ async fn upload(shared: &Shared, job: &Job, data: Vec<u8>) -> Result<Outcome, ob
     }
 }
 
+/// An upload that met an existing key: the run's own (an earlier attempt at the same source
+/// of a run of many left it, `Options::resume_tag`) where the object carries the run's tag,
+/// then counted as written; anyone else's otherwise.
+async fn claim(
+    shared: &Shared,
+    job: &Job,
+    result: Result<Outcome, object_store::Error>,
+) -> Result<Outcome, object_store::Error> {
+    let (Ok(Outcome::Exists), Some(tag)) = (&result, &shared.tag) else {
+        return result;
+    };
+    let head = GetOptions {
+        head: true,
+        ..GetOptions::default()
+    };
+    // A folder marker's key ends in `/`, which the client's keys cannot hold: never claimed.
+    let Ok(key) = parse_key(&job.key) else {
+        return result;
+    };
+    match shared.store.get_opts(&key, head).await {
+        Ok(found)
+            if found
+                .attributes
+                .get(&object_store::Attribute::Metadata(
+                    object::SOURCE_TAG.into(),
+                ))
+                .is_some_and(|value| value.as_ref() == tag.as_str()) =>
+        {
+            Ok(Outcome::Written)
+        }
+        _ => result,
+    }
+}
+
 /// Whether the object at `key` is older than `mtime`: by its `mtime` metadata where it has
 /// one (rclone's, s3fs's, fastwrite's), else by when it was uploaded.
 async fn older(
@@ -1255,7 +1308,7 @@ impl Streamed<'_> {
         let name = object::key(&shared.url.prefix, &self.entry.path);
         let key = parse_key(&name).map_err(|e| anyhow!(explain(&e)))?;
         let mode = bucket.put_mode();
-        let meta = object::metadata(
+        let meta = bucket.meta(
             &self.entry,
             S_IFREG,
             bucket.mode_of(&self.entry),
@@ -1361,6 +1414,7 @@ impl Streamed<'_> {
         shared.gate.enter(0);
         bucket.runtime.spawn(async move {
             let result = finish_multipart(&shared, &mut multipart).await;
+            let result = claim(&shared, &multipart.job, result).await;
             shared.settle(&multipart.job, result);
             shared.gate.leave(0);
         });

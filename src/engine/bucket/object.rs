@@ -73,6 +73,10 @@ pub(super) fn parse_mtime(text: &str) -> Option<SystemTime> {
     UNIX_EPOCH.checked_add(std::time::Duration::new(secs, nanos))
 }
 
+/// The user metadata naming the source of a run of many that wrote an object
+/// (`Options::resume_tag`).
+pub(super) const SOURCE_TAG: &str = "fastwrite-source";
+
 /// An object's user metadata: (name, value) pairs, sent as `x-amz-meta-NAME`.
 pub(super) type Meta = Vec<(&'static str, String)>;
 

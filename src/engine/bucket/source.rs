@@ -1,7 +1,8 @@
 //! A bucket prefix read from (`mirror s3://BUCKET/PREFIX DIR`): listed, its objects' metadata
 //! looked at (HEAD), their bodies fetched (GET), many at once on the client's runtime while the
-//! caller writes what has arrived. Nothing is ever written to it: no probe, no marks, so
-//! read-only credentials are enough.
+//! caller writes what has arrived. Nothing is ever written to it (no probe, no marks, so
+//! read-only credentials are enough) but, for a run of many sources, its completion records
+//! ([`Source::create`]).
 //!
 //! - Requests in flight: [`IN_FLIGHT`], s5cmd's order (256 workers) scaled to what two cores
 //!   take in: past 64, a prefix of small objects at 20 ms took no less time.
@@ -18,7 +19,9 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use object_store::aws::AmazonS3;
-use object_store::{Attribute, Attributes, GetOptions, ObjectStore, ObjectStoreExt};
+use object_store::{
+    Attribute, Attributes, GetOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
+};
 use tokio::sync::{Semaphore, mpsc};
 
 use super::object::{S_IFLNK, parse_mtime};
@@ -111,6 +114,28 @@ impl Source {
 
     pub(crate) fn url(&self) -> &BucketUrl {
         &self.url
+    }
+
+    /// Creates the object `name` under the prefix, holding `data`, never replacing one: one
+    /// already there is left as it is, and is no error.
+    pub(crate) fn create(&self, name: &str, data: Vec<u8>) -> anyhow::Result<()> {
+        let key = format!("{}{name}", self.url.prefix);
+        let key = parse_key(&key).map_err(|e| anyhow!(explain(&e)))?;
+        let create = PutOptions::from(PutMode::Create);
+        self.runtime.block_on(async {
+            match self
+                .store
+                .put_opts(&key, PutPayload::from(data), create)
+                .await
+            {
+                Ok(_)
+                | Err(
+                    object_store::Error::AlreadyExists { .. }
+                    | object_store::Error::Precondition { .. },
+                ) => Ok(()),
+                Err(e) => Err(anyhow!(explain(&e))),
+            }
+        })
     }
 
     /// The user metadata of the folder marker `key` (which ends in `/`).
