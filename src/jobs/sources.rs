@@ -244,6 +244,8 @@ mod tests {
         assert_eq!(base_of("*.zip"), "");
     }
 
+    // (A glob of Windows paths, `C:\\x\\*.zip`, is not yet tested under Wine.)
+    #[cfg(unix)]
     #[test]
     fn a_local_glob_is_expanded_in_path_order() {
         let dir = tempfile::tempdir().unwrap();
