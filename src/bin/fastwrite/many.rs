@@ -169,21 +169,7 @@ fn tell(report: SourceReport, quiet: bool, verbose: bool) {
 
 /// One archive's line of `--report`.
 fn source_json(report: &SourceReport) -> serde_json::Value {
-    let failures: Vec<serde_json::Value> = report
-        .failures
-        .iter()
-        .map(|f| {
-            let mut value = serde_json::json!({
-                "path": f.path().to_string_lossy(),
-                "kind": f.kind().name(),
-                "reason": show::for_people(f.message()),
-            });
-            if let Some(key) = f.key() {
-                value["key"] = key.into();
-            }
-            value
-        })
-        .collect();
+    let failures: Vec<serde_json::Value> = report.failures.iter().map(show::failure_json).collect();
     serde_json::json!({
         "source": report.source,
         "identity": report.identity,

@@ -230,22 +230,22 @@ pub fn report_json(report: &Report, archive: Option<&std::path::Path>) -> String
     value.to_string()
 }
 
+/// One failure as `--json` and `--report` give it: `path`, `kind`, `reason`, and `key` into a
+/// bucket.
+pub fn failure_json(f: &fastwrite::Error) -> serde_json::Value {
+    let mut value = serde_json::json!({
+        "path": f.path().to_string_lossy(),
+        "kind": f.kind().name(),
+        "reason": for_people(f.message()),
+    });
+    if let Some(key) = f.key() {
+        value["key"] = key.into();
+    }
+    value
+}
+
 fn report_value(report: &Report) -> serde_json::Value {
-    let failures: Vec<serde_json::Value> = report
-        .failures
-        .iter()
-        .map(|f| {
-            let mut value = serde_json::json!({
-                "path": f.path().to_string_lossy(),
-                "kind": f.kind().name(),
-                "reason": for_people(f.message()),
-            });
-            if let Some(key) = f.key() {
-                value["key"] = key.into();
-            }
-            value
-        })
-        .collect();
+    let failures: Vec<serde_json::Value> = report.failures.iter().map(failure_json).collect();
     let mirror = report.mirror.as_ref().map(|m| {
         serde_json::json!({
             "unchanged": m.unchanged,
