@@ -22,7 +22,7 @@
 mod records;
 mod sources;
 
-pub use sources::{Source, expand};
+pub use sources::{Source, expand, is_glob};
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -47,9 +47,13 @@ fn local_identity(meta: &std::fs::Metadata) -> String {
     format!("size {}{mtime}", meta.len())
 }
 
-/// Whether `text` holds a glob character (`*`, `?`, `[`).
-fn is_glob(text: &str) -> bool {
-    text.contains(['*', '?', '['])
+/// Whether `given` is a glob that [`expand`] expands: it holds a glob character (`*`, `?`,
+/// `[`) and names no existing path (a file named `a[1].zip` is that file).
+pub fn is_glob(given: &Path) -> bool {
+    given
+        .to_str()
+        .is_some_and(|text| text.contains(['*', '?', '[']))
+        && !given.exists()
 }
 
 /// The sources `given` names, in order, each once: a path or URL as it is; a glob (one the
@@ -60,7 +64,7 @@ fn is_glob(text: &str) -> bool {
 pub fn expand(given: &[String], list: Option<&Path>) -> Result<Vec<Source>, Error> {
     let mut sources = Vec::new();
     for text in given {
-        if is_glob(text) && !Path::new(text).exists() {
+        if is_glob(Path::new(text)) {
             let found =
                 glob(text).map_err(|e| Error::start(Path::new(text), ErrorKind::Invalid, e))?;
             if found.is_empty() {

@@ -423,9 +423,10 @@ impl ExtractArgs {
     /// expands a glob) without such a flag are extracted each in turn, as 7-Zip and ouch take
     /// several, and leave nothing in OUT but their files.
     pub fn is_many(&self) -> bool {
-        let glob = self.archive.as_deref().is_some_and(|a| {
-            a.to_str().is_some_and(|t| t.contains(['*', '?', '['])) && !a.exists()
-        });
+        let glob = self
+            .archive
+            .as_deref()
+            .is_some_and(fastwrite::jobs::is_glob);
         glob || self.from_list.is_some()
             || self.per_archive
             || self.report.is_some()
