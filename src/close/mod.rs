@@ -87,6 +87,10 @@ fn complete(job: CloseJob, closer: &dyn Closer, out_dir: &OutDir) -> Result<(), 
         name,
         finalize,
     } = job;
+    // A file moved into place that meets a path made while it was written (another run, or
+    // another archive of a run of many, writing the same path) is that path's conflict, not a
+    // failed close.
+    let mut kind = ErrorKind::Close;
     let result = closer
         .close(file, &path)
         .with_context(|| format!("closing '{}'", out_dir.path().join(&path).display()))
@@ -102,6 +106,7 @@ fn complete(job: CloseJob, closer: &dyn Closer, out_dir: &OutDir) -> Result<(), 
             Finalize::MoveTo(dest) => out_dir.move_new(&path, dest).map_err(|e| {
                 let whole = out_dir.path().join(dest);
                 if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    kind = ErrorKind::AlreadyExists;
                     anyhow::anyhow!("'{}' appeared while it was written", whole.display())
                 } else {
                     anyhow::Error::new(e).context(format!(
@@ -115,7 +120,7 @@ fn complete(job: CloseJob, closer: &dyn Closer, out_dir: &OutDir) -> Result<(), 
     result.map_err(|error| {
         // Best effort: the failure is what gets reported, whether or not the removal works.
         let _ = out_dir.remove_file(&path);
-        Error::new(name, ErrorKind::Close, error)
+        Error::new(name, kind, error)
     })
 }
 
