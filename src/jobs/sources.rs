@@ -191,11 +191,10 @@ fn bucket_glob(pattern: &str) -> anyhow::Result<Vec<Source>> {
 
 #[cfg(not(feature = "s3"))]
 fn bucket_glob(pattern: &str) -> anyhow::Result<Vec<Source>> {
-    Err(crate::extract::format::not_built(
-        &format!("'{pattern}'"),
-        "a bucket",
-        "s3",
-    ))
+    let why = anyhow!(
+        "'{pattern}' names archives in a bucket, and this build of fastwrite does not read buckets (cargo feature `s3`)"
+    );
+    Err(Error::named(Path::new(pattern), ErrorKind::Unsupported, why).into())
 }
 
 /// The name a source's own folder (or prefix) gets with one folder per archive: its last

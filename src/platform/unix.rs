@@ -437,6 +437,7 @@ pub fn sync_path_dir(path: &Path) -> io::Result<()> {
 
 /// Whether process `pid` of this machine is alive (a run that left something behind is known
 /// dead when its process is gone).
+#[cfg(feature = "s3")]
 pub fn process_alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return false;
@@ -447,6 +448,7 @@ pub fn process_alive(pid: u32) -> bool {
 }
 
 /// This machine's name.
+#[cfg(feature = "s3")]
 pub fn host_name() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is valid for its length, which gethostname never passes.

@@ -511,11 +511,13 @@ pub fn sync_path_dir(_path: &Path) -> io::Result<()> {
 
 /// Whether process `pid` of this machine is alive. Not asked here: a run's leftovers are then
 /// told dead by their age alone, so a live run's are never taken.
+#[cfg(feature = "s3")]
 pub fn process_alive(_pid: u32) -> bool {
     true
 }
 
 /// This machine's name.
+#[cfg(feature = "s3")]
 pub fn host_name() -> String {
     std::env::var("COMPUTERNAME").unwrap_or_default()
 }
