@@ -125,11 +125,16 @@ pub enum Setting {
     Devices,
     /// [`Options::atomic`](crate::Options::atomic): the whole tree or nothing.
     Atomic,
+    /// [`Overwrite::Update`](crate::Overwrite::Update): replace what is older.
+    Update,
+    /// `jobs::ManyOptions::per_archive` (feature `extract`): each archive into a folder of its
+    /// own.
+    PerArchive,
 }
 
 impl Setting {
     /// Every setting, for a front end that maps them to its own words.
-    pub const ALL: [Setting; 12] = [
+    pub const ALL: [Setting; 14] = [
         Setting::Replace,
         Setting::Skip,
         Setting::MaxOutput,
@@ -142,6 +147,8 @@ impl Setting {
         Setting::HardLinks,
         Setting::Devices,
         Setting::Atomic,
+        Setting::Update,
+        Setting::PerArchive,
     ];
 
     /// `message` with every setting it names spelled in a front end's own words (`words`
@@ -180,6 +187,8 @@ impl Setting {
             Setting::HardLinks => "MirrorOptions::hard_links",
             Setting::Devices => "Options::devices",
             Setting::Atomic => "Options::atomic",
+            Setting::Update => "Overwrite::Update",
+            Setting::PerArchive => "ManyOptions::per_archive",
         }
     }
 }

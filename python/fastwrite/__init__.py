@@ -8,6 +8,8 @@ failure (a close included) raised with its path. The GIL is released while the e
 - `extract` unpacks a zip or a tar (plain, gzip, zstd, xz, bzip2), told by its content.
 - `list` lists one, with what `extract` would do to each entry.
 - `mirror` makes a folder an exact copy of another.
+- `extract_many` unpacks many archives (paths, globs, a bucket listing), each exactly once
+  across reruns; `fastwrite.dask.extract_all` does so over a Dask cluster.
 - `Batch` writes a program's own files::
 
       with fastwrite.Batch("MyFont.ufo") as batch:
@@ -32,6 +34,7 @@ from typing import IO, Any, Callable, Literal, Union
 
 from . import _native
 from ._errors import Error, ErrorGroup, RunWarning
+from ._many import Row, Source, expand, extract_many
 
 __all__ = [
     "Batch",
@@ -41,8 +44,12 @@ __all__ = [
     "ErrorGroup",
     "Progress",
     "Report",
+    "Row",
     "RunWarning",
+    "Source",
+    "expand",
     "extract",
+    "extract_many",
     "list",
     "mirror",
 ]

@@ -110,7 +110,8 @@ if sys.version_info >= (3, 11):
         - ``errors``: the failures, a list of `Error`, in a stable order;
         - ``report``: the `Report` of what the run did nevertheless (`extract`, `mirror`,
           `Batch`), or ``None``;
-        - ``entries``: for `list`, the entries listed before the failure, else ``None``.
+        - ``entries``: for `list`, the entries listed before the failure, else ``None``;
+        - ``rows``: for `extract_many`, every source's report (a dict each), else ``None``.
 
         Before Python 3.11 it is a plain `Exception` with the same attributes (and
         ``exceptions``, the same list).
@@ -118,6 +119,7 @@ if sys.version_info >= (3, 11):
 
         report: Report | None
         entries: list[Entry] | None
+        rows: list[dict[str, Any]] | None
 
         def __new__(
             cls,
@@ -125,10 +127,12 @@ if sys.version_info >= (3, 11):
             errors: Sequence[Error],
             report: Report | None = None,
             entries: list[Entry] | None = None,
+            rows: list[dict[str, Any]] | None = None,
         ) -> ErrorGroup:
             group = super().__new__(cls, message, list(errors))
             group.report = report
             group.entries = entries
+            group.rows = rows
             return group
 
         def __init__(
@@ -137,6 +141,7 @@ if sys.version_info >= (3, 11):
             errors: Sequence[Error],
             report: Report | None = None,
             entries: list[Entry] | None = None,
+            rows: list[dict[str, Any]] | None = None,
         ) -> None:
             super().__init__(message, list(errors))
 
@@ -146,7 +151,7 @@ if sys.version_info >= (3, 11):
             return [cast(Error, e) for e in self.exceptions]
 
         def derive(self, excs: Sequence[Error]) -> ErrorGroup:  # type: ignore[override]
-            return ErrorGroup(self.message, excs, self.report, self.entries)
+            return ErrorGroup(self.message, excs, self.report, self.entries, self.rows)
 
 else:
 
@@ -155,7 +160,8 @@ else:
 
         ``errors`` (also ``exceptions``) holds the failures, a list of `Error`; ``report`` the
         `Report` of what the run did nevertheless, or ``None``; ``entries``, for `list`, the
-        entries listed before the failure. From Python 3.11 it is an `ExceptionGroup`.
+        entries listed before the failure; ``rows``, for `extract_many`, every source's report.
+        From Python 3.11 it is an `ExceptionGroup`.
         """
 
         def __init__(
@@ -164,6 +170,7 @@ else:
             errors: Sequence[Error],
             report: Report | None = None,
             entries: list[Entry] | None = None,
+            rows: list[dict[str, Any]] | None = None,
         ) -> None:
             super().__init__(message, list(errors))
             self.message = message
@@ -171,6 +178,7 @@ else:
             self.exceptions = tuple(self.errors)
             self.report = report
             self.entries = entries
+            self.rows = rows
 
         def __str__(self) -> str:
             return self.message

@@ -114,3 +114,32 @@ class Batch:
     def finish(self, *, cancel: bool = False, failed: bool = False) -> dict[str, Any]:
         """Waits for every write and close; the report as a dict, failures included. ``failed``:
         the program's work failed (an atomic batch is then not put in place)."""
+
+def expand(given: builtins.list[str]) -> builtins.list[tuple[str, str]]:
+    """The sources named (globs expanded), each as ``(name, identity)``."""
+
+def destinations(
+    sources: builtins.list[tuple[str, ...]], out: str, per_archive: bool
+) -> builtins.list[str]:
+    """Where each source would go; raises `fastwrite.Error` for two sharing a folder."""
+
+def extract_many(
+    sources: builtins.list[tuple[str, ...]],
+    out: str,
+    *,
+    per_archive: bool = False,
+    shard: tuple[int, int] | None = None,
+    at_once: int | None = None,
+    patterns: builtins.list[str] = ...,
+    exclude: builtins.list[str] = ...,
+    strip_components: int = 0,
+    overwrite: str = "refuse",
+    password: bytes | None = None,
+    max_output: int | None = None,
+    threads: int | None = None,
+    close: str | int | None = None,
+    fsync: bool = False,
+    space_check: bool = True,
+    devices: bool = False,
+) -> tuple[builtins.list[dict[str, Any]], BaseException | None]:
+    """Extracts each source once; every source's row, and what stopped the run, if anything."""

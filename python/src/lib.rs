@@ -11,6 +11,8 @@
 //! - Every error of the engine becomes a `fastwrite.Error` with its path and kind: the
 //!   library's `Report::failures`, its `FinishError`, each call's own error.
 
+mod many;
+
 use std::borrow::Cow;
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
@@ -122,6 +124,8 @@ fn keyword(setting: Setting) -> &'static str {
         Setting::HardLinks => "hard_links=True",
         Setting::Devices => "devices=True",
         Setting::Atomic => "atomic=True",
+        Setting::Update => "overwrite='update'",
+        Setting::PerArchive => "per_archive=True",
         // A setting newer than this table: its library name still tells what to change.
         _ => setting.name(),
     }
@@ -880,6 +884,9 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(extract, module)?)?;
     module.add_function(wrap_pyfunction!(list, module)?)?;
     module.add_function(wrap_pyfunction!(mirror, module)?)?;
+    module.add_function(wrap_pyfunction!(many::expand, module)?)?;
+    module.add_function(wrap_pyfunction!(many::extract_many, module)?)?;
+    module.add_function(wrap_pyfunction!(many::destinations, module)?)?;
     module.add_class::<Batch>()?;
     module.add("DEFAULT_MEMORY_BUDGET", Options::DEFAULT_MEMORY_BUDGET)?;
     Ok(())

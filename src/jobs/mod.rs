@@ -266,6 +266,58 @@ pub fn extract_all(
     Ok(summary_lock.into_inner().unpoisoned())
 }
 
+/// The one-archive step of [`extract_all`], for a scheduler that hands out the sources itself
+/// (a Dask or Ray task, a queue's worker): `source` extracted into `out` (into its own folder
+/// under `out` with `per_archive`), exactly once across every call, whatever machine makes
+/// it: a record under `out` says it is done, so a retried task skips it, and what an attempt
+/// that died wrote is taken as its own by the next.
+///
+/// `Err` only when the step cannot start (the output cannot hold records, the source has no
+/// name for its own folder); a source that fails is a [`Status::Failed`] report.
+///
+/// ```
+/// # #[cfg(feature = "tar")] {
+/// use fastwrite::jobs::{Source, Status, extract_one};
+/// let dir = tempfile::tempdir()?;
+/// # let mut builder = tar::Builder::new(std::fs::File::create(dir.path().join("a.tar"))?);
+/// # let mut header = tar::Header::new_gnu();
+/// # header.set_size(2);
+/// # header.set_mode(0o644);
+/// # builder.append_data(&mut header, "f.txt", &b"hi"[..])?;
+/// # builder.finish()?;
+/// // A task retried runs the same step again: the second time, nothing to do.
+/// let source = Source::new(dir.path().join("a.tar").to_string_lossy());
+/// let out = dir.path().join("out");
+/// let first = extract_one(&source, &out, &Default::default(), true)?;
+/// let again = extract_one(&source, &out, &Default::default(), true)?;
+/// assert_eq!((first.status, again.status), (Status::Done, Status::SkippedDone));
+/// assert_eq!(std::fs::read(out.join("a/f.txt"))?, b"hi");
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn extract_one(
+    source: &Source,
+    out: &Path,
+    opts: &Options,
+    per_archive: bool,
+) -> Result<SourceReport, Error> {
+    let destination = destinations(&[source], out, per_archive)?.remove(0);
+    let records = Records::open(out).map_err(|e| Error::start(out, ErrorKind::Directory, e))?;
+    Ok(run_one(source, &destination, opts, &records))
+}
+
+/// Where each of `sources` goes: `out` itself, or with `per_archive` a folder (or prefix) of
+/// its own under `out`; `Err` for two sources that would share one (or a source with no name
+/// to give it). [`extract_all`] checks this before anything is written; a scheduler that
+/// hands the sources to [`extract_one`] in many places calls it once, first.
+pub fn destinations_of(
+    sources: &[Source],
+    out: &Path,
+    per_archive: bool,
+) -> Result<Vec<PathBuf>, Error> {
+    destinations(&sources.iter().collect::<Vec<_>>(), out, per_archive)
+}
+
 /// Where each source goes: all into `out`, or each into a folder of its own under it, two
 /// sources sharing one refused.
 fn destinations(sources: &[&Source], out: &Path, per_archive: bool) -> Result<Vec<PathBuf>, Error> {
@@ -277,7 +329,7 @@ fn destinations(sources: &[&Source], out: &Path, per_archive: bool) -> Result<Ve
     for source in sources {
         let Some(name) = sources::folder_name(&source.name) else {
             let why = anyhow::anyhow!(
-                "'{}' has no name to give its own folder (--per-archive)",
+                "'{}' has no name to give its own folder (ManyOptions::per_archive)",
                 source.name
             );
             return Err(Error::named(
@@ -289,7 +341,7 @@ fn destinations(sources: &[&Source], out: &Path, per_archive: bool) -> Result<Ve
         // Folders that differ only in case are one folder on Windows and macOS.
         if let Some(other) = taken.insert(name.to_lowercase(), &source.name) {
             let why = anyhow::anyhow!(
-                "'{}' and '{other}' would both be extracted into '{name}' (--per-archive names each folder after its archive): refused before anything is written",
+                "'{}' and '{other}' would both be extracted into '{name}' (ManyOptions::per_archive names each folder after its archive): refused before anything is written",
                 source.name
             );
             return Err(Error::named(
@@ -336,7 +388,7 @@ fn run_one(source: &Source, dest: &Path, opts: &Options, records: &Records) -> S
         Found::Changed if !redo => {
             report.status = Status::Changed;
             report.reason = Some(format!(
-                "'{}' changed since it was extracted (now: {}): left alone (--overwrite or -u extracts it again)",
+                "'{}' changed since it was extracted (now: {}): left alone (Overwrite::Replace or Overwrite::Update extracts it again)",
                 source.name,
                 if source.identity.is_empty() {
                     "unknown"

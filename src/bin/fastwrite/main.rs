@@ -380,6 +380,8 @@ fn list(args: &crate::cli::ListArgs, json: bool) -> i32 {
 /// A run that cannot start: the reason on stderr, and with `--json` as `{"error": ...}` on
 /// stdout too. Exit 2.
 fn cannot_start(message: &str, json: bool) -> i32 {
+    // A library message names settings as a program sets them: here, as flags.
+    let message = &show::for_people(message);
     say!("fastwrite: {}", for_terminal(message));
     if json {
         let mut out = std::io::stdout().lock();

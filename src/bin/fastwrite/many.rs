@@ -157,7 +157,7 @@ fn tell(report: SourceReport, quiet: bool, verbose: bool) {
             let mut text = format!(
                 "fastwrite: {source}: {}: {}",
                 report.status.name(),
-                for_terminal(report.reason.as_deref().unwrap_or(""))
+                for_terminal(show::for_people(report.reason.as_deref().unwrap_or("")))
             );
             for line in lines {
                 text.push_str(&format!("\nfastwrite: {source}: {line}"));
@@ -178,7 +178,7 @@ fn source_json(report: &SourceReport) -> serde_json::Value {
         "files": report.files,
         "bytes": report.bytes,
         "seconds": report.seconds.as_secs_f64(),
-        "reason": report.reason,
+        "reason": report.reason.as_deref().map(show::for_people),
         "failures": failures,
         "warnings": report.warnings,
     })

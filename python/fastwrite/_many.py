@@ -1,0 +1,169 @@
+"""Runs of many archives, each exactly once: `expand`, `extract_many` (and, over a Dask
+cluster, `fastwrite.dask.extract_all`). docs/many-archives.md has the guarantees."""
+
+from __future__ import annotations
+
+import builtins
+import errno
+import json
+import os
+import sys
+from collections.abc import Iterable
+from typing import Any, NamedTuple, Union
+
+from . import _native
+from ._errors import Error, ErrorGroup
+
+#: A path as Python spells one.
+_StrPath = Union[str, "os.PathLike[str]"]
+
+#: One source's report: the fields of a line of ``fastwrite extract --report``: ``source``,
+#: ``identity``, ``destination``, ``status`` (``done``, ``skipped-done``, ``failed``,
+#: ``changed``), ``files``, ``bytes``, ``seconds``, ``reason`` (why it failed or was left
+#: alone, else ``None``), ``failures`` (a dict each: ``path``, ``kind``, ``reason``, and ``key``
+#: into a bucket) and ``warnings``.
+Row = dict[str, Any]
+
+
+class Source(NamedTuple):
+    """One archive of a run of many: its path or URL, and what identifies its content (a local
+    file's size and mtime, an object's ETag and size; empty for an ``https://`` URL). A
+    completion record names both: a source whose identity changed since is ``changed``."""
+
+    name: str
+    identity: str
+
+
+def expand(sources: Iterable[_StrPath | Source]) -> builtins.list[Source]:
+    """The sources named, in order: a path or URL as it is; a glob the shell did not expand
+    (``'dir/**/*.zip'``, ``'s3://raw/shards/*.tar.gz'``: one listing of the bucket) expanded
+    here, ``*`` within a name and ``**`` across ``/``; a `Source` as it is.
+
+    Raises `Error` (kind ``start``) for a glob that matches nothing or a listing that fails.
+    """
+    found: builtins.list[Source] = []
+    pending: builtins.list[str] = []
+
+    def flush() -> None:
+        if pending:
+            found.extend(Source(n, i) for n, i in _native.expand(pending))
+            pending.clear()
+
+    for source in sources:
+        if isinstance(source, Source):
+            flush()
+            found.append(source)
+        else:
+            pending.append(os.fspath(source))
+    flush()
+    return found
+
+
+def failures_of(rows: Iterable[Row]) -> builtins.list[Error]:
+    """One `Error` for each source of ``rows`` that did not end done (or done before): its
+    ``path`` the source, its ``kind`` its status (``failed`` or ``changed``), its message the
+    reason and the first of its entries' failures."""
+    errors = []
+    for row in rows:
+        if row["status"] in ("done", "skipped-done"):
+            continue
+        why = row["reason"] or row["status"]
+        if row["failures"]:
+            first = row["failures"][0]
+            why = f"{why}; the first: '{first['path']}': {first['reason']}"
+        error = Error(errno.EIO, why, row["source"])
+        error.kind = row["status"]
+        error.path = row["source"]
+        errors.append(error)
+    return errors
+
+
+def check(rows: builtins.list[Row]) -> builtins.list[Row]:
+    """``rows`` if every source ended done (or done before); else raises `ErrorGroup` with
+    one `Error` for each that did not (`failures_of`), and every row as its ``rows``."""
+    errors = failures_of(rows)
+    if not errors:
+        return rows
+    message = f"{len(errors)} of {len(rows)} archives not extracted, the first: {errors[0]}"
+    raise ErrorGroup(message, errors, None, None, rows)
+
+
+def write_rows(report: _StrPath, rows: Iterable[Row], append: bool = False) -> None:
+    """Writes ``rows`` to the file ``report`` as JSON Lines, one source a line, as
+    ``--report`` writes them."""
+    with open(report, "a" if append else "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+
+
+def extract_many(
+    sources: Iterable[_StrPath | Source],
+    out: _StrPath,
+    *,
+    per_archive: bool = False,
+    shard: tuple[int, int] | None = None,
+    at_once: int | None = None,
+    report: _StrPath | None = None,
+    check_all: bool = True,
+    patterns: Iterable[str] | None = None,
+    exclude: Iterable[str] = (),
+    strip_components: int = 0,
+    overwrite: str = "refuse",
+    password: str | bytes | None = None,
+    max_output: int | None = None,
+    threads: int | None = None,
+    close: str | int = "auto",
+    fsync: bool = False,
+    space_check: bool = True,
+    devices: bool = False,
+) -> builtins.list[Row]:
+    """Extracts each of ``sources`` (paths, URLs, globs, `Source`: see `expand`) into ``out``
+    (a folder, or ``s3://BUCKET/PREFIX``), each exactly once across calls, as
+    ``fastwrite extract 'GLOB' -o OUT`` does: a completion record under
+    ``out/.fastwrite/done/`` marks each archive done, so the same call again skips what is
+    done, finishes what a killed call left half-done, and says which archives changed since
+    (``changed``; extracted again only with ``overwrite="replace"`` or ``"update"``).
+
+    - ``per_archive``: each archive into a folder (or prefix) of its own under ``out``, named
+      after it without its suffixes (``shard-7.tar.gz`` into ``out/shard-7/``).
+    - ``shard``: ``(I, N)``, only the sources whose name hashes to ``I`` of ``N`` (the same
+      split on every machine). ``at_once``: archives extracted at once (default: two per core
+      into a folder, eight per core into or from a bucket).
+    - ``report``: a file to write every source's row to, as JSON Lines.
+    - The rest as for `extract`.
+
+    Returns one row (a dict: `Row`) per source taken, in the order they ended. Raises `Error`
+    (kind ``start``) if the run cannot start (a glob matching nothing, two sources that would
+    share a folder); with ``check_all`` (the default), `ErrorGroup` if any source failed or
+    changed, its ``rows`` every row; `KeyboardInterrupt` on Ctrl-C, once the archives under way
+    are closed and checked, carrying the rows so far as ``fastwrite_rows``.
+    """
+    if isinstance(password, str):
+        password = password.encode()
+    pairs = [tuple(s) for s in expand(sources)]
+    rows, stopped = _native.extract_many(
+        pairs,
+        os.fspath(out),
+        per_archive=per_archive,
+        shard=shard,
+        at_once=at_once,
+        patterns=builtins.list(patterns or ()),
+        exclude=builtins.list(exclude),
+        strip_components=strip_components,
+        overwrite=overwrite,
+        password=password,
+        max_output=max_output,
+        threads=threads,
+        close=close,
+        fsync=fsync,
+        space_check=space_check,
+        devices=devices,
+    )
+    if report is not None:
+        write_rows(report, rows)
+    if stopped is not None:
+        stopped.fastwrite_rows = rows  # type: ignore[attr-defined]
+        if sys.version_info >= (3, 11):
+            stopped.add_note(f"fastwrite: {len(rows)} archives ended before the stop")
+        raise stopped
+    return check(rows) if check_all else rows
