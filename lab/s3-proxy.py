@@ -21,8 +21,9 @@ POST is CompleteMultipartUpload); --first N fails the first N of them, --fractio
 probability F (seeded: the same run fails the same requests); --after M lets the first M of
 them through first. Every request is counted by
 method, and every fault by kind; the counts are written as JSON to FILE after each request
-and at exit (SIGTERM, SIGINT), or without --stats to stdout at exit:
-  {"requests": {"HEAD": 1, "PUT": 5}, "faults": {"slowdown": 2}}
+and at exit (SIGTERM, SIGINT), or without --stats to stdout at exit, with the most requests
+that arrived within any one second:
+  {"requests": {"HEAD": 1, "PUT": 5}, "faults": {"slowdown": 2}, "busiest_second": 6}
 
 Only loopback: it listens on 127.0.0.1 and connects to 127.0.0.1. It speaks HTTP/1.1 as S3
 clients do, without pipelining (a request, its response, then the next on the connection);
@@ -59,10 +60,22 @@ class Stats:
         self.path = path
         self.requests = collections.Counter()
         self.faults = collections.Counter()
+        # The arrivals of the last second, and the most there ever were in one second.
+        self.recent = collections.deque()
+        self.busiest_second = 0
+
+    def arrived(self, method):
+        self.requests[method] += 1
+        now = time.monotonic()
+        self.recent.append(now)
+        while self.recent[0] <= now - 1.0:
+            self.recent.popleft()
+        self.busiest_second = max(self.busiest_second, len(self.recent))
 
     def write(self):
         text = json.dumps({"requests": dict(sorted(self.requests.items())),
-                           "faults": dict(sorted(self.faults.items()))})
+                           "faults": dict(sorted(self.faults.items())),
+                           "busiest_second": self.busiest_second})
         if self.path is None:
             print(text, flush=True)
             return
@@ -231,7 +244,7 @@ async def handle(client_reader, client_writer, args, stats, faults):
                 await asyncio.gather(upstream.task, downstream)
                 return
             method, headers = parse_head(head)
-            stats.requests[method] += 1
+            stats.arrived(method)
             kind = faults.pick(method)
             if kind is not None:
                 stats.faults[kind] += 1

@@ -131,6 +131,8 @@ mod sync;
 
 pub use batch::{Batch, BatchBuilder, FileMeta, FileWriter, FinishError};
 pub use cancel::Cancel;
+#[cfg(feature = "s3")]
+pub use engine::bucket::set_max_requests_per_second;
 pub use error::{Error, ErrorKind, Setting};
 #[cfg(feature = "extract")]
 pub use extract::format::recognised;

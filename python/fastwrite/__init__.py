@@ -34,7 +34,7 @@ from typing import IO, Any, Callable, Literal, Union
 
 from . import _native
 from ._errors import Error, ErrorGroup, RunWarning
-from ._many import Row, Source, expand, extract_many
+from ._many import Row, Source, expand, extract_many, set_max_requests_per_second
 
 __all__ = [
     "Batch",
@@ -52,6 +52,7 @@ __all__ = [
     "extract_many",
     "list",
     "mirror",
+    "set_max_requests_per_second",
 ]
 
 __version__ = "0.1.0"

@@ -88,6 +88,15 @@ def check(rows: builtins.list[Row]) -> builtins.list[Row]:
     raise ErrorGroup(message, errors, None, None, rows)
 
 
+def set_max_requests_per_second(per_second: int | None) -> None:
+    """Caps the requests this process sends to object stores at ``per_second``, every run's
+    together, retries included (``None``: no cap, the default), as the command line's
+    ``--max-requests-per-second``: how a fleet of processes is held under a store's per-prefix
+    limit (S3's about 3,500 PUT/s; docs/many-archives.md says what to set). Raises
+    `ValueError` for 0."""
+    _native.set_max_requests_per_second(per_second)
+
+
 def write_rows(report: _StrPath, rows: Iterable[Row], append: bool = False) -> None:
     """Writes ``rows`` to the file ``report`` as JSON Lines, one source a line, as
     ``--report`` writes them."""

@@ -143,3 +143,6 @@ def extract_many(
     devices: bool = False,
 ) -> tuple[builtins.list[dict[str, Any]], BaseException | None]:
     """Extracts each source once; every source's row, and what stopped the run, if anything."""
+
+def set_max_requests_per_second(per_second: int | None) -> None:
+    """Caps this process's requests to object stores."""

@@ -24,7 +24,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from . import _native
-from ._many import Row, Source, check, expand, extract_many, write_rows
+from ._many import (
+    Row,
+    Source,
+    check,
+    expand,
+    extract_many,
+    set_max_requests_per_second,
+    write_rows,
+)
 
 __all__ = ["extract_all", "group"]
 
@@ -56,9 +64,15 @@ def group(
     return tasks
 
 
-def _task(sources: builtins.list[Source], dest: str, options: dict[str, Any]) -> builtins.list[Row]:
+def _task(
+    sources: builtins.list[Source],
+    dest: str,
+    options: dict[str, Any],
+    max_requests_per_second: int | None,
+) -> builtins.list[Row]:
     """One task on a worker: its archives through the one-archive step (never raising for an
     archive that failed: its row says so, and the client checks every row)."""
+    set_max_requests_per_second(max_requests_per_second)
     return extract_many(sources, dest, check_all=False, **options)
 
 
@@ -88,6 +102,7 @@ def extract_all(
     task_bytes: int = 256 << 20,
     task_archives: int = 64,
     retries: int = 3,
+    max_requests_per_second: int | None = None,
     check_all: bool = True,
     **extract_options: Any,
 ) -> builtins.list[Row]:
@@ -102,6 +117,9 @@ def extract_all(
     - ``task_bytes``, ``task_archives``: how small archives are grouped into tasks (`group`).
     - ``retries``: how often a task that raised is run again (a task whose worker died is
       rescheduled by Dask itself, up to its ``distributed.scheduler.allowed-failures``).
+    - ``max_requests_per_second``: each worker process's cap on its requests to the store
+      (`fastwrite.set_max_requests_per_second`): with W worker processes the cluster sends at
+      most W times this.
     - ``extract_options``: as for `fastwrite.extract_many` (``overwrite``, ``patterns``,
       ``threads``, ``at_once``...), the same on every worker.
 
@@ -120,7 +138,9 @@ def extract_all(
     tasks = group(listed, task_bytes, task_archives)
     options = dict(extract_options, per_archive=per_archive)
     futures = {
-        client.submit(_task, task, dest, options, retries=retries, pure=False): task
+        client.submit(
+            _task, task, dest, options, max_requests_per_second, retries=retries, pure=False
+        ): task
         for task in tasks
     }
     where = {s.name: d for s, d in zip(listed, destinations)}

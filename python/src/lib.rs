@@ -887,6 +887,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(many::expand, module)?)?;
     module.add_function(wrap_pyfunction!(many::extract_many, module)?)?;
     module.add_function(wrap_pyfunction!(many::destinations, module)?)?;
+    module.add_function(wrap_pyfunction!(many::set_max_requests_per_second, module)?)?;
     module.add_class::<Batch>()?;
     module.add("DEFAULT_MEMORY_BUDGET", Options::DEFAULT_MEMORY_BUDGET)?;
     Ok(())

@@ -57,6 +57,19 @@ pub fn destinations(
     }
 }
 
+/// Caps this process's requests to object stores (`None`: no cap).
+#[pyfunction]
+#[pyo3(signature = (per_second))]
+pub fn set_max_requests_per_second(per_second: Option<u32>) -> PyResult<()> {
+    if per_second == Some(0) {
+        return Err(PyValueError::new_err(
+            "max_requests_per_second must be at least 1 (or None)",
+        ));
+    }
+    fastwrite::set_max_requests_per_second(per_second.and_then(std::num::NonZeroU32::new));
+    Ok(())
+}
+
 /// One source's report as the dict `--report` writes as a JSON line.
 fn row<'py>(py: Python<'py>, report: &SourceReport) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);

@@ -143,3 +143,10 @@ def test_a_glob_matching_nothing_cannot_start(tmp_path: Path) -> None:
     with pytest.raises(fastwrite.Error) as caught:
         fastwrite.expand([str(tmp_path / "*.zip")])
     assert caught.value.kind == "start"
+
+
+def test_the_request_cap_is_set_and_cleared() -> None:
+    with pytest.raises(ValueError):
+        fastwrite.set_max_requests_per_second(0)
+    fastwrite.set_max_requests_per_second(1000)
+    fastwrite.set_max_requests_per_second(None)

@@ -65,11 +65,17 @@ const TUNING: &str = "Tuning (extract and mirror)";
 
 /// The global flags, by clap's id and as a user types them, with the commands that use each.
 /// A command refuses the ones it does not use (see [`unused_flag`]).
-const GLOBALS: [(&str, &str, &[&str]); 10] = [
+const GLOBALS: [(&str, &str, &[&str]); 12] = [
     ("defer_close", "--defer-close", &["extract", "mirror"]),
     ("no_defer_close", "--no-defer-close", &["extract", "mirror"]),
     ("threads", "-j/--threads", &["extract", "mirror"]),
     ("close_threads", "--close-threads", &["extract", "mirror"]),
+    ("uploads", "--uploads", &["extract", "mirror"]),
+    (
+        "max_requests_per_second",
+        "--max-requests-per-second",
+        &["extract", "mirror"],
+    ),
     ("fsync", "--fsync", &["extract", "mirror"]),
     ("atomic", "--atomic", &["extract", "mirror"]),
     ("quiet", "--quiet", &["extract", "mirror"]),
@@ -119,6 +125,12 @@ pub struct Global {
     /// and why]
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..), help_heading = TUNING)]
     pub uploads: Option<u16>,
+
+    /// Into or from a bucket: the most requests this process sends a second, every archive's
+    /// together, retries included (a fleet's share of a store's per-prefix limit, S3's about
+    /// 3,500 PUT/s: docs/many-archives.md says what to set) [default: no cap]
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = TUNING)]
+    pub max_requests_per_second: Option<u32>,
 
     /// Threads in the close pool: with --defer-close always, how many [default: 4; 16 on
     /// Windows]; with auto, the most it may start [default: 256]

@@ -52,6 +52,11 @@ fn run(cli: Cli) -> i32 {
         _ => {}
     }
     let mut opts = cli.options();
+    fastwrite::set_max_requests_per_second(
+        cli.global
+            .max_requests_per_second
+            .and_then(std::num::NonZeroU32::new),
+    );
     fastwrite::raise_open_file_limit();
     if let Err(error) = interrupt::install(&opts.cancel) {
         // Still safe to go on: Ctrl-C then stops the process the default way.

@@ -68,6 +68,8 @@ struct Metered {
 #[async_trait::async_trait]
 impl HttpService for Metered {
     async fn call(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
+        // The process's cap first: the time measured is the store's, not the wait for a slot.
+        super::pace::wait_turn().await;
         let start = Instant::now();
         // A PUT of an object (no query: not a part): its URL, should its answer be lost.
         let put = (request.method() == http::Method::PUT && request.uri().query().is_none())

@@ -17,6 +17,8 @@
 mod client;
 mod flight;
 mod object;
+mod pace;
+pub use pace::set_max_requests_per_second;
 mod raw;
 mod source;
 mod stale;
