@@ -186,31 +186,8 @@ VGW="${VERSITYGW:-$(command -v versitygw || true)}"
 [[ -x "$VGW" ]] || { echo "s3: versitygw is required (GOBIN=/usr/local/bin go install github.com/versity/versitygw/cmd/versitygw@v1.8.0, as .ci/setup does)" >&2; exit 1; }
 if wants rclone || wants rclone-t64; then need rclone "apt-get install -y rclone"; fi
 
-# s5cmd v2.3.0, built from the Go module proxy's copy when there is none: `go install ...@v2.3.0`
-# is refused on these machines (it asks the proxy for the version list), so the module is
-# fetched by `go mod download` and built in a writable copy of it (the module cache is
-# read-only), with -mod=mod: the module's zip keeps vendor/modules.txt but not the vendored
-# code, so the default -mod=vendor finds nothing.
-S5CMD_VERSION=v2.3.0
-build_s5cmd() {
-    local dest="${S5CMD_INSTALL:-/usr/local/bin/s5cmd}" go t0 tmp dir commit
-    go="$(command -v go || echo /usr/local/go/bin/go)"
-    [[ -x "$go" ]] || { echo "s3: s5cmd is not installed, and there is no Go to build it with" >&2; exit 1; }
-    echo "s3: s5cmd is not installed: building s5cmd $S5CMD_VERSION with $go into $dest" >&2
-    t0=$EPOCHREALTIME
-    tmp="$(mktemp -d)"
-    # The module's folder in Go's module cache, and the commit of its tag (for `s5cmd version`).
-    read -r dir commit < <(cd "$tmp" && GOFLAGS=-mod=mod "$go" mod download -json "github.com/peak/s5cmd/v2@$S5CMD_VERSION" |
-        python3 -c 'import json, sys; m = json.load(sys.stdin); print(m["Dir"], m.get("Origin", {}).get("Hash", "unknown")[:7])') ||
-        { echo "s3: go mod download github.com/peak/s5cmd/v2@$S5CMD_VERSION failed" >&2; exit 1; }
-    cp -r -- "$dir" "$tmp/src"
-    chmod -R u+w -- "$tmp/src"  # the module cache is read-only
-    (cd "$tmp/src" && "$go" build -mod=mod -o "$dest.tmp" \
-        -ldflags "-X=github.com/peak/s5cmd/v2/version.Version=$S5CMD_VERSION -X=github.com/peak/s5cmd/v2/version.GitCommit=$commit" .)
-    mv -- "$dest.tmp" "$dest"
-    rm -rf -- "$tmp"
-    echo "s3: built $("$dest" version) in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s" >&2
-}
+# s5cmd v2.3.0, built once from the Go module proxy when there is none (lib/s5cmd.sh).
+source "$repo/benches/lib/s5cmd.sh"
 S5=""
 if wants s5cmd || wants unzip+s5cmd || [[ "$MODE" == memory ]]; then  # --memory lists with it
     S5="${S5CMD:-$(command -v s5cmd || true)}"

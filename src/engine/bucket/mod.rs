@@ -16,6 +16,7 @@
 
 mod client;
 mod flight;
+mod looked;
 mod object;
 mod pace;
 pub use pace::set_max_requests_per_second;
@@ -203,7 +204,7 @@ impl Bucket {
         // each, side by side).
         let (probe, stale) = runtime.block_on(async {
             let look = async {
-                let look = first_look(&store, &url, opts.overwrite);
+                let look = looked::first_look(&store, &url, opts.overwrite);
                 match tokio::time::timeout(std::time::Duration::from_secs(30), look).await {
                     Ok(result) => result,
                     Err(_) => Err(anyhow!(
@@ -887,55 +888,6 @@ async fn list_prefix(raw: &raw::Raw, url: &BucketUrl) -> anyhow::Result<HashMap<
         listed?.0.into_iter().for_each(&mut add);
     }
     Ok(found)
-}
-
-/// The first look at the destination: one list request (a missing bucket or refused
-/// credentials stop the run here, before anything is written), and, unless every key may be replaced, whether the store honours `If-None-Match: *` (a probe
-/// object made twice, then deleted).
-async fn first_look(
-    store: &AmazonS3,
-    url: &BucketUrl,
-    overwrite: Overwrite,
-) -> anyhow::Result<bool> {
-    let prefix = parse_key(&url.prefix)?;
-    if let Some(Err(e)) = store.list(Some(&prefix)).next().await {
-        return Err(anyhow!(explain(&e)));
-    }
-    if overwrite == Overwrite::Replace {
-        return Ok(true);
-    }
-    let probe = parse_key(&format!(
-        "{}.fastwrite-probe-{}-{}",
-        url.prefix,
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default()
-    ))?;
-    let create = || PutOptions::from(PutMode::Create);
-    let exists = |e: &object_store::Error| {
-        matches!(
-            e,
-            object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }
-        )
-    };
-    match store
-        .put_opts(&probe, PutPayload::default(), create())
-        .await
-    {
-        // The probe's name is this run's alone: there already, it is a retry meeting its own
-        // first attempt.
-        Ok(_) => {}
-        Err(e) if exists(&e) => {}
-        Err(e) => return Err(anyhow!(explain(&e)).context("cannot write in the bucket")),
-    }
-    let second = store
-        .put_opts(&probe, PutPayload::default(), create())
-        .await;
-    let _ = store.delete(&probe).await;
-    let conditional = second.as_ref().is_err_and(exists);
-    Ok(conditional)
 }
 
 /// One PUT (or, where the store ignores conditions and the key may not be replaced, a look at
