@@ -112,24 +112,33 @@ run_way() {  # run_way WAY PREFIX
         xargs-8) xargs -P 8 -I{} bash -c 'one_archive "$0" "$1"' {} "$2" <"$WORK/names" ;;
         get+x+s5cmd) xargs -P 8 -I{} bash -c 'get_x_s5cmd "$0" "$1"' {} "$2" <"$WORK/names" ;;
         s5cmd-tree) "$S5" --log error cp "$WORK/tree/*" "s3://dst/$2/" >/dev/null ;;
-        dask) "$PYTHON" - "$2" <<'PY'
-import sys
-from distributed import Client, LocalCluster
-import fastwrite.dask
-with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                  silence_logs=50) as cluster, Client(cluster) as client:
-    fastwrite.dask.extract_all(client, ["s3://src/a/*"], f"s3://dst/{sys.argv[1]}/")
-PY
-        ;;
+        dask) "$PYTHON" "$WORK/dask-run.py" "$2" ;;
         rerun) "$FW" extract 's3://src/a/*' --per-archive -o "s3://dst/$2/" -q ;;
     esac
 }
+
+# The Dask way's driver: a file, since the workers (spawned processes) import the main module.
+cat >"$WORK/dask-run.py" <<'PY'
+import sys
+
+import fastwrite.dask
+from distributed import Client, LocalCluster
+
+if __name__ == "__main__":
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None, silence_logs=50) as cluster, Client(cluster) as client:
+        fastwrite.dask.extract_all(client, ["s3://src/a/*"], f"s3://dst/{sys.argv[1]}/")
+PY
 
 ways=(fastwrite-one loop xargs-8 get+x+s5cmd s5cmd-tree)
 if [[ -n "${PYTHON:-}" ]] && "$PYTHON" -c 'import fastwrite.dask, distributed' 2>/dev/null; then
     ways+=(dask)
 else
     echo "many-archives: no dask way (PYTHON=a python with fastwrite and distributed adds it)" >&2
+fi
+# BENCH_WAYS: only these ways (space-separated), for a look at a few.
+if [[ -n "${BENCH_WAYS:-}" ]]; then
+    read -r -a ways <<<"$BENCH_WAYS"
 fi
 printf '%-14s %5s %9s %9s %8s\n' way round seconds keys requests
 for round in $(seq "$ROUNDS"); do

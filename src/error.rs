@@ -291,6 +291,13 @@ impl Error {
         self
     }
 
+    /// The same failure, its message led by `text`.
+    #[cfg(feature = "extract")]
+    pub(crate) fn context(mut self, text: String) -> Error {
+        self.error = self.error.context(text);
+        self
+    }
+
     /// What went wrong.
     pub fn kind(&self) -> ErrorKind {
         self.kind

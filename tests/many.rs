@@ -126,7 +126,7 @@ fn two_archives_writing_one_path_conflict() {
         "--report",
         &report
     ];
-    for _ in 0..2 {
+    for round in 0..2 {
         let r = run_fastwrite(&args);
         r.assert_code(1);
         let lines = report_lines(&report);
@@ -136,6 +136,15 @@ fn two_archives_writing_one_path_conflict() {
         assert_eq!(failed[0]["failures"][0]["kind"], "already-exists");
         let content = std::fs::read_to_string(out.join("x.txt")).unwrap();
         let winner = if content == "from a" { &a } else { &b };
+        if round == 0 {
+            // Both in one run: the failure names the archive that wrote the path first.
+            let reason = failed[0]["failures"][0]["reason"].as_str().unwrap();
+            assert!(
+                reason.contains(&format!("'{}' of this run holds it too", winner.display()))
+                    && reason.contains("--per-archive"),
+                "{reason}"
+            );
+        }
         assert!(
             lines
                 .iter()

@@ -37,6 +37,7 @@ fn main() {
             proxies_and_redirects_are_followed,
             a_prefix_is_mirrored_into_a_folder_incrementally,
             many_archives_from_a_bucket_each_once_and_resumed_by_their_tag,
+            a_run_of_many_killed_again_and_again_ends_exact_and_shards_split_it,
         ]
     };
     // The server and the clients that read the bucket back run here on Linux.
@@ -181,6 +182,195 @@ mod linux {
         }
         assert_eq!(redone.len(), 2, "{}", out.dump());
         assert_eq!(server.get("clean", "out/s-5/f-5.txt"), b"someone else's");
+    }
+
+    /// Issue 43 at size: 300 archives (tars and zips, one with a 20 MiB file: a multipart
+    /// upload) in a bucket, a run of many killed six times at points of a fixed sequence, each
+    /// kill followed by a look (every key there whole, the report's lines whole), then the
+    /// plain rerun: the exact key set, every archive's record once, no open upload, no
+    /// "already exists". Then three `--shard` processes at once into another prefix: the union
+    /// exact, no archive taken twice.
+    pub fn a_run_of_many_killed_again_and_again_ends_exact_and_shards_split_it() {
+        const ARCHIVES: usize = 300;
+        let server = s3::Server::start();
+        server.make_bucket("raw");
+        server.make_bucket("clean");
+        let t = tempdir();
+        let src = t.join("archives");
+        let scratch = t.join("scratch");
+        std::fs::create_dir_all(&src).unwrap();
+        // Each archive's keys under OUT and their sizes.
+        let mut want = std::collections::BTreeMap::new();
+        for i in 0..ARCHIVES {
+            let mut files: Vec<(String, Vec<u8>)> = (0..2 + i % 7)
+                .map(|j| {
+                    (
+                        format!("d/f{j}.txt"),
+                        format!("{i}:{j}").repeat(1 + j).into_bytes(),
+                    )
+                })
+                .collect();
+            if i == 150 {
+                let big: Vec<u8> = (0..20u32 << 20).map(|k| (k ^ (k >> 9)) as u8).collect();
+                files.push(("big.bin".to_string(), big));
+            }
+            for (name, data) in &files {
+                want.insert(format!("out/s-{i:03}/{name}"), data.len() as u64);
+            }
+            if i % 2 == 0 {
+                let refs: Vec<(&str, &[u8])> = files
+                    .iter()
+                    .map(|(n, d)| (n.as_str(), d.as_slice()))
+                    .collect();
+                std::fs::write(src.join(format!("s-{i:03}.tar")), crate_tar(&refs)).unwrap();
+            } else {
+                let dir = scratch.join(format!("{i}"));
+                for (name, data) in &files {
+                    std::fs::create_dir_all(dir.join(name).parent().unwrap()).unwrap();
+                    std::fs::write(dir.join(name), data).unwrap();
+                }
+                let mut cmd = Command::new("zip");
+                cmd.args(osv![
+                    "-q",
+                    "-r",
+                    "-X",
+                    src.join(format!("s-{i:03}.zip")),
+                    "."
+                ])
+                .current_dir(&dir);
+                run_command(cmd).assert_code(0);
+            }
+        }
+        fastwrite_on(&server, &osv!["mirror", &src, "s3://raw/shards/"]).assert_code(0);
+        let outside = |sizes: &std::collections::BTreeMap<String, u64>| {
+            sizes
+                .iter()
+                .filter(|(k, _)| k.starts_with("out/") && !k.starts_with("out/.fastwrite"))
+                .filter(|(k, _)| !k.contains("/.fastwrite-uploads/"))
+                .map(|(k, v)| (k.clone(), *v))
+                .collect::<std::collections::BTreeMap<String, u64>>()
+        };
+        let report = t.join("report.jsonl");
+        let args = osv![
+            "extract",
+            "s3://raw/shards/*",
+            "-o",
+            "s3://clean/out/",
+            "--per-archive",
+            "--report",
+            &report
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for round in 0..6 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let delay = std::time::Duration::from_millis(150 + seed % 2000);
+            let mut cmd = fastwrite_command(&args);
+            server.apply_env(&mut cmd);
+            cmd.stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+            let mut child = cmd.spawn().unwrap();
+            std::thread::sleep(delay);
+            let _ = child.kill();
+            let _ = child.wait();
+            for (key, size) in outside(&sizes(&server, "clean")) {
+                assert_eq!(
+                    Some(&size),
+                    want.get(&key),
+                    "'{key}' after kill {round} ({delay:?}): not the archive's, or partial"
+                );
+            }
+            // Each line the killed run finished is whole (the last may be cut short).
+            let text = std::fs::read_to_string(&report).unwrap_or_default();
+            let whole: Vec<&str> = text
+                .split_inclusive('\n')
+                .filter(|l| l.ends_with('\n'))
+                .collect();
+            for line in whole {
+                let line: serde_json::Value = serde_json::from_str(line).unwrap();
+                assert!(
+                    line["status"] == "done" || line["status"] == "skipped-done",
+                    "after kill {round}: {line}"
+                );
+            }
+        }
+        let out = fastwrite_on(&server, &args);
+        out.assert_code(0);
+        let all = sizes(&server, "clean");
+        assert_eq!(
+            outside(&all),
+            want,
+            "the exact key set after the plain rerun"
+        );
+        let records: Vec<&String> = all
+            .keys()
+            .filter(|k| k.starts_with("out/.fastwrite/done/"))
+            .collect();
+        assert_eq!(records.len(), ARCHIVES, "one record per archive");
+        assert_eq!(
+            server.multipart_uploads("clean"),
+            Vec::<(String, String)>::new()
+        );
+        let lines: Vec<serde_json::Value> = std::fs::read_to_string(&report)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), ARCHIVES, "{}", out.dump());
+        for line in &lines {
+            assert!(
+                line["status"] == "done" || line["status"] == "skipped-done",
+                "{line}"
+            );
+            assert_eq!(line["failures"].as_array().unwrap().len(), 0, "{line}");
+        }
+        // Three shards at once, into another prefix.
+        let shards: Vec<(std::process::Child, std::path::PathBuf)> = (0..3)
+            .map(|i| {
+                let report = t.join(format!("shard-{i}.jsonl"));
+                let mut cmd = fastwrite_command(&osv![
+                    "extract",
+                    "s3://raw/shards/*",
+                    "-o",
+                    "s3://clean/sharded/",
+                    "--per-archive",
+                    "--shard",
+                    format!("{i}/3"),
+                    "--report",
+                    &report
+                ]);
+                server.apply_env(&mut cmd);
+                cmd.stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null());
+                (cmd.spawn().unwrap(), report)
+            })
+            .collect();
+        let mut taken = Vec::new();
+        for (mut child, report) in shards {
+            assert!(child.wait().unwrap().success(), "a shard failed");
+            for line in std::fs::read_to_string(&report).unwrap().lines() {
+                let line: serde_json::Value = serde_json::from_str(line).unwrap();
+                assert_eq!(line["status"], "done", "{line}");
+                taken.push(line["source"].as_str().unwrap().to_string());
+            }
+        }
+        let before = taken.len();
+        taken.sort();
+        taken.dedup();
+        assert_eq!(
+            (before, taken.len()),
+            (ARCHIVES, ARCHIVES),
+            "each archive in one shard"
+        );
+        let sharded: std::collections::BTreeMap<String, u64> = sizes(&server, "clean")
+            .into_iter()
+            .filter_map(|(k, v)| {
+                let rest = k.strip_prefix("sharded/")?;
+                (!rest.starts_with(".fastwrite")).then(|| (format!("out/{rest}"), v))
+            })
+            .collect();
+        assert_eq!(sharded, want, "the shards' union is exact");
     }
 
     pub fn an_archive_lands_in_the_bucket_with_its_times_and_modes() {

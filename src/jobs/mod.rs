@@ -24,13 +24,15 @@ mod sources;
 
 pub use sources::{Source, expand, is_glob};
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, ErrorKind};
 use crate::options::{Options, Overwrite};
+use crate::progress::Reporter;
 use crate::report::RunError;
 use crate::sync::Unpoisoned;
 use records::{Found, Records};
@@ -231,10 +233,12 @@ pub fn extract_all(
         .clamp(1, taken.len().max(1));
     let next = AtomicUsize::new(0);
     let summary_lock = Mutex::new(summary);
+    // Into one OUT, who wrote each path, so that a second archive meeting it names the first.
+    let writers = (!many.per_archive).then(|| Arc::new(Writers::default()));
     std::thread::scope(|scope| {
         for lane in 0..lanes {
             let (next, taken, destinations) = (&next, &taken, &destinations);
-            let (records, summary) = (&records, &summary_lock);
+            let (records, summary, writers) = (&records, &summary_lock, &writers);
             std::thread::Builder::new()
                 .name(format!("fastwrite-source-{lane}"))
                 .spawn_scoped(scope, move || {
@@ -246,7 +250,10 @@ pub fn extract_all(
                         let Some(source) = taken.get(i) else {
                             break;
                         };
-                        let report = run_one(source, &destinations[i], opts, records);
+                        let noting = writers
+                            .as_ref()
+                            .map(|w| (Arc::clone(w), i, taken.as_slice()));
+                        let report = run_one(source, &destinations[i], opts, records, noting);
                         {
                             let mut summary = summary.lock().unpoisoned();
                             summary.files += report.files;
@@ -303,7 +310,7 @@ pub fn extract_one(
 ) -> Result<SourceReport, Error> {
     let destination = destinations(&[source], out, per_archive)?.remove(0);
     let records = Records::open(out).map_err(|e| Error::start(out, ErrorKind::Directory, e))?;
-    Ok(run_one(source, &destination, opts, &records))
+    Ok(run_one(source, &destination, opts, &records, None))
 }
 
 /// Where each of `sources` goes: `out` itself, or with `per_archive` a folder (or prefix) of
@@ -365,7 +372,67 @@ fn join(out: &Path, name: &str) -> PathBuf {
     }
 }
 
-fn run_one(source: &Source, dest: &Path, opts: &Options, records: &Records) -> SourceReport {
+/// Who wrote each path in a run of many into one OUT (a hash of the path's name: 16 bytes a
+/// file), and the [`Reporter`] that notes it on the way to the caller's own.
+#[derive(Default)]
+struct Writers {
+    paths: Mutex<HashMap<u64, usize>>,
+}
+
+struct Noting {
+    writers: Arc<Writers>,
+    source: usize,
+    inner: Option<Arc<dyn Reporter>>,
+}
+
+impl Reporter for Noting {
+    fn planned(&self, files: u64, bytes: u64) {
+        self.inner.iter().for_each(|r| r.planned(files, bytes));
+    }
+    fn bytes_written(&self, bytes: u64) {
+        self.inner.iter().for_each(|r| r.bytes_written(bytes));
+    }
+    fn file_written(&self) {
+        self.inner.iter().for_each(|r| r.file_written());
+    }
+    fn entry_written(&self, name: &str) {
+        let key = records::stable_hash(name);
+        self.writers
+            .paths
+            .lock()
+            .unpoisoned()
+            .entry(key)
+            .or_insert(self.source);
+        self.inner.iter().for_each(|r| r.entry_written(name));
+    }
+    fn finished(&self) {
+        self.inner.iter().for_each(|r| r.finished());
+    }
+}
+
+/// A path `source` met already there, which another source of this run wrote: named with it.
+fn name_the_other(failure: Error, writers: &Writers, source: usize, sources: &[&Source]) -> Error {
+    if failure.kind() != ErrorKind::AlreadyExists {
+        return failure;
+    }
+    let key = records::stable_hash(&failure.path().to_string_lossy());
+    let other = writers.paths.lock().unpoisoned().get(&key).copied();
+    match other.filter(|&o| o != source).and_then(|o| sources.get(o)) {
+        Some(other) => failure.context(format!(
+            "'{}' of this run holds it too, and wrote it first: two archives, one path (ManyOptions::per_archive gives each its own folder)",
+            other.name
+        )),
+        None => failure,
+    }
+}
+
+fn run_one(
+    source: &Source,
+    dest: &Path,
+    opts: &Options,
+    records: &Records,
+    noting: Option<(Arc<Writers>, usize, &[&Source])>,
+) -> SourceReport {
     let start = Instant::now();
     let mut report = SourceReport {
         source: source.name.clone(),
@@ -407,8 +474,17 @@ fn run_one(source: &Source, dest: &Path, opts: &Options, records: &Records) -> S
             return report;
         }
     };
+    let progress = match &noting {
+        Some((writers, index, _)) => Some(Arc::new(Noting {
+            writers: Arc::clone(writers),
+            source: *index,
+            inner: opts.progress.clone(),
+        }) as Arc<dyn Reporter>),
+        None => opts.progress.clone(),
+    };
     let opts = Options {
         resume_tag: earlier.then(|| records::resume_tag(source)),
+        progress,
         ..opts.clone()
     };
     let result = crate::extract(Path::new(&source.name), dest, &opts);
@@ -424,7 +500,14 @@ fn run_one(source: &Source, dest: &Path, opts: &Options, records: &Records) -> S
     report.files = run.files;
     report.bytes = run.bytes;
     report.warnings = run.warnings;
-    report.failures = run.failures;
+    report.failures = match &noting {
+        Some((writers, index, sources)) => run
+            .failures
+            .into_iter()
+            .map(|f| name_the_other(f, writers, *index, sources))
+            .collect(),
+        None => run.failures,
+    };
     if !report.failures.is_empty() {
         report.reason = Some(format!("{} entries failed", report.failures.len()));
         return report;
