@@ -22,7 +22,8 @@
 # many its records); the proxy's request counts per run. Prints a table; keeps logs in the work
 # folder under ~/.cache/fastwrite-bench.
 #
-# Needs: versitygw, s5cmd (built with Go by lib/s5cmd.sh if missing), unzip, tar, python3.
+# Needs: versitygw, s5cmd (built with Go by lib/s5cmd.sh if missing), unzip, tar, python3, GNU
+# time (fastwrite-one's peak RSS).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
@@ -33,6 +34,7 @@ DELAY_MS="${DELAY_MS:-20}"
 ROUNDS="${ROUNDS:-1}"
 CACHE="${BENCH_CACHE:-$HOME/.cache/fastwrite-bench}"
 
+[[ -x /usr/bin/time ]] || { echo "many-archives: GNU time is required (apt-get install -y time)" >&2; exit 1; }
 command -v versitygw >/dev/null || { echo "many-archives: versitygw is required (.ci/setup installs it)" >&2; exit 1; }
 S5="$(command -v s5cmd || true)"
 if [[ -z "$S5" ]]; then build_s5cmd; S5="${S5CMD_INSTALL:-/usr/local/bin/s5cmd}"; fi
@@ -107,7 +109,7 @@ export FW S5 WORK
 
 run_way() {  # run_way WAY PREFIX
     case "$1" in
-        fastwrite-one) "$FW" extract 's3://src/a/*' --per-archive -o "s3://dst/$2/" -q ;;
+        fastwrite-one) /usr/bin/time -f %M -o "$WORK/$2.rss" "$FW" extract 's3://src/a/*' --per-archive -o "s3://dst/$2/" -q ${FW_ARGS:-} ;;
         loop) while read -r n; do one_archive "$n" "$2" || return 1; done <"$WORK/names" ;;
         xargs-8) xargs -P 8 -I{} bash -c 'one_archive "$0" "$1"' {} "$2" <"$WORK/names" ;;
         get+x+s5cmd) xargs -P 8 -I{} bash -c 'get_x_s5cmd "$0" "$1"' {} "$2" <"$WORK/names" ;;
@@ -156,7 +158,8 @@ for round in $(seq "$ROUNDS"); do
         if [[ $way == fastwrite-one || $way == dask ]] && (( records != ARCHIVES )); then
             echo "many-archives: $way left $records records, not $ARCHIVES" >&2; exit 1
         fi
-        printf '%-14s %5s %9.2f %9s %8s\n' "$way" "$round" "$(echo "$end - $start" | bc)" "$keys" $(( $(requests) - before ))
+        rss=""; [[ -f "$WORK/$prefix.rss" ]] && rss="peak RSS $(( $(tail -1 "$WORK/$prefix.rss") / 1024 )) MiB"
+        printf '%-14s %5s %9.2f %9s %8s %s\n' "$way" "$round" "$(echo "$end - $start" | bc)" "$keys" $(( $(requests) - before )) "$rss"
         if [[ $way == fastwrite-one ]]; then
             before=$(requests)
             start=$EPOCHREALTIME

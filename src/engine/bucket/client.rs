@@ -59,10 +59,14 @@ impl Meter {
     }
 }
 
+/// The HTTP client under the store, metering what passes. It holds its meter weakly: the meter
+/// holds the client (`Meter::client`), and a strong link back would keep both, with the
+/// client's connection pool and TLS roots, alive past the run (a run of many archives leaked
+/// about 0.8 MiB an archive so).
 #[derive(Debug)]
 struct Metered {
     inner: HttpClient,
-    meter: Arc<Meter>,
+    meter: std::sync::Weak<Meter>,
 }
 
 #[async_trait::async_trait]
@@ -75,13 +79,17 @@ impl HttpService for Metered {
         let put = (request.method() == http::Method::PUT && request.uri().query().is_none())
             .then(|| request.uri().to_string());
         let response = self.inner.execute(request).await;
+        // The run that made the client is over: nothing left to meter.
+        let Some(meter) = self.meter.upgrade() else {
+            return response;
+        };
         let micros = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
-        self.meter.requests.fetch_add(1, Ordering::Relaxed);
-        self.meter.micros.fetch_add(micros, Ordering::Relaxed);
+        meter.requests.fetch_add(1, Ordering::Relaxed);
+        meter.micros.fetch_add(micros, Ordering::Relaxed);
         if let Ok(response) = &response
             && matches!(response.status().as_u16(), 429 | 503)
         {
-            self.meter.throttled.fetch_add(1, Ordering::Relaxed);
+            meter.throttled.fetch_add(1, Ordering::Relaxed);
         }
         let unanswered = match &response {
             Ok(response) => {
@@ -90,7 +98,7 @@ impl HttpService for Metered {
             Err(_) => true,
         };
         if let Some(url) = put.filter(|_| unanswered) {
-            self.meter.uncertain.lock().unpoisoned().insert(url);
+            meter.uncertain.lock().unpoisoned().insert(url);
         }
         response
     }
@@ -104,7 +112,7 @@ impl HttpConnector for MeteredConnector {
         let inner = ReqwestConnector::default().connect(options)?;
         let client = HttpClient::new(Metered {
             inner,
-            meter: Arc::clone(&self.0),
+            meter: Arc::downgrade(&self.0),
         });
         let _ = self.0.client.set(client.clone());
         Ok(client)
