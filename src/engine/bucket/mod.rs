@@ -1013,18 +1013,18 @@ async fn claim(
         return result;
     };
     match shared.store.get_opts(&key, head).await {
-        Ok(found)
-            if found
-                .attributes
-                .get(&object_store::Attribute::Metadata(
-                    object::SOURCE_TAG.into(),
-                ))
-                .is_some_and(|value| value.as_ref() == tag.as_str()) =>
-        {
-            Ok(Outcome::Written)
-        }
+        Ok(found) if carries(tag, &found.attributes) => Ok(Outcome::Written),
         _ => result,
     }
+}
+
+/// Whether an object's attributes carry the resume tag `tag` (`claim`).
+fn carries(tag: &str, attributes: &object_store::Attributes) -> bool {
+    attributes
+        .get(&object_store::Attribute::Metadata(
+            object::SOURCE_TAG.into(),
+        ))
+        .is_some_and(|value| value.as_ref() == tag)
 }
 
 /// Whether the object at `key` is older than `mtime`: by its `mtime` metadata where it has
@@ -1203,9 +1203,10 @@ pub(crate) struct Streamed<'e> {
     multipart: Option<Multipart>,
     written: u64,
     done: bool,
-    /// The key was found taken before the upload began: what comes is counted and dropped,
-    /// and sealing keeps the key or fails as the policy says.
-    exists: Option<Job>,
+    /// The key was found taken before the upload began (and whether by an earlier attempt of
+    /// the run's own source: `claim`): what comes is counted and dropped, and sealing counts
+    /// it written (its own), or keeps the key or fails as the policy says.
+    exists: Option<(Job, bool)>,
 }
 
 struct Multipart {
@@ -1277,9 +1278,19 @@ impl Streamed<'_> {
             mtime: self.entry.mtime,
         };
         if matches!(mode, PutMode::Create) {
-            match bucket.runtime.block_on(shared.store.head(&key)) {
-                Ok(_) if shared.overwrite != Overwrite::Update => {
-                    self.exists = Some(job);
+            let head = GetOptions {
+                head: true,
+                ..GetOptions::default()
+            };
+            match bucket.runtime.block_on(shared.store.get_opts(&key, head)) {
+                Ok(found) if shared.overwrite != Overwrite::Update => {
+                    // An earlier attempt at the same source of a run of many left it: its own
+                    // (`claim`), counted as written once the content is read past.
+                    let own = shared
+                        .tag
+                        .as_deref()
+                        .is_some_and(|tag| carries(tag, &found.attributes));
+                    self.exists = Some((job, own));
                     self.buf = Vec::new();
                     return Ok(());
                 }
@@ -1348,8 +1359,13 @@ impl Streamed<'_> {
             return Err(super::files::cancelled(&self.entry));
         }
         self.entry.size = self.written;
-        if let Some(job) = self.exists.take() {
-            bucket.shared.exists(&job);
+        if let Some((mut job, own)) = self.exists.take() {
+            if own {
+                job.size = self.written;
+                bucket.shared.settle(&job, Ok(Outcome::Written));
+            } else {
+                bucket.shared.exists(&job);
+            }
             return Ok(());
         }
         let Some(mut multipart) = self.multipart.take() else {
