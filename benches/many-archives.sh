@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Usage: benches/many-archives.sh [ARCHIVES]
+#        benches/many-archives.sh --memory [SOURCES]
 #
 # Many archives in a bucket, each extracted into a prefix of its own in another bucket
 # (docs/many-archives.md), by the ways users have, side by side in one batch: versitygw behind
@@ -22,6 +23,10 @@
 # many its records); the proxy's request counts per run. Prints a table; keeps logs in the work
 # folder under ~/.cache/fastwrite-bench.
 #
+# --memory SOURCES (default 100,000): the peak RSS of a run of many over that many keys listed in
+# a bucket (empty objects made in versitygw's folder directly), of which --shard 0/1000 takes
+# a thousandth: the memory of holding the listing and the sources, not of extracting.
+#
 # Needs: versitygw, s5cmd (built with Go by lib/s5cmd.sh if missing), unzip, tar, python3, GNU
 # time (fastwrite-one's peak RSS).
 set -euo pipefail
@@ -29,6 +34,9 @@ here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
 source "$here/lib/common.sh"
 source "$here/lib/s5cmd.sh"
+# --memory N: only the memory of a run of many over N listed sources (below).
+MEMORY=""
+if [[ "${1:-}" == --memory ]]; then MEMORY="${2:-100000}"; set -- 0; fi
 ARCHIVES="${1:-500}"
 DELAY_MS="${DELAY_MS:-20}"
 ROUNDS="${ROUNDS:-1}"
@@ -45,6 +53,7 @@ cp -- "$FW_SRC" "$FW"
 echo "many-archives: $ARCHIVES archives, ${DELAY_MS} ms one way, $ROUNDS round(s); work in $WORK" >&2
 
 # --- the archives, their tree, and the server -------------------------------------------------
+if [[ -z "$MEMORY" ]]; then
 python3 - "$WORK/archives" "$ARCHIVES" <<'PY'
 import io, os, random, sys, tarfile, zipfile
 root, count = sys.argv[1], int(sys.argv[2])
@@ -68,6 +77,7 @@ PY
 rm -rf -- "$WORK/tree/.fastwrite"
 FILES=$(find "$WORK/tree" -type f | wc -l)
 echo "many-archives: $FILES files in $ARCHIVES archives ($(du -sh "$WORK/archives" | cut -f1))" >&2
+fi
 
 port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 mkdir -p "$WORK/data"
@@ -83,6 +93,18 @@ export AWS_ACCESS_KEY_ID=fastwrite AWS_SECRET_ACCESS_KEY=fastwrite-secret AWS_RE
 export AWS_ENDPOINT_URL="http://127.0.0.1:$pport" S3_ENDPOINT_URL="http://127.0.0.1:$pport"
 direct="http://127.0.0.1:$vport"
 for b in src dst; do mkdir -p "$WORK/data/$b"; done
+if [[ -n "$MEMORY" ]]; then
+    # Empty objects, as files in the posix backend's folder (no request each).
+    python3 -c 'import os,sys
+d=sys.argv[1]; os.makedirs(d)
+for i in range(int(sys.argv[2])): open(f"{d}/s-{i:07d}.tar","w").close()' "$WORK/data/src/m" "$MEMORY"
+    /usr/bin/time -f %M -o "$WORK/memory.rss" "$FW" extract 's3://src/m/*' --per-archive --shard 0/1000 \
+        -o s3://dst/memory/ -q --report "$WORK/memory.jsonl" >/dev/null 2>&1 || true
+    lines=$(wc -l <"$WORK/memory.jsonl")
+    (( lines > 0 )) || { echo "many-archives: the memory run reported no source" >&2; exit 1; }
+    echo "$MEMORY sources listed, $lines taken (--shard 0/1000): peak RSS $(( $(tail -1 "$WORK/memory.rss") / 1024 )) MiB"
+    exit 0
+fi
 "$S5" --endpoint-url "$direct" --log error cp "$WORK/archives/*" s3://src/a/ >/dev/null
 requests() {  # every request through the proxy so far (its stats file appears with the first)
     python3 -c 'import json,os,sys;p=sys.argv[1];print(sum(json.load(open(p))["requests"].values()) if os.path.exists(p) else 0)' "$WORK/proxy.json"
