@@ -391,6 +391,49 @@ mod linux {
             })
             .collect();
         assert_eq!(sharded, want, "the shards' union is exact");
+        // The same archives into a folder, and again with nothing to do.
+        let folder = t.join("folder");
+        let into_folder = osv![
+            "extract",
+            "s3://raw/shards/*",
+            "-o",
+            &folder,
+            "--per-archive",
+            "--json"
+        ];
+        fastwrite_on(&server, &into_folder).assert_code(0);
+        let mut found = std::collections::BTreeMap::new();
+        let mut stack = vec![folder.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                let rel = path
+                    .strip_prefix(&folder)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                if rel == ".fastwrite" {
+                    continue;
+                }
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    found.insert(
+                        format!("out/{rel}"),
+                        std::fs::metadata(&path).unwrap().len(),
+                    );
+                }
+            }
+        }
+        assert_eq!(found, want, "the folder holds exactly the archives' files");
+        let again = fastwrite_on(&server, &into_folder);
+        again.assert_code(0);
+        assert_eq!(
+            json_of(&again)["skipped_done"],
+            ARCHIVES as u64,
+            "{}",
+            again.dump()
+        );
     }
 
     pub fn an_archive_lands_in_the_bucket_with_its_times_and_modes() {
