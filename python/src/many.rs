@@ -136,7 +136,9 @@ pub fn extract_many<'py>(
         None => None,
     };
     if at_once == Some(0) {
-        return Err(PyValueError::new_err("at_once must be at least 1 (or None)"));
+        return Err(PyValueError::new_err(
+            "at_once must be at least 1 (or None)",
+        ));
     }
     let auto = "auto".into_pyobject(py)?.into_any();
     let mut opts = options(
