@@ -372,7 +372,7 @@ fn join(out: &Path, name: &str) -> PathBuf {
     }
 }
 
-/// Who wrote each path in a run of many into one OUT (a hash of the path's name: 16 bytes a
+/// Who wrote each path in a run of many into one OUT (a hash of the path's name: about 30 bytes a
 /// file), and the [`Reporter`] that notes it on the way to the caller's own.
 #[derive(Default)]
 struct Writers {
