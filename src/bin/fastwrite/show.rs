@@ -87,7 +87,7 @@ fn flag(setting: Setting) -> &'static str {
         Setting::HardLinks => "--hard-links",
         Setting::Devices => "--devices",
         Setting::Atomic => "--atomic",
-        Setting::Update => "-u",
+        Setting::Update => "--update",
         Setting::PerArchive => "--per-archive",
         // A setting newer than this table: its library name still tells what to change.
         _ => setting.name(),
