@@ -30,11 +30,12 @@ import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import IO, Any, Callable, Literal, Union
+from typing import IO, Any, Callable
 
 from . import _native
 from ._errors import Error, ErrorGroup, RunWarning
 from ._many import Row, Source, expand, extract_many, set_max_requests_per_second
+from ._types import ClosePolicy, OverwritePolicy, StrPath
 
 __all__ = [
     "Batch",
@@ -56,17 +57,6 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
-
-#: A path as Python spells one.
-StrPath = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
-#: What to do with a file that exists: keep it and fail the entry (``refuse``, the default),
-#: replace it (``replace``: written aside, renamed over it after a good close), keep it and
-#: skip the entry (``skip``), replace it only if older (``update``).
-OverwritePolicy = Literal["refuse", "replace", "skip", "update"]
-#: How written files are closed: ``auto`` (on a pool of threads where closing is measured to be
-#: slow, inline where it is fast), ``inline`` (by the thread that wrote the file), ``deferred``
-#: (always on the pool), or a number: the pool's threads.
-ClosePolicy = Union[Literal["auto", "inline", "deferred"], int]
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,11 @@ import json
 import os
 import sys
 from collections.abc import Iterable
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 from . import _native
 from ._errors import Error, ErrorGroup
-
-#: A path as Python spells one.
-_StrPath = Union[str, "os.PathLike[str]"]
+from ._types import ClosePolicy, OverwritePolicy, StrPath
 
 #: One source's report: the fields of a line of ``fastwrite extract --report``: ``source``,
 #: ``identity``, ``destination``, ``status`` (``done``, ``skipped-done``, ``failed``,
@@ -34,7 +32,7 @@ class Source(NamedTuple):
     identity: str
 
 
-def expand(sources: Iterable[_StrPath | Source]) -> builtins.list[Source]:
+def expand(sources: Iterable[StrPath | Source]) -> builtins.list[Source]:
     """The sources named, in order: a path or URL as it is; a glob the shell did not expand
     (``'dir/**/*.zip'``, ``'s3://raw/shards/*.tar.gz'``: one listing of the bucket) expanded
     here, ``*`` within a name and ``**`` across ``/``; a `Source` as it is.
@@ -54,7 +52,7 @@ def expand(sources: Iterable[_StrPath | Source]) -> builtins.list[Source]:
             flush()
             found.append(source)
         else:
-            pending.append(os.fspath(source))
+            pending.append(os.fsdecode(source))
     flush()
     return found
 
@@ -97,7 +95,7 @@ def set_max_requests_per_second(per_second: int | None) -> None:
     _native.set_max_requests_per_second(per_second)
 
 
-def write_rows(report: _StrPath, rows: Iterable[Row], append: bool = False) -> None:
+def write_rows(report: StrPath, rows: Iterable[Row], append: bool = False) -> None:
     """Writes ``rows`` to the file ``report`` as JSON Lines, one source a line, as
     ``--report`` writes them."""
     with open(report, "a" if append else "w", encoding="utf-8") as f:
@@ -106,22 +104,22 @@ def write_rows(report: _StrPath, rows: Iterable[Row], append: bool = False) -> N
 
 
 def extract_many(
-    sources: Iterable[_StrPath | Source],
-    out: _StrPath,
+    sources: Iterable[StrPath | Source],
+    out: StrPath,
     *,
     per_archive: bool = False,
     shard: tuple[int, int] | None = None,
     at_once: int | None = None,
-    report: _StrPath | None = None,
+    report: StrPath | None = None,
     check_all: bool = True,
     patterns: Iterable[str] | None = None,
     exclude: Iterable[str] = (),
     strip_components: int = 0,
-    overwrite: str = "refuse",
+    overwrite: OverwritePolicy = "refuse",
     password: str | bytes | None = None,
     max_output: int | None = None,
     threads: int | None = None,
-    close: str | int = "auto",
+    close: ClosePolicy = "auto",
     fsync: bool = False,
     space_check: bool = True,
     devices: bool = False,
@@ -152,7 +150,7 @@ def extract_many(
     pairs = [tuple(s) for s in expand(sources)]
     rows, stopped = _native.extract_many(
         pairs,
-        os.fspath(out),
+        os.fsdecode(out),
         per_archive=per_archive,
         shard=shard,
         at_once=at_once,
