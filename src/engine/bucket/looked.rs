@@ -19,7 +19,7 @@ use object_store::aws::AmazonS3;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use super::url::BucketUrl;
-use super::{explain, parse_key};
+use super::{explain, parse_key, taken};
 use crate::options::Overwrite;
 use crate::sync::Unpoisoned;
 
@@ -108,12 +108,6 @@ async fn look(store: &AmazonS3, url: &BucketUrl, overwrite: Overwrite) -> anyhow
             .unwrap_or_default()
     ))?;
     let create = || PutOptions::from(PutMode::Create);
-    let exists = |e: &object_store::Error| {
-        matches!(
-            e,
-            object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }
-        )
-    };
     match store
         .put_opts(&probe, PutPayload::default(), create())
         .await
@@ -121,13 +115,13 @@ async fn look(store: &AmazonS3, url: &BucketUrl, overwrite: Overwrite) -> anyhow
         // The probe's name is this run's alone: there already, it is a retry meeting its own
         // first attempt.
         Ok(_) => {}
-        Err(e) if exists(&e) => {}
+        Err(e) if taken(&e) => {}
         Err(e) => return Err(anyhow!(explain(&e)).context("cannot write in the bucket")),
     }
     let second = store
         .put_opts(&probe, PutPayload::default(), create())
         .await;
     let _ = store.delete(&probe).await;
-    let conditional = second.as_ref().is_err_and(exists);
+    let conditional = second.as_ref().is_err_and(taken);
     Ok(conditional)
 }

@@ -893,12 +893,6 @@ async fn list_prefix(raw: &raw::Raw, url: &BucketUrl) -> anyhow::Result<HashMap<
 /// One PUT (or, where the store ignores conditions and the key may not be replaced, a look at
 /// the key first). `Ok(None)`: the key exists and the policy keeps it.
 async fn upload(shared: &Shared, job: &Job, data: Vec<u8>) -> Result<Outcome, object_store::Error> {
-    let exists = |e: &object_store::Error| {
-        matches!(
-            e,
-            object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }
-        )
-    };
     let key = parse_key(&job.key)?;
     let mut mode = job.mode.clone();
     if !shared.conditional
@@ -944,7 +938,7 @@ async fn upload(shared: &Shared, job: &Job, data: Vec<u8>) -> Result<Outcome, ob
             uncertain().await;
             break put;
         };
-        if exists(e) || tries >= 3 || !uncertain().await {
+        if taken(e) || tries >= 3 || !uncertain().await {
             break put;
         }
         // Its answer was lost: the PUT may have landed all the same. Look before sending it
@@ -960,9 +954,7 @@ async fn upload(shared: &Shared, job: &Job, data: Vec<u8>) -> Result<Outcome, ob
     };
     match put {
         Ok(_) => Ok(Outcome::Written),
-        Err(
-            object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. },
-        ) if shared.overwrite == Overwrite::Update => {
+        Err(e) if taken(&e) && shared.overwrite == Overwrite::Update => {
             // Replaced only if what is there is older (its `mtime`, else its upload time).
             if older(shared, &key, job.mtime).await? {
                 shared
@@ -974,9 +966,7 @@ async fn upload(shared: &Shared, job: &Job, data: Vec<u8>) -> Result<Outcome, ob
                 Ok(Outcome::Exists)
             }
         }
-        Err(
-            object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. },
-        ) => {
+        Err(e) if taken(&e) => {
             // The client's own retry can meet its first attempt's object, which landed though
             // its answer was lost: only then (an attempt went unanswered, as the meter saw), the
             // same size and content (a single PUT's ETag is its MD5) is this upload's own.
@@ -1004,15 +994,11 @@ async fn claim(
     let (Ok(Outcome::Exists), Some(tag)) = (&result, &shared.tag) else {
         return result;
     };
-    let head = GetOptions {
-        head: true,
-        ..GetOptions::default()
-    };
     // A folder marker's key ends in `/`, which the client's keys cannot hold: never claimed.
     let Ok(key) = parse_key(&job.key) else {
         return result;
     };
-    match shared.store.get_opts(&key, head).await {
+    match shared.store.get_opts(&key, head_with_metadata()).await {
         Ok(found) if carries(tag, &found.attributes) => Ok(Outcome::Written),
         _ => result,
     }
@@ -1037,11 +1023,7 @@ async fn older(
     let Some(mtime) = mtime else {
         return Ok(false);
     };
-    let head = GetOptions {
-        head: true,
-        ..GetOptions::default()
-    };
-    let found = shared.store.get_opts(key, head).await?;
+    let found = shared.store.get_opts(key, head_with_metadata()).await?;
     let recorded = found
         .attributes
         .get(&object_store::Attribute::Metadata("mtime".into()))
@@ -1149,6 +1131,23 @@ impl Shared {
     /// `s3://BUCKET/KEY`.
     fn key_url(&self, key: &str) -> String {
         format!("s3://{}/{key}", self.url.bucket)
+    }
+}
+
+/// Whether a create met a key already there: `AlreadyExists`, or a failed precondition
+/// (`If-None-Match: *`), as stores answer it.
+pub(super) fn taken(e: &object_store::Error) -> bool {
+    matches!(
+        e,
+        object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }
+    )
+}
+
+/// A HEAD that brings the object's attributes (its user metadata) with it.
+pub(super) fn head_with_metadata() -> GetOptions {
+    GetOptions {
+        head: true,
+        ..GetOptions::default()
     }
 }
 
@@ -1278,11 +1277,10 @@ impl Streamed<'_> {
             mtime: self.entry.mtime,
         };
         if matches!(mode, PutMode::Create) {
-            let head = GetOptions {
-                head: true,
-                ..GetOptions::default()
-            };
-            match bucket.runtime.block_on(shared.store.get_opts(&key, head)) {
+            match bucket
+                .runtime
+                .block_on(shared.store.get_opts(&key, head_with_metadata()))
+            {
                 Ok(found) if shared.overwrite != Overwrite::Update => {
                     // An earlier attempt at the same source of a run of many left it: its own
                     // (`claim`), counted as written once the content is read past.

@@ -20,7 +20,7 @@ use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use object_store::aws::AmazonS3;
 use object_store::{
-    Attribute, Attributes, GetOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
+    Attribute, Attributes, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
 };
 use tokio::sync::{Semaphore, mpsc};
 
@@ -128,11 +128,8 @@ impl Source {
                 .put_opts(&key, PutPayload::from(data), create)
                 .await
             {
-                Ok(_)
-                | Err(
-                    object_store::Error::AlreadyExists { .. }
-                    | object_store::Error::Precondition { .. },
-                ) => Ok(()),
+                Ok(_) => Ok(()),
+                Err(e) if super::taken(&e) => Ok(()),
                 Err(e) => Err(anyhow!(explain(&e))),
             }
         })
@@ -165,11 +162,7 @@ impl Source {
                 .map(|key| async move {
                     let got = async {
                         let path = parse_key(&key)?;
-                        let asked = GetOptions {
-                            head: true,
-                            ..GetOptions::default()
-                        };
-                        store.get_opts(&path, asked).await
+                        store.get_opts(&path, super::head_with_metadata()).await
                     };
                     let recorded = got
                         .await
