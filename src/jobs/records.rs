@@ -85,8 +85,11 @@ impl Records {
         }
         crate::engine::refuse_url(out)?;
         let dir = out.join(DONE);
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create the records' folder '{}'", dir.display()))?;
+        for folder in [&dir, &dir.with_file_name(STARTED)] {
+            std::fs::create_dir_all(folder).with_context(|| {
+                format!("cannot create the records' folder '{}'", folder.display())
+            })?;
+        }
         let names = std::fs::read_dir(&dir)
             .with_context(|| format!("cannot read the records' folder '{}'", dir.display()))?
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
@@ -129,11 +132,7 @@ impl Records {
     pub(crate) fn begin(&self, source: &Source) -> anyhow::Result<bool> {
         match &self.place {
             Place::Folder(dir) => {
-                let started = dir.with_file_name(STARTED);
-                std::fs::create_dir_all(&started).with_context(|| {
-                    format!("cannot create the records' folder '{}'", started.display())
-                })?;
-                let path = started.join(record_name(source));
+                let path = dir.with_file_name(STARTED).join(record_name(source));
                 match std::fs::OpenOptions::new()
                     .write(true)
                     .create_new(true)
