@@ -64,7 +64,8 @@ fn run(cli: Cli) -> i32 {
     }
     if let Command::Extract(args) = &cli.command {
         let archives = args.archives();
-        if args.is_many() && !(args.test || args.to_stdout) {
+        // (-t and -O with a run of many were refused above.)
+        if args.is_many() {
             if archives.len() > 1 {
                 // The patterns were archives.
                 opts.select.patterns.clear();
