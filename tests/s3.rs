@@ -308,6 +308,13 @@ mod linux {
             .filter(|k| k.starts_with("out/.fastwrite/done/"))
             .collect();
         assert_eq!(records.len(), ARCHIVES, "one record per archive");
+        // The killed runs' marks (and the probes of conditional writes, made among them) are
+        // gone: each was under an archive not yet done, which the rerun opened and cleaned.
+        let marks: Vec<&String> = all
+            .keys()
+            .filter(|k| k.contains("/.fastwrite-uploads/"))
+            .collect();
+        assert_eq!(marks, Vec::<&String>::new(), "marks left after the rerun");
         assert_eq!(
             server.multipart_uploads("clean"),
             Vec::<(String, String)>::new()
@@ -766,6 +773,22 @@ mod linux {
         );
         // The rerun (the small file is there already: kept) aborts what the killed run left
         // and ends with exactly the archive's keys.
+        // Two probes of conditional writes, as runs killed between its create and its delete
+        // leave them: one begun two days ago (gone, wherever it ran), one of a run on another
+        // machine begun now (alive, as far as this machine can tell).
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let dead = "p/.fastwrite-uploads/probe-4000001-1";
+        let live = "p/.fastwrite-uploads/probe-4000002-2";
+        let two_days_ago = format!("\n\nelsewhere\n4000001\n{}\n", now - 2 * 86_400);
+        server.put("killed", dead, two_days_ago.as_bytes());
+        server.put(
+            "killed",
+            live,
+            format!("\n\nelsewhere\n4000002\n{now}\n").as_bytes(),
+        );
         let rerun = t.join("again.tar");
         std::fs::write(&rerun, &tar).unwrap();
         let out = fastwrite_on(
@@ -779,13 +802,16 @@ mod linux {
             "{}",
             out.dump()
         );
+        // The probes are not uploads: the gone run's is deleted, the live one's kept, neither
+        // said.
+        assert!(!out.stderr.contains("left alone"), "{}", out.dump());
         assert_eq!(
             server.multipart_uploads("killed"),
             Vec::<(String, String)>::new()
         );
         let mut keys = server.keys("killed", "");
         keys.sort();
-        assert_eq!(keys, ["p/big.bin", "p/small.txt"]);
+        assert_eq!(keys, [live, "p/big.bin", "p/small.txt"]);
     }
 
     pub fn a_key_taken_during_a_multipart_upload_is_not_replaced() {

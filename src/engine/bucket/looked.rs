@@ -1,7 +1,8 @@
 //! The first look at a run's bucket, once per bucket in a process: one list request (a missing
 //! bucket or refused credentials stop the run there, before anything is written) and, unless
 //! every key may be replaced, whether the store honours `If-None-Match: *` (a probe object
-//! made twice, then deleted: three requests). A run of many archives opens the bucket once per
+//! made twice, then deleted: three requests; it is made among the marks of `stale.rs`, so
+//! that a run killed before deleting it leaves it where the next run finds it). A run of many archives opens the bucket once per
 //! archive; what the first of them learnt serves the others for [`FRESH`], so an archive's
 //! start-up is its own prefix's search for stale uploads alone (`stale.rs`), not four round
 //! trips more.
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::anyhow;
 use futures_util::StreamExt;
 use object_store::aws::AmazonS3;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions};
 
 use super::url::BucketUrl;
 use super::{explain, parse_key, taken};
@@ -98,29 +99,16 @@ async fn look(store: &AmazonS3, url: &BucketUrl, overwrite: Overwrite) -> anyhow
     if overwrite == Overwrite::Replace {
         return Ok(true);
     }
-    let probe = parse_key(&format!(
-        "{}.fastwrite-probe-{}-{}",
-        url.prefix,
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default()
-    ))?;
+    let (probe, body) = super::stale::probe(url)?;
     let create = || PutOptions::from(PutMode::Create);
-    match store
-        .put_opts(&probe, PutPayload::default(), create())
-        .await
-    {
+    match store.put_opts(&probe, body.clone(), create()).await {
         // The probe's name is this run's alone: there already, it is a retry meeting its own
         // first attempt.
         Ok(_) => {}
         Err(e) if taken(&e) => {}
         Err(e) => return Err(anyhow!(explain(&e)).context("cannot write in the bucket")),
     }
-    let second = store
-        .put_opts(&probe, PutPayload::default(), create())
-        .await;
+    let second = store.put_opts(&probe, body, create()).await;
     let _ = store.delete(&probe).await;
     let conditional = second.as_ref().is_err_and(taken);
     Ok(conditional)

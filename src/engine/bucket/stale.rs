@@ -6,6 +6,10 @@
 //! is aborted. The next run into the prefix reads the marks: an upload whose run is gone (the
 //! same machine, and its process no longer there; or begun more than a day ago) is aborted
 //! and the run says so; one whose run still lives is left alone, and said too.
+//!
+//! The first look's probe (`looked.rs`) is made among the marks too, as a mark with no key
+//! and no upload: a run killed between making it and deleting it leaves it where the next
+//! run into the prefix finds it, and deletes it without a word.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -41,17 +45,34 @@ fn now() -> u64 {
 pub(super) async fn mark(shared: &Shared, key: &str, id: &str) -> anyhow::Result<Key> {
     let hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
     let mark = parse_key(&format!("{}{MARKS}{hex}", shared.url.prefix))?;
-    let text = format!(
-        "{key}\n{id}\n{}\n{}\n{}\n",
-        crate::platform::host_name(),
-        std::process::id(),
-        now()
-    );
+    let text = mark_text(key, id);
     shared.store.put(&mark, PutPayload::from(text)).await?;
     Ok(mark)
 }
 
-/// Aborts the uploads that runs now gone left under `url`'s prefix, and deletes their marks.
+/// The text of a mark: the key and upload (both empty for a probe), and who made it.
+fn mark_text(key: &str, id: &str) -> String {
+    format!(
+        "{key}\n{id}\n{}\n{}\n{}\n",
+        crate::platform::host_name(),
+        std::process::id(),
+        now()
+    )
+}
+
+/// The key and body of the first look's probe under `url`'s prefix: a mark of no upload, this
+/// process's alone (its number and the time in its name).
+pub(super) fn probe(url: &BucketUrl) -> anyhow::Result<(Key, PutPayload)> {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let key = format!("{}{MARKS}probe-{}-{nanos}", url.prefix, std::process::id());
+    Ok((parse_key(&key)?, PutPayload::from(mark_text("", ""))))
+}
+
+/// Aborts the uploads that runs now gone left under `url`'s prefix, and deletes their marks
+/// (and the probes they left).
 /// Returns what to say: the keys whose uploads were aborted, and those of live runs left
 /// alone.
 pub(super) async fn clean(store: &AmazonS3, url: &BucketUrl) -> anyhow::Result<Vec<String>> {
@@ -72,6 +93,13 @@ pub(super) async fn clean(store: &AmazonS3, url: &BucketUrl) -> anyhow::Result<V
         let started: u64 = started.parse().unwrap_or(0);
         let old = now().saturating_sub(started) > GONE_AFTER.as_secs();
         let gone = old || (their_host == host && !crate::platform::process_alive(pid));
+        if key.is_empty() {
+            // A probe: a live run deletes its own within a round trip.
+            if gone {
+                store.delete(&found.location).await?;
+            }
+            continue;
+        }
         if !gone {
             alive.push(format!("'{key}' (process {pid} on {their_host})"));
             continue;
