@@ -127,12 +127,12 @@ mod platform;
 pub mod progress;
 mod queue;
 mod report;
+#[cfg(feature = "s3")]
+mod store;
 mod sync;
 
 pub use batch::{Batch, BatchBuilder, FileMeta, FileWriter, FinishError};
 pub use cancel::Cancel;
-#[cfg(feature = "s3")]
-pub use engine::bucket::set_max_requests_per_second;
 pub use error::{Error, ErrorKind, Setting};
 #[cfg(feature = "extract")]
 pub use extract::format::recognised;
@@ -149,6 +149,8 @@ pub use mirror::mirror;
 pub use options::{CloseMode, MirrorOptions, Options, Overwrite, Selection};
 pub use progress::Reporter;
 pub use report::{MirrorCounts, Report, RunError};
+#[cfg(feature = "s3")]
+pub use store::set_max_requests_per_second;
 
 /// Raises this process's soft limit on open files as far as the hard limit allows (Unix; a
 /// no-op on Windows). The command line calls it at start; a program writing through a

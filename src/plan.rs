@@ -515,6 +515,15 @@ impl Plan {
     }
 }
 
+/// A path's key in a set of paths: its 64-bit hash (a collision, at odds of about 1 in 10^19
+/// per pair, could only let a later copy replace a file the run did not write).
+pub(crate) fn path_key(path: &Path) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    path.hash(&mut hasher);
+    hasher.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

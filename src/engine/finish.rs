@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use rayon::prelude::*;
 
-use super::later::path_key;
 use super::{Deferred, Disk};
 use crate::close::CloseTally;
 use crate::error::{Error, ErrorKind};
+use crate::plan::path_key;
 use crate::plan::{Entry, EntryKind};
 use crate::report::Report;
 use crate::sync::Unpoisoned;

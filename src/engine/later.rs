@@ -15,7 +15,7 @@ use super::{Disk, already_exists};
 use crate::close::Finalize;
 use crate::error::{Error, ErrorKind};
 use crate::options::Overwrite;
-use crate::plan::{Entry, EntryKind};
+use crate::plan::{Entry, EntryKind, path_key};
 use crate::platform;
 use crate::sync::Unpoisoned;
 
@@ -217,13 +217,4 @@ impl Disk {
             }
         }
     }
-}
-
-/// A path's key in a set of paths: its 64-bit hash (a collision, at odds of about 1 in 10^19
-/// per pair, could only let a later copy replace a file the run did not write).
-pub(crate) fn path_key(path: &Path) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::hash::DefaultHasher::new();
-    path.hash(&mut hasher);
-    hasher.finish()
 }

@@ -26,6 +26,9 @@ use crate::options::Overwrite;
 use crate::plan::Entry;
 use crate::platform::{self, FileKind, OutDir, Status};
 
+/// The staging folder's name inside an empty output folder, and the end of its name beside one.
+pub(super) const STAGING: &str = ".fastwrite-staging";
+
 /// The marker's name, less the process id.
 pub(crate) const MARK_PREFIX: &str = ".fastwrite-run-";
 
@@ -226,7 +229,7 @@ fn roughly(d: Duration) -> String {
 /// (`stage.rs`). Never part of the tree.
 pub(crate) fn is_run_mark(name: &std::ffi::OsStr) -> bool {
     name.to_str()
-        .is_some_and(|n| n.starts_with(MARK_PREFIX) || n == super::stage::STAGING)
+        .is_some_and(|n| n.starts_with(MARK_PREFIX) || n == STAGING)
 }
 
 /// Two times equal as a filesystem stores them: some keep only whole seconds (or two).

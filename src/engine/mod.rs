@@ -66,7 +66,6 @@ use crate::sync::Unpoisoned;
 use dirs::OPEN_DIRS;
 pub(crate) use files::{CHUNK, Content, DiskWriter, HoleRead, WriterState};
 pub(crate) use finish::deepest_first;
-pub(crate) use later::path_key;
 pub(crate) use leftovers::is_run_mark;
 pub(crate) use stage::{Registered, Staging, staged, work_root};
 pub(crate) use unverified::{Unverified, UnverifiedKind};

@@ -25,15 +25,12 @@ use std::time::SystemTime;
 
 use anyhow::{Context, bail};
 
-use super::leftovers::{MARK_PREFIX, RunMark, is_dead};
+use super::leftovers::{MARK_PREFIX, RunMark, STAGING, is_dead};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
 use crate::platform::{self, OutDir};
 use crate::report::Report;
 use crate::sync::Unpoisoned;
-
-/// The staging folder's name inside an empty output folder, and the end of its name beside one.
-pub(super) const STAGING: &str = ".fastwrite-staging";
 
 /// The runs being staged now: the output folder as the source was given it, and where it is
 /// written instead. The engine looks its folder up here ([`work_root`]).
@@ -76,7 +73,7 @@ pub(crate) fn staged(
     run: impl FnOnce() -> anyhow::Result<Report>,
 ) -> anyhow::Result<Report> {
     #[cfg(feature = "s3")]
-    if super::bucket::BucketUrl::parse(root)?.is_some() {
+    if crate::store::BucketUrl::parse(root)?.is_some() {
         // A bucket has no folder to stage in: each object appears whole (docs/object-storage.md).
         super::bucket::refuse_what_does_not_apply(root, opts)?;
         return run();

@@ -47,7 +47,7 @@ impl Engine {
         closer: Arc<dyn Closer>,
     ) -> anyhow::Result<Engine> {
         #[cfg(feature = "s3")]
-        if let Some(url) = bucket::BucketUrl::parse(root)? {
+        if let Some(url) = crate::store::BucketUrl::parse(root)? {
             return Ok(Engine::Bucket(bucket::Bucket::new(url, root, opts, true)?));
         }
         refuse_url(root)?;

@@ -17,8 +17,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
-use super::{Deferred, Disk, later::path_key};
+use super::{Deferred, Disk};
 use crate::error::{Error, ErrorKind};
+use crate::plan::path_key;
 use crate::platform::FileKind;
 use crate::sync::Unpoisoned;
 

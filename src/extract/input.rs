@@ -288,46 +288,14 @@ impl<R: Read> Read for Counted<R> {
     }
 }
 
-/// A stream copied into a new temporary file (see [`temporary_file`]): the file, at its
-/// start. A zip from a pipe is read so where its central directory, at its end, is needed.
+/// A stream copied into a new temporary file, which goes when it is closed (it has no name:
+/// `O_TMPFILE` on Linux, unlinked at once on other Unix, delete-on-close on Windows, by the
+/// `tempfile` crate): the file, at its start. A zip from a pipe is read so where its central directory, at its end, is needed.
 pub(super) fn spooled(mut input: Box<dyn BufRead + Send>) -> std::io::Result<File> {
     use std::io::{Seek, Write};
-    let mut file = temporary_file()?;
+    let mut file = tempfile::tempfile()?;
     std::io::copy(&mut input, &mut file)?;
     file.flush()?;
     file.rewind()?;
     Ok(file)
-}
-
-/// A new temporary file, which goes when it is closed (removed as soon as it is open on Unix;
-/// opened to be deleted on close on Windows).
-pub(super) fn temporary_file() -> std::io::Result<File> {
-    let dir = std::env::temp_dir();
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true).write(true).create_new(true);
-    #[cfg(windows)]
-    {
-        use std::os::windows::fs::OpenOptionsExt;
-        // FILE_FLAG_DELETE_ON_CLOSE
-        options.custom_flags(0x0400_0000);
-    }
-    let mut tries = 0u32;
-    loop {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let path = dir.join(format!(
-            ".fastwrite-zip-{}-{nanos}-{tries}",
-            std::process::id()
-        ));
-        match options.open(&path) {
-            Ok(file) => {
-                #[cfg(unix)]
-                std::fs::remove_file(&path)?;
-                return Ok(file);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 100 => tries += 1,
-            Err(e) => return Err(e),
-        }
-    }
 }

@@ -6,6 +6,7 @@
 
 pub(crate) mod codec;
 pub(crate) mod format;
+mod give;
 mod input;
 mod limits;
 pub(crate) mod list;

@@ -6,23 +6,17 @@
 //! CRC-32 (the content is read to its end whatever the caller read of it), a compressed tar's
 //! checksums, every name's checks. Files only: folders and links hold no data to check.
 
-use std::fmt;
-use std::io::{self, Read};
+use std::io;
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::anyhow;
-
+use super::give::{Each, Output, give_unsized, is_output};
 use super::input::{Input, open};
 use super::select::Chooser;
 use crate::error::{Error, ErrorKind};
 use crate::options::Options;
-use crate::plan::Entry;
 use crate::report::Report;
 use crate::report::RunError;
-
-/// What gets each file's name and content.
-pub(super) type Each<'a> = dyn FnMut(&str, &mut dyn Read) -> io::Result<()> + 'a;
 
 /// Reads every file of `archive` that the selection ([`Options::select`]) takes, in the
 /// archive's order, with every check extraction makes, writing nothing to disk: `each` gets
@@ -111,101 +105,11 @@ fn read_any(archive: &Path, opts: &Options, each: &mut Each<'_>) -> anyhow::Resu
     Ok(report)
 }
 
-/// `each`'s own failure: reading stops (see [`read_files`]).
-#[derive(Debug)]
-struct Output(io::Error);
-
-impl fmt::Display for Output {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cannot write the content out: {}", self.0)
-    }
-}
-
-impl std::error::Error for Output {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.0)
-    }
-}
-
-/// Whether the error is `each`'s (reading stops), not the entry's.
-pub(super) fn is_output(error: &anyhow::Error) -> bool {
-    error.downcast_ref::<Output>().is_some()
-}
-
 /// The I/O error `each` failed with, if that is what `error` is (a closed pipe, say).
 pub fn output_error(error: &RunError) -> Option<&io::Error> {
     match error {
         RunError::Output(error) => Some(error),
         _ => None,
-    }
-}
-
-/// Gives `entry`'s content to `each`, then reads what it left, so that every check on the
-/// content runs; the content must be exactly the declared size. Returns the bytes read.
-pub(super) fn give(entry: &Entry, data: &mut dyn Read, each: &mut Each<'_>) -> anyhow::Result<u64> {
-    let n = give_unsized(
-        &entry.name,
-        &mut data.take(entry.size.saturating_add(1)),
-        each,
-    )?;
-    if n > entry.size {
-        return Err(anyhow!(
-            "the entry holds more data than its declared size of {} bytes",
-            entry.size
-        ));
-    }
-    if n < entry.size {
-        return Err(anyhow!(
-            "the entry is truncated: {n} of its {} bytes",
-            entry.size
-        ));
-    }
-    Ok(n)
-}
-
-/// Gives `name`'s content to `each`, then reads what it left; returns the bytes read.
-fn give_unsized(name: &str, data: &mut dyn Read, each: &mut Each<'_>) -> anyhow::Result<u64> {
-    let mut counted = Counted {
-        inner: data,
-        read: 0,
-        failed: None,
-    };
-    if let Err(error) = each(name, &mut counted) {
-        // The content's own failure, met while `each` read it, is the entry's.
-        if let Some(failed) = counted.failed.take() {
-            return Err(anyhow::Error::new(failed).context("reading the entry's data"));
-        }
-        return Err(anyhow::Error::new(Output(error)));
-    }
-    if let Some(failed) = counted.failed.take() {
-        return Err(anyhow::Error::new(failed).context("reading the entry's data"));
-    }
-    io::copy(&mut counted, &mut io::sink())
-        .map_err(|e| anyhow::Error::new(e).context("reading the entry's data"))?;
-    Ok(counted.read)
-}
-
-/// Counts what is read through it, and keeps the content's own error (told apart from the
-/// caller's).
-struct Counted<'a> {
-    inner: &'a mut dyn Read,
-    read: u64,
-    failed: Option<io::Error>,
-}
-
-impl Read for Counted<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self.inner.read(buf) {
-            Ok(n) => {
-                self.read += n as u64;
-                Ok(n)
-            }
-            Err(error) => {
-                let again = io::Error::new(error.kind(), error.to_string());
-                self.failed = Some(error);
-                Err(again)
-            }
-        }
     }
 }
 

@@ -34,7 +34,7 @@ use futures_util::stream::{self, BoxStream, SelectAll, StreamExt, TryStreamExt};
 use object_store::path::Path as Key;
 use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore};
 
-use crate::engine::bucket::{self, BucketUrl};
+use crate::store::{self as bucket, BucketUrl};
 
 /// How much of the object's end the first request asks for: a zip's end of central directory
 /// record with the longest comment it can have (22 + 65,535 bytes), and the zip64 locator.
@@ -177,7 +177,7 @@ impl Object {
         (tail_at, tail): (u64, Bytes),
         round_trip: Duration,
     ) -> anyhow::Result<Opened> {
-        let mut file = super::input::temporary_file()
+        let mut file = tempfile::tempfile()
             .context("cannot make a temporary file to hold the archive while it is read")?;
         let held = |e: io::Error| {
             anyhow::Error::new(e).context("cannot write the archive to a temporary file")

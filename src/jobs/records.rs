@@ -63,19 +63,19 @@ pub(crate) struct Records {
 enum Place {
     Folder(PathBuf),
     #[cfg(feature = "s3")]
-    Bucket(crate::engine::bucket::Source),
+    Bucket(crate::store::Source),
 }
 
 impl Records {
     /// The records under `out`, listed once (a folder's made if missing).
     pub(crate) fn open(out: &Path) -> anyhow::Result<Records> {
         #[cfg(feature = "s3")]
-        if let Some(url) = crate::engine::bucket::BucketUrl::parse(out)? {
-            let url = crate::engine::bucket::BucketUrl {
+        if let Some(url) = crate::store::BucketUrl::parse(out)? {
+            let url = crate::store::BucketUrl {
                 prefix: format!("{}{DONE}/", url.prefix),
                 ..url
             };
-            let bucket = crate::engine::bucket::Source::open(url)?;
+            let bucket = crate::store::Source::open(url)?;
             let names = bucket
                 .listing()?
                 .into_keys()

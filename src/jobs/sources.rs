@@ -174,7 +174,7 @@ fn walk(dir: &Path, found: &mut dyn FnMut(&Path)) -> std::io::Result<()> {
 
 #[cfg(feature = "s3")]
 fn bucket_glob(pattern: &str) -> anyhow::Result<Vec<Source>> {
-    use crate::engine::bucket::{BucketUrl, Source as Bucket};
+    use crate::store::{BucketUrl, Source as Bucket};
     let scheme_end = pattern.find("://").map_or(0, |i| i + 3);
     let (bucket, key_pattern) = pattern[scheme_end..]
         .split_once('/')

@@ -22,13 +22,14 @@ use rayon::prelude::*;
 
 use super::walk::{Action, Walk};
 use super::{add_found, walked};
-use crate::engine::bucket::{Bucket, BucketUrl, md5_of};
+use crate::engine::bucket::Bucket;
 use crate::engine::{Content, WriterState};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options, Overwrite};
 use crate::patterns::{Patterns, Slash};
 use crate::plan::{Entry, EntryKind};
 use crate::report::{MirrorCounts, Report};
+use crate::store::{BucketUrl, md5_of};
 
 pub(super) fn mirror(
     src: &Path,
@@ -252,12 +253,7 @@ fn found_paths(todo: &[(Entry, bool)]) -> impl Iterator<Item = &Path> {
 }
 
 /// Whether the object `theirs` holds the file `entry` of `src` (see the module's docs).
-fn same_file(
-    src: &Path,
-    entry: &Entry,
-    theirs: &crate::engine::bucket::Listed,
-    checksum: bool,
-) -> bool {
+fn same_file(src: &Path, entry: &Entry, theirs: &crate::store::Listed, checksum: bool) -> bool {
     if theirs.size != entry.size {
         return false;
     }
@@ -274,10 +270,7 @@ fn same_file(
 
 /// Whether the object was stored since `mtime`, to the second (a store keeps whole seconds: a
 /// file changed in the second of its upload is taken as unchanged, as `aws s3 sync` takes it).
-fn stored_since(
-    theirs: &crate::engine::bucket::Listed,
-    mtime: Option<std::time::SystemTime>,
-) -> bool {
+fn stored_since(theirs: &crate::store::Listed, mtime: Option<std::time::SystemTime>) -> bool {
     let seconds = |t: std::time::SystemTime| {
         t.duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())

@@ -26,7 +26,6 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::anyhow;
 
-use crate::engine::bucket::{BucketUrl, Recorded, Source, md5_of};
 use crate::engine::feed::{self, Job};
 use crate::engine::{self, Content};
 use crate::error::{Error, ErrorKind, Setting};
@@ -35,6 +34,7 @@ use crate::patterns::{Patterns, Slash};
 use crate::plan::{Entry, EntryKind};
 use crate::platform;
 use crate::report::{MirrorCounts, Report};
+use crate::store::{BucketUrl, Recorded, Source, md5_of};
 
 /// What the prefix holds at a path.
 enum Wanted {
@@ -334,8 +334,8 @@ pub(super) fn mirror(
                 }
                 if recorded.is_symlink() {
                     let target = match fetched.body {
-                        crate::engine::bucket::Body::Whole(bytes, _) => bytes.to_vec(),
-                        crate::engine::bucket::Body::Stream(stream) => {
+                        crate::store::Body::Whole(bytes, _) => bytes.to_vec(),
+                        crate::store::Body::Stream(stream) => {
                             let mut target = Vec::new();
                             let read = io::Read::read_to_end(
                                 &mut io::Read::take(source.reader(&key, stream), 4096),
@@ -359,13 +359,13 @@ pub(super) fn mirror(
                 };
                 let entry = entry_for(path, EntryKind::File, index, size, recorded, modified);
                 match fetched.body {
-                    crate::engine::bucket::Body::Whole(bytes, held) => {
+                    crate::store::Body::Whole(bytes, held) => {
                         let data = bytes.to_vec();
                         drop(held);
                         feed.room(data.len() as u64, writer);
                         feed.push(Job { entry, data }, writer);
                     }
-                    crate::engine::bucket::Body::Stream(stream) => {
+                    crate::store::Body::Stream(stream) => {
                         let mut reader = source.reader(&key, stream);
                         writer.write(&entry, Content::Reader(&mut reader));
                     }
@@ -572,7 +572,7 @@ fn target_key(to: &BucketUrl, path: &Path, want: &Wanted) -> String {
 /// with their key; excluded ones are left out.
 fn wanted(
     url: &BucketUrl,
-    listed: HashMap<String, crate::engine::bucket::Listed>,
+    listed: HashMap<String, crate::store::Listed>,
     exclude: &Patterns,
     failures: &mut Vec<Error>,
     key_url: &dyn Fn(&str) -> String,
@@ -753,7 +753,7 @@ fn shown(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::bucket::Listed;
+    use crate::store::Listed;
 
     fn listed(keys: &[&str]) -> HashMap<String, Listed> {
         keys.iter()

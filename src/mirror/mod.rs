@@ -86,8 +86,8 @@ fn mirror_any(
     mopts: &MirrorOptions,
 ) -> anyhow::Result<Report> {
     #[cfg(feature = "s3")]
-    if let Some(url) = crate::engine::bucket::BucketUrl::parse(src)? {
-        if let Some(to) = crate::engine::bucket::BucketUrl::parse(dst)? {
+    if let Some(url) = crate::store::BucketUrl::parse(src)? {
+        if let Some(to) = crate::store::BucketUrl::parse(dst)? {
             return from_bucket::between_buckets(src, url, dst, to, (opts, mopts));
         }
         refuse_url(dst, "destination")?;
@@ -101,7 +101,7 @@ fn mirror_any(
         });
     }
     #[cfg(feature = "s3")]
-    if let Some(url) = crate::engine::bucket::BucketUrl::parse(dst)? {
+    if let Some(url) = crate::store::BucketUrl::parse(dst)? {
         refuse_url(src, "source")?;
         let root_meta = check_source(src)?;
         return bucket::mirror(src, dst, url, root_meta, (opts, mopts));

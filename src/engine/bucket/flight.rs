@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use super::client::Meter;
+use crate::store::Meter;
 use crate::sync::Unpoisoned;
 
 /// The fewest uploads kept in flight, and the most: past a few hundred a store gains nothing,

@@ -14,19 +14,12 @@
 //!   target (s3fs's convention), hard links copies of their target, made server-side after
 //!   every upload; devices and FIFOs are refused by name.
 
-mod client;
 mod flight;
-mod looked;
-mod object;
-mod pace;
-pub use pace::set_max_requests_per_second;
-mod raw;
-mod source;
-mod stale;
-mod url;
+mod streamed;
+mod upload;
 
-pub(crate) use source::{Body, Recorded, Source, read_body};
-pub(crate) use url::BucketUrl;
+pub(crate) use streamed::Streamed;
+use upload::{Outcome, claim, copy, upload};
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -37,35 +30,23 @@ use std::time::Instant;
 use anyhow::{Context, anyhow};
 use futures_util::StreamExt;
 use object_store::aws::AmazonS3;
-use object_store::multipart::{MultipartStore, PartId};
-use object_store::path::Path as Key;
-use object_store::{
-    GetOptions, ObjectStore, ObjectStoreExt, PutMode, PutMultipartOptions, PutOptions, PutPayload,
-};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode};
 
 use super::kept::Kept;
-use super::{Content, Unverified, UnverifiedKind, WriterState, already_exists, later::path_key};
+use super::{Content, Unverified, UnverifiedKind, WriterState, already_exists};
 use crate::error::{Error, ErrorKind, Failures, Setting};
 use crate::options::{Options, Overwrite};
-use crate::plan::{Entry, EntryKind, Plan};
+use crate::plan::{Entry, EntryKind, Plan, path_key};
 use crate::progress::{Reporter, Silent};
 use crate::report::Report;
 use crate::sync::Unpoisoned;
 
-use client::Meter;
+use crate::store::object::{self, S_IFDIR, S_IFLNK, S_IFREG, SINGLE_PUT_MAX};
+use crate::store::{
+    BucketUrl, Listed, Meter, Source, client_runtime, connect, explain, list_prefix, parse_key,
+    raw, stale,
+};
 use flight::Gate;
-use object::{S_IFDIR, S_IFLNK, S_IFREG, SINGLE_PUT_MAX};
-
-/// The object `key` in `url`'s bucket, for reading: the store (with the settings a run's
-/// target is found with) and the key as the store has it.
-pub(crate) fn object(
-    url: &BucketUrl,
-    key: &str,
-) -> anyhow::Result<(Arc<dyn ObjectStore>, object_store::path::Path)> {
-    let (store, _) = client::store(url, Arc::new(Meter::default()))?;
-    let path = parse_key(key).map_err(|e| anyhow!(explain(&e)))?;
-    Ok((Arc::new(store), path))
-}
 
 /// What a bucket cannot be given, refused before anything is written.
 pub(crate) fn refuse_what_does_not_apply(root: &Path, opts: &Options) -> anyhow::Result<()> {
@@ -142,33 +123,6 @@ struct Deferred {
     unverified: Vec<(Unverified, String)>,
 }
 
-/// An object as a listing shows it.
-pub(crate) struct Listed {
-    pub size: u64,
-    pub modified: std::time::SystemTime,
-    /// Its ETag, unquoted: a single PUT's is its content's MD5; a multipart upload's has a `-`.
-    pub etag: Option<String>,
-}
-
-/// The MD5 of `data`, in hex (a single PUT's ETag).
-pub(crate) fn md5_of(file: &mut dyn std::io::Read) -> std::io::Result<String> {
-    use md5::{Digest, Md5};
-    let mut hasher = Md5::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
-}
-
 /// An upload's entry, as its task needs it.
 struct Job {
     name: String,
@@ -204,7 +158,7 @@ impl Bucket {
         // each, side by side).
         let (probe, stale) = runtime.block_on(async {
             let look = async {
-                let look = looked::first_look(&store, &url, opts.overwrite);
+                let look = crate::store::first_look(&store, &url, opts.overwrite);
                 match tokio::time::timeout(std::time::Duration::from_secs(30), look).await {
                     Ok(result) => result,
                     Err(_) => Err(anyhow!(
@@ -423,15 +377,7 @@ impl Bucket {
         if self.cancelled() {
             return Err(super::files::cancelled(&entry));
         }
-        Ok(Streamed {
-            bucket: self,
-            entry,
-            buf: Vec::new(),
-            multipart: None,
-            written: 0,
-            done: false,
-            exists: None,
-        })
+        Ok(Streamed::new(self, entry))
     }
 
     /// Reads a whole file's content and hands it to an upload (a multipart one when large).
@@ -841,238 +787,6 @@ fn read_content(
     }
 }
 
-/// The client of `url`'s store: the store, the requests fastwrite signs itself, and the meter
-/// that times them.
-fn connect(url: &BucketUrl) -> anyhow::Result<(AmazonS3, raw::Raw, Arc<Meter>)> {
-    let meter = Arc::new(Meter::default());
-    let (store, region) = client::store(url, Arc::clone(&meter))?;
-    let http = meter
-        .client
-        .get()
-        .cloned()
-        .context("the store made no HTTP client")?;
-    let raw = raw::Raw::new(store.clone(), http, region);
-    Ok((store, raw, meter))
-}
-
-/// The runtime the client's requests run on, its threads named `name`.
-fn client_runtime(name: &str) -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(crate::options::default_threads().max(2))
-        .thread_name(name)
-        .enable_all()
-        .build()
-        .context("cannot start the client's threads")
-}
-
-/// Every object under `url`'s prefix but fastwrite's own marks, by key as it is (a folder
-/// marker's `/` kept): the top level in one request, then each folder below it listed in
-/// parallel (ListObjectsV2, 1,000 keys a request).
-async fn list_prefix(raw: &raw::Raw, url: &BucketUrl) -> anyhow::Result<HashMap<String, Listed>> {
-    let (top, folders) = raw.list(&url.prefix, true).await?;
-    let mut found = HashMap::new();
-    let mut add = |object: raw::ListedObject| {
-        if !stale::is_mark(url, &object.key) {
-            let listed = Listed {
-                size: object.size,
-                modified: object.modified,
-                etag: object.etag,
-            };
-            found.insert(object.key, listed);
-        }
-    };
-    top.into_iter().for_each(&mut add);
-    let lists = folders.iter().map(|folder| raw.list(folder, false));
-    let mut lists = futures_util::stream::iter(lists).buffer_unordered(16);
-    while let Some(listed) = lists.next().await {
-        listed?.0.into_iter().for_each(&mut add);
-    }
-    Ok(found)
-}
-
-/// One PUT (or, where the store ignores conditions and the key may not be replaced, a look at
-/// the key first). `Ok(None)`: the key exists and the policy keeps it.
-async fn upload(shared: &Shared, job: &Job, data: Vec<u8>) -> Result<Outcome, object_store::Error> {
-    let key = parse_key(&job.key)?;
-    let mut mode = job.mode.clone();
-    if !shared.conditional
-        && shared.overwrite != Overwrite::Replace
-        && matches!(mode, PutMode::Create)
-    {
-        match shared.store.head(&key).await {
-            Ok(_) => return Ok(Outcome::Exists),
-            Err(object_store::Error::NotFound { .. }) => mode = PutMode::Overwrite,
-            Err(e) => return Err(e),
-        }
-    }
-    let digest = md5_hex(&data);
-    let size = data.len() as u64;
-    let payload = PutPayload::from(data);
-    let opts = |mode| PutOptions {
-        mode,
-        attributes: object::attributes(&job.meta),
-        ..PutOptions::default()
-    };
-    let ours = |meta: &object_store::ObjectMeta| {
-        meta.size == size
-            && meta.e_tag.as_deref().map(|t| t.trim_matches('"')) == Some(digest.as_str())
-    };
-    // Whether an attempt of this PUT went unanswered (no answer, a 5xx, a 429: the meter saw
-    // it); forgotten once asked.
-    let uncertain = || async {
-        shared.meter.any_uncertain()
-            && shared
-                .raw
-                .url(&key)
-                .await
-                .is_ok_and(|url| shared.meter.was_uncertain(&url))
-    };
-    let mut tries = 0;
-    let put = loop {
-        let put = shared
-            .store
-            .put_opts(&key, payload.clone(), opts(mode.clone()))
-            .await;
-        let Err(e) = &put else {
-            // An attempt that went unanswered, then one that landed: nothing left to tell.
-            uncertain().await;
-            break put;
-        };
-        if taken(e) || tries >= 3 || !uncertain().await {
-            break put;
-        }
-        // Its answer was lost: the PUT may have landed all the same. Look before sending it
-        // again (a create sent again would meet its own object as someone's).
-        tries += 1;
-        match shared.store.head(&key).await {
-            Ok(meta) if ours(&meta) => return Ok(Outcome::Written),
-            Ok(_) if matches!(mode, PutMode::Create) => return Ok(Outcome::Exists),
-            Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
-            Err(_) => break put,
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(200 << tries)).await;
-    };
-    match put {
-        Ok(_) => Ok(Outcome::Written),
-        Err(e) if taken(&e) && shared.overwrite == Overwrite::Update => {
-            // Replaced only if what is there is older (its `mtime`, else its upload time).
-            if older(shared, &key, job.mtime).await? {
-                shared
-                    .store
-                    .put_opts(&key, payload, opts(PutMode::Overwrite))
-                    .await?;
-                Ok(Outcome::Written)
-            } else {
-                Ok(Outcome::Exists)
-            }
-        }
-        Err(e) if taken(&e) => {
-            // The client's own retry can meet its first attempt's object, which landed though
-            // its answer was lost: only then (an attempt went unanswered, as the meter saw), the
-            // same size and content (a single PUT's ETag is its MD5) is this upload's own.
-            // Anything else is someone's key.
-            if !uncertain().await {
-                return Ok(Outcome::Exists);
-            }
-            match shared.store.head(&key).await {
-                Ok(meta) if ours(&meta) => Ok(Outcome::Written),
-                _ => Ok(Outcome::Exists),
-            }
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// An upload that met an existing key: the run's own (an earlier attempt at the same source
-/// of a run of many left it, `Options::resume_tag`) where the object carries the run's tag,
-/// then counted as written; anyone else's otherwise.
-async fn claim(
-    shared: &Shared,
-    job: &Job,
-    result: Result<Outcome, object_store::Error>,
-) -> Result<Outcome, object_store::Error> {
-    let (Ok(Outcome::Exists), Some(tag)) = (&result, &shared.tag) else {
-        return result;
-    };
-    // A folder marker's key ends in `/`, which the client's keys cannot hold: never claimed.
-    let Ok(key) = parse_key(&job.key) else {
-        return result;
-    };
-    match shared.store.get_opts(&key, head_with_metadata()).await {
-        Ok(found) if carries(tag, &found.attributes) => Ok(Outcome::Written),
-        _ => result,
-    }
-}
-
-/// Whether an object's attributes carry the resume tag `tag` (`claim`).
-fn carries(tag: &str, attributes: &object_store::Attributes) -> bool {
-    attributes
-        .get(&object_store::Attribute::Metadata(
-            object::SOURCE_TAG.into(),
-        ))
-        .is_some_and(|value| value.as_ref() == tag)
-}
-
-/// Whether the object at `key` is older than `mtime`: by its `mtime` metadata where it has
-/// one (rclone's, s3fs's, fastwrite's), else by when it was uploaded.
-async fn older(
-    shared: &Shared,
-    key: &Key,
-    mtime: Option<std::time::SystemTime>,
-) -> Result<bool, object_store::Error> {
-    let Some(mtime) = mtime else {
-        return Ok(false);
-    };
-    let found = shared.store.get_opts(key, head_with_metadata()).await?;
-    let recorded = found
-        .attributes
-        .get(&object_store::Attribute::Metadata("mtime".into()))
-        .and_then(|value| object::parse_mtime(value));
-    let theirs = recorded.unwrap_or_else(|| found.meta.last_modified.into());
-    Ok(theirs < mtime)
-}
-
-/// A key as the client takes it, unchanged (`Path::from` would percent-encode every byte past
-/// ASCII: `café` would become `caf%C3%A9`). A name holding a control character is refused by
-/// the client.
-fn parse_key(key: &str) -> Result<Key, object_store::Error> {
-    Key::parse(key).map_err(|source| object_store::Error::InvalidPath { source })
-}
-
-fn md5_hex(data: &[u8]) -> String {
-    use md5::{Digest, Md5};
-    let digest = Md5::digest(data);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A server-side copy for a hard link.
-async fn copy(
-    shared: &Shared,
-    from: &str,
-    to: &str,
-    mode: PutMode,
-) -> Result<Outcome, object_store::Error> {
-    let (from, to) = (parse_key(from)?, parse_key(to)?);
-    if matches!(mode, PutMode::Create) {
-        match shared.store.head(&to).await {
-            Ok(_) => return Ok(Outcome::Exists),
-            Err(object_store::Error::NotFound { .. }) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    shared
-        .store
-        .copy(&from, &to)
-        .await
-        .map(|()| Outcome::Written)
-}
-
-enum Outcome {
-    Written,
-    /// The key exists (a create met it).
-    Exists,
-}
-
 impl Shared {
     /// Records an upload's result: counted, kept by the policy, or a failure with its key.
     fn settle(&self, job: &Job, result: Result<Outcome, object_store::Error>) {
@@ -1134,39 +848,6 @@ impl Shared {
     }
 }
 
-/// Whether a create met a key already there: `AlreadyExists`, or a failed precondition
-/// (`If-None-Match: *`), as stores answer it.
-pub(super) fn taken(e: &object_store::Error) -> bool {
-    matches!(
-        e,
-        object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }
-    )
-}
-
-/// A HEAD that brings the object's attributes (its user metadata) with it.
-pub(super) fn head_with_metadata() -> GetOptions {
-    GetOptions {
-        head: true,
-        ..GetOptions::default()
-    }
-}
-
-/// The store's error in a sentence: what the server said, without the client's layers of
-/// request detail repeated.
-pub(crate) fn explain(e: &object_store::Error) -> String {
-    use std::error::Error as _;
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text = format!("{text}: {more}");
-        }
-        source = cause.source();
-    }
-    text
-}
-
 /// A writer thread's handle on the bucket.
 pub(crate) struct Writer<'e> {
     bucket: &'e Bucket,
@@ -1189,328 +870,5 @@ impl<'e> Writer<'e> {
                 false
             }
         }
-    }
-}
-
-/// A file whose content comes in pieces: held in memory up to [`SINGLE_PUT_MAX`], then sent
-/// as the parts of a multipart upload as they fill. Nothing is visible under its key until it
-/// is sealed and the upload completes; an abandoned one is aborted.
-pub(crate) struct Streamed<'e> {
-    bucket: &'e Bucket,
-    entry: Entry,
-    buf: Vec<u8>,
-    multipart: Option<Multipart>,
-    written: u64,
-    done: bool,
-    /// The key was found taken before the upload began (and whether by an earlier attempt of
-    /// the run's own source: `claim`): what comes is counted and dropped, and sealing counts
-    /// it written (its own), or keeps the key or fails as the policy says.
-    exists: Option<(Job, bool)>,
-}
-
-struct Multipart {
-    key: Key,
-    id: String,
-    /// The parts sent, in order: each one's upload, then its id once it completed.
-    parts: Vec<tokio::task::JoinHandle<object_store::Result<PartId>>>,
-    done: Vec<PartId>,
-    /// The part the buffer fills now.
-    next: usize,
-    job: Job,
-    /// The object that tells a later run this upload is open (see `stale.rs`).
-    mark: Key,
-}
-
-impl Streamed<'_> {
-    pub(crate) fn name(&self) -> &Path {
-        Path::new(&self.entry.name)
-    }
-
-    pub(crate) fn len(&self) -> u64 {
-        self.written
-    }
-
-    pub(crate) fn write(&mut self, data: &[u8]) -> std::io::Result<()> {
-        if self.bucket.cancelled() {
-            return Err(std::io::Error::other("the run was cancelled"));
-        }
-        self.written += data.len() as u64;
-        if self.exists.is_some() {
-            return Ok(());
-        }
-        self.buf.extend_from_slice(data);
-        let threshold = match &self.multipart {
-            Some(m) => object::part_size(m.next),
-            None => SINGLE_PUT_MAX as usize + 1,
-        };
-        if self.buf.len() >= threshold {
-            self.send_part().map_err(std::io::Error::other)?;
-        }
-        Ok(())
-    }
-
-    pub(crate) fn drain(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-
-    /// Starts the multipart upload: unless the key may be replaced, a look at it first (an
-    /// existing key is not uploaded at all; the completion's `If-None-Match` still guards the
-    /// time in between), then the upload, marked as this run's (`stale.rs`).
-    fn begin(&mut self) -> anyhow::Result<()> {
-        let bucket = self.bucket;
-        let shared = &bucket.shared;
-        let name = object::key(&shared.url.prefix, &self.entry.path);
-        let key = parse_key(&name).map_err(|e| anyhow!(explain(&e)))?;
-        let mode = bucket.put_mode();
-        let meta = bucket.meta(
-            &self.entry,
-            S_IFREG,
-            bucket.mode_of(&self.entry),
-            bucket.owner_of(&self.entry),
-        );
-        let job = Job {
-            name: self.entry.name.clone(),
-            key: name,
-            mode: mode.clone(),
-            meta,
-            size: 0,
-            mtime: self.entry.mtime,
-        };
-        if matches!(mode, PutMode::Create) {
-            match bucket
-                .runtime
-                .block_on(shared.store.get_opts(&key, head_with_metadata()))
-            {
-                Ok(found) if shared.overwrite != Overwrite::Update => {
-                    // An earlier attempt at the same source of a run of many left it: its own
-                    // (`claim`), counted as written once the content is read past.
-                    let own = shared
-                        .tag
-                        .as_deref()
-                        .is_some_and(|tag| carries(tag, &found.attributes));
-                    self.exists = Some((job, own));
-                    self.buf = Vec::new();
-                    return Ok(());
-                }
-                Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(anyhow!(explain(&e))),
-            }
-        }
-        let opts = PutMultipartOptions {
-            attributes: object::attributes(&job.meta),
-            ..PutMultipartOptions::default()
-        };
-        let id = bucket
-            .runtime
-            .block_on(shared.store.create_multipart_opts(&key, opts))
-            .map_err(|e| anyhow!(explain(&e)))?;
-        let mark = bucket.runtime.block_on(stale::mark(shared, &job.key, &id));
-        let mark = match mark {
-            Ok(mark) => mark,
-            Err(e) => {
-                let _ = bucket
-                    .runtime
-                    .block_on(shared.store.abort_multipart(&key, &id));
-                return Err(e.context("cannot mark the multipart upload as this run's"));
-            }
-        };
-        self.multipart = Some(Multipart {
-            key,
-            id,
-            parts: Vec::new(),
-            done: Vec::new(),
-            next: 0,
-            job,
-            mark,
-        });
-        Ok(())
-    }
-
-    /// Sends the buffer's first part, starting the multipart upload if this is the first.
-    fn send_part(&mut self) -> anyhow::Result<()> {
-        if self.multipart.is_none() {
-            self.begin()?;
-        }
-        let bucket = self.bucket;
-        let Some(multipart) = &mut self.multipart else {
-            return Ok(());
-        };
-        let size = object::part_size(multipart.next).min(self.buf.len());
-        let rest = self.buf.split_off(size);
-        let part = std::mem::replace(&mut self.buf, rest);
-        let sent = put_part(bucket, multipart, part);
-        multipart.parts.push(sent);
-        // At most four parts of one file in flight.
-        if multipart.parts.len() >= 4 {
-            let first = multipart.parts.remove(0);
-            let id = join(bucket.runtime.block_on(first)).map_err(|e| anyhow!(explain(&e)))?;
-            multipart.done.push(id);
-        }
-        Ok(())
-    }
-
-    pub(crate) fn seal(mut self, _state: &mut WriterState) -> Result<(), Error> {
-        self.done = true;
-        let bucket = self.bucket;
-        if bucket.cancelled() {
-            self.abort();
-            return Err(super::files::cancelled(&self.entry));
-        }
-        self.entry.size = self.written;
-        if let Some((mut job, own)) = self.exists.take() {
-            if own {
-                job.size = self.written;
-                bucket.shared.settle(&job, Ok(Outcome::Written));
-            } else {
-                bucket.shared.exists(&job);
-            }
-            return Ok(());
-        }
-        let Some(mut multipart) = self.multipart.take() else {
-            let data = std::mem::take(&mut self.buf);
-            bucket.put(&self.entry, data);
-            return Ok(());
-        };
-        bucket.fill_parents(&self.entry.path);
-        let last = std::mem::take(&mut self.buf);
-        if !last.is_empty() {
-            let part = put_part(bucket, &mut multipart, last);
-            multipart.parts.push(part);
-        }
-        multipart.job.size = self.written;
-        let shared = Arc::clone(&bucket.shared);
-        shared.gate.enter(0);
-        bucket.runtime.spawn(async move {
-            let result = finish_multipart(&shared, &mut multipart).await;
-            let result = claim(&shared, &multipart.job, result).await;
-            shared.settle(&multipart.job, result);
-            shared.gate.leave(0);
-        });
-        Ok(())
-    }
-
-    pub(crate) fn abandon_for(mut self, error: Error) -> Error {
-        self.done = true;
-        self.abort();
-        error
-    }
-
-    /// Aborts a multipart upload begun, so that no part stays behind.
-    fn abort(&mut self) {
-        if let Some(multipart) = self.multipart.take() {
-            let shared = &self.bucket.shared;
-            self.bucket.runtime.block_on(async {
-                for part in &multipart.parts {
-                    part.abort();
-                }
-                let _ = shared
-                    .store
-                    .abort_multipart(&multipart.key, &multipart.id)
-                    .await;
-                let _ = shared.store.delete(&multipart.mark).await;
-            });
-        }
-    }
-}
-
-/// Sends `data` as the upload's next part, within the gate.
-fn put_part(
-    bucket: &Bucket,
-    multipart: &mut Multipart,
-    data: Vec<u8>,
-) -> tokio::task::JoinHandle<object_store::Result<PartId>> {
-    let shared = Arc::clone(&bucket.shared);
-    let size = data.len() as u64;
-    let (key, id, index) = (multipart.key.clone(), multipart.id.clone(), multipart.next);
-    multipart.next += 1;
-    shared.gate.enter(size);
-    bucket.runtime.spawn(async move {
-        let result = shared
-            .store
-            .put_part(&key, &id, index, PutPayload::from(data))
-            .await;
-        shared.gate.leave(size);
-        result
-    })
-}
-
-fn join<T>(
-    joined: Result<object_store::Result<T>, tokio::task::JoinError>,
-) -> object_store::Result<T> {
-    joined.map_err(|source| object_store::Error::JoinError { source })?
-}
-
-/// Waits for the parts, then completes the upload: with `If-None-Match: *` unless the key may
-/// be replaced (`-u` replaces an older object: the completion is then asked again without the
-/// condition). An upload that does not complete is aborted; its mark goes either way.
-async fn finish_multipart(
-    shared: &Shared,
-    multipart: &mut Multipart,
-) -> Result<Outcome, object_store::Error> {
-    let mut failed = None;
-    for part in std::mem::take(&mut multipart.parts) {
-        match join(part.await) {
-            Ok(id) => multipart.done.push(id),
-            Err(e) => failed = failed.or(Some(e)),
-        }
-    }
-    let generic = |e: anyhow::Error| object_store::Error::Generic {
-        store: "S3",
-        source: e.into(),
-    };
-    let result = match failed {
-        Some(e) => Err(e),
-        None => {
-            let create = matches!(multipart.job.mode, PutMode::Create);
-            let complete = |create| {
-                shared
-                    .raw
-                    .complete(&multipart.key, &multipart.id, &multipart.done, create)
-            };
-            match complete(create).await.map_err(generic)? {
-                answer if answer.status == 200 => Ok(Outcome::Written),
-                answer if answer.status == 412 && shared.overwrite == Overwrite::Update => {
-                    if older(shared, &multipart.key, multipart.job.mtime).await? {
-                        let again = complete(false).await.map_err(generic)?;
-                        if again.status == 200 {
-                            Ok(Outcome::Written)
-                        } else {
-                            Err(generic(anyhow!("HTTP {}: {}", again.status, again.body)))
-                        }
-                    } else {
-                        Ok(Outcome::Exists)
-                    }
-                }
-                answer if answer.status == 412 => Ok(Outcome::Exists),
-                answer => Err(generic(anyhow!(
-                    "completing the multipart upload: HTTP {}: {}",
-                    answer.status,
-                    answer.body
-                ))),
-            }
-        }
-    };
-    if !matches!(result, Ok(Outcome::Written)) {
-        let _ = shared
-            .store
-            .abort_multipart(&multipart.key, &multipart.id)
-            .await;
-    }
-    let _ = shared.store.delete(&multipart.mark).await;
-    result
-}
-
-impl Drop for Streamed<'_> {
-    fn drop(&mut self) {
-        if self.done {
-            return;
-        }
-        self.abort();
-        let error = Error::new(
-            &self.entry.name,
-            ErrorKind::Unfinished,
-            anyhow!("dropped before it was finished: nothing was uploaded"),
-        );
-        self.bucket.record(error);
     }
 }

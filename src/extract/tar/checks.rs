@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 
 use super::reader::{Kind, Member, Owner};
-use crate::engine::path_key;
 use crate::error::{Error, ErrorKind, Setting};
 use crate::extract::select::{Choice, Chooser};
+use crate::plan::path_key;
 use crate::plan::{self, Entry, EntryKind, Special};
 
 /// Decides what each member of a tar becomes, in archive order: taken or not (the

@@ -8,10 +8,10 @@ use anyhow::Context;
 use super::after_the_end;
 use super::checks::Checker;
 use super::reader::{Kind, Reader};
-use crate::engine::path_key;
 use crate::error::{Error, ErrorKind};
 use crate::extract::listed::{Listed, ListedKind};
 use crate::extract::select::{Choice, Chooser};
+use crate::plan::path_key;
 use crate::plan::{self, EntryKind};
 
 /// Lists a tar stream as it is read: every member the selection takes, with what extracting

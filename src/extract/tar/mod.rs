@@ -18,12 +18,10 @@ use std::path::Path;
 
 use anyhow::{Context, anyhow};
 
-use crate::engine::{
-    self, Content, Engine, HoleRead, Unverified, UnverifiedKind, Writer, path_key,
-};
+use crate::engine::{self, Content, Engine, HoleRead, Unverified, UnverifiedKind, Writer};
 use crate::error::{Error, ErrorKind};
 use crate::options::Options;
-use crate::plan::{self, Entry, EntryKind};
+use crate::plan::{self, Entry, EntryKind, path_key};
 use crate::report::Report;
 
 use super::codec;
@@ -33,6 +31,7 @@ use crate::engine::feed::{self, Feed, Job};
 
 mod checks;
 mod list;
+mod pax;
 mod reader;
 
 use checks::{Checker, Owners};
@@ -111,7 +110,7 @@ pub(super) fn read_files(
     label: &str,
     opts: &Options,
     chooser: &Chooser,
-    each: &mut super::read::Each<'_>,
+    each: &mut super::give::Each<'_>,
 ) -> anyhow::Result<Report> {
     let mut report = Report::default();
     let mut archive = Reader::new(decoded);
@@ -132,12 +131,12 @@ pub(super) fn read_files(
         match check.entry(&member, &name) {
             Ok(Some(entry)) if entry.kind == EntryKind::File => {
                 check.files.insert(path_key(&entry.path));
-                match super::read::give(&entry, &mut archive.data(), each) {
+                match super::give::give(&entry, &mut archive.data(), each) {
                     Ok(n) => {
                         report.files += 1;
                         report.bytes += n;
                     }
-                    Err(error) if super::read::is_output(&error) => return Err(error),
+                    Err(error) if super::give::is_output(&error) => return Err(error),
                     Err(error) => {
                         report
                             .failures

@@ -18,10 +18,11 @@
 //! overflow or contradict each other are errors, not panics or huge allocations.
 
 use std::io::{self, Read};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use anyhow::{Context, anyhow, bail};
 
+use super::pax::{Pax, decimal, leading_number, pax_time};
 use crate::engine::HoleRead;
 use crate::extract::format::{BLOCK, checksum_ok, number};
 /// The most bytes of a GNU long name or pax header kept in memory.
@@ -123,86 +124,10 @@ impl SparseState {
     }
 }
 
-/// The pax records that apply to the next member, merged from its pax headers.
-#[derive(Default)]
-struct Pax {
-    records: Vec<(Vec<u8>, Vec<u8>)>,
-    /// What was malformed but readable.
-    notes: Vec<String>,
-}
-
-impl Pax {
-    /// The last value of `key`; an empty value cancels the key (POSIX).
-    fn get(&self, key: &str) -> Option<&[u8]> {
-        let value = self
-            .records
-            .iter()
-            .rev()
-            .find(|(k, _)| k == key.as_bytes())
-            .map(|(_, v)| v.as_slice())?;
-        (!value.is_empty()).then_some(value)
-    }
-
-    /// Every value of `key`, in order (GNU sparse 0.0 repeats its offset and size keys).
-    fn all<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
-        self.records
-            .iter()
-            .filter(move |(k, _)| k == key.as_bytes())
-            .map(|(_, v)| v.as_slice())
-    }
-
-    fn number(&self, key: &str) -> anyhow::Result<Option<u64>> {
-        self.get(key)
-            .map(|v| decimal(v).with_context(|| format!("the pax record '{key}'")))
-            .transpose()
-    }
-
-    fn parse(&mut self, data: &[u8]) -> anyhow::Result<()> {
-        let mut rest = data;
-        while !rest.is_empty() {
-            // Some writers pad the header's data with NULs.
-            if rest.iter().all(|&b| b == 0) {
-                break;
-            }
-            let space = rest
-                .iter()
-                .position(|&b| b == b' ')
-                .ok_or_else(|| anyhow!("a pax record has no length"))?;
-            let len = decimal(&rest[..space]).context("a pax record's length")?;
-            let len = usize::try_from(len)
-                .ok()
-                .filter(|&l| l > space + 1 && l <= rest.len())
-                .ok_or_else(|| anyhow!("a pax record's length runs past its header"))?;
-            let record = &rest[space + 1..len];
-            // GNU tar and bsdtar take a record without its newline, with a warning.
-            let record = record.strip_suffix(b"\n").unwrap_or_else(|| {
-                self.notes
-                    .push("a pax record does not end with a newline".to_string());
-                record
-            });
-            let eq = record
-                .iter()
-                .position(|&b| b == b'=')
-                .ok_or_else(|| anyhow!("a pax record has no '='"))?;
-            self.records
-                .push((record[..eq].to_vec(), record[eq + 1..].to_vec()));
-            rest = &rest[len..];
-        }
-        Ok(())
-    }
-}
-
 /// The bytes after `size` bytes of data up to the next block (none for any size a tar can
 /// hold: a pax `size` record may claim up to 2^64 - 1).
 fn padding(size: u64) -> u64 {
     (BLOCK as u64 - size % BLOCK as u64) % BLOCK as u64
-}
-
-/// A decimal number (pax values).
-fn decimal(text: &[u8]) -> anyhow::Result<u64> {
-    let text = std::str::from_utf8(text).map_err(|_| anyhow!("not a number"))?;
-    text.parse()
-        .map_err(|_| anyhow!("'{text}' is not a number that fits in 64 bits"))
 }
 
 fn unsigned(field: &[u8], what: &str) -> anyhow::Result<u64> {
@@ -216,50 +141,6 @@ fn until_nul(bytes: &[u8]) -> &[u8] {
         .iter()
         .position(|&b| b == 0)
         .map_or(bytes, |end| &bytes[..end])
-}
-
-/// The longest prefix of a pax time that reads as one (`123.5abc` -> `123.5`).
-fn leading_number(value: &[u8]) -> &[u8] {
-    let sign = usize::from(value.first() == Some(&b'-'));
-    let whole = value[sign..]
-        .iter()
-        .take_while(|b| b.is_ascii_digit())
-        .count();
-    if whole == 0 {
-        return &[];
-    }
-    let mut end = sign + whole;
-    if value.get(end) == Some(&b'.') {
-        end += 1 + value[end + 1..]
-            .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .count();
-    }
-    let number = &value[..end];
-    number.strip_suffix(b".").unwrap_or(number)
-}
-
-/// A pax time: decimal seconds, optionally negative, with up to nine digits of fraction kept.
-pub(crate) fn pax_time(value: &[u8]) -> Option<SystemTime> {
-    let value = std::str::from_utf8(value).ok()?;
-    let (secs, frac) = value.split_once('.').unwrap_or((value, ""));
-    let negative = secs.starts_with('-');
-    let whole: u64 = secs.trim_start_matches('-').parse().ok()?;
-    if !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let digits: String = frac.chars().take(9).collect();
-    let nanos: u64 = if digits.is_empty() {
-        0
-    } else {
-        format!("{digits:0<9}").parse().ok()?
-    };
-    let offset = Duration::from_secs(whole) + Duration::from_nanos(nanos);
-    if negative {
-        UNIX_EPOCH.checked_sub(offset)
-    } else {
-        UNIX_EPOCH.checked_add(offset)
-    }
 }
 
 impl<R: Read> Reader<R> {
@@ -795,6 +676,7 @@ fn checked_runs(runs: Vec<(u64, u64)>, size: u64, stored: u64) -> anyhow::Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
 
     #[test]
     fn numbers_in_octal_and_base_256() {
@@ -821,31 +703,6 @@ mod tests {
             ])
             .is_err()
         );
-    }
-
-    #[test]
-    fn pax_times_keep_their_fraction() {
-        let t = pax_time(b"1700000000.25").unwrap();
-        assert_eq!(
-            t.duration_since(UNIX_EPOCH).unwrap(),
-            Duration::new(1_700_000_000, 250_000_000)
-        );
-        let t = pax_time(b"1700000000.123456789123").unwrap();
-        // Windows' SystemTime counts 100 ns ticks, so the last two digits cannot be kept there.
-        let kept = if cfg!(windows) {
-            123_456_700
-        } else {
-            123_456_789
-        };
-        assert_eq!(t.duration_since(UNIX_EPOCH).unwrap().subsec_nanos(), kept);
-        assert_eq!(pax_time(b"42"), Some(UNIX_EPOCH + Duration::from_secs(42)));
-        let before = pax_time(b"-1.5").unwrap();
-        assert_eq!(
-            UNIX_EPOCH.duration_since(before).unwrap(),
-            Duration::from_millis(1500)
-        );
-        assert_eq!(pax_time(b"x"), None);
-        assert_eq!(pax_time(b"1.2e3"), None);
     }
 
     /// A header block: `name`, type, size, then the checksum as GNU tar writes it.

@@ -209,7 +209,7 @@ pub(super) fn read_files(
     file: File,
     opts: &Options,
     chooser: &Chooser,
-    each: &mut super::read::Each<'_>,
+    each: &mut super::give::Each<'_>,
 ) -> anyhow::Result<Report> {
     let (bytes, cut) = load(path, file)?;
     let mut archive = open_archive(&bytes).map_err(|what| what.of(path))?;
@@ -225,16 +225,16 @@ pub(super) fn read_files(
             break;
         }
         let read = match direct.data(&mut archive, &bytes, entry.index) {
-            Some(data) => data.and_then(|data| super::read::give(entry, &mut &data[..], each)),
+            Some(data) => data.and_then(|data| super::give::give(entry, &mut &data[..], each)),
             None => open_entry(&mut archive, entry.index, &password)
-                .and_then(|mut reader| super::read::give(entry, &mut reader, each)),
+                .and_then(|mut reader| super::give::give(entry, &mut reader, each)),
         };
         match read {
             Ok(n) => {
                 report.files += 1;
                 report.bytes += n;
             }
-            Err(error) if super::read::is_output(&error) => return Err(error),
+            Err(error) if super::give::is_output(&error) => return Err(error),
             Err(error) => report
                 .failures
                 .push(Error::new(&entry.name, ErrorKind::Source, error)),

@@ -512,7 +512,7 @@ impl Stream<'_, '_, '_> {
         }
         self.order += 1;
         entry.index = self.order;
-        entry.replaces = !self.seen_paths.insert(engine::path_key(&path));
+        entry.replaces = !self.seen_paths.insert(crate::plan::path_key(&path));
         let limit = self.feed.buffer_limit;
         let mut buffer = Vec::new();
         if let Err(e) = (&mut *data).take(limit + 1).read_to_end(&mut buffer) {

@@ -64,7 +64,7 @@ fn key_of(url: &BucketUrl) -> String {
 
 /// The first look at `url`'s bucket (see the module's docs): whether conditional writes are
 /// honoured; `Err` if the bucket cannot be used.
-pub(super) async fn first_look(
+pub(crate) async fn first_look(
     store: &AmazonS3,
     url: &BucketUrl,
     overwrite: Overwrite,

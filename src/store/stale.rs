@@ -19,8 +19,8 @@ use object_store::multipart::MultipartStore;
 use object_store::path::Path as Key;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
+use super::parse_key;
 use super::url::BucketUrl;
-use super::{Shared, parse_key};
 
 /// Where the marks are, under the prefix.
 const MARKS: &str = ".fastwrite-uploads/";
@@ -29,7 +29,7 @@ const MARKS: &str = ".fastwrite-uploads/";
 const GONE_AFTER: Duration = Duration::from_secs(24 * 3600);
 
 /// Whether `key` is one of the marks under `url`'s prefix (never the tree's).
-pub(super) fn is_mark(url: &BucketUrl, key: &str) -> bool {
+pub(crate) fn is_mark(url: &BucketUrl, key: &str) -> bool {
     key.strip_prefix(url.prefix.as_str())
         .is_some_and(|rest| rest.starts_with(MARKS))
 }
@@ -42,11 +42,16 @@ fn now() -> u64 {
 }
 
 /// Marks the upload `id` of `key` as this run's; returns the mark's key.
-pub(super) async fn mark(shared: &Shared, key: &str, id: &str) -> anyhow::Result<Key> {
+pub(crate) async fn mark(
+    store: &AmazonS3,
+    url: &BucketUrl,
+    key: &str,
+    id: &str,
+) -> anyhow::Result<Key> {
     let hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
-    let mark = parse_key(&format!("{}{MARKS}{hex}", shared.url.prefix))?;
+    let mark = parse_key(&format!("{}{MARKS}{hex}", url.prefix))?;
     let text = mark_text(key, id);
-    shared.store.put(&mark, PutPayload::from(text)).await?;
+    store.put(&mark, PutPayload::from(text)).await?;
     Ok(mark)
 }
 
@@ -62,7 +67,7 @@ fn mark_text(key: &str, id: &str) -> String {
 
 /// The key and body of the first look's probe under `url`'s prefix: a mark of no upload, this
 /// process's alone (its number and the time in its name).
-pub(super) fn probe(url: &BucketUrl) -> anyhow::Result<(Key, PutPayload)> {
+pub(crate) fn probe(url: &BucketUrl) -> anyhow::Result<(Key, PutPayload)> {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -75,7 +80,7 @@ pub(super) fn probe(url: &BucketUrl) -> anyhow::Result<(Key, PutPayload)> {
 /// (and the probes they left).
 /// Returns what to say: the keys whose uploads were aborted, and those of live runs left
 /// alone.
-pub(super) async fn clean(store: &AmazonS3, url: &BucketUrl) -> anyhow::Result<Vec<String>> {
+pub(crate) async fn clean(store: &AmazonS3, url: &BucketUrl) -> anyhow::Result<Vec<String>> {
     let marks = parse_key(&format!("{}{MARKS}", url.prefix))?;
     let mut listing = store.list(Some(&marks));
     let (mut aborted, mut alive) = (Vec::new(), Vec::new());

@@ -19,7 +19,7 @@ use object_store::path::Path as Key;
 use object_store::signer::Signer;
 
 /// What a request came back with.
-pub(super) struct Answer {
+pub(crate) struct Answer {
     pub status: u16,
     pub body: String,
     /// Its user metadata (`x-amz-meta-NAME`), by NAME.
@@ -27,14 +27,14 @@ pub(super) struct Answer {
 }
 
 #[derive(Clone)]
-pub(super) struct Raw {
+pub(crate) struct Raw {
     store: AmazonS3,
     client: HttpClient,
     region: String,
 }
 
 impl Raw {
-    pub(super) fn new(store: AmazonS3, client: HttpClient, region: String) -> Raw {
+    pub(crate) fn new(store: AmazonS3, client: HttpClient, region: String) -> Raw {
         Raw {
             store,
             client,
@@ -43,7 +43,7 @@ impl Raw {
     }
 
     /// The URL of `key` (no query), as the store addresses it: its own signed URL, unsigned.
-    pub(super) async fn url(&self, key: &Key) -> anyhow::Result<String> {
+    pub(crate) async fn url(&self, key: &Key) -> anyhow::Result<String> {
         let signed = self
             .store
             .signed_url(http::Method::PUT, key, Duration::from_secs(60))
@@ -60,7 +60,7 @@ impl Raw {
 
     /// ListObjectsV2 of `prefix`, every page: the objects, and with `delimiter` the folders
     /// below (common prefixes).
-    pub(super) async fn list(
+    pub(crate) async fn list(
         &self,
         prefix: &str,
         delimiter: bool,
@@ -121,7 +121,7 @@ impl Raw {
     }
 
     /// Deletes the object `key` as it is (a marker's `/` kept).
-    pub(super) async fn delete(&self, key: &str) -> anyhow::Result<()> {
+    pub(crate) async fn delete(&self, key: &str) -> anyhow::Result<()> {
         let url = self.key_url(key).await?;
         let answer = self.send(http::Method::DELETE, &url, &[], "").await?;
         match answer.status {
@@ -131,7 +131,7 @@ impl Raw {
     }
 
     /// The user metadata of the object `key`, as it is (a folder marker's `/` kept): HEAD.
-    pub(super) async fn head(&self, key: &str) -> anyhow::Result<Vec<(String, String)>> {
+    pub(crate) async fn head(&self, key: &str) -> anyhow::Result<Vec<(String, String)>> {
         let url = self.key_url(key).await?;
         let answer = self.send(http::Method::HEAD, &url, &[], "").await?;
         match answer.status {
@@ -142,7 +142,7 @@ impl Raw {
 
     /// A server-side copy (CopyObject) of `from_key` in bucket `from_bucket` to `key` in this
     /// bucket, keys as they are (a marker's `/` kept), the metadata copied with the object.
-    pub(super) async fn copy_from(
+    pub(crate) async fn copy_from(
         &self,
         from_bucket: &str,
         from_key: &str,
@@ -213,7 +213,7 @@ impl Raw {
 
     /// An empty object named `dir` + `/`, with `meta` as its user metadata; with `create`, only
     /// if the key is free (412: it is there already).
-    pub(super) async fn put_marker(
+    pub(crate) async fn put_marker(
         &self,
         dir: &Key,
         meta: &[(impl AsRef<str>, String)],
@@ -232,7 +232,7 @@ impl Raw {
 
     /// Completes a multipart upload; with `create`, only if its key is free (412 otherwise, and
     /// the upload stays open: abort it, or complete it again without the condition).
-    pub(super) async fn complete(
+    pub(crate) async fn complete(
         &self,
         key: &Key,
         upload: &str,
@@ -266,7 +266,7 @@ impl Raw {
 }
 
 /// An object as a listing shows it.
-pub(super) struct ListedObject {
+pub(crate) struct ListedObject {
     pub key: String,
     pub size: u64,
     pub modified: std::time::SystemTime,

@@ -19,24 +19,24 @@ use object_store::{Attribute, AttributeValue, Attributes};
 use crate::plan::Entry;
 
 /// File type bits of `st_mode`, as s3fs keeps them in `mode`.
-pub(super) const S_IFREG: u32 = 0o100000;
-pub(super) const S_IFLNK: u32 = 0o120000;
-pub(super) const S_IFDIR: u32 = 0o040000;
+pub(crate) const S_IFREG: u32 = 0o100000;
+pub(crate) const S_IFLNK: u32 = 0o120000;
+pub(crate) const S_IFDIR: u32 = 0o040000;
 
 /// A file at most this large is one PUT; a larger one a multipart upload (as the aws CLI's
 /// 8 MB threshold, rounded to a part).
-pub(super) const SINGLE_PUT_MAX: u64 = 16 << 20;
+pub(crate) const SINGLE_PUT_MAX: u64 = 16 << 20;
 
 /// The size of every part of a multipart upload but the last: parts grow with the file so that
 /// S3's limit of 10,000 parts is never reached (5 TiB, S3's largest object, takes 8,544 parts, the last
 /// of 2 GiB at most). The first thousand parts are 16 MiB, the next 32 MiB, and so on.
-pub(super) fn part_size(part: usize) -> usize {
+pub(crate) fn part_size(part: usize) -> usize {
     let doublings = (part / 1000).min(7) as u32;
     (16usize << 20) << doublings
 }
 
 /// The key of `path` (relative, validated) under `prefix` (empty, or ending in `/`).
-pub(super) fn key(prefix: &str, path: &Path) -> String {
+pub(crate) fn key(prefix: &str, path: &Path) -> String {
     let mut key = String::from(prefix);
     for (i, part) in path.iter().enumerate() {
         if i > 0 {
@@ -48,7 +48,7 @@ pub(super) fn key(prefix: &str, path: &Path) -> String {
 }
 
 /// `mtime` as rclone writes it: seconds, and the fraction when there is one.
-pub(super) fn mtime_value(time: SystemTime) -> Option<String> {
+pub(crate) fn mtime_value(time: SystemTime) -> Option<String> {
     let since = time.duration_since(UNIX_EPOCH).ok()?;
     let nanos = since.subsec_nanos();
     Some(if nanos == 0 {
@@ -60,7 +60,7 @@ pub(super) fn mtime_value(time: SystemTime) -> Option<String> {
 }
 
 /// Reads `mtime` back (rclone's and s3fs's form; what fastwrite writes).
-pub(super) fn parse_mtime(text: &str) -> Option<SystemTime> {
+pub(crate) fn parse_mtime(text: &str) -> Option<SystemTime> {
     let (secs, fraction) = text.trim().split_once('.').unwrap_or((text.trim(), ""));
     let secs: u64 = secs.parse().ok()?;
     let digits: String = fraction.chars().take(9).collect();
@@ -75,14 +75,14 @@ pub(super) fn parse_mtime(text: &str) -> Option<SystemTime> {
 
 /// The user metadata naming the source of a run of many that wrote an object
 /// (`Options::resume_tag`).
-pub(super) const SOURCE_TAG: &str = "fastwrite-source";
+pub(crate) const SOURCE_TAG: &str = "fastwrite-source";
 
 /// An object's user metadata: (name, value) pairs, sent as `x-amz-meta-NAME`.
-pub(super) type Meta = Vec<(&'static str, String)>;
+pub(crate) type Meta = Vec<(&'static str, String)>;
 
 /// The user metadata of an object made for `entry`, of type `file_type` (`S_IF*`), with
 /// `mode` the permission bits it gets (`None`: none recorded) and the owner if kept.
-pub(super) fn metadata(
+pub(crate) fn metadata(
     entry: &Entry,
     file_type: u32,
     mode: Option<u32>,
@@ -103,7 +103,7 @@ pub(super) fn metadata(
 }
 
 /// The metadata as `object_store` takes it.
-pub(super) fn attributes(meta: &Meta) -> Attributes {
+pub(crate) fn attributes(meta: &Meta) -> Attributes {
     let mut attributes = Attributes::new();
     for (name, value) in meta {
         attributes.insert(

@@ -1,0 +1,177 @@
+//! The store client: what fastwrite knows of an object store, below the write engine and the
+//! sources alike. The bucket target (`engine/bucket`) writes through it; the sources that read
+//! a store (an archive in a bucket, `extract/remote.rs`; a prefix mirrored down,
+//! `mirror/from_bucket.rs`) and the records of a run of many (`jobs/records.rs`) read through
+//! it. Nothing here knows of entries being written, failures being counted or a run's state.
+//!
+//! - `url.rs`: `s3://BUCKET/PREFIX`, parsed once.
+//! - `client.rs`: settings and credentials (as the AWS CLI reads them), the HTTP client and
+//!   its meter (requests in flight, answers lost, throttling), `pace.rs` the process's cap on
+//!   requests a second.
+//! - `raw.rs`: the requests fastwrite signs itself (a listing that keeps a folder marker's
+//!   `/`, a marker's HEAD), S3's alone.
+//! - `looked.rs`: the first look at a bucket (can it be used, are conditional writes
+//!   honoured), once a process.
+//! - `stale.rs`: the marks of multipart uploads, and what killed runs left.
+//! - `object.rs`: what a file becomes as an object (its metadata, as rclone and s3fs read it).
+//! - `source.rs`: a prefix read, never written.
+
+mod client;
+mod looked;
+pub(crate) mod object;
+mod pace;
+pub use pace::set_max_requests_per_second;
+pub(crate) mod raw;
+mod source;
+pub(crate) mod stale;
+mod url;
+
+pub(crate) use client::Meter;
+pub(crate) use looked::first_look;
+pub(crate) use source::{Body, Recorded, Source, read_body};
+pub(crate) use url::BucketUrl;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use anyhow::{Context, anyhow};
+use futures_util::StreamExt;
+use object_store::aws::AmazonS3;
+use object_store::path::Path as Key;
+use object_store::{GetOptions, ObjectStore};
+
+/// The object `key` in `url`'s bucket, for reading: the store (with the settings a run's
+/// target is found with) and the key as the store has it.
+pub(crate) fn object(
+    url: &BucketUrl,
+    key: &str,
+) -> anyhow::Result<(Arc<dyn ObjectStore>, object_store::path::Path)> {
+    let (store, _) = client::store(url, Arc::new(Meter::default()))?;
+    let path = parse_key(key).map_err(|e| anyhow!(explain(&e)))?;
+    Ok((Arc::new(store), path))
+}
+
+/// An object as a listing shows it.
+pub(crate) struct Listed {
+    pub size: u64,
+    pub modified: std::time::SystemTime,
+    /// Its ETag, unquoted: a single PUT's is its content's MD5; a multipart upload's has a `-`.
+    pub etag: Option<String>,
+}
+
+/// The MD5 of `data`, in hex (a single PUT's ETag).
+pub(crate) fn md5_of(file: &mut dyn std::io::Read) -> std::io::Result<String> {
+    use md5::{Digest, Md5};
+    let mut hasher = Md5::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+/// The client of `url`'s store: the store, the requests fastwrite signs itself, and the meter
+/// that times them.
+pub(crate) fn connect(url: &BucketUrl) -> anyhow::Result<(AmazonS3, raw::Raw, Arc<Meter>)> {
+    let meter = Arc::new(Meter::default());
+    let (store, region) = client::store(url, Arc::clone(&meter))?;
+    let http = meter
+        .client
+        .get()
+        .cloned()
+        .context("the store made no HTTP client")?;
+    let raw = raw::Raw::new(store.clone(), http, region);
+    Ok((store, raw, meter))
+}
+
+/// The runtime the client's requests run on, its threads named `name`.
+pub(crate) fn client_runtime(name: &str) -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(crate::options::default_threads().max(2))
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .context("cannot start the client's threads")
+}
+
+/// Every object under `url`'s prefix but fastwrite's own marks, by key as it is (a folder
+/// marker's `/` kept): the top level in one request, then each folder below it listed in
+/// parallel (ListObjectsV2, 1,000 keys a request).
+pub(crate) async fn list_prefix(
+    raw: &raw::Raw,
+    url: &BucketUrl,
+) -> anyhow::Result<HashMap<String, Listed>> {
+    let (top, folders) = raw.list(&url.prefix, true).await?;
+    let mut found = HashMap::new();
+    let mut add = |object: raw::ListedObject| {
+        if !stale::is_mark(url, &object.key) {
+            let listed = Listed {
+                size: object.size,
+                modified: object.modified,
+                etag: object.etag,
+            };
+            found.insert(object.key, listed);
+        }
+    };
+    top.into_iter().for_each(&mut add);
+    let lists = folders.iter().map(|folder| raw.list(folder, false));
+    let mut lists = futures_util::stream::iter(lists).buffer_unordered(16);
+    while let Some(listed) = lists.next().await {
+        listed?.0.into_iter().for_each(&mut add);
+    }
+    Ok(found)
+}
+
+/// A key as the client takes it, unchanged (`Path::from` would percent-encode every byte past
+/// ASCII: `café` would become `caf%C3%A9`). A name holding a control character is refused by
+/// the client.
+pub(crate) fn parse_key(key: &str) -> Result<Key, object_store::Error> {
+    Key::parse(key).map_err(|source| object_store::Error::InvalidPath { source })
+}
+
+pub(crate) fn md5_hex(data: &[u8]) -> String {
+    use md5::{Digest, Md5};
+    let digest = Md5::digest(data);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether a create met a key already there: `AlreadyExists`, or a failed precondition
+/// (`If-None-Match: *`), as stores answer it.
+pub(crate) fn taken(e: &object_store::Error) -> bool {
+    matches!(
+        e,
+        object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }
+    )
+}
+
+/// A HEAD that brings the object's attributes (its user metadata) with it.
+pub(crate) fn head_with_metadata() -> GetOptions {
+    GetOptions {
+        head: true,
+        ..GetOptions::default()
+    }
+}
+
+/// The store's error in a sentence: what the server said, without the client's layers of
+/// request detail repeated.
+pub(crate) fn explain(e: &object_store::Error) -> String {
+    use std::error::Error as _;
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        source = cause.source();
+    }
+    text
+}
