@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use anyhow::{Context, anyhow};
 
+use super::pump::{Piece, pump};
 use super::{Disk, DiskStreamed, already_exists};
 use crate::close::{CloseJob, Finalize, WriterClose};
 use crate::error::{Error, ErrorKind, Tag};
@@ -128,7 +129,7 @@ impl Disk {
         state: &mut WriterState,
         entry: &Entry,
     ) -> Result<Option<OpenFile>, Error> {
-        if self.cancelled() {
+        if self.run.cancelled() {
             // Not started, so nothing to undo.
             return Err(cancelled(entry));
         }
@@ -287,8 +288,8 @@ impl Disk {
         counts.write_nanos += super::nanos(open.started.elapsed());
         counts.files += 1;
         counts.bytes += bytes;
-        self.reporter.file_written();
-        self.reporter.entry_written(&entry.name);
+        self.run.reporter.file_written();
+        self.run.reporter.entry_written(&entry.name);
         let job = CloseJob {
             file: open.file,
             path: open.path,
@@ -345,103 +346,35 @@ impl Disk {
             sparse: entry.sparse,
             pending_hole: false,
         };
-        let written = match content {
-            Content::Bytes(data) => {
-                if data.len() as u64 != entry.size {
-                    return Err(Error::new(
-                        &entry.name,
-                        ErrorKind::Source,
-                        anyhow!(
-                            "the entry holds {} bytes, not its declared {}",
-                            data.len(),
-                            entry.size
-                        ),
-                    ));
+        // A source file is copied in the kernel where it can be; else it is pumped as the
+        // rest are.
+        let mut copied = false;
+        if let Content::File(src) = content {
+            copied = self
+                .copier
+                .copy(src, out.file, entry.size, entry.sparse)
+                .with_context(|| format!("copying into '{}'", self.full(path).display()))
+                .tag(&entry.name, ErrorKind::Write)?;
+        }
+        let written = if copied {
+            self.run.reporter.bytes_written(entry.size);
+            entry.size
+        } else {
+            let reporter = &self.run.reporter;
+            let mut sink = |piece: Piece<'_>| {
+                let n = match piece {
+                    Piece::Data(data) => out.write(data).map(|()| data.len() as u64),
+                    Piece::Hole(n) => out.skip(n).map(|()| n),
                 }
-                out.write(data)
-                    .with_context(|| format!("writing '{}'", self.full(path).display()))
-                    .tag(&entry.name, ErrorKind::Write)?;
-                self.reporter.bytes_written(entry.size);
-                entry.size
-            }
-            Content::Reader(src) => self.pump(&mut out, &mut Dense(src), path, entry, buf)?,
-            Content::Sparse(src) => self.pump(&mut out, src, path, entry, buf)?,
-            Content::File(mut src) => {
-                let fast = self
-                    .copier
-                    .copy(src, out.file, entry.size, entry.sparse)
-                    .with_context(|| format!("copying into '{}'", self.full(path).display()))
-                    .tag(&entry.name, ErrorKind::Write)?;
-                if fast {
-                    self.reporter.bytes_written(entry.size);
-                    entry.size
-                } else {
-                    self.pump(&mut out, &mut Dense(&mut src), path, entry, buf)?
-                }
-            }
+                .with_context(|| format!("writing '{}'", self.full(path).display()))?;
+                reporter.bytes_written(n);
+                Ok(())
+            };
+            pump(entry, content, buf, &|| self.run.cancelled(), &mut sink)?
         };
         out.finish(written)
             .with_context(|| format!("writing '{}'", self.full(path).display()))
             .tag(&entry.name, ErrorKind::Write)?;
-        Ok(written)
-    }
-
-    /// Copies the entry's content from `src` through the buffer, checking it against the
-    /// declared size.
-    fn pump(
-        &self,
-        out: &mut ChunkWriter<'_, '_>,
-        src: &mut dyn HoleRead,
-        path: &Path,
-        entry: &Entry,
-        buf: &mut Vec<u8>,
-    ) -> Result<u64, Error> {
-        let source = |error: anyhow::Error| Error::new(&entry.name, ErrorKind::Source, error);
-        let mut written = 0u64;
-        buf.clear();
-        buf.reserve(CHUNK);
-        loop {
-            if self.cancelled() {
-                return Err(cancelled(entry));
-            }
-            // A hole (of a sparse file whose source knows them) is skipped; data is written.
-            let hole = src.skip_hole();
-            let n = if hole > 0 {
-                hole
-            } else {
-                buf.clear();
-                let n = src
-                    .take(CHUNK as u64)
-                    .read_to_end(buf)
-                    .context("reading the entry's data")
-                    .map_err(source)?;
-                if n == 0 {
-                    break;
-                }
-                n as u64
-            };
-            written = written.saturating_add(n);
-            if written > entry.size {
-                return Err(source(anyhow!(
-                    "the entry holds more data than its declared size of {} bytes",
-                    entry.size
-                )));
-            }
-            if hole > 0 {
-                out.skip(hole)
-            } else {
-                out.write(buf)
-            }
-            .with_context(|| format!("writing '{}'", self.full(path).display()))
-            .tag(&entry.name, ErrorKind::Write)?;
-            self.reporter.bytes_written(n);
-        }
-        if written != entry.size {
-            return Err(source(anyhow!(
-                "the entry is truncated: {written} of its {} bytes",
-                entry.size
-            )));
-        }
         Ok(written)
     }
 }
@@ -562,7 +495,7 @@ impl<'e> DiskWriter<'e> {
             Ok(()) => true,
             Err(error) if error.is_cancelled() => true,
             Err(error) => {
-                self.engine.record(error);
+                self.engine.run().record(error);
                 false
             }
         }

@@ -9,10 +9,9 @@ use std::time::Duration;
 
 use rayon::prelude::*;
 
-use super::{Deferred, Disk};
+use super::{Deferred, Disk, Run};
 use crate::close::CloseTally;
 use crate::error::{Error, ErrorKind};
-use crate::plan::path_key;
 use crate::plan::{Entry, EntryKind};
 use crate::report::Report;
 use crate::sync::Unpoisoned;
@@ -33,22 +32,17 @@ impl Disk {
     pub(crate) fn finish(mut self) -> Report {
         let closes = self.close.finish();
         let mut deferred = std::mem::take(self.deferred.get_mut().unpoisoned());
+        // Links at a path a later entry took are not made.
+        deferred.links = self.run.take_links();
         // What came from data that failed its check is taken back first.
         self.take_back_unverified(&mut deferred);
-        // Links at a path a later entry took are not made.
-        let forgotten = std::mem::take(&mut deferred.forgotten);
-        deferred.links.retain(|link| {
-            forgotten
-                .get(&path_key(&link.path))
-                .is_none_or(|&taken| link.index >= taken)
-        });
         let mut made = Links::default();
         self.move_later_copies(
             std::mem::take(&mut deferred.renames),
             &mut deferred.links,
             &mut made,
         );
-        if self.cancelled() {
+        if self.run.cancelled() {
             // Stop here: what was written is complete and closed; links, empty directories
             // and directory metadata for the rest would only be work the user cancelled.
             deferred = Deferred::default();
@@ -82,7 +76,8 @@ impl Disk {
             }
             let (at, reason) = made.why_not(&entry.path);
             let error = anyhow::anyhow!("cannot create directory '{}': {reason}", at.display());
-            self.failures
+            self.run
+                .failures
                 .push(Error::new(&entry.name, ErrorKind::Directory, error));
         }
         dirs
@@ -100,7 +95,7 @@ impl Disk {
         };
         match result {
             Ok(true) => {
-                self.reporter.entry_written(&entry.name);
+                self.run.reporter.entry_written(&entry.name);
                 match entry.kind {
                     EntryKind::Symlink { .. } => made.symlinks += 1,
                     EntryKind::Hardlink { .. } => made.hardlinks += 1,
@@ -108,7 +103,7 @@ impl Disk {
                 }
             }
             Ok(false) => *self.skipped.get_mut() += 1,
-            Err(error) => self.failures.push(error),
+            Err(error) => self.run.failures.push(error),
         }
     }
 
@@ -124,7 +119,7 @@ impl Disk {
             |e| e.path.components().count(),
             |entry| {
                 if let Err(error) = self.apply_dir_metadata(entry) {
-                    self.failures.push(error);
+                    self.run.failures.push(error);
                 }
             },
         );
@@ -139,12 +134,9 @@ impl Disk {
         root_mtime: Option<std::time::SystemTime>,
     ) -> Report {
         let Disk {
-            root,
+            run,
             out_dir,
-            opts,
-            reporter,
             dirs,
-            failures,
             mut files,
             mut bytes,
             mut skipped,
@@ -159,6 +151,13 @@ impl Disk {
             staged,
             ..
         } = self;
+        let Run {
+            root,
+            opts,
+            reporter,
+            failures,
+            ..
+        } = run;
         let mut warnings = std::mem::take(&mut leftovers.warnings);
         warnings.extend(kept.warning(opts.overwrite));
         let (resumed, redone) = (*resumed.get_mut(), *redone.get_mut());

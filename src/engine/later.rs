@@ -35,17 +35,6 @@ pub(super) struct Rename {
 }
 
 impl Disk {
-    /// Forgets the links registered at `path` before the source's entry `order`: that entry
-    /// takes the path (the last copy of a path in a tar wins). Constant time: an archive that
-    /// stores thousands of links again costs no more than one that does not.
-    pub(crate) fn forget_links(&self, path: &Path, order: usize) {
-        self.deferred
-            .lock()
-            .unpoisoned()
-            .forgotten
-            .insert(path_key(path), order);
-    }
-
     /// For a source whose later entries may take the path of earlier ones (see
     /// [`Entry::replaces`]): from now on the engine remembers which paths this run created,
     /// when the output folder was not empty.
@@ -65,7 +54,7 @@ impl Disk {
     /// Whether what is at `path` may be replaced by a later entry at the same path: this run
     /// wrote it (or the user asked for replacing).
     pub(super) fn ours(&self, path: &Path) -> bool {
-        if self.fresh || self.opts.overwrite == Overwrite::Replace {
+        if self.fresh || self.run.opts.overwrite == Overwrite::Replace {
             return true;
         }
         self.created
@@ -99,7 +88,7 @@ impl Disk {
     /// and no two share a path. A network mount pays a round trip for each.
     fn move_held_replacements(&self, held: Vec<Rename>) {
         use rayon::prelude::*;
-        let cancelled = self.cancelled();
+        let cancelled = self.run.cancelled();
         held.into_par_iter().for_each(|rename| {
             if !self.still_waiting(&rename, cancelled) {
                 return;
@@ -119,7 +108,8 @@ impl Disk {
                     self.full(&rename.temp).display(),
                     self.full(&rename.path).display()
                 ));
-                self.failures
+                self.run
+                    .failures
                     .push(Error::new(&rename.name, ErrorKind::Close, error));
             }
         });
@@ -144,7 +134,8 @@ impl Disk {
         let _ = self.out_dir.remove_file(&rename.temp);
         let dest = self.full(&rename.path);
         let error = anyhow::anyhow!("a directory is in the way at '{}'", dest.display());
-        self.failures
+        self.run
+            .failures
             .push(Error::new(&rename.name, ErrorKind::AlreadyExists, error));
     }
 
@@ -164,7 +155,7 @@ impl Disk {
         let held = renames.extract_if(.., |r| r.held).collect();
         self.move_held_replacements(held);
         renames.sort_by_key(|r| r.order);
-        let cancelled = self.cancelled();
+        let cancelled = self.run.cancelled();
         for rename in renames {
             if !cancelled {
                 let earlier: Vec<Entry> = links
@@ -187,12 +178,13 @@ impl Disk {
             if in_place.is_some() && !self.ours(&rename.path) {
                 let _ = self.out_dir.remove_file(&rename.temp);
                 // With `Update`, the first copy at the path decided: kept, so are the rest.
-                if matches!(self.opts.overwrite, Overwrite::Skip | Overwrite::Update) {
+                if matches!(self.run.opts.overwrite, Overwrite::Skip | Overwrite::Update) {
                     self.keep(&rename.name);
                     continue;
                 }
                 let error = already_exists();
-                self.failures
+                self.run
+                    .failures
                     .push(Error::new(&rename.name, ErrorKind::AlreadyExists, error));
                 continue;
             }
@@ -211,7 +203,8 @@ impl Disk {
                     let _ = self.out_dir.remove_file(&rename.temp);
                     let error = anyhow::Error::new(e)
                         .context(format!("moving the later copy into '{}'", dest.display()));
-                    self.failures
+                    self.run
+                        .failures
                         .push(Error::new(&rename.name, ErrorKind::Write, error));
                 }
             }

@@ -118,7 +118,7 @@ impl Disk {
         kind: Special,
         device: (u32, u32),
     ) -> Result<bool, Error> {
-        let mode = self.opts.mode_bits(entry.mode.unwrap_or(0o644));
+        let mode = self.run.opts.mode_bits(entry.mode.unwrap_or(0o644));
         let (major, minor) = device;
         let node = match kind {
             Special::Fifo => platform::Node::Fifo,
@@ -162,7 +162,7 @@ impl Disk {
         };
         let mode = entry
             .mode
-            .map(|m| self.opts.mode_bits(m))
+            .map(|m| self.run.opts.mode_bits(m))
             .filter(|&m| !made_with(m));
         // The owner first: a change of owner may clear a folder's setgid bit.
         self.give_owner(entry)?;

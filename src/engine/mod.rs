@@ -39,6 +39,8 @@ mod kept;
 mod later;
 mod leftovers;
 mod links;
+mod pump;
+mod run;
 mod stage;
 mod stream;
 mod target;
@@ -55,11 +57,10 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::close::{CloseStage, Closer, SystemCloser};
-use crate::error::{Error, ErrorKind, Failures, Setting, Tag};
+use crate::error::{Error, ErrorKind, Setting, Tag};
 use crate::options::{Options, Overwrite};
 use crate::plan::{Entry, EntryKind, Plan};
 use crate::platform;
-use crate::progress::{Reporter, Silent};
 use crate::report::Report;
 use crate::sync::Unpoisoned;
 
@@ -67,6 +68,8 @@ use dirs::OPEN_DIRS;
 pub(crate) use files::{CHUNK, Content, DiskWriter, HoleRead, WriterState};
 pub(crate) use finish::deepest_first;
 pub(crate) use leftovers::is_run_mark;
+pub(crate) use pump::{too_long, truncated};
+pub(crate) use run::Run;
 pub(crate) use stage::{Registered, Staging, staged, work_root};
 pub(crate) use unverified::{Unverified, UnverifiedKind};
 pub(crate) use writers::MAX_WRITERS;
@@ -158,12 +161,11 @@ impl Finish for Disk {
 }
 
 pub(crate) struct Disk {
-    root: PathBuf,
+    /// The run's own state (`run.rs`).
+    run: Run,
     /// The output folder, held open: everything under it is made through this (see
     /// `platform::OutDir`).
     out_dir: Arc<platform::OutDir>,
-    opts: Options,
-    reporter: Arc<dyn Reporter>,
     umask: u32,
     /// Whether the output folder was missing or empty at the start: then nothing can be in the
     /// way, and no file needs checking before it is written.
@@ -183,7 +185,6 @@ pub(crate) struct Disk {
     symlink_times_left: AtomicU64,
     dirs: dirs::Dirs,
     close: CloseStage,
-    failures: Arc<Failures>,
     /// Entries whose work waits until every file is closed: links, and directory metadata.
     deferred: Mutex<Deferred>,
     files: AtomicU64,
@@ -193,10 +194,6 @@ pub(crate) struct Disk {
     kept: kept::Kept,
     write_nanos: AtomicU64,
     copier: copy::Copier,
-    /// Bytes of file content the run's files declared so far (with a `max_output` cap).
-    declared: AtomicU64,
-    /// The cap was reached: the source stops (the files admitted before it are written).
-    over_limit: AtomicBool,
     /// For a source whose later entries may replace earlier ones (a tar), into an output
     /// folder that was not empty: the paths this run created or replaced (by hash), so that a
     /// later copy replaces only what this run wrote, never a file that was there before. Unset
@@ -221,11 +218,9 @@ pub(crate) struct Disk {
 
 #[derive(Default)]
 struct Deferred {
-    /// Symlinks and hard links, in the source's order.
+    /// Symlinks and hard links, in the source's order: the run's (`Run::take_links`), taken
+    /// at the end.
     links: Vec<Entry>,
-    /// Paths (by hash) taken by a later entry, with that entry's place in the source: the
-    /// links registered there before it are not made.
-    forgotten: std::collections::HashMap<u64, usize>,
     /// Later copies of paths this run already wrote, under temporary names: moved into place
     /// after every close, in the source's order (see [`Entry::replaces`]).
     renames: Vec<Rename>,
@@ -280,18 +275,16 @@ impl Disk {
             leftovers::Leftovers::find(work, &out_dir)
         };
         let out_dir = Arc::new(out_dir);
-        let failures = Arc::new(Failures::default());
+        let run = Run::new(root, opts);
         let close = CloseStage::new(
             opts,
             closer,
             Arc::clone(&out_dir),
-            Arc::clone(&failures),
+            Arc::clone(&run.failures),
             OPEN_DIRS,
         )?;
         let engine = Disk {
-            root: root.to_path_buf(),
-            opts: opts.clone(),
-            reporter: opts.progress.clone().unwrap_or_else(|| Arc::new(Silent)),
+            run,
             umask: platform::current_umask(),
             fresh,
             staged: work.as_path() != root,
@@ -301,7 +294,6 @@ impl Disk {
             dirs: dirs::Dirs::new(Arc::clone(&out_dir), opts.overwrite),
             out_dir,
             close,
-            failures,
             deferred: Mutex::default(),
             files: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
@@ -309,8 +301,6 @@ impl Disk {
             kept: kept::Kept::default(),
             write_nanos: AtomicU64::new(0),
             copier: copy::Copier::default(),
-            declared: AtomicU64::new(0),
-            over_limit: AtomicBool::new(false),
             created: std::sync::OnceLock::new(),
             hold_replacements: AtomicBool::new(false),
             own_ids: platform::effective_ids(),
@@ -339,44 +329,14 @@ impl Disk {
         self.close.writers_at_least(writers);
     }
 
-    /// The output folder.
-    pub(crate) fn root(&self) -> &Path {
-        &self.root
+    /// The run's own state: failures, cancelling, the output cap, the reporter.
+    pub(crate) fn run(&self) -> &Run {
+        &self.run
     }
 
     /// The output folder, held open: what a source changes there itself goes through it.
     pub(crate) fn out_dir(&self) -> &platform::OutDir {
         &self.out_dir
-    }
-
-    pub(crate) fn reporter(&self) -> &dyn Reporter {
-        self.reporter.as_ref()
-    }
-
-    /// Whether the run was cancelled: sources stop reading, writers stop starting files.
-    pub(crate) fn cancelled(&self) -> bool {
-        self.opts.cancel.is_cancelled()
-    }
-
-    /// Whether the source should stop: the run was cancelled, or reached its output cap (the
-    /// files admitted before the cap are still written).
-    pub(crate) fn stopped(&self) -> bool {
-        self.cancelled() || self.over_limit.load(Ordering::Relaxed)
-    }
-
-    /// Counts a file's declared size against the run's output cap (see [`within_limit`]).
-    pub(crate) fn within_limit(&self, entry: &Entry) -> Result<(), Error> {
-        within_limit(&self.opts, &self.declared, &self.over_limit, entry)
-    }
-
-    /// Records a failure. Any thread may call this.
-    pub(crate) fn record(&self, error: Error) {
-        self.failures.push(error);
-    }
-
-    /// Every failure recorded so far, leaving none (close failures included, as they happen).
-    pub(crate) fn take_failures(&self) -> Vec<Error> {
-        self.failures.take()
     }
 
     /// Registers a whole plan before any file is written: links and directory metadata are
@@ -450,13 +410,15 @@ impl Disk {
             let _ = self.dirs.ensure_parents(target);
         }
         if let Err(error) = self.dirs.ensure_parents(&entry.path) {
-            return self.record(Error::new(&entry.name, ErrorKind::Directory, error));
+            return self
+                .run
+                .record(Error::new(&entry.name, ErrorKind::Directory, error));
         }
         let mut entry = entry;
         if self.conflicts(&mut entry) {
             return;
         }
-        self.deferred.lock().unpoisoned().links.push(entry);
+        self.run.defer_link(entry);
     }
 
     /// Says before anything is written whether an entry would hit an existing file: only
@@ -464,7 +426,7 @@ impl Disk {
     /// that never replaces, still guards against anything that appears meanwhile). True:
     /// skipped or failed. Notes an entry found absent.
     fn conflicts(&self, entry: &mut Entry) -> bool {
-        if self.fresh || self.opts.overwrite == Overwrite::Replace || entry.replaces {
+        if self.fresh || self.run.opts.overwrite == Overwrite::Replace || entry.replaces {
             return false;
         }
         if self.out_dir.kind(&entry.path).is_err() {
@@ -479,7 +441,8 @@ impl Disk {
             self.keep(&entry.name);
         } else {
             let error = already_exists();
-            self.record(Error::new(&entry.name, ErrorKind::AlreadyExists, error));
+            self.run
+                .record(Error::new(&entry.name, ErrorKind::AlreadyExists, error));
         }
         true
     }
@@ -498,7 +461,9 @@ impl Disk {
     pub(super) fn policy_for(&self, entry: &Entry) -> Overwrite {
         if self.leftovers.since.is_some()
             && let Ok(status) = self.out_dir.status(&entry.path)
-            && let Some(policy) = self.leftovers.policy(entry, &status, self.opts.overwrite)
+            && let Some(policy) = self
+                .leftovers
+                .policy(entry, &status, self.run.opts.overwrite)
         {
             let counter = match policy {
                 Overwrite::Skip => &self.resumed,
@@ -509,16 +474,16 @@ impl Disk {
         }
         // An earlier attempt at the same source of a run of many (`Options::resume_tag`)
         // left this file complete: it is this run's own.
-        if self.opts.resume_tag.is_some()
-            && self.opts.overwrite != Overwrite::Replace
+        if self.run.opts.resume_tag.is_some()
+            && self.run.opts.overwrite != Overwrite::Replace
             && let Ok(status) = self.out_dir.status(&entry.path)
             && leftovers::complete(entry, &status)
         {
             self.resumed.fetch_add(1, Ordering::Relaxed);
             return Overwrite::Skip;
         }
-        if self.opts.overwrite != Overwrite::Update {
-            return self.opts.overwrite;
+        if self.run.opts.overwrite != Overwrite::Update {
+            return self.run.opts.overwrite;
         }
         let older = match (entry.mtime, self.out_dir.modified(&entry.path)) {
             (Some(new), Ok(old)) => old < new,
@@ -550,7 +515,7 @@ impl Disk {
     /// The file's mode as it will be on disk.
     fn file_mode(&self, entry: &Entry) -> u32 {
         match entry.mode {
-            Some(mode) => self.opts.mode_bits(mode),
+            Some(mode) => self.run.opts.mode_bits(mode),
             None => 0o666 & !self.umask,
         }
     }
@@ -559,10 +524,10 @@ impl Disk {
     /// file is created: a kill from then on leaves something the next run must know of.
     fn mark(&self) {
         self.mark.get_or_init(|| {
-            leftovers::RunMark::new(self.out_dir.path(), self.opts.fsync).map_err(|e| {
+            leftovers::RunMark::new(self.out_dir.path(), self.run.opts.fsync).map_err(|e| {
                 format!(
                     "cannot mark '{}' as being written ({e}): were this run killed, the next could not tell what it left unfinished",
-                    self.root.display()
+                    self.run.root.display()
                 )
             })
         });
@@ -570,7 +535,7 @@ impl Disk {
 
     /// Where a path under the output folder is, for messages.
     fn full(&self, rel: &Path) -> PathBuf {
-        self.root.join(rel)
+        self.run.root.join(rel)
     }
 
     /// A temporary name beside `dest` (both relative to the output folder).
@@ -582,43 +547,6 @@ impl Disk {
         let name = dest.file_name().unwrap_or_default().to_string_lossy();
         dest.with_file_name(format!(".{name}.fastwrite-{}-{n}", std::process::id()))
     }
-}
-
-/// Counts a file's declared size against the run's output cap (`max_output`), before its
-/// data is read: past the cap the file fails and the run stops. A source calls it once per
-/// file, in its own order (so which file fails does not depend on the writers' timing).
-/// Sizes are enforced as files are written (a file holding more than it declares fails), so
-/// declared sizes bound what is written.
-pub(crate) fn within_limit(
-    opts: &Options,
-    declared: &AtomicU64,
-    over_limit: &AtomicBool,
-    entry: &Entry,
-) -> Result<(), Error> {
-    let Some(max) = opts.max_output else {
-        return Ok(());
-    };
-    if over_limit.load(Ordering::Relaxed) {
-        // The run stopped at the cap already: this one is simply not started.
-        return Err(files::cancelled(entry));
-    }
-    let before = declared.fetch_add(entry.size, Ordering::Relaxed);
-    let total = before.saturating_add(entry.size);
-    if total <= max {
-        return Ok(());
-    }
-    over_limit.store(true, Ordering::Relaxed);
-    Err(Error::new(
-        &entry.name,
-        ErrorKind::Limit,
-        anyhow::anyhow!(
-            "refused: its {} would take the output to {}, past the cap of {} ({}); the run stopped here, and the entries after it were not extracted",
-            crate::report::human_bytes(entry.size),
-            crate::report::human_bytes(total),
-            crate::report::human_bytes(max),
-            Setting::MaxOutput
-        ),
-    ))
 }
 
 /// Adds what a source found itself (entries refused before writing, warnings) to the report.

@@ -99,7 +99,7 @@ impl DiskStreamed<'_> {
 
     /// Writes `data` to the file (or discards it, for a skipped file).
     fn put(&mut self, data: &[u8]) -> io::Result<()> {
-        if self.engine.cancelled() {
+        if self.engine.run().cancelled() {
             // Not `Interrupted`, which `write_all` would retry for ever.
             return Err(io::Error::other("the run was cancelled"));
         }
@@ -110,7 +110,10 @@ impl DiskStreamed<'_> {
         match &result {
             Ok(()) => {
                 self.written += data.len() as u64;
-                self.engine.reporter().bytes_written(data.len() as u64);
+                self.engine
+                    .run()
+                    .reporter()
+                    .bytes_written(data.len() as u64);
             }
             Err(e) => self.failed = Some((e.kind(), e.raw_os_error())),
         }
@@ -126,7 +129,7 @@ impl DiskStreamed<'_> {
         let Some(open) = self.open.take() else {
             return Ok(());
         };
-        let failed = if engine.cancelled() {
+        let failed = if engine.run().cancelled() {
             Some(cancelled(&self.entry))
         } else if let Err(e) = drained {
             Some(Error::new(&self.entry.name, ErrorKind::Write, e))
@@ -187,7 +190,7 @@ impl Drop for DiskStreamed<'_> {
     /// Unsealed (an early return, a panic): removed, and the run records why.
     fn drop(&mut self) {
         if let Some(error) = self.abandon() {
-            self.engine.record(error);
+            self.engine.run().record(error);
         }
     }
 }

@@ -15,7 +15,7 @@ use crate::report::Report;
 
 #[cfg(feature = "s3")]
 use super::bucket;
-use super::{Content, Disk, DiskStreamed, DiskWriter, Unverified, WriterState};
+use super::{Content, Disk, DiskStreamed, DiskWriter, Run, Unverified, WriterState};
 
 /// Where a run's writes land. (One per run: the variants' sizes do not matter.)
 #[allow(clippy::large_enum_variant)]
@@ -58,27 +58,31 @@ impl Engine {
     pub(crate) fn writers_at_least(&self, writers: usize) {
         each!(self, t => t.writers_at_least(writers))
     }
+    /// The run's own state, kept once whatever the target.
+    pub(crate) fn run(&self) -> &Run {
+        each!(self, t => t.run())
+    }
     /// The destination as it was named.
     pub(crate) fn root(&self) -> &Path {
-        each!(self, t => t.root())
+        self.run().root()
     }
     pub(crate) fn reporter(&self) -> &dyn Reporter {
-        each!(self, t => t.reporter())
+        self.run().reporter()
     }
     pub(crate) fn cancelled(&self) -> bool {
-        each!(self, t => t.cancelled())
+        self.run().cancelled()
     }
     pub(crate) fn stopped(&self) -> bool {
-        each!(self, t => t.stopped())
+        self.run().stopped()
     }
     pub(crate) fn within_limit(&self, entry: &Entry) -> Result<(), Error> {
-        each!(self, t => t.within_limit(entry))
+        self.run().within_limit(entry)
     }
     pub(crate) fn record(&self, error: Error) {
-        each!(self, t => t.record(error))
+        self.run().record(error)
     }
     pub(crate) fn take_failures(&self) -> Vec<Error> {
-        each!(self, t => t.take_failures())
+        self.run().take_failures()
     }
     pub(crate) fn prepare(&self, plan: &mut Plan) {
         each!(self, t => t.prepare(plan))
@@ -99,7 +103,7 @@ impl Engine {
         each!(self, t => t.hold_replacements())
     }
     pub(crate) fn forget_links(&self, path: &Path, order: usize) {
-        each!(self, t => t.forget_links(path, order))
+        self.run().forget_links(path, order)
     }
     pub(crate) fn unverified(&self, entries: Vec<Unverified>, why: String) {
         each!(self, t => t.unverified(entries, why))

@@ -100,14 +100,14 @@ impl Disk {
             };
             if self.out_dir.remove_file(&rename.temp).is_ok() {
                 self.written_off(&entry);
-                self.failures.push(failure(&entry, "removed"));
+                self.run.failures.push(failure(&entry, "removed"));
             }
         }
         deferred
             .links
             .retain(|link| match entries.remove(&link.index) {
                 Some(entry) => {
-                    self.failures.push(failure(&entry, "not made"));
+                    self.run.failures.push(failure(&entry, "not made"));
                     false
                 }
                 None => true,
@@ -124,7 +124,7 @@ impl Disk {
                 .is_ok_and(|k| k == FileKind::File);
             if is_file && self.out_dir.remove_file(&entry.path).is_ok() {
                 self.written_off(&entry);
-                self.failures.push(failure(&entry, "removed"));
+                self.run.failures.push(failure(&entry, "removed"));
             }
         }
     }

@@ -6,8 +6,7 @@
 use std::fmt;
 use std::io::{self, Read};
 
-use anyhow::anyhow;
-
+use crate::engine::{too_long, truncated};
 use crate::plan::Entry;
 
 /// What gets each file's name and content.
@@ -43,16 +42,10 @@ pub(super) fn give(entry: &Entry, data: &mut dyn Read, each: &mut Each<'_>) -> a
         each,
     )?;
     if n > entry.size {
-        return Err(anyhow!(
-            "the entry holds more data than its declared size of {} bytes",
-            entry.size
-        ));
+        return Err(too_long(entry.size));
     }
     if n < entry.size {
-        return Err(anyhow!(
-            "the entry is truncated: {n} of its {} bytes",
-            entry.size
-        ));
+        return Err(truncated(n, entry.size));
     }
     Ok(n)
 }

@@ -72,14 +72,9 @@ mod tests {
 
     /// A plan of one file of `size` bytes.
     fn plan_of(size: u64) -> Plan {
-        let entry = crate::plan::Entry::for_path(
-            Path::new("big.bin"),
-            EntryKind::File,
-            None,
-            None,
-            size,
-        )
-        .unwrap();
+        let entry =
+            crate::plan::Entry::for_path(Path::new("big.bin"), EntryKind::File, None, None, size)
+                .unwrap();
         Plan {
             entries: vec![entry],
             ..Plan::default()

@@ -26,7 +26,6 @@ use crate::engine::bucket::Bucket;
 use crate::engine::{Content, WriterState};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options, Overwrite};
-use crate::patterns::{Patterns, Slash};
 use crate::plan::{Entry, EntryKind};
 use crate::report::{MirrorCounts, Report};
 use crate::store::{BucketUrl, md5_of};
@@ -47,16 +46,8 @@ pub(super) fn mirror(
         );
         return Err(Error::named(dst, ErrorKind::Unsupported, why).into());
     }
-    let exclude = Patterns::new(&mopts.excludes, Setting::Exclude.name(), Slash::Stops)?;
-    let walk = Walk {
-        src,
-        dst,
-        opts: mopts,
-        exclude: &exclude,
-        cancel: &opts.cancel,
-        stream: None,
-        found: Default::default(),
-    };
+    let exclude = super::excludes(mopts)?;
+    let walk = Walk::new(src, dst, mopts, &exclude, &opts.cancel);
     let writers = crate::engine::writer_pool(opts)?;
     // A mirror replaces what differs.
     let bopts = Options {
@@ -190,7 +181,7 @@ pub(super) fn mirror(
             .strip_prefix(prefix.as_str())
             .unwrap_or(&key)
             .to_string();
-        bucket.record(
+        bucket.run().record(
             Error::new(rel, ErrorKind::Delete, why.context("deleting it"))
                 .with_key(format!("s3://{}/{key}", bucket.url().bucket)),
         );
@@ -206,12 +197,12 @@ pub(super) fn mirror(
     }
     writers.install(|| {
         files.par_iter().for_each(|(entry, _)| {
-            if bucket.stopped() {
+            if bucket.run().stopped() {
                 return;
             }
-            if let Err(error) = bucket.within_limit(entry) {
+            if let Err(error) = bucket.run().within_limit(entry) {
                 if !error.is_cancelled() {
-                    bucket.record(error);
+                    bucket.run().record(error);
                 }
                 return;
             }
@@ -226,7 +217,7 @@ pub(super) fn mirror(
                     bucket.write_file(&mut WriterState::default(), entry, Content::File(&file))
                 });
             match result {
-                Err(error) if !error.is_cancelled() => bucket.record(error),
+                Err(error) if !error.is_cancelled() => bucket.run().record(error),
                 _ => {}
             }
         });

@@ -30,7 +30,7 @@ use crate::engine::feed::{self, Job};
 use crate::engine::{self, Content};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options, Overwrite};
-use crate::patterns::{Patterns, Slash};
+use crate::patterns::Patterns;
 use crate::plan::{Entry, EntryKind};
 use crate::platform;
 use crate::report::{MirrorCounts, Report};
@@ -98,7 +98,7 @@ pub(super) fn mirror(
         }
         _ => {}
     }
-    let exclude = Patterns::new(&mopts.excludes, Setting::Exclude.name(), Slash::Stops)?;
+    let exclude = super::excludes(mopts)?;
     let source = Source::open(url.clone()).map_err(|e| Error::start(src, ErrorKind::Source, e))?;
     let key_url = |key: &str| format!("s3://{}/{key}", url.bucket);
 
@@ -424,7 +424,7 @@ pub(super) fn between_buckets(
         );
         return Err(Error::named(src, ErrorKind::Unsupported, why).into());
     }
-    let exclude = Patterns::new(&mopts.excludes, Setting::Exclude.name(), Slash::Stops)?;
+    let exclude = super::excludes(mopts)?;
     let source = Source::open(from.clone()).map_err(|e| Error::start(src, ErrorKind::Source, e))?;
     let replace = Options {
         overwrite: Overwrite::Replace,
@@ -528,7 +528,7 @@ pub(super) fn between_buckets(
         let error = error.context(format!("copying to '{}'", to_url(&key)));
         failures.push(Error::new(&key, ErrorKind::Write, error).with_key(to_url(&key)));
     }
-    failures.extend(bucket.take_failures());
+    failures.extend(bucket.run().take_failures());
     Ok(Report {
         files,
         bytes,
@@ -774,7 +774,9 @@ mod tests {
             prefix: "p/".into(),
         };
         let excludes: Vec<String> = excludes.iter().map(|s| s.to_string()).collect();
-        let exclude = Patterns::new(&excludes, "--exclude", Slash::Stops).unwrap();
+        let exclude =
+            crate::patterns::Patterns::new(&excludes, "--exclude", crate::patterns::Slash::Stops)
+                .unwrap();
         let mut failures = Vec::new();
         let key_url = |key: &str| format!("s3://b/{key}");
         let wanted = wanted(&url, listed(keys), &exclude, &mut failures, &key_url);

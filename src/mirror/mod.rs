@@ -114,16 +114,8 @@ fn mirror_any(
         );
         return Err(Error::named(src, ErrorKind::Unsupported, why).into());
     }
-    let exclude = Patterns::new(&mopts.excludes, Setting::Exclude.name(), Slash::Stops)?;
-    let walk = || Walk {
-        src,
-        dst,
-        opts: mopts,
-        exclude: &exclude,
-        cancel: &opts.cancel,
-        stream: None,
-        found: Default::default(),
-    };
+    let exclude = excludes(mopts)?;
+    let walk = || Walk::new(src, dst, mopts, &exclude, &opts.cancel);
     let report = if mopts.dry_run {
         let walk = walk();
         engine::writer_pool(opts)?.install(|| walk.run(root_meta, dst_exists));
@@ -156,7 +148,7 @@ fn mirror_into<'a>(
                 // writing.
                 let stream = engine.is_fresh();
                 if stream {
-                    engine.reporter().planned(0, 0);
+                    engine.run().reporter().planned(0, 0);
                 }
                 let mut walk = walk();
                 walk.stream = stream.then_some(engine);
@@ -195,6 +187,11 @@ fn mirror_into<'a>(
 }
 
 /// What the walk decided, with its links settled and its actions in path order.
+/// The patterns of `--exclude`, as every mirror reads them.
+fn excludes(mopts: &MirrorOptions) -> anyhow::Result<Patterns> {
+    Patterns::new(&mopts.excludes, Setting::Exclude.name(), Slash::Stops)
+}
+
 fn walked(walk: Walk<'_>, src: &Path) -> Found {
     let mut found = walk.found.into_inner().unpoisoned();
     walk::settle_links(&mut found, src);
@@ -366,9 +363,9 @@ pub(crate) fn copy_file(
     entry: &Entry,
     follow: bool,
 ) {
-    if let Err(error) = engine.within_limit(entry) {
+    if let Err(error) = engine.run().within_limit(entry) {
         if !error.is_cancelled() {
-            engine.record(error);
+            engine.run().record(error);
         }
         return;
     }
@@ -379,7 +376,9 @@ pub(crate) fn copy_file(
         }
         Err(e) => {
             let error = walk::source_context(&path)(e);
-            engine.record(Error::new(&entry.name, ErrorKind::Source, error));
+            engine
+                .run()
+                .record(Error::new(&entry.name, ErrorKind::Source, error));
         }
     }
 }
@@ -416,7 +415,7 @@ fn apply(
     streamed: bool,
     found: &mut Found,
 ) -> Applied {
-    let dst = engine.root();
+    let dst = engine.run().root();
     let mut deletes = Vec::new();
     let mut renames = Vec::new();
     let mut updates = Vec::new();
@@ -459,7 +458,7 @@ fn apply(
     let delete_failures: Vec<Error> = deletes
         .par_iter()
         .filter_map(|(rel, dir)| {
-            if engine.cancelled() {
+            if engine.run().cancelled() {
                 return None;
             }
             let path = dst.join(rel);
@@ -493,6 +492,7 @@ fn apply(
         .collect();
     if !streamed {
         engine
+            .run()
             .reporter()
             .planned(files.len() as u64, files.iter().map(|e| e.size).sum());
     }
@@ -507,7 +507,9 @@ fn apply(
             Ok(()) => {
                 updated.fetch_add(1, Ordering::Relaxed);
             }
-            Err(error) => engine.record(Error::new(&entry.name, ErrorKind::Metadata, error)),
+            Err(error) => engine
+                .run()
+                .record(Error::new(&entry.name, ErrorKind::Metadata, error)),
         }
     });
 

@@ -294,7 +294,27 @@ fn what(meta: &Metadata) -> &'static str {
     }
 }
 
-impl Walk<'_> {
+impl<'a> Walk<'a> {
+    /// A walk of `src` against `dst` (a folder, or a bucket's prefix whose listing is compared
+    /// apart), nothing found yet, copying nothing as it goes.
+    pub fn new(
+        src: &'a Path,
+        dst: &'a Path,
+        opts: &'a MirrorOptions,
+        exclude: &'a Patterns,
+        cancel: &'a Cancel,
+    ) -> Walk<'a> {
+        Walk {
+            src,
+            dst,
+            opts,
+            exclude,
+            cancel,
+            stream: None,
+            found: Mutex::default(),
+        }
+    }
+
     fn fail(&self, rel: &Path, error: anyhow::Error) {
         let mut found = self.found.lock().unpoisoned();
         found.fail(rel, error);

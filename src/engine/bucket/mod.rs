@@ -23,21 +23,23 @@ use upload::{Outcome, claim, copy, upload};
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use anyhow::{Context, anyhow};
+use anyhow::anyhow;
 use futures_util::StreamExt;
 use object_store::aws::AmazonS3;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode};
 
+use super::Run;
 use super::kept::Kept;
+use super::pump::{Piece, pump};
 use super::{Content, Unverified, UnverifiedKind, WriterState, already_exists};
 use crate::error::{Error, ErrorKind, Failures, Setting};
 use crate::options::{Options, Overwrite};
-use crate::plan::{Entry, EntryKind, Plan, path_key};
-use crate::progress::{Reporter, Silent};
+use crate::plan::{Entry, EntryKind, Plan};
+use crate::progress::Reporter;
 use crate::report::Report;
 use crate::sync::Unpoisoned;
 
@@ -98,22 +100,21 @@ struct Shared {
 }
 
 pub(crate) struct Bucket {
-    root: PathBuf,
+    /// The run's own state (`engine/run.rs`); its failures and reporter are the upload
+    /// tasks' too (`Shared`).
+    run: Run,
     shared: Arc<Shared>,
     runtime: tokio::runtime::Runtime,
-    opts: Options,
     /// What the start found of killed runs' uploads, for the report.
     stale: Vec<String>,
-    declared: AtomicU64,
-    over_limit: AtomicBool,
     deferred: Mutex<Deferred>,
 }
 
 #[derive(Default)]
 struct Deferred {
     dirs: Vec<Entry>,
+    /// The run's links (`Run::take_links`), taken at the end.
     links: Vec<Entry>,
-    forgotten: HashMap<u64, usize>,
     /// Later copies of a path this run already wrote (a tar's), with their content: uploaded
     /// in the source's order after every other upload, so the last copy wins.
     later: Vec<(Entry, Vec<u8>)>,
@@ -181,14 +182,15 @@ impl Bucket {
                 "cannot look for uploads killed runs left in '{url}'"
             )))
         })?;
+        let run = Run::new(root, opts);
         let shared = Arc::new(Shared {
             url,
             store,
             raw,
             gate: Gate::new(Arc::clone(&meter), writers, budget, opts.uploads),
             meter,
-            failures: Arc::new(Failures::default()),
-            reporter: opts.progress.clone().unwrap_or_else(|| Arc::new(Silent)),
+            failures: Arc::clone(&run.failures),
+            reporter: Arc::clone(&run.reporter),
             overwrite: opts.overwrite,
             tag: opts.resume_tag.clone(),
             conditional,
@@ -202,38 +204,18 @@ impl Bucket {
             written: Mutex::default(),
         });
         Ok(Bucket {
-            root: root.to_path_buf(),
+            run,
             shared,
             runtime,
-            opts: opts.clone(),
             stale,
-            declared: AtomicU64::new(0),
-            over_limit: AtomicBool::new(false),
             deferred: Mutex::default(),
         })
     }
 
     pub(crate) fn writers_at_least(&self, _writers: usize) {}
-    pub(crate) fn root(&self) -> &Path {
-        &self.root
-    }
-    pub(crate) fn reporter(&self) -> &dyn Reporter {
-        self.shared.reporter.as_ref()
-    }
-    pub(crate) fn cancelled(&self) -> bool {
-        self.opts.cancel.is_cancelled()
-    }
-    pub(crate) fn stopped(&self) -> bool {
-        self.cancelled() || self.over_limit.load(Ordering::Relaxed)
-    }
-    pub(crate) fn within_limit(&self, entry: &Entry) -> Result<(), Error> {
-        super::within_limit(&self.opts, &self.declared, &self.over_limit, entry)
-    }
-    pub(crate) fn record(&self, error: Error) {
-        self.shared.failures.push(error);
-    }
-    pub(crate) fn take_failures(&self) -> Vec<Error> {
-        self.shared.failures.take()
+    /// The run's own state: failures, cancelling, the output cap, the reporter.
+    pub(crate) fn run(&self) -> &Run {
+        &self.run
     }
     /// Nothing to prepare: a key is checked as it is written (`If-None-Match: *`).
     pub(crate) fn prepare(&self, plan: &mut Plan) {
@@ -260,21 +242,16 @@ impl Bucket {
             let why = anyhow!(
                 "a device or FIFO cannot be an object: not written (a bucket holds files, folders and, as s3fs keeps them, symlinks)"
             );
-            return self.record(Error::new(&entry.name, ErrorKind::Unsupported, why));
+            return self
+                .run
+                .record(Error::new(&entry.name, ErrorKind::Unsupported, why));
         }
-        self.deferred.lock().unpoisoned().links.push(entry);
+        self.run.defer_link(entry);
     }
     /// Every key written is known to the run: a later copy of a path replaces only its own.
     pub(crate) fn track_created(&self) {}
     /// A replaced object keeps its old content until its new one completes: nothing to hold.
     pub(crate) fn hold_replacements(&self) {}
-    pub(crate) fn forget_links(&self, path: &Path, order: usize) {
-        self.deferred
-            .lock()
-            .unpoisoned()
-            .forgotten
-            .insert(path_key(path), order);
-    }
     pub(crate) fn unverified(&self, entries: Vec<Unverified>, why: String) {
         let mut deferred = self.deferred.lock().unpoisoned();
         deferred
@@ -374,7 +351,7 @@ impl Bucket {
     }
 
     pub(crate) fn start_streamed(&self, entry: Entry) -> Result<Streamed<'_>, Error> {
-        if self.cancelled() {
+        if self.run.cancelled() {
             return Err(super::files::cancelled(&entry));
         }
         Ok(Streamed::new(self, entry))
@@ -387,33 +364,25 @@ impl Bucket {
         entry: &Entry,
         content: Content<'_>,
     ) -> Result<(), Error> {
-        if self.cancelled() {
+        if self.run.cancelled() {
             return Err(super::files::cancelled(entry));
         }
         let started = Instant::now();
         if entry.size > SINGLE_PUT_MAX {
             let mut file = self.start_streamed(entry.clone())?;
-            let size = entry.size;
-            let result = read_content(entry, content, &mut |data| {
+            let result = read_content(&self.run, entry, content, &mut |data| {
                 file.write(data).map_err(|e| anyhow!(e))
             });
             return match result {
-                Ok(()) if file.len() == size => file.seal(&mut WriterState::default()),
-                Ok(()) => {
-                    let got = file.len();
-                    Err(file.abandon_for(truncated(entry, got)))
-                }
+                Ok(_) => file.seal(&mut WriterState::default()),
                 Err(error) => Err(file.abandon_for(error)),
             };
         }
         let mut data = Vec::with_capacity(entry.size as usize);
-        read_content(entry, content, &mut |chunk| {
+        read_content(&self.run, entry, content, &mut |chunk| {
             data.extend_from_slice(chunk);
             Ok(())
         })?;
-        if data.len() as u64 != entry.size {
-            return Err(truncated(entry, data.len() as u64));
-        }
         self.shared.gate.produced(started.elapsed());
         self.put(entry, data);
         Ok(())
@@ -421,11 +390,11 @@ impl Bucket {
 
     /// The permission bits an object records for `entry`.
     fn mode_of(&self, entry: &Entry) -> Option<u32> {
-        entry.mode.map(|mode| self.opts.mode_bits(mode))
+        entry.mode.map(|mode| self.run.opts.mode_bits(mode))
     }
 
     fn owner_of(&self, entry: &Entry) -> Option<(u32, u32)> {
-        entry.owner.filter(|_| self.opts.same_owner)
+        entry.owner.filter(|_| self.run.opts.same_owner)
     }
 
     /// Notes the folders `path` lies in as holding something (no marker is made for them).
@@ -501,7 +470,7 @@ impl Bucket {
     pub(crate) fn finish(self) -> Report {
         self.shared.gate.drain();
         let mut deferred = std::mem::take(&mut *self.deferred.lock().unpoisoned());
-        if !self.cancelled() {
+        if !self.run.cancelled() {
             // Later copies, in the source's order, each replacing the one before.
             for (entry, data) in std::mem::take(&mut deferred.later) {
                 self.fill_parents(&entry.path);
@@ -527,14 +496,10 @@ impl Bucket {
                 self.shared.settle(&job, result);
             }
         }
+        // Links at a path a later entry took are not made.
+        deferred.links = self.run.take_links();
         self.take_back_unverified(&mut deferred);
-        if !self.cancelled() {
-            let forgotten = std::mem::take(&mut deferred.forgotten);
-            deferred.links.retain(|link| {
-                forgotten
-                    .get(&path_key(&link.path))
-                    .is_none_or(|&taken| link.index >= taken)
-            });
+        if !self.run.cancelled() {
             let links = std::mem::take(&mut deferred.links);
             self.make_links(&links);
             self.make_empty_dirs(&deferred);
@@ -558,7 +523,8 @@ impl Bucket {
                             "the object was written from data that failed its check ({why}), and could not be deleted: delete 's3://{}/{key}' yourself",
                             self.shared.url.bucket
                         ));
-                        self.record(Error::new(&entry.name, ErrorKind::Unverified, error));
+                        self.run
+                            .record(Error::new(&entry.name, ErrorKind::Unverified, error));
                         continue;
                     }
                     self.shared.files.fetch_sub(1, Ordering::Relaxed);
@@ -570,7 +536,8 @@ impl Bucket {
                 .retain(|(later, _)| later.index != entry.index);
             deferred.links.retain(|link| link.index != entry.index);
             let error = anyhow!("{why}: its object was taken back");
-            self.record(Error::new(&entry.name, ErrorKind::Unverified, error));
+            self.run
+                .record(Error::new(&entry.name, ErrorKind::Unverified, error));
         }
     }
 
@@ -713,78 +680,35 @@ impl Bucket {
     }
 }
 
-/// How much of the entry's content came.
-fn truncated(entry: &Entry, got: u64) -> Error {
-    Error::new(
-        &entry.name,
-        ErrorKind::Source,
-        anyhow!("the entry is truncated: {got} of its {} bytes", entry.size),
-    )
-}
-
-/// Reads `content` (at most its declared size and one byte more, to tell data past it) into
-/// `sink` in chunks; holes come as zeros (an object has no holes).
+/// Hands `content` to `sink` as bytes (a hole as zeros: an object has none), checked against
+/// the entry's size (`engine/pump.rs`).
 fn read_content(
+    run: &Run,
     entry: &Entry,
     content: Content<'_>,
     sink: &mut dyn FnMut(&[u8]) -> anyhow::Result<()>,
-) -> Result<(), Error> {
-    let source = |e: anyhow::Error| Error::new(&entry.name, ErrorKind::Source, e);
-    let mut got = 0u64;
-    let mut buf = vec![
-        0u8;
-        super::CHUNK
-            .min(entry.size.saturating_add(1) as usize)
-            .max(1)
-    ];
-    let mut read = |src: &mut dyn super::HoleRead| -> Result<(), Error> {
-        loop {
-            let hole = src.skip_hole();
-            if hole > 0 {
-                got = got.saturating_add(hole);
-                let zeros = vec![0u8; super::CHUNK];
-                let mut left = hole;
-                while left > 0 && got <= entry.size {
-                    let n = left.min(zeros.len() as u64) as usize;
-                    sink(&zeros[..n]).map_err(|e| Error::new(&entry.name, ErrorKind::Write, e))?;
-                    left -= n as u64;
-                }
-            } else {
-                let n = src
-                    .read(&mut buf)
-                    .context("reading the entry's data")
-                    .map_err(source)?;
-                if n == 0 {
-                    return Ok(());
-                }
-                got = got.saturating_add(n as u64);
-                if got <= entry.size {
-                    sink(&buf[..n]).map_err(|e| Error::new(&entry.name, ErrorKind::Write, e))?;
-                }
-            }
-            if got > entry.size {
-                return Err(source(anyhow!(
-                    "the entry holds more data than its declared size of {} bytes",
-                    entry.size
-                )));
-            }
+) -> Result<u64, Error> {
+    let zeros = |n: u64, sink: &mut dyn FnMut(&[u8]) -> anyhow::Result<()>| {
+        let zeros = vec![0u8; (n as usize).min(super::files::CHUNK)];
+        let mut left = n;
+        while left > 0 {
+            let n = left.min(zeros.len() as u64);
+            sink(&zeros[..n as usize])?;
+            left -= n;
         }
+        Ok(())
     };
-    match content {
-        Content::Bytes(data) => {
-            if data.len() as u64 != entry.size {
-                return Err(source(anyhow!(
-                    "the entry holds {} bytes, not its declared {}",
-                    data.len(),
-                    entry.size
-                )));
-            }
-            sink(data).map_err(|e| Error::new(&entry.name, ErrorKind::Write, e))
-        }
-        Content::Reader(src) => read(&mut super::files::Dense(src)),
-        Content::Sparse(src) => read(src),
-        Content::File(mut file) => read(&mut super::files::Dense(&mut file)),
-    }
+    let mut buf = Vec::new();
+    pump(
+        entry,
+        content,
+        &mut buf,
+        &|| run.cancelled(),
+        &mut |piece| match piece {
+            Piece::Data(data) => sink(data),
+            Piece::Hole(n) => zeros(n, sink),
+        },
+    )
 }
 
 impl Shared {
@@ -866,7 +790,7 @@ impl<'e> Writer<'e> {
             Ok(()) => true,
             Err(error) if error.is_cancelled() => true,
             Err(error) => {
-                self.bucket.record(error);
+                self.bucket.run.record(error);
                 false
             }
         }

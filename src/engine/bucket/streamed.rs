@@ -68,7 +68,7 @@ impl<'e> Streamed<'e> {
     }
 
     pub(crate) fn write(&mut self, data: &[u8]) -> std::io::Result<()> {
-        if self.bucket.cancelled() {
+        if self.bucket.run.cancelled() {
             return Err(std::io::Error::other("the run was cancelled"));
         }
         self.written += data.len() as u64;
@@ -191,7 +191,7 @@ impl<'e> Streamed<'e> {
     pub(crate) fn seal(mut self, _state: &mut WriterState) -> Result<(), Error> {
         self.done = true;
         let bucket = self.bucket;
-        if bucket.cancelled() {
+        if bucket.run.cancelled() {
             self.abort();
             return Err(crate::engine::files::cancelled(&self.entry));
         }
@@ -350,6 +350,6 @@ impl Drop for Streamed<'_> {
             ErrorKind::Unfinished,
             anyhow!("dropped before it was finished: nothing was uploaded"),
         );
-        self.bucket.record(error);
+        self.bucket.run.record(error);
     }
 }

@@ -506,7 +506,7 @@ impl Stream<'_, '_, '_> {
                     self.feed.give_back(entry.size);
                     let error = match read {
                         Err(e) => anyhow::Error::new(e).context("reading the entry's data"),
-                        Ok(n) => anyhow!("the entry is truncated: {n} of its {} bytes", entry.size),
+                        Ok(n) => engine::truncated(n as u64, entry.size),
                     };
                     self.engine
                         .record(Error::new(&entry.name, ErrorKind::Source, error));
