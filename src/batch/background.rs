@@ -2,7 +2,7 @@
 //! own, sized by the output's filesystem, with the content handed to it bounded so a caller
 //! that gets ahead waits.
 
-use std::path::Path;
+use crate::engine::Destination;
 use std::sync::{Arc, Condvar, Mutex};
 
 use anyhow::anyhow;
@@ -33,8 +33,9 @@ pub(super) struct InFlight {
 const BACKGROUND_BYTES: u64 = 64 << 20;
 
 impl Background {
-    pub(super) fn start(root: &Path, opts: &Options) -> Result<Background, Error> {
-        let (count, why) = crate::engine::size_writers(root, opts);
+    pub(super) fn start(dest: &Destination, opts: &Options) -> Result<Background, Error> {
+        let root = dest.named();
+        let (count, why) = crate::engine::size_writers(dest, opts);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(count)
             .thread_name(|i| format!("fastwrite-batch-{i}"))

@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::{Batch, Slot};
 use crate::cancel::Cancel;
 use crate::close::SystemCloser;
-use crate::engine::Engine;
+use crate::engine::{Destination, Engine};
 use crate::error::{Error, ErrorKind};
 use crate::options::{CloseMode, Options, Overwrite};
 use crate::progress::Reporter;
@@ -106,19 +106,19 @@ impl BatchBuilder {
         // Into a new or empty folder the batch writes in a staging folder, put in place at the
         // end (see `BatchBuilder::atomic`).
         let folder = |e| Error::start(&self.root, ErrorKind::Directory, e);
+        let dest = Destination::parse(&self.root).map_err(folder)?;
         // A bucket prefix has no folder to stage in: its objects appear whole, one by one.
-        let bucket =
-            crate::plan::url_scheme(&self.root).is_some_and(|s| s.eq_ignore_ascii_case("s3"));
-        let (staging, warnings) = if bucket {
+        let (staging, warnings) = if dest.is_store() {
             (None, Vec::new())
         } else {
             crate::engine::Staging::prepare(&self.root, &self.opts).map_err(folder)?
         };
-        let staging = staging.map(|staging| {
-            let registered = staging.register_as(&self.root);
-            (staging, registered, warnings)
-        });
-        let engine = Engine::new(&self.root, &self.opts, closer).map_err(folder);
+        let dest = match &staging {
+            Some(staging) => dest.staged_in(&staging.path),
+            None => dest,
+        };
+        let staging = staging.map(|staging| (staging, warnings));
+        let engine = Engine::new(&dest, &self.opts, closer).map_err(folder);
         let engine = match engine {
             Ok(engine) => engine,
             Err(error) => {
@@ -139,7 +139,7 @@ impl BatchBuilder {
             slots: (0..slots).map(|_| Slot::default()).collect(),
             background: OnceLock::new(),
             staging,
-            root: self.root,
+            dest,
             opts: self.opts,
             started,
             taken: AtomicUsize::new(0),

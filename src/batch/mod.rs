@@ -18,7 +18,7 @@ mod file_writer;
 mod finish_error;
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, TryLockError};
 use std::time::{Instant, SystemTime};
@@ -136,15 +136,12 @@ pub struct Batch {
     started: Instant,
     /// Errors returned by `take_errors`, which the end still counts.
     taken: AtomicUsize,
-    /// The staging folder of a batch into a new or empty folder (with the engine's lookup of
-    /// it), and what to warn of at the end.
-    staging: Option<(
-        crate::engine::Staging,
-        crate::engine::Registered,
-        Vec<String>,
-    )>,
-    /// What the background writers are sized by.
-    root: PathBuf,
+    /// The staging folder of a batch into a new or empty folder, and what to warn of at the
+    /// end.
+    staging: Option<(crate::engine::Staging, Vec<String>)>,
+    /// Where the batch writes (its staging folder, while it has one): what the background
+    /// writers are sized by.
+    dest: crate::engine::Destination,
     opts: Options,
 }
 
@@ -324,7 +321,7 @@ impl Batch {
             let background = match self.background.get() {
                 Some(background) => background,
                 None => {
-                    let started = Background::start(&self.root, &self.opts)?;
+                    let started = Background::start(&self.dest, &self.opts)?;
                     // The close pool's arrival side: these writers, not the callers.
                     self.engine().writers_at_least(started.writers.0);
                     self.background.get_or_init(|| started)
@@ -522,7 +519,7 @@ impl Batch {
     fn conclude<E>(&mut self, work: Option<E>) -> Result<Report, FinishError<E>> {
         let mut report = self.end();
         report.failures_taken = self.taken.load(Ordering::Relaxed);
-        if let Some((staging, _registered, mut warnings)) = self.staging.take() {
+        if let Some((staging, mut warnings)) = self.staging.take() {
             report.warnings.append(&mut warnings);
             // The work's error fails an atomic batch as a failed write does.
             staging.settle(&self.opts, &mut report, work.is_some());

@@ -26,6 +26,7 @@ pub(crate) mod bucket;
 ))]
 mod budget;
 mod copy;
+mod destination;
 mod dirs;
 #[cfg(any(
     feature = "tar",
@@ -64,19 +65,20 @@ use crate::platform;
 use crate::report::Report;
 use crate::sync::Unpoisoned;
 
+pub(crate) use destination::Destination;
 use dirs::OPEN_DIRS;
 pub(crate) use files::{CHUNK, Content, DiskWriter, HoleRead, WriterState};
 pub(crate) use finish::deepest_first;
 pub(crate) use leftovers::is_run_mark;
 pub(crate) use pump::{too_long, truncated};
 pub(crate) use run::Run;
-pub(crate) use stage::{Registered, Staging, staged, work_root};
+pub(crate) use stage::{Staging, staged};
 pub(crate) use unverified::{Unverified, UnverifiedKind};
 pub(crate) use writers::MAX_WRITERS;
 
-/// How many writers a run into `root` gets, and why (see `writers.rs`).
-pub(crate) fn size_writers(root: &Path, opts: &Options) -> (usize, String) {
-    let sized = writers::size(root, None, opts);
+/// How many writers a run into `dest` gets, and why (see `writers.rs`).
+pub(crate) fn size_writers(dest: &Destination, opts: &Options) -> (usize, String) {
+    let sized = writers::size(dest, None, opts);
     (sized.count, sized.why)
 }
 pub(crate) use stream::DiskStreamed;
@@ -97,38 +99,38 @@ pub(crate) fn writer_pool(opts: &Options) -> anyhow::Result<rayon::ThreadPool> {
 /// source's `body` (called on this thread, with the pool to run its writers on), and the end of
 /// the run. Returns the report and what `body` returned.
 pub(crate) fn run<T>(
-    root: &Path,
+    dest: &Destination,
     source: Option<&Path>,
     opts: &Options,
     body: impl FnOnce(&Engine, &rayon::ThreadPool) -> T,
 ) -> anyhow::Result<(Report, T)> {
-    run_on(root, source, opts, Engine::new, body)
+    run_on(dest, source, opts, Engine::new, body)
 }
 
 /// [`run`] into a local folder only (a mirror, whose deletions and renames work on the folder
 /// itself).
 pub(crate) fn run_disk<T>(
-    root: &Path,
+    dest: &Destination,
     source: Option<&Path>,
     opts: &Options,
     body: impl FnOnce(&Disk, &rayon::ThreadPool) -> T,
 ) -> anyhow::Result<(Report, T)> {
-    run_on(root, source, opts, Disk::new, body)
+    run_on(dest, source, opts, Disk::new, body)
 }
 
 fn run_on<E: Finish + Send, T>(
-    root: &Path,
+    dest: &Destination,
     source: Option<&Path>,
     opts: &Options,
-    new: impl FnOnce(&Path, &Options, Arc<dyn Closer>) -> anyhow::Result<E>,
+    new: impl FnOnce(&Destination, &Options, Arc<dyn Closer>) -> anyhow::Result<E>,
     body: impl FnOnce(&E, &rayon::ThreadPool) -> T,
 ) -> anyhow::Result<(Report, T)> {
-    let sized = writers::size(root, source, opts);
+    let sized = writers::size(dest, source, opts);
     let opts = &Options {
         threads: Some(sized.count),
         ..opts.clone()
     };
-    let engine = new(root, opts, Arc::new(SystemCloser { fsync: opts.fsync }))?;
+    let engine = new(dest, opts, Arc::new(SystemCloser { fsync: opts.fsync }))?;
     let writers = writer_pool(opts)?;
     let out = body(&engine, &writers);
     // Empty directories are created on the pool.
@@ -244,14 +246,19 @@ fn already_exists() -> anyhow::Error {
 }
 
 impl Disk {
-    /// Opens the output folder (creating it if needed) and starts the close stage.
+    /// Opens the output folder (creating it if needed) and starts the close stage. (A store's
+    /// destination is refused: it is not a folder.)
     pub(crate) fn new(
-        root: &Path,
+        dest: &Destination,
         opts: &Options,
         closer: Arc<dyn Closer>,
     ) -> anyhow::Result<Disk> {
+        let root = dest.named();
         // A staged run writes into its staging folder (`stage.rs`).
-        let work = &stage::work_root(root);
+        let Some(work) = dest.work() else {
+            let why = anyhow::anyhow!("'{}' is not a folder", root.display());
+            return Err(Error::named(root, ErrorKind::Unsupported, why).into());
+        };
         // What stops it is about the output folder.
         let folder = |error: std::io::Error, what: &str| {
             let why = anyhow::Error::new(error).context(format!("{what} '{}'", root.display()));
@@ -287,7 +294,7 @@ impl Disk {
             run,
             umask: platform::current_umask(),
             fresh,
-            staged: work.as_path() != root,
+            staged: work != root,
             plain_mkdir: !out_dir.is_setgid(),
             symlink_times: platform::remote_filesystem(work) != Some("FUSE"),
             symlink_times_left: AtomicU64::new(0),
@@ -612,7 +619,12 @@ mod tests {
             for (name, content) in files {
                 plan.entries.push(file_entry(name, content));
             }
-            let sink = Disk::new(dir.path(), &opts, Arc::new(FailingCloser)).unwrap();
+            let sink = Disk::new(
+                &Destination::folder(dir.path()),
+                &opts,
+                Arc::new(FailingCloser),
+            )
+            .unwrap();
             sink.prepare(&mut plan);
             {
                 let mut writer = sink.writer();
@@ -661,7 +673,7 @@ mod tests {
         for i in 0..n {
             plan.entries.push(file_entry(&format!("f{i}"), b"x"));
         }
-        let sink = Disk::new(dir.path(), &opts, Arc::new(closer)).unwrap();
+        let sink = Disk::new(&Destination::folder(dir.path()), &opts, Arc::new(closer)).unwrap();
         sink.prepare(&mut plan);
         {
             let mut writer = sink.writer();
@@ -729,7 +741,12 @@ mod tests {
         let mut short = file_entry("short", b"12");
         short.size = 3;
         plan.entries.extend([long, short]);
-        let sink = Disk::new(dir.path(), &opts, Arc::new(SystemCloser { fsync: false })).unwrap();
+        let sink = Disk::new(
+            &Destination::folder(dir.path()),
+            &opts,
+            Arc::new(SystemCloser { fsync: false }),
+        )
+        .unwrap();
         sink.prepare(&mut plan);
         {
             let mut writer = sink.writer();

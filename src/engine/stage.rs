@@ -20,32 +20,16 @@
 //! marker, `leftovers.rs`, is no longer locked), removed, and named in a warning.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::SystemTime;
 
 use anyhow::{Context, bail};
 
+use super::Destination;
 use super::leftovers::{MARK_PREFIX, RunMark, STAGING, is_dead};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
 use crate::platform::{self, OutDir};
 use crate::report::Report;
-use crate::sync::Unpoisoned;
-
-/// The runs being staged now: the output folder as the source was given it, and where it is
-/// written instead. The engine looks its folder up here ([`work_root`]).
-static STAGED: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
-
-/// Where a run into `root` writes: its staging folder while it is staged, else `root`.
-pub(crate) fn work_root(root: &Path) -> PathBuf {
-    STAGED
-        .lock()
-        .unpoisoned()
-        .iter()
-        .rev()
-        .find(|(staged, _)| staged == root)
-        .map_or_else(|| root.to_path_buf(), |(_, work)| work.clone())
-}
 
 /// A staging folder and how it is put in place.
 pub(crate) struct Staging {
@@ -65,31 +49,30 @@ enum Way {
     Inside { made: SystemTime, mode: u32 },
 }
 
-/// Runs `run` (a whole extraction or mirror into `root`) staged where it can be, and puts the
-/// tree in place after it (see the module's docs).
+/// Runs `run` (a whole extraction or mirror into `dest`) staged where it can be, and puts the
+/// tree in place after it (see the module's docs). `run` is handed the destination it writes
+/// in: `dest` itself, or its staging folder.
 pub(crate) fn staged(
-    root: &Path,
+    dest: &Destination,
     opts: &Options,
-    run: impl FnOnce() -> anyhow::Result<Report>,
+    run: impl FnOnce(&Destination) -> anyhow::Result<Report>,
 ) -> anyhow::Result<Report> {
     #[cfg(feature = "s3")]
-    if crate::store::BucketUrl::parse(root)?.is_some() {
+    if dest.is_store() {
         // A bucket has no folder to stage in: each object appears whole (docs/object-storage.md).
-        super::bucket::refuse_what_does_not_apply(root, opts)?;
-        return run();
+        super::bucket::refuse_what_does_not_apply(dest.named(), opts)?;
+        return run(dest);
     }
+    let root = dest.named();
     // Whatever stops it is about the output folder.
     let (staging, mut warnings) =
         Staging::prepare(root, opts).map_err(|e| Error::start(root, ErrorKind::Directory, e))?;
     let Some(staging) = staging else {
-        let mut report = run()?;
+        let mut report = run(dest)?;
         report.warnings.append(&mut warnings);
         return Ok(report);
     };
-    let registered = staging.register_as(root);
-    let result = run();
-    drop(registered);
-    let mut report = match result {
+    let mut report = match run(&dest.staged_in(&staging.path)) {
         Ok(report) => report,
         Err(error) => {
             let _ = staging.discard();
@@ -100,18 +83,6 @@ pub(crate) fn staged(
     report.warnings = warnings;
     staging.settle(opts, &mut report, false);
     Ok(report)
-}
-
-/// A staging folder's entry in [`STAGED`], taken out when dropped.
-pub(crate) struct Registered(PathBuf);
-
-impl Drop for Registered {
-    fn drop(&mut self) {
-        let mut staged = STAGED.lock().unpoisoned();
-        if let Some(i) = staged.iter().rposition(|(_, work)| *work == self.0) {
-            staged.remove(i);
-        }
-    }
 }
 
 impl Staging {
@@ -217,16 +188,6 @@ impl Staging {
             _ => None,
         };
         Ok((staging, warnings))
-    }
-
-    /// Tells the engine where the run into `as_given` (the output folder as the source names
-    /// it) writes, until the returned guard is dropped.
-    pub fn register_as(&self, as_given: &Path) -> Registered {
-        STAGED
-            .lock()
-            .unpoisoned()
-            .push((as_given.to_path_buf(), self.path.clone()));
-        Registered(self.path.clone())
     }
 
     /// The end of a staged run: the tree put in place (for an atomic run, only if the run

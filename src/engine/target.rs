@@ -15,7 +15,7 @@ use crate::report::Report;
 
 #[cfg(feature = "s3")]
 use super::bucket;
-use super::{Content, Disk, DiskStreamed, DiskWriter, Run, Unverified, WriterState};
+use super::{Content, Destination, Disk, DiskStreamed, DiskWriter, Run, Unverified, WriterState};
 
 /// Where a run's writes land. (One per run: the variants' sizes do not matter.)
 #[allow(clippy::large_enum_variant)]
@@ -39,19 +39,19 @@ macro_rules! each {
 }
 
 impl Engine {
-    /// The target `root` names: a bucket prefix for `s3://...`, else a local folder (opened,
-    /// and created if needed). A scheme this build does not write is refused.
+    /// The target `dest` names: a bucket prefix, or a local folder (opened, and created if
+    /// needed).
     pub(crate) fn new(
-        root: &Path,
+        dest: &Destination,
         opts: &Options,
         closer: Arc<dyn Closer>,
     ) -> anyhow::Result<Engine> {
         #[cfg(feature = "s3")]
-        if let Some(url) = crate::store::BucketUrl::parse(root)? {
-            return Ok(Engine::Bucket(bucket::Bucket::new(url, root, opts, true)?));
+        if let Some(url) = dest.store() {
+            let bucket = bucket::Bucket::new(url.clone(), dest.named(), opts, true)?;
+            return Ok(Engine::Bucket(bucket));
         }
-        refuse_url(root)?;
-        Ok(Engine::Disk(Disk::new(root, opts, closer)?))
+        Ok(Engine::Disk(Disk::new(dest, opts, closer)?))
     }
 
     /// More threads write than the run was made for (a batch's background writers).

@@ -14,6 +14,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::Destination;
 use crate::options::{Options, default_threads};
 use crate::platform;
 
@@ -35,10 +36,10 @@ pub(crate) struct WriterCount {
     pub why: String,
 }
 
-/// The writers for a run writing into `root`, reading from `source` (a mirror's source folder,
+/// The writers for a run writing into `dest`, reading from `source` (a mirror's source folder,
 /// a zip archive) where that is given, with `opts`. A slow source is waited on as a slow output
 /// is: a mirror from a mount, or a zip read from one, needs as many reads in flight.
-pub(crate) fn size(root: &Path, source: Option<&Path>, opts: &Options) -> WriterCount {
+pub(crate) fn size(dest: &Destination, source: Option<&Path>, opts: &Options) -> WriterCount {
     if let Some(n) = opts.threads {
         return WriterCount {
             count: n.max(1),
@@ -46,15 +47,13 @@ pub(crate) fn size(root: &Path, source: Option<&Path>, opts: &Options) -> Writer
         };
     }
     let cores = default_threads();
-    if crate::plan::url_scheme(root).is_some() {
+    // A staged run probes where it writes, never making the output folder itself.
+    let Some(root) = dest.work() else {
         return WriterCount {
             count: cores,
             why: "one per core: into a bucket the writers read and decompress, and the uploads in flight are sized apart".to_string(),
         };
-    }
-    // A staged run probes where it writes, never making the output folder itself.
-    let work = super::stage::work_root(root);
-    let root = work.as_path();
+    };
     let out_kind = root
         .ancestors()
         .find(|a| a.exists())
@@ -196,9 +195,9 @@ mod tests {
             threads: Some(5),
             ..Options::default()
         };
-        assert_eq!(size(dir.path(), None, &opts).count, 5);
+        assert_eq!(size(&Destination::folder(dir.path()), None, &opts).count, 5);
         let auto = size(
-            &dir.path().join("new/out"),
+            &Destination::folder(&dir.path().join("new/out")),
             Some(dir.path()),
             &Options::default(),
         );

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use anyhow::anyhow;
 
+use crate::engine::Destination;
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
 use crate::plan::{EntryKind, Plan};
@@ -13,7 +14,12 @@ use crate::report::human_bytes;
 /// Refuses to start if the files of `plan` declare more than the output cap, or more than the
 /// free space of `out`'s filesystem (see [`Options::max_output`] and [`Options::space_check`]):
 /// [`ErrorKind::Limit`], about `out`. Into a store (`out` a URL) only the cap applies.
-pub(super) fn check_declared(plan: &Plan, out: &Path, opts: &Options) -> anyhow::Result<()> {
+pub(super) fn check_declared(
+    plan: &Plan,
+    dest: &Destination,
+    opts: &Options,
+) -> anyhow::Result<()> {
+    let out = dest.named();
     let over = |why: anyhow::Error| Err(Error::named(out, ErrorKind::Limit, why).into());
     let declared = plan
         .entries
@@ -30,7 +36,7 @@ pub(super) fn check_declared(plan: &Plan, out: &Path, opts: &Options) -> anyhow:
     }
     // A store's space is not this machine's: no check (the nearest existing ancestor of
     // `s3://b/p` as a path would be the current folder).
-    if !opts.space_check || crate::plan::url_scheme(out).is_some() {
+    if !opts.space_check || dest.is_store() {
         return Ok(());
     }
     // The output folder may not exist yet: its nearest existing ancestor is on the same
@@ -71,6 +77,7 @@ mod tests {
     use super::*;
 
     /// A plan of one file of `size` bytes.
+    #[cfg(feature = "s3")]
     fn plan_of(size: u64) -> Plan {
         let entry =
             crate::plan::Entry::for_path(Path::new("big.bin"), EntryKind::File, None, None, size)
@@ -81,22 +88,28 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "s3")]
+    fn store() -> Destination {
+        Destination::parse(Path::new("s3://b/p")).unwrap()
+    }
+
     #[test]
+    #[cfg(feature = "s3")]
     fn a_folder_is_checked_for_space_and_a_bucket_only_against_the_cap() {
         let huge = plan_of(1 << 60);
         let opts = Options::default();
-        let error = check_declared(&huge, Path::new("."), &opts).unwrap_err();
+        let error = check_declared(&huge, &Destination::folder(Path::new(".")), &opts).unwrap_err();
         let error = error.downcast::<Error>().unwrap();
         assert_eq!(error.kind(), ErrorKind::Limit, "{error}");
         assert!(format!("{error:#}").contains("free"), "{error:#}");
         // The bucket's space is not this machine's.
-        check_declared(&huge, Path::new("s3://b/p"), &opts).unwrap();
+        check_declared(&huge, &store(), &opts).unwrap();
         // The cap applies wherever the output is.
         let capped = Options {
             max_output: Some(1 << 20),
             ..Options::default()
         };
-        let error = check_declared(&huge, Path::new("s3://b/p"), &capped).unwrap_err();
+        let error = check_declared(&huge, &store(), &capped).unwrap_err();
         assert!(format!("{error:#}").contains("cap"), "{error:#}");
     }
 }

@@ -24,6 +24,7 @@ mod zip;
 use std::path::Path;
 use std::time::Instant;
 
+use crate::engine::Destination;
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
 use crate::report::Report;
@@ -61,10 +62,13 @@ use select::Chooser;
 /// ```
 pub fn extract(archive: &Path, out: &Path, opts: &Options) -> Result<Report, RunError> {
     let start = Instant::now();
-    let mut report = crate::engine::staged(out, opts, || {
-        extract_any(archive, || open(archive), out, opts)
-    })
-    .map_err(|e| RunError::Start(Error::start(archive, ErrorKind::Source, e)))?;
+    let mut report = Destination::parse(out)
+        .and_then(|dest| {
+            crate::engine::staged(&dest, opts, |dest| {
+                extract_any(archive, || open(archive), dest, opts)
+            })
+        })
+        .map_err(|e| RunError::Start(Error::start(archive, ErrorKind::Source, e)))?;
     report.wall = start.elapsed();
     RunError::check(report)
 }
@@ -106,9 +110,13 @@ pub fn extract_reader(
 ) -> Result<Report, RunError> {
     let start = Instant::now();
     let open = || input::open_reader(reader, label);
-    let mut report =
-        crate::engine::staged(out, opts, || extract_any(Path::new(label), open, out, opts))
-            .map_err(|e| RunError::Start(Error::start(Path::new(label), ErrorKind::Source, e)))?;
+    let mut report = Destination::parse(out)
+        .and_then(|dest| {
+            crate::engine::staged(&dest, opts, |dest| {
+                extract_any(Path::new(label), open, dest, opts)
+            })
+        })
+        .map_err(|e| RunError::Start(Error::start(Path::new(label), ErrorKind::Source, e)))?;
     report.wall = start.elapsed();
     RunError::check(report)
 }
@@ -117,18 +125,18 @@ pub fn extract_reader(
 fn extract_any(
     archive: &Path,
     open: impl FnOnce() -> anyhow::Result<Input>,
-    out: &Path,
+    out: &Destination,
     opts: &Options,
 ) -> anyhow::Result<Report> {
     let chooser = Chooser::new(&opts.select)?;
     // An output folder nothing can be made in fails the run in one line, before the archive
     // is read, rather than every entry in a line of its own. (A mirror's DST is not checked:
     // a mirror with nothing to change writes nothing.)
-    if let Ok(dir) = crate::platform::OutDir::open(out) {
+    if let Some(Ok(dir)) = out.work().map(crate::platform::OutDir::open) {
         dir.check_writable().map_err(|e| {
-            let why = format!("cannot write in output folder '{}'", out.display());
+            let why = format!("cannot write in output folder '{}'", out.named().display());
             Error::named(
-                out,
+                out.named(),
                 ErrorKind::Directory,
                 anyhow::Error::new(e).context(why),
             )
@@ -147,7 +155,7 @@ fn extract_any(
 fn read_any(
     archive: &Path,
     input: Input,
-    out: &Path,
+    out: &Destination,
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {

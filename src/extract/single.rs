@@ -14,7 +14,7 @@ use std::time::SystemTime;
 use anyhow::{anyhow, bail};
 
 use super::codec::{Codec, GzipHeader};
-use crate::engine::{self, Writer};
+use crate::engine::{self, Destination, Writer};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
 use crate::plan::{Entry, EntryKind};
@@ -92,7 +92,7 @@ pub(super) fn extract(
     name: &Path,
     mtime: Option<SystemTime>,
     mode: Option<u32>,
-    out: &Path,
+    out: &Destination,
     opts: &Options,
 ) -> anyhow::Result<Report> {
     let mut decoded = UntilTrailing {

@@ -27,7 +27,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::anyhow;
 
 use crate::engine::feed::{self, Job};
-use crate::engine::{self, Content};
+use crate::engine::{self, Content, Destination};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options, Overwrite};
 use crate::patterns::Patterns;
@@ -67,9 +67,10 @@ enum Local {
 pub(super) fn mirror(
     src: &Path,
     url: BucketUrl,
-    dst: &Path,
+    dest: &Destination,
     (opts, mopts): (&Options, &MirrorOptions),
 ) -> anyhow::Result<Report> {
+    let dst = dest.named();
     let refuse = |why: String| -> anyhow::Result<Report> {
         let why = anyhow!("'{}': {why}", src.display());
         Err(Error::named(src, ErrorKind::Unsupported, why).into())
@@ -103,7 +104,7 @@ pub(super) fn mirror(
     let key_url = |key: &str| format!("s3://{}/{key}", url.bucket);
 
     // Where the run writes: the folder, or the staging folder beside it that becomes it.
-    let work = engine::work_root(dst);
+    let work = dest.work().unwrap_or(dst).to_path_buf();
     // The prefix and the folder, read at once.
     let (listed, local) = std::thread::scope(|scope| {
         let local = scope.spawn(|| scan(&work, &exclude));
@@ -284,7 +285,7 @@ pub(super) fn mirror(
         .iter()
         .filter_map(|(_, key)| key.clone().map(|k| (k, 0)))
         .collect();
-    let (mut report, ()) = engine::run(dst, None, &replace, |engine, writers| {
+    let (mut report, ()) = engine::run(dest, None, &replace, |engine, writers| {
         engine.reporter().planned(
             objects.len() as u64,
             objects.iter().map(|(_, size)| size).sum(),

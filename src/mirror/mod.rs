@@ -33,7 +33,7 @@ use std::time::Instant;
 use anyhow::{Context, anyhow, bail};
 use rayon::prelude::*;
 
-use crate::engine::{self, Content, Disk as Engine, DiskWriter as Writer};
+use crate::engine::{self, Content, Destination, Disk as Engine, DiskWriter as Writer};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options};
 use crate::plan::{Entry, EntryKind, Plan};
@@ -91,13 +91,14 @@ fn mirror_any(
             return from_bucket::between_buckets(src, url, dst, to, (opts, mopts));
         }
         refuse_url(dst, "destination")?;
+        let dest = Destination::folder(dst);
         if mopts.dry_run {
-            return from_bucket::mirror(src, url, dst, (opts, mopts));
+            return from_bucket::mirror(src, url, &dest, (opts, mopts));
         }
         // Staged as any run into a new or empty folder: a kill leaves nothing under a final
         // name, and `--atomic` puts the whole tree in place or nothing.
-        return engine::staged(dst, opts, || {
-            from_bucket::mirror(src, url, dst, (opts, mopts))
+        return engine::staged(&dest, opts, |dest| {
+            from_bucket::mirror(src, url, dest, (opts, mopts))
         });
     }
     #[cfg(feature = "s3")]
@@ -124,8 +125,8 @@ fn mirror_any(
         add_found(&mut report, found);
         report
     } else {
-        engine::staged(dst, opts, || {
-            mirror_into(src, dst, (opts, mopts), root_meta, dst_exists, walk)
+        engine::staged(&Destination::folder(dst), opts, |dest| {
+            mirror_into(src, dest, (opts, mopts), root_meta, dst_exists, walk)
         })?
     };
     Ok(report)
@@ -134,15 +135,16 @@ fn mirror_any(
 /// The mirror itself (not a dry run), into `dst` or, for an atomic run, the folder beside it.
 fn mirror_into<'a>(
     src: &Path,
-    dst: &Path,
+    dest: &Destination,
     (opts, mopts): (&Options, &MirrorOptions),
     root_meta: fs::Metadata,
     dst_exists: bool,
     walk: impl Fn() -> Walk<'a>,
 ) -> anyhow::Result<Report> {
+    let dst = dest.named();
     {
         let (mut report, (found, applied)) =
-            engine::run_disk(dst, Some(src), opts, |engine, writers| {
+            engine::run_disk(dest, Some(src), opts, |engine, writers| {
                 // Into an empty destination nothing needs comparing or deleting first, so each
                 // directory's files are copied as soon as it is read: walking overlaps with
                 // writing.
@@ -161,7 +163,7 @@ fn mirror_into<'a>(
         // The root's mode and mtime last: making links and directories at the end of the run
         // changes its mtime.
         if let Some(root) = applied.root
-            && let Err(error) = platform::OutDir::open(&engine::work_root(dst))
+            && let Err(error) = platform::OutDir::open(dest.work().unwrap_or(dst))
                 .and_then(|tree| {
                     tree.set_metadata(
                         Path::new(""),

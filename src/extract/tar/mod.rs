@@ -14,11 +14,12 @@
 
 use std::collections::HashSet;
 use std::io::Read;
-use std::path::Path;
 
 use anyhow::{Context, anyhow};
 
-use crate::engine::{self, Content, Engine, HoleRead, Unverified, UnverifiedKind, Writer};
+use crate::engine::{
+    self, Content, Destination, Engine, HoleRead, Unverified, UnverifiedKind, Writer,
+};
 use crate::error::{Error, ErrorKind};
 use crate::options::Options;
 use crate::plan::{self, Entry, EntryKind, path_key};
@@ -45,7 +46,7 @@ pub(super) fn extract(
     decoded: Box<dyn Read + Send + '_>,
     label: &str,
     verified: Option<codec::Verified>,
-    out: &Path,
+    out: &Destination,
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {

@@ -27,7 +27,7 @@ use std::path::Path;
 use anyhow::Context;
 use zip::ZipArchive;
 
-use crate::engine::{self, Content};
+use crate::engine::{self, Content, Destination};
 use crate::error::{Error, ErrorKind};
 use crate::options::Options;
 use crate::plan::{self, Entry, EntryKind};
@@ -152,7 +152,7 @@ fn open_archive(bytes: &[u8]) -> Result<Archive<'_>, Unreadable> {
 pub(super) fn extract(
     path: &Path,
     file: File,
-    out: &Path,
+    out: &Destination,
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {

@@ -30,7 +30,7 @@ use std::time::SystemTime;
 use anyhow::{Context, anyhow, bail};
 use zip::read::{ZipReadOptions, read_zipfile_from_stream_with_options};
 
-use crate::engine::{self, Engine, Writer};
+use crate::engine::{self, Destination, Engine, Writer};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
 use crate::plan::{self, Entry, EntryKind};
@@ -131,7 +131,7 @@ struct Reading {
 pub(in crate::extract) fn extract(
     mut input: Box<dyn BufRead + Send + '_>,
     label: &str,
-    out: &Path,
+    out: &Destination,
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {

@@ -26,7 +26,7 @@ use std::time::SystemTime;
 
 use anyhow::{Context, anyhow};
 
-use crate::engine;
+use crate::engine::{self, Destination};
 use crate::error::{Error, ErrorKind};
 use crate::extract::select::{Choice, Chooser};
 use crate::plan;
@@ -80,7 +80,7 @@ struct Settled<'w> {
 /// `seen`: every local header's raw name, by offset; `prefix`: bytes before the zip in the
 /// stream) in `out`, whose entries `chooser` chose.
 pub(super) fn apply(
-    out: &Path,
+    out: &Destination,
     written: &HashMap<u64, Written>,
     seen: &HashMap<u64, Vec<u8>>,
     prefix: u64,
@@ -88,8 +88,11 @@ pub(super) fn apply(
     chooser: &Chooser,
     report: &mut Report,
 ) {
-    // (While the run is staged, its tree is in the staging folder.)
-    let out = &engine::work_root(out);
+    // (While the run is staged, its tree is in the staging folder; a store's objects are
+    // as their local headers made them.)
+    let Some(out) = out.work() else {
+        return;
+    };
     let Ok(root) = OutDir::open(out) else {
         return;
     };
