@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::{Batch, Slot};
 use crate::cancel::Cancel;
 use crate::close::SystemCloser;
-use crate::engine::{Destination, Engine};
+use crate::engine::Destination;
 use crate::error::{Error, ErrorKind};
 use crate::options::{CloseMode, Options, Overwrite};
 use crate::progress::Reporter;
@@ -118,7 +118,7 @@ impl BatchBuilder {
             None => dest,
         };
         let staging = staging.map(|staging| (staging, warnings));
-        let engine = Engine::new(&dest, &self.opts, closer).map_err(folder);
+        let engine = crate::engine::open(&dest, &self.opts, closer).map_err(folder);
         let engine = match engine {
             Ok(engine) => engine,
             Err(error) => {

@@ -125,7 +125,7 @@ impl FileMeta {
 /// ```
 pub struct Batch {
     /// `None` once finished. Shared with the background writers while they run.
-    engine: Option<Arc<Engine>>,
+    engine: Option<Arc<Box<Engine>>>,
     cancel: Cancel,
     /// Writer states, each with a copy buffer and closes not yet handed over. A thread uses
     /// the slot of its own index (another if that one is busy), so each state mostly stays
@@ -215,6 +215,7 @@ impl Batch {
         self.engine
             .as_deref()
             .expect("the engine lives as long as the batch")
+            .as_ref()
     }
 
     /// The folder files are written under.
@@ -345,7 +346,8 @@ impl Batch {
                 let done = done;
                 {
                     let (engine, slots) = (engine, slots);
-                    let written = with_state(&engine, &slots, |engine, state| {
+                    let target: &Engine = &**engine;
+                    let written = with_state(target, &slots, |engine, state| {
                         engine.write_file(state, &entry, Content::Bytes(&data))
                     });
                     if let Err(error) = written {
@@ -609,7 +611,7 @@ impl Drop for Batch {
 impl fmt::Debug for Batch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Batch")
-            .field("root", &self.engine.as_deref().map(Engine::root))
+            .field("root", &self.engine.as_deref().map(|e| e.root()))
             .finish_non_exhaustive()
     }
 }

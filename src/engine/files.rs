@@ -15,7 +15,7 @@ use std::time::Instant;
 use anyhow::{Context, anyhow};
 
 use super::pump::{Piece, pump};
-use super::{Disk, DiskStreamed, already_exists};
+use super::{Disk, already_exists};
 use crate::close::{CloseJob, Finalize, WriterClose};
 use crate::error::{Error, ErrorKind, Tag};
 use crate::options::Overwrite;
@@ -452,58 +452,5 @@ impl ChunkWriter<'_, '_> {
             self.file.set_len(len)?;
         }
         Ok(())
-    }
-}
-
-/// A source's writer thread: its own state, with failures recorded in the run (the other
-/// entries go on). Dropping it hands over the closes it still holds.
-pub(crate) struct DiskWriter<'e> {
-    engine: &'e Disk,
-    state: WriterState,
-}
-
-impl Disk {
-    /// A writer thread's handle on the engine. Create one per worker (for instance in rayon's
-    /// `for_each_init`).
-    pub(crate) fn writer(&self) -> DiskWriter<'_> {
-        DiskWriter {
-            engine: self,
-            // The buffer is allocated on first use: a mirror makes a writer per directory, and
-            // copies in the kernel, where the buffer is only a fallback.
-            state: WriterState::default(),
-        }
-    }
-}
-
-impl<'e> DiskWriter<'e> {
-    /// Starts a file whose content comes in pieces (see [`DiskStreamed`]); seal it with
-    /// [`DiskWriter::seal`].
-    pub(crate) fn stream(&mut self, entry: Entry) -> Result<DiskStreamed<'e>, Error> {
-        self.engine.start_streamed(&mut self.state, entry)
-    }
-
-    /// Keeps a streamed file: what is buffered written, mode and mtime set, handed to the close
-    /// stage.
-    pub(crate) fn seal(&mut self, file: DiskStreamed<'_>) -> Result<(), Error> {
-        file.seal(&mut self.state)
-    }
-
-    /// Writes one file entry; a failure is recorded in the run. False: this one failed (a
-    /// cancelled run is not a failure of the entry).
-    pub(crate) fn write(&mut self, entry: &Entry, content: Content<'_>) -> bool {
-        match self.engine.write_file(&mut self.state, entry, content) {
-            Ok(()) => true,
-            Err(error) if error.is_cancelled() => true,
-            Err(error) => {
-                self.engine.run().record(error);
-                false
-            }
-        }
-    }
-}
-
-impl Drop for DiskWriter<'_> {
-    fn drop(&mut self) {
-        self.engine.flush(&mut self.state);
     }
 }

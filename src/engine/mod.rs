@@ -67,7 +67,7 @@ use crate::sync::Unpoisoned;
 
 pub(crate) use destination::Destination;
 use dirs::OPEN_DIRS;
-pub(crate) use files::{CHUNK, Content, DiskWriter, HoleRead, WriterState};
+pub(crate) use files::{CHUNK, Content, HoleRead, WriterState};
 pub(crate) use finish::deepest_first;
 pub(crate) use leftovers::is_run_mark;
 pub(crate) use pump::{too_long, truncated};
@@ -81,8 +81,7 @@ pub(crate) fn size_writers(dest: &Destination, opts: &Options) -> (usize, String
     let sized = writers::size(dest, None, opts);
     (sized.count, sized.why)
 }
-pub(crate) use stream::DiskStreamed;
-pub(crate) use target::{Engine, Streamed, Writer, refuse_url};
+pub(crate) use target::{Engine, Streamed, StreamedFile, Target, Writer, open, refuse_url};
 
 /// The write stage's threads for a source: a rayon pool of its own (`-j`), named for profilers.
 pub(crate) fn writer_pool(opts: &Options) -> anyhow::Result<rayon::ThreadPool> {
@@ -104,7 +103,7 @@ pub(crate) fn run<T>(
     opts: &Options,
     body: impl FnOnce(&Engine, &rayon::ThreadPool) -> T,
 ) -> anyhow::Result<(Report, T)> {
-    run_on(dest, source, opts, Engine::new, body)
+    run_on(dest, source, opts, target::open, body)
 }
 
 /// [`run`] into a local folder only (a mirror, whose deletions and renames work on the folder
@@ -115,14 +114,16 @@ pub(crate) fn run_disk<T>(
     opts: &Options,
     body: impl FnOnce(&Disk, &rayon::ThreadPool) -> T,
 ) -> anyhow::Result<(Report, T)> {
-    run_on(dest, source, opts, Disk::new, body)
+    let new =
+        |dest: &Destination, opts: &Options, closer| Disk::new(dest, opts, closer).map(Box::new);
+    run_on(dest, source, opts, new, body)
 }
 
-fn run_on<E: Finish + Send, T>(
+fn run_on<E: Target + ?Sized, T>(
     dest: &Destination,
     source: Option<&Path>,
     opts: &Options,
-    new: impl FnOnce(&Destination, &Options, Arc<dyn Closer>) -> anyhow::Result<E>,
+    new: impl FnOnce(&Destination, &Options, Arc<dyn Closer>) -> anyhow::Result<Box<E>>,
     body: impl FnOnce(&E, &rayon::ThreadPool) -> T,
 ) -> anyhow::Result<(Report, T)> {
     let sized = writers::size(dest, source, opts);
@@ -143,23 +144,6 @@ fn run_on<E: Finish + Send, T>(
         format!("{}; {}", sized.why, report.writers_why)
     };
     Ok((report, out))
-}
-
-/// The end of a run, on either kind of engine.
-trait Finish {
-    fn finish(self) -> Report;
-}
-
-impl Finish for Engine {
-    fn finish(self) -> Report {
-        Engine::finish(self)
-    }
-}
-
-impl Finish for Disk {
-    fn finish(self) -> Report {
-        Disk::finish(self)
-    }
 }
 
 pub(crate) struct Disk {
@@ -330,61 +314,9 @@ impl Disk {
         self.fresh
     }
 
-    /// More threads write than the run was made for (a batch's background writers): the close
-    /// pool is sized for them.
-    pub(crate) fn writers_at_least(&self, writers: usize) {
-        self.close.writers_at_least(writers);
-    }
-
-    /// The run's own state: failures, cancelling, the output cap, the reporter.
-    pub(crate) fn run(&self) -> &Run {
-        &self.run
-    }
-
     /// The output folder, held open: what a source changes there itself goes through it.
     pub(crate) fn out_dir(&self) -> &platform::OutDir {
         &self.out_dir
-    }
-
-    /// Registers a whole plan before any file is written: links and directory metadata are
-    /// deferred, and conflicts with existing files said up front. Leaves in the plan only the
-    /// files to write.
-    ///
-    /// Into a missing or empty output folder nothing can be in the way, so nothing is checked
-    /// and no directory made here: the writers make each file's parents as they go, which
-    /// overlaps directory creation with writing. Otherwise every directory is made first and
-    /// every file checked, so conflicts are said before anything is written. Call it on the
-    /// writers' pool: directories are made in parallel.
-    pub(crate) fn prepare(&self, plan: &mut Plan) {
-        if !self.fresh {
-            self.dirs
-                .create_all(plan.entries.iter().map(|e| match e.kind {
-                    EntryKind::Dir => e.path.as_path(),
-                    _ => e.path.parent().unwrap_or(Path::new("")),
-                }));
-        }
-        let mut files = Vec::with_capacity(plan.entries.len());
-        for entry in std::mem::take(&mut plan.entries) {
-            match entry.kind {
-                EntryKind::Dir => self.add_dir(entry),
-                EntryKind::File => files.push(entry),
-                EntryKind::Symlink { .. }
-                | EntryKind::Hardlink { .. }
-                | EntryKind::Special { .. } => self.add_link(entry),
-            }
-        }
-        if !self.fresh {
-            // Each check is a look at the path: a round trip on a network filesystem, so they
-            // are made in parallel, on the writers' pool.
-            use rayon::prelude::*;
-            let keep: Vec<bool> = files
-                .par_iter_mut()
-                .map(|entry| !self.conflicts(entry))
-                .collect();
-            let mut keep = keep.into_iter();
-            files.retain(|_| keep.next().unwrap_or(false));
-        }
-        plan.entries = files;
     }
 
     /// Makes an entry's parent directories now.
@@ -392,40 +324,6 @@ impl Disk {
         self.dirs
             .ensure_parents(&entry.path)
             .tag(&entry.name, ErrorKind::Directory)
-    }
-
-    /// Makes a directory entry's directory now, and its parents.
-    pub(crate) fn make_dir(&self, entry: &Entry) -> Result<(), Error> {
-        self.dirs
-            .ensure(&entry.path)
-            .tag(&entry.name, ErrorKind::Directory)
-    }
-
-    /// Registers a directory entry. The directory is created before anything inside it, or at
-    /// the end if it stays empty; its mode and mtime are applied last.
-    pub(crate) fn add_dir(&self, entry: Entry) {
-        self.deferred.lock().unpoisoned().dirs.push(entry);
-    }
-
-    /// Registers a symlink, a hard link or a special file, created after every file is
-    /// closed.
-    pub(crate) fn add_link(&self, entry: Entry) {
-        if let EntryKind::Hardlink { target } = &entry.kind {
-            // A hard link is only made through directories checked to be real; its target may
-            // be a file this run leaves alone, in a directory it does not otherwise touch. (A
-            // failure here is the link's, said when it is made.)
-            let _ = self.dirs.ensure_parents(target);
-        }
-        if let Err(error) = self.dirs.ensure_parents(&entry.path) {
-            return self
-                .run
-                .record(Error::new(&entry.name, ErrorKind::Directory, error));
-        }
-        let mut entry = entry;
-        if self.conflicts(&mut entry) {
-            return;
-        }
-        self.run.defer_link(entry);
     }
 
     /// Says before anything is written whether an entry would hit an existing file: only
@@ -556,6 +454,134 @@ impl Disk {
     }
 }
 
+/// A local folder as a run's target: everything in this module and its neighbours (`files.rs`
+/// writes files, `stream.rs` streamed ones, `later.rs` and `unverified.rs` what a later entry
+/// changes, `finish.rs` the end).
+impl Target for Disk {
+    /// More threads write than the run was made for (a batch's background writers): the close
+    /// pool is sized for them.
+    fn writers_at_least(&self, writers: usize) {
+        self.close.writers_at_least(writers);
+    }
+
+    /// The run's own state: failures, cancelling, the output cap, the reporter.
+    fn run(&self) -> &Run {
+        &self.run
+    }
+
+    /// Registers a whole plan before any file is written: links and directory metadata are
+    /// deferred, and conflicts with existing files said up front. Leaves in the plan only the
+    /// files to write.
+    ///
+    /// Into a missing or empty output folder nothing can be in the way, so nothing is checked
+    /// and no directory made here: the writers make each file's parents as they go, which
+    /// overlaps directory creation with writing. Otherwise every directory is made first and
+    /// every file checked, so conflicts are said before anything is written. Call it on the
+    /// writers' pool: directories are made in parallel.
+    fn prepare(&self, plan: &mut Plan) {
+        if !self.fresh {
+            self.dirs
+                .create_all(plan.entries.iter().map(|e| match e.kind {
+                    EntryKind::Dir => e.path.as_path(),
+                    _ => e.path.parent().unwrap_or(Path::new("")),
+                }));
+        }
+        let mut files = Vec::with_capacity(plan.entries.len());
+        for entry in std::mem::take(&mut plan.entries) {
+            match entry.kind {
+                EntryKind::Dir => self.add_dir(entry),
+                EntryKind::File => files.push(entry),
+                EntryKind::Symlink { .. }
+                | EntryKind::Hardlink { .. }
+                | EntryKind::Special { .. } => self.add_link(entry),
+            }
+        }
+        if !self.fresh {
+            // Each check is a look at the path: a round trip on a network filesystem, so they
+            // are made in parallel, on the writers' pool.
+            use rayon::prelude::*;
+            let keep: Vec<bool> = files
+                .par_iter_mut()
+                .map(|entry| !self.conflicts(entry))
+                .collect();
+            let mut keep = keep.into_iter();
+            files.retain(|_| keep.next().unwrap_or(false));
+        }
+        plan.entries = files;
+    }
+
+    /// Makes a directory entry's directory now, and its parents.
+    fn make_dir(&self, entry: &Entry) -> Result<(), Error> {
+        self.dirs
+            .ensure(&entry.path)
+            .tag(&entry.name, ErrorKind::Directory)
+    }
+
+    /// Registers a directory entry. The directory is created before anything inside it, or at
+    /// the end if it stays empty; its mode and mtime are applied last.
+    fn add_dir(&self, entry: Entry) {
+        self.deferred.lock().unpoisoned().dirs.push(entry);
+    }
+
+    /// Registers a symlink, a hard link or a special file, created after every file is
+    /// closed.
+    fn add_link(&self, entry: Entry) {
+        if let EntryKind::Hardlink { target } = &entry.kind {
+            // A hard link is only made through directories checked to be real; its target may
+            // be a file this run leaves alone, in a directory it does not otherwise touch. (A
+            // failure here is the link's, said when it is made.)
+            let _ = self.dirs.ensure_parents(target);
+        }
+        if let Err(error) = self.dirs.ensure_parents(&entry.path) {
+            return self
+                .run
+                .record(Error::new(&entry.name, ErrorKind::Directory, error));
+        }
+        let mut entry = entry;
+        if self.conflicts(&mut entry) {
+            return;
+        }
+        self.run.defer_link(entry);
+    }
+
+    fn track_created(&self) {
+        Disk::track_created(self);
+    }
+
+    fn hold_replacements(&self) {
+        Disk::hold_replacements(self);
+    }
+
+    fn unverified(&self, entries: Vec<Unverified>, why: String) {
+        Disk::unverified(self, entries, why);
+    }
+
+    fn write_file(
+        &self,
+        state: &mut WriterState,
+        entry: &Entry,
+        content: Content<'_>,
+    ) -> Result<(), Error> {
+        Disk::write_file(self, state, entry, content)
+    }
+
+    fn flush(&self, state: &mut WriterState) {
+        Disk::flush(self, state);
+    }
+
+    fn start_streamed<'e>(
+        &'e self,
+        state: &mut WriterState,
+        entry: Entry,
+    ) -> Result<Streamed<'e>, Error> {
+        Ok(Box::new(Disk::start_streamed(self, state, entry)?))
+    }
+
+    fn finish(self: Box<Self>) -> Report {
+        Disk::finish(*self)
+    }
+}
+
 /// Adds what a source found itself (entries refused before writing, warnings) to the report.
 pub(crate) fn add_plan(report: &mut Report, plan: &mut Plan) {
     report.failures.append(&mut plan.rejected);
@@ -627,7 +653,7 @@ mod tests {
             .unwrap();
             sink.prepare(&mut plan);
             {
-                let mut writer = sink.writer();
+                let mut writer = Writer::new(&sink);
                 for ((_, content), entry) in files.iter().zip(&plan.entries) {
                     writer.write(entry, Content::Reader(&mut Cursor::new(content)));
                 }
@@ -676,7 +702,7 @@ mod tests {
         let sink = Disk::new(&Destination::folder(dir.path()), &opts, Arc::new(closer)).unwrap();
         sink.prepare(&mut plan);
         {
-            let mut writer = sink.writer();
+            let mut writer = Writer::new(&sink);
             for entry in &plan.entries {
                 writer.write(entry, Content::Reader(&mut Cursor::new(b"x")));
             }
@@ -749,7 +775,7 @@ mod tests {
         .unwrap();
         sink.prepare(&mut plan);
         {
-            let mut writer = sink.writer();
+            let mut writer = Writer::new(&sink);
             for entry in &plan.entries {
                 writer.write(entry, Content::Reader(&mut Cursor::new(b"12")));
             }

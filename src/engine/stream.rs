@@ -13,8 +13,8 @@ use std::path::Path;
 
 use anyhow::anyhow;
 
-use super::Disk;
 use super::files::{OpenFile, WriterState, cancelled};
+use super::{Disk, StreamedFile, Target};
 use crate::error::{Error, ErrorKind};
 use crate::plan::Entry;
 
@@ -37,7 +37,7 @@ pub(crate) struct DiskStreamed<'e> {
 
 impl Disk {
     /// Starts a streamed file for `entry`, as [`Disk::write_file`] starts a whole one.
-    pub(crate) fn start_streamed(
+    pub(super) fn start_streamed(
         &self,
         state: &mut WriterState,
         entry: Entry,
@@ -55,48 +55,6 @@ impl Disk {
 }
 
 impl DiskStreamed<'_> {
-    /// The entry's name, as the caller or the archive spelled it.
-    pub(crate) fn name(&self) -> &Path {
-        Path::new(&self.entry.name)
-    }
-
-    /// Bytes accepted so far (written or buffered).
-    pub(crate) fn len(&self) -> u64 {
-        self.written + self.buf.len() as u64
-    }
-
-    /// Takes `data`, writing whole pieces as they fill. The error is the OS's own
-    /// (`raw_os_error` works on it); the file's path and the whole story come from
-    /// [`DiskStreamed::seal`] or [`DiskStreamed::abandon`].
-    pub(crate) fn write(&mut self, data: &[u8]) -> io::Result<()> {
-        if let Some((kind, _)) = self.failed {
-            return Err(io::Error::new(kind, "an earlier write to this file failed"));
-        }
-        if self.buf.len() + data.len() > PIECE {
-            self.drain()?;
-            if data.len() >= PIECE {
-                return self.put(data);
-            }
-        }
-        if self.buf.capacity() == 0 {
-            self.buf.reserve(PIECE);
-        }
-        self.buf.extend_from_slice(data);
-        Ok(())
-    }
-
-    /// Writes what is buffered to the file (it is still not kept until sealed).
-    pub(crate) fn drain(&mut self) -> io::Result<()> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        let mut buf = std::mem::take(&mut self.buf);
-        let result = self.put(&buf);
-        buf.clear();
-        self.buf = buf;
-        result
-    }
-
     /// Writes `data` to the file (or discards it, for a skipped file).
     fn put(&mut self, data: &[u8]) -> io::Result<()> {
         if self.engine.run().cancelled() {
@@ -120,10 +78,85 @@ impl DiskStreamed<'_> {
         result
     }
 
+    /// Gives the file up: removed, and the error to report for it, if it is still open:
+    /// [`ErrorKind::Write`] with the OS's error when a write failed (the usual reason to stop
+    /// early), [`ErrorKind::Unfinished`] otherwise.
+    fn abandon(&mut self) -> Option<Error> {
+        let open = self.open.take()?;
+        let error = match self.failed {
+            Some(failed) => self.write_failure(&open, failed, "failed; the file was removed"),
+            None => Error::new(
+                &self.entry.name,
+                ErrorKind::Unfinished,
+                anyhow!("dropped before it was finished: the file was removed"),
+            ),
+        };
+        self.engine.discard(open);
+        Some(error)
+    }
+
+    fn write_failure(
+        &self,
+        open: &OpenFile,
+        (kind, os): (io::ErrorKind, Option<i32>),
+        what: &str,
+    ) -> Error {
+        let cause = match os {
+            Some(code) => io::Error::from_raw_os_error(code),
+            None => io::Error::from(kind),
+        };
+        let error = anyhow!(cause).context(format!("writing '{}' {what}", open.path.display()));
+        Error::new(&self.entry.name, ErrorKind::Write, error)
+    }
+}
+
+impl StreamedFile for DiskStreamed<'_> {
+    /// The entry's name, as the caller or the archive spelled it.
+    fn name(&self) -> &Path {
+        Path::new(&self.entry.name)
+    }
+
+    /// Bytes accepted so far (written or buffered).
+    fn len(&self) -> u64 {
+        self.written + self.buf.len() as u64
+    }
+
+    /// Takes `data`, writing whole pieces as they fill. The error is the OS's own
+    /// (`raw_os_error` works on it); the file's path and the whole story come from
+    /// [`DiskStreamed::seal`] or [`DiskStreamed::abandon`].
+    fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        if let Some((kind, _)) = self.failed {
+            return Err(io::Error::new(kind, "an earlier write to this file failed"));
+        }
+        if self.buf.len() + data.len() > PIECE {
+            self.drain()?;
+            if data.len() >= PIECE {
+                return self.put(data);
+            }
+        }
+        if self.buf.capacity() == 0 {
+            self.buf.reserve(PIECE);
+        }
+        self.buf.extend_from_slice(data);
+        Ok(())
+    }
+
+    /// Writes what is buffered to the file (it is still not kept until sealed).
+    fn drain(&mut self) -> io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let mut buf = std::mem::take(&mut self.buf);
+        let result = self.put(&buf);
+        buf.clear();
+        self.buf = buf;
+        result
+    }
+
     /// Writes what is buffered, sets the mode and mtime, and hands the file to the close stage.
     /// On failure (a write that failed now or before, the run cancelled meanwhile) the file is
     /// removed and the error says why.
-    pub(crate) fn seal(mut self, state: &mut WriterState) -> Result<(), Error> {
+    fn seal(mut self: Box<Self>, state: &mut WriterState) -> Result<(), Error> {
         let engine = self.engine;
         let drained = self.drain();
         let Some(open) = self.open.take() else {
@@ -146,43 +179,12 @@ impl DiskStreamed<'_> {
         engine.seal(state, open, &self.entry, self.written)
     }
 
-    /// Gives the file up: removed, and the error to report for it, if it is still open:
-    /// [`ErrorKind::Write`] with the OS's error when a write failed (the usual reason to stop
-    /// early), [`ErrorKind::Unfinished`] otherwise.
-    fn abandon(&mut self) -> Option<Error> {
-        let open = self.open.take()?;
-        let error = match self.failed {
-            Some(failed) => self.write_failure(&open, failed, "failed; the file was removed"),
-            None => Error::new(
-                &self.entry.name,
-                ErrorKind::Unfinished,
-                anyhow!("dropped before it was finished: the file was removed"),
-            ),
-        };
-        self.engine.discard(open);
-        Some(error)
-    }
-
     /// Gives the file up, for a failure the source met itself (its data could not be read, or
     /// would pass the output cap): the file is removed and that failure is the one returned,
     /// for the source to report.
-    pub(crate) fn abandon_for(mut self, error: Error) -> Error {
+    fn abandon_for(mut self: Box<Self>, error: Error) -> Error {
         drop(self.abandon());
         error
-    }
-
-    fn write_failure(
-        &self,
-        open: &OpenFile,
-        (kind, os): (io::ErrorKind, Option<i32>),
-        what: &str,
-    ) -> Error {
-        let cause = match os {
-            Some(code) => io::Error::from_raw_os_error(code),
-            None => io::Error::from(kind),
-        };
-        let error = anyhow!(cause).context(format!("writing '{}' {what}", open.path.display()));
-        Error::new(&self.entry.name, ErrorKind::Write, error)
     }
 }
 

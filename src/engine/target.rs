@@ -1,8 +1,16 @@
 //! The seam between what is written and where it lands. Every source (zip, tar, a pipe, a
-//! program's batch) speaks to one [`Engine`]; the engine is a local folder ([`Disk`]) or, with
-//! the `s3` feature, a bucket prefix ([`Bucket`](super::bucket::Bucket)), and no source knows
-//! which. Each call here forwards to the target's own method of the same name.
+//! program's batch, a mirror) speaks to one [`Engine`]: a [`Target`], which is a local folder
+//! ([`Disk`]) or, with the `s3` feature, a bucket prefix
+//! ([`Bucket`](super::bucket::Bucket)), and no source knows which. A target does the storage
+//! work alone (a file, a folder, a link, a stream, the end); what is the run's (failures,
+//! cancelling, the output cap, the reporter, the links to make) is kept once, in its
+//! [`Run`], and said once here. A writer thread's handle ([`Writer`]) is the same for every
+//! target.
+//!
+//! A new target implements [`Target`] (and [`StreamedFile`] for its streamed files), holds a
+//! [`Run`], and is made by [`open`] from the [`Destination`] that names it.
 
+use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -13,55 +21,85 @@ use crate::plan::{Entry, Plan};
 use crate::progress::Reporter;
 use crate::report::Report;
 
-#[cfg(feature = "s3")]
-use super::bucket;
-use super::{Content, Destination, Disk, DiskStreamed, DiskWriter, Run, Unverified, WriterState};
+use super::{Content, Destination, Disk, Run, Unverified, WriterState};
 
-/// Where a run's writes land. (One per run: the variants' sizes do not matter.)
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum Engine {
-    /// A local folder, held open.
-    Disk(Disk),
-    /// A bucket prefix (`s3://BUCKET/PREFIX`).
+/// Where a run's writes land, whatever the target.
+pub(crate) type Engine = dyn Target;
+
+/// The target `dest` names: a bucket prefix, or a local folder (opened, and created if
+/// needed).
+pub(crate) fn open(
+    dest: &Destination,
+    opts: &Options,
+    closer: Arc<dyn Closer>,
+) -> anyhow::Result<Box<Engine>> {
     #[cfg(feature = "s3")]
-    Bucket(bucket::Bucket),
-}
-
-/// The same call on whichever target this is.
-macro_rules! each {
-    ($value:expr, $target:ident => $body:expr) => {
-        match $value {
-            Engine::Disk($target) => $body,
-            #[cfg(feature = "s3")]
-            Engine::Bucket($target) => $body,
-        }
-    };
-}
-
-impl Engine {
-    /// The target `dest` names: a bucket prefix, or a local folder (opened, and created if
-    /// needed).
-    pub(crate) fn new(
-        dest: &Destination,
-        opts: &Options,
-        closer: Arc<dyn Closer>,
-    ) -> anyhow::Result<Engine> {
-        #[cfg(feature = "s3")]
-        if let Some(url) = dest.store() {
-            let bucket = bucket::Bucket::new(url.clone(), dest.named(), opts, true)?;
-            return Ok(Engine::Bucket(bucket));
-        }
-        Ok(Engine::Disk(Disk::new(dest, opts, closer)?))
+    if let Some(url) = dest.store() {
+        let bucket = super::bucket::Bucket::new(url.clone(), dest.named(), opts, true)?;
+        return Ok(Box::new(bucket));
     }
+    Ok(Box::new(Disk::new(dest, opts, closer)?))
+}
+
+/// What a target does: the storage operations alone. Every call may come from any writer
+/// thread but [`Target::finish`].
+pub(crate) trait Target: Send + Sync {
+    /// The run's own state (failures, cancelling, the output cap, the reporter, the links).
+    fn run(&self) -> &Run;
 
     /// More threads write than the run was made for (a batch's background writers).
-    pub(crate) fn writers_at_least(&self, writers: usize) {
-        each!(self, t => t.writers_at_least(writers))
-    }
-    /// The run's own state, kept once whatever the target.
-    pub(crate) fn run(&self) -> &Run {
-        each!(self, t => t.run())
-    }
+    fn writers_at_least(&self, _writers: usize) {}
+
+    /// Registers a whole plan before any file is written: folders and links are deferred (or
+    /// made), conflicts said up front. Leaves in the plan only the files to write. Called on
+    /// the writers' pool.
+    fn prepare(&self, plan: &mut Plan);
+
+    /// Makes a folder entry now (a streaming source's), its metadata applied at the end.
+    fn make_dir(&self, entry: &Entry) -> Result<(), Error>;
+
+    /// A folder entry made (or its metadata applied) at the end.
+    fn add_dir(&self, entry: Entry);
+
+    /// A symlink, hard link or special file, made at the end (refused by name where the
+    /// target cannot hold it).
+    fn add_link(&self, entry: Entry);
+
+    /// From now on, a later entry at a path this run wrote replaces it (a tar's last copy
+    /// wins); what was there before the run is never replaced so (see `later.rs`).
+    fn track_created(&self) {}
+
+    /// Replacements of existing files wait under temporary names until the end of the run.
+    fn hold_replacements(&self) {}
+
+    /// Entries written from data that then failed its check: taken back at the end.
+    fn unverified(&self, entries: Vec<Unverified>, why: String);
+
+    /// Writes one whole file; `state` is the calling writer thread's.
+    fn write_file(
+        &self,
+        state: &mut WriterState,
+        entry: &Entry,
+        content: Content<'_>,
+    ) -> Result<(), Error>;
+
+    /// Hands over what a writer thread still holds (its closes, its counts).
+    fn flush(&self, _state: &mut WriterState) {}
+
+    /// Starts a file whose content comes in pieces, as [`Target::write_file`] writes a whole
+    /// one.
+    fn start_streamed<'e>(
+        &'e self,
+        state: &mut WriterState,
+        entry: Entry,
+    ) -> Result<Streamed<'e>, Error>;
+
+    /// Waits for everything in flight, makes what was deferred, and returns the report.
+    fn finish(self: Box<Self>) -> Report;
+}
+
+/// What a source asks of the run, the same for every target (from its [`Run`]).
+impl Engine {
     /// The destination as it was named.
     pub(crate) fn root(&self) -> &Path {
         self.run().root()
@@ -84,66 +122,13 @@ impl Engine {
     pub(crate) fn take_failures(&self) -> Vec<Error> {
         self.run().take_failures()
     }
-    pub(crate) fn prepare(&self, plan: &mut Plan) {
-        each!(self, t => t.prepare(plan))
-    }
-    pub(crate) fn make_dir(&self, entry: &Entry) -> Result<(), Error> {
-        each!(self, t => t.make_dir(entry))
-    }
-    pub(crate) fn add_dir(&self, entry: Entry) {
-        each!(self, t => t.add_dir(entry))
-    }
-    pub(crate) fn add_link(&self, entry: Entry) {
-        each!(self, t => t.add_link(entry))
-    }
-    pub(crate) fn track_created(&self) {
-        each!(self, t => t.track_created())
-    }
-    pub(crate) fn hold_replacements(&self) {
-        each!(self, t => t.hold_replacements())
-    }
     pub(crate) fn forget_links(&self, path: &Path, order: usize) {
         self.run().forget_links(path, order)
-    }
-    pub(crate) fn unverified(&self, entries: Vec<Unverified>, why: String) {
-        each!(self, t => t.unverified(entries, why))
-    }
-    pub(crate) fn write_file(
-        &self,
-        state: &mut WriterState,
-        entry: &Entry,
-        content: Content<'_>,
-    ) -> Result<(), Error> {
-        each!(self, t => t.write_file(state, entry, content))
-    }
-    pub(crate) fn flush(&self, state: &mut WriterState) {
-        each!(self, t => t.flush(state))
-    }
-    pub(crate) fn finish(self) -> Report {
-        each!(self, t => t.finish())
     }
 
     /// A writer thread's handle on the target: create one per worker.
     pub(crate) fn writer(&self) -> Writer<'_> {
-        match self {
-            Engine::Disk(disk) => Writer::Disk(disk.writer()),
-            #[cfg(feature = "s3")]
-            Engine::Bucket(bucket) => Writer::Bucket(bucket.writer()),
-        }
-    }
-
-    /// Starts a file whose content comes in pieces, as [`Engine::write_file`] starts a whole
-    /// one.
-    pub(crate) fn start_streamed(
-        &self,
-        state: &mut WriterState,
-        entry: Entry,
-    ) -> Result<Streamed<'_>, Error> {
-        Ok(match self {
-            Engine::Disk(disk) => Streamed::Disk(disk.start_streamed(state, entry)?),
-            #[cfg(feature = "s3")]
-            Engine::Bucket(bucket) => Streamed::Bucket(bucket.start_streamed(entry)?),
-        })
+        Writer::new(self)
     }
 }
 
@@ -167,85 +152,70 @@ pub(crate) fn refuse_url(root: &Path) -> anyhow::Result<()> {
     Err(Error::named(root, crate::error::ErrorKind::Unsupported, why).into())
 }
 
-/// A source's writer thread, on whichever target.
-pub(crate) enum Writer<'e> {
-    Disk(DiskWriter<'e>),
-    #[cfg(feature = "s3")]
-    Bucket(bucket::Writer<'e>),
+/// A source's writer thread: its own state, with failures recorded in the run (the other
+/// entries go on). Dropping it hands over what it still holds.
+pub(crate) struct Writer<'e> {
+    target: &'e Engine,
+    state: WriterState,
 }
 
 impl<'e> Writer<'e> {
+    /// A writer on `target`. Create one per worker (for instance in rayon's `for_each_init`).
+    pub(crate) fn new(target: &'e Engine) -> Writer<'e> {
+        Writer {
+            target,
+            // The buffer is allocated on first use: a mirror makes a writer per directory, and
+            // copies in the kernel, where the buffer is only a fallback.
+            state: WriterState::default(),
+        }
+    }
+
     /// Starts a file whose content comes in pieces; keep it with [`Writer::seal`].
     pub(crate) fn stream(&mut self, entry: Entry) -> Result<Streamed<'e>, Error> {
-        Ok(match self {
-            Writer::Disk(w) => Streamed::Disk(w.stream(entry)?),
-            #[cfg(feature = "s3")]
-            Writer::Bucket(w) => Streamed::Bucket(w.stream(entry)?),
-        })
+        self.target.start_streamed(&mut self.state, entry)
     }
 
-    /// Keeps a streamed file.
+    /// Keeps a streamed file: what is buffered written, mode and mtime set, handed over to be
+    /// closed (or uploaded).
     pub(crate) fn seal(&mut self, file: Streamed<'_>) -> Result<(), Error> {
-        match (self, file) {
-            (Writer::Disk(w), Streamed::Disk(file)) => w.seal(file),
-            #[cfg(feature = "s3")]
-            (_, file) => file.seal(&mut WriterState::default()),
-        }
+        file.seal(&mut self.state)
     }
 
-    /// Writes one file entry; a failure is recorded in the run. False: this one failed.
+    /// Writes one file entry; a failure is recorded in the run. False: this one failed (a
+    /// cancelled run is not a failure of the entry).
     pub(crate) fn write(&mut self, entry: &Entry, content: Content<'_>) -> bool {
-        match self {
-            Writer::Disk(w) => w.write(entry, content),
-            #[cfg(feature = "s3")]
-            Writer::Bucket(w) => w.write(entry, content),
+        match self.target.write_file(&mut self.state, entry, content) {
+            Ok(()) => true,
+            Err(error) if error.is_cancelled() => true,
+            Err(error) => {
+                self.target.record(error);
+                false
+            }
         }
     }
 }
 
-/// A file whose content comes in pieces, on whichever target. (A few at a time, each with a
-/// buffer of its own far larger than either variant.)
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum Streamed<'e> {
-    Disk(DiskStreamed<'e>),
-    #[cfg(feature = "s3")]
-    Bucket(bucket::Streamed<'e>),
+impl Drop for Writer<'_> {
+    fn drop(&mut self) {
+        self.target.flush(&mut self.state);
+    }
 }
 
-/// The same call on whichever target's streamed file.
-macro_rules! each_stream {
-    ($value:expr, $file:ident => $body:expr) => {
-        match $value {
-            Streamed::Disk($file) => $body,
-            #[cfg(feature = "s3")]
-            Streamed::Bucket($file) => $body,
-        }
-    };
-}
+/// A file whose content comes in pieces, on whichever target.
+pub(crate) type Streamed<'e> = Box<dyn StreamedFile + 'e>;
 
-impl Streamed<'_> {
+/// What a target's streamed file does.
+pub(crate) trait StreamedFile: Send {
     /// The entry's name, as the caller or the archive spelled it.
-    pub(crate) fn name(&self) -> &Path {
-        each_stream!(self, f => f.name())
-    }
+    fn name(&self) -> &Path;
     /// Bytes accepted so far.
-    pub(crate) fn len(&self) -> u64 {
-        each_stream!(self, f => f.len())
-    }
+    fn len(&self) -> u64;
     /// Takes `data`.
-    pub(crate) fn write(&mut self, data: &[u8]) -> std::io::Result<()> {
-        each_stream!(self, f => f.write(data))
-    }
+    fn write(&mut self, data: &[u8]) -> io::Result<()>;
     /// Passes on what is buffered (the file is still not kept until sealed).
-    pub(crate) fn drain(&mut self) -> std::io::Result<()> {
-        each_stream!(self, f => f.drain())
-    }
+    fn drain(&mut self) -> io::Result<()>;
     /// Keeps the file: its mode and mtime set, handed over to be closed (or uploaded).
-    pub(crate) fn seal(self, state: &mut WriterState) -> Result<(), Error> {
-        each_stream!(self, f => f.seal(state))
-    }
+    fn seal(self: Box<Self>, state: &mut WriterState) -> Result<(), Error>;
     /// Gives the file up for a failure the source met itself, which is returned.
-    pub(crate) fn abandon_for(self, error: Error) -> Error {
-        each_stream!(self, f => f.abandon_for(error))
-    }
+    fn abandon_for(self: Box<Self>, error: Error) -> Error;
 }

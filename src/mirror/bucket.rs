@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use super::walk::{Action, Walk};
 use super::{add_found, walked};
 use crate::engine::bucket::Bucket;
-use crate::engine::{Content, WriterState};
+use crate::engine::{Content, Target, WriterState};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options, Overwrite};
 use crate::plan::{Entry, EntryKind};
@@ -222,7 +222,7 @@ pub(super) fn mirror(
             }
         });
     });
-    let mut report = writers.install(|| bucket.finish());
+    let mut report = writers.install(|| Box::new(bucket).finish());
     report.writers = writers.current_num_threads();
     report.writers_why = format!(
         "one per core: into a bucket the writers read, and the uploads in flight are sized apart; {}",

@@ -27,7 +27,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::anyhow;
 
 use crate::engine::feed::{self, Job};
-use crate::engine::{self, Content, Destination};
+use crate::engine::{self, Content, Destination, Target};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options, Overwrite};
 use crate::patterns::Patterns;

@@ -33,7 +33,7 @@ use std::time::Instant;
 use anyhow::{Context, anyhow, bail};
 use rayon::prelude::*;
 
-use crate::engine::{self, Content, Destination, Disk as Engine, DiskWriter as Writer};
+use crate::engine::{self, Content, Destination, Disk, Target, Writer};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options};
 use crate::plan::{Entry, EntryKind, Plan};
@@ -359,7 +359,7 @@ fn dry_run(found: &mut Found) -> Report {
 
 /// Copies one file of the source with a writer of the engine; failures are recorded there.
 pub(crate) fn copy_file(
-    engine: &Engine,
+    engine: &Disk,
     writer: &mut Writer<'_>,
     src: &Path,
     entry: &Entry,
@@ -413,7 +413,7 @@ fn apply(
     src: &Path,
     opts: &Options,
     mopts: &MirrorOptions,
-    engine: &Engine,
+    engine: &Disk,
     streamed: bool,
     found: &mut Found,
 ) -> Applied {
@@ -499,7 +499,7 @@ fn apply(
             .planned(files.len() as u64, files.iter().map(|e| e.size).sum());
     }
     files.par_iter().for_each_init(
-        || engine.writer(),
+        || Writer::new(engine),
         |writer, entry| copy_file(engine, writer, src, entry, mopts.copy_links),
     );
 

@@ -471,7 +471,7 @@ impl<'a> Walk<'a> {
         if copies.is_empty() {
             return;
         }
-        let mut writer = engine.writer();
+        let mut writer = engine::Writer::new(engine);
         for action in copies {
             if let Action::Copy { entry, .. } = action {
                 super::copy_file(engine, &mut writer, self.src, &entry, self.opts.copy_links);

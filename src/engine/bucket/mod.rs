@@ -18,7 +18,7 @@ mod flight;
 mod streamed;
 mod upload;
 
-pub(crate) use streamed::Streamed;
+use streamed::StreamedObject;
 use upload::{Outcome, claim, copy, upload};
 
 use std::collections::{HashMap, HashSet};
@@ -32,10 +32,10 @@ use futures_util::StreamExt;
 use object_store::aws::AmazonS3;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode};
 
-use super::Run;
 use super::kept::Kept;
 use super::pump::{Piece, pump};
 use super::{Content, Unverified, UnverifiedKind, WriterState, already_exists};
+use super::{Run, Streamed, StreamedFile, Target};
 use crate::error::{Error, ErrorKind, Failures, Setting};
 use crate::options::{Options, Overwrite};
 use crate::plan::{Entry, EntryKind, Plan};
@@ -212,58 +212,6 @@ impl Bucket {
         })
     }
 
-    pub(crate) fn writers_at_least(&self, _writers: usize) {}
-    /// The run's own state: failures, cancelling, the output cap, the reporter.
-    pub(crate) fn run(&self) -> &Run {
-        &self.run
-    }
-    /// Nothing to prepare: a key is checked as it is written (`If-None-Match: *`).
-    pub(crate) fn prepare(&self, plan: &mut Plan) {
-        let mut files = Vec::with_capacity(plan.entries.len());
-        for entry in std::mem::take(&mut plan.entries) {
-            match entry.kind {
-                EntryKind::Dir => self.add_dir(entry),
-                EntryKind::File => files.push(entry),
-                _ => self.add_link(entry),
-            }
-        }
-        plan.entries = files;
-    }
-    /// A folder is made when something is written under it: nothing to do now.
-    pub(crate) fn make_dir(&self, entry: &Entry) -> Result<(), Error> {
-        self.add_dir(entry.clone());
-        Ok(())
-    }
-    pub(crate) fn add_dir(&self, entry: Entry) {
-        self.deferred.lock().unpoisoned().dirs.push(entry);
-    }
-    pub(crate) fn add_link(&self, entry: Entry) {
-        if let EntryKind::Special { .. } = entry.kind {
-            let why = anyhow!(
-                "a device or FIFO cannot be an object: not written (a bucket holds files, folders and, as s3fs keeps them, symlinks)"
-            );
-            return self
-                .run
-                .record(Error::new(&entry.name, ErrorKind::Unsupported, why));
-        }
-        self.run.defer_link(entry);
-    }
-    /// Every key written is known to the run: a later copy of a path replaces only its own.
-    pub(crate) fn track_created(&self) {}
-    /// A replaced object keeps its old content until its new one completes: nothing to hold.
-    pub(crate) fn hold_replacements(&self) {}
-    pub(crate) fn unverified(&self, entries: Vec<Unverified>, why: String) {
-        let mut deferred = self.deferred.lock().unpoisoned();
-        deferred
-            .unverified
-            .extend(entries.into_iter().map(|e| (e, why.clone())));
-    }
-    pub(crate) fn flush(&self, _state: &mut WriterState) {}
-
-    pub(crate) fn writer(&self) -> Writer<'_> {
-        Writer { bucket: self }
-    }
-
     /// The bucket and prefix.
     pub(crate) fn url(&self) -> &BucketUrl {
         &self.shared.url
@@ -350,42 +298,12 @@ impl Bucket {
         )
     }
 
-    pub(crate) fn start_streamed(&self, entry: Entry) -> Result<Streamed<'_>, Error> {
+    /// A streamed file of `entry`'s, nothing of it sent yet.
+    fn stream_of(&self, entry: Entry) -> Result<StreamedObject<'_>, Error> {
         if self.run.cancelled() {
             return Err(super::files::cancelled(&entry));
         }
-        Ok(Streamed::new(self, entry))
-    }
-
-    /// Reads a whole file's content and hands it to an upload (a multipart one when large).
-    pub(crate) fn write_file(
-        &self,
-        _state: &mut WriterState,
-        entry: &Entry,
-        content: Content<'_>,
-    ) -> Result<(), Error> {
-        if self.run.cancelled() {
-            return Err(super::files::cancelled(entry));
-        }
-        let started = Instant::now();
-        if entry.size > SINGLE_PUT_MAX {
-            let mut file = self.start_streamed(entry.clone())?;
-            let result = read_content(&self.run, entry, content, &mut |data| {
-                file.write(data).map_err(|e| anyhow!(e))
-            });
-            return match result {
-                Ok(_) => file.seal(&mut WriterState::default()),
-                Err(error) => Err(file.abandon_for(error)),
-            };
-        }
-        let mut data = Vec::with_capacity(entry.size as usize);
-        read_content(&self.run, entry, content, &mut |chunk| {
-            data.extend_from_slice(chunk);
-            Ok(())
-        })?;
-        self.shared.gate.produced(started.elapsed());
-        self.put(entry, data);
-        Ok(())
+        Ok(StreamedObject::new(self, entry))
     }
 
     /// The permission bits an object records for `entry`.
@@ -467,7 +385,8 @@ impl Bucket {
         });
     }
 
-    pub(crate) fn finish(self) -> Report {
+    /// Waits for every upload, makes what was deferred, and counts it all.
+    fn end(self) -> Report {
         self.shared.gate.drain();
         let mut deferred = std::mem::take(&mut *self.deferred.lock().unpoisoned());
         if !self.run.cancelled() {
@@ -680,6 +599,102 @@ impl Bucket {
     }
 }
 
+/// A bucket's prefix as a run's target.
+impl Target for Bucket {
+    /// The run's own state: failures, cancelling, the output cap, the reporter.
+    fn run(&self) -> &Run {
+        &self.run
+    }
+
+    /// Nothing to prepare: a key is checked as it is written (`If-None-Match: *`).
+    fn prepare(&self, plan: &mut Plan) {
+        let mut files = Vec::with_capacity(plan.entries.len());
+        for entry in std::mem::take(&mut plan.entries) {
+            match entry.kind {
+                EntryKind::Dir => self.add_dir(entry),
+                EntryKind::File => files.push(entry),
+                _ => self.add_link(entry),
+            }
+        }
+        plan.entries = files;
+    }
+
+    /// A folder is made when something is written under it: nothing to do now.
+    fn make_dir(&self, entry: &Entry) -> Result<(), Error> {
+        self.add_dir(entry.clone());
+        Ok(())
+    }
+
+    fn add_dir(&self, entry: Entry) {
+        self.deferred.lock().unpoisoned().dirs.push(entry);
+    }
+
+    fn add_link(&self, entry: Entry) {
+        if let EntryKind::Special { .. } = entry.kind {
+            let why = anyhow!(
+                "a device or FIFO cannot be an object: not written (a bucket holds files, folders and, as s3fs keeps them, symlinks)"
+            );
+            return self
+                .run
+                .record(Error::new(&entry.name, ErrorKind::Unsupported, why));
+        }
+        self.run.defer_link(entry);
+    }
+
+    // `track_created`: every key written is known to the run, so a later copy of a path
+    // replaces only its own; `hold_replacements`: a replaced object keeps its old content
+    // until its new one completes, nothing to hold.
+    fn unverified(&self, entries: Vec<Unverified>, why: String) {
+        let mut deferred = self.deferred.lock().unpoisoned();
+        deferred
+            .unverified
+            .extend(entries.into_iter().map(|e| (e, why.clone())));
+    }
+
+    /// Reads a whole file's content and hands it to an upload (a multipart one when large).
+    fn write_file(
+        &self,
+        state: &mut WriterState,
+        entry: &Entry,
+        content: Content<'_>,
+    ) -> Result<(), Error> {
+        if self.run.cancelled() {
+            return Err(super::files::cancelled(entry));
+        }
+        let started = Instant::now();
+        if entry.size > SINGLE_PUT_MAX {
+            let mut file = Box::new(self.stream_of(entry.clone())?);
+            let result = read_content(&self.run, entry, content, &mut |data| {
+                file.write(data).map_err(|e| anyhow!(e))
+            });
+            return match result {
+                Ok(_) => file.seal(state),
+                Err(error) => Err(file.abandon_for(error)),
+            };
+        }
+        let mut data = Vec::with_capacity(entry.size as usize);
+        read_content(&self.run, entry, content, &mut |chunk| {
+            data.extend_from_slice(chunk);
+            Ok(())
+        })?;
+        self.shared.gate.produced(started.elapsed());
+        self.put(entry, data);
+        Ok(())
+    }
+
+    fn start_streamed<'e>(
+        &'e self,
+        _state: &mut WriterState,
+        entry: Entry,
+    ) -> Result<Streamed<'e>, Error> {
+        Ok(Box::new(self.stream_of(entry)?))
+    }
+
+    fn finish(self: Box<Self>) -> Report {
+        self.end()
+    }
+}
+
 /// Hands `content` to `sink` as bytes (a hole as zeros: an object has none), checked against
 /// the entry's size (`engine/pump.rs`).
 fn read_content(
@@ -769,30 +784,5 @@ impl Shared {
     /// `s3://BUCKET/KEY`.
     fn key_url(&self, key: &str) -> String {
         format!("s3://{}/{key}", self.url.bucket)
-    }
-}
-
-/// A writer thread's handle on the bucket.
-pub(crate) struct Writer<'e> {
-    bucket: &'e Bucket,
-}
-
-impl<'e> Writer<'e> {
-    pub(crate) fn stream(&mut self, entry: Entry) -> Result<Streamed<'e>, Error> {
-        self.bucket.start_streamed(entry)
-    }
-
-    pub(crate) fn write(&mut self, entry: &Entry, content: Content<'_>) -> bool {
-        match self
-            .bucket
-            .write_file(&mut WriterState::default(), entry, content)
-        {
-            Ok(()) => true,
-            Err(error) if error.is_cancelled() => true,
-            Err(error) => {
-                self.bucket.run.record(error);
-                false
-            }
-        }
     }
 }

@@ -10,7 +10,8 @@ use object_store::path::Path as Key;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutMultipartOptions, PutPayload};
 
 use super::upload::{Outcome, carries, claim, older};
-use super::{Bucket, Job, Shared, WriterState};
+use super::{Bucket, Job, Shared};
+use crate::engine::{StreamedFile, WriterState};
 use crate::error::{Error, ErrorKind};
 use crate::options::Overwrite;
 use crate::plan::Entry;
@@ -20,7 +21,7 @@ use crate::store::{explain, head_with_metadata, parse_key, stale};
 /// A file whose content comes in pieces: held in memory up to [`SINGLE_PUT_MAX`], then sent
 /// as the parts of a multipart upload as they fill. Nothing is visible under its key until it
 /// is sealed and the upload completes; an abandoned one is aborted.
-pub(crate) struct Streamed<'e> {
+pub(crate) struct StreamedObject<'e> {
     bucket: &'e Bucket,
     entry: Entry,
     buf: Vec<u8>,
@@ -46,10 +47,10 @@ struct Multipart {
     mark: Key,
 }
 
-impl<'e> Streamed<'e> {
+impl<'e> StreamedObject<'e> {
     /// A file of `bucket`'s, nothing of it sent yet.
-    pub(super) fn new(bucket: &'e Bucket, entry: Entry) -> Streamed<'e> {
-        Streamed {
+    pub(super) fn new(bucket: &'e Bucket, entry: Entry) -> StreamedObject<'e> {
+        StreamedObject {
             bucket,
             entry,
             buf: Vec::new(),
@@ -59,37 +60,6 @@ impl<'e> Streamed<'e> {
             exists: None,
         }
     }
-    pub(crate) fn name(&self) -> &Path {
-        Path::new(&self.entry.name)
-    }
-
-    pub(crate) fn len(&self) -> u64 {
-        self.written
-    }
-
-    pub(crate) fn write(&mut self, data: &[u8]) -> std::io::Result<()> {
-        if self.bucket.run.cancelled() {
-            return Err(std::io::Error::other("the run was cancelled"));
-        }
-        self.written += data.len() as u64;
-        if self.exists.is_some() {
-            return Ok(());
-        }
-        self.buf.extend_from_slice(data);
-        let threshold = match &self.multipart {
-            Some(m) => object::part_size(m.next),
-            None => SINGLE_PUT_MAX as usize + 1,
-        };
-        if self.buf.len() >= threshold {
-            self.send_part().map_err(std::io::Error::other)?;
-        }
-        Ok(())
-    }
-
-    pub(crate) fn drain(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-
     /// Starts the multipart upload: unless the key may be replaced, a look at it first (an
     /// existing key is not uploaded at all; the completion's `If-None-Match` still guards the
     /// time in between), then the upload, marked as this run's (`stale.rs`).
@@ -186,52 +156,6 @@ impl<'e> Streamed<'e> {
             multipart.done.push(id);
         }
         Ok(())
-    }
-
-    pub(crate) fn seal(mut self, _state: &mut WriterState) -> Result<(), Error> {
-        self.done = true;
-        let bucket = self.bucket;
-        if bucket.run.cancelled() {
-            self.abort();
-            return Err(crate::engine::files::cancelled(&self.entry));
-        }
-        self.entry.size = self.written;
-        if let Some((mut job, own)) = self.exists.take() {
-            if own {
-                job.size = self.written;
-                bucket.shared.settle(&job, Ok(Outcome::Written));
-            } else {
-                bucket.shared.exists(&job);
-            }
-            return Ok(());
-        }
-        let Some(mut multipart) = self.multipart.take() else {
-            let data = std::mem::take(&mut self.buf);
-            bucket.put(&self.entry, data);
-            return Ok(());
-        };
-        bucket.fill_parents(&self.entry.path);
-        let last = std::mem::take(&mut self.buf);
-        if !last.is_empty() {
-            let part = put_part(bucket, &mut multipart, last);
-            multipart.parts.push(part);
-        }
-        multipart.job.size = self.written;
-        let shared = Arc::clone(&bucket.shared);
-        shared.gate.enter(0);
-        bucket.runtime.spawn(async move {
-            let result = finish_multipart(&shared, &mut multipart).await;
-            let result = claim(&shared, &multipart.job, result).await;
-            shared.settle(&multipart.job, result);
-            shared.gate.leave(0);
-        });
-        Ok(())
-    }
-
-    pub(crate) fn abandon_for(mut self, error: Error) -> Error {
-        self.done = true;
-        self.abort();
-        error
     }
 
     /// Aborts a multipart upload begun, so that no part stays behind.
@@ -339,7 +263,86 @@ async fn finish_multipart(
     result
 }
 
-impl Drop for Streamed<'_> {
+impl StreamedFile for StreamedObject<'_> {
+    fn name(&self) -> &Path {
+        Path::new(&self.entry.name)
+    }
+
+    fn len(&self) -> u64 {
+        self.written
+    }
+
+    fn write(&mut self, data: &[u8]) -> std::io::Result<()> {
+        if self.bucket.run.cancelled() {
+            return Err(std::io::Error::other("the run was cancelled"));
+        }
+        self.written += data.len() as u64;
+        if self.exists.is_some() {
+            return Ok(());
+        }
+        self.buf.extend_from_slice(data);
+        let threshold = match &self.multipart {
+            Some(m) => object::part_size(m.next),
+            None => SINGLE_PUT_MAX as usize + 1,
+        };
+        if self.buf.len() >= threshold {
+            self.send_part().map_err(std::io::Error::other)?;
+        }
+        Ok(())
+    }
+
+    fn drain(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn seal(mut self: Box<Self>, _state: &mut WriterState) -> Result<(), Error> {
+        self.done = true;
+        let bucket = self.bucket;
+        if bucket.run.cancelled() {
+            self.abort();
+            return Err(crate::engine::files::cancelled(&self.entry));
+        }
+        self.entry.size = self.written;
+        if let Some((mut job, own)) = self.exists.take() {
+            if own {
+                job.size = self.written;
+                bucket.shared.settle(&job, Ok(Outcome::Written));
+            } else {
+                bucket.shared.exists(&job);
+            }
+            return Ok(());
+        }
+        let Some(mut multipart) = self.multipart.take() else {
+            let data = std::mem::take(&mut self.buf);
+            bucket.put(&self.entry, data);
+            return Ok(());
+        };
+        bucket.fill_parents(&self.entry.path);
+        let last = std::mem::take(&mut self.buf);
+        if !last.is_empty() {
+            let part = put_part(bucket, &mut multipart, last);
+            multipart.parts.push(part);
+        }
+        multipart.job.size = self.written;
+        let shared = Arc::clone(&bucket.shared);
+        shared.gate.enter(0);
+        bucket.runtime.spawn(async move {
+            let result = finish_multipart(&shared, &mut multipart).await;
+            let result = claim(&shared, &multipart.job, result).await;
+            shared.settle(&multipart.job, result);
+            shared.gate.leave(0);
+        });
+        Ok(())
+    }
+
+    fn abandon_for(mut self: Box<Self>, error: Error) -> Error {
+        self.done = true;
+        self.abort();
+        error
+    }
+}
+
+impl Drop for StreamedObject<'_> {
     fn drop(&mut self) {
         if self.done {
             return;
