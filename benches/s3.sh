@@ -20,6 +20,8 @@
 #   rclone       rclone copy TREE B:bench/RUN       (rclone's defaults: 4 transfers)
 #   rclone-t64   rclone copy --transfers 64 TREE B:bench/RUN
 #   aws          aws s3 cp --recursive TREE s3://bench/RUN/
+#   fastwrite-base  with FASTWRITE_BASE=BINARY set: that build's `extract WHEEL -o ...`, to
+#                set a change beside the build before it (BENCH_TOOLS='fastwrite fastwrite-base')
 # Each quiet (s5cmd --log error, aws --only-show-errors; the others print no line per file).
 # N rounds per delay; within a round every tool runs once, round-robin, each round starting
 # one tool further on, so no tool has its runs in a row. Every run writes into a fresh prefix
@@ -160,7 +162,7 @@ bench_lock  # one bench at a time on this machine
 CACHE="${FASTWRITE_BENCH_CACHE:-$HOME/.cache/fastwrite-bench}"
 TIMEOUT="${S3_BENCH_TIMEOUT:-$([[ "$MODE" == memory ]] && echo 1800 || echo 600)}"
 case "$MODE" in
-copy) ALL_TOOLS=(fastwrite unzip+s5cmd s5cmd rclone rclone-t64 aws) ;;
+copy) ALL_TOOLS=(fastwrite unzip+s5cmd s5cmd rclone rclone-t64 aws ${FASTWRITE_BASE:+fastwrite-base}) ;;
 sync) ALL_TOOLS=(fastwrite s5cmd rclone aws) ;;
 download) ALL_TOOLS=(fastwrite s5cmd rclone rclone-t64 aws) ;;
 memory) ALL_TOOLS=(fastwrite) ;;
@@ -218,6 +220,13 @@ if wants fastwrite || [[ "$MODE" == download ]]; then
     mkdir -p "$CACHE/bin"
     FW="$CACHE/bin/fastwrite-$fw_hash"
     [[ -x "$FW" ]] || { cp -- "$FW_SRC" "$FW.tmp" && mv -- "$FW.tmp" "$FW"; }
+fi
+# fastwrite-base: another build of fastwrite (before a change), run from a copy as FW is.
+FW_BASE=""
+if wants fastwrite-base; then
+    base_hash="$(sha256sum "$FASTWRITE_BASE" | cut -c1-12)"
+    FW_BASE="$CACHE/bin/fastwrite-$base_hash"
+    [[ -x "$FW_BASE" ]] || { cp -- "$FASTWRITE_BASE" "$FW_BASE.tmp" && mv -- "$FW_BASE.tmp" "$FW_BASE"; }
 fi
 
 # --- the corpus -------------------------------------------------------------------------------
@@ -383,6 +392,7 @@ tool_cmd() {  # tool_cmd TOOL ENDPOINT PREFIX ID
     fi
     case "$tool" in
     fastwrite) CMD=("$FW" extract "$WHEEL" -o "s3://$BUCKET/$prefix/") ;;
+    fastwrite-base) CMD=("$FW_BASE" extract "$WHEEL" -o "s3://$BUCKET/$prefix/") ;;
     unzip+s5cmd)
         # shellcheck disable=SC2016  # expanded by the inner bash
         CMD=(bash -c 'unzip -q "$1" -d "$2" && exec "$3" --endpoint-url "$4" --log error cp "$2/*" "$5"'

@@ -7,60 +7,21 @@
 //! close. A file that fails half-way is removed: nothing half-written stays under any name.
 
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use anyhow::{Context, anyhow};
 
-use super::pump::{Piece, pump};
+use super::pump::{Content, Piece, pump};
+use super::run::cancelled;
 use super::{Disk, already_exists};
 use crate::close::{CloseJob, Finalize, WriterClose};
 use crate::error::{Error, ErrorKind, Tag};
 use crate::options::Overwrite;
 use crate::plan::Entry;
 use crate::platform::{self, FileKind};
-
-/// Files are copied through a per-writer buffer of this size: a smaller file takes one read and
-/// one write; a larger one is streamed in chunks of this size and never held whole.
-pub(crate) const CHUNK: usize = 1 << 20;
-
-/// Where a file's content comes from.
-pub(crate) enum Content<'a> {
-    /// Read (and checked against the declared size) in chunks.
-    Reader(&'a mut dyn Read),
-    /// Already in memory.
-    Bytes(&'a [u8]),
-    /// A file of a source tree, copied in the kernel where it can be (see `copy.rs`).
-    File(&'a File),
-    /// A sparse file whose source knows where its holes are: each hole is skipped with a
-    /// seek, never read or scanned as zeros (a 12 GB sparse file holding 2 KB of data costs
-    /// what 2 KB cost).
-    Sparse(&'a mut dyn HoleRead),
-}
-
-/// A sparse file's content that knows where its holes are (a tar's sparse map).
-pub(crate) trait HoleRead: Read {
-    /// If the content goes on with a hole here, steps over it and says how long it is (0: data
-    /// comes next, or the end).
-    fn skip_hole(&mut self) -> u64;
-}
-
-/// Content with no holes known to its source.
-pub(super) struct Dense<'a, R: ?Sized>(pub(super) &'a mut R);
-
-impl<R: Read + ?Sized> Read for Dense<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.read(buf)
-    }
-}
-
-impl<R: Read + ?Sized> HoleRead for Dense<'_, R> {
-    fn skip_hole(&mut self) -> u64 {
-        0
-    }
-}
 
 /// A writing thread's own state: its copy buffer, written files not yet handed over for closing
 /// (sent to the close pool a batch at a time), the last directory it knows exists, and its
@@ -387,15 +348,6 @@ pub(super) fn parent_bytes(path: &Path) -> &[u8] {
         .iter()
         .rposition(|&b| b.is_ascii() && std::path::is_separator(char::from(b)));
     last.map_or(&[], |i| &bytes[..i])
-}
-
-/// The error of a file not written because the run was cancelled.
-pub(crate) fn cancelled(entry: &Entry) -> Error {
-    Error::new(
-        &entry.name,
-        ErrorKind::Cancelled,
-        anyhow!("cancelled before it was written"),
-    )
 }
 
 /// Writes a file's content; for a sparse entry, blocks of zeros become holes (skipped with a

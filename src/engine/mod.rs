@@ -67,11 +67,13 @@ use crate::sync::Unpoisoned;
 
 pub(crate) use destination::Destination;
 use dirs::OPEN_DIRS;
-pub(crate) use files::{CHUNK, Content, HoleRead, WriterState};
+pub(crate) use files::WriterState;
 pub(crate) use finish::deepest_first;
 pub(crate) use leftovers::is_run_mark;
+pub(crate) use pump::{CHUNK, Content, HoleRead};
 pub(crate) use pump::{too_long, truncated};
 pub(crate) use run::Run;
+pub(crate) use run::cancelled;
 pub(crate) use stage::{Staging, staged};
 pub(crate) use unverified::{Unverified, UnverifiedKind};
 pub(crate) use writers::MAX_WRITERS;

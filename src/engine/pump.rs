@@ -1,14 +1,57 @@
-//! One byte pump for every target: an entry's content handed to a sink a chunk at a time
-//! (a hole of a sparse source as its length), and checked against the size the entry declared,
-//! with the same words wherever the check fails (`extract/give.rs` says them too).
+//! A file's content as a source hands it over ([`Content`]: a reader, bytes, a source file,
+//! a sparse reader that knows its holes), and one byte pump for every target: the content
+//! handed to a sink a chunk at a time (a hole as its length), checked against the size the
+//! entry declared, with the same words wherever the check fails (`extract/give.rs` says them
+//! too).
 
-use std::io::Read;
+use std::fs::File;
+use std::io::{self, Read};
 
 use anyhow::{Context, anyhow};
 
-use super::files::{CHUNK, Content, Dense, HoleRead, cancelled};
+use super::run::cancelled;
 use crate::error::{Error, ErrorKind};
 use crate::plan::Entry;
+
+/// Files are copied through a per-writer buffer of this size: a smaller file takes one read and
+/// one write; a larger one is streamed in chunks of this size and never held whole.
+pub(crate) const CHUNK: usize = 1 << 20;
+
+/// Where a file's content comes from.
+pub(crate) enum Content<'a> {
+    /// Read (and checked against the declared size) in chunks.
+    Reader(&'a mut dyn Read),
+    /// Already in memory.
+    Bytes(&'a [u8]),
+    /// A file of a source tree, copied in the kernel where it can be (see `copy.rs`).
+    File(&'a File),
+    /// A sparse file whose source knows where its holes are: each hole is skipped with a
+    /// seek, never read or scanned as zeros (a 12 GB sparse file holding 2 KB of data costs
+    /// what 2 KB cost).
+    Sparse(&'a mut dyn HoleRead),
+}
+
+/// A sparse file's content that knows where its holes are (a tar's sparse map).
+pub(crate) trait HoleRead: Read {
+    /// If the content goes on with a hole here, steps over it and says how long it is (0: data
+    /// comes next, or the end).
+    fn skip_hole(&mut self) -> u64;
+}
+
+/// Content with no holes known to its source.
+pub(crate) struct Dense<'a, R: ?Sized>(pub(crate) &'a mut R);
+
+impl<R: Read + ?Sized> Read for Dense<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl<R: Read + ?Sized> HoleRead for Dense<'_, R> {
+    fn skip_hole(&mut self) -> u64 {
+        0
+    }
+}
 
 /// What the pump hands on: data, or a hole of so many bytes (zeros, which a file on disk
 /// skips with a seek and an object is given as bytes).

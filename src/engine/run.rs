@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use anyhow::anyhow;
+
 use crate::error::{Error, ErrorKind, Failures, Setting};
 use crate::options::Options;
 use crate::plan::{Entry, path_key};
@@ -94,7 +96,7 @@ impl Run {
         };
         if self.over_limit.load(Ordering::Relaxed) {
             // The run stopped at the cap already: this one is simply not started.
-            return Err(super::files::cancelled(entry));
+            return Err(cancelled(entry));
         }
         let before = self.declared.fetch_add(entry.size, Ordering::Relaxed);
         let total = before.saturating_add(entry.size);
@@ -145,4 +147,13 @@ impl Run {
         });
         links
     }
+}
+
+/// The error of a file not written because the run was cancelled.
+pub(crate) fn cancelled(entry: &Entry) -> Error {
+    Error::new(
+        &entry.name,
+        ErrorKind::Cancelled,
+        anyhow!("cancelled before it was written"),
+    )
 }

@@ -13,7 +13,8 @@ use std::path::Path;
 
 use anyhow::anyhow;
 
-use super::files::{OpenFile, WriterState, cancelled};
+use super::files::{OpenFile, WriterState};
+use super::run::cancelled;
 use super::{Disk, StreamedFile, Target};
 use crate::error::{Error, ErrorKind};
 use crate::plan::Entry;

@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 use futures_util::StreamExt;
-use object_store::aws::AmazonS3;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions};
+use object_store::{ObjectStoreExt, PutMode, PutOptions};
 
+use super::Store;
 use super::url::BucketUrl;
 use super::{explain, parse_key, taken};
 use crate::options::Overwrite;
@@ -65,7 +65,7 @@ fn key_of(url: &BucketUrl) -> String {
 /// The first look at `url`'s bucket (see the module's docs): whether conditional writes are
 /// honoured; `Err` if the bucket cannot be used.
 pub(crate) async fn first_look(
-    store: &AmazonS3,
+    store: &dyn Store,
     url: &BucketUrl,
     overwrite: Overwrite,
 ) -> anyhow::Result<bool> {
@@ -91,7 +91,7 @@ pub(crate) async fn first_look(
 
 /// The look itself: one list request, and unless every key may be replaced the probe (an
 /// object made twice, then deleted).
-async fn look(store: &AmazonS3, url: &BucketUrl, overwrite: Overwrite) -> anyhow::Result<bool> {
+async fn look(store: &dyn Store, url: &BucketUrl, overwrite: Overwrite) -> anyhow::Result<bool> {
     let prefix = parse_key(&url.prefix)?;
     if let Some(Err(e)) = store.list(Some(&prefix)).next().await {
         return Err(anyhow!(explain(&e)));

@@ -36,9 +36,16 @@ use std::sync::Arc;
 
 use anyhow::{Context, anyhow};
 use futures_util::StreamExt;
-use object_store::aws::AmazonS3;
+use object_store::multipart::MultipartStore;
 use object_store::path::Path as Key;
 use object_store::{GetOptions, ObjectStore};
+
+/// What fastwrite asks of a store's client: `object_store`'s operations, and multipart
+/// uploads by their id (to complete one part by part, and to abort what a killed run left).
+/// The clients of S3, Azure Blob Storage and Google Cloud Storage give both.
+pub(crate) trait Store: ObjectStore + MultipartStore {}
+
+impl<T: ObjectStore + MultipartStore> Store for T {}
 
 /// The object `key` in `url`'s bucket, for reading: the store (with the settings a run's
 /// target is found with) and the key as the store has it.
@@ -80,7 +87,7 @@ pub(crate) fn md5_of(file: &mut dyn std::io::Read) -> std::io::Result<String> {
 
 /// The client of `url`'s store: the store, the requests fastwrite signs itself, and the meter
 /// that times them.
-pub(crate) fn connect(url: &BucketUrl) -> anyhow::Result<(AmazonS3, raw::Raw, Arc<Meter>)> {
+pub(crate) fn connect(url: &BucketUrl) -> anyhow::Result<(Arc<dyn Store>, raw::Raw, Arc<Meter>)> {
     let meter = Arc::new(Meter::default());
     let (store, region) = client::store(url, Arc::clone(&meter))?;
     let http = meter
@@ -89,7 +96,7 @@ pub(crate) fn connect(url: &BucketUrl) -> anyhow::Result<(AmazonS3, raw::Raw, Ar
         .cloned()
         .context("the store made no HTTP client")?;
     let raw = raw::Raw::new(store.clone(), http, region);
-    Ok((store, raw, meter))
+    Ok((Arc::new(store), raw, meter))
 }
 
 /// The runtime the client's requests run on, its threads named `name`.

@@ -18,14 +18,13 @@ use anyhow::anyhow;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
-use object_store::aws::AmazonS3;
 use object_store::{
     Attribute, Attributes, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
 };
 use tokio::sync::{Semaphore, mpsc};
 
 use super::object::{S_IFLNK, parse_mtime};
-use super::{BucketUrl, Listed, explain, list_prefix, parse_key, raw};
+use super::{BucketUrl, Listed, Store, explain, list_prefix, parse_key, raw};
 
 /// Requests in flight at once (see the module header).
 const IN_FLIGHT: usize = 64;
@@ -94,7 +93,7 @@ pub(crate) struct Fetched {
 /// A bucket prefix, for reading.
 pub(crate) struct Source {
     url: BucketUrl,
-    store: Arc<AmazonS3>,
+    store: Arc<dyn Store>,
     raw: raw::Raw,
     runtime: tokio::runtime::Runtime,
 }
@@ -106,7 +105,7 @@ impl Source {
         let (store, raw, _) = super::connect(&url)?;
         Ok(Source {
             url,
-            store: Arc::new(store),
+            store,
             raw,
             runtime: super::client_runtime("fastwrite-download")?,
         })

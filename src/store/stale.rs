@@ -14,11 +14,10 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::StreamExt;
-use object_store::aws::AmazonS3;
-use object_store::multipart::MultipartStore;
 use object_store::path::Path as Key;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{ObjectStoreExt, PutPayload};
 
+use super::Store;
 use super::parse_key;
 use super::url::BucketUrl;
 
@@ -43,7 +42,7 @@ fn now() -> u64 {
 
 /// Marks the upload `id` of `key` as this run's; returns the mark's key.
 pub(crate) async fn mark(
-    store: &AmazonS3,
+    store: &dyn Store,
     url: &BucketUrl,
     key: &str,
     id: &str,
@@ -80,7 +79,7 @@ pub(crate) fn probe(url: &BucketUrl) -> anyhow::Result<(Key, PutPayload)> {
 /// (and the probes they left).
 /// Returns what to say: the keys whose uploads were aborted, and those of live runs left
 /// alone.
-pub(crate) async fn clean(store: &AmazonS3, url: &BucketUrl) -> anyhow::Result<Vec<String>> {
+pub(crate) async fn clean(store: &dyn Store, url: &BucketUrl) -> anyhow::Result<Vec<String>> {
     let marks = parse_key(&format!("{}{MARKS}", url.prefix))?;
     let mut listing = store.list(Some(&marks));
     let (mut aborted, mut alive) = (Vec::new(), Vec::new());

@@ -29,7 +29,6 @@ use std::time::Instant;
 
 use anyhow::anyhow;
 use futures_util::StreamExt;
-use object_store::aws::AmazonS3;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode};
 
 use super::kept::Kept;
@@ -45,8 +44,8 @@ use crate::sync::Unpoisoned;
 
 use crate::store::object::{self, S_IFDIR, S_IFLNK, S_IFREG, SINGLE_PUT_MAX};
 use crate::store::{
-    BucketUrl, Listed, Meter, Source, client_runtime, connect, explain, list_prefix, parse_key,
-    raw, stale,
+    BucketUrl, Listed, Meter, Source, Store, client_runtime, connect, explain, list_prefix,
+    parse_key, raw, stale,
 };
 use flight::Gate;
 
@@ -74,7 +73,7 @@ pub(crate) fn refuse_what_does_not_apply(root: &Path, opts: &Options) -> anyhow:
 /// What every upload task shares with the run.
 struct Shared {
     url: BucketUrl,
-    store: AmazonS3,
+    store: Arc<dyn Store>,
     raw: raw::Raw,
     gate: Gate,
     meter: Arc<Meter>,
@@ -159,7 +158,7 @@ impl Bucket {
         // each, side by side).
         let (probe, stale) = runtime.block_on(async {
             let look = async {
-                let look = crate::store::first_look(&store, &url, opts.overwrite);
+                let look = crate::store::first_look(store.as_ref(), &url, opts.overwrite);
                 match tokio::time::timeout(std::time::Duration::from_secs(30), look).await {
                     Ok(result) => result,
                     Err(_) => Err(anyhow!(
@@ -169,7 +168,7 @@ impl Bucket {
             };
             let stale = async {
                 if clean {
-                    stale::clean(&store, &url).await
+                    stale::clean(store.as_ref(), &url).await
                 } else {
                     Ok(Vec::new())
                 }
@@ -301,7 +300,7 @@ impl Bucket {
     /// A streamed file of `entry`'s, nothing of it sent yet.
     fn stream_of(&self, entry: Entry) -> Result<StreamedObject<'_>, Error> {
         if self.run.cancelled() {
-            return Err(super::files::cancelled(&entry));
+            return Err(super::cancelled(&entry));
         }
         Ok(StreamedObject::new(self, entry))
     }
@@ -659,7 +658,7 @@ impl Target for Bucket {
         content: Content<'_>,
     ) -> Result<(), Error> {
         if self.run.cancelled() {
-            return Err(super::files::cancelled(entry));
+            return Err(super::cancelled(entry));
         }
         let started = Instant::now();
         if entry.size > SINGLE_PUT_MAX {
@@ -704,7 +703,7 @@ fn read_content(
     sink: &mut dyn FnMut(&[u8]) -> anyhow::Result<()>,
 ) -> Result<u64, Error> {
     let zeros = |n: u64, sink: &mut dyn FnMut(&[u8]) -> anyhow::Result<()>| {
-        let zeros = vec![0u8; (n as usize).min(super::files::CHUNK)];
+        let zeros = vec![0u8; (n as usize).min(super::CHUNK)];
         let mut left = n;
         while left > 0 {
             let n = left.min(zeros.len() as u64);

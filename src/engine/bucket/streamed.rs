@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::anyhow;
-use object_store::multipart::{MultipartStore, PartId};
+use object_store::multipart::PartId;
 use object_store::path::Path as Key;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutMultipartOptions, PutPayload};
 
@@ -111,9 +111,12 @@ impl<'e> StreamedObject<'e> {
             .runtime
             .block_on(shared.store.create_multipart_opts(&key, opts))
             .map_err(|e| anyhow!(explain(&e)))?;
-        let mark = bucket
-            .runtime
-            .block_on(stale::mark(&shared.store, &shared.url, &job.key, &id));
+        let mark = bucket.runtime.block_on(stale::mark(
+            shared.store.as_ref(),
+            &shared.url,
+            &job.key,
+            &id,
+        ));
         let mark = match mark {
             Ok(mark) => mark,
             Err(e) => {
@@ -300,7 +303,7 @@ impl StreamedFile for StreamedObject<'_> {
         let bucket = self.bucket;
         if bucket.run.cancelled() {
             self.abort();
-            return Err(crate::engine::files::cancelled(&self.entry));
+            return Err(crate::engine::cancelled(&self.entry));
         }
         self.entry.size = self.written;
         if let Some((mut job, own)) = self.exists.take() {
