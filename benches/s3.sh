@@ -20,8 +20,14 @@
 #   rclone       rclone copy TREE B:bench/RUN       (rclone's defaults: 4 transfers)
 #   rclone-t64   rclone copy --transfers 64 TREE B:bench/RUN
 #   aws          aws s3 cp --recursive TREE s3://bench/RUN/
-#   fastwrite-base  with FASTWRITE_BASE=BINARY set: that build's `extract WHEEL -o ...`, to
-#                set a change beside the build before it (BENCH_TOOLS='fastwrite fastwrite-base')
+# Run only when BENCH_TOOLS names them:
+#   fastwrite-mirror     fastwrite mirror TREE s3://bench/RUN/  (a fresh mirror into a bucket,
+#                        against s5cmd's cp of the same tree: BENCH_TOOLS='fastwrite-mirror s5cmd')
+#   fastwrite-uploads-N  fastwrite extract WHEEL -o s3://bench/RUN/ --uploads N, N one of 8, 32,
+#                        128, 256 (fixed uploads in flight against the default, which the run
+#                        sizes itself: BENCH_TOOLS='fastwrite fastwrite-uploads-8 ...')
+#   fastwrite-base       with FASTWRITE_BASE=BINARY: that build's extract, to set a change beside
+#                        the build before it (BENCH_TOOLS='fastwrite fastwrite-base')
 # Each quiet (s5cmd --log error, aws --only-show-errors; the others print no line per file).
 # N rounds per delay; within a round every tool runs once, round-robin, each round starting
 # one tool further on, so no tool has its runs in a row. Every run writes into a fresh prefix
@@ -161,8 +167,12 @@ done
 bench_lock  # one bench at a time on this machine
 CACHE="${FASTWRITE_BENCH_CACHE:-$HOME/.cache/fastwrite-bench}"
 TIMEOUT="${S3_BENCH_TIMEOUT:-$([[ "$MODE" == memory ]] && echo 1800 || echo 600)}"
+ASKED_TOOLS=()
 case "$MODE" in
-copy) ALL_TOOLS=(fastwrite unzip+s5cmd s5cmd rclone rclone-t64 aws ${FASTWRITE_BASE:+fastwrite-base}) ;;
+copy) ALL_TOOLS=(fastwrite unzip+s5cmd s5cmd rclone rclone-t64 aws)
+    # Run only when named in BENCH_TOOLS.
+    ASKED_TOOLS=(fastwrite-mirror fastwrite-uploads-8 fastwrite-uploads-32 fastwrite-uploads-128
+        fastwrite-uploads-256 ${FASTWRITE_BASE:+fastwrite-base}) ;;
 sync) ALL_TOOLS=(fastwrite s5cmd rclone aws) ;;
 download) ALL_TOOLS=(fastwrite s5cmd rclone rclone-t64 aws) ;;
 memory) ALL_TOOLS=(fastwrite) ;;
@@ -171,8 +181,12 @@ TOOLS=()
 for t in "${ALL_TOOLS[@]}"; do
     if [[ -z "${BENCH_TOOLS:-}" || " $BENCH_TOOLS " == *" $t "* ]]; then TOOLS+=("$t"); fi
 done
+for t in "${ASKED_TOOLS[@]}"; do
+    if [[ " ${BENCH_TOOLS:-} " == *" $t "* ]]; then TOOLS+=("$t"); fi
+done
 for t in ${BENCH_TOOLS:-}; do
-    [[ " ${ALL_TOOLS[*]} " == *" $t "* ]] || { echo "s3: unknown tool '$t' in BENCH_TOOLS (${ALL_TOOLS[*]})" >&2; exit 2; }
+    [[ " ${ALL_TOOLS[*]} ${ASKED_TOOLS[*]} " == *" $t "* ]] ||
+        { echo "s3: unknown tool '$t' in BENCH_TOOLS (${ALL_TOOLS[*]} ${ASKED_TOOLS[*]})" >&2; exit 2; }
 done
 ((${#TOOLS[@]})) || { echo "s3: no tools (BENCH_TOOLS='${BENCH_TOOLS:-}')" >&2; exit 2; }
 wants() { [[ " ${TOOLS[*]} " == *" $1 "* ]]; }
@@ -204,7 +218,7 @@ fi
 # engineer may be compiling: a binary that works is reused), then run from a copy. --download
 # needs it for its setup even when it is not among the tools.
 FW=""
-if wants fastwrite || [[ "$MODE" == download ]]; then
+if [[ " ${TOOLS[*]} " == *" fastwrite"* || "$MODE" == download ]]; then
     FW_SRC="${FASTWRITE:-$repo/target/release/fastwrite}"
     if [[ -z "${FASTWRITE:-}" ]] && { [[ ! -x "$FW_SRC" ]] || ! "$FW_SRC" extract --help 2>&1 | grep -q 's3://'; }; then
         echo "s3: $FW_SRC is missing or has no s3:// output: cargo build --release" >&2
@@ -393,6 +407,8 @@ tool_cmd() {  # tool_cmd TOOL ENDPOINT PREFIX ID
     case "$tool" in
     fastwrite) CMD=("$FW" extract "$WHEEL" -o "s3://$BUCKET/$prefix/") ;;
     fastwrite-base) CMD=("$FW_BASE" extract "$WHEEL" -o "s3://$BUCKET/$prefix/") ;;
+    fastwrite-mirror) CMD=("$FW" mirror "$TREE" "s3://$BUCKET/$prefix/") ;;
+    fastwrite-uploads-*) CMD=("$FW" extract "$WHEEL" -o "s3://$BUCKET/$prefix/" --uploads "${tool#fastwrite-uploads-}") ;;
     unzip+s5cmd)
         # shellcheck disable=SC2016  # expanded by the inner bash
         CMD=(bash -c 'unzip -q "$1" -d "$2" && exec "$3" --endpoint-url "$4" --log error cp "$2/*" "$5"'
