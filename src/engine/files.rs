@@ -39,6 +39,14 @@ pub(crate) struct WriterState {
     counts: Counts,
 }
 
+impl WriterState {
+    /// The writer's copy buffer, which every target's pump reads through (one per writer
+    /// thread, never one per file).
+    pub(crate) fn buffer(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+}
+
 /// Files written, their bytes, and the time writing them took, not yet added to the engine's.
 #[derive(Default, Clone, Copy)]
 pub(crate) struct Counts {

@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use super::walk::{Action, Walk};
 use super::{add_found, walked};
 use crate::engine::bucket::Bucket;
-use crate::engine::{Content, Target, WriterState};
+use crate::engine::{Content, Target, Writer};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options, Overwrite};
 use crate::plan::{Entry, EntryKind};
@@ -196,31 +196,33 @@ pub(super) fn mirror(
         }
     }
     writers.install(|| {
-        files.par_iter().for_each(|(entry, _)| {
-            if bucket.run().stopped() {
-                return;
-            }
-            if let Err(error) = bucket.run().within_limit(entry) {
-                if !error.is_cancelled() {
-                    bucket.run().record(error);
+        let writer = || Writer::new(&bucket);
+        files
+            .par_iter()
+            .for_each_init(writer, |writer, (entry, _)| {
+                if bucket.run().stopped() {
+                    return;
                 }
-                return;
-            }
-            let path = src.join(&entry.path);
-            let result = fs::File::open(&path)
-                .map_err(|e| {
-                    let why =
-                        anyhow::Error::new(e).context(format!("reading '{}'", path.display()));
-                    Error::new(entry.name.clone(), ErrorKind::Source, why)
-                })
-                .and_then(|file| {
-                    bucket.write_file(&mut WriterState::default(), entry, Content::File(&file))
-                });
-            match result {
-                Err(error) if !error.is_cancelled() => bucket.run().record(error),
-                _ => {}
-            }
-        });
+                if let Err(error) = bucket.run().within_limit(entry) {
+                    if !error.is_cancelled() {
+                        bucket.run().record(error);
+                    }
+                    return;
+                }
+                let path = src.join(&entry.path);
+                match fs::File::open(&path) {
+                    // A failure is recorded by the writer.
+                    Ok(file) => {
+                        writer.write(entry, Content::File(&file));
+                    }
+                    Err(e) => {
+                        let why =
+                            anyhow::Error::new(e).context(format!("reading '{}'", path.display()));
+                        let error = Error::new(entry.name.clone(), ErrorKind::Source, why);
+                        bucket.run().record(error);
+                    }
+                }
+            });
     });
     let mut report = writers.install(|| Box::new(bucket).finish());
     report.writers = writers.current_num_threads();

@@ -663,7 +663,7 @@ impl Target for Bucket {
         let started = Instant::now();
         if entry.size > SINGLE_PUT_MAX {
             let mut file = Box::new(self.stream_of(entry.clone())?);
-            let result = read_content(&self.run, entry, content, &mut |data| {
+            let result = read_content(&self.run, entry, content, state.buffer(), &mut |data| {
                 file.write(data).map_err(|e| anyhow!(e))
             });
             return match result {
@@ -672,7 +672,7 @@ impl Target for Bucket {
             };
         }
         let mut data = Vec::with_capacity(entry.size as usize);
-        read_content(&self.run, entry, content, &mut |chunk| {
+        read_content(&self.run, entry, content, state.buffer(), &mut |chunk| {
             data.extend_from_slice(chunk);
             Ok(())
         })?;
@@ -700,6 +700,7 @@ fn read_content(
     run: &Run,
     entry: &Entry,
     content: Content<'_>,
+    buf: &mut Vec<u8>,
     sink: &mut dyn FnMut(&[u8]) -> anyhow::Result<()>,
 ) -> Result<u64, Error> {
     let zeros = |n: u64, sink: &mut dyn FnMut(&[u8]) -> anyhow::Result<()>| {
@@ -712,11 +713,10 @@ fn read_content(
         }
         Ok(())
     };
-    let mut buf = Vec::new();
     pump(
         entry,
         content,
-        &mut buf,
+        buf,
         &|| run.cancelled(),
         &mut |piece| match piece {
             Piece::Data(data) => sink(data),
