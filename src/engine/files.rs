@@ -42,6 +42,7 @@ pub(crate) struct WriterState {
 impl WriterState {
     /// The writer's copy buffer, which every target's pump reads through (one per writer
     /// thread, never one per file).
+    #[cfg(feature = "s3")]
     pub(crate) fn buffer(&mut self) -> &mut Vec<u8> {
         &mut self.buf
     }

@@ -1,14 +1,15 @@
 //! The engine: the one door through which everything is written, whoever the source is (zip,
 //! tar, a mirrored tree, or a program through [`Batch`](crate::Batch)).
 //!
-//! A source speaks to it in entries ([`Entry`]: a validated relative path, a kind, a mode, an
-//! mtime, a size) and in four calls:
-//! - [`Disk::prepare`] registers a whole plan up front, or [`Disk::add_dir`] and
-//!   [`Disk::add_link`] register entries one at a time (a stream);
-//! - [`Disk::write_file`] (through a [`Writer`] per thread) writes a file, from many threads
+//! A source speaks to its target ([`Target`]: a local folder, [`Disk`], or a bucket's prefix)
+//! in entries ([`Entry`]: a validated relative path, a kind, a mode, an mtime, a size) and in
+//! four calls:
+//! - [`Target::prepare`] registers a whole plan up front, or [`Target::add_dir`] and
+//!   [`Target::add_link`] register entries one at a time (a stream);
+//! - [`Target::write_file`] (through a [`Writer`] per thread) writes a file, from many threads
 //!   at once, making its parents as needed;
-//! - [`Disk::record`] records what a source itself failed to read;
-//! - [`Disk::finish`] waits for every close, makes the links and empty directories, applies
+//! - [`Run::record`] records what a source itself failed to read;
+//! - [`Target::finish`] waits for every close, makes the links and empty directories, applies
 //!   directory metadata deepest first, and returns the [`Report`].
 //!
 //! The work is split by job: `dirs.rs` makes directories, `files.rs` writes files, `links.rs`
@@ -73,7 +74,6 @@ pub(crate) use leftovers::is_run_mark;
 pub(crate) use pump::{CHUNK, Content, HoleRead};
 pub(crate) use pump::{too_long, truncated};
 pub(crate) use run::Run;
-pub(crate) use run::cancelled;
 pub(crate) use stage::{Staging, staged};
 pub(crate) use unverified::{Unverified, UnverifiedKind};
 pub(crate) use writers::MAX_WRITERS;
@@ -108,7 +108,7 @@ pub(crate) fn run<T>(
     run_on(dest, source, opts, target::open, body)
 }
 
-/// [`run`] into a local folder only (a mirror, whose deletions and renames work on the folder
+/// [`run()`] into a local folder only (a mirror, whose deletions and renames work on the folder
 /// itself).
 pub(crate) fn run_disk<T>(
     dest: &Destination,

@@ -72,12 +72,11 @@ pub(super) fn check_declared(
     Ok(())
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "s3"))]
 mod tests {
     use super::*;
 
     /// A plan of one file of `size` bytes.
-    #[cfg(feature = "s3")]
     fn plan_of(size: u64) -> Plan {
         let entry =
             crate::plan::Entry::for_path(Path::new("big.bin"), EntryKind::File, None, None, size)
@@ -88,13 +87,11 @@ mod tests {
         }
     }
 
-    #[cfg(feature = "s3")]
     fn store() -> Destination {
         Destination::parse(Path::new("s3://b/p")).unwrap()
     }
 
     #[test]
-    #[cfg(feature = "s3")]
     fn a_folder_is_checked_for_space_and_a_bucket_only_against_the_cap() {
         let huge = plan_of(1 << 60);
         let opts = Options::default();

@@ -227,7 +227,7 @@ use zip::stream::extract as zip_stream_extract;
 fn zip_extract(
     archive: &Path,
     _: std::fs::File,
-    _: &Path,
+    _: &Destination,
     _: &Options,
     _: &Chooser,
 ) -> anyhow::Result<Report> {
@@ -238,7 +238,7 @@ fn zip_extract(
 fn zip_stream_extract(
     _: Box<dyn std::io::BufRead + Send>,
     label: &str,
-    _: &Path,
+    _: &Destination,
     _: &Options,
     _: &Chooser,
 ) -> anyhow::Result<Report> {
@@ -253,7 +253,7 @@ fn tar_extract(
     _: Box<dyn std::io::Read + Send>,
     label: &str,
     _: Option<codec::Verified>,
-    _: &Path,
+    _: &Destination,
     _: &Options,
     _: &Chooser,
 ) -> anyhow::Result<Report> {

@@ -135,7 +135,7 @@ use super::tar::read_files as tar_read;
 
 #[cfg(not(feature = "tar"))]
 fn tar_read(
-    _: Box<dyn Read + Send>,
+    _: Box<dyn io::Read + Send>,
     label: &str,
     _: &Options,
     _: &Chooser,

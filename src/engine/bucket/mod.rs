@@ -300,7 +300,7 @@ impl Bucket {
     /// A streamed file of `entry`'s, nothing of it sent yet.
     fn stream_of(&self, entry: Entry) -> Result<StreamedObject<'_>, Error> {
         if self.run.cancelled() {
-            return Err(super::cancelled(&entry));
+            return Err(super::run::cancelled(&entry));
         }
         Ok(StreamedObject::new(self, entry))
     }
@@ -658,7 +658,7 @@ impl Target for Bucket {
         content: Content<'_>,
     ) -> Result<(), Error> {
         if self.run.cancelled() {
-            return Err(super::cancelled(entry));
+            return Err(super::run::cancelled(entry));
         }
         let started = Instant::now();
         if entry.size > SINGLE_PUT_MAX {

@@ -303,7 +303,7 @@ impl StreamedFile for StreamedObject<'_> {
         let bucket = self.bucket;
         if bucket.run.cancelled() {
             self.abort();
-            return Err(crate::engine::cancelled(&self.entry));
+            return Err(crate::engine::run::cancelled(&self.entry));
         }
         self.entry.size = self.written;
         if let Some((mut job, own)) = self.exists.take() {
