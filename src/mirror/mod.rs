@@ -20,6 +20,7 @@
 
 #[cfg(feature = "s3")]
 mod bucket;
+mod compare;
 #[cfg(feature = "s3")]
 mod from_bucket;
 mod walk;

@@ -9,12 +9,13 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::{self, DirEntry, Metadata};
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::anyhow;
+
+use super::compare::{same_content, same_mtime};
 
 use crate::cancel::Cancel;
 use crate::engine::{self, Disk as Engine};
@@ -196,65 +197,6 @@ pub struct Walk<'a> {
     /// destination).
     pub stream: Option<&'a Engine>,
     pub found: Mutex<Found>,
-}
-
-fn split(t: SystemTime) -> (i128, u32) {
-    match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => (i128::from(d.as_secs()), d.subsec_nanos()),
-        Err(e) => {
-            let d = e.duration();
-            match d.subsec_nanos() {
-                0 => (-i128::from(d.as_secs()), 0),
-                n => (-i128::from(d.as_secs()) - 1, 1_000_000_000 - n),
-            }
-        }
-    }
-}
-
-/// Whether two mtimes are the same, allowing for a destination that keeps them coarser (NTFS
-/// keeps 100 ns, some filesystems microseconds, milliseconds or whole seconds): the
-/// destination's must then be the source's, cut short.
-pub fn same_mtime(src: &Metadata, dst: &Metadata) -> bool {
-    let (Ok(a), Ok(b)) = (src.modified(), dst.modified()) else {
-        return false;
-    };
-    let ((sa, na), (sb, nb)) = (split(a), split(b));
-    sa == sb
-        && (na == nb
-            || [100, 1_000, 1_000_000, 1_000_000_000]
-                .iter()
-                .any(|g| nb == na - na % g))
-}
-
-/// Compares two files byte by byte (`--checksum`): on a local disk reading both is cheaper
-/// than hashing them, and the first difference ends it.
-fn same_content(a: &Path, b: &Path) -> io::Result<bool> {
-    const BUF: usize = 256 << 10;
-    let (mut fa, mut fb) = (fs::File::open(a)?, fs::File::open(b)?);
-    let (mut ba, mut bb) = (vec![0u8; BUF], vec![0u8; BUF]);
-    loop {
-        let na = read_full(&mut fa, &mut ba)?;
-        let nb = read_full(&mut fb, &mut bb)?;
-        if na != nb || ba[..na] != bb[..nb] {
-            return Ok(false);
-        }
-        if na < BUF {
-            return Ok(true);
-        }
-    }
-}
-
-fn read_full(f: &mut fs::File, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match f.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 fn name_of(rel: &Path) -> String {
@@ -848,54 +790,5 @@ pub fn source_context(path: &Path) -> impl Fn(io::Error) -> anyhow::Error + '_ {
         } else {
             anyhow!(e).context(format!("opening '{}'", path.display()))
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mtimes_match_when_the_destination_keeps_them_coarser() {
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-        fs::write(&a, b"x").unwrap();
-        fs::write(&b, b"x").unwrap();
-        let set = |p: &Path, nanos: u64| {
-            let t = UNIX_EPOCH + std::time::Duration::from_nanos(nanos);
-            fs::File::options()
-                .write(true)
-                .open(p)
-                .unwrap()
-                .set_modified(t)
-                .unwrap();
-            fs::metadata(p).unwrap()
-        };
-        let src = set(&a, 1_700_000_000_123_456_789);
-        for (dst, same) in [
-            (1_700_000_000_123_456_789, true),
-            (1_700_000_000_123_456_700, true),
-            (1_700_000_000_123_000_000, true),
-            (1_700_000_000_000_000_000, true),
-            // 100 ns apart: the finest step NTFS (and Windows' SystemTime) can tell apart.
-            (1_700_000_000_123_456_689, false),
-            (1_700_000_001_123_456_789, false),
-        ] {
-            let dst_meta = set(&b, dst);
-            assert_eq!(same_mtime(&src, &dst_meta), same, "{dst}");
-        }
-    }
-
-    #[test]
-    fn contents_are_compared_to_the_last_byte() {
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-        let mut data = vec![7u8; 600 << 10];
-        fs::write(&a, &data).unwrap();
-        fs::write(&b, &data).unwrap();
-        assert!(same_content(&a, &b).unwrap());
-        *data.last_mut().unwrap() = 8;
-        fs::write(&b, &data).unwrap();
-        assert!(!same_content(&a, &b).unwrap());
     }
 }
