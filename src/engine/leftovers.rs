@@ -113,6 +113,12 @@ impl Leftovers {
             else {
                 continue;
             };
+            // Another lane of this process's run of many sources, into the same folder: alive,
+            // whatever its lock says (it may be made and not yet locked; and a look at its lock
+            // from here would take it, in that moment, from under its own run).
+            if pid == std::process::id() {
+                continue;
+            }
             let rel = PathBuf::from(&name);
             match is_dead(&root.join(&rel)) {
                 Ok(true) => {
@@ -124,8 +130,6 @@ impl Leftovers {
                     pids.push(pid);
                     found.marks.push(rel);
                 }
-                // Another lane of this process's run of many sources, into the same folder.
-                Ok(false) if pid == std::process::id() => {}
                 Ok(false) => found.warnings.push(format!(
                     "another fastwrite run (process {pid}) is writing into '{}' now: where both write the same path, one of them fails or replaces the other's file",
                     root.display()
