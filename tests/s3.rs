@@ -789,6 +789,36 @@ mod linux {
             live,
             format!("\n\nelsewhere\n4000002\n{now}\n").as_bytes(),
         );
+        // A run killed just after its mark of `p/marked.bin` and the upload's start (the mark
+        // names the key; the upload is found by asking the store), and a mark an earlier
+        // fastwrite made after the start, naming its upload by id. And an upload begun well
+        // before the gone run (of this machine, its process not there) marked its key: not
+        // its (another tool's, say), so kept, the mark deleted. The store's clock cannot be
+        // set back here, so the mark is dated an hour ahead instead.
+        let marked = server.start_multipart_upload("killed", "p/marked.bin", b"part");
+        server.put(
+            "killed",
+            "p/.fastwrite-uploads/up-4000003-3-0",
+            format!("p/marked.bin\n\nelsewhere\n4000003\n{}\n", now - 2 * 86_400).as_bytes(),
+        );
+        let named = server.start_multipart_upload("killed", "p/named.bin", b"part");
+        server.put(
+            "killed",
+            "p/.fastwrite-uploads/6e616d6564",
+            format!(
+                "p/named.bin\n{named}\nelsewhere\n4000004\n{}\n",
+                now - 2 * 86_400
+            )
+            .as_bytes(),
+        );
+        let theirs = server.start_multipart_upload("killed", "p/theirs.bin", b"part");
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+        server.put(
+            "killed",
+            "p/.fastwrite-uploads/up-4194400-5-0",
+            format!("p/theirs.bin\n\n{}\n4194400\n{}\n", host.trim(), now + 3600).as_bytes(),
+        );
+        assert_eq!(server.multipart_uploads("killed").len(), 4);
         let rerun = t.join("again.tar");
         std::fs::write(&rerun, &tar).unwrap();
         let out = fastwrite_on(
@@ -798,8 +828,13 @@ mod linux {
         out.assert_code(0);
         assert!(
             out.stderr
-                .contains("aborted 1 incomplete multipart uploads a killed fastwrite run left"),
+                .contains("aborted 3 incomplete multipart uploads a killed fastwrite run left"),
             "{}",
+            out.dump()
+        );
+        assert!(
+            out.stderr.contains("'p/marked.bin'") && out.stderr.contains("'p/named.bin'"),
+            "{} ({marked})",
             out.dump()
         );
         // The probes are not uploads: the gone run's is deleted, the live one's kept, neither
@@ -807,7 +842,7 @@ mod linux {
         assert!(!out.stderr.contains("left alone"), "{}", out.dump());
         assert_eq!(
             server.multipart_uploads("killed"),
-            Vec::<(String, String)>::new()
+            [("p/theirs.bin".to_string(), theirs)]
         );
         let mut keys = server.keys("killed", "");
         keys.sort();

@@ -5,7 +5,8 @@
 //! - CompleteMultipartUpload with `If-None-Match: *`, so a large file never replaces a key
 //!   either (`object_store` completes without it);
 //! - ListObjectsV2 and DeleteObject for keys as they are (`object_store` lists a marker
-//!   `dir/` as `dir`, and could not delete it).
+//!   `dir/` as `dir`, and could not delete it);
+//! - ListMultipartUploads of one key, for the uploads a killed run began (`stale.rs`).
 //!
 //! Each is retried as `object_store` retries its own: on a dropped connection, a 5xx and
 //! 429, with backoff, a few times.
@@ -156,6 +157,64 @@ impl Raw {
         match answer.status {
             200 if !answer.body.contains("<Error>") => Ok(()),
             status => anyhow::bail!("CopyObject: HTTP {status}: {}", answer.body),
+        }
+    }
+
+    /// The open multipart uploads of exactly `key` (ListMultipartUploads of the prefix
+    /// `key`, every page): each one's id and when it began, by the store's clock.
+    pub(crate) async fn uploads(
+        &self,
+        key: &str,
+    ) -> anyhow::Result<Vec<(String, std::time::SystemTime)>> {
+        let base = self.bucket_url().await?;
+        let mut found = Vec::new();
+        let mut after: Option<(String, String)> = None;
+        loop {
+            let mut url = format!("{base}?uploads&prefix={}", query_escape(key));
+            if let Some((key, id)) = &after {
+                url.push_str(&format!(
+                    "&key-marker={}&upload-id-marker={}",
+                    query_escape(key),
+                    query_escape(id)
+                ));
+            }
+            let answer = self.send(http::Method::GET, &url, &[], "").await?;
+            if answer.status != 200 {
+                anyhow::bail!(
+                    "listing the uploads of '{key}': HTTP {}: {}",
+                    answer.status,
+                    answer.body
+                );
+            }
+            for upload in elements(&answer.body, "Upload") {
+                let field = |name| elements(upload, name).next().map(xml_unescape);
+                let (Some(their_key), Some(id)) = (field("Key"), field("UploadId")) else {
+                    continue;
+                };
+                if their_key != key {
+                    continue;
+                }
+                let began = field("Initiated")
+                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
+                    .map(|t| std::time::SystemTime::from(t.with_timezone(&chrono::Utc)))
+                    .unwrap_or(std::time::UNIX_EPOCH);
+                found.push((id, began));
+            }
+            let truncated = elements(&answer.body, "IsTruncated").next() == Some("true");
+            let next = (
+                elements(&answer.body, "NextKeyMarker").next(),
+                elements(&answer.body, "NextUploadIdMarker").next(),
+            );
+            match next {
+                (Some(key), Some(id)) if truncated => {
+                    let next = (xml_unescape(key), xml_unescape(id));
+                    if after.as_ref() == Some(&next) {
+                        return Ok(found);
+                    }
+                    after = Some(next);
+                }
+                _ => return Ok(found),
+            }
         }
     }
 

@@ -168,7 +168,7 @@ impl Bucket {
             };
             let stale = async {
                 if clean {
-                    stale::clean(store.as_ref(), &url).await
+                    stale::clean(store.as_ref(), &raw, &url).await
                 } else {
                     Ok(Vec::new())
                 }

@@ -62,7 +62,7 @@ impl<'e> StreamedObject<'e> {
     }
     /// Starts the multipart upload: unless the key may be replaced, a look at it first (an
     /// existing key is not uploaded at all; the completion's `If-None-Match` still guards the
-    /// time in between), then the upload, marked as this run's (`stale.rs`).
+    /// time in between), then the upload, marked as this run's before it begins (`stale.rs`).
     fn begin(&mut self) -> anyhow::Result<()> {
         let bucket = self.bucket;
         let shared = &bucket.shared;
@@ -107,23 +107,19 @@ impl<'e> StreamedObject<'e> {
             attributes: object::attributes(&job.meta),
             ..PutMultipartOptions::default()
         };
-        let id = bucket
+        // Marked first: a kill at any moment after leaves nothing no mark names.
+        let mark = bucket
+            .runtime
+            .block_on(stale::mark(shared.store.as_ref(), &shared.url, &job.key))
+            .map_err(|e| e.context("cannot mark the multipart upload as this run's"))?;
+        let id = match bucket
             .runtime
             .block_on(shared.store.create_multipart_opts(&key, opts))
-            .map_err(|e| anyhow!(explain(&e)))?;
-        let mark = bucket.runtime.block_on(stale::mark(
-            shared.store.as_ref(),
-            &shared.url,
-            &job.key,
-            &id,
-        ));
-        let mark = match mark {
-            Ok(mark) => mark,
+        {
+            Ok(id) => id,
             Err(e) => {
-                let _ = bucket
-                    .runtime
-                    .block_on(shared.store.abort_multipart(&key, &id));
-                return Err(e.context("cannot mark the multipart upload as this run's"));
+                let _ = bucket.runtime.block_on(shared.store.delete(&mark));
+                return Err(anyhow!(explain(&e)));
             }
         };
         self.multipart = Some(Multipart {
