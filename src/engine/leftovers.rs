@@ -17,7 +17,7 @@
 //! that two runs write into one folder.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -31,6 +31,11 @@ pub(super) const STAGING: &str = ".fastwrite-staging";
 
 /// The marker's name, less the process id.
 pub(crate) const MARK_PREFIX: &str = ".fastwrite-run-";
+
+/// The end of a marker's name while it is made. A marker is created under it, locked, then
+/// renamed to its own name, so that no run ever finds a marker by its own name not yet locked
+/// (and takes it for a killed run's, in the moment between `open` and the lock).
+const MAKING: &str = ".making";
 
 /// The line of a marker that says since when its run's files were made, if not since the
 /// marker itself (seconds and nanoseconds since the Unix epoch).
@@ -73,6 +78,29 @@ pub(super) struct Leftovers {
 pub(super) fn is_dead(path: &Path) -> std::io::Result<bool> {
     let file = File::options().read(true).write(true).open(path)?;
     platform::try_lock(&file)
+}
+
+/// A marker in the making that another run finds at `path`: removed if its lock can be taken
+/// (its maker was killed before renaming it, or is between creating and locking it: its
+/// rename then fails, and it makes another), `false` if it is locked (a run about to begin).
+pub(super) fn clear_making(path: &Path) -> bool {
+    let Ok(file) = File::options().read(true).write(true).open(path) else {
+        return true;
+    };
+    match platform::try_lock(&file) {
+        Ok(true) => {
+            let _ = std::fs::remove_file(path);
+            true
+        }
+        Ok(false) => false,
+        // This filesystem cannot lock: as for a marker, left alone and taken for a live run.
+        Err(_) => false,
+    }
+}
+
+/// Whether `name` is a marker in the making (`MAKING`).
+pub(super) fn is_making(name: &str) -> bool {
+    name.starts_with(MARK_PREFIX) && name.ends_with(MAKING)
 }
 
 /// Whether `name` is a temporary name of one of `pids`' runs (`.NAME.fastwrite-PID-N`), or
@@ -120,6 +148,15 @@ impl Leftovers {
                 continue;
             }
             let rel = PathBuf::from(&name);
+            if name.to_str().is_some_and(is_making) {
+                if !clear_making(&root.join(&rel)) {
+                    found.warnings.push(format!(
+                        "another fastwrite run (process {pid}) is beginning to write into '{}' now: where both write the same path, one of them fails or replaces the other's file",
+                        root.display()
+                    ));
+                }
+                continue;
+            }
             match is_dead(&root.join(&rel)) {
                 Ok(true) => {
                     if let Ok(status) = out_dir.status(&rel) {
@@ -276,6 +313,46 @@ fn remove_temporaries(
     removed.sort();
 }
 
+/// Creates the marker at `making`, locks it, writes `text` and renames it to `to`. `None`: another
+/// run took it from under this one meanwhile (its lock, or the file itself), to make again.
+fn make_locked(making: &Path, to: &Path, text: &str, fsync: bool) -> std::io::Result<Option<File>> {
+    let mut file = File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(making)?;
+    let made = (|| {
+        if !platform::try_lock(&file)? {
+            return Ok(false);
+        }
+        file.write_all(text.as_bytes())?;
+        if fsync {
+            file.sync_all()?;
+        }
+        match std::fs::rename(making, to) {
+            Ok(()) => Ok(true),
+            // Removed by another run (Windows: removed, or pending removal, and so denied).
+            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::PermissionDenied) => {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    })();
+    match made {
+        Ok(true) => Ok(Some(file)),
+        Ok(false) => {
+            drop(file);
+            let _ = std::fs::remove_file(making);
+            Ok(None)
+        }
+        Err(error) => {
+            drop(file);
+            let _ = std::fs::remove_file(making);
+            Err(error)
+        }
+    }
+}
+
 impl RunMark {
     /// Marks the folder: this run is writing into it.
     pub fn new(root: &Path, fsync: bool) -> std::io::Result<RunMark> {
@@ -289,39 +366,41 @@ impl RunMark {
         let before = std::fs::metadata(root).and_then(|m| m.modified());
         static RUNS: AtomicU32 = AtomicU32::new(0);
         let pid = std::process::id();
-        let n = RUNS.fetch_add(1, Ordering::Relaxed);
-        let name = PathBuf::from(format!("{MARK_PREFIX}{pid}-{n}"));
-        let path = root.join(&name);
-        let mut file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)?;
-        let made = (|| {
-            platform::try_lock(&file)?;
-            writeln!(
-                file,
-                "fastwrite (process {pid}) is writing into this folder.\nIf no such process runs, it was killed: the next fastwrite run into this folder cleans up after it, and removes this file."
-            )?;
+        let text = {
+            let mut text = format!(
+                "fastwrite (process {pid}) is writing into this folder.\nIf no such process runs, it was killed: the next fastwrite run into this folder cleans up after it, and removes this file.\n"
+            );
             if let Some(nanos) = since.and_then(|t| t.duration_since(UNIX_EPOCH).ok()) {
-                writeln!(
-                    file,
-                    "{SINCE}{}.{:09}",
+                text.push_str(&format!(
+                    "{SINCE}{}.{:09}\n",
                     nanos.as_secs(),
                     nanos.subsec_nanos()
-                )?;
+                ));
             }
-            if fsync {
-                file.sync_all()?;
-                platform::sync_path_dir(root)?;
+            text
+        };
+        // Made under a name of its own and locked before it takes its name (`MAKING`). Another
+        // run that takes the lock of the one in the making in between removes it: then it is
+        // made again, a few times.
+        let mut tries = 0;
+        let (file, name) = loop {
+            tries += 1;
+            let n = RUNS.fetch_add(1, Ordering::Relaxed);
+            let name = PathBuf::from(format!("{MARK_PREFIX}{pid}-{n}"));
+            let making = root.join(format!("{MARK_PREFIX}{pid}-{n}{MAKING}"));
+            match make_locked(&making, &root.join(&name), &text, fsync) {
+                Ok(Some(file)) => break (file, name),
+                Ok(None) if tries < 5 => continue,
+                Ok(None) => {
+                    return Err(std::io::Error::other(
+                        "another run kept taking this run's marker as it was made",
+                    ));
+                }
+                Err(error) => return Err(error),
             }
-            Ok(())
-        })();
-        if let Err(error) = made {
-            drop(file);
-            let _ = std::fs::remove_file(&path);
-            return Err(error);
+        };
+        if fsync {
+            platform::sync_path_dir(root)?;
         }
         let after = std::fs::metadata(root).and_then(|m| m.modified());
         Ok(RunMark {
@@ -371,6 +450,54 @@ mod tests {
         assert!(!is_temporary(".lib.so.fastwrite-41-", &[41]));
         assert!(!is_temporary(".lib.so.fastwrite-41-x", &[41]));
         assert!(!is_temporary(".fastwrite-run-41-0", &[41]));
+    }
+
+    /// The names in `dir`, sorted.
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_marker_is_locked_before_it_has_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let mark = RunMark::new(dir.path(), false).unwrap();
+        let found = names(dir.path());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with(MARK_PREFIX) && !is_making(&found[0]));
+        // Another run's look at it (a lock of its own) finds it held.
+        assert!(!is_dead(&dir.path().join(&found[0])).unwrap());
+        mark.remove(&OutDir::open(dir.path()).unwrap());
+        assert_eq!(names(dir.path()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_marker_in_the_making_is_never_a_killed_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        // A run of process 4194400 (above any pid) making its marker: not locked yet, and a
+        // temporary name of its that must not be taken for a killed run's.
+        std::fs::write(root.join(".fastwrite-run-4194400-0.making"), "").unwrap();
+        std::fs::write(root.join(".a.fastwrite-4194400-1"), "x").unwrap();
+        let out = OutDir::open(root).unwrap();
+        let found = Leftovers::find(root, &out);
+        assert_eq!(found.since, None);
+        assert_eq!(found.warnings, Vec::<String>::new());
+        // Removed (its maker makes another), and nothing of the run's touched.
+        assert_eq!(names(root), [".a.fastwrite-4194400-1"]);
+        // Locked: a run about to begin, said as one that runs.
+        let making = root.join(".fastwrite-run-4194401-0.making");
+        let held = File::create(&making).unwrap();
+        assert!(platform::try_lock(&held).unwrap());
+        let found = Leftovers::find(root, &out);
+        assert_eq!(found.since, None);
+        assert_eq!(found.warnings.len(), 1, "{:?}", found.warnings);
+        assert!(found.warnings[0].contains("beginning to write"));
+        assert!(making.exists());
     }
 
     #[test]

@@ -25,7 +25,7 @@ use std::time::SystemTime;
 use anyhow::{Context, bail};
 
 use super::Destination;
-use super::leftovers::{MARK_PREFIX, RunMark, STAGING, is_dead};
+use super::leftovers::{MARK_PREFIX, RunMark, STAGING, clear_making, is_dead, is_making};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
 use crate::platform::{self, OutDir};
@@ -315,8 +315,16 @@ fn clear_killed(path: &Path, root: &Path, warnings: &mut Vec<String>) -> anyhow:
         return Ok(true);
     };
     for entry in entries.flatten() {
-        if !entry.file_name().to_string_lossy().starts_with(MARK_PREFIX) {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !name.starts_with(MARK_PREFIX) {
             continue;
+        }
+        if is_making(&name) {
+            if clear_making(&entry.path()) {
+                continue;
+            }
+            return Ok(false);
         }
         if !matches!(is_dead(&entry.path()), Ok(true)) {
             return Ok(false);
