@@ -128,7 +128,7 @@ impl BatchBuilder {
                 return Err(error);
             }
         };
-        engine.reporter().planned(0, 0);
+        engine.run().reporter().planned(0, 0);
         // A state for each calling thread (twice over, so a thread rarely finds its home slot
         // busy), and one for each background writer `spawn_write` may start.
         let callers = self.opts.threads.unwrap_or_else(rayon::current_num_threads);

@@ -220,7 +220,7 @@ impl Batch {
 
     /// The folder files are written under.
     pub fn root(&self) -> &Path {
-        self.engine().root()
+        self.engine().run().root()
     }
 
     /// Checks `path` as every call checks it, and writes nothing: the way to refuse a name
@@ -351,7 +351,7 @@ impl Batch {
                         engine.write_file(state, &entry, Content::Bytes(&data))
                     });
                     if let Err(error) = written {
-                        engine.record(error);
+                        engine.run().record(error);
                     }
                 }
                 drop(done);
@@ -466,7 +466,7 @@ impl Batch {
     /// closes of the last few files a thread wrote may still be pending; `finish` waits for
     /// them.
     pub fn take_errors(&self) -> Vec<Error> {
-        let errors = self.engine().take_failures();
+        let errors = self.engine().run().take_failures();
         self.taken.fetch_add(errors.len(), Ordering::Relaxed);
         errors
     }
@@ -611,7 +611,7 @@ impl Drop for Batch {
 impl fmt::Debug for Batch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Batch")
-            .field("root", &self.engine.as_deref().map(|e| e.root()))
+            .field("root", &self.engine.as_deref().map(|e| e.run().root()))
             .finish_non_exhaustive()
     }
 }

@@ -73,7 +73,7 @@ pub(crate) struct OpenFile {
 impl Disk {
     /// Writes one file entry from `content`, then hands it to the close stage. Parents are
     /// made as needed. A close failure comes later, through the run's failures.
-    pub(crate) fn write_file(
+    pub(crate) fn write_entry(
         &self,
         state: &mut WriterState,
         entry: &Entry,
@@ -285,7 +285,7 @@ impl Disk {
 
     /// Hands the closes a writer still holds to the close stage, and adds its counts to the
     /// engine's.
-    pub(crate) fn flush(&self, state: &mut WriterState) {
+    pub(crate) fn flush_state(&self, state: &mut WriterState) {
         self.publish(&mut state.counts);
         self.close.flush(&mut state.close);
     }

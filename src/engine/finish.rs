@@ -29,7 +29,7 @@ impl Disk {
     /// Waits for every close, then finishes the run stage by stage (see the module's header)
     /// and returns the report of everything the engine did. Call it on a rayon pool
     /// (`install`): empty directories are created on it.
-    pub(crate) fn finish(mut self) -> Report {
+    pub(crate) fn finish_run(mut self) -> Report {
         let closes = self.close.finish();
         let mut deferred = std::mem::take(self.deferred.get_mut().unpoisoned());
         // Links at a path a later entry took are not made.

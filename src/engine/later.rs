@@ -20,7 +20,7 @@ use crate::platform;
 use crate::sync::Unpoisoned;
 
 /// A later copy of a path, or a held replacement of an existing file (see
-/// [`Disk::hold_replacements`]), waiting under a temporary name.
+/// [`Disk::hold_replaced`]), waiting under a temporary name.
 pub(super) struct Rename {
     /// The entry's place in the source (its `index`): the last one wins.
     pub(super) order: usize,
@@ -38,7 +38,7 @@ impl Disk {
     /// For a source whose later entries may take the path of earlier ones (see
     /// [`Entry::replaces`]): from now on the engine remembers which paths this run created,
     /// when the output folder was not empty.
-    pub(crate) fn track_created(&self) {
+    pub(crate) fn start_tracking_created(&self) {
         if !self.fresh {
             self.created.get_or_init(Mutex::default);
         }

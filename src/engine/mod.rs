@@ -189,7 +189,7 @@ pub(crate) struct Disk {
     /// everything is this run's.)
     created: std::sync::OnceLock<Mutex<std::collections::HashSet<u64>>>,
     /// Replacements of existing files wait under temporary names until the end of the run
-    /// (see [`Disk::hold_replacements`]).
+    /// (see [`Disk::hold_replaced`]).
     hold_replacements: AtomicBool,
     /// This process's user and group ids, which what it creates has already (asked once: each
     /// asking is a system call).
@@ -547,15 +547,15 @@ impl Target for Disk {
     }
 
     fn track_created(&self) {
-        Disk::track_created(self);
+        self.start_tracking_created();
     }
 
     fn hold_replacements(&self) {
-        Disk::hold_replacements(self);
+        self.hold_replaced();
     }
 
     fn unverified(&self, entries: Vec<Unverified>, why: String) {
-        Disk::unverified(self, entries, why);
+        self.note_unverified(entries, why);
     }
 
     fn write_file(
@@ -564,11 +564,11 @@ impl Target for Disk {
         entry: &Entry,
         content: Content<'_>,
     ) -> Result<(), Error> {
-        Disk::write_file(self, state, entry, content)
+        self.write_entry(state, entry, content)
     }
 
     fn flush(&self, state: &mut WriterState) {
-        Disk::flush(self, state);
+        self.flush_state(state);
     }
 
     fn start_streamed<'e>(
@@ -576,11 +576,11 @@ impl Target for Disk {
         state: &mut WriterState,
         entry: Entry,
     ) -> Result<Streamed<'e>, Error> {
-        Ok(Box::new(Disk::start_streamed(self, state, entry)?))
+        Ok(Box::new(self.open_streamed(state, entry)?))
     }
 
     fn finish(self: Box<Self>) -> Report {
-        Disk::finish(*self)
+        self.finish_run()
     }
 }
 
@@ -660,7 +660,7 @@ mod tests {
                     writer.write(entry, Content::Reader(&mut Cursor::new(content)));
                 }
             }
-            let report = sink.finish();
+            let report = sink.finish_run();
             assert_eq!(report.failures.len(), 1, "{close:?}");
             assert_eq!(report.failures[0].path(), Path::new("bad"));
             assert_eq!(report.failures[0].kind(), ErrorKind::Close);
@@ -709,7 +709,7 @@ mod tests {
                 writer.write(entry, Content::Reader(&mut Cursor::new(b"x")));
             }
         }
-        let report = sink.finish();
+        let report = sink.finish_run();
         assert!(report.failures.is_empty());
         (report.close_threads, report.files)
     }
@@ -782,7 +782,7 @@ mod tests {
                 writer.write(entry, Content::Reader(&mut Cursor::new(b"12")));
             }
         }
-        let mut report = sink.finish();
+        let mut report = sink.finish_run();
         assert!(
             report
                 .failures

@@ -1,6 +1,6 @@
 //! A file whose content comes in pieces of unknown number: a program's `FileWriter`, a single
 //! compressed file, a zip entry read from a pipe. The same door as a whole file
-//! ([`Disk::write_file`]): started like one (parents, the overwrite policy, `O_EXCL`), sealed
+//! ([`Disk::write_entry`]): started like one (parents, the overwrite policy, `O_EXCL`), sealed
 //! like one (mtime and mode on the handle, the hand-over to the close stage), removed if it is
 //! abandoned, so nothing half-written stays under a name.
 //!
@@ -37,8 +37,8 @@ pub(crate) struct DiskStreamed<'e> {
 }
 
 impl Disk {
-    /// Starts a streamed file for `entry`, as [`Disk::write_file`] starts a whole one.
-    pub(super) fn start_streamed(
+    /// Starts a streamed file for `entry`, as [`Disk::write_entry`] starts a whole one.
+    pub(super) fn open_streamed(
         &self,
         state: &mut WriterState,
         entry: Entry,

@@ -18,7 +18,6 @@ use crate::close::Closer;
 use crate::error::Error;
 use crate::options::Options;
 use crate::plan::{Entry, Plan};
-use crate::progress::Reporter;
 use crate::report::Report;
 
 use super::{Content, Destination, Disk, Run, Unverified, WriterState};
@@ -100,32 +99,6 @@ pub(crate) trait Target: Send + Sync {
 
 /// What a source asks of the run, the same for every target (from its [`Run`]).
 impl Engine {
-    /// The destination as it was named.
-    pub(crate) fn root(&self) -> &Path {
-        self.run().root()
-    }
-    pub(crate) fn reporter(&self) -> &dyn Reporter {
-        self.run().reporter()
-    }
-    pub(crate) fn cancelled(&self) -> bool {
-        self.run().cancelled()
-    }
-    pub(crate) fn stopped(&self) -> bool {
-        self.run().stopped()
-    }
-    pub(crate) fn within_limit(&self, entry: &Entry) -> Result<(), Error> {
-        self.run().within_limit(entry)
-    }
-    pub(crate) fn record(&self, error: Error) {
-        self.run().record(error)
-    }
-    pub(crate) fn take_failures(&self) -> Vec<Error> {
-        self.run().take_failures()
-    }
-    pub(crate) fn forget_links(&self, path: &Path, order: usize) {
-        self.run().forget_links(path, order)
-    }
-
     /// A writer thread's handle on the target: create one per worker.
     pub(crate) fn writer(&self) -> Writer<'_> {
         Writer::new(self)
@@ -188,7 +161,7 @@ impl<'e> Writer<'e> {
             Ok(()) => true,
             Err(error) if error.is_cancelled() => true,
             Err(error) => {
-                self.target.record(error);
+                self.target.run().record(error);
                 false
             }
         }

@@ -1,12 +1,12 @@
 //! Files written from data that then failed its check. A compressed tar's checksum (a gzip
 //! member's CRC, an xz stream's checks, a zstd stream's) comes after the data it covers, and
 //! the files of that data are written before it is read: when the check then fails, the
-//! source names those entries here ([`Disk::unverified`]), and at the end of the run, after
+//! source names those entries here ([`Disk::note_unverified`]), and at the end of the run, after
 //! every close, each is taken back (see [`Disk::take_back_unverified`]):
 //! - a file this run created is removed;
 //! - a file that was to replace another (a later copy of a path, or an existing file with
 //!   `Overwrite::Replace`, which a source with checks holds under a temporary name until the
-//!   end: [`Disk::hold_replacements`]) is removed from its temporary name, and what was
+//!   end: [`Disk::hold_replaced`]) is removed from its temporary name, and what was
 //!   there stays;
 //! - a link is not made.
 //!
@@ -56,7 +56,7 @@ impl Disk {
     /// For a source whose data is verified only after its files are written (a compressed
     /// tar): a file that would replace an existing one (`Overwrite::Replace`) waits under a
     /// temporary name until the end of the run, so that a failed check keeps the old file.
-    pub(crate) fn hold_replacements(&self) {
+    pub(crate) fn hold_replaced(&self) {
         self.hold_replacements.store(true, Ordering::Relaxed);
     }
 
@@ -66,8 +66,8 @@ impl Disk {
 
     /// Names entries handed over from data that failed its check (`why` says which check, in
     /// words that follow "failed"); they are taken back at the end of the run, after every
-    /// close. Call it before [`Disk::finish`].
-    pub(crate) fn unverified(&self, entries: Vec<Unverified>, why: String) {
+    /// close. Call it before [`Disk::finish_run`].
+    pub(crate) fn note_unverified(&self, entries: Vec<Unverified>, why: String) {
         if entries.is_empty() {
             return;
         }
@@ -75,7 +75,7 @@ impl Disk {
         self.deferred.lock().unpoisoned().unverified = Some(Pending { entries, why });
     }
 
-    /// Takes back what [`Disk::unverified`] named (see the module's header), each with a
+    /// Takes back what [`Disk::note_unverified`] named (see the module's header), each with a
     /// failure of its own. An entry that left nothing (its write failed, or it was skipped)
     /// already has its outcome and is passed over. Called after every close.
     pub(super) fn take_back_unverified(&mut self, deferred: &mut Deferred) {

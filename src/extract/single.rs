@@ -101,13 +101,13 @@ pub(super) fn extract(
     };
     let (mut report, ()) = engine::run(out, None, opts, |engine, _| {
         // How much the file holds is known only once it is decoded: a bar of what is done.
-        engine.reporter().planned(0, 0);
+        engine.run().reporter().planned(0, 0);
         let mut writer = engine.writer();
         let written = Entry::for_path(name, EntryKind::File, mode, mtime, 0).and_then(|entry| {
             write_streamed(&mut writer, entry, &mut decoded, &mut 0, opts.max_output)
         });
         if let Err(error) = written {
-            engine.record(error);
+            engine.run().record(error);
         }
     })?;
     report.warnings.extend(decoded.trailing);

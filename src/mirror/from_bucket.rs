@@ -286,14 +286,14 @@ pub(super) fn mirror(
         .filter_map(|(_, key)| key.clone().map(|k| (k, 0)))
         .collect();
     let (mut report, ()) = engine::run(dest, None, &replace, |engine, writers| {
-        engine.reporter().planned(
+        engine.run().reporter().planned(
             objects.len() as u64,
             objects.iter().map(|(_, size)| size).sum(),
         );
         for (index, (path, _)) in make_dirs.iter().enumerate() {
             let entry = entry_for(path, EntryKind::Dir, index, 0, Recorded::default(), None);
             if let Err(error) = engine.make_dir(&entry) {
-                engine.record(error);
+                engine.run().record(error);
             }
         }
         feed::fed(engine, writers, opts.memory_budget, |feed, writer| {
@@ -303,7 +303,7 @@ pub(super) fn mirror(
                 .fetch(all, whole_up_to, opts.memory_budget)
                 .enumerate()
             {
-                if engine.cancelled() {
+                if engine.run().cancelled() {
                     break;
                 }
                 let path = paths[key.as_str()];
@@ -318,7 +318,7 @@ pub(super) fn mirror(
                 let fetched = match fetched {
                     Ok(fetched) => fetched,
                     Err(e) => {
-                        engine.record(fail(e));
+                        engine.run().record(fail(e));
                         continue;
                     }
                 };
@@ -343,7 +343,7 @@ pub(super) fn mirror(
                                 &mut target,
                             );
                             if let Err(e) = read {
-                                engine.record(fail(e.into()));
+                                engine.run().record(fail(e.into()));
                                 continue;
                             }
                             target

@@ -53,7 +53,7 @@ pub(super) fn extract(
     let (mut report, (outcome, warnings, skipped, last_name)) =
         engine::run(out, None, opts, |engine, writers| {
             // A stream's size is not known up front: a bar of what is done so far.
-            engine.reporter().planned(0, 0);
+            engine.run().reporter().planned(0, 0);
             // The last copy of a path wins: the engine must know which paths are this run's.
             engine.track_created();
             if verified.is_some() {
@@ -385,7 +385,7 @@ impl Stream<'_, '_, '_> {
     ) -> anyhow::Result<()> {
         let mut members = 0u64;
         loop {
-            if self.engine.stopped() {
+            if self.engine.run().stopped() {
                 // The rest of the stream is neither read nor checked: not even the rest of the
                 // member in hand, which may be a bomb's gigabytes (`--max-output`).
                 return Ok(());
@@ -421,7 +421,7 @@ impl Stream<'_, '_, '_> {
                 }
                 Ok(None) => true,
                 Err(error) => {
-                    self.engine.record(error);
+                    self.engine.run().record(error);
                     true
                 }
             };
@@ -472,7 +472,7 @@ impl Stream<'_, '_, '_> {
         // is replaced at the end of the run. (`key` is the path's.)
         if entry.kind != EntryKind::Dir {
             if self.links.remove(&key) {
-                self.engine.forget_links(&entry.path, entry.index);
+                self.engine.run().forget_links(&entry.path, entry.index);
             }
             entry.replaces = self.check.files.contains(&key);
         }
@@ -485,8 +485,8 @@ impl Stream<'_, '_, '_> {
             EntryKind::File => {
                 self.check.files.insert(key);
                 // Past the output cap, the run stops here without reading the data.
-                if let Err(error) = self.engine.within_limit(&entry) {
-                    self.engine.record(error);
+                if let Err(error) = self.engine.run().within_limit(&entry) {
+                    self.engine.run().record(error);
                     return Ok(true);
                 }
                 if entry.size > self.feed.buffer_limit {
@@ -510,6 +510,7 @@ impl Stream<'_, '_, '_> {
                         Ok(n) => engine::truncated(n as u64, entry.size),
                     };
                     self.engine
+                        .run()
                         .record(Error::new(&entry.name, ErrorKind::Source, error));
                     return Err(anyhow!("the stream broke inside '{}'", entry.name));
                 }

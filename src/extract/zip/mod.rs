@@ -173,6 +173,7 @@ pub(super) fn extract(
             .collect();
         let costs: Vec<u64> = files.iter().map(|e| e.size).collect();
         engine
+            .run()
             .reporter()
             .planned(files.len() as u64, costs.iter().sum());
         let schedule = Schedule::new(&costs, writers.current_num_threads());
@@ -191,7 +192,9 @@ pub(super) fn extract(
                         entry,
                     );
                     if let Err(error) = written {
-                        engine.record(Error::new(&entry.name, ErrorKind::Source, error));
+                        engine
+                            .run()
+                            .record(Error::new(&entry.name, ErrorKind::Source, error));
                     }
                 }
             }

@@ -313,7 +313,7 @@ impl Stream<'_, '_, '_> {
     /// `None` if the run was cancelled. `Err`: the stream cannot be followed any further.
     fn entries(&mut self, input: &mut Ahead<'_>, label: &str) -> anyhow::Result<Option<u32>> {
         loop {
-            if self.engine.cancelled() {
+            if self.engine.run().cancelled() {
                 return Ok(None);
             }
             let mut signature = read_u32(input).with_context(|| format!("{label} ends early"))?;
