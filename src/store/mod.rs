@@ -5,11 +5,12 @@
 //! it. Nothing here knows of entries being written, failures being counted or a run's state.
 //!
 //! - `url.rs`: `s3://BUCKET/PREFIX`, parsed once.
-//! - `client.rs`: settings and credentials (as the AWS CLI reads them), the HTTP client and
-//!   its meter (requests in flight, answers lost, throttling), `pace.rs` the process's cap on
+//! - `client.rs`: what every store's client shares: the HTTP client and its meter (requests in
+//!   flight, answers lost, throttling), how it retries; `pace.rs` the process's cap on
 //!   requests a second.
-//! - `raw.rs`: the requests fastwrite signs itself (a listing that keeps a folder marker's
-//!   `/`, a marker's HEAD), S3's alone.
+//! - `requests.rs`: the requests a store makes its own way beside its client (keys as they
+//!   are, writes that never replace, server-side copy, the open uploads of a key).
+//! - `s3/`: S3, its settings and credentials (as the AWS CLI reads them) and its requests.
 //! - `looked.rs`: the first look at a bucket (can it be used, are conditional writes
 //!   honoured), once a process.
 //! - `stale.rs`: the marks of multipart uploads, and what killed runs left.
@@ -21,13 +22,15 @@ mod looked;
 pub(crate) mod object;
 mod pace;
 pub use pace::set_max_requests_per_second;
-pub(crate) mod raw;
+pub(crate) mod requests;
+mod s3;
 mod source;
 pub(crate) mod stale;
 mod url;
 
 pub(crate) use client::Meter;
 pub(crate) use looked::first_look;
+pub(crate) use requests::{Made, Requests};
 pub(crate) use source::{Body, Recorded, Source, read_body};
 pub(crate) use url::BucketUrl;
 
@@ -53,9 +56,9 @@ pub(crate) fn object(
     url: &BucketUrl,
     key: &str,
 ) -> anyhow::Result<(Arc<dyn ObjectStore>, object_store::path::Path)> {
-    let (store, _) = client::store(url, Arc::new(Meter::default()))?;
+    let (store, _, _) = connect(url)?;
     let path = parse_key(key).map_err(|e| anyhow!(explain(&e)))?;
-    Ok((Arc::new(store), path))
+    Ok((store, path))
 }
 
 /// An object as a listing shows it.
@@ -85,18 +88,15 @@ pub(crate) fn md5_of(file: &mut dyn std::io::Read) -> std::io::Result<String> {
         .collect())
 }
 
-/// The client of `url`'s store: the store, the requests fastwrite signs itself, and the meter
-/// that times them.
-pub(crate) fn connect(url: &BucketUrl) -> anyhow::Result<(Arc<dyn Store>, raw::Raw, Arc<Meter>)> {
+/// A store's client: the store, the requests it makes its own way beside it, and the meter
+/// that times them all.
+pub(crate) type Client = (Arc<dyn Store>, Arc<dyn Requests>, Arc<Meter>);
+
+/// The client of `url`'s store.
+pub(crate) fn connect(url: &BucketUrl) -> anyhow::Result<Client> {
     let meter = Arc::new(Meter::default());
-    let (store, region) = client::store(url, Arc::clone(&meter))?;
-    let http = meter
-        .client
-        .get()
-        .cloned()
-        .context("the store made no HTTP client")?;
-    let raw = raw::Raw::new(store.clone(), http, region);
-    Ok((Arc::new(store), raw, meter))
+    let (store, requests) = s3::connect(url, &meter)?;
+    Ok((store, requests, meter))
 }
 
 /// The runtime the client's requests run on, its threads named `name`.
@@ -113,12 +113,12 @@ pub(crate) fn client_runtime(name: &str) -> anyhow::Result<tokio::runtime::Runti
 /// marker's `/` kept): the top level in one request, then each folder below it listed in
 /// parallel (ListObjectsV2, 1,000 keys a request).
 pub(crate) async fn list_prefix(
-    raw: &raw::Raw,
+    requests: &dyn Requests,
     url: &BucketUrl,
 ) -> anyhow::Result<HashMap<String, Listed>> {
-    let (top, folders) = raw.list(&url.prefix, true).await?;
+    let (top, folders) = requests.list(&url.prefix, true).await?;
     let mut found = HashMap::new();
-    let mut add = |object: raw::ListedObject| {
+    let mut add = |object: requests::ListedObject| {
         if !stale::is_mark(url, &object.key) {
             let listed = Listed {
                 size: object.size,
@@ -129,7 +129,7 @@ pub(crate) async fn list_prefix(
         }
     };
     top.into_iter().for_each(&mut add);
-    let lists = folders.iter().map(|folder| raw.list(folder, false));
+    let lists = folders.iter().map(|folder| requests.list(folder, false));
     let mut lists = futures_util::stream::iter(lists).buffer_unordered(16);
     while let Some(listed) = lists.next().await {
         listed?.0.into_iter().for_each(&mut add);

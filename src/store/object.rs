@@ -7,7 +7,7 @@
 //!   reads too), `mode` as the decimal `st_mode` with the file's type bits (`33188` is a
 //!   regular file, 0644: s3fs's), and `uid`, `gid` in decimal when owners are kept.
 //! - **A folder that would be empty** is an empty object named `dir/`, as s3fs and the consoles
-//!   make them (`raw.rs` names it); **a symlink** is an object holding its target, with a `mode` of a link (s3fs's
+//!   make them (`s3/requests.rs` names it); **a symlink** is an object holding its target, with a `mode` of a link (s3fs's
 //!   convention, which `s3fs` mounts back as a symlink).
 
 use std::borrow::Cow;

@@ -24,7 +24,7 @@ use object_store::{
 use tokio::sync::{Semaphore, mpsc};
 
 use super::object::{S_IFLNK, parse_mtime};
-use super::{BucketUrl, Listed, Store, explain, list_prefix, parse_key, raw};
+use super::{BucketUrl, Listed, Requests, Store, explain, list_prefix, parse_key};
 
 /// Requests in flight at once (see the module header).
 const IN_FLIGHT: usize = 64;
@@ -94,7 +94,7 @@ pub(crate) struct Fetched {
 pub(crate) struct Source {
     url: BucketUrl,
     store: Arc<dyn Store>,
-    raw: raw::Raw,
+    requests: Arc<dyn Requests>,
     runtime: tokio::runtime::Runtime,
 }
 
@@ -102,11 +102,11 @@ impl Source {
     /// The client of `url`'s store. Nothing is asked of the server yet: a missing bucket or
     /// refused credentials are said by the first listing.
     pub(crate) fn open(url: BucketUrl) -> anyhow::Result<Source> {
-        let (store, raw, _) = super::connect(&url)?;
+        let (store, requests, _) = super::connect(&url)?;
         Ok(Source {
             url,
             store,
-            raw,
+            requests,
             runtime: super::client_runtime("fastwrite-download")?,
         })
     }
@@ -136,14 +136,14 @@ impl Source {
 
     /// The user metadata of the folder marker `key` (which ends in `/`).
     pub(crate) async fn marker_meta(&self, key: &str) -> anyhow::Result<Vec<(String, String)>> {
-        self.raw.head(key).await
+        self.requests.head(key).await
     }
 
     /// Every object under the prefix, by key, within 120 s (the retries of an endpoint that
     /// never answers would take many minutes).
     pub(crate) fn listing(&self) -> anyhow::Result<HashMap<String, Listed>> {
         self.runtime.block_on(async {
-            let listing = list_prefix(&self.raw, &self.url);
+            let listing = list_prefix(self.requests.as_ref(), &self.url);
             match tokio::time::timeout(std::time::Duration::from_secs(120), listing).await {
                 Ok(listed) => listed,
                 Err(_) => Err(anyhow!(
@@ -185,16 +185,17 @@ impl Source {
     ) -> Fetches<'_> {
         let (tx, rx) = mpsc::channel(IN_FLIGHT);
         let store = Arc::clone(&self.store);
-        let raw = self.raw.clone();
+        let requests = Arc::clone(&self.requests);
         let permits = budget.clamp(1, u32::MAX as u64);
         let room = Arc::new(Semaphore::new(permits as usize));
         let task = self.runtime.spawn(async move {
             let fetches = futures_util::stream::iter(objects).map(|(key, size)| {
-                let (store, room, raw) = (Arc::clone(&store), Arc::clone(&room), raw.clone());
+                let (store, room, requests) =
+                    (Arc::clone(&store), Arc::clone(&room), Arc::clone(&requests));
                 async move {
                     if key.ends_with('/') {
                         // A folder marker, whose key `object_store` cannot name: its metadata.
-                        let recorded = raw.head(&key).await.map(|meta| Fetched {
+                        let recorded = requests.head(&key).await.map(|meta| Fetched {
                             recorded: Recorded::of_pairs(&meta),
                             body: Body::Whole(Bytes::new(), None),
                         });

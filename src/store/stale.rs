@@ -28,9 +28,9 @@ use futures_util::StreamExt;
 use object_store::path::Path as Key;
 use object_store::{ObjectStoreExt, PutPayload};
 
+use super::Requests;
 use super::Store;
 use super::parse_key;
-use super::raw::Raw;
 use super::url::BucketUrl;
 
 /// Where the marks are, under the prefix.
@@ -115,7 +115,7 @@ struct Mark {
 /// alone.
 pub(crate) async fn clean(
     store: &dyn Store,
-    raw: &Raw,
+    requests: &dyn Requests,
     url: &BucketUrl,
 ) -> anyhow::Result<Vec<String>> {
     let marks = parse_key(&format!("{}{MARKS}", url.prefix))?;
@@ -179,7 +179,8 @@ pub(crate) async fn clean(
             continue;
         } else {
             let since = UNIX_EPOCH + Duration::from_secs(mark.started) - CLOCKS;
-            raw.uploads(&mark.key)
+            requests
+                .uploads(&mark.key)
                 .await?
                 .into_iter()
                 .filter(|(_, began)| *began >= since)

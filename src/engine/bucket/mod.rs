@@ -44,8 +44,8 @@ use crate::sync::Unpoisoned;
 
 use crate::store::object::{self, S_IFDIR, S_IFLNK, S_IFREG, SINGLE_PUT_MAX};
 use crate::store::{
-    BucketUrl, Listed, Meter, Source, Store, client_runtime, connect, explain, list_prefix,
-    parse_key, raw, stale,
+    BucketUrl, Listed, Made, Meter, Requests, Source, Store, client_runtime, connect, explain,
+    list_prefix, parse_key, stale,
 };
 use flight::Gate;
 
@@ -74,7 +74,7 @@ pub(crate) fn refuse_what_does_not_apply(root: &Path, opts: &Options) -> anyhow:
 struct Shared {
     url: BucketUrl,
     store: Arc<dyn Store>,
-    raw: raw::Raw,
+    requests: Arc<dyn Requests>,
     gate: Gate,
     meter: Arc<Meter>,
     failures: Arc<Failures>,
@@ -148,7 +148,7 @@ impl Bucket {
     ) -> anyhow::Result<Bucket> {
         refuse_what_does_not_apply(root, opts)?;
         let start = |e: anyhow::Error| Error::start(root, ErrorKind::Directory, e);
-        let (store, raw, meter) = connect(&url).map_err(start)?;
+        let (store, requests, meter) = connect(&url).map_err(start)?;
         let runtime = client_runtime("fastwrite-upload")?;
         let writers = opts.threads.unwrap_or_else(crate::options::default_threads);
         let budget = opts.memory_budget.max(64 << 20);
@@ -168,7 +168,7 @@ impl Bucket {
             };
             let stale = async {
                 if clean {
-                    stale::clean(store.as_ref(), &raw, &url).await
+                    stale::clean(store.as_ref(), requests.as_ref(), &url).await
                 } else {
                     Ok(Vec::new())
                 }
@@ -185,7 +185,7 @@ impl Bucket {
         let shared = Arc::new(Shared {
             url,
             store,
-            raw,
+            requests,
             gate: Gate::new(Arc::clone(&meter), writers, budget, opts.uploads),
             meter,
             failures: Arc::clone(&run.failures),
@@ -219,7 +219,7 @@ impl Bucket {
     /// Every object under the prefix (see [`list_prefix`]).
     pub(crate) fn listing(&self) -> anyhow::Result<HashMap<String, Listed>> {
         self.runtime
-            .block_on(list_prefix(&self.shared.raw, &self.shared.url))
+            .block_on(list_prefix(self.shared.requests.as_ref(), &self.shared.url))
     }
 
     /// Deletes `keys` (batch deletes, 1,000 a request); each failure comes back with its key.
@@ -231,7 +231,7 @@ impl Bucket {
             for key in keys {
                 if key.ends_with('/') {
                     // A folder marker, which the store's paths cannot name.
-                    if let Err(e) = shared.raw.delete(&key).await {
+                    if let Err(e) = shared.requests.delete(&key).await {
                         failed.push((key, e));
                     }
                     continue;
@@ -270,7 +270,7 @@ impl Bucket {
         from: &Source,
         pairs: Vec<(String, String)>,
     ) -> Vec<(String, anyhow::Error)> {
-        let raw = &self.shared.raw;
+        let requests = self.shared.requests.as_ref();
         let from_bucket = &from.url().bucket;
         self.runtime.block_on(
             futures_util::stream::iter(pairs)
@@ -279,15 +279,14 @@ impl Bucket {
                         Some(dir) => {
                             async {
                                 let meta = from.marker_meta(&key).await?;
-                                let answer = raw.put_marker(&parse_key(dir)?, &meta, false).await?;
-                                match answer.status {
-                                    200 => Ok(()),
-                                    status => Err(anyhow!("HTTP {status}: {}", answer.body)),
-                                }
+                                let meta: Vec<(&str, &str)> =
+                                    meta.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+                                requests.put_marker(&parse_key(dir)?, &meta, false).await?;
+                                Ok(())
                             }
                             .await
                         }
-                        None => raw.copy_from(from_bucket, &key, &to).await,
+                        None => requests.copy_from(from_bucket, &key, &to).await,
                     };
                     copied.err().map(|e| (to, e))
                 })
@@ -540,16 +539,17 @@ impl Bucket {
             self.runtime.spawn(async move {
                 let create = matches!(job.mode, PutMode::Create);
                 let result = match parse_key(&key) {
-                    Ok(dir) => shared.raw.put_marker(&dir, &job.meta, create).await,
+                    Ok(dir) => {
+                        let meta: Vec<(&str, &str)> =
+                            job.meta.iter().map(|(n, v)| (*n, v.as_str())).collect();
+                        shared.requests.put_marker(&dir, &meta, create).await
+                    }
                     Err(e) => Err(e.into()),
                 };
                 match result {
-                    Ok(answer) if answer.status == 200 || answer.status == 412 => {
+                    // A marker there already is the folder there already.
+                    Ok(Made::Done | Made::Taken) => {
                         shared.dirs.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Ok(answer) => {
-                        let why = anyhow!("HTTP {}: {}", answer.status, answer.body);
-                        shared.failed_with(&job, why);
                     }
                     Err(why) => shared.failed_with(&job, why),
                 }

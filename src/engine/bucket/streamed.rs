@@ -16,7 +16,7 @@ use crate::error::{Error, ErrorKind};
 use crate::options::Overwrite;
 use crate::plan::Entry;
 use crate::store::object::{self, S_IFREG, SINGLE_PUT_MAX};
-use crate::store::{explain, head_with_metadata, parse_key, stale};
+use crate::store::{Made, explain, head_with_metadata, parse_key, stale};
 
 /// A file whose content comes in pieces: held in memory up to [`SINGLE_PUT_MAX`], then sent
 /// as the parts of a multipart upload as they fill. Nothing is visible under its key until it
@@ -226,29 +226,24 @@ async fn finish_multipart(
             let create = matches!(multipart.job.mode, PutMode::Create);
             let complete = |create| {
                 shared
-                    .raw
+                    .requests
                     .complete(&multipart.key, &multipart.id, &multipart.done, create)
             };
             match complete(create).await.map_err(generic)? {
-                answer if answer.status == 200 => Ok(Outcome::Written),
-                answer if answer.status == 412 && shared.overwrite == Overwrite::Update => {
+                Made::Done => Ok(Outcome::Written),
+                Made::Taken if shared.overwrite == Overwrite::Update => {
                     if older(shared, &multipart.key, multipart.job.mtime).await? {
-                        let again = complete(false).await.map_err(generic)?;
-                        if again.status == 200 {
-                            Ok(Outcome::Written)
-                        } else {
-                            Err(generic(anyhow!("HTTP {}: {}", again.status, again.body)))
+                        match complete(false).await.map_err(generic)? {
+                            Made::Done => Ok(Outcome::Written),
+                            Made::Taken => Err(generic(anyhow!(
+                                "completing the multipart upload: the key was taken again"
+                            ))),
                         }
                     } else {
                         Ok(Outcome::Exists)
                     }
                 }
-                answer if answer.status == 412 => Ok(Outcome::Exists),
-                answer => Err(generic(anyhow!(
-                    "completing the multipart upload: HTTP {}: {}",
-                    answer.status,
-                    answer.body
-                ))),
+                Made::Taken => Ok(Outcome::Exists),
             }
         }
     };

@@ -46,7 +46,7 @@ pub(super) async fn upload(
     let uncertain = || async {
         shared.meter.any_uncertain()
             && shared
-                .raw
+                .requests
                 .url(&key)
                 .await
                 .is_ok_and(|url| shared.meter.was_uncertain(&url))

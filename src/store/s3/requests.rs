@@ -1,4 +1,4 @@
-//! The few S3 requests `object_store` 0.14 does not make, signed with its own signer
+//! S3's requests of our own (`store/requests.rs`: the ones `object_store` 0.14 does not make), signed with its own signer
 //! (`AwsAuthorizer`) and sent through the run's metered HTTP client:
 //! - a folder marker, an empty object whose key ends in `/` (`object_store`'s paths drop a
 //!   last `/`);
@@ -19,8 +19,10 @@ use object_store::multipart::PartId;
 use object_store::path::Path as Key;
 use object_store::signer::Signer;
 
+use crate::store::requests::{ListedObject, Made, Requests};
+
 /// What a request came back with.
-pub(crate) struct Answer {
+struct Answer {
     pub status: u16,
     pub body: String,
     /// Its user metadata (`x-amz-meta-NAME`), by NAME.
@@ -28,29 +30,19 @@ pub(crate) struct Answer {
 }
 
 #[derive(Clone)]
-pub(crate) struct Raw {
+pub(super) struct S3Requests {
     store: AmazonS3,
     client: HttpClient,
     region: String,
 }
 
-impl Raw {
-    pub(crate) fn new(store: AmazonS3, client: HttpClient, region: String) -> Raw {
-        Raw {
+impl S3Requests {
+    pub(super) fn new(store: AmazonS3, client: HttpClient, region: String) -> S3Requests {
+        S3Requests {
             store,
             client,
             region,
         }
-    }
-
-    /// The URL of `key` (no query), as the store addresses it: its own signed URL, unsigned.
-    pub(crate) async fn url(&self, key: &Key) -> anyhow::Result<String> {
-        let signed = self
-            .store
-            .signed_url(http::Method::PUT, key, Duration::from_secs(60))
-            .await?;
-        let text = signed.to_string();
-        Ok(text.split('?').next().unwrap_or(&text).to_string())
     }
 
     /// The bucket's own URL (ends in `/`).
@@ -59,9 +51,79 @@ impl Raw {
         Ok(probe[..probe.len() - 1].to_string())
     }
 
+    /// The URL of the object `key` as it is (a marker's `/` kept), each name escaped.
+    async fn key_url(&self, key: &str) -> anyhow::Result<String> {
+        Ok(format!("{}{}", self.bucket_url().await?, key_path(key)))
+    }
+
+    /// Sends one signed request, retried on a dropped connection, 5xx and 429.
+    async fn send(
+        &self,
+        method: http::Method,
+        url: &str,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> anyhow::Result<Answer> {
+        let mut backoff = Duration::from_millis(100);
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let credential = self.store.credentials().get_credential().await?;
+            let mut request = http::Request::builder().method(method.clone()).uri(url);
+            for (name, value) in headers {
+                request = request.header(name.as_str(), value.as_str());
+            }
+            let mut request: HttpRequest = request.body(body.to_string().into())?;
+            AwsAuthorizer::new(&credential, "s3", &self.region)
+                .try_authorize(&mut request, None)?;
+            let answer = match self.client.execute(request).await {
+                Ok(response) => {
+                    let status = response.status().as_u16();
+                    let meta = response
+                        .headers()
+                        .iter()
+                        .filter_map(|(name, value)| {
+                            let name = name.as_str().strip_prefix("x-amz-meta-")?;
+                            Some((name.to_string(), value.to_str().ok()?.to_string()))
+                        })
+                        .collect();
+                    let body = response.into_body().bytes().await.unwrap_or_default();
+                    Ok(Answer {
+                        status,
+                        body: String::from_utf8_lossy(&body).into_owned(),
+                        meta,
+                    })
+                }
+                Err(e) => Err(anyhow::Error::new(e)),
+            };
+            let retry = match &answer {
+                Ok(a) => a.status >= 500 || a.status == 429,
+                Err(_) => true,
+            };
+            if !retry || tries >= 6 {
+                return answer;
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(10));
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Requests for S3Requests {
+    /// The URL of `key` (no query), as the store addresses it: its own signed URL, unsigned.
+    async fn url(&self, key: &Key) -> anyhow::Result<String> {
+        let signed = self
+            .store
+            .signed_url(http::Method::PUT, key, Duration::from_secs(60))
+            .await?;
+        let text = signed.to_string();
+        Ok(text.split('?').next().unwrap_or(&text).to_string())
+    }
+
     /// ListObjectsV2 of `prefix`, every page: the objects, and with `delimiter` the folders
     /// below (common prefixes).
-    pub(crate) async fn list(
+    async fn list(
         &self,
         prefix: &str,
         delimiter: bool,
@@ -116,13 +178,8 @@ impl Raw {
         }
     }
 
-    /// The URL of the object `key` as it is (a marker's `/` kept), each name escaped.
-    async fn key_url(&self, key: &str) -> anyhow::Result<String> {
-        Ok(format!("{}{}", self.bucket_url().await?, key_path(key)))
-    }
-
     /// Deletes the object `key` as it is (a marker's `/` kept).
-    pub(crate) async fn delete(&self, key: &str) -> anyhow::Result<()> {
+    async fn delete(&self, key: &str) -> anyhow::Result<()> {
         let url = self.key_url(key).await?;
         let answer = self.send(http::Method::DELETE, &url, &[], "").await?;
         match answer.status {
@@ -132,7 +189,7 @@ impl Raw {
     }
 
     /// The user metadata of the object `key`, as it is (a folder marker's `/` kept): HEAD.
-    pub(crate) async fn head(&self, key: &str) -> anyhow::Result<Vec<(String, String)>> {
+    async fn head(&self, key: &str) -> anyhow::Result<Vec<(String, String)>> {
         let url = self.key_url(key).await?;
         let answer = self.send(http::Method::HEAD, &url, &[], "").await?;
         match answer.status {
@@ -143,12 +200,7 @@ impl Raw {
 
     /// A server-side copy (CopyObject) of `from_key` in bucket `from_bucket` to `key` in this
     /// bucket, keys as they are (a marker's `/` kept), the metadata copied with the object.
-    pub(crate) async fn copy_from(
-        &self,
-        from_bucket: &str,
-        from_key: &str,
-        key: &str,
-    ) -> anyhow::Result<()> {
+    async fn copy_from(&self, from_bucket: &str, from_key: &str, key: &str) -> anyhow::Result<()> {
         let source = format!("{}/{}", path_escape(from_bucket), key_path(from_key));
         let headers = [("x-amz-copy-source".to_string(), source)];
         let url = self.key_url(key).await?;
@@ -162,10 +214,7 @@ impl Raw {
 
     /// The open multipart uploads of exactly `key` (ListMultipartUploads of the prefix
     /// `key`, every page): each one's id and when it began, by the store's clock.
-    pub(crate) async fn uploads(
-        &self,
-        key: &str,
-    ) -> anyhow::Result<Vec<(String, std::time::SystemTime)>> {
+    async fn uploads(&self, key: &str) -> anyhow::Result<Vec<(String, std::time::SystemTime)>> {
         let base = self.bucket_url().await?;
         let mut found = Vec::new();
         let mut after: Option<(String, String)> = None;
@@ -218,86 +267,31 @@ impl Raw {
         }
     }
 
-    /// Sends one signed request, retried on a dropped connection, 5xx and 429.
-    async fn send(
-        &self,
-        method: http::Method,
-        url: &str,
-        headers: &[(String, String)],
-        body: &str,
-    ) -> anyhow::Result<Answer> {
-        let mut backoff = Duration::from_millis(100);
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            let credential = self.store.credentials().get_credential().await?;
-            let mut request = http::Request::builder().method(method.clone()).uri(url);
-            for (name, value) in headers {
-                request = request.header(name.as_str(), value.as_str());
-            }
-            let mut request: HttpRequest = request.body(body.to_string().into())?;
-            AwsAuthorizer::new(&credential, "s3", &self.region)
-                .try_authorize(&mut request, None)?;
-            let answer = match self.client.execute(request).await {
-                Ok(response) => {
-                    let status = response.status().as_u16();
-                    let meta = response
-                        .headers()
-                        .iter()
-                        .filter_map(|(name, value)| {
-                            let name = name.as_str().strip_prefix("x-amz-meta-")?;
-                            Some((name.to_string(), value.to_str().ok()?.to_string()))
-                        })
-                        .collect();
-                    let body = response.into_body().bytes().await.unwrap_or_default();
-                    Ok(Answer {
-                        status,
-                        body: String::from_utf8_lossy(&body).into_owned(),
-                        meta,
-                    })
-                }
-                Err(e) => Err(anyhow::Error::new(e)),
-            };
-            let retry = match &answer {
-                Ok(a) => a.status >= 500 || a.status == 429,
-                Err(_) => true,
-            };
-            if !retry || tries >= 6 {
-                return answer;
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_secs(10));
-        }
-    }
-
-    /// An empty object named `dir` + `/`, with `meta` as its user metadata; with `create`, only
-    /// if the key is free (412: it is there already).
-    pub(crate) async fn put_marker(
+    async fn put_marker(
         &self,
         dir: &Key,
-        meta: &[(impl AsRef<str>, String)],
+        meta: &[(&str, &str)],
         create: bool,
-    ) -> anyhow::Result<Answer> {
+    ) -> anyhow::Result<Made> {
         let url = format!("{}/", self.url(dir).await?);
         let mut headers: Vec<(String, String)> = meta
             .iter()
-            .map(|(name, value)| (format!("x-amz-meta-{}", name.as_ref()), value.clone()))
+            .map(|(name, value)| (format!("x-amz-meta-{name}"), value.to_string()))
             .collect();
         if create {
             headers.push(("if-none-match".into(), "*".into()));
         }
-        self.send(http::Method::PUT, &url, &headers, "").await
+        let answer = self.send(http::Method::PUT, &url, &headers, "").await?;
+        made(&answer, "PUT")
     }
 
-    /// Completes a multipart upload; with `create`, only if its key is free (412 otherwise, and
-    /// the upload stays open: abort it, or complete it again without the condition).
-    pub(crate) async fn complete(
+    async fn complete(
         &self,
         key: &Key,
         upload: &str,
         parts: &[PartId],
         create: bool,
-    ) -> anyhow::Result<Answer> {
+    ) -> anyhow::Result<Made> {
         let url = format!("{}?uploadId={}", self.url(key).await?, query_escape(upload));
         let mut body = String::from("<CompleteMultipartUpload>");
         for (i, part) in parts.iter().enumerate() {
@@ -315,21 +309,10 @@ impl Raw {
         let answer = self.send(http::Method::POST, &url, &headers, &body).await?;
         // S3 can answer 200 with an error in the body, when the completion failed late.
         if answer.status == 200 && answer.body.contains("<Error>") {
-            return Ok(Answer {
-                status: 500,
-                ..answer
-            });
+            anyhow::bail!("completing the multipart upload: {}", answer.body);
         }
-        Ok(answer)
+        made(&answer, "completing the multipart upload")
     }
-}
-
-/// An object as a listing shows it.
-pub(crate) struct ListedObject {
-    pub key: String,
-    pub size: u64,
-    pub modified: std::time::SystemTime,
-    pub etag: Option<String>,
 }
 
 /// The contents of each `<name>...</name>` in `xml`, in order (S3's answers have no
@@ -387,6 +370,16 @@ fn query_escape(text: &str) -> String {
         }
     }
     out
+}
+
+/// A conditional write's answer: done (200), the key taken (412: `If-None-Match: *` failed),
+/// else an error with what the server said.
+fn made(answer: &Answer, what: &str) -> anyhow::Result<Made> {
+    match answer.status {
+        200 => Ok(Made::Done),
+        412 => Ok(Made::Taken),
+        status => anyhow::bail!("{what}: HTTP {status}: {}", answer.body),
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,82 @@
+//! The requests a store's `object_store` client does not make, or not as fastwrite needs them,
+//! which each store makes its own way (`s3/requests.rs` for S3): what a new store provides
+//! beside its client.
+//!
+//! - Keys as they are: a folder marker's key ends in `/`, which `object_store`'s paths drop (a
+//!   listing shows `dir/` as `dir`, and nothing can be made, read or deleted under `dir/`).
+//! - Writes that never replace: a marker, and a multipart upload's completion, each only if
+//!   the key is free (`object_store` completes an upload unconditionally).
+//! - Server-side copy from another bucket of the same store.
+//! - The open multipart uploads of one key, for what a killed run began (`stale.rs`).
+
+use std::time::SystemTime;
+
+use object_store::multipart::PartId;
+use object_store::path::Path as Key;
+
+/// An object as a listing shows it.
+pub(crate) struct ListedObject {
+    pub key: String,
+    pub size: u64,
+    pub modified: SystemTime,
+    pub etag: Option<String>,
+}
+
+/// What a write that may not replace came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Made {
+    /// Written.
+    Done,
+    /// Not written: the key was taken (an upload so refused stays open: abort it, or complete
+    /// it again without the condition).
+    Taken,
+}
+
+/// The requests of a store's own, each retried as its client retries its own.
+#[async_trait::async_trait]
+pub(crate) trait Requests: Send + Sync {
+    /// The URL of `key` (no query), as the store's client addresses it: how the meter knows a
+    /// PUT whose answer was lost.
+    async fn url(&self, key: &Key) -> anyhow::Result<String>;
+
+    /// Every object under `prefix`, keys as they are; with `delimiter`, only the top level and
+    /// the folders below it (common prefixes).
+    async fn list(
+        &self,
+        prefix: &str,
+        delimiter: bool,
+    ) -> anyhow::Result<(Vec<ListedObject>, Vec<String>)>;
+
+    /// Deletes the object `key` as it is (a marker's `/` kept); one not there is no error.
+    async fn delete(&self, key: &str) -> anyhow::Result<()>;
+
+    /// The user metadata of the object `key` as it is (a marker's `/` kept), by name.
+    async fn head(&self, key: &str) -> anyhow::Result<Vec<(String, String)>>;
+
+    /// A server-side copy of `from_key` in this store's bucket `from_bucket` to `key` here,
+    /// keys as they are, the metadata with the object.
+    async fn copy_from(&self, from_bucket: &str, from_key: &str, key: &str) -> anyhow::Result<()>;
+
+    /// An empty object named `dir` + `/`, with `meta` as its user metadata; with `create`,
+    /// only if the key is free.
+    async fn put_marker(
+        &self,
+        dir: &Key,
+        meta: &[(&str, &str)],
+        create: bool,
+    ) -> anyhow::Result<Made>;
+
+    /// Completes the multipart upload `upload` of `key` from `parts`; with `create`, only if
+    /// the key is free.
+    async fn complete(
+        &self,
+        key: &Key,
+        upload: &str,
+        parts: &[PartId],
+        create: bool,
+    ) -> anyhow::Result<Made>;
+
+    /// The open multipart uploads of exactly `key`: each one's id, and when it began by the
+    /// store's clock.
+    async fn uploads(&self, key: &str) -> anyhow::Result<Vec<(String, SystemTime)>>;
+}
