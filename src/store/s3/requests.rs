@@ -56,6 +56,15 @@ impl S3Requests {
         Ok(format!("{}{}", self.bucket_url().await?, key_path(key)))
     }
 
+    /// A page of a listing (GET `url`), which must answer 200.
+    async fn get_listing(&self, url: &str, what: &str) -> anyhow::Result<Answer> {
+        let answer = self.send(http::Method::GET, url, &[], "").await?;
+        if answer.status != 200 {
+            anyhow::bail!("{what}: HTTP {}: {}", answer.status, answer.body);
+        }
+        Ok(answer)
+    }
+
     /// Sends one signed request, retried on a dropped connection, 5xx and 429.
     async fn send(
         &self,
@@ -139,23 +148,15 @@ impl Requests for S3Requests {
             if let Some(token) = &token {
                 url.push_str(&format!("&continuation-token={}", query_escape(token)));
             }
-            let answer = self.send(http::Method::GET, &url, &[], "").await?;
-            if answer.status != 200 {
-                anyhow::bail!(
-                    "listing '{prefix}': HTTP {}: {}",
-                    answer.status,
-                    answer.body
-                );
-            }
+            let answer = self
+                .get_listing(&url, &format!("listing '{prefix}'"))
+                .await?;
             for object in elements(&answer.body, "Contents") {
                 let field = |name| elements(object, name).next().map(xml_unescape);
                 let (Some(key), Some(size)) = (field("Key"), field("Size")) else {
                     continue;
                 };
-                let modified = field("LastModified")
-                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
-                    .map(|t| std::time::SystemTime::from(t.with_timezone(&chrono::Utc)))
-                    .unwrap_or(std::time::UNIX_EPOCH);
+                let modified = time_of(field("LastModified"));
                 objects.push(ListedObject {
                     key,
                     size: size.parse().unwrap_or(0),
@@ -227,14 +228,8 @@ impl Requests for S3Requests {
                     query_escape(id)
                 ));
             }
-            let answer = self.send(http::Method::GET, &url, &[], "").await?;
-            if answer.status != 200 {
-                anyhow::bail!(
-                    "listing the uploads of '{key}': HTTP {}: {}",
-                    answer.status,
-                    answer.body
-                );
-            }
+            let what = format!("listing the uploads of '{key}'");
+            let answer = self.get_listing(&url, &what).await?;
             for upload in elements(&answer.body, "Upload") {
                 let field = |name| elements(upload, name).next().map(xml_unescape);
                 let (Some(their_key), Some(id)) = (field("Key"), field("UploadId")) else {
@@ -243,10 +238,7 @@ impl Requests for S3Requests {
                 if their_key != key {
                     continue;
                 }
-                let began = field("Initiated")
-                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
-                    .map(|t| std::time::SystemTime::from(t.with_timezone(&chrono::Utc)))
-                    .unwrap_or(std::time::UNIX_EPOCH);
+                let began = time_of(field("Initiated"));
                 found.push((id, began));
             }
             let truncated = elements(&answer.body, "IsTruncated").next() == Some("true");
@@ -370,6 +362,13 @@ fn query_escape(text: &str) -> String {
         }
     }
     out
+}
+
+/// A time as S3's listings give it (RFC 3339); the epoch if there is none.
+fn time_of(text: Option<String>) -> std::time::SystemTime {
+    text.and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
+        .map(|t| std::time::SystemTime::from(t.with_timezone(&chrono::Utc)))
+        .unwrap_or(std::time::UNIX_EPOCH)
 }
 
 /// A conditional write's answer: done (200), the key taken (412: `If-None-Match: *` failed),
