@@ -15,7 +15,7 @@ fn main() {
             an_existing_key_is_never_replaced_unless_asked,
             a_large_file_is_a_multipart_upload_that_leaves_no_part_behind,
             what_a_bucket_cannot_take_is_refused_before_anything_is_written,
-            a_missing_bucket_is_said_at_once,
+            store_errors_are_said_in_one_line,
             the_last_copy_of_a_path_in_a_tar_wins,
             a_killed_upload_is_aborted_by_the_next_run,
             a_key_taken_during_a_multipart_upload_is_not_replaced,
@@ -660,14 +660,60 @@ mod linux {
         assert_eq!(server.keys("refused", ""), Vec::<String>::new());
     }
 
-    pub fn a_missing_bucket_is_said_at_once() {
+    /// A store's error in one line a person can read: what is wrong and what to do, with the
+    /// store's own code, and none of the client's URLs, queries, XML or repeats.
+    #[track_caller]
+    fn said_in_a_line(out: &Output, want: &str) {
+        out.assert_code(2);
+        let line = out.stderr.trim();
+        assert!(line.contains(want), "wanted '{want}' in: {}", out.dump());
+        assert_eq!(line.lines().count(), 1, "{}", out.dump());
+        for bad in ["<", "?", "\\n", "Generic S3 error", "Error performing"] {
+            assert!(!line.contains(bad), "'{bad}' in: {line}");
+        }
+        let phrases: Vec<&str> = line.split(": ").collect();
+        for (i, phrase) in phrases.iter().enumerate() {
+            assert!(
+                !phrases[..i].contains(phrase),
+                "'{phrase}' said twice: {line}"
+            );
+        }
+    }
+
+    pub fn store_errors_are_said_in_one_line() {
         let server = s3::Server::start();
+        server.make_bucket("there");
         let t = tempdir();
         let archive = zip_of(&t, &[("a.txt", b"a")]);
+        let missing = "bucket 'nosuch' does not exist (NoSuchBucket)";
         let out = fastwrite_on(&server, &osv!["extract", &archive, "-o", "s3://nosuch/p"]);
-        out.assert_code(2);
+        said_in_a_line(&out, missing);
         assert!(out.stderr.contains("s3://nosuch/p/"), "{}", out.dump());
         assert!(!t.join("s3:").exists());
+        // An archive in a missing bucket is not "no such object"; a missing one in a bucket is.
+        let into = t.join("out");
+        let out = fastwrite_on(&server, &osv!["extract", "s3://nosuch/a.zip", "-o", &into]);
+        said_in_a_line(&out, missing);
+        let out = fastwrite_on(&server, &osv!["extract", "s3://there/a.zip", "-o", &into]);
+        said_in_a_line(&out, "no such object");
+        let out = fastwrite_on(&server, &osv!["mirror", "s3://nosuch/p/", &into]);
+        said_in_a_line(&out, missing);
+        // Credentials refused.
+        let mut cmd = fastwrite_command(&osv!["extract", &archive, "-o", "s3://there/p"]);
+        server.apply_env(&mut cmd);
+        cmd.env("AWS_SECRET_ACCESS_KEY", "not-the-secret");
+        said_in_a_line(
+            &run_command(cmd),
+            "the secret key was refused (SignatureDoesNotMatch): check AWS_SECRET_ACCESS_KEY",
+        );
+        // No server there: named by its address, with the tries it took.
+        let mut cmd = fastwrite_command(&osv!["extract", &archive, "-o", "s3://there/p"]);
+        server.apply_env(&mut cmd);
+        cmd.env("AWS_ENDPOINT_URL", "http://127.0.0.1:1");
+        said_in_a_line(
+            &run_command(cmd),
+            "cannot connect to http://127.0.0.1:1 (connection refused) after 11 tries",
+        );
     }
 
     pub fn the_last_copy_of_a_path_in_a_tar_wins() {

@@ -318,7 +318,13 @@ impl Object {
     fn failed(&self, error: object_store::Error) -> anyhow::Error {
         match error {
             object_store::Error::NotFound { .. } => {
-                io::Error::new(io::ErrorKind::NotFound, self.missing).into()
+                // A missing bucket answers 404 too: said as the bucket, not the object.
+                let said = bucket::explain(&error);
+                let why = match said.contains("(NoSuchBucket)") {
+                    true => said,
+                    false => self.missing.to_string(),
+                };
+                io::Error::new(io::ErrorKind::NotFound, why).into()
             }
             object_store::Error::Precondition { .. } => anyhow::anyhow!(
                 "'{}' changed while it was read (another ETag or Last-Modified than its first answer's): read it again once it stays the same",

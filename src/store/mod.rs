@@ -10,6 +10,7 @@
 //!   requests a second.
 //! - `requests.rs`: the requests a store makes its own way beside its client (keys as they
 //!   are, writes that never replace, server-side copy, the open uploads of a key).
+//! - `said.rs`: a store's error in one line a person can read.
 //! - `s3/`: S3, its settings and credentials (as the AWS CLI reads them) and its requests.
 //! - `looked.rs`: the first look at a bucket (can it be used, are conditional writes
 //!   honoured), once a process.
@@ -24,6 +25,7 @@ mod pace;
 pub use pace::set_max_requests_per_second;
 pub(crate) mod requests;
 mod s3;
+mod said;
 mod source;
 pub(crate) mod stale;
 mod url;
@@ -31,6 +33,7 @@ mod url;
 pub(crate) use client::Meter;
 pub(crate) use looked::first_look;
 pub(crate) use requests::{Made, Requests};
+pub(crate) use said::readable;
 pub(crate) use source::{Body, Recorded, Source, read_body};
 pub(crate) use url::BucketUrl;
 
@@ -167,8 +170,8 @@ pub(crate) fn head_with_metadata() -> GetOptions {
     }
 }
 
-/// The store's error in a sentence: what the server said, without the client's layers of
-/// request detail repeated.
+/// The store's error in a line a person can read (`said.rs`): the store's code and what to do,
+/// without the client's layers of request detail, URLs or XML.
 pub(crate) fn explain(e: &object_store::Error) -> String {
     use std::error::Error as _;
     let mut text = e.to_string();
@@ -180,5 +183,5 @@ pub(crate) fn explain(e: &object_store::Error) -> String {
         }
         source = cause.source();
     }
-    text
+    said::readable(&text)
 }

@@ -29,6 +29,13 @@ struct Answer {
     pub meta: Vec<(String, String)>,
 }
 
+impl Answer {
+    /// What the answer says, in a line (`said.rs`).
+    fn said(&self) -> String {
+        crate::store::readable(&format!("HTTP {}: {}", self.status, self.body))
+    }
+}
+
 #[derive(Clone)]
 pub(super) struct S3Requests {
     store: AmazonS3,
@@ -60,7 +67,7 @@ impl S3Requests {
     async fn get_listing(&self, url: &str, what: &str) -> anyhow::Result<Answer> {
         let answer = self.send(http::Method::GET, url, &[], "").await?;
         if answer.status != 200 {
-            anyhow::bail!("{what}: HTTP {}: {}", answer.status, answer.body);
+            anyhow::bail!("{what}: {}", answer.said());
         }
         Ok(answer)
     }
@@ -185,7 +192,7 @@ impl Requests for S3Requests {
         let answer = self.send(http::Method::DELETE, &url, &[], "").await?;
         match answer.status {
             200 | 204 | 404 => Ok(()),
-            status => anyhow::bail!("HTTP {status}: {}", answer.body),
+            _ => anyhow::bail!("{}", answer.said()),
         }
     }
 
@@ -195,7 +202,7 @@ impl Requests for S3Requests {
         let answer = self.send(http::Method::HEAD, &url, &[], "").await?;
         match answer.status {
             200 => Ok(answer.meta),
-            status => anyhow::bail!("HEAD '{key}': HTTP {status}"),
+            _ => anyhow::bail!("HEAD '{key}': {}", answer.said()),
         }
     }
 
@@ -209,7 +216,7 @@ impl Requests for S3Requests {
         // S3 can answer 200 with an error in the body, when the copy failed late.
         match answer.status {
             200 if !answer.body.contains("<Error>") => Ok(()),
-            status => anyhow::bail!("CopyObject: HTTP {status}: {}", answer.body),
+            _ => anyhow::bail!("CopyObject: {}", answer.said()),
         }
     }
 
@@ -301,7 +308,7 @@ impl Requests for S3Requests {
         let answer = self.send(http::Method::POST, &url, &headers, &body).await?;
         // S3 can answer 200 with an error in the body, when the completion failed late.
         if answer.status == 200 && answer.body.contains("<Error>") {
-            anyhow::bail!("completing the multipart upload: {}", answer.body);
+            anyhow::bail!("completing the multipart upload: {}", answer.said());
         }
         made(&answer, "completing the multipart upload")
     }
@@ -377,7 +384,7 @@ fn made(answer: &Answer, what: &str) -> anyhow::Result<Made> {
     match answer.status {
         200 => Ok(Made::Done),
         412 => Ok(Made::Taken),
-        status => anyhow::bail!("{what}: HTTP {status}: {}", answer.body),
+        _ => anyhow::bail!("{what}: {}", answer.said()),
     }
 }
 

@@ -1,0 +1,217 @@
+//! A store's error, said in one line a person can read: the store's own code and what to do
+//! about it, instead of the client's layers of request detail, a URL with its query and the
+//! server's XML. The code stays in the line (`(NoSuchBucket)`), so it can be searched for.
+//!
+//! | The store says | fastwrite says |
+//! |---|---|
+//! | `NoSuchBucket` | bucket 'B' does not exist (NoSuchBucket) |
+//! | `InvalidBucketName` | 'B' is not a valid bucket name (InvalidBucketName) |
+//! | `InvalidAccessKeyId` | the access key was refused (InvalidAccessKeyId): check AWS_ACCESS_KEY_ID or the profile |
+//! | `SignatureDoesNotMatch` | the secret key was refused (SignatureDoesNotMatch): check AWS_SECRET_ACCESS_KEY or the profile |
+//! | `ExpiredToken`, `TokenRefreshRequired` | the session's credentials have expired (ExpiredToken): get new ones |
+//! | `AccessDenied` | access denied (AccessDenied): these credentials may not do this here |
+//! | `RequestTimeTooSkewed` | this machine's clock is too far from the store's (RequestTimeTooSkewed): set it right |
+//! | `SlowDown` | the store kept asking to slow down (SlowDown) |
+//! | `NoSuchKey` | no such object (NoSuchKey) |
+//! | another code | the store's message (Code) |
+//! | no connection | cannot connect to http://HOST:PORT (connection refused) after N tries in T s |
+//! | a name not found | cannot find the host HOST (DNS) |
+//! | no answer in time | no answer from http://HOST:PORT in time after N tries in T s |
+//! | a certificate refused | the TLS certificate of https://HOST was refused |
+//!
+//! Anything else is the client's text, with URLs cut to their host and what repeats said once.
+
+/// `text` (a store error and its causes, as `explain` joins them) in one line.
+pub(crate) fn readable(text: &str) -> String {
+    let text = text.replace("\\n", "\n");
+    if let Some(code) = field(&text, "Code") {
+        return by_code(&text, &code);
+    }
+    let endpoint = endpoint(&text);
+    let tries = tries(&text);
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("connection refused") {
+        return format!("cannot connect to {endpoint} (connection refused){tries}");
+    }
+    if lower.contains("dns error") || lower.contains("failed to lookup address") {
+        let host = endpoint
+            .split("://")
+            .nth(1)
+            .and_then(|rest| rest.split(':').next())
+            .unwrap_or(&endpoint);
+        return format!("cannot find the host {host} (DNS){tries}");
+    }
+    if lower.contains("timed out") || lower.contains("timeout") {
+        return format!("no answer from {endpoint} in time{tries}");
+    }
+    if lower.contains("certificate") {
+        return format!("the TLS certificate of {endpoint} was refused{tries}");
+    }
+    plain(&text)
+}
+
+/// What the store's code means.
+fn by_code(text: &str, code: &str) -> String {
+    let bucket = field(text, "BucketName");
+    let named = |what: &str| match &bucket {
+        Some(bucket) => format!("{what} '{bucket}'"),
+        None => format!("the {what}"),
+    };
+    match code {
+        "NoSuchBucket" => format!("{} does not exist (NoSuchBucket)", named("bucket")),
+        "InvalidBucketName" => match &bucket {
+            Some(bucket) => format!("'{bucket}' is not a valid bucket name (InvalidBucketName)"),
+            None => "the bucket's name is not valid (InvalidBucketName)".to_string(),
+        },
+        "InvalidAccessKeyId" => "the access key was refused (InvalidAccessKeyId): check AWS_ACCESS_KEY_ID or the profile".to_string(),
+        "SignatureDoesNotMatch" => "the secret key was refused (SignatureDoesNotMatch): check AWS_SECRET_ACCESS_KEY or the profile".to_string(),
+        "ExpiredToken" | "TokenRefreshRequired" => {
+            format!("the session's credentials have expired ({code}): get new ones")
+        }
+        "AccessDenied" => {
+            "access denied (AccessDenied): these credentials may not do this here".to_string()
+        }
+        "RequestTimeTooSkewed" => "this machine's clock is too far from the store's (RequestTimeTooSkewed): set it right".to_string(),
+        "SlowDown" => format!("the store kept asking to slow down (SlowDown){}", tries(text)),
+        "NoSuchKey" => "no such object (NoSuchKey)".to_string(),
+        _ => match field(text, "Message") {
+            Some(message) => format!("{} ({code})", message.trim_end_matches('.')),
+            None => format!("the store refused the request ({code})"),
+        },
+    }
+}
+
+/// The text of the first `<name>...</name>` in `text`, unescaped.
+fn field(text: &str, name: &str) -> Option<String> {
+    let open = format!("<{name}>");
+    let start = text.find(&open)? + open.len();
+    let end = start + text[start..].find(&format!("</{name}>"))?;
+    let value = text[start..end].trim();
+    (!value.is_empty()).then(|| {
+        value
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&apos;", "'")
+            .replace("&amp;", "&")
+    })
+}
+
+/// The scheme, host and port of the first URL in `text` (`the store` if none).
+fn endpoint(text: &str) -> String {
+    let Some(start) = text.find("http://").or_else(|| text.find("https://")) else {
+        return "the store".to_string();
+    };
+    let url = &text[start..];
+    let after_scheme = url.find("://").map_or(0, |at| at + 3);
+    let end = url[after_scheme..]
+        .find(|c: char| c == '/' || c == '?' || c.is_whitespace())
+        .map_or(url.len(), |at| after_scheme + at);
+    url[..end].to_string()
+}
+
+/// " after N tries in T s", from the client's "in T, after N retries" (empty if it did not
+/// retry).
+fn tries(text: &str) -> String {
+    let Some(at) = text.find(" retries") else {
+        return String::new();
+    };
+    let before = &text[..at];
+    let Some(retries) = before
+        .rsplit(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse::<u32>().ok())
+    else {
+        return String::new();
+    };
+    let took = before
+        .rfind(" in ")
+        .map(|at| &before[at + 4..])
+        .and_then(|rest| rest.split([',', ' ']).next())
+        .and_then(seconds);
+    match took {
+        Some(secs) => format!(" after {} tries in {secs:.1} s", retries + 1),
+        None => format!(" after {} tries", retries + 1),
+    }
+}
+
+/// A duration as the client prints it (`2.11s`, `850ms`, `3.1µs`), in seconds.
+fn seconds(text: &str) -> Option<f64> {
+    let unit_at = text.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let value: f64 = text[..unit_at].parse().ok()?;
+    match &text[unit_at..] {
+        "s" => Some(value),
+        "ms" => Some(value / 1e3),
+        "µs" | "us" => Some(value / 1e6),
+        "ns" => Some(value / 1e9),
+        _ => None,
+    }
+}
+
+/// The client's text with every URL cut to its host (no path, no query) and each phrase said
+/// once (the client repeats its own as it wraps errors).
+fn plain(text: &str) -> String {
+    let mut words: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        if word.starts_with("http://") || word.starts_with("https://") {
+            words.push(endpoint(word));
+        } else {
+            words.push(word.to_string());
+        }
+    }
+    let mut out = words.join(" ");
+    // "X: X" and "X: Y: X: Y" said once.
+    let mut parts: Vec<&str> = Vec::new();
+    let owned = out.clone();
+    for part in owned.split(": ") {
+        if !parts.contains(&part) {
+            parts.push(part);
+        }
+    }
+    out = parts.join(": ");
+    out.trim_end_matches([':', ' ']).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NO_BUCKET: &str = r#"Generic S3 error: Error performing list request: Error performing GET http://127.0.0.1:7071/nosuch?list-type=2&prefix=p%2F in 3.129237ms - Server returned non-2xx status code: 404 Not Found: <?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist.</Message><BucketName>nosuch</BucketName><RequestId>SFNKPE18VL5PKPY4</RequestId></Error>"#;
+
+    #[test]
+    fn a_store_code_is_said_with_what_to_do() {
+        assert_eq!(
+            readable(NO_BUCKET),
+            "bucket 'nosuch' does not exist (NoSuchBucket)"
+        );
+        let secret = NO_BUCKET
+            .replace("NoSuchBucket", "SignatureDoesNotMatch")
+            .replace("<BucketName>nosuch</BucketName>", "");
+        assert!(readable(&secret).starts_with("the secret key was refused"));
+        let other = "HTTP 400: <Error><Code>InvalidArgument</Code><Message>Part number must be an integer.</Message></Error>";
+        assert_eq!(
+            readable(other),
+            "Part number must be an integer (InvalidArgument)"
+        );
+    }
+
+    #[test]
+    fn a_store_that_cannot_be_reached_is_named_by_its_host() {
+        let down = "Generic S3 error: Error performing list request: Error performing GET http://127.0.0.1:1/b?list-type=2&prefix=p%2F in 2.110569916s, after 10 retries, max_retries: 10, retry_timeout: 180s  - HTTP error: error sending request: client error (Connect): tcp connect error: Connection refused (os error 111)";
+        assert_eq!(
+            readable(down),
+            "cannot connect to http://127.0.0.1:1 (connection refused) after 11 tries in 2.1 s"
+        );
+        let dns = "Error performing GET https://nowhere.invalid/b?list-type=2 in 20ms - HTTP error: error sending request: client error (Connect): dns error: failed to lookup address information";
+        assert_eq!(readable(dns), "cannot find the host nowhere.invalid (DNS)");
+    }
+
+    #[test]
+    fn anything_else_loses_its_query_and_its_repeats() {
+        let text =
+            "error sending request: error sending request: GET http://h:9/b/k?uploadId=1 failed";
+        let said = readable(text);
+        assert!(!said.contains('?'), "{said}");
+        assert_eq!(said.matches("error sending request").count(), 1, "{said}");
+    }
+}
