@@ -178,7 +178,9 @@ pub(crate) async fn clean(
             // mark stays for a run after that one.
             continue;
         } else {
-            let since = UNIX_EPOCH + Duration::from_secs(mark.started) - CLOCKS;
+            let since = (UNIX_EPOCH + Duration::from_secs(mark.started))
+                .checked_sub(CLOCKS)
+                .unwrap_or(UNIX_EPOCH);
             requests
                 .uploads(&mark.key)
                 .await?
