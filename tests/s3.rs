@@ -566,6 +566,12 @@ mod linux {
             failure["key"], "s3://keep/p/a.txt",
             "the key is named: {json}"
         );
+        // Whether the store honoured the condition is said (--json, --stats).
+        let why = json["writers"]["why"].as_str().unwrap_or_default();
+        assert!(
+            why.contains("the store honours If-None-Match (creates never replace)"),
+            "{json}"
+        );
         assert_eq!(server.get("keep", "p/a.txt"), b"old");
         assert_eq!(server.get("keep", "p/b.txt"), b"b");
         // Kept on purpose, then replaced on purpose.
@@ -1331,6 +1337,11 @@ mod linux {
         let why = json["writers"]["why"].as_str().unwrap();
         assert!(
             why.contains("halved when the store asked to slow down"),
+            "{why}"
+        );
+        // Whether writes were create-only, said in --json (and --stats): a mirror replaces.
+        assert!(
+            why.contains("no create-only writes (every key may be replaced)"),
             "{why}"
         );
     }

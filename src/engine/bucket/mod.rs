@@ -590,7 +590,12 @@ impl Bucket {
             close_threads: peak,
             peak_close_queue: peak,
             writers_why: format!(
-                "uploads in flight: up to {peak}, the limit last {why}; {requests} requests"
+                "uploads in flight: up to {peak}, the limit last {why}; {requests} requests; {}",
+                match (shared.overwrite, shared.conditional) {
+                    (Overwrite::Replace, _) => "no create-only writes (every key may be replaced)",
+                    (_, true) => "the store honours If-None-Match (creates never replace)",
+                    (_, false) => "the store ignores If-None-Match (each key looked at first)",
+                }
             ),
             warnings,
             ..Report::default()
