@@ -13,6 +13,7 @@ fn main() {
             an_archive_lands_in_the_bucket_with_its_times_and_modes,
             a_tar_from_a_pipe_keeps_folders_and_links_as_s3fs_reads_them,
             an_existing_key_is_never_replaced_unless_asked,
+            a_store_that_ignores_the_condition_still_never_replaces,
             a_large_file_is_a_multipart_upload_that_leaves_no_part_behind,
             what_a_bucket_cannot_take_is_refused_before_anything_is_written,
             store_errors_are_said_in_one_line,
@@ -592,6 +593,52 @@ mod linux {
         );
         out.assert_code(0);
         assert_eq!(server.get("keep", "p/a.txt"), b"new");
+    }
+
+    /// moto's server ignores `If-None-Match` (as some S3-compatible stores do): the probe sees
+    /// it, and every create, a folder's marker included, looks at its key first.
+    pub fn a_store_that_ignores_the_condition_still_never_replaces() {
+        let server = s3::Server::start_moto();
+        server.make_bucket("lax");
+        let t = tempdir();
+        let archive = t.join("a.tar");
+        make_tar(
+            &archive,
+            "gnu",
+            &[
+                TarEntry::dir("d/empty", 0o755).mtime("1609556645"),
+                TarEntry::file("d/f.txt", b"archive".to_vec(), 0o644),
+            ],
+        );
+        let args = osv!["extract", &archive, "-o", "s3://lax/p", "--json"];
+        let out = fastwrite_on(&server, &args);
+        out.assert_code(0);
+        let json = json_of(&out);
+        let why = json["writers"]["why"].as_str().unwrap_or_default();
+        assert!(why.contains("the store ignores If-None-Match"), "{json}");
+        assert!(
+            out.stderr.contains("ignores If-None-Match"),
+            "{}",
+            out.dump()
+        );
+        assert_eq!(
+            server.head("lax", "p/d/empty/")["Metadata"]["mtime"],
+            "1609556645"
+        );
+        // The user's own file and marker, put there since: the rerun replaces neither.
+        server.put("lax", "p/d/f.txt", b"theirs");
+        server.put_with_metadata("lax", "p/d/empty/", b"", &[("mtime", "1")]);
+        let out = fastwrite_on(&server, &args);
+        out.assert_code(1);
+        let json = json_of(&out);
+        assert_eq!(json["failures"][0]["kind"], "already-exists", "{json}");
+        assert_eq!(server.get("lax", "p/d/f.txt"), b"theirs");
+        assert_eq!(
+            server.head("lax", "p/d/empty/")["Metadata"]["mtime"],
+            "1",
+            "the marker there was replaced: {}",
+            out.dump()
+        );
     }
 
     pub fn a_large_file_is_a_multipart_upload_that_leaves_no_part_behind() {

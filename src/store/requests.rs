@@ -50,8 +50,9 @@ pub(crate) trait Requests: Send + Sync {
     /// Deletes the object `key` as it is (a marker's `/` kept); one not there is no error.
     async fn delete(&self, key: &str) -> anyhow::Result<()>;
 
-    /// The user metadata of the object `key` as it is (a marker's `/` kept), by name.
-    async fn head(&self, key: &str) -> anyhow::Result<Vec<(String, String)>>;
+    /// The user metadata of the object `key` as it is (a marker's `/` kept), by name; `None`
+    /// if there is no such object.
+    async fn head(&self, key: &str) -> anyhow::Result<Option<Vec<(String, String)>>>;
 
     /// A server-side copy of `from_key` in this store's bucket `from_bucket` to `key` here,
     /// keys as they are, the metadata with the object.

@@ -136,7 +136,10 @@ impl Source {
 
     /// The user metadata of the folder marker `key` (which ends in `/`).
     pub(crate) async fn marker_meta(&self, key: &str) -> anyhow::Result<Vec<(String, String)>> {
-        self.requests.head(key).await
+        self.requests
+            .head(key)
+            .await?
+            .ok_or_else(|| anyhow!("no such object (it was deleted since the listing)"))
     }
 
     /// Every object under the prefix, by key, within 120 s (the retries of an endpoint that
@@ -195,10 +198,16 @@ impl Source {
                 async move {
                     if key.ends_with('/') {
                         // A folder marker, whose key `object_store` cannot name: its metadata.
-                        let recorded = requests.head(&key).await.map(|meta| Fetched {
-                            recorded: Recorded::of_pairs(&meta),
-                            body: Body::Whole(Bytes::new(), None),
-                        });
+                        let recorded = match requests.head(&key).await {
+                            Ok(Some(meta)) => Ok(Fetched {
+                                recorded: Recorded::of_pairs(&meta),
+                                body: Body::Whole(Bytes::new(), None),
+                            }),
+                            Ok(None) => {
+                                Err(anyhow!("no such object (it was deleted since the listing)"))
+                            }
+                            Err(e) => Err(e),
+                        };
                         return (key, recorded);
                     }
                     let whole = size <= whole_up_to;

@@ -48,6 +48,8 @@ const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
 /// The path of versitygw's health check (`--health`): a GET there answers 200 without a
 /// signature. A bucket named `health` would be shadowed by it: the tests use no such name.
 const HEALTH: &str = "/health";
+/// moto's S3 server, as `.ci/setup` installs it ([`Server::start_moto`]).
+const MOTO: &str = "/opt/moto/bin/moto_server";
 /// The name of the rclone remote that [`Server::rclone_lsl`] defines in its environment.
 const RCLONE_REMOTE: &str = "FASTWRITES3";
 
@@ -55,6 +57,8 @@ const RCLONE_REMOTE: &str = "FASTWRITES3";
 pub struct Server {
     child: Child,
     port: u16,
+    /// moto's server, not versitygw ([`Server::start_moto`]).
+    moto: bool,
     // Dropped after the server is killed (fields drop after `Drop::drop`).
     dir: TestDir,
 }
@@ -112,7 +116,14 @@ impl Server {
             let mut child = spawn_dying_with_process(cmd)
                 .unwrap_or_else(|e| panic!("cannot start versitygw: {e}"));
             match wait_until_ready(&mut child, port) {
-                Ok(()) => return Ok(Server { child, port, dir }),
+                Ok(()) => {
+                    return Ok(Server {
+                        child,
+                        port,
+                        moto: false,
+                        dir,
+                    });
+                }
                 Err(()) => {
                     let _ = child.kill();
                     let _ = child.wait();
@@ -127,6 +138,49 @@ impl Server {
             last_log = log;
         }
         panic!("versitygw found no free port in 5 tries\n--- its last log ---\n{last_log}")
+    }
+
+    /// Starts moto's S3 server (moto 4.2.14 from PyPI, in `/opt/moto`: `.ci/setup` installs
+    /// it there), a real server that, unlike versitygw, ignores `If-None-Match` as some
+    /// S3-compatible stores do; any credentials are taken. By its path: a `moto_server` of
+    /// another version on PATH (moto 5 honours the condition) would not do. Unmet where it is
+    /// not installed.
+    pub fn start_moto() -> Server {
+        if !Path::new(MOTO).exists() {
+            unmet(format!(
+                "{MOTO} is not there: the object-storage tests need moto's S3 server \
+                 (.ci/setup installs moto[server]==4.2.14 into /opt/moto)"
+            ));
+        }
+        let dir = tempdir();
+        fs::create_dir_all(dir.join("scratch")).unwrap();
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map(|a| a.port())
+                .expect("find a free loopback port");
+            let log = fs::File::create(dir.join("server.log")).unwrap();
+            let mut cmd = Command::new(MOTO);
+            cmd.args(["-H", "127.0.0.1", "-p"])
+                .arg(port.to_string())
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log);
+            let mut child = spawn_dying_with_process(cmd)
+                .unwrap_or_else(|e| panic!("cannot start moto_server: {e}"));
+            if wait_until_answers(&mut child, port, "/moto-api/", "moto").is_ok() {
+                return Server {
+                    child,
+                    port,
+                    moto: true,
+                    dir,
+                };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let log = fs::read_to_string(dir.join("server.log")).unwrap_or_default();
+        panic!("moto_server did not start in 5 tries\n--- its last log ---\n{log}")
     }
 
     fn stop(&mut self) {
@@ -200,6 +254,10 @@ impl Server {
     /// them a request with an ACL header, as rclone sends, fails with a 500 "get bucket acl:
     /// no such key").
     pub fn make_bucket(&self, name: &str) {
+        if self.moto {
+            self.aws_json(&osv!["s3api", "create-bucket", "--bucket", name]);
+            return;
+        }
         assert!(
             (3..=63).contains(&name.len())
                 && name.bytes().all(|b| b.is_ascii_lowercase()
@@ -496,12 +554,18 @@ impl Drop for Server {
 /// Polls the server's health check until it answers 200: `Err` if the server exits first or
 /// does not answer within [`START_TIMEOUT`].
 fn wait_until_ready(child: &mut Child, port: u16) -> Result<(), ()> {
+    wait_until_answers(child, port, HEALTH, "VERSITYGW")
+}
+
+/// Waits until the server `child` answers 200 at `path` on `port`, with `mark` in its answer
+/// (the server's own, not another that took the port), within [`START_TIMEOUT`].
+fn wait_until_answers(child: &mut Child, port: u16, path: &str, mark: &str) -> Result<(), ()> {
     let start = Instant::now();
     loop {
-        if child.try_wait().expect("wait for versitygw").is_some() {
+        if child.try_wait().expect("wait for the server").is_some() {
             return Err(());
         }
-        if health_ok(port) {
+        if answers_200(port, path, mark) {
             return Ok(());
         }
         if start.elapsed() > START_TIMEOUT {
@@ -511,19 +575,20 @@ fn wait_until_ready(child: &mut Child, port: u16) -> Result<(), ()> {
     }
 }
 
-/// Whether versitygw answers 200 on its health check at `port`.
-fn health_ok(port: u16) -> bool {
+/// Whether the server at `port` answers 200 at `path` (versitygw's health check, moto's API),
+/// with `mark` in the answer.
+fn answers_200(port: u16, path: &str, mark: &str) -> bool {
     let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
     };
     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
     let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
-    let request = format!("GET {HEALTH} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
     let mut response = Vec::new();
     s.write_all(request.as_bytes()).is_ok()
         && s.read_to_end(&mut response).is_ok()
-        && response.starts_with(b"HTTP/1.1 200")
-        && String::from_utf8_lossy(&response).contains("VERSITYGW")
+        && (response.starts_with(b"HTTP/1.1 200") || response.starts_with(b"HTTP/1.0 200"))
+        && String::from_utf8_lossy(&response).contains(mark)
 }
 
 /// Whether `program` is in PATH.

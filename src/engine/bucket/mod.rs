@@ -539,11 +539,16 @@ impl Bucket {
             self.runtime.spawn(async move {
                 let create = matches!(job.mode, PutMode::Create);
                 let result = match parse_key(&key) {
-                    Ok(dir) => {
-                        let meta: Vec<(&str, &str)> =
-                            job.meta.iter().map(|(n, v)| (*n, v.as_str())).collect();
-                        shared.requests.put_marker(&dir, &meta, create).await
+                    // A store that ignores If-None-Match would replace an existing marker's
+                    // metadata: it is looked at first, as a file's key is (`upload.rs`).
+                    Ok(_) if create && !shared.conditional => {
+                        match shared.requests.head(&job.key).await {
+                            Ok(Some(_)) => Ok(Made::Taken),
+                            Ok(None) => put_marker(&shared, &key, &job, false).await,
+                            Err(e) => Err(e),
+                        }
                     }
+                    Ok(_) => put_marker(&shared, &key, &job, create).await,
                     Err(e) => Err(e.into()),
                 };
                 match result {
@@ -789,4 +794,13 @@ impl Shared {
     fn key_url(&self, key: &str) -> String {
         format!("s3://{}/{key}", self.url.bucket)
     }
+}
+
+/// The folder marker `dir/` of `job`, with its metadata; with `create`, only if it is not there.
+async fn put_marker(shared: &Shared, dir: &str, job: &Job, create: bool) -> anyhow::Result<Made> {
+    let meta: Vec<(&str, &str)> = job.meta.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    shared
+        .requests
+        .put_marker(&parse_key(dir)?, &meta, create)
+        .await
 }

@@ -197,11 +197,12 @@ impl Requests for S3Requests {
     }
 
     /// The user metadata of the object `key`, as it is (a folder marker's `/` kept): HEAD.
-    async fn head(&self, key: &str) -> anyhow::Result<Vec<(String, String)>> {
+    async fn head(&self, key: &str) -> anyhow::Result<Option<Vec<(String, String)>>> {
         let url = self.key_url(key).await?;
         let answer = self.send(http::Method::HEAD, &url, &[], "").await?;
         match answer.status {
-            200 => Ok(answer.meta),
+            200 => Ok(Some(answer.meta)),
+            404 => Ok(None),
             _ => anyhow::bail!("HEAD '{key}': {}", answer.said()),
         }
     }
