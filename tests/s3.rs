@@ -1416,6 +1416,9 @@ mod linux {
         let json = json_of(&out);
         assert_eq!(json["failures"][0]["key"], "s3://reset/p/a.txt", "{json}");
         assert_eq!(json["failures"][0]["path"], "a.txt", "{json}");
+        let reason = json["failures"][0]["reason"].as_str().unwrap_or_default();
+        assert!(reason.contains("reset"), "{json}");
+        assert!(!reason.contains("in time"), "a reset is no timeout: {json}");
         assert!(!server.exists("reset", "p/a.txt"));
     }
 

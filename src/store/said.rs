@@ -16,6 +16,7 @@
 //! | another code | the store's message (Code) |
 //! | no connection | cannot connect to http://HOST:PORT (connection refused) after N tries in T s |
 //! | a name not found | cannot find the host HOST (DNS) |
+//! | a connection cut | the connection to http://HOST:PORT was cut (reset) after N tries in T s |
 //! | no answer in time | no answer from http://HOST:PORT in time after N tries in T s |
 //! | a certificate refused | the TLS certificate of https://HOST was refused |
 //!
@@ -29,9 +30,29 @@ pub(crate) fn readable(text: &str) -> String {
     }
     let endpoint = endpoint(&text);
     let tries = tries(&text);
+    // The client's own settings, which it names in every error after retries
+    // ("max_retries: 10, retry_timeout: 180s"), say nothing of what happened.
     let lower = text.to_ascii_lowercase();
+    let lower = match lower.find("max_retries:") {
+        Some(at) => {
+            let end = lower[at..].find(" - ").map_or(lower.len(), |end| at + end);
+            format!("{}{}", &lower[..at], &lower[end..])
+        }
+        None => lower,
+    };
     if lower.contains("connection refused") {
         return format!("cannot connect to {endpoint} (connection refused){tries}");
+    }
+    if [
+        "connection reset",
+        "connection closed",
+        "broken pipe",
+        "incompletemessage",
+    ]
+    .iter()
+    .any(|cut| lower.contains(cut))
+    {
+        return format!("the connection to {endpoint} was cut (reset){tries}");
     }
     if lower.contains("dns error") || lower.contains("failed to lookup address") {
         let host = endpoint
@@ -204,6 +225,12 @@ mod tests {
         );
         let dns = "Error performing GET https://nowhere.invalid/b?list-type=2 in 20ms - HTTP error: error sending request: client error (Connect): dns error: failed to lookup address information";
         assert_eq!(readable(dns), "cannot find the host nowhere.invalid (DNS)");
+        // The client's "retry_timeout" setting is no timeout.
+        let reset = "Error performing PUT http://127.0.0.1:9/b/k in 2.4s, after 10 retries, max_retries: 10, retry_timeout: 180s  - HTTP error: error sending request: connection reset by peer";
+        assert_eq!(
+            readable(reset),
+            "the connection to http://127.0.0.1:9 was cut (reset) after 11 tries in 2.4 s"
+        );
     }
 
     #[test]
