@@ -89,10 +89,7 @@ impl Server {
         // before versitygw binds it, in which case versitygw exits and the next port is tried.
         let mut last_log = String::new();
         for _ in 0..5 {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .map(|a| a.port())
-                .expect("find a free loopback port");
+            let port = free_port();
             let log = fs::File::create(dir.join("server.log")).unwrap();
             let mut cmd = Command::new("versitygw");
             cmd.arg("--port")
@@ -155,10 +152,7 @@ impl Server {
         let dir = tempdir();
         fs::create_dir_all(dir.join("scratch")).unwrap();
         for _ in 0..5 {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .map(|a| a.port())
-                .expect("find a free loopback port");
+            let port = free_port();
             let log = fs::File::create(dir.join("server.log")).unwrap();
             let mut cmd = Command::new(MOTO);
             cmd.args(["-H", "127.0.0.1", "-p"])
@@ -589,6 +583,15 @@ fn answers_200(port: u16, path: &str, mark: &str) -> bool {
         && s.read_to_end(&mut response).is_ok()
         && (response.starts_with(b"HTTP/1.1 200") || response.starts_with(b"HTTP/1.0 200"))
         && String::from_utf8_lossy(&response).contains(mark)
+}
+
+/// A loopback port free now: port 0 bound and let go (another process may take it before the
+/// server binds it; the servers' starts try again).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("find a free loopback port")
 }
 
 /// Whether `program` is in PATH.
