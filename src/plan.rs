@@ -158,6 +158,23 @@ pub fn url_scheme(path: &Path) -> Option<&str> {
     .then_some(scheme)
 }
 
+/// The schemes of the object stores fastwrite knows (`s3://`, `az://`), whether or not this
+/// build has their clients: a URL of one is a store's, never a path.
+pub(crate) fn is_store_scheme(scheme: &str) -> bool {
+    ["s3", "az"].iter().any(|s| s.eq_ignore_ascii_case(scheme))
+}
+
+/// The stores this build reads and writes, as messages name them.
+pub(crate) fn stores_named() -> &'static str {
+    if cfg!(feature = "azure") {
+        "s3:// buckets and az:// containers"
+    } else if cfg!(feature = "s3") {
+        "s3:// buckets"
+    } else {
+        "no object stores (cargo feature `s3`)"
+    }
+}
+
 /// Whether a name means the output folder itself (`./`, `.`): archives made with
 /// `tar -C dir .` start with such a directory entry, which is simply skipped.
 pub fn is_root(name: &str) -> bool {

@@ -112,11 +112,7 @@ pub(crate) fn refuse_url(root: &Path) -> anyhow::Result<()> {
     let Some(scheme) = crate::plan::url_scheme(root) else {
         return Ok(());
     };
-    let writes = if cfg!(feature = "s3") {
-        "into folders and s3:// buckets only"
-    } else {
-        "into folders only (this build has no object storage: cargo feature `s3`)"
-    };
+    let writes = format!("into folders and {} only", crate::plan::stores_named());
     let why = anyhow::anyhow!(
         "'{}' is a URL ({scheme}://), and fastwrite writes {writes}: nothing was written (a folder of that name is './{}')",
         root.display(),

@@ -63,13 +63,9 @@ pub(super) fn open(archive: &Path) -> anyhow::Result<Input> {
     }
     if let Some(scheme) = crate::plan::url_scheme(archive) {
         let why = anyhow::anyhow!(
-            "'{}' is a URL ({scheme}://), and fastwrite reads archives from files, standard input{} only",
+            "'{}' is a URL ({scheme}://), and fastwrite reads archives from files, standard input and {} only",
             archive.display(),
-            if cfg!(feature = "s3") {
-                " and s3:// buckets"
-            } else {
-                ""
-            }
+            crate::plan::stores_named(),
         );
         return Err(super::format::unsupported(&archive.to_string_lossy(), why));
     }

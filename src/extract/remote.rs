@@ -113,12 +113,13 @@ impl Object {
         };
         let key = url.prefix.trim_end_matches('/').to_string();
         if key.is_empty() || label.ends_with('/') {
-            anyhow::bail!("'{label}' names a bucket or a prefix, not an archive (s3://BUCKET/KEY)");
+            let (word, scheme) = (url.store.bucket_word(), url.store.scheme());
+            let upper = word.to_ascii_uppercase();
+            anyhow::bail!(
+                "'{label}' names a {word} or a prefix, not an archive ({scheme}://{upper}/KEY)"
+            );
         }
-        let bucket = BucketUrl {
-            bucket: url.bucket,
-            prefix: String::new(),
-        };
+        let bucket = url.with_prefix("");
         let (store, key) = bucket::object(&bucket, &key)?;
         Ok(Some(Object {
             store,
@@ -320,7 +321,7 @@ impl Object {
             object_store::Error::NotFound { .. } => {
                 // A missing bucket answers 404 too: said as the bucket, not the object.
                 let said = bucket::explain(&error);
-                let why = match said.contains("(NoSuchBucket)") {
+                let why = match crate::store::says_bucket_missing(&said) {
                     true => said,
                     false => self.missing.to_string(),
                 };

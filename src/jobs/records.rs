@@ -71,10 +71,7 @@ impl Records {
     pub(crate) fn open(out: &Path) -> anyhow::Result<Records> {
         #[cfg(feature = "s3")]
         if let Some(url) = crate::store::BucketUrl::parse(out)? {
-            let url = crate::store::BucketUrl {
-                prefix: format!("{}{DONE}/", url.prefix),
-                ..url
-            };
+            let url = url.with_prefix(&format!("{}{DONE}/", url.prefix));
             let bucket = crate::store::Source::open(url)?;
             let names = bucket
                 .listing()?

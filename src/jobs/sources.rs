@@ -124,10 +124,10 @@ fn slashed(text: &str) -> std::borrow::Cow<'_, str> {
 
 fn glob(pattern: &str) -> anyhow::Result<Vec<Source>> {
     if let Some(scheme) = crate::plan::url_scheme(Path::new(pattern)) {
-        if scheme.eq_ignore_ascii_case("s3") {
+        if crate::plan::is_store_scheme(scheme) {
             return bucket_glob(pattern);
         }
-        anyhow::bail!("'{pattern}': only s3:// URLs and local paths are expanded as globs");
+        anyhow::bail!("'{pattern}': only store URLs and local paths are expanded as globs");
     }
     let pattern = &*slashed(pattern);
     let matcher = matcher(pattern.strip_prefix("./").unwrap_or(pattern))?;
@@ -180,15 +180,16 @@ fn bucket_glob(pattern: &str) -> anyhow::Result<Vec<Source>> {
         .split_once('/')
         .ok_or_else(|| anyhow!("'{pattern}': no key to match (s3://BUCKET/GLOB)"))?;
     let base = base_of(key_pattern);
-    let url = BucketUrl::parse(Path::new(&format!("s3://{bucket}/{base}")))?
-        .ok_or_else(|| anyhow!("'{pattern}' is not an s3:// URL"))?;
+    let scheme = &pattern[..scheme_end];
+    let url = BucketUrl::parse(Path::new(&format!("{scheme}{bucket}/{base}")))?
+        .ok_or_else(|| anyhow!("'{pattern}' is not a store's URL"))?;
     let matcher = matcher(key_pattern)?;
-    let listing = Bucket::open(url)?.listing()?;
+    let listing = Bucket::open(url.clone())?.listing()?;
     let mut found: Vec<Source> = listing
         .into_iter()
         .filter(|(key, _)| !key.ends_with('/') && matcher.is_match(key))
         .map(|(key, listed)| Source {
-            name: format!("s3://{bucket}/{key}"),
+            name: url.key_url(&key),
             identity: format!(
                 "etag {} size {}",
                 listed.etag.as_deref().unwrap_or(""),

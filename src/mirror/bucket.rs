@@ -183,7 +183,7 @@ pub(super) fn mirror(
             .to_string();
         bucket.run().record(
             Error::new(rel, ErrorKind::Delete, why.context("deleting it"))
-                .with_key(format!("s3://{}/{key}", bucket.url().bucket)),
+                .with_key(bucket.url().key_url(&key)),
         );
     }
     let (files, rest): (Vec<_>, Vec<_>) = todo

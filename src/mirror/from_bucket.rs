@@ -9,11 +9,9 @@
 //!    (rclone's and s3fs's `mtime`, which fastwrite writes too; else the upload time, which is
 //!    what a fetched file without it gets). `--checksum` compares the file's MD5 with a single
 //!    PUT's ETag instead, and fetches what it cannot compare (a multipart upload's ETag).
-//! 3. The fetches run many at once on the client's runtime ([`Source::fetch`]); what arrives
-//!    goes to the writers and the close pool as a tar's files do (`engine/feed.rs`), with the
-//!    mtime and mode of the metadata. A replaced file is written under a temporary name and
-//!    renamed over the old one. An object whose `mode` says symlink (s3fs's convention) becomes
-//!    a symlink to what it holds; a folder marker (`dir/`) a folder.
+//! 3. The fetches are written as they arrive (`fetched.rs`), with the mtime and mode of the
+//!    metadata. A replaced file is written under a temporary name and renamed over the old
+//!    one.
 //! 4. `--delete`: whatever the folder holds that the prefix does not (the excluded paths kept)
 //!    is deleted first. A folder standing where the prefix has a file, and a file where it has
 //!    a folder, are replaced whatever the flags, as in a mirror between folders.
@@ -26,8 +24,8 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::anyhow;
 
-use crate::engine::feed::{self, Job};
-use crate::engine::{self, Content, Destination, Target};
+use super::fetched::{self, shown};
+use crate::engine::{Destination, Target};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options, Overwrite};
 use crate::patterns::Patterns;
@@ -101,7 +99,7 @@ pub(super) fn mirror(
     }
     let exclude = super::excludes(mopts)?;
     let source = Source::open(url.clone()).map_err(|e| Error::start(src, ErrorKind::Source, e))?;
-    let key_url = |key: &str| format!("s3://{}/{key}", url.bucket);
+    let key_url = |key: &str| url.key_url(key);
 
     // Where the run writes: the folder, or the staging folder beside it that becomes it.
     let work = dest.work().unwrap_or(dst).to_path_buf();
@@ -267,113 +265,35 @@ pub(super) fn mirror(
         overwrite: Overwrite::Replace,
         ..opts.clone()
     };
-    let objects: Vec<(String, u64)> = fetch
+    let mut objects: Vec<fetched::Object> = fetch
         .iter()
-        .filter_map(|p| match &wanted[p] {
-            Wanted::File { key, size, .. } => Some((key.clone(), *size)),
+        .filter_map(|path| match &wanted[path] {
+            Wanted::File {
+                key,
+                size,
+                modified,
+                ..
+            } => Some(fetched::Object {
+                key: key.clone(),
+                path: path.clone(),
+                size: *size,
+                modified: Some(*modified),
+                marker: false,
+            }),
             Wanted::Dir { .. } => None,
         })
         .collect();
-    let paths: HashMap<&str, &PathBuf> = wanted
-        .iter()
-        .filter_map(|(path, want)| match want {
-            Wanted::File { key, .. } => Some((key.as_str(), path)),
-            Wanted::Dir { key } => key.as_deref().map(|k| (k, path)),
+    objects.extend(make_dirs.iter().filter_map(|(path, key)| {
+        Some(fetched::Object {
+            key: key.clone()?,
+            path: path.clone(),
+            size: 0,
+            modified: None,
+            marker: true,
         })
-        .collect();
-    let marked: Vec<(String, u64)> = make_dirs
-        .iter()
-        .filter_map(|(_, key)| key.clone().map(|k| (k, 0)))
-        .collect();
-    let (mut report, ()) = engine::run(dest, None, &replace, |engine, writers| {
-        engine.run().reporter().planned(
-            objects.len() as u64,
-            objects.iter().map(|(_, size)| size).sum(),
-        );
-        for (index, (path, _)) in make_dirs.iter().enumerate() {
-            let entry = entry_for(path, EntryKind::Dir, index, 0, Recorded::default(), None);
-            if let Err(error) = engine.make_dir(&entry) {
-                engine.run().record(error);
-            }
-        }
-        feed::fed(engine, writers, opts.memory_budget, |feed, writer| {
-            let whole_up_to = feed.buffer_limit.min(8 << 20);
-            let all = objects.iter().chain(&marked).cloned().collect();
-            for (index, (key, fetched)) in source
-                .fetch(all, whole_up_to, opts.memory_budget)
-                .enumerate()
-            {
-                if engine.run().cancelled() {
-                    break;
-                }
-                let path = paths[key.as_str()];
-                let fail = |e: anyhow::Error| {
-                    Error::new(
-                        path,
-                        ErrorKind::Source,
-                        e.context(format!("fetching '{key}'")),
-                    )
-                    .with_key(key_url(&key))
-                };
-                let fetched = match fetched {
-                    Ok(fetched) => fetched,
-                    Err(e) => {
-                        engine.run().record(fail(e));
-                        continue;
-                    }
-                };
-                let modified = match &wanted[path] {
-                    Wanted::File { modified, .. } => Some(*modified),
-                    Wanted::Dir { .. } => None,
-                };
-                let recorded = fetched.recorded;
-                if matches!(wanted[path], Wanted::Dir { .. }) {
-                    // A marker: its folder's mode and mtime, set at the end.
-                    let entry = entry_for(path, EntryKind::Dir, index, 0, recorded, None);
-                    engine.add_dir(entry);
-                    continue;
-                }
-                if recorded.is_symlink() {
-                    let target = match fetched.body {
-                        crate::store::Body::Whole(bytes, _) => bytes.to_vec(),
-                        crate::store::Body::Stream(stream) => {
-                            let mut target = Vec::new();
-                            let read = io::Read::read_to_end(
-                                &mut io::Read::take(source.reader(&key, stream), 4096),
-                                &mut target,
-                            );
-                            if let Err(e) = read {
-                                engine.run().record(fail(e.into()));
-                                continue;
-                            }
-                            target
-                        }
-                    };
-                    let target = PathBuf::from(crate::plan::display_bytes(&target));
-                    let kind = EntryKind::Symlink { target };
-                    engine.add_link(entry_for(path, kind, index, 0, recorded, modified));
-                    continue;
-                }
-                let size = match &wanted[path] {
-                    Wanted::File { size, .. } => *size,
-                    Wanted::Dir { .. } => 0,
-                };
-                let entry = entry_for(path, EntryKind::File, index, size, recorded, modified);
-                match fetched.body {
-                    crate::store::Body::Whole(bytes, held) => {
-                        let data = bytes.to_vec();
-                        drop(held);
-                        feed.room(data.len() as u64, writer);
-                        feed.push(Job { entry, data }, writer);
-                    }
-                    crate::store::Body::Stream(stream) => {
-                        let mut reader = source.reader(&key, stream);
-                        writer.write(&entry, Content::Reader(&mut reader));
-                    }
-                }
-            }
-        });
-    })?;
+    }));
+    let dirs: Vec<PathBuf> = make_dirs.iter().map(|(path, _)| path.clone()).collect();
+    let mut report = fetched::write(dest, &source, &dirs, &objects, &replace, &key_url)?;
 
     // Modes that differ on files that did not.
     let mut updated = 0u64;
@@ -406,10 +326,12 @@ pub(super) fn mirror(
 }
 
 /// `mirror s3://A/P s3://B/Q`: the second prefix made an exact copy of the first, by
-/// server-side copies (CopyObject: the bytes never leave the store, and the metadata goes with
-/// them). An object is copied when the other prefix lacks it, holds another size, or holds a
-/// copy older than it (`--checksum`: another ETag), as `aws s3 sync` judges between buckets;
-/// `--delete` deletes the rest. Both prefixes are in the store the environment names.
+/// server-side copies (CopyObject, Copy Blob: the bytes never leave the store, and the
+/// metadata goes with them). An object is copied when the other prefix lacks it, holds another
+/// size, or holds a copy older than it (`--checksum`: another MD5), as `aws s3 sync` judges
+/// between buckets; `--delete` deletes the rest. Both prefixes of one kind are in the store
+/// the environment names; between kinds (`s3://` and `az://`) each object is fetched and
+/// written again (`fetched.rs`), its mtime and mode kept as the other store keeps them.
 pub(super) fn between_buckets(
     src: &Path,
     from: BucketUrl,
@@ -450,7 +372,7 @@ pub(super) fn between_buckets(
         Error::named(dst, ErrorKind::Directory, why)
     })?;
     let mut failures = Vec::new();
-    let from_url = |key: &str| format!("s3://{}/{key}", from.bucket);
+    let from_url = |key: &str| from.key_url(key);
     let wanted = wanted(&from, listed, &exclude, &mut failures, &from_url);
 
     let mut copies = Vec::new();
@@ -487,7 +409,7 @@ pub(super) fn between_buckets(
             files += 1;
         }
         let exists = there.contains_key(&target);
-        copies.push((key.clone(), target, exists));
+        copies.push((key.clone(), target, exists, path));
     }
     let mut deletes: Vec<String> = match mopts.delete {
         true => there
@@ -508,7 +430,7 @@ pub(super) fn between_buckets(
         let shown_key = |key: &str| key.strip_prefix(&to.prefix).unwrap_or(key).to_string();
         let mut actions: Vec<String> = copies
             .iter()
-            .map(|(_, target, exists)| {
+            .map(|(_, target, exists, _)| {
                 let verb = if *exists { "replace" } else { "copy" };
                 format!("{verb} {}", shown_key(target))
             })
@@ -516,14 +438,47 @@ pub(super) fn between_buckets(
         actions.extend(deletes.iter().map(|k| format!("delete {}", shown_key(k))));
         return Ok(dry_run(actions, unchanged, failures));
     }
-    let to_url = |key: &str| format!("s3://{}/{key}", to.bucket);
+    let to_url = |key: &str| to.key_url(key);
     let mut deleted = deletes.len() as u64;
     for (key, error) in bucket.delete_keys(deletes) {
         deleted -= 1;
         let error = error.context(format!("deleting '{}'", to_url(&key)));
         failures.push(Error::new(&key, ErrorKind::Delete, error).with_key(to_url(&key)));
     }
-    let pairs = copies.into_iter().map(|(from, to, _)| (from, to)).collect();
+    if from.store != to.store {
+        // No server-side copy reaches a store of another kind: through this machine.
+        failures.extend(bucket.run().take_failures());
+        drop(bucket);
+        let objects = copies
+            .into_iter()
+            .map(|(key, target, _, path)| {
+                let (size, modified) = match &wanted[path] {
+                    Wanted::File { size, modified, .. } => (*size, Some(*modified)),
+                    Wanted::Dir { .. } => (0, None),
+                };
+                fetched::Object {
+                    marker: target.ends_with('/'),
+                    key,
+                    path: path.clone(),
+                    size,
+                    modified,
+                }
+            })
+            .collect::<Vec<_>>();
+        let dest = Destination::parse(dst)?;
+        let mut report = fetched::write(&dest, &source, &[], &objects, &replace, &from_url)?;
+        report.failures.extend(failures);
+        report.mirror = Some(MirrorCounts {
+            deleted,
+            unchanged,
+            ..MirrorCounts::default()
+        });
+        return Ok(report);
+    }
+    let pairs = copies
+        .into_iter()
+        .map(|(from, to, _, _)| (from, to))
+        .collect();
     for (key, error) in bucket.copy_keys(&source, pairs) {
         files = files.saturating_sub(u64::from(!key.ends_with('/')));
         let error = error.context(format!("copying to '{}'", to_url(&key)));
@@ -722,35 +677,6 @@ fn close_enough(a: SystemTime, b: SystemTime) -> bool {
     diff < Duration::from_micros(1)
 }
 
-/// The entry for `path`, with the metadata's mode and mtime (else `modified`, the upload
-/// time).
-fn entry_for(
-    path: &Path,
-    kind: EntryKind,
-    index: usize,
-    size: u64,
-    recorded: Recorded,
-    modified: Option<SystemTime>,
-) -> Entry {
-    Entry {
-        name: shown(path),
-        path: path.to_path_buf(),
-        kind,
-        mode: recorded.permissions(),
-        mtime: recorded.mtime.or(modified),
-        size,
-        index,
-        sparse: false,
-        replaces: false,
-        owner: None,
-        absent: false,
-    }
-}
-
-fn shown(path: &Path) -> String {
-    path.to_string_lossy().replace('\\', "/")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -770,10 +696,7 @@ mod tests {
     }
 
     fn wanted_of(keys: &[&str], excludes: &[&str]) -> (Vec<String>, Vec<String>) {
-        let url = BucketUrl {
-            bucket: "b".into(),
-            prefix: "p/".into(),
-        };
+        let url = BucketUrl::parse(Path::new("s3://b/p/")).unwrap().unwrap();
         let excludes: Vec<String> = excludes.iter().map(|s| s.to_string()).collect();
         let exclude =
             crate::patterns::Patterns::new(&excludes, "--exclude", crate::patterns::Slash::Stops)

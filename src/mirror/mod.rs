@@ -22,6 +22,8 @@
 mod bucket;
 mod compare;
 #[cfg(feature = "s3")]
+mod fetched;
+#[cfg(feature = "s3")]
 mod from_bucket;
 mod walk;
 
@@ -216,11 +218,10 @@ fn add_found(report: &mut Report, mut found: Found) {
 /// as a destination only), refused by name.
 fn refuse_url(path: &Path, what: &str) -> anyhow::Result<()> {
     if let Some(scheme) = crate::plan::url_scheme(path) {
-        let takes = if cfg!(feature = "s3") {
-            "mirrors between folders and s3:// buckets"
-        } else {
-            "mirrors folders only"
-        };
+        let takes = format!(
+            "mirrors between folders and {}",
+            crate::plan::stores_named()
+        );
         let why = anyhow!(
             "{what} '{}' is a URL ({scheme}://), and fastwrite {takes}: nothing was done",
             path.display()

@@ -106,7 +106,10 @@ async fn look(store: &dyn Store, url: &BucketUrl, overwrite: Overwrite) -> anyho
         // first attempt.
         Ok(_) => {}
         Err(e) if taken(&e) => {}
-        Err(e) => return Err(anyhow!(explain(&e)).context("cannot write in the bucket")),
+        Err(e) => {
+            let word = url.store.bucket_word();
+            return Err(anyhow!(explain(&e)).context(format!("cannot write in the {word}")));
+        }
     }
     let second = store.put_opts(&probe, body, create()).await;
     let _ = store.delete(&probe).await;

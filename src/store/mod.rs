@@ -11,7 +11,8 @@
 //! - `requests.rs`: the requests a store makes its own way beside its client (keys as they
 //!   are, writes that never replace, server-side copy, the open uploads of a key).
 //! - `said.rs`: a store's error in one line a person can read.
-//! - `s3/`: S3, its settings and credentials (as the AWS CLI reads them) and its requests.
+//! - `s3/`: S3, its settings and credentials (as the AWS CLI reads them) and its requests;
+//!   `azure/`: Azure Blob Storage, the same (as the Azure CLI and azcopy read them).
 //! - `looked.rs`: the first look at a bucket (can it be used, are conditional writes
 //!   honoured), once a process.
 //! - `stale.rs`: the marks of multipart uploads, and what killed runs left.
@@ -23,19 +24,22 @@ mod looked;
 pub(crate) mod object;
 mod pace;
 pub use pace::set_max_requests_per_second;
+#[cfg(feature = "azure")]
+mod azure;
 pub(crate) mod requests;
 mod s3;
 mod said;
 mod source;
 pub(crate) mod stale;
 mod url;
+mod wire;
 
 pub(crate) use client::Meter;
 pub(crate) use looked::first_look;
 pub(crate) use requests::{Made, Requests};
-pub(crate) use said::readable;
+pub(crate) use said::{readable, says_bucket_missing};
 pub(crate) use source::{Body, Recorded, Source, read_body};
-pub(crate) use url::BucketUrl;
+pub(crate) use url::{BucketUrl, Kind};
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -98,7 +102,15 @@ pub(crate) type Client = (Arc<dyn Store>, Arc<dyn Requests>, Arc<Meter>);
 /// The client of `url`'s store.
 pub(crate) fn connect(url: &BucketUrl) -> anyhow::Result<Client> {
     let meter = Arc::new(Meter::default());
-    let (store, requests) = s3::connect(url, &meter)?;
+    let (store, requests) = match url.store {
+        Kind::S3 => s3::connect(url, &meter)?,
+        #[cfg(feature = "azure")]
+        Kind::Azure => azure::connect(url, &meter)?,
+        #[cfg(not(feature = "azure"))]
+        Kind::Azure => anyhow::bail!(
+            "'{url}' is in Azure Blob Storage, and this build of fastwrite has no Azure client (cargo feature `azure`)"
+        ),
+    };
     Ok((store, requests, meter))
 }
 

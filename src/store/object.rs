@@ -2,10 +2,13 @@
 //! the part sizes of a large one.
 //!
 //! - **Key**: the prefix, then the entry's path with `/` between its names.
-//! - **Metadata** (`x-amz-meta-*`), in the convention both readers share: `mtime` in seconds
-//!   since the epoch with the fraction after a point (`1700000000.25`: rclone's, which s3fs
-//!   reads too), `mode` as the decimal `st_mode` with the file's type bits (`33188` is a
-//!   regular file, 0644: s3fs's), and `uid`, `gid` in decimal when owners are kept.
+//! - **Metadata** (`x-amz-meta-*` on S3, `x-ms-meta-*` on Azure), in the convention both
+//!   readers share: `mtime` in seconds since the epoch with the fraction after a point
+//!   (`1700000000.25`: rclone's on S3, which s3fs reads too; on Azure rclone writes and reads
+//!   RFC 3339, `2023-11-14T22:13:20.25Z`, and so does fastwrite there), `mode` as the decimal
+//!   `st_mode` with the file's type bits (`33188` is a regular file, 0644: s3fs's), and `uid`,
+//!   `gid` in decimal when owners are kept. Azure takes only C# identifiers as names: a `-`
+//!   becomes `_` there (`fastwrite_source`).
 //! - **A folder that would be empty** is an empty object named `dir/`, as s3fs and the consoles
 //!   make them (`s3/requests.rs` names it); **a symlink** is an object holding its target, with a `mode` of a link (s3fs's
 //!   convention, which `s3fs` mounts back as a symlink).
@@ -17,6 +20,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use object_store::{Attribute, AttributeValue, Attributes};
 
 use crate::plan::Entry;
+use crate::store::Kind;
 
 /// File type bits of `st_mode`, as s3fs keeps them in `mode`.
 pub(crate) const S_IFREG: u32 = 0o100000;
@@ -59,8 +63,27 @@ pub(crate) fn mtime_value(time: SystemTime) -> Option<String> {
     })
 }
 
-/// Reads `mtime` back (rclone's and s3fs's form; what fastwrite writes).
+/// `mtime` as rclone writes it on `store`: seconds on S3, RFC 3339 to the nanosecond on Azure
+/// (rclone's `azureblob` reads no other form).
+pub(crate) fn mtime_of(store: Kind, time: SystemTime) -> Option<String> {
+    match store {
+        Kind::S3 => mtime_value(time),
+        Kind::Azure => {
+            time.duration_since(UNIX_EPOCH).ok()?;
+            let time = chrono::DateTime::<chrono::Utc>::from(time);
+            Some(time.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
+        }
+    }
+}
+
+/// Reads `mtime` back, in either form rclone writes (seconds since the epoch, as s3fs reads
+/// them too; RFC 3339, as on Azure).
 pub(crate) fn parse_mtime(text: &str) -> Option<SystemTime> {
+    if text.contains('T')
+        && let Ok(time) = chrono::DateTime::parse_from_rfc3339(text.trim())
+    {
+        return Some(SystemTime::from(time.with_timezone(&chrono::Utc)));
+    }
     let (secs, fraction) = text.trim().split_once('.').unwrap_or((text.trim(), ""));
     let secs: u64 = secs.parse().ok()?;
     let digits: String = fraction.chars().take(9).collect();
@@ -74,22 +97,28 @@ pub(crate) fn parse_mtime(text: &str) -> Option<SystemTime> {
 }
 
 /// The user metadata naming the source of a run of many that wrote an object
-/// (`Options::resume_tag`).
-pub(crate) const SOURCE_TAG: &str = "fastwrite-source";
+/// (`Options::resume_tag`), as `store` names it (Azure's names are C# identifiers).
+pub(crate) fn source_tag(store: Kind) -> &'static str {
+    match store {
+        Kind::S3 => "fastwrite-source",
+        Kind::Azure => "fastwrite_source",
+    }
+}
 
 /// An object's user metadata: (name, value) pairs, sent as `x-amz-meta-NAME`.
 pub(crate) type Meta = Vec<(&'static str, String)>;
 
-/// The user metadata of an object made for `entry`, of type `file_type` (`S_IF*`), with
-/// `mode` the permission bits it gets (`None`: none recorded) and the owner if kept.
+/// The user metadata of an object made for `entry` on `store`, of type `file_type` (`S_IF*`),
+/// with `mode` the permission bits it gets (`None`: none recorded) and the owner if kept.
 pub(crate) fn metadata(
+    store: Kind,
     entry: &Entry,
     file_type: u32,
     mode: Option<u32>,
     owner: Option<(u32, u32)>,
 ) -> Meta {
     let mut meta = Meta::new();
-    if let Some(mtime) = entry.mtime.and_then(mtime_value) {
+    if let Some(mtime) = entry.mtime.and_then(|t| mtime_of(store, t)) {
         meta.push(("mtime", mtime));
     }
     if let Some(mode) = mode {
@@ -100,6 +129,11 @@ pub(crate) fn metadata(
         meta.push(("gid", gid.to_string()));
     }
     meta
+}
+
+/// The metadata as the requests of a store's own take it.
+pub(crate) fn pairs(meta: &Meta) -> Vec<(&str, &str)> {
+    meta.iter().map(|(n, v)| (*n, v.as_str())).collect()
 }
 
 /// The metadata as `object_store` takes it.
@@ -134,6 +168,12 @@ mod tests {
             assert_eq!(parse_mtime(text).unwrap(), time);
         }
         assert_eq!(parse_mtime("x"), None);
+        let time = UNIX_EPOCH + Duration::new(1_700_000_000, 250_000_000);
+        let azure = mtime_of(Kind::Azure, time).unwrap();
+        assert_eq!(azure, "2023-11-14T22:13:20.250Z");
+        assert_eq!(parse_mtime(&azure).unwrap(), time);
+        // rclone's own form on Azure, nine digits.
+        assert_eq!(parse_mtime("2023-11-14T22:13:20.250000000Z").unwrap(), time);
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //!   the key is free (`object_store` completes an upload unconditionally).
 //! - Server-side copy from another bucket of the same store.
 //! - The open multipart uploads of one key, for what a killed run began (`stale.rs`).
+//! - Multipart uploads begun and completed with the object's metadata (Azure takes it only at
+//!   the end, S3 only at the beginning).
 
 use std::time::SystemTime;
 
@@ -67,15 +69,29 @@ pub(crate) trait Requests: Send + Sync {
         create: bool,
     ) -> anyhow::Result<Made>;
 
-    /// Completes the multipart upload `upload` of `key` from `parts`; with `create`, only if
-    /// the key is free.
+    /// Begins a multipart upload of `key`, whose object gets `meta` as its user metadata;
+    /// returns its id (the parts are sent by the client, `MultipartStore::put_part`).
+    async fn begin(&self, key: &Key, meta: &[(&str, &str)]) -> anyhow::Result<String>;
+
+    /// Completes the multipart upload `upload` of `key` from `parts`, the object with `meta`
+    /// (the same as `begin` was given: a store takes it at one end or the other); with
+    /// `create`, only if the key is free.
     async fn complete(
         &self,
         key: &Key,
         upload: &str,
         parts: &[PartId],
+        meta: &[(&str, &str)],
         create: bool,
     ) -> anyhow::Result<Made>;
+
+    /// Whether an upload begun and never completed stays in the store (its parts kept, and
+    /// billed) until it is aborted: S3's do, and are marked so that a later run aborts what a
+    /// killed one left (`stale.rs`). Azure drops uncommitted blocks itself after a week, and
+    /// has no request to drop them sooner.
+    fn leaves_uploads(&self) -> bool {
+        true
+    }
 
     /// The open multipart uploads of exactly `key`: each one's id, and when it began by the
     /// store's clock.

@@ -13,6 +13,13 @@
 //! | `RequestTimeTooSkewed` | this machine's clock is too far from the store's (RequestTimeTooSkewed): set it right |
 //! | `SlowDown` | the store kept asking to slow down (SlowDown) |
 //! | `NoSuchKey` | no such object (NoSuchKey) |
+//! | `ContainerNotFound` (Azure) | the container does not exist (ContainerNotFound) |
+//! | `InvalidResourceName`, `OutOfRangeInput` (Azure) | the container's or blob's name is not valid (InvalidResourceName) |
+//! | `AuthenticationFailed` (Azure) | the account key or SAS token was refused (AuthenticationFailed): check AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN or the connection string |
+//! | `AuthorizationFailure` (Azure) | the request was not authorized (AuthorizationFailure): check the account key, the SAS token's permissions and the account's network rules |
+//! | `AuthorizationPermissionMismatch` (Azure) | access denied (AuthorizationPermissionMismatch): these credentials may not do this here |
+//! | `ServerBusy` (Azure) | the store kept asking to slow down (ServerBusy) |
+//! | `BlobNotFound` (Azure) | no such object (BlobNotFound) |
 //! | another code | the store's message (Code) |
 //! | no connection | cannot connect to http://HOST:PORT (connection refused) after N tries in T s |
 //! | a name not found | cannot find the host HOST (DNS) |
@@ -71,6 +78,14 @@ pub(crate) fn readable(text: &str) -> String {
     plain(&text)
 }
 
+/// Whether `said` (a line of `readable`'s) says the bucket itself is missing, which a store
+/// answers with the 404 of a missing object.
+pub(crate) fn says_bucket_missing(said: &str) -> bool {
+    ["(NoSuchBucket)", "(ContainerNotFound)"]
+        .iter()
+        .any(|code| said.contains(code))
+}
+
 /// What the store's code means.
 fn by_code(text: &str, code: &str) -> String {
     let bucket = field(text, "BucketName");
@@ -93,10 +108,29 @@ fn by_code(text: &str, code: &str) -> String {
             "access denied (AccessDenied): these credentials may not do this here".to_string()
         }
         "RequestTimeTooSkewed" => "this machine's clock is too far from the store's (RequestTimeTooSkewed): set it right".to_string(),
-        "SlowDown" => format!("the store kept asking to slow down (SlowDown){}", tries(text)),
-        "NoSuchKey" => "no such object (NoSuchKey)".to_string(),
+        "SlowDown" | "ServerBusy" => {
+            format!("the store kept asking to slow down ({code}){}", tries(text))
+        }
+        "NoSuchKey" | "BlobNotFound" => format!("no such object ({code})"),
+        "ContainerNotFound" => "the container does not exist (ContainerNotFound)".to_string(),
+        "InvalidResourceName" | "OutOfRangeInput" => {
+            format!("the container's or blob's name is not valid ({code})")
+        }
+        "AuthenticationFailed" => format!(
+            "the account key or SAS token was refused ({code}): check AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN or the connection string"
+        ),
+        "AuthorizationFailure" => format!(
+            "the request was not authorized ({code}): check the account key, the SAS token's permissions and the account's network rules"
+        ),
+        "AuthorizationPermissionMismatch" => {
+            format!("access denied ({code}): these credentials may not do this here")
+        }
         _ => match field(text, "Message") {
-            Some(message) => format!("{} ({code})", message.trim_end_matches('.')),
+            // Azure's message goes on with a line of its request's id and time.
+            Some(message) => {
+                let message = message.lines().next().unwrap_or_default();
+                format!("{} ({code})", message.trim_end_matches('.'))
+            }
             None => format!("the store refused the request ({code})"),
         },
     }
@@ -213,6 +247,17 @@ mod tests {
         assert_eq!(
             readable(other),
             "Part number must be an integer (InvalidArgument)"
+        );
+        // Azure's message has its request's id and time on lines of their own.
+        let azure = r#"HTTP 409: <?xml version="1.0" encoding="utf-8"?><Error><Code>LeaseIdMissing</Code><Message>There is currently a lease on the blob and no lease ID was specified in the request.\nRequestId:55e23acf\nTime:2026-11-28T12:08:26.832Z</Message></Error>"#;
+        assert_eq!(
+            readable(azure),
+            "There is currently a lease on the blob and no lease ID was specified in the request (LeaseIdMissing)"
+        );
+        let missing = azure.replace("LeaseIdMissing", "ContainerNotFound");
+        assert_eq!(
+            readable(&missing),
+            "the container does not exist (ContainerNotFound)"
         );
     }
 

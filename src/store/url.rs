@@ -1,28 +1,66 @@
-//! `s3://BUCKET/PREFIX`: a destination in a bucket.
+//! `s3://BUCKET/PREFIX` and `az://CONTAINER/PREFIX`: a place in a store.
 
 use std::path::Path;
 
 use crate::error::{Error, ErrorKind};
 
-/// A bucket and the prefix under it that stands for the output folder.
+/// Which store a URL names, by its scheme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Kind {
+    /// `s3://`: Amazon S3 and the servers that speak its API.
+    S3,
+    /// `az://`: Azure Blob Storage (a container of a storage account).
+    Azure,
+}
+
+impl Kind {
+    /// The kind a scheme names, in any case; `None` for a scheme that is no store's.
+    pub(crate) fn of_scheme(scheme: &str) -> Option<Kind> {
+        match scheme.to_ascii_lowercase().as_str() {
+            "s3" => Some(Kind::S3),
+            "az" => Some(Kind::Azure),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn scheme(self) -> &'static str {
+        match self {
+            Kind::S3 => "s3",
+            Kind::Azure => "az",
+        }
+    }
+
+    /// What the store calls the top level of a URL: a bucket, a container.
+    pub(crate) fn bucket_word(self) -> &'static str {
+        match self {
+            Kind::S3 => "bucket",
+            Kind::Azure => "container",
+        }
+    }
+}
+
+/// A bucket (or container) and the prefix under it that stands for the output folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct BucketUrl {
+    /// Which store.
+    pub store: Kind,
     pub bucket: String,
     /// Empty (the whole bucket), or ending in `/`.
     pub prefix: String,
 }
 
 impl BucketUrl {
-    /// `Some` for an `s3://` URL (the scheme in any case), `None` for anything else. A prefix
+    /// `Some` for an `s3://` or `az://` URL (the scheme in any case), `None` for anything
+    /// else. A prefix
     /// with a `.` or `..` name, or an empty one inside it (`a//b`), is refused: no reader of the
     /// bucket (s3fs, rclone, a console) could show it as a folder.
     pub(crate) fn parse(path: &Path) -> anyhow::Result<Option<BucketUrl>> {
         let Some(scheme) = crate::plan::url_scheme(path) else {
             return Ok(None);
         };
-        if !scheme.eq_ignore_ascii_case("s3") {
+        let Some(store) = Kind::of_scheme(scheme) else {
             return Ok(None);
-        }
+        };
         let text = path.to_str().unwrap_or_default();
         let rest = &text[scheme.len() + 3..];
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
@@ -31,7 +69,9 @@ impl BucketUrl {
             Err(Error::named(path, ErrorKind::Invalid, why).into())
         };
         if bucket.is_empty() {
-            return refuse("no bucket is named (s3://BUCKET/PREFIX)");
+            let (word, scheme) = (store.bucket_word(), store.scheme());
+            let upper = word.to_ascii_uppercase();
+            return refuse(&format!("no {word} is named ({scheme}://{upper}/PREFIX)"));
         }
         let prefix = prefix.strip_suffix('/').unwrap_or(prefix);
         if !prefix.is_empty()
@@ -49,15 +89,29 @@ impl BucketUrl {
             format!("{prefix}/")
         };
         Ok(Some(BucketUrl {
+            store,
             bucket: bucket.to_string(),
             prefix,
         }))
+    }
+
+    /// The URL of the object `key` in this bucket: `s3://BUCKET/KEY`.
+    pub(crate) fn key_url(&self, key: &str) -> String {
+        format!("{}://{}/{key}", self.store.scheme(), self.bucket)
+    }
+
+    /// The same store and bucket, another prefix (empty, or ending in `/`).
+    pub(crate) fn with_prefix(&self, prefix: &str) -> BucketUrl {
+        BucketUrl {
+            prefix: prefix.to_string(),
+            ..self.clone()
+        }
     }
 }
 
 impl std::fmt::Display for BucketUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "s3://{}/{}", self.bucket, self.prefix)
+        write!(f, "{}", self.key_url(&self.prefix))
     }
 }
 
@@ -78,7 +132,18 @@ mod tests {
         assert_eq!(parse("s3://b/").unwrap().prefix, "");
         assert_eq!(parse("out"), None);
         assert_eq!(parse("gs://b/p"), None);
-        for bad in ["s3:///p", "s3://b/a//c", "s3://b/../c", "s3://b/./c"] {
+        let url = parse("AZ://c/p").unwrap();
+        assert_eq!(
+            (url.store, url.to_string().as_str()),
+            (Kind::Azure, "az://c/p/")
+        );
+        for bad in [
+            "s3:///p",
+            "s3://b/a//c",
+            "s3://b/../c",
+            "s3://b/./c",
+            "az:///p",
+        ] {
             assert!(BucketUrl::parse(Path::new(bad)).is_err(), "{bad}");
         }
     }

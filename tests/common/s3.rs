@@ -1,6 +1,9 @@
-//! A real S3 server for the object-storage tests: versitygw (v1.8.0, `.ci/setup` installs it)
-//! on its posix backend, over a fresh temporary folder, on a free loopback port; and real
-//! clients (the aws CLI, rclone) to put things in a bucket and read back what fastwrite stored.
+//! A real store for the object-storage tests: versitygw's S3 (v1.8.0, `.ci/setup` installs it)
+//! on its posix backend, over a fresh temporary folder, on a free loopback port, moto's S3
+//! ([`Server::start_moto`]), or Azurite's Azure Blob Storage ([`Server::start_azurite`]); and
+//! real clients (the aws CLI, rclone, and plain HTTP for Azurite's public containers) to put
+//! things in a bucket and read back what fastwrite stored. A test written with
+//! [`Server::url`] and the readers here runs against any of them ([`Store`]).
 //!
 //! ```ignore
 //! let s3 = s3::Server::start(); // unmet where versitygw is missing (`try_start`: an Err)
@@ -53,12 +56,30 @@ const MOTO: &str = "/opt/moto/bin/moto_server";
 /// The name of the rclone remote that [`Server::rclone_lsl`] defines in its environment.
 const RCLONE_REMOTE: &str = "FASTWRITES3";
 
-/// A running versitygw with its own folder. Dropping it kills the server and removes the folder.
+/// Azurite's Blob service, as `.ci/setup` installs it ([`Server::start_azurite`]).
+const AZURITE: &str = "/opt/azurite/bin/azurite-blob";
+/// Azurite's storage account and its key, which are public (Microsoft's documentation gives
+/// them): every request of fastwrite's and rclone's is signed with them.
+pub const AZURE_ACCOUNT: &str = "devstoreaccount1";
+pub const AZURE_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+/// Which store a [`Server`] is: what a test table over stores runs each test against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    /// versitygw's S3.
+    S3,
+    /// moto's S3, which ignores If-None-Match.
+    Moto,
+    /// Azurite's Azure Blob Storage.
+    Azure,
+}
+
+/// A running store with its own folder. Dropping it kills the server and removes the folder.
 pub struct Server {
     child: Child,
     port: u16,
-    /// moto's server, not versitygw ([`Server::start_moto`]).
-    moto: bool,
+    store: Store,
     // Dropped after the server is killed (fields drop after `Drop::drop`).
     dir: TestDir,
 }
@@ -117,7 +138,7 @@ impl Server {
                     return Ok(Server {
                         child,
                         port,
-                        moto: false,
+                        store: Store::S3,
                         dir,
                     });
                 }
@@ -166,7 +187,7 @@ impl Server {
                 return Server {
                     child,
                     port,
-                    moto: true,
+                    store: Store::Moto,
                     dir,
                 };
             }
@@ -177,14 +198,92 @@ impl Server {
         panic!("moto_server did not start in 5 tries\n--- its last log ---\n{log}")
     }
 
+    /// Starts Azurite's Blob service (npm `azurite` 3.35.0, in `/opt/azurite`: `.ci/setup`
+    /// installs it there), in memory, on loopback, its telemetry off. Unmet where it is not
+    /// installed.
+    pub fn start_azurite() -> Server {
+        if !Path::new(AZURITE).exists() {
+            unmet(format!(
+                "{AZURITE} is not there: the object-storage tests need Azurite                  (.ci/setup installs it: npm install -g --prefix /opt/azurite azurite@3.35.0)"
+            ));
+        }
+        let dir = tempdir();
+        fs::create_dir_all(dir.join("scratch")).unwrap();
+        for _ in 0..5 {
+            let port = free_port();
+            let log = fs::File::create(dir.join("server.log")).unwrap();
+            let mut cmd = Command::new(AZURITE);
+            cmd.args(["--disableTelemetry", "--inMemoryPersistence", "--silent"])
+                .args(["--blobHost", "127.0.0.1", "--blobPort"])
+                .arg(port.to_string())
+                .current_dir(dir.join("scratch"))
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log);
+            let mut child = spawn_dying_with_process(cmd)
+                .unwrap_or_else(|e| panic!("cannot start azurite-blob: {e}"));
+            // Azurite answers a request of no account with an error (and its name).
+            if wait_until_answers(&mut child, port, "/", "Server: Azurite-Blob").is_ok() {
+                return Server {
+                    child,
+                    port,
+                    store: Store::Azure,
+                    dir,
+                };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let log = fs::read_to_string(dir.join("server.log")).unwrap_or_default();
+        panic!("azurite-blob did not start in 5 tries\n--- its last log ---\n{log}")
+    }
+
+    /// Starts the store `store`.
+    pub fn start_store(store: Store) -> Server {
+        match store {
+            Store::S3 => Server::start(),
+            Store::Moto => Server::start_moto(),
+            Store::Azure => Server::start_azurite(),
+        }
+    }
+
+    pub fn store(&self) -> Store {
+        self.store
+    }
+
+    /// The URL of `prefix` (or a key) in `bucket` as fastwrite takes it: `s3://BUCKET/PREFIX`,
+    /// `az://CONTAINER/PREFIX`.
+    pub fn url(&self, bucket: &str, prefix: &str) -> String {
+        let scheme = match self.store {
+            Store::S3 | Store::Moto => "s3",
+            Store::Azure => "az",
+        };
+        format!("{scheme}://{bucket}/{prefix}")
+    }
+
+    /// The `mtime` an object's metadata records, as seconds since the epoch (on Azure it is
+    /// RFC 3339, as rclone writes it there); `None` if it has none.
+    #[track_caller]
+    pub fn mtime(&self, bucket: &str, key: &str) -> Option<String> {
+        let text = self.metadata(bucket, key).get("mtime")?.clone();
+        Some(match self.store {
+            Store::Azure => rfc3339_seconds(&text)
+                .unwrap_or_else(|| panic!("mtime '{text}' of {key} is not RFC 3339")),
+            _ => text,
+        })
+    }
+
     fn stop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (Azurite's account under it: `/devstoreaccount1`).
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        match self.store {
+            Store::Azure => format!("http://127.0.0.1:{}/{AZURE_ACCOUNT}", self.port),
+            _ => format!("http://127.0.0.1:{}", self.port),
+        }
     }
 
     pub fn port(&self) -> u16 {
@@ -212,6 +311,14 @@ impl Server {
     /// them; path-style addressing is its default). Set with [`Server::apply_env`], which also
     /// removes the machine's own AWS_* variables (a session token, a profile, a CA bundle).
     pub fn env(&self) -> Vec<(String, String)> {
+        if self.store == Store::Azure {
+            // As the Azure CLI takes it, and as Azurite's documentation gives it.
+            let connection = format!(
+                "DefaultEndpointsProtocol=http;AccountName={AZURE_ACCOUNT};AccountKey={AZURE_KEY};BlobEndpoint={};",
+                self.endpoint()
+            );
+            return vec![("AZURE_STORAGE_CONNECTION_STRING".to_string(), connection)];
+        }
         [
             ("AWS_ACCESS_KEY_ID", S3_ACCESS_KEY.to_string()),
             ("AWS_SECRET_ACCESS_KEY", S3_SECRET_KEY.to_string()),
@@ -233,7 +340,7 @@ impl Server {
     pub fn apply_env(&self, cmd: &mut Command) {
         for (k, _) in std::env::vars_os() {
             let k = k.to_string_lossy();
-            if k.starts_with("AWS_") || k.starts_with("RCLONE_") {
+            if k.starts_with("AWS_") || k.starts_with("RCLONE_") || k.starts_with("AZURE") {
                 cmd.env_remove(&*k);
             }
         }
@@ -248,7 +355,19 @@ impl Server {
     /// them a request with an ACL header, as rclone sends, fails with a 500 "get bucket acl:
     /// no such key").
     pub fn make_bucket(&self, name: &str) {
-        if self.moto {
+        if self.store == Store::Azure {
+            // Readable by anyone (the tests read back with plain HTTP); rclone signs the
+            // container's creation.
+            let out = self.rclone(&osv![
+                "mkdir",
+                "--azureblob-public-access",
+                "container",
+                format!("{RCLONE_REMOTE}:{name}")
+            ]);
+            self.assert_ok(&out);
+            return;
+        }
+        if self.store == Store::Moto {
             self.aws_json(&osv!["s3api", "create-bucket", "--bucket", name]);
             return;
         }
@@ -310,6 +429,13 @@ impl Server {
     /// by ListObjectsV2 (all pages).
     #[track_caller]
     pub fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
+        if self.store == Store::Azure {
+            return self
+                .azure_listing(bucket, prefix)
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect();
+        }
         let v = self.aws_json(&osv![
             "s3api",
             "list-objects-v2",
@@ -338,6 +464,21 @@ impl Server {
     /// Panics when the object is not there (see [`Server::exists`]).
     #[track_caller]
     pub fn head(&self, bucket: &str, key: &str) -> serde_json::Value {
+        if self.store == Store::Azure {
+            let (status, headers, _) = self.azure_http("HEAD", bucket, key);
+            assert_eq!(status, 200, "HEAD {bucket}/{key}: {headers:?}");
+            let meta: serde_json::Map<String, serde_json::Value> = headers
+                .iter()
+                .filter_map(|(n, v)| {
+                    Some((n.strip_prefix("x-ms-meta-")?.to_string(), v.clone().into()))
+                })
+                .collect();
+            let length = headers
+                .iter()
+                .find(|(n, _)| n == "content-length")
+                .and_then(|(_, v)| v.parse::<u64>().ok());
+            return serde_json::json!({"Metadata": meta, "ContentLength": length});
+        }
         self.aws_json(&osv![
             "s3api",
             "head-object",
@@ -365,6 +506,14 @@ impl Server {
     /// Whether `key` is in `bucket` (HeadObject: 200 or 404).
     #[track_caller]
     pub fn exists(&self, bucket: &str, key: &str) -> bool {
+        if self.store == Store::Azure {
+            let (status, headers, _) = self.azure_http("HEAD", bucket, key);
+            assert!(
+                status == 200 || status == 404,
+                "HEAD {bucket}/{key}: {status} {headers:?}"
+            );
+            return status == 200;
+        }
         let out = self.aws(&osv![
             "s3api",
             "head-object",
@@ -387,6 +536,11 @@ impl Server {
     /// The object's bytes (GetObject).
     #[track_caller]
     pub fn get(&self, bucket: &str, key: &str) -> Vec<u8> {
+        if self.store == Store::Azure {
+            let (status, headers, body) = self.azure_http("GET", bucket, key);
+            assert_eq!(status, 200, "GET {bucket}/{key}: {headers:?}");
+            return body;
+        }
         let file = self.scratch();
         let out = self.aws(&osv![
             "s3api",
@@ -413,6 +567,29 @@ impl Server {
     /// CLI allows).
     #[track_caller]
     pub fn put_with_metadata(&self, bucket: &str, key: &str, bytes: &[u8], meta: &[(&str, &str)]) {
+        if self.store == Store::Azure {
+            // rclone 1.60's azureblob sets no metadata of the user's but `mtime`, which it
+            // takes from the file's.
+            let file = self.scratch();
+            fs::write(&file, bytes).unwrap();
+            for (name, value) in meta {
+                assert_eq!(
+                    *name, "mtime",
+                    "only an mtime is put on Azurite by these tests"
+                );
+                let secs: i64 = value.parse().expect("an mtime in whole seconds");
+                let time = filetime::FileTime::from_unix_time(secs, 0);
+                filetime::set_file_mtime(&file, time).unwrap();
+            }
+            let out = self.rclone(&osv![
+                "copyto",
+                &file,
+                format!("{RCLONE_REMOTE}:{bucket}/{key}")
+            ]);
+            let _ = fs::remove_file(&file);
+            self.assert_ok(&out);
+            return;
+        }
         let file = self.scratch();
         fs::write(&file, bytes).unwrap();
         let mut args = osv![
@@ -437,10 +614,34 @@ impl Server {
         self.assert_ok(&out);
     }
 
+    /// Deletes the object `key` in `bucket`.
+    #[track_caller]
+    pub fn delete(&self, bucket: &str, key: &str) {
+        let out = match self.store {
+            Store::Azure => self.rclone(&osv![
+                "deletefile",
+                format!("{RCLONE_REMOTE}:{bucket}/{key}")
+            ]),
+            _ => self.aws(&osv![
+                "s3api",
+                "delete-object",
+                "--bucket",
+                bucket,
+                "--key",
+                key
+            ]),
+        };
+        self.assert_ok(&out);
+    }
+
     /// The multipart uploads begun and neither completed nor aborted in `bucket`, as (key,
     /// upload id), by ListMultipartUploads (all pages).
     #[track_caller]
     pub fn multipart_uploads(&self, bucket: &str) -> Vec<(String, String)> {
+        if self.store == Store::Azure {
+            // Azure lists none: a blob's uncommitted blocks are the store's to drop.
+            return Vec::new();
+        }
         let v = self.aws_json(&osv!["s3api", "list-multipart-uploads", "--bucket", bucket]);
         v["Uploads"]
             .as_array()
@@ -519,15 +720,96 @@ impl Server {
         cmd.args(["--contimeout", "5s", "--timeout", "30s"]);
         self.apply_env(&mut cmd);
         let r = format!("RCLONE_CONFIG_{RCLONE_REMOTE}_");
+        // No config file of the machine's: the remote is all in the environment.
+        cmd.env("RCLONE_CONFIG", self.dir.join("rclone.conf"));
+        if self.store == Store::Azure {
+            // rclone 1.60 takes a whole endpoint URL only for the emulator.
+            cmd.env(format!("{r}TYPE"), "azureblob")
+                .env(format!("{r}USE_EMULATOR"), "true")
+                .env(format!("{r}ACCOUNT"), AZURE_ACCOUNT)
+                .env(format!("{r}KEY"), AZURE_KEY)
+                .env(format!("{r}ENDPOINT"), self.endpoint());
+            return run_command_full(cmd, Stdio::null(), CLIENT_TIMEOUT);
+        }
         cmd.env(format!("{r}TYPE"), "s3")
             .env(format!("{r}PROVIDER"), "Other")
             .env(format!("{r}ENDPOINT"), self.endpoint())
             .env(format!("{r}ACCESS_KEY_ID"), S3_ACCESS_KEY)
             .env(format!("{r}SECRET_ACCESS_KEY"), S3_SECRET_KEY)
-            .env(format!("{r}REGION"), S3_REGION)
-            // No config file of the machine's: the remote is all in the environment.
-            .env("RCLONE_CONFIG", self.dir.join("rclone.conf"));
+            .env(format!("{r}REGION"), S3_REGION);
         run_command_full(cmd, Stdio::null(), CLIENT_TIMEOUT)
+    }
+
+    /// Every blob under `prefix` in the container `bucket`, with its size, in name order: List
+    /// Blobs of a public container, every page, by plain HTTP.
+    #[track_caller]
+    fn azure_listing(&self, bucket: &str, prefix: &str) -> Vec<(String, u64)> {
+        let mut found = Vec::new();
+        let mut marker = String::new();
+        loop {
+            let query = format!(
+                "?restype=container&comp=list&prefix={}&marker={}",
+                escape(prefix),
+                escape(&marker)
+            );
+            let (status, _, body) = self.azure_http("GET", bucket, &query);
+            let body = String::from_utf8_lossy(&body).into_owned();
+            assert_eq!(status, 200, "List Blobs of {bucket}: {body}");
+            for blob in body.split("<Blob>").skip(1) {
+                let name = between(blob, "<Name>", "</Name>").expect("a blob's Name");
+                let size = between(blob, "<Content-Length>", "</Content-Length>")
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(0);
+                found.push((unescape_xml(&name), size));
+            }
+            match between(&body, "<NextMarker>", "</NextMarker>") {
+                Some(next) if !next.is_empty() => marker = unescape_xml(&next),
+                _ => return found,
+            }
+        }
+    }
+
+    /// One request to Azurite by plain HTTP/1.0 (an anonymous read of a public container):
+    /// `rest` is a blob's name, or a query on the container (`?...`). The answer's status,
+    /// headers (names in lower case) and body.
+    #[track_caller]
+    fn azure_http(
+        &self,
+        method: &str,
+        bucket: &str,
+        rest: &str,
+    ) -> (u16, Vec<(String, String)>, Vec<u8>) {
+        let path = if rest.starts_with('?') {
+            format!("/{AZURE_ACCOUNT}/{bucket}{rest}")
+        } else {
+            let names: Vec<String> = rest.split('/').map(escape).collect();
+            format!("/{AZURE_ACCOUNT}/{bucket}/{}", names.join("/"))
+        };
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to Azurite");
+        s.set_read_timeout(Some(CLIENT_TIMEOUT)).unwrap();
+        let request = format!(
+            "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{}\r\nx-ms-version: 2021-08-06\r\n\r\n",
+            self.port
+        );
+        s.write_all(request.as_bytes()).unwrap();
+        let mut answer = Vec::new();
+        s.read_to_end(&mut answer).expect("read Azurite's answer");
+        let end = answer
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .expect("an HTTP answer's head");
+        let head = String::from_utf8_lossy(&answer[..end]).into_owned();
+        let mut lines = head.lines();
+        let status = lines
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|s| s.parse().ok())
+            .expect("an HTTP status");
+        let headers = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        (status, headers, answer[end + 4..].to_vec())
     }
 
     /// A fresh file name in the fixture's folder, for a client's input or output.
@@ -570,7 +852,7 @@ fn wait_until_answers(child: &mut Child, port: u16, path: &str, mark: &str) -> R
 }
 
 /// Whether the server at `port` answers 200 at `path` (versitygw's health check, moto's API),
-/// with `mark` in the answer.
+/// with `mark` in the answer; with any status where the mark is a `Server: ` header.
 fn answers_200(port: u16, path: &str, mark: &str) -> bool {
     let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
@@ -581,7 +863,9 @@ fn answers_200(port: u16, path: &str, mark: &str) -> bool {
     let mut response = Vec::new();
     s.write_all(request.as_bytes()).is_ok()
         && s.read_to_end(&mut response).is_ok()
-        && (response.starts_with(b"HTTP/1.1 200") || response.starts_with(b"HTTP/1.0 200"))
+        && (response.starts_with(b"HTTP/1.1 200")
+            || response.starts_with(b"HTTP/1.0 200")
+            || mark.starts_with("Server: "))
         && String::from_utf8_lossy(&response).contains(mark)
 }
 
@@ -631,6 +915,62 @@ fn set_xattr(path: &Path, name: &str, value: &[u8]) {
         path.display(),
         std::io::Error::last_os_error()
     );
+}
+
+/// Every byte of `text` but `A-Za-z0-9-_.~` percent-encoded.
+fn escape(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn between(text: &str, open: &str, close: &str) -> Option<String> {
+    let start = text.find(open)? + open.len();
+    let end = start + text[start..].find(close)?;
+    Some(text[start..end].to_string())
+}
+
+fn unescape_xml(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
+}
+
+/// `2020-09-13T12:26:40Z` (a fraction allowed, ignored when zero) as seconds since the epoch,
+/// with the fraction after a point as rclone's S3 form gives it.
+fn rfc3339_seconds(text: &str) -> Option<String> {
+    let (date, time) = text.trim_end_matches('Z').split_once('T')?;
+    let d: Vec<i64> = date
+        .split('-')
+        .map(|n| n.parse().ok())
+        .collect::<Option<_>>()?;
+    let (clock, fraction) = time.split_once('.').unwrap_or((time, ""));
+    let c: Vec<i64> = clock
+        .split(':')
+        .map(|n| n.parse().ok())
+        .collect::<Option<_>>()?;
+    let (y, m, day) = (d[0], d[1], d[2]);
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + c[0] * 3600 + c[1] * 60 + c[2];
+    let fraction = fraction.trim_end_matches('0');
+    Some(match fraction.is_empty() {
+        true => secs.to_string(),
+        false => format!("{secs}.{fraction}"),
+    })
 }
 
 /// The last `n` lines of `s`.

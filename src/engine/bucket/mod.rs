@@ -356,9 +356,10 @@ impl Bucket {
         mode: Option<u32>,
         owner: Option<(u32, u32)>,
     ) -> object::Meta {
-        let mut meta = object::metadata(entry, file_type, mode, owner);
+        let store = self.shared.url.store;
+        let mut meta = object::metadata(store, entry, file_type, mode, owner);
         if let Some(tag) = &self.shared.tag {
-            meta.push((object::SOURCE_TAG, tag.clone()));
+            meta.push((object::source_tag(store), tag.clone()));
         }
         meta
     }
@@ -437,8 +438,8 @@ impl Bucket {
                         .block_on(async { self.shared.store.delete(&parse_key(&key)?).await });
                     if let Err(e) = deleted {
                         let error = anyhow!(e).context(format!(
-                            "the object was written from data that failed its check ({why}), and could not be deleted: delete 's3://{}/{key}' yourself",
-                            self.shared.url.bucket
+                            "the object was written from data that failed its check ({why}), and could not be deleted: delete '{}' yourself",
+                            self.shared.url.key_url(&key)
                         ));
                         self.run
                             .record(Error::new(&entry.name, ErrorKind::Unverified, error));
@@ -792,7 +793,7 @@ impl Shared {
 
     /// `s3://BUCKET/KEY`.
     fn key_url(&self, key: &str) -> String {
-        format!("s3://{}/{key}", self.url.bucket)
+        self.url.key_url(key)
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::anyhow;
 use object_store::multipart::PartId;
 use object_store::path::Path as Key;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutMultipartOptions, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutPayload};
 
 use super::upload::{Outcome, carries, claim, older};
 use super::{Bucket, Job, Shared};
@@ -43,8 +43,9 @@ struct Multipart {
     /// The part the buffer fills now.
     next: usize,
     job: Job,
-    /// The object that tells a later run this upload is open (see `stale.rs`).
-    mark: Key,
+    /// The object that tells a later run this upload is open (see `stale.rs`); none where
+    /// the store keeps nothing of an upload never completed to abort (Azure).
+    mark: Option<Key>,
 }
 
 impl<'e> StreamedObject<'e> {
@@ -94,7 +95,7 @@ impl<'e> StreamedObject<'e> {
                     let own = shared
                         .tag
                         .as_deref()
-                        .is_some_and(|tag| carries(tag, &found.attributes));
+                        .is_some_and(|tag| carries(shared.url.store, tag, &found.attributes));
                     self.exists = Some((job, own));
                     self.buf = Vec::new();
                     return Ok(());
@@ -103,23 +104,26 @@ impl<'e> StreamedObject<'e> {
                 Err(e) => return Err(anyhow!(explain(&e))),
             }
         }
-        let opts = PutMultipartOptions {
-            attributes: object::attributes(&job.meta),
-            ..PutMultipartOptions::default()
-        };
         // Marked first: a kill at any moment after leaves nothing no mark names.
-        let mark = bucket
-            .runtime
-            .block_on(stale::mark(shared.store.as_ref(), &shared.url, &job.key))
-            .map_err(|e| e.context("cannot mark the multipart upload as this run's"))?;
+        let mark = match shared.requests.leaves_uploads() {
+            true => Some(
+                bucket
+                    .runtime
+                    .block_on(stale::mark(shared.store.as_ref(), &shared.url, &job.key))
+                    .map_err(|e| e.context("cannot mark the multipart upload as this run's"))?,
+            ),
+            false => None,
+        };
         let id = match bucket
             .runtime
-            .block_on(shared.store.create_multipart_opts(&key, opts))
+            .block_on(shared.requests.begin(&key, &object::pairs(&job.meta)))
         {
             Ok(id) => id,
             Err(e) => {
-                let _ = bucket.runtime.block_on(shared.store.delete(&mark));
-                return Err(anyhow!(explain(&e)));
+                if let Some(mark) = &mark {
+                    let _ = bucket.runtime.block_on(shared.store.delete(mark));
+                }
+                return Err(e);
             }
         };
         self.multipart = Some(Multipart {
@@ -169,7 +173,9 @@ impl<'e> StreamedObject<'e> {
                     .store
                     .abort_multipart(&multipart.key, &multipart.id)
                     .await;
-                let _ = shared.store.delete(&multipart.mark).await;
+                if let Some(mark) = &multipart.mark {
+                    let _ = shared.store.delete(mark).await;
+                }
             });
         }
     }
@@ -224,10 +230,10 @@ async fn finish_multipart(
         Some(e) => Err(e),
         None => {
             let create = matches!(multipart.job.mode, PutMode::Create);
+            let meta = object::pairs(&multipart.job.meta);
             let complete = |create| {
-                shared
-                    .requests
-                    .complete(&multipart.key, &multipart.id, &multipart.done, create)
+                let (key, id, parts) = (&multipart.key, &multipart.id, &multipart.done);
+                shared.requests.complete(key, id, parts, &meta, create)
             };
             match complete(create).await.map_err(generic)? {
                 Made::Done => Ok(Outcome::Written),
@@ -253,7 +259,9 @@ async fn finish_multipart(
             .abort_multipart(&multipart.key, &multipart.id)
             .await;
     }
-    let _ = shared.store.delete(&multipart.mark).await;
+    if let Some(mark) = &multipart.mark {
+        let _ = shared.store.delete(mark).await;
+    }
     result
 }
 

@@ -123,16 +123,20 @@ pub(super) async fn claim(
         return result;
     };
     match shared.store.get_opts(&key, head_with_metadata()).await {
-        Ok(found) if carries(tag, &found.attributes) => Ok(Outcome::Written),
+        Ok(found) if carries(shared.url.store, tag, &found.attributes) => Ok(Outcome::Written),
         _ => result,
     }
 }
 
 /// Whether an object's attributes carry the resume tag `tag` (`claim`).
-pub(super) fn carries(tag: &str, attributes: &object_store::Attributes) -> bool {
+pub(super) fn carries(
+    store: crate::store::Kind,
+    tag: &str,
+    attributes: &object_store::Attributes,
+) -> bool {
     attributes
         .get(&object_store::Attribute::Metadata(
-            object::SOURCE_TAG.into(),
+            object::source_tag(store).into(),
         ))
         .is_some_and(|value| value.as_ref() == tag)
 }

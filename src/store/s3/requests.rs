@@ -20,21 +20,7 @@ use object_store::path::Path as Key;
 use object_store::signer::Signer;
 
 use crate::store::requests::{ListedObject, Made, Requests};
-
-/// What a request came back with.
-struct Answer {
-    pub status: u16,
-    pub body: String,
-    /// Its user metadata (`x-amz-meta-NAME`), by NAME.
-    pub meta: Vec<(String, String)>,
-}
-
-impl Answer {
-    /// What the answer says, in a line (`said.rs`).
-    fn said(&self) -> String {
-        crate::store::readable(&format!("HTTP {}: {}", self.status, self.body))
-    }
-}
+use crate::store::wire::{self, Answer, elements, query_escape, xml_escape, xml_unescape};
 
 #[derive(Clone)]
 pub(super) struct S3Requests {
@@ -80,48 +66,12 @@ impl S3Requests {
         headers: &[(String, String)],
         body: &str,
     ) -> anyhow::Result<Answer> {
-        let mut backoff = Duration::from_millis(100);
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            let credential = self.store.credentials().get_credential().await?;
-            let mut request = http::Request::builder().method(method.clone()).uri(url);
-            for (name, value) in headers {
-                request = request.header(name.as_str(), value.as_str());
-            }
-            let mut request: HttpRequest = request.body(body.to_string().into())?;
-            AwsAuthorizer::new(&credential, "s3", &self.region)
-                .try_authorize(&mut request, None)?;
-            let answer = match self.client.execute(request).await {
-                Ok(response) => {
-                    let status = response.status().as_u16();
-                    let meta = response
-                        .headers()
-                        .iter()
-                        .filter_map(|(name, value)| {
-                            let name = name.as_str().strip_prefix("x-amz-meta-")?;
-                            Some((name.to_string(), value.to_str().ok()?.to_string()))
-                        })
-                        .collect();
-                    let body = response.into_body().bytes().await.unwrap_or_default();
-                    Ok(Answer {
-                        status,
-                        body: String::from_utf8_lossy(&body).into_owned(),
-                        meta,
-                    })
-                }
-                Err(e) => Err(anyhow::Error::new(e)),
-            };
-            let retry = match &answer {
-                Ok(a) => a.status >= 500 || a.status == 429,
-                Err(_) => true,
-            };
-            if !retry || tries >= 6 {
-                return answer;
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_secs(10));
-        }
+        let credential = self.store.credentials().get_credential().await?;
+        let sign = |request: &mut HttpRequest| -> anyhow::Result<()> {
+            AwsAuthorizer::new(&credential, "s3", &self.region).try_authorize(request, None)?;
+            Ok(())
+        };
+        wire::send(&self.client, method, url, headers, body, &sign).await
     }
 }
 
@@ -201,7 +151,7 @@ impl Requests for S3Requests {
         let url = self.key_url(key).await?;
         let answer = self.send(http::Method::HEAD, &url, &[], "").await?;
         match answer.status {
-            200 => Ok(Some(answer.meta)),
+            200 => Ok(Some(answer.meta("x-amz-meta-"))),
             404 => Ok(None),
             _ => anyhow::bail!("HEAD '{key}': {}", answer.said()),
         }
@@ -285,11 +235,33 @@ impl Requests for S3Requests {
         made(&answer, "PUT")
     }
 
+    /// CreateMultipartUpload, the metadata with it.
+    async fn begin(&self, key: &Key, meta: &[(&str, &str)]) -> anyhow::Result<String> {
+        let mut attributes = object_store::Attributes::new();
+        for (name, value) in meta {
+            attributes.insert(
+                object_store::Attribute::Metadata(name.to_string().into()),
+                value.to_string().into(),
+            );
+        }
+        let opts = object_store::PutMultipartOptions {
+            attributes,
+            ..Default::default()
+        };
+        use object_store::multipart::MultipartStore;
+        self.store
+            .create_multipart_opts(key, opts)
+            .await
+            .map_err(|e| anyhow::anyhow!(crate::store::explain(&e)))
+    }
+
+    /// CompleteMultipartUpload (the metadata was given when it began).
     async fn complete(
         &self,
         key: &Key,
         upload: &str,
         parts: &[PartId],
+        _meta: &[(&str, &str)],
         create: bool,
     ) -> anyhow::Result<Made> {
         let url = format!("{}?uploadId={}", self.url(key).await?, query_escape(upload));
@@ -315,30 +287,6 @@ impl Requests for S3Requests {
     }
 }
 
-/// The contents of each `<name>...</name>` in `xml`, in order (S3's answers have no
-/// attributes on these elements, and no nesting of one name).
-fn elements<'x>(xml: &'x str, name: &str) -> impl Iterator<Item = &'x str> {
-    let open = format!("<{name}>");
-    let close = format!("</{name}>");
-    let mut rest = xml;
-    std::iter::from_fn(move || {
-        let start = rest.find(&open)? + open.len();
-        let end = start + rest[start..].find(&close)?;
-        let found = &rest[start..end];
-        rest = &rest[end + close.len()..];
-        Some(found)
-    })
-}
-
-fn xml_unescape(text: &str) -> String {
-    text.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&apos;", "'")
-        .replace("&#34;", "\"")
-        .replace("&amp;", "&")
-}
-
 /// `key` as a URL path: each name between `/` escaped.
 fn key_path(key: &str) -> String {
     key.split('/')
@@ -350,26 +298,6 @@ fn key_path(key: &str) -> String {
 /// A name in a URL's path, as SigV4 expects it (every byte but `A-Za-z0-9-_.~`).
 fn path_escape(text: &str) -> String {
     query_escape(text)
-}
-
-fn xml_escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// A query value, percent-encoded as SigV4 expects (every byte but `A-Za-z0-9-_.~`).
-fn query_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
 }
 
 /// A time as S3's listings give it (RFC 3339); the epoch if there is none.
@@ -386,28 +314,5 @@ fn made(answer: &Answer, what: &str) -> anyhow::Result<Made> {
         200 => Ok(Made::Done),
         412 => Ok(Made::Taken),
         _ => anyhow::bail!("{what}: {}", answer.said()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_listing_is_read() {
-        let xml = "<ListBucketResult><Contents><Key>p/a&amp;b</Key><Size>3</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified><ETag>&quot;abc&quot;</ETag></Contents><CommonPrefixes><Prefix>p/d/</Prefix></CommonPrefixes><IsTruncated>false</IsTruncated></ListBucketResult>";
-        let keys: Vec<_> = elements(xml, "Contents")
-            .map(|c| xml_unescape(elements(c, "Key").next().unwrap()))
-            .collect();
-        assert_eq!(keys, ["p/a&b"]);
-        let etag = xml_unescape(elements(xml, "ETag").next().unwrap());
-        assert_eq!(etag.trim_matches('"'), "abc");
-        assert_eq!(elements(xml, "Prefix").collect::<Vec<_>>(), ["p/d/"]);
-    }
-
-    #[test]
-    fn query_values_and_xml_are_escaped() {
-        assert_eq!(query_escape("a b/\u{e9}"), "a%20b%2F%C3%A9");
-        assert_eq!(xml_escape("\"a&b\""), "&quot;a&amp;b&quot;");
     }
 }

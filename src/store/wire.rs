@@ -1,0 +1,160 @@
+//! What the requests of a store's own share (`requests.rs`): sending one, signed afresh and
+//! retried as the client retries its own, and reading the XML of its answer.
+
+use std::time::Duration;
+
+use object_store::client::{HttpClient, HttpRequest};
+
+/// What a request came back with.
+pub(crate) struct Answer {
+    pub status: u16,
+    pub body: String,
+    /// Its headers, names in lower case.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Answer {
+    /// What the answer says, in a line (`said.rs`).
+    pub(crate) fn said(&self) -> String {
+        super::readable(&format!("HTTP {}: {}", self.status, self.body))
+    }
+
+    /// The user metadata it carries (headers named `prefix` + NAME), by NAME.
+    pub(crate) fn meta(&self, prefix: &str) -> Vec<(String, String)> {
+        self.headers
+            .iter()
+            .filter_map(|(name, value)| {
+                Some((name.strip_prefix(prefix)?.to_string(), value.clone()))
+            })
+            .collect()
+    }
+
+    /// The header `name` (lower case).
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A request's signer: adds what the store checks (headers, a query) to the request.
+pub(crate) type Sign<'a> = &'a (dyn Fn(&mut HttpRequest) -> anyhow::Result<()> + Send + Sync);
+
+/// Sends one request, signed by `sign` on each try, retried on a dropped connection, 5xx and
+/// 429 with backoff, six tries at most.
+pub(crate) async fn send(
+    client: &HttpClient,
+    method: http::Method,
+    url: &str,
+    headers: &[(String, String)],
+    body: &str,
+    sign: Sign<'_>,
+) -> anyhow::Result<Answer> {
+    let mut backoff = Duration::from_millis(100);
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let mut request = http::Request::builder().method(method.clone()).uri(url);
+        for (name, value) in headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        let mut request: HttpRequest = request.body(body.to_string().into())?;
+        sign(&mut request)?;
+        let answer = match client.execute(request).await {
+            Ok(response) => {
+                let status = response.status().as_u16();
+                let headers = response
+                    .headers()
+                    .iter()
+                    .filter_map(|(name, value)| {
+                        Some((name.as_str().to_string(), value.to_str().ok()?.to_string()))
+                    })
+                    .collect();
+                let body = response.into_body().bytes().await.unwrap_or_default();
+                Ok(Answer {
+                    status,
+                    body: String::from_utf8_lossy(&body).into_owned(),
+                    headers,
+                })
+            }
+            Err(e) => Err(anyhow::Error::new(e)),
+        };
+        let retry = match &answer {
+            Ok(a) => a.status >= 500 || a.status == 429,
+            Err(_) => true,
+        };
+        if !retry || tries >= 6 {
+            return answer;
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(10));
+    }
+}
+
+/// The contents of each `<name>...</name>` in `xml`, in order (the stores' answers have no
+/// attributes on these elements, and no nesting of one name).
+pub(crate) fn elements<'x>(xml: &'x str, name: &str) -> impl Iterator<Item = &'x str> {
+    let open = format!("<{name}>");
+    let close = format!("</{name}>");
+    let mut rest = xml;
+    std::iter::from_fn(move || {
+        let start = rest.find(&open)? + open.len();
+        let end = start + rest[start..].find(&close)?;
+        let found = &rest[start..end];
+        rest = &rest[end + close.len()..];
+        Some(found)
+    })
+}
+
+pub(crate) fn xml_unescape(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&#34;", "\"")
+        .replace("&amp;", "&")
+}
+
+pub(crate) fn xml_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A query value, percent-encoded as SigV4 expects (every byte but `A-Za-z0-9-_.~`).
+pub(crate) fn query_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listing_is_read() {
+        let xml = "<ListBucketResult><Contents><Key>p/a&amp;b</Key><Size>3</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified><ETag>&quot;abc&quot;</ETag></Contents><CommonPrefixes><Prefix>p/d/</Prefix></CommonPrefixes><IsTruncated>false</IsTruncated></ListBucketResult>";
+        let keys: Vec<_> = elements(xml, "Contents")
+            .map(|c| xml_unescape(elements(c, "Key").next().unwrap()))
+            .collect();
+        assert_eq!(keys, ["p/a&b"]);
+        let etag = xml_unescape(elements(xml, "ETag").next().unwrap());
+        assert_eq!(etag.trim_matches('"'), "abc");
+        assert_eq!(elements(xml, "Prefix").collect::<Vec<_>>(), ["p/d/"]);
+    }
+
+    #[test]
+    fn query_values_and_xml_are_escaped() {
+        assert_eq!(query_escape("a b/\u{e9}"), "a%20b%2F%C3%A9");
+        assert_eq!(xml_escape("\"a&b\""), "&quot;a&amp;b&quot;");
+    }
+}
