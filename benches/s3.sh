@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Usage: benches/s3.sh [-n N] [DELAY_MS|direct ...]          (default: -n 3, delays 0 5 20)
+#        benches/s3.sh --store azure [-n N] [DELAY_MS|direct ...] (into Azure Blob Storage)
 #        benches/s3.sh --sync [-n N] [DELAY_MS|direct ...]   (a mirror with nothing to do)
 #        benches/s3.sh --download [-n N] [DELAY_MS|direct ...] (a prefix down into a folder)
 #        benches/s3.sh --memory [COUNT]                       (fastwrite's RSS; default 80000)
 #
 # Extracting an archive into a bucket: fastwrite against the ways users do it today, on the
-# same S3 server. The server is versitygw on its posix backend over a fresh folder, started as
+# same S3 server (--store azure: into a container of Azurite, Azure Blob Storage's emulator,
+# 3.35.0 from /opt/azurite as .ci/setup installs it, in memory; against rclone's azureblob
+# backend, its default 4 transfers and 64, the Azure tools that build here; the copy only). The server is versitygw on its posix backend over a fresh folder, started as
 # tests/common/s3.rs starts it (a free loopback port, --keep-alive); in front of it, for each
 # DELAY_MS, lab/s3-proxy.py holds every chunk DELAY_MS in each direction (a request's round
 # trip is 2 x DELAY_MS; 0 still goes through the proxy, so every delay takes the same path and
@@ -130,7 +133,7 @@ repo="$(dirname "$here")"
 # shellcheck source-path=SCRIPTDIR source=lib/common.sh
 source "$here/lib/common.sh"
 
-RUNS=3 RUNS_SET=0 MODE=copy
+RUNS=3 RUNS_SET=0 MODE=copy STORE=s3
 usage="usage: benches/s3.sh [--sync|--download] [-n N] [DELAY_MS|direct ...], or benches/s3.sh --memory [COUNT]"
 set_mode() {
     [[ "$MODE" == copy || "$MODE" == "$1" ]] || { echo "s3: --sync, --download and --memory are three benches: one at a time" >&2; exit 2; }
@@ -141,6 +144,7 @@ while (( $# )); do
     --sync) set_mode sync; shift ;;
     --download) set_mode download; shift ;;
     --memory) set_mode memory; shift ;;
+    --store) STORE="${2:?--store needs s3 or azure}"; shift 2 ;;
     -n | --runs) RUNS="${2:?-n needs a number}"; RUNS_SET=1; shift 2 ;;
     -n*) RUNS="${1#-n}"; RUNS_SET=1; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -150,6 +154,13 @@ while (( $# )); do
     esac
 done
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "s3: -n wants a positive number, not '$RUNS'" >&2; exit 2; }
+[[ "$STORE" == s3 || "$STORE" == azure ]] || { echo "s3: --store is s3 or azure, not '$STORE'" >&2; exit 2; }
+[[ "$STORE" == s3 || "$MODE" == copy ]] || { echo "s3: --store azure benches the copy only (no --sync, --download, --memory)" >&2; exit 2; }
+SCHEME=s3
+[[ "$STORE" == azure ]] && SCHEME=az
+AZURITE=/opt/azurite/bin/azurite-blob
+AZ_ACCOUNT=devstoreaccount1
+AZ_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='  # Azurite's, public
 if [[ "$MODE" == memory ]]; then
     (( ! RUNS_SET )) || { echo "s3: --memory runs each command once: no -n" >&2; exit 2; }
     (( $# <= 1 )) || { echo "s3: --memory takes one COUNT ($usage)" >&2; exit 2; }
@@ -170,6 +181,7 @@ TIMEOUT="${S3_BENCH_TIMEOUT:-$([[ "$MODE" == memory ]] && echo 1800 || echo 600)
 ASKED_TOOLS=()
 case "$MODE" in
 copy) ALL_TOOLS=(fastwrite unzip+s5cmd s5cmd rclone rclone-t64 aws)
+    [[ "$STORE" == azure ]] && ALL_TOOLS=(fastwrite rclone rclone-t64)
     # Run only when named in BENCH_TOOLS.
     ASKED_TOOLS=(fastwrite-mirror fastwrite-uploads-8 fastwrite-uploads-32 fastwrite-uploads-128
         fastwrite-uploads-256 ${FASTWRITE_BASE:+fastwrite-base}) ;;
@@ -196,10 +208,15 @@ need() { command -v "$1" >/dev/null || { echo "s3: $1 is required ($2)" >&2; exi
 [[ -x /usr/bin/time ]] || { echo "s3: GNU time (/usr/bin/time) is required (apt-get install -y time)" >&2; exit 1; }
 need python3 "python3"
 [[ "$MODE" == memory ]] || need unzip "apt-get install -y unzip"
-need aws "the aws CLI lists what each run stored: pip install awscli"
 need curl "apt-get install -y curl"
-VGW="${VERSITYGW:-$(command -v versitygw || true)}"
-[[ -x "$VGW" ]] || { echo "s3: versitygw is required (GOBIN=/usr/local/bin go install github.com/versity/versitygw/cmd/versitygw@v1.8.0, as .ci/setup does)" >&2; exit 1; }
+if [[ "$STORE" == s3 ]]; then
+    need aws "the aws CLI lists what each run stored: pip install awscli"
+    VGW="${VERSITYGW:-$(command -v versitygw || true)}"
+    [[ -x "$VGW" ]] || { echo "s3: versitygw is required (GOBIN=/usr/local/bin go install github.com/versity/versitygw/cmd/versitygw@v1.8.0, as .ci/setup does)" >&2; exit 1; }
+else
+    [[ -x "$AZURITE" ]] || { echo "s3: Azurite is required at $AZURITE (npm install -g --prefix /opt/azurite azurite@3.35.0, as .ci/setup does)" >&2; exit 1; }
+    need rclone "apt-get install -y rclone: it makes the container"
+fi
 if wants rclone || wants rclone-t64; then need rclone "apt-get install -y rclone"; fi
 
 # s5cmd v2.3.0, built once from the Go module proxy when there is none (lib/s5cmd.sh).
@@ -249,6 +266,7 @@ WORK="$CACHE/work/s3-$stamp"
 RESULTS="$CACHE/results"
 mkdir -p "$WORK/root" "$WORK/unzip" "$WORK/logs" "$WORK/lists" "$RESULTS"
 name="s3-$stamp"
+[[ "$STORE" == azure ]] && name="s3-azure-$stamp"
 [[ "$MODE" == copy ]] || name="s3-$MODE-$stamp"
 TSV="$RESULTS/$name.tsv"
 MD="$RESULTS/$name.md"
@@ -337,9 +355,65 @@ export RCLONE_CONFIG=/dev/null RCLONE_CONFIG_B_TYPE=s3 RCLONE_CONFIG_B_PROVIDER=
     RCLONE_CONFIG_B_ACCESS_KEY_ID="$ACCESS" RCLONE_CONFIG_B_SECRET_ACCESS_KEY="$SECRET" \
     RCLONE_CONFIG_B_REGION="$REGION"
 
+# Where the clients go (a proxy, or the server itself): their settings for ENDPOINT.
+point_at() {  # point_at ENDPOINT
+    if [[ "$STORE" == azure ]]; then
+        export AZURE_STORAGE_CONNECTION_STRING="DefaultEndpointsProtocol=http;AccountName=$AZ_ACCOUNT;AccountKey=$AZ_KEY;BlobEndpoint=$1/$AZ_ACCOUNT;"
+        export RCLONE_CONFIG_B_ENDPOINT="$1/$AZ_ACCOUNT"
+    else
+        export AWS_ENDPOINT_URL="$1" RCLONE_CONFIG_B_ENDPOINT="$1"
+    fi
+}
+
+# Azurite, as tests/common/s3.rs starts it: in memory, loopback, no telemetry; a container
+# readable by anyone, so that each run's blobs are listed without a client of ours.
+if [[ "$STORE" == azure ]]; then
+    while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^AZURE' || true)
+    export RCLONE_CONFIG_B_TYPE=azureblob RCLONE_CONFIG_B_USE_EMULATOR=true \
+        RCLONE_CONFIG_B_ACCOUNT="$AZ_ACCOUNT" RCLONE_CONFIG_B_KEY="$AZ_KEY"
+    unset RCLONE_CONFIG_B_PROVIDER RCLONE_CONFIG_B_ACCESS_KEY_ID RCLONE_CONFIG_B_SECRET_ACCESS_KEY RCLONE_CONFIG_B_REGION
+    # Started afresh (in memory, empty) before every run, on the same port, behind the same
+    # proxy: Azurite's in-memory store slows as it fills (measured: 2.7 s, then 7.3 s, then
+    # 19.6 s for the same fastwrite run as 2,039 blobs a run piled up), which would time the
+    # emulator rather than the tools.
+    start_azurite() {  # start_azurite: on SPORT (a free one if empty); sets SERVER_PID
+        local port_given="$SPORT"
+        for _ in 1 2 3 4 5 6 7 8 9 10; do
+            [[ -n "$port_given" ]] || SPORT="$(free_port)"
+            (cd "$WORK" && exec "$AZURITE" --disableTelemetry --inMemoryPersistence --silent \
+                --blobHost 127.0.0.1 --blobPort "$SPORT" </dev/null >"$WORK/server.log" 2>&1) &
+            SERVER_PID=$!
+            for _ in $(seq 300); do
+                if ! kill -0 "$SERVER_PID" 2>/dev/null; then break; fi
+                if curl -sI "http://127.0.0.1:$SPORT/" 2>/dev/null | grep -qi '^server: azurite'; then
+                    DIRECT="http://127.0.0.1:$SPORT"
+                    RCLONE_CONFIG_B_ENDPOINT="$DIRECT/$AZ_ACCOUNT" rclone mkdir \
+                        --azureblob-public-access container "B:$BUCKET"
+                    return 0
+                fi
+                sleep 0.1
+            done
+            kill "$SERVER_PID" 2>/dev/null || true
+            wait "$SERVER_PID" 2>/dev/null || true
+            SERVER_PID=""
+            sleep 0.5  # the same port, once its last owner let go
+        done
+        echo "s3: Azurite did not start:" >&2; cat "$WORK/server.log" >&2; exit 1
+    }
+    fresh_azurite() {
+        kill "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+        SERVER_PID=""
+        start_azurite
+    }
+    start_azurite
+    point_at "$DIRECT"
+fi
+
 # The server, as tests/common/s3.rs starts it: a free port is found by binding port 0 and
 # letting it go, so another process may take it first; then the next one is tried.
 for _ in 1 2 3 4 5; do
+    [[ "$STORE" == s3 ]] || break
     SPORT="$(free_port)"
     "$VGW" --port "127.0.0.1:$SPORT" --access "$ACCESS" --secret "$SECRET" --region "$REGION" \
         --keep-alive --quiet --health /health posix "$WORK/root" </dev/null >"$WORK/server.log" 2>&1 &
@@ -357,7 +431,7 @@ done
 [[ -n "$SERVER_PID" ]] || { echo "s3: versitygw found no free port in 5 tries" >&2; exit 1; }
 DIRECT="http://127.0.0.1:$SPORT"
 aws_direct() { aws --endpoint-url "$DIRECT" "$@"; }
-aws_direct s3api create-bucket --bucket "$BUCKET" --output json >/dev/null
+[[ "$STORE" == azure ]] || aws_direct s3api create-bucket --bucket "$BUCKET" --output json >/dev/null
 
 # CPU seconds (user + system) a process has used so far.
 TICKS="$(getconf CLK_TCK)"
@@ -366,14 +440,18 @@ cpu_of() {  # cpu_of PID (none: 0)
     awk -v t="$TICKS" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$1/stat"
 }
 
-versions="versitygw $(go version -m "$VGW" 2>/dev/null | awk '$1 == "mod" { print $3 }' || true)"
+if [[ "$STORE" == azure ]]; then
+    versions="Azurite $(sed -n 's/.*"version": "\(.*\)".*/\1/p' /opt/azurite/lib/node_modules/azurite/package.json | head -n 1)"
+else
+    versions="versitygw $(go version -m "$VGW" 2>/dev/null | awk '$1 == "mod" { print $3 }' || true)"
+fi
 [[ -n "$FW" ]] && versions+=", fastwrite $("$FW" --version | awk '{ print $2 }') (sha256 $fw_hash; repo at $(git -C "$repo" describe --always --dirty 2>/dev/null || echo '?'))"
 [[ -n "$S5" ]] && versions+=", s5cmd $("$S5" version)"
 if wants rclone || wants rclone-t64; then versions+=", $(rclone version | sed -n 1p)"; fi  # sed reads it all: no SIGPIPE
-versions+=", $(aws --version 2>&1 | cut -d' ' -f1)"
+[[ "$STORE" == azure ]] || versions+=", $(aws --version 2>&1 | cut -d' ' -f1)"
 echo "s3: $versions" >&2
 case "$MODE" in
-copy) echo "s3: server $DIRECT (posix root $WORK/root); $EXPECTED files per run; $RUNS round(s) at ${DELAYS[*]} ms" >&2 ;;
+copy) echo "s3: server $DIRECT ($([[ "$STORE" == azure ]] && echo "Azurite, in memory, afresh each run" || echo "posix root $WORK/root")); $EXPECTED files per run; $RUNS round(s) at ${DELAYS[*]} ms" >&2 ;;
 sync) echo "s3: server $DIRECT (posix root $WORK/root); syncs of $EXPECTED unchanged files; $RUNS round(s) at ${DELAYS[*]} ms" >&2 ;;
 download) echo "s3: server $DIRECT (posix root $WORK/root); downloads of $EXPECTED objects into a folder; $RUNS round(s) at ${DELAYS[*]} ms" >&2 ;;
 memory) echo "s3: server $DIRECT (posix root $WORK/root); $EXPECTED files of $SMALL_SIZE bytes, straight to the server" >&2 ;;
@@ -405,10 +483,10 @@ tool_cmd() {  # tool_cmd TOOL ENDPOINT PREFIX ID
         return
     fi
     case "$tool" in
-    fastwrite) CMD=("$FW" extract "$WHEEL" -o "s3://$BUCKET/$prefix/") ;;
-    fastwrite-base) CMD=("$FW_BASE" extract "$WHEEL" -o "s3://$BUCKET/$prefix/") ;;
-    fastwrite-mirror) CMD=("$FW" mirror "$TREE" "s3://$BUCKET/$prefix/") ;;
-    fastwrite-uploads-*) CMD=("$FW" extract "$WHEEL" -o "s3://$BUCKET/$prefix/" --uploads "${tool#fastwrite-uploads-}") ;;
+    fastwrite) CMD=("$FW" extract "$WHEEL" -o "$SCHEME://$BUCKET/$prefix/") ;;
+    fastwrite-base) CMD=("$FW_BASE" extract "$WHEEL" -o "$SCHEME://$BUCKET/$prefix/") ;;
+    fastwrite-mirror) CMD=("$FW" mirror "$TREE" "$SCHEME://$BUCKET/$prefix/") ;;
+    fastwrite-uploads-*) CMD=("$FW" extract "$WHEEL" -o "$SCHEME://$BUCKET/$prefix/" --uploads "${tool#fastwrite-uploads-}") ;;
     unzip+s5cmd)
         # shellcheck disable=SC2016  # expanded by the inner bash
         CMD=(bash -c 'unzip -q "$1" -d "$2" && exec "$3" --endpoint-url "$4" --log error cp "$2/*" "$5"'
@@ -418,6 +496,16 @@ tool_cmd() {  # tool_cmd TOOL ENDPOINT PREFIX ID
     rclone-t64) CMD=(rclone copy --transfers 64 "$TREE" "B:$BUCKET/$prefix") ;;
     aws) CMD=(aws s3 cp --recursive --only-show-errors "$TREE" "s3://$BUCKET/$prefix/") ;;
     esac
+}
+
+# Azure: Get Blob Properties of KEY, anonymous: its x-ms-meta-* headers and Last-Modified, as
+# JSON in HeadObject's shape.
+azure_head() {  # azure_head KEY
+    curl -sI "$DIRECT/$AZ_ACCOUNT/$BUCKET/$1" | python3 -c 'import json, sys
+h = [l.rstrip("\r\n").split(": ", 1) for l in sys.stdin if ": " in l]
+meta = {k.lower()[len("x-ms-meta-"):]: v for k, v in h if k.lower().startswith("x-ms-meta-")}
+last = next((v for k, v in h if k.lower() == "last-modified"), None)
+print(json.dumps({"Metadata": meta, "LastModified": last}, sort_keys=True))'
 }
 
 # --download: what a run's folder holds, in a listing's shape (Key: PREFIX/ + the file's path),
@@ -449,6 +537,28 @@ PY
 # What a prefix holds, straight from the server (all pages), into FILE ('{}' if it cannot be
 # listed).
 list_prefix() {  # list_prefix PREFIX FILE
+    if [[ "$STORE" == azure ]]; then
+        # List Blobs of the public container, every page, in ListObjectsV2's shape.
+        python3 - "$DIRECT/$AZ_ACCOUNT/$BUCKET" "$1/" >"$2" <<'PY' || echo '{}' >"$2"
+import json, re, sys, urllib.parse, urllib.request
+base, prefix = sys.argv[1:]
+contents, marker = [], ""
+while True:
+    q = urllib.parse.urlencode({"restype": "container", "comp": "list", "prefix": prefix, "marker": marker})
+    xml = urllib.request.urlopen(f"{base}?{q}", timeout=60).read().decode()
+    for blob in re.findall(r"<Blob>(.*?)</Blob>", xml, re.S):
+        name = re.search(r"<Name>(.*?)</Name>", blob, re.S).group(1)
+        name = name.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&apos;", "'").replace("&amp;", "&")
+        size = int(re.search(r"<Content-Length>(\d+)</Content-Length>", blob).group(1))
+        contents.append({"Key": name, "Size": size})
+    m = re.search(r"<NextMarker>(.*?)</NextMarker>", xml, re.S)
+    if not m or not m.group(1):
+        break
+    marker = m.group(1)
+print(json.dumps({"Contents": contents}))
+PY
+        return
+    fi
     if ! aws_direct s3api list-objects-v2 --bucket "$BUCKET" --prefix "$1/" --output json \
         >"$2" 2>"${2%.json}.err"; then
         echo '{}' >"$2"
@@ -476,6 +586,7 @@ run_one() {  # run_one DELAY ROUND SLOT TOOL ENDPOINT STATS
         prefix="down-out/$id"  # the folder's files, listed as if under this prefix
     fi
     tool_cmd "$tool" "$ep" "$prefix" "$id"
+    [[ "$STORE" == azure ]] && fresh_azurite
     sync  # the previous run's writes (the server's, unzip's) land now, untimed
     cp -- "$stats" "$WORK/logs/$id.stats-before.json"
     s0="$(cpu_of "$SERVER_PID")" p0="$(cpu_of "$PROXY_PID")"
@@ -491,6 +602,8 @@ run_one() {  # run_one DELAY ROUND SLOT TOOL ENDPOINT STATS
     else
         list_prefix "$prefix" "$WORK/lists/$id.json"
     fi
+    # Azure: the sample's metadata now, before the next run's fresh server.
+    [[ "$STORE" == azure ]] && azure_head "$prefix/$SAMPLE" >"$WORK/lists/$id.head.json"
     python3 - "$WORK/manifest.tsv" "$WORK/lists/$id.json" "$prefix/" "$rc" \
         "$WORK/logs/$id.stats-before.json" "$WORK/logs/$id.stats-after.json" \
         "$delay" "$round" "$slot" "$tool" "$t0" "$t1" "$times" "$s0" "$s1" "$p0" "$p1" "$setup" >>"$TSV" <<'PY'
@@ -748,6 +861,10 @@ PY
 fi
 
 # --- the rounds -------------------------------------------------------------------------------
+# The object whose metadata the report shows.
+SAMPLE="botocore/__init__.py"
+grep -q "^$SAMPLE"$'\t' "$WORK/manifest.tsv" || SAMPLE="$(head -n 1 "$WORK/manifest.tsv" | cut -f1)"
+
 wait_for_fast_creates "$WORK"  # the server creates 2,039 files a run: wait out recent deletes
 free_memory_for_batch "$TREE"
 cat -- "$WHEEL" >/dev/null
@@ -781,7 +898,7 @@ for delay in "${DELAYS[@]}"; do
         start_proxy "$delay" "$STATS"
         echo "s3: ${delay} ms each way (proxy $EP -> $DIRECT)" >&2
     fi
-    export AWS_ENDPOINT_URL="$EP" RCLONE_CONFIG_B_ENDPOINT="$EP"
+    point_at "$EP"
     warn_if_busy
     for ((round = 1; round <= RUNS; round++)); do
         for ((i = 0; i < ${#TOOLS[@]}; i++)); do  # round-robin, each round one tool further on
@@ -801,8 +918,6 @@ if grep -q $'\tFAILED' "$TSV"; then failed=1; fi
 # Which tools keep a file's mtime: the user metadata of one object, from each tool's first good
 # run, beside the file's mtime in the wheel (as unzip set it on TREE). --download: the object
 # every run downloaded (as the setup's fastwrite mirror stored it).
-SAMPLE="botocore/__init__.py"
-grep -q "^$SAMPLE"$'\t' "$WORK/manifest.tsv" || SAMPLE="$(head -n 1 "$WORK/manifest.tsv" | cut -f1)"
 : >"$WORK/heads.tsv"
 heads_of=("${TOOLS[@]}")
 [[ "$MODE" == download ]] && heads_of=("setup: fastwrite mirror")
@@ -813,13 +928,17 @@ for tool in "${heads_of[@]}"; do
         prefix="$(awk -F'\t' -v t="$tool" '$4 == t && $7 == "ok" { print $5; exit }' "$TSV")"
     fi
     [[ -n "$prefix" ]] || continue
-    head="$(aws_direct s3api head-object --bucket "$BUCKET" --key "$prefix/$SAMPLE" --output json |
-        python3 -c 'import json, sys; h = json.load(sys.stdin); print(json.dumps({"Metadata": h.get("Metadata", {}), "LastModified": h.get("LastModified")}, sort_keys=True))')"
+    if [[ "$STORE" == azure ]]; then  # as run_one read it, before the next run's fresh server
+        head="$(cat "$WORK/lists/${prefix//\//-}.head.json")"
+    else
+        head="$(aws_direct s3api head-object --bucket "$BUCKET" --key "$prefix/$SAMPLE" --output json |
+            python3 -c 'import json, sys; h = json.load(sys.stdin); print(json.dumps({"Metadata": h.get("Metadata", {}), "LastModified": h.get("LastModified")}, sort_keys=True))')"
+    fi
     printf '%s\t%s\n' "$tool" "$head" >>"$WORK/heads.tsv"
 done
 
 {
-    python3 - "$TSV" "$WORK/heads.tsv" "$SAMPLE" "$(stat -c %Y "$TREE/$SAMPLE")" "$EXPECTED" "$RUNS" "$versions" "$MODE" <<'PY'
+    BENCH_STORE="$STORE" python3 - "$TSV" "$WORK/heads.tsv" "$SAMPLE" "$(stat -c %Y "$TREE/$SAMPLE")" "$EXPECTED" "$RUNS" "$versions" "$MODE" <<'PY'
 import collections, datetime, json, os, statistics, sys
 tsv, heads, sample, sample_mtime, expected, runs, versions, mode = sys.argv[1:]
 expected, runs = int(expected), int(runs)
@@ -848,7 +967,7 @@ elif mode == "download":
           "the proxy counted them (the first good run's); server, proxy = CPU the server and the "
           "proxy spent during the run.")
 else:
-    print(f"S3: {versions}; {datetime.date.today()}, {os.cpu_count()} cores, {os.uname().release}. "
+    print(f"{'Azure (Azurite)' if os.environ.get('BENCH_STORE') == 'azure' else 'S3'}: {versions}; {datetime.date.today()}, {os.cpu_count()} cores, {os.uname().release}. "
           f"The botocore wheel ({expected:,} files) into a fresh prefix each run, {runs} round(s), "
           "tools round-robin. Median of the good runs; ratio = the tool's / fastwrite's (above 1: "
           "slower than fastwrite); client CPU = user + system of the client and its children "

@@ -56,6 +56,11 @@ pub(crate) trait Requests: Send + Sync {
     /// if there is no such object.
     async fn head(&self, key: &str) -> anyhow::Result<Option<Vec<(String, String)>>>;
 
+    /// The size of the object `key` (as it is) and its content's MD5 in hex where the store
+    /// knows it (a single PUT's ETag on S3, `Content-MD5` on Azure); `None` if there is no
+    /// such object. How a PUT whose answer was lost knows its own object.
+    async fn content(&self, key: &str) -> anyhow::Result<Option<(u64, Option<String>)>>;
+
     /// A server-side copy of `from_key` in this store's bucket `from_bucket` to `key` here,
     /// keys as they are, the metadata with the object.
     async fn copy_from(&self, from_bucket: &str, from_key: &str, key: &str) -> anyhow::Result<()>;

@@ -459,6 +459,29 @@ impl Server {
             .unwrap_or_default()
     }
 
+    /// Every key in `bucket` with its size (one listing, every page).
+    #[track_caller]
+    pub fn sizes(&self, bucket: &str) -> BTreeMap<String, u64> {
+        if self.store == Store::Azure {
+            return self.azure_listing(bucket, "").into_iter().collect();
+        }
+        let listed = self.aws_json(&osv!["s3api", "list-objects-v2", "--bucket", bucket]);
+        listed["Contents"]
+            .as_array()
+            .map(|objects| {
+                objects
+                    .iter()
+                    .map(|o| {
+                        (
+                            o["Key"].as_str().unwrap().to_string(),
+                            o["Size"].as_u64().unwrap(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// HeadObject's answer as the aws CLI prints it: `ContentLength`, `ETag`, `LastModified`,
     /// `ContentType`, and `Metadata`, the user metadata (keys lowercased, no `x-amz-meta-`).
     /// Panics when the object is not there (see [`Server::exists`]).

@@ -37,9 +37,11 @@ pub(super) async fn upload(
         attributes: object::attributes(&job.meta),
         ..PutOptions::default()
     };
-    let ours = |meta: &object_store::ObjectMeta| {
-        meta.size == size
-            && meta.e_tag.as_deref().map(|t| t.trim_matches('"')) == Some(digest.as_str())
+    // What is at the key: `None` for nothing, else whether it is this upload's content (the
+    // same size and MD5).
+    let look = || async {
+        let found = shared.requests.content(&job.key).await?;
+        anyhow::Ok(found.map(|(there, md5)| there == size && md5.as_deref() == Some(&digest)))
     };
     // Whether an attempt of this PUT went unanswered (no answer, a 5xx, a 429: the meter saw
     // it); forgotten once asked.
@@ -68,10 +70,10 @@ pub(super) async fn upload(
         // Its answer was lost: the PUT may have landed all the same. Look before sending it
         // again (a create sent again would meet its own object as someone's).
         tries += 1;
-        match shared.store.head(&key).await {
-            Ok(meta) if ours(&meta) => return Ok(Outcome::Written),
-            Ok(_) if matches!(mode, PutMode::Create) => return Ok(Outcome::Exists),
-            Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
+        match look().await {
+            Ok(Some(true)) => return Ok(Outcome::Written),
+            Ok(Some(false)) if matches!(mode, PutMode::Create) => return Ok(Outcome::Exists),
+            Ok(_) => {}
             Err(_) => break put,
         }
         tokio::time::sleep(std::time::Duration::from_millis(200 << tries)).await;
@@ -93,13 +95,14 @@ pub(super) async fn upload(
         Err(e) if taken(&e) => {
             // The client's own retry can meet its first attempt's object, which landed though
             // its answer was lost: only then (an attempt went unanswered, as the meter saw), the
-            // same size and content (a single PUT's ETag is its MD5) is this upload's own.
+            // same size and content (a single PUT's ETag is its MD5 on S3; Azure keeps a
+            // Content-MD5) is this upload's own.
             // Anything else is someone's key.
             if !uncertain().await {
                 return Ok(Outcome::Exists);
             }
-            match shared.store.head(&key).await {
-                Ok(meta) if ours(&meta) => Ok(Outcome::Written),
+            match look().await {
+                Ok(Some(true)) => Ok(Outcome::Written),
                 _ => Ok(Outcome::Exists),
             }
         }

@@ -230,6 +230,22 @@ impl Requests for AzureRequests {
         }
     }
 
+    /// Get Blob Properties: the size, and the `Content-MD5` (which Azure keeps for a single Put
+    /// Blob) in hex.
+    async fn content(&self, key: &str) -> anyhow::Result<Option<(u64, Option<String>)>> {
+        let url = self.blob_url(key);
+        let answer = self.send(http::Method::HEAD, url.as_str(), &[], "").await?;
+        match answer.status {
+            200 => {
+                let size = answer.header("content-length").and_then(|s| s.parse().ok());
+                let md5 = etag_of(answer.header("content-md5").map(str::to_string), None);
+                Ok(size.map(|size| (size, md5)))
+            }
+            404 => Ok(None),
+            _ => anyhow::bail!("HEAD '{key}': {}", answer.said()),
+        }
+    }
+
     /// Copy Blob from the container `from_bucket` of the same account, the metadata with it.
     async fn copy_from(&self, from_bucket: &str, from_key: &str, key: &str) -> anyhow::Result<()> {
         let mut source = self.container.clone();

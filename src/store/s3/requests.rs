@@ -157,6 +157,24 @@ impl Requests for S3Requests {
         }
     }
 
+    /// HEAD: the size, and the ETag where it is an MD5 (a single PUT's: no `-`).
+    async fn content(&self, key: &str) -> anyhow::Result<Option<(u64, Option<String>)>> {
+        let url = self.key_url(key).await?;
+        let answer = self.send(http::Method::HEAD, &url, &[], "").await?;
+        match answer.status {
+            200 => {
+                let size = answer.header("content-length").and_then(|s| s.parse().ok());
+                let etag = answer
+                    .header("etag")
+                    .map(|t| t.trim_matches('"').to_string())
+                    .filter(|t| !t.contains('-'));
+                Ok(size.map(|size| (size, etag)))
+            }
+            404 => Ok(None),
+            _ => anyhow::bail!("HEAD '{key}': {}", answer.said()),
+        }
+    }
+
     /// A server-side copy (CopyObject) of `from_key` in bucket `from_bucket` to `key` in this
     /// bucket, keys as they are (a marker's `/` kept), the metadata copied with the object.
     async fn copy_from(&self, from_bucket: &str, from_key: &str, key: &str) -> anyhow::Result<()> {
