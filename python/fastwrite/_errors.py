@@ -45,8 +45,9 @@ class Error(OSError):
       written: it was removed), ``not-found`` (a pattern matched nothing), and ``start`` (the
       run could not start: the archive is missing or unrecognised, the output unwritable).
     - ``path``: the path as the program or the archive named it (relative to the output folder).
-    - ``key``: in a run into a bucket (``s3://BUCKET/PREFIX``), the object the failure concerns,
-      as ``s3://BUCKET/KEY`` (``filename`` is then ``None``: there is no file); else ``None``.
+    - ``key``: in a run into a bucket (``s3://BUCKET/PREFIX``, ``az://CONTAINER/PREFIX``), the
+      object the failure concerns, as ``s3://BUCKET/KEY`` (``filename`` is then ``None``: there
+      is no file); else ``None``.
     """
 
     kind: str
