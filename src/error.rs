@@ -318,6 +318,12 @@ impl Error {
         format!("{:#}", self.error)
     }
 
+    /// The store's own error code this failure's message names (`NoSuchBucket`,
+    /// `SignatureDoesNotMatch`, `ContainerNotFound`): see [`store_code`].
+    pub fn store_code(&self) -> Option<String> {
+        store_code(&self.message()).map(str::to_string)
+    }
+
     /// Whether this is a cancellation rather than a failure of the entry.
     pub(crate) fn is_cancelled(&self) -> bool {
         self.kind == ErrorKind::Cancelled
@@ -400,6 +406,36 @@ impl<T, E: Into<anyhow::Error>> Tag<T> for Result<T, E> {
     fn tag(self, path: impl Into<PathBuf>, kind: ErrorKind) -> Result<T, Error> {
         self.map_err(|error| Error::new(path, kind, error))
     }
+}
+
+/// The store's own error code that `message` (a failure's, or a run's that could not start)
+/// names: fastwrite says an object store's error in one line with the store's code in
+/// parentheses (`bucket 'b' does not exist (NoSuchBucket)`), and this is the last such code, a
+/// word of letters and digits with two capitals or more (`NoSuchBucket`, `AccessDenied`,
+/// `ContainerNotFound`). `None` where the message names none (a file's failure, a connection
+/// refused).
+///
+/// ```
+/// let said = "cannot use 's3://b/p/': bucket 'b' does not exist (NoSuchBucket)";
+/// assert_eq!(fastwrite::store_code(said), Some("NoSuchBucket"));
+/// assert_eq!(fastwrite::store_code("cannot connect to http://h:1 (connection refused)"), None);
+/// ```
+pub fn store_code(message: &str) -> Option<&str> {
+    let is_code = |word: &str| {
+        let capitals = word.chars().filter(char::is_ascii_uppercase).count();
+        word.len() <= 64
+            && word.starts_with(|c: char| c.is_ascii_uppercase())
+            && word.chars().all(|c| c.is_ascii_alphanumeric())
+            && word.chars().any(|c| c.is_ascii_lowercase())
+            && capitals >= 2
+    };
+    message
+        .rmatch_indices('(')
+        .filter_map(|(at, _)| {
+            let rest = &message[at + 1..];
+            rest.find(')').map(|end| &rest[..end])
+        })
+        .find(|word| is_code(word))
 }
 
 #[cfg(test)]

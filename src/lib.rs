@@ -133,7 +133,7 @@ mod sync;
 
 pub use batch::{Batch, BatchBuilder, FileMeta, FileWriter, FinishError};
 pub use cancel::Cancel;
-pub use error::{Error, ErrorKind, Setting};
+pub use error::{Error, ErrorKind, Setting, store_code};
 #[cfg(feature = "extract")]
 pub use extract::format::recognised;
 #[cfg(feature = "extract")]

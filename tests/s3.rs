@@ -835,6 +835,19 @@ mod linux {
             "{}",
             out.dump()
         );
+        // The store's code as a field of its own, for scripts.
+        let out = fastwrite_on(
+            &server,
+            &osv![
+                "extract",
+                &archive,
+                "-o",
+                &server.url("nosuch", "p"),
+                "--json"
+            ],
+        );
+        let code = missing.rsplit_once('(').unwrap().1.trim_end_matches(')');
+        assert_eq!(json_of(&out)["code"], code, "{}", out.dump());
         assert!(!t.join("s3:").exists() && !t.join("az:").exists());
         // An archive in a missing bucket is not "no such object"; a missing one in a bucket is.
         let into = t.join("out");

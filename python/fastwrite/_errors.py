@@ -48,11 +48,14 @@ class Error(OSError):
     - ``key``: in a run into a bucket (``s3://BUCKET/PREFIX``, ``az://CONTAINER/PREFIX``), the
       object the failure concerns, as ``s3://BUCKET/KEY`` (``filename`` is then ``None``: there
       is no file); else ``None``.
+    - ``code``: the object store's own error code the message names (``NoSuchBucket``,
+      ``SignatureDoesNotMatch``, ``ContainerNotFound``), for a program to match; else ``None``.
     """
 
     kind: str
     path: str
     key: str | None = None
+    code: str | None = None
 
     def __new__(cls, *args: Any) -> Error:
         if cls is Error and args and isinstance(args[0], int):

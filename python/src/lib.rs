@@ -140,11 +140,15 @@ fn make_error(
     path: &Path,
 ) -> PyResult<Py<PyAny>> {
     let class = ERROR.import(py, "fastwrite._errors", "Error")?;
+    let code = fastwrite::store_code(message).map(str::to_string);
     // Paths as `str` (undecodable bytes as surrogates, as `os.fsdecode` makes them).
     let message = for_python(message);
     let error = class.call1((errno, message, filename.as_deref().map(Path::as_os_str)))?;
     error.setattr("kind", kind)?;
     error.setattr("path", path.as_os_str())?;
+    if let Some(code) = code {
+        error.setattr("code", code)?;
+    }
     Ok(error.unbind())
 }
 

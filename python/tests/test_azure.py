@@ -125,3 +125,4 @@ def test_extract_a_batch_and_an_existing_key_in_a_container(tmp_path: Path, azur
     with pytest.raises(fastwrite.Error) as missing:
         fastwrite.extract(archive, "az://nosuch/p")
     assert "ContainerNotFound" in str(missing.value)
+    assert missing.value.code == "ContainerNotFound"

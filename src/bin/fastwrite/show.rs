@@ -214,10 +214,15 @@ fn sort_failures(report: &mut Report) {
 /// The whole report as one JSON object, for scripts (`--json`): counts, bytes, time per
 /// phase in seconds, the close stage's figures, a mirror's counts, every warning, and every
 /// failure with its `path`, `kind` (`ErrorKind::name`) and `reason`.
-/// What `--json` prints when a run cannot start (exit 2): `{"error": MESSAGE}`, so a script
-/// reading stdout gets an object whatever happened.
+/// What `--json` prints when a run cannot start (exit 2): `{"error": MESSAGE}` (and `"code"`,
+/// a store's error code, where the message names one: `NoSuchBucket`), so a script reading
+/// stdout gets an object whatever happened.
 pub fn error_json(message: &str) -> String {
-    serde_json::json!({ "error": message }).to_string()
+    let mut value = serde_json::json!({ "error": message });
+    if let Some(code) = fastwrite::store_code(message) {
+        value["code"] = code.into();
+    }
+    value.to_string()
 }
 
 /// The report as one JSON object, naming the archive it is of when a run reads several.
@@ -233,7 +238,7 @@ pub fn report_json(report: &Report, archive: Option<&std::path::Path>) -> String
 }
 
 /// One failure as `--json` and `--report` give it: `path`, `kind`, `reason`, and `key` into a
-/// bucket.
+/// bucket, with `code`, the store's own error code, where the reason names one.
 pub fn failure_json(f: &fastwrite::Error) -> serde_json::Value {
     let mut value = serde_json::json!({
         "path": f.path().to_string_lossy(),
@@ -242,6 +247,9 @@ pub fn failure_json(f: &fastwrite::Error) -> serde_json::Value {
     });
     if let Some(key) = f.key() {
         value["key"] = key.into();
+    }
+    if let Some(code) = f.store_code() {
+        value["code"] = code.into();
     }
     value
 }
