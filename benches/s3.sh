@@ -29,6 +29,10 @@
 #   fastwrite-uploads-N  fastwrite extract WHEEL -o s3://bench/RUN/ --uploads N, N one of 8, 32,
 #                        128, 256 (fixed uploads in flight against the default, which the run
 #                        sizes itself: BENCH_TOOLS='fastwrite fastwrite-uploads-8 ...')
+#   fastwrite-markers    fastwrite extract WHEEL -o s3://bench/RUN/ --folder-markers (a marker
+#                        for each of the wheel's folders besides its files; the run then holds
+#                        the files and one `dir/` key per folder: BENCH_TOOLS='fastwrite
+#                        fastwrite-markers')
 #   fastwrite-base       with FASTWRITE_BASE=BINARY: that build's extract, to set a change beside
 #                        the build before it (BENCH_TOOLS='fastwrite fastwrite-base')
 # Each quiet (s5cmd --log error, aws --only-show-errors; the others print no line per file).
@@ -183,7 +187,7 @@ case "$MODE" in
 copy) ALL_TOOLS=(fastwrite unzip+s5cmd s5cmd rclone rclone-t64 aws)
     [[ "$STORE" == azure ]] && ALL_TOOLS=(fastwrite rclone rclone-t64)
     # Run only when named in BENCH_TOOLS.
-    ASKED_TOOLS=(fastwrite-mirror fastwrite-uploads-8 fastwrite-uploads-32 fastwrite-uploads-128
+    ASKED_TOOLS=(fastwrite-mirror fastwrite-markers fastwrite-uploads-8 fastwrite-uploads-32 fastwrite-uploads-128
         fastwrite-uploads-256 ${FASTWRITE_BASE:+fastwrite-base}) ;;
 sync) ALL_TOOLS=(fastwrite s5cmd rclone aws) ;;
 download) ALL_TOOLS=(fastwrite s5cmd rclone rclone-t64 aws) ;;
@@ -486,6 +490,7 @@ tool_cmd() {  # tool_cmd TOOL ENDPOINT PREFIX ID
     fastwrite) CMD=("$FW" extract "$WHEEL" -o "$SCHEME://$BUCKET/$prefix/") ;;
     fastwrite-base) CMD=("$FW_BASE" extract "$WHEEL" -o "$SCHEME://$BUCKET/$prefix/") ;;
     fastwrite-mirror) CMD=("$FW" mirror "$TREE" "$SCHEME://$BUCKET/$prefix/") ;;
+    fastwrite-markers) CMD=("$FW" extract "$WHEEL" -o "$SCHEME://$BUCKET/$prefix/" --folder-markers) ;;
     fastwrite-uploads-*) CMD=("$FW" extract "$WHEEL" -o "$SCHEME://$BUCKET/$prefix/" --uploads "${tool#fastwrite-uploads-}") ;;
     unzip+s5cmd)
         # shellcheck disable=SC2016  # expanded by the inner bash
@@ -617,6 +622,10 @@ def objects(path):
     except (ValueError, KeyError):
         return {}
 objs = objects(listing)
+# --folder-markers: the folders' `dir/` markers besides the files, each empty.
+markers = [k for k in objs if k.endswith("/")] if tool == "fastwrite-markers" else []
+bad_markers = [k for k in markers if str(objs[k]["Size"]) != "0"]
+objs = {k: o for k, o in objs.items() if k not in markers}
 got = {k: str(o["Size"]) for k, o in objs.items()}
 missing = sum(1 for k in want if k not in got)
 extra = sum(1 for k in got if k not in want)
@@ -625,6 +634,8 @@ a = json.load(open(before))["requests"] if open(before).read().strip() else {}
 b = json.load(open(after))["requests"]
 req = {m: b[m] - a.get(m, 0) for m in sorted(b) if b[m] - a.get(m, 0)}
 problems = []
+if tool == "fastwrite-markers" and (not markers or bad_markers):
+    problems.append(f"{len(markers)} folder markers, {len(bad_markers)} of them not empty")
 if rc != "0":
     problems.append(f"exit {rc}" + (" (timeout)" if rc in ("124", "137") else ""))
 if len(got) != len(want) or missing or extra or sizes:

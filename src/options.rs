@@ -86,6 +86,13 @@ pub struct Options {
     /// default): sized by the run from the request times and the writers' pace it measures
     /// (Little's law), halved when the store throttles (docs/object-storage.md).
     pub uploads: Option<usize>,
+    /// Into a bucket: an empty `dir/` object for every folder, with its mode and mtime (rclone's
+    /// `--s3-directory-markers`), so that s3fs and the consoles show the archive's folders with
+    /// their times and a mirror down restores them. Off by default: only a folder that stays
+    /// empty gets one, which is all a bucket needs to hold it. A folder only implied by the
+    /// files under it (an archive without its entry) gets mode 0755 and the run's time, as a
+    /// folder on disk does.
+    pub folder_markers: bool,
     /// How written files are closed.
     pub close: CloseMode,
     /// Make every file durable (fsync) before closing it, and every directory written into
@@ -179,6 +186,7 @@ impl Default for Options {
         Options {
             threads: None,
             uploads: None,
+            folder_markers: false,
             close: CloseMode::default(),
             fsync: false,
             atomic: false,
@@ -206,6 +214,7 @@ impl fmt::Debug for Options {
         f.debug_struct("Options")
             .field("threads", &self.threads)
             .field("uploads", &self.uploads)
+            .field("folder_markers", &self.folder_markers)
             .field("close", &self.close)
             .field("fsync", &self.fsync)
             .field("atomic", &self.atomic)

@@ -45,6 +45,7 @@ fn main() {
             a_put_whose_answer_was_lost_is_recognised_on_its_retry,
             refused_credentials_stop_the_run_before_anything_is_written,
             what_a_bucket_cannot_take_is_refused_before_anything_is_written,
+            folder_markers_give_every_folder_its_mode_and_time,
         ];
         // What only S3 has (open uploads listed, waited for and aborted; profiles; a server
         // that ignores the condition), archives at https:// URLs (no store's), the long run of
@@ -581,6 +582,98 @@ mod linux {
         );
         let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
         assert_eq!(json["dirs"], 1, "{json}");
+    }
+
+    /// `--folder-markers` (rclone's `--s3-directory-markers`): every folder an empty `dir/`
+    /// object with its mode and mtime, one only implied by its files with 0755; a mirror down
+    /// restores the folders' times from them; a mirror up makes them once.
+    pub fn folder_markers_give_every_folder_its_mode_and_time(store: s3::Store) {
+        use std::os::unix::fs::MetadataExt;
+        let server = s3::Server::start_store(store);
+        server.make_bucket("marks");
+        let t = tempdir();
+        let archive = t.join("a.tar");
+        make_tar(
+            &archive,
+            "gnu",
+            &[
+                TarEntry::dir("top", 0o750).mtime("1609556645"),
+                TarEntry::dir("top/sub", 0o700).mtime("1609550000"),
+                TarEntry::file("top/sub/f.txt", b"f".to_vec(), 0o644).mtime("1609540000"),
+                TarEntry::file("implied/g.txt", b"g".to_vec(), 0o644),
+            ],
+        );
+        let into = server.url("marks", "x/");
+        let args = osv![
+            "extract",
+            &archive,
+            "-o",
+            &into,
+            "--folder-markers",
+            "--json"
+        ];
+        let out = fastwrite_on(&server, &args);
+        out.assert_code(0);
+        let mut keys = server.keys("marks", "x/");
+        keys.sort();
+        assert_eq!(
+            keys,
+            [
+                "x/implied/",
+                "x/implied/g.txt",
+                "x/top/",
+                "x/top/sub/",
+                "x/top/sub/f.txt"
+            ],
+            "{}",
+            out.dump()
+        );
+        assert_eq!(
+            server.metadata("marks", "x/top/")["mode"],
+            (0o040750).to_string()
+        );
+        assert_eq!(server.mtime("marks", "x/top/").unwrap(), "1609556645");
+        assert_eq!(server.mtime("marks", "x/top/sub/").unwrap(), "1609550000");
+        assert_eq!(
+            server.metadata("marks", "x/implied/")["mode"],
+            (0o040755).to_string()
+        );
+        // Without the flag, only a folder that stays empty would have one: none here.
+        let plain = server.url("marks", "plain/");
+        fastwrite_on(&server, &osv!["extract", &archive, "-o", &plain]).assert_code(0);
+        assert!(
+            server
+                .keys("marks", "plain/")
+                .iter()
+                .all(|k| !k.ends_with('/'))
+        );
+        // Down into a folder: the folders' times and modes from their markers.
+        let down = t.join("down");
+        fastwrite_on(&server, &osv!["mirror", &into, &down]).assert_code(0);
+        let meta = std::fs::metadata(down.join("top")).unwrap();
+        assert_eq!((meta.mtime(), meta.mode() & 0o7777), (1_609_556_645, 0o750));
+        let sub = std::fs::metadata(down.join("top/sub")).unwrap();
+        assert_eq!(sub.mtime(), 1_609_550_000);
+        // A tree mirrored up: a marker for each of its folders, made once.
+        let tree = tree(&t, 10);
+        let up = server.url("marks", "m/");
+        let mirror = osv!["mirror", &tree, &up, "--folder-markers", "--json"];
+        fastwrite_on(&server, &mirror).assert_code(0);
+        let markers: Vec<String> = server
+            .keys("marks", "m/")
+            .into_iter()
+            .filter(|k| k.ends_with('/'))
+            .collect();
+        assert_eq!(markers.len(), 6, "d0..d4 and empty: {markers:?}");
+        assert!(server.mtime("marks", "m/d3/").is_some());
+        let again = fastwrite_on(&server, &mirror);
+        again.assert_code(0);
+        let json = json_of(&again);
+        assert_eq!(
+            (json["files"].as_u64(), json["dirs"].as_u64()),
+            (Some(0), Some(0)),
+            "{json}"
+        );
     }
 
     fn gzip(data: &[u8]) -> Vec<u8> {

@@ -75,6 +75,8 @@ pub(super) fn mirror(
         key
     };
 
+    // The walk names every folder: none is only implied (no marker made as files fill one).
+    bucket.every_folder_named();
     // What the listing says of each action: unchanged (and its key taken off the listing), or
     // to do.
     let mut todo = Vec::new();
@@ -123,7 +125,10 @@ pub(super) fn mirror(
             }
         }
     }
-    todo.retain(|(entry, _)| entry.kind != EntryKind::Dir || !filled.contains(&entry.path));
+    // With --folder-markers every folder gets one (those with one already were taken above).
+    if !opts.folder_markers {
+        todo.retain(|(entry, _)| entry.kind != EntryKind::Dir || !filled.contains(&entry.path));
+    }
     // Everything left in the listing is not in the source.
     let mut extra: Vec<String> = if mopts.delete {
         listed

@@ -127,6 +127,13 @@ pub struct Global {
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..), help_heading = TUNING)]
     pub uploads: Option<u16>,
 
+    /// Into a bucket: a folder marker (an empty `dir/` object with the folder's mode and
+    /// mtime) for every folder, as rclone's --s3-directory-markers, so that s3fs and the
+    /// consoles show the folders' times and a mirror down restores them [default: only for a
+    /// folder that stays empty]
+    #[arg(long, global = true, help_heading = TUNING)]
+    pub folder_markers: bool,
+
     /// Into or from a bucket: the most requests this process sends a second, every archive's
     /// together, retries included (a fleet's share of a store's per-prefix limit, S3's about
     /// 3,500 PUT/s: docs/many-archives.md says what to set) [default: no cap]
@@ -566,6 +573,7 @@ impl Cli {
             opts.threads = Some(usize::from(n));
         }
         opts.uploads = g.uploads.map(usize::from);
+        opts.folder_markers = g.folder_markers;
         let when = if g.no_defer_close {
             DeferClose::Never
         } else {

@@ -119,6 +119,13 @@ struct Deferred {
     later: Vec<(Entry, Vec<u8>)>,
     /// Folders that hold something (an object's key goes through them).
     filled: HashSet<PathBuf>,
+    /// The source names every folder it has (a mirror's walk): none is only implied by what is
+    /// under it (`make_empty_dirs`).
+    every_folder_named: bool,
+    /// Where each folder the source named is in `dirs`.
+    named: HashMap<PathBuf, usize>,
+    /// Folders whose marker was sent as they filled (`Options::folder_markers`).
+    marked: HashSet<PathBuf>,
     /// Entries uploaded from data whose check then failed: taken back at the end.
     unverified: Vec<(Unverified, String)>,
 }
@@ -313,13 +320,33 @@ impl Bucket {
         entry.owner.filter(|_| self.run.opts.same_owner)
     }
 
-    /// Notes the folders `path` lies in as holding something (no marker is made for them).
+    /// The source names every folder it has, each with its own entry (a mirror's walk, which
+    /// leaves out a folder whose marker is there already): no marker is made for a folder
+    /// only implied by what is under it.
+    pub(crate) fn every_folder_named(&self) {
+        self.deferred.lock().unpoisoned().every_folder_named = true;
+    }
+
+    /// Notes the folders `path` lies in as holding something (no marker is made for them, but
+    /// with `Options::folder_markers`, where each gets its marker now: sent beside the files'
+    /// uploads, not after them all).
     pub(crate) fn fill_parents(&self, path: &Path) {
-        let mut deferred = self.deferred.lock().unpoisoned();
-        for parent in path.ancestors().skip(1) {
-            if parent.as_os_str().is_empty() || !deferred.filled.insert(parent.to_path_buf()) {
-                break;
+        let every = self.run.opts.folder_markers;
+        let mut markers = Vec::new();
+        {
+            let mut deferred = self.deferred.lock().unpoisoned();
+            for parent in path.ancestors().skip(1) {
+                if parent.as_os_str().is_empty() || !deferred.filled.insert(parent.to_path_buf()) {
+                    break;
+                }
+                if every && !deferred.every_folder_named {
+                    markers.extend(self.folder_entry(&deferred, parent));
+                    deferred.marked.insert(parent.to_path_buf());
+                }
             }
+        }
+        for entry in &markers {
+            self.spawn_marker(entry);
         }
     }
 
@@ -518,50 +545,73 @@ impl Bucket {
     }
 
     /// Folders that nothing was written under become empty `dir/` objects with their mode and
-    /// mtime, as s3fs and the consoles make them (a folder holding anything needs none). An
-    /// existing marker is the folder already there.
+    /// mtime, as s3fs and the consoles make them (a folder holding anything needs none); with
+    /// `Options::folder_markers` every folder does: those the files filled were made as they
+    /// filled (`fill_parents`), the rest now. An existing marker is the folder already there.
     fn make_empty_dirs(&self, deferred: &Deferred) {
+        let every = self.run.opts.folder_markers;
         for entry in &deferred.dirs {
-            if entry.path.as_os_str().is_empty() || deferred.filled.contains(&entry.path) {
+            if entry.path.as_os_str().is_empty()
+                || deferred.marked.contains(&entry.path)
+                || (!every && deferred.filled.contains(&entry.path))
+            {
                 continue;
             }
-            let key = object::key(&self.shared.url.prefix, &entry.path);
-            let mode = self.mode_of(entry).or(Some(0o755));
-            let job = Job {
-                name: entry.name.clone(),
-                key: format!("{key}/"),
-                mode: self.put_mode(),
-                meta: self.meta(entry, S_IFDIR, mode, self.owner_of(entry)),
-                size: 0,
-                mtime: entry.mtime,
-            };
-            let shared = Arc::clone(&self.shared);
-            shared.gate.enter(0);
-            self.runtime.spawn(async move {
-                let create = matches!(job.mode, PutMode::Create);
-                let result = match parse_key(&key) {
-                    // A store that ignores If-None-Match would replace an existing marker's
-                    // metadata: it is looked at first, as a file's key is (`upload.rs`).
-                    Ok(_) if create && !shared.conditional => {
-                        match shared.requests.head(&job.key).await {
-                            Ok(Some(_)) => Ok(Made::Taken),
-                            Ok(None) => put_marker(&shared, &key, &job, false).await,
-                            Err(e) => Err(e),
-                        }
-                    }
-                    Ok(_) => put_marker(&shared, &key, &job, create).await,
-                    Err(e) => Err(e.into()),
-                };
-                match result {
-                    // A marker there already is the folder there already.
-                    Ok(Made::Done | Made::Taken) => {
-                        shared.dirs.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(why) => shared.failed_with(&job, why),
-                }
-                shared.gate.leave(0);
-            });
+            self.spawn_marker(entry);
         }
+    }
+
+    /// The marker of the folder `path` as the source named it (its entry), else as a folder
+    /// only implied by what is under it: mode 0755 and the run's time, as on disk.
+    fn folder_entry(&self, deferred: &Deferred, path: &Path) -> Option<Entry> {
+        if let Some(&at) = deferred.named.get(path) {
+            return Some(deferred.dirs[at].clone());
+        }
+        let now = Some(std::time::SystemTime::now());
+        let mut entry = Entry::for_path(path, EntryKind::Dir, Some(0o755), now, 0).ok()?;
+        entry.name = path.to_string_lossy().replace('\\', "/");
+        Some(entry)
+    }
+
+    /// Sends the empty `dir/` object of the folder `entry`, with its mode and mtime, within the
+    /// gate; its result counted, or recorded as the folder's failure.
+    fn spawn_marker(&self, entry: &Entry) {
+        let key = object::key(&self.shared.url.prefix, &entry.path);
+        let mode = self.mode_of(entry).or(Some(0o755));
+        let job = Job {
+            name: entry.name.clone(),
+            key: format!("{key}/"),
+            mode: self.put_mode(),
+            meta: self.meta(entry, S_IFDIR, mode, self.owner_of(entry)),
+            size: 0,
+            mtime: entry.mtime,
+        };
+        let shared = Arc::clone(&self.shared);
+        shared.gate.enter(0);
+        self.runtime.spawn(async move {
+            let create = matches!(job.mode, PutMode::Create);
+            let result = match parse_key(&key) {
+                // A store that ignores If-None-Match would replace an existing marker's
+                // metadata: it is looked at first, as a file's key is (`upload.rs`).
+                Ok(_) if create && !shared.conditional => {
+                    match shared.requests.head(&job.key).await {
+                        Ok(Some(_)) => Ok(Made::Taken),
+                        Ok(None) => put_marker(&shared, &key, &job, false).await,
+                        Err(e) => Err(e),
+                    }
+                }
+                Ok(_) => put_marker(&shared, &key, &job, create).await,
+                Err(e) => Err(e.into()),
+            };
+            match result {
+                // A marker there already is the folder there already.
+                Ok(Made::Done | Made::Taken) => {
+                    shared.dirs.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(why) => shared.failed_with(&job, why),
+            }
+            shared.gate.leave(0);
+        });
     }
 
     fn into_report(self) -> Report {
@@ -636,7 +686,10 @@ impl Target for Bucket {
     }
 
     fn add_dir(&self, entry: Entry) {
-        self.deferred.lock().unpoisoned().dirs.push(entry);
+        let mut deferred = self.deferred.lock().unpoisoned();
+        let at = deferred.dirs.len();
+        deferred.named.insert(entry.path.clone(), at);
+        deferred.dirs.push(entry);
     }
 
     fn add_link(&self, entry: Entry) {
