@@ -238,6 +238,7 @@ def extract(
     space_check: bool = True,
     devices: bool = False,
     progress: Callable[[Progress], object] | None = None,
+    folder_markers: bool = False,
 ) -> Report:
     """Extracts ``archive`` into the folder ``out`` (made if missing) and returns the `Report`.
 
@@ -269,6 +270,10 @@ def extract(
     - ``space_check``: refuse a zip whose content cannot fit the free space, before writing
       (turn it off on filesystems that compress). ``devices``: create a tar's device nodes and
       FIFOs (needs root; by default they are skipped, each with a `RunWarning`).
+    - ``folder_markers``: into a bucket (``out`` ``s3://...`` or ``az://...``), an empty
+      ``dir/`` object with its mode and mtime for every folder, not only the empty ones
+      (rclone's ``--s3-directory-markers``), so that s3fs and the consoles show the folders'
+      times and a mirror down restores them; one request a folder.
     - ``progress``: called with a `Progress` about ten times a second, on this thread; an
       exception it raises stops the run and is raised.
 
@@ -298,6 +303,7 @@ def extract(
         file_name=file_name,
         space_check=space_check,
         devices=devices,
+        folder_markers=folder_markers,
         progress=_progress(progress),
     )
     return _report(d, f"extracting {label or repr(_path(archive))}")  # type: ignore[arg-type]
@@ -363,6 +369,7 @@ def mirror(
     close: ClosePolicy = "auto",
     fsync: bool = False,
     progress: Callable[[Progress], object] | None = None,
+    folder_markers: bool = False,
 ) -> Report:
     """Makes ``dst`` an exact copy of the contents of ``src``, like ``rsync -a src/ dst/``:
     files, modes, mtimes, symlinks, empty directories. A second run copies only what changed
@@ -374,7 +381,8 @@ def mirror(
       ``dir/`` directories only; ``*`` stops at ``/``, ``**`` does not).
     - ``hard_links``: files hard-linked together in ``src`` are so in ``dst``.
       ``copy_links``: follow symlinks in ``src``.
-    - ``threads``, ``close``, ``fsync``, ``progress``: as for `extract`.
+    - ``threads``, ``close``, ``fsync``, ``progress``, ``folder_markers`` (``dst`` a bucket
+      prefix): as for `extract`.
 
     Raises `Error` (kind ``start``) if it cannot start (``src`` missing, one folder inside the
     other), `ErrorGroup` with every failure and the `Report`, or `KeyboardInterrupt`.
@@ -392,6 +400,7 @@ def mirror(
         close=close,
         fsync=fsync,
         progress=_progress(progress),
+        folder_markers=folder_markers,
     )
     return _report(d, f"mirroring {_path(src)!r} to {_path(dst)!r}")
 

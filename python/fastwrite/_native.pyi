@@ -26,6 +26,7 @@ def extract(
     file_name: str | None = None,
     space_check: bool = True,
     devices: bool = False,
+    folder_markers: bool = False,
 ) -> dict[str, Any]:
     """Extracts; the report as a dict (its ``failures`` as `fastwrite.Error`, ``stopped``: the
     exception that stopped the run, if one did). Raises `fastwrite.Error` if it cannot start."""
@@ -71,6 +72,7 @@ def mirror(
     close: str | int | None = None,
     fsync: bool = False,
     progress: Callable[[int, int, int | None, int | None], object] | None = None,
+    folder_markers: bool = False,
 ) -> dict[str, Any]:
     """Mirrors; the report as a dict, as for `extract`."""
 

@@ -514,7 +514,7 @@ fn progress_of(callback: Option<Py<PyAny>>) -> Option<Progress> {
     archive, out, *, label=None, name=None, patterns=Vec::new(), exclude=Vec::new(),
     strip_components=0, overwrite="refuse", password=None, max_output=None, threads=None,
     close=None, fsync=false, atomic=false, progress=None, file_name=None, space_check=true,
-    devices=false,
+    devices=false, folder_markers=false,
 ))]
 #[allow(clippy::too_many_arguments)]
 fn extract<'py>(
@@ -537,6 +537,7 @@ fn extract<'py>(
     file_name: Option<String>,
     space_check: bool,
     devices: bool,
+    folder_markers: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let archive = Archive::from_py(archive, label, name)?;
     let progress = progress_of(progress);
@@ -557,6 +558,7 @@ fn extract<'py>(
     opts.file_name = file_name;
     opts.space_check = space_check;
     opts.devices = devices;
+    opts.folder_markers = folder_markers;
     let cancel = opts.cancel.clone();
     let named = archive.path().map(Path::to_path_buf);
     let stream = archive.stream();
@@ -661,6 +663,7 @@ fn list<'py>(
 #[pyo3(signature = (
     src, dst, *, delete=false, dry_run=false, exclude=Vec::new(), checksum=false,
     hard_links=false, copy_links=false, threads=None, close=None, fsync=false, progress=None,
+    folder_markers=false,
 ))]
 #[allow(clippy::too_many_arguments)]
 fn mirror<'py>(
@@ -677,10 +680,11 @@ fn mirror<'py>(
     close: Option<&Bound<'py, PyAny>>,
     fsync: bool,
     progress: Option<Py<PyAny>>,
+    folder_markers: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let progress = progress_of(progress);
     let auto = "auto".into_pyobject(py)?.into_any();
-    let opts = options(
+    let mut opts = options(
         threads,
         close.unwrap_or(&auto),
         // A mirror replaces what differs: that is what it is asked for.
@@ -689,6 +693,7 @@ fn mirror<'py>(
         false,
         progress.as_ref(),
     )?;
+    opts.folder_markers = folder_markers;
     let mopts = MirrorOptions {
         delete,
         dry_run,

@@ -121,6 +121,9 @@ def test_extract_a_batch_and_an_existing_key_in_a_container(tmp_path: Path, azur
     copy = tmp_path / "down" / "dir" / "a.txt"
     assert copy.read_bytes() == b"alpha"
     assert copy.stat().st_mode & 0o7777 == 0o640
+    # Every folder a marker with its mode and time, when asked.
+    fastwrite.extract(archive, "az://bench/m/", folder_markers=True)
+    assert azure.metadata("bench", "m/dir/")["mode"] == str(0o040755)
     # A container that is not there: the run cannot start, said with Azure's code.
     with pytest.raises(fastwrite.Error) as missing:
         fastwrite.extract(archive, "az://nosuch/p")
