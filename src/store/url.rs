@@ -30,6 +30,14 @@ impl Kind {
         }
     }
 
+    /// The store's name as `object_store` gives it in its errors (`Generic S3 error`).
+    pub(crate) fn client_name(self) -> &'static str {
+        match self {
+            Kind::S3 => "S3",
+            Kind::Azure => "MicrosoftAzure",
+        }
+    }
+
     /// What the store calls the top level of a URL: a bucket, a container.
     pub(crate) fn bucket_word(self) -> &'static str {
         match self {

@@ -223,7 +223,7 @@ async fn finish_multipart(
         }
     }
     let generic = |e: anyhow::Error| object_store::Error::Generic {
-        store: "S3",
+        store: shared.url.store.client_name(),
         source: e.into(),
     };
     let result = match failed {
