@@ -158,16 +158,22 @@ pub fn url_scheme(path: &Path) -> Option<&str> {
     .then_some(scheme)
 }
 
-/// The schemes of the object stores fastwrite knows (`s3://`, `az://`), whether or not this
-/// build has their clients: a URL of one is a store's, never a path.
+/// The schemes of the object stores fastwrite knows (`s3://`, `az://`, `gs://`), whether or
+/// not this build has their clients: a URL of one is a store's, never a path.
 pub(crate) fn is_store_scheme(scheme: &str) -> bool {
-    ["s3", "az"].iter().any(|s| s.eq_ignore_ascii_case(scheme))
+    ["s3", "az", "gs"]
+        .iter()
+        .any(|s| s.eq_ignore_ascii_case(scheme))
 }
 
 /// The stores this build reads and writes, as messages name them.
 pub(crate) fn stores_named() -> &'static str {
-    if cfg!(feature = "azure") {
+    if cfg!(all(feature = "azure", feature = "gcp")) {
+        "s3:// and gs:// buckets and az:// containers"
+    } else if cfg!(feature = "azure") {
         "s3:// buckets and az:// containers"
+    } else if cfg!(feature = "gcp") {
+        "s3:// and gs:// buckets"
     } else if cfg!(feature = "s3") {
         "s3:// buckets"
     } else {

@@ -64,6 +64,22 @@ fn main() {
             a_run_of_many_killed_again_and_again_ends_exact_and_shards_split_it,
             a_prefix_crosses_between_s3_and_azure_with_its_metadata,
         ]);
+        // Google Cloud Storage, as far as fake-gcs-server serves it: reads, listings and
+        // what leaves a bucket (it takes none of the XML API's uploads that fastwrite sends).
+        tests.extend([
+            (
+                "gcs::an_archive_in_a_bucket_is_extracted",
+                gcs_an_archive_in_a_bucket_is_extracted as fn(),
+            ),
+            (
+                "gcs::a_prefix_comes_down_with_the_times_every_tool_keeps",
+                gcs_a_prefix_comes_down_with_the_times_every_tool_keeps,
+            ),
+            (
+                "gcs::a_prefix_crosses_into_s3_and_azure_with_its_metadata",
+                gcs_a_prefix_crosses_into_s3_and_azure_with_its_metadata,
+            ),
+        ]);
         tests
     };
     // The server and the clients that read the bucket back run here on Linux.
@@ -1405,6 +1421,193 @@ mod linux {
             "1500000008"
         );
         assert_eq!(s3.get("back", "r/big.bin"), big);
+    }
+
+    /// A zip (read by ranges) and a tar.gz (read as a stream) from `gs://`, with their times
+    /// and modes; a missing one said.
+    pub fn gcs_an_archive_in_a_bucket_is_extracted() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let gcs = s3::Server::start_fake_gcs();
+        gcs.make_bucket("arcs");
+        let t = tempdir();
+        let files: &[(&str, &[u8])] = &[("a.txt", b"alpha"), ("d/b.txt", b"beta"), ("d/e/c", b"")];
+        let zip = zip_of(&t, files);
+        gcs.put("arcs", "in/a.zip", &std::fs::read(&zip).unwrap());
+        let tgz = t.join("a.tgz");
+        let mut tar = Command::new("tar");
+        tar.arg("-czf")
+            .arg(&tgz)
+            .arg("-C")
+            .arg(t.join("src"))
+            .arg(".");
+        run_command(tar).assert_code(0);
+        gcs.put("arcs", "in/a.tgz", &std::fs::read(&tgz).unwrap());
+        for name in ["a.zip", "a.tgz"] {
+            let out = t.join(format!("out-{name}"));
+            let run = fastwrite_on(
+                &gcs,
+                &osv![
+                    "extract",
+                    gcs.url("arcs", &format!("in/{name}")),
+                    "-o",
+                    &out
+                ],
+            );
+            run.assert_code(0);
+            for (i, (rel, data)) in files.iter().enumerate() {
+                let path = out.join(rel);
+                assert_eq!(std::fs::read(&path).unwrap(), *data, "{name}: {rel}");
+                let meta = path.metadata().unwrap();
+                assert_eq!(
+                    meta.mtime(),
+                    1_600_000_000 + i as i64 * 1000,
+                    "{name}: {rel}"
+                );
+                assert_eq!(meta.permissions().mode() & 0o777, 0o640, "{name}: {rel}");
+            }
+        }
+        let run = fastwrite_on(
+            &gcs,
+            &osv![
+                "extract",
+                gcs.url("arcs", "in/none.zip"),
+                "-o",
+                t.join("none")
+            ],
+        );
+        run.assert_code(2);
+        assert!(run.stderr.contains("no such object"), "{}", run.dump());
+    }
+
+    /// Objects other tools put, each with the mtime the way that tool keeps it (rclone's
+    /// `mtime`, gsutil's `goog-reserved-file-mtime`, gcsfuse's `gcsfuse_mtime`, azcopy's
+    /// `modtime`), and a folder marker: all restored; nothing to do the second time; a missing
+    /// bucket said.
+    pub fn gcs_a_prefix_comes_down_with_the_times_every_tool_keeps() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let gcs = s3::Server::start_fake_gcs();
+        gcs.make_bucket("down");
+        // (key, its metadata, the mtime it comes down with)
+        type Planted<'a> = (&'a str, &'a [(&'a str, &'a str)], i64);
+        let planted: [Planted; 5] = [
+            (
+                "p/rclone.txt",
+                &[("mtime", "2020-09-13T12:26:40.5Z"), ("mode", "33200")],
+                1_600_000_000,
+            ),
+            (
+                "p/d/gsutil.txt",
+                &[("goog-reserved-file-mtime", "1500000000")],
+                1_500_000_000,
+            ),
+            (
+                "p/d/gcsfuse.txt",
+                &[("gcsfuse_mtime", "2021-01-01T00:00:00Z")],
+                1_609_459_200,
+            ),
+            (
+                "p/d/azcopy.txt",
+                &[("modtime", "1400000000000000000")],
+                1_400_000_000,
+            ),
+            (
+                "p/empty/",
+                &[("mtime", "2017-07-14T02:40:00Z"), ("mode", "16877")],
+                1_500_000_000,
+            ),
+        ];
+        for (key, meta, _) in &planted {
+            let body: &[u8] = if key.ends_with('/') {
+                b""
+            } else {
+                key.as_bytes()
+            };
+            gcs.put_with_metadata("down", key, body, meta);
+        }
+        let t = tempdir();
+        let out = t.join("out");
+        let run = fastwrite_on(&gcs, &osv!["mirror", gcs.url("down", "p"), &out, "--json"]);
+        run.assert_code(0);
+        assert_eq!(json_of(&run)["files"], 4, "{}", run.dump());
+        for (key, _, mtime) in &planted {
+            let rel = &key["p/".len()..];
+            let meta = out.join(rel).metadata().unwrap();
+            assert_eq!(meta.mtime(), *mtime, "{key}");
+            if !key.ends_with('/') {
+                assert_eq!(std::fs::read(out.join(rel)).unwrap(), key.as_bytes());
+            }
+        }
+        let rclone = out.join("rclone.txt").metadata().unwrap();
+        assert_eq!(rclone.mtime_nsec(), 500_000_000);
+        assert_eq!(rclone.permissions().mode() & 0o777, 0o660);
+        assert_eq!(out.join("empty").metadata().unwrap().mode() & 0o777, 0o755);
+        let again = fastwrite_on(&gcs, &osv!["mirror", gcs.url("down", "p"), &out, "--json"]);
+        again.assert_code(0);
+        assert_eq!(json_of(&again)["files"], 0, "{}", again.dump());
+        let missing = fastwrite_on(&gcs, &osv!["mirror", "gs://nosuch/p", t.join("none")]);
+        missing.assert_code(2);
+        assert!(
+            missing
+                .stderr
+                .contains("bucket 'nosuch' does not exist (NoSuchBucket)"),
+            "{}",
+            missing.dump()
+        );
+    }
+
+    /// A prefix from `gs://` into S3 and into Azure, streamed through this machine, its times
+    /// and modes rewritten in each store's own form; nothing to do the second time.
+    pub fn gcs_a_prefix_crosses_into_s3_and_azure_with_its_metadata() {
+        let gcs = s3::Server::start_fake_gcs();
+        let s3 = s3::Server::start();
+        let azure = s3::Server::start_azurite();
+        gcs.make_bucket("from");
+        s3.make_bucket("into");
+        azure.make_bucket("into");
+        let big: Vec<u8> = (0..20_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        gcs.put_with_metadata(
+            "from",
+            "p/big.bin",
+            &big,
+            &[("mtime", "2020-09-13T12:26:40Z")],
+        );
+        for i in 0..10 {
+            let meta = [
+                ("goog-reserved-file-mtime", "1500000008"),
+                ("mode", "33188"),
+            ];
+            gcs.put_with_metadata("from", &format!("p/d{}/f{i}.txt", i % 3), b"small", &meta);
+        }
+        let all = |args: &[std::ffi::OsString]| {
+            let mut cmd = fastwrite_command(args);
+            s3.apply_env(&mut cmd);
+            cmd.envs(azure.env()).envs(gcs.env());
+            let out = run_command(cmd);
+            assert_no_panic(&out);
+            out
+        };
+        for target in [&s3, &azure] {
+            let run = all(&osv![
+                "mirror",
+                "gs://from/p",
+                target.url("into", "q"),
+                "--json"
+            ]);
+            run.assert_code(0);
+            assert_eq!(json_of(&run)["files"], 11, "{}", run.dump());
+            assert_eq!(target.keys("into", "q/").len(), 11);
+            assert_eq!(target.get("into", "q/big.bin"), big);
+            assert_eq!(target.mtime("into", "q/big.bin").unwrap(), "1600000000");
+            assert_eq!(target.mtime("into", "q/d2/f5.txt").unwrap(), "1500000008");
+            assert_eq!(target.metadata("into", "q/d2/f5.txt")["mode"], "33188");
+            let again = all(&osv![
+                "mirror",
+                "gs://from/p",
+                target.url("into", "q"),
+                "--json"
+            ]);
+            assert_eq!(json_of(&again)["files"], 0, "{}", again.dump());
+        }
     }
 
     pub fn a_prefix_is_mirrored_into_a_folder_incrementally(store: s3::Store) {

@@ -397,7 +397,12 @@ pub(super) fn between_buckets(
                 Some(copy),
             ) => match mopts.checksum {
                 true => etag.is_some() && *etag == copy.etag,
-                false => copy.size == *size && copy.modified >= *modified,
+                // To the second: a store that keeps whole seconds (S3, Azure) lists a copy made
+                // in the same second as its source's upload (kept to the microsecond on GCS)
+                // as older.
+                false => {
+                    copy.size == *size && whole_seconds(copy.modified) >= whole_seconds(*modified)
+                }
             },
         };
         if same {
@@ -496,6 +501,12 @@ pub(super) fn between_buckets(
         }),
         ..Report::default()
     })
+}
+
+/// A time in whole seconds since the epoch (0 before it).
+fn whole_seconds(time: SystemTime) -> u64 {
+    time.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// A dry run's report: its actions (`VERB PATH`) in path order, as a mirror between folders

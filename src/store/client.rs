@@ -124,6 +124,11 @@ pub(super) fn retry() -> RetryConfig {
     }
 }
 
+/// Whether a setting's value means yes (`true`, `1`, `yes`, in any case).
+pub(super) fn is_true(value: &str) -> bool {
+    matches!(value.to_ascii_lowercase().as_str(), "true" | "1" | "yes")
+}
+
 /// A store's HTTP settings: plain HTTP only where the user named an `http://` endpoint.
 pub(super) fn options(plain_http: bool) -> ClientOptions {
     ClientOptions::new()

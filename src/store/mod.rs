@@ -12,7 +12,8 @@
 //!   are, writes that never replace, server-side copy, the open uploads of a key).
 //! - `said.rs`: a store's error in one line a person can read.
 //! - `s3/`: S3, its settings and credentials (as the AWS CLI reads them) and its requests;
-//!   `azure/`: Azure Blob Storage, the same (as the Azure CLI and azcopy read them).
+//!   `azure/`: Azure Blob Storage, the same (as the Azure CLI and azcopy read them); `gcs/`:
+//!   Google Cloud Storage (as gcloud's client libraries find them).
 //! - `looked.rs`: the first look at a bucket (can it be used, are conditional writes
 //!   honoured), once a process.
 //! - `stale.rs`: the marks of multipart uploads, and what killed runs left.
@@ -26,6 +27,8 @@ mod pace;
 pub use pace::set_max_requests_per_second;
 #[cfg(feature = "azure")]
 mod azure;
+#[cfg(feature = "gcp")]
+mod gcs;
 pub(crate) mod requests;
 mod s3;
 mod said;
@@ -109,6 +112,12 @@ pub(crate) fn connect(url: &BucketUrl) -> anyhow::Result<Client> {
         #[cfg(not(feature = "azure"))]
         Kind::Azure => anyhow::bail!(
             "'{url}' is in Azure Blob Storage, and this build of fastwrite has no Azure client (cargo feature `azure`)"
+        ),
+        #[cfg(feature = "gcp")]
+        Kind::Gcs => gcs::connect(url, &meter)?,
+        #[cfg(not(feature = "gcp"))]
+        Kind::Gcs => anyhow::bail!(
+            "'{url}' is in Google Cloud Storage, and this build of fastwrite has no GCS client (cargo feature `gcp`)"
         ),
     };
     Ok((store, requests, meter))

@@ -2,10 +2,11 @@
 //! the part sizes of a large one.
 //!
 //! - **Key**: the prefix, then the entry's path with `/` between its names.
-//! - **Metadata** (`x-amz-meta-*` on S3, `x-ms-meta-*` on Azure), in the convention both
-//!   readers share: `mtime` in seconds since the epoch with the fraction after a point
-//!   (`1700000000.25`: rclone's on S3, which s3fs reads too; on Azure rclone writes and reads
-//!   RFC 3339, `2023-11-14T22:13:20.25Z`, and so does fastwrite there), `mode` as the decimal
+//! - **Metadata** (`x-amz-meta-*` on S3, `x-ms-meta-*` on Azure, `x-goog-meta-*` on GCS), in
+//!   the convention both readers share: `mtime` in seconds since the epoch with the fraction
+//!   after a point (`1700000000.25`: rclone's on S3, which s3fs reads too; on Azure and GCS
+//!   rclone writes and reads RFC 3339, `2023-11-14T22:13:20.25Z`, and so does fastwrite there;
+//!   on GCS also gsutil's `goog-reserved-file-mtime` in seconds), `mode` as the decimal
 //!   `st_mode` with the file's type bits (`33188` is a regular file, 0644: s3fs's), and `uid`,
 //!   `gid` in decimal when owners are kept. Azure takes only C# identifiers as names: a `-`
 //!   becomes `_` there (`fastwrite_source`).
@@ -64,16 +65,39 @@ pub(crate) fn mtime_value(time: SystemTime) -> Option<String> {
 }
 
 /// `mtime` as rclone writes it on `store`: seconds on S3, RFC 3339 to the nanosecond on Azure
-/// (rclone's `azureblob` reads no other form).
+/// and Google Cloud Storage (rclone's `azureblob` and `gcs` read no other form).
 pub(crate) fn mtime_of(store: Kind, time: SystemTime) -> Option<String> {
     match store {
         Kind::S3 => mtime_value(time),
-        Kind::Azure => {
+        Kind::Azure | Kind::Gcs => {
             time.duration_since(UNIX_EPOCH).ok()?;
             let time = chrono::DateTime::<chrono::Utc>::from(time);
             Some(time.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
         }
     }
+}
+
+/// The names under which other tools keep a file's mtime, read when rclone's `mtime` is not
+/// there: gsutil's and Storage Transfer Service's `goog-reserved-file-mtime` (seconds),
+/// gcsfuse's `gcsfuse_mtime` (RFC 3339) and azcopy's `modtime` (`--preserve-posix-properties`:
+/// nanoseconds, or `2006-01-02 15:04:05 +0000` in its AMLFS style).
+pub(crate) const OTHER_MTIMES: [&str; 3] = [GSUTIL_MTIME, "gcsfuse_mtime", "modtime"];
+
+/// gsutil's mtime, in whole seconds, which fastwrite writes on Google Cloud Storage beside
+/// rclone's.
+pub(crate) const GSUTIL_MTIME: &str = "goog-reserved-file-mtime";
+
+/// Reads an mtime kept under `name` (one of `OTHER_MTIMES`).
+pub(crate) fn parse_other_mtime(name: &str, text: &str) -> Option<SystemTime> {
+    let text = text.trim();
+    if name == "modtime" {
+        if let Ok(time) = chrono::DateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f %z") {
+            return Some(SystemTime::from(time.with_timezone(&chrono::Utc)));
+        }
+        let nanos: u64 = text.parse().ok()?;
+        return UNIX_EPOCH.checked_add(std::time::Duration::from_nanos(nanos));
+    }
+    parse_mtime(text)
 }
 
 /// Reads `mtime` back, in either form rclone writes (seconds since the epoch, as s3fs reads
@@ -100,7 +124,7 @@ pub(crate) fn parse_mtime(text: &str) -> Option<SystemTime> {
 /// (`Options::resume_tag`), as `store` names it (Azure's names are C# identifiers).
 pub(crate) fn source_tag(store: Kind) -> &'static str {
     match store {
-        Kind::S3 => "fastwrite-source",
+        Kind::S3 | Kind::Gcs => "fastwrite-source",
         Kind::Azure => "fastwrite_source",
     }
 }
@@ -120,6 +144,11 @@ pub(crate) fn metadata(
     let mut meta = Meta::new();
     if let Some(mtime) = entry.mtime.and_then(|t| mtime_of(store, t)) {
         meta.push(("mtime", mtime));
+    }
+    if store == Kind::Gcs
+        && let Some(since) = entry.mtime.and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+    {
+        meta.push((GSUTIL_MTIME, since.as_secs().to_string()));
     }
     if let Some(mode) = mode {
         meta.push(("mode", (file_type | (mode & 0o7777)).to_string()));
@@ -172,8 +201,27 @@ mod tests {
         let azure = mtime_of(Kind::Azure, time).unwrap();
         assert_eq!(azure, "2023-11-14T22:13:20.250Z");
         assert_eq!(parse_mtime(&azure).unwrap(), time);
-        // rclone's own form on Azure, nine digits.
+        // rclone's own form on Azure and GCS, nine digits.
         assert_eq!(parse_mtime("2023-11-14T22:13:20.250000000Z").unwrap(), time);
+        assert_eq!(mtime_of(Kind::Gcs, time).unwrap(), azure);
+        // Other tools' names.
+        let whole = UNIX_EPOCH + Duration::new(1_700_000_000, 0);
+        assert_eq!(
+            parse_other_mtime(GSUTIL_MTIME, "1700000000").unwrap(),
+            whole
+        );
+        assert_eq!(
+            parse_other_mtime("gcsfuse_mtime", "2023-11-14T22:13:20.25Z").unwrap(),
+            time
+        );
+        assert_eq!(
+            parse_other_mtime("modtime", "1700000000250000000").unwrap(),
+            time
+        );
+        assert_eq!(
+            parse_other_mtime("modtime", "2023-11-14 22:13:20 +0000").unwrap(),
+            whole
+        );
     }
 
     #[test]

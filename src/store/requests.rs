@@ -102,3 +102,28 @@ pub(crate) trait Requests: Send + Sync {
     /// store's clock.
     async fn uploads(&self, key: &str) -> anyhow::Result<Vec<(String, SystemTime)>>;
 }
+
+/// Begins a multipart upload of `key` through `object_store`'s own request, which carries the
+/// metadata where a store takes it at the beginning (S3's CreateMultipartUpload, Google Cloud
+/// Storage's XML API).
+pub(crate) async fn begin_with_metadata(
+    store: &dyn object_store::multipart::MultipartStore,
+    key: &Key,
+    meta: &[(&str, &str)],
+) -> anyhow::Result<String> {
+    let mut attributes = object_store::Attributes::new();
+    for (name, value) in meta {
+        attributes.insert(
+            object_store::Attribute::Metadata(name.to_string().into()),
+            value.to_string().into(),
+        );
+    }
+    let opts = object_store::PutMultipartOptions {
+        attributes,
+        ..Default::default()
+    };
+    store
+        .create_multipart_opts(key, opts)
+        .await
+        .map_err(|e| anyhow::anyhow!(crate::store::explain(&e)))
+}

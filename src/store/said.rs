@@ -20,6 +20,7 @@
 //! | `AuthorizationPermissionMismatch` (Azure) | access denied (AuthorizationPermissionMismatch): these credentials may not do this here |
 //! | `ServerBusy` (Azure) | the store kept asking to slow down (ServerBusy) |
 //! | `BlobNotFound` (Azure) | no such object (BlobNotFound) |
+//! | `AuthenticationRequired` (GCS) | no credentials were accepted (AuthenticationRequired): set GOOGLE_APPLICATION_CREDENTIALS or run 'gcloud auth application-default login' |
 //! | another code | the store's message (Code) |
 //! | no connection | cannot connect to http://HOST:PORT (connection refused) after N tries in T s |
 //! | a name not found | cannot find the host HOST (DNS) |
@@ -35,6 +36,10 @@ pub(crate) fn readable(text: &str) -> String {
     if let Some(code) = field(&text, "Code") {
         return by_code(&text, &code);
     }
+    if let Some((code, message)) = json_error(&text) {
+        let xml = format!("<Code>{code}</Code><Message>{message}</Message>");
+        return by_code(&xml, &code);
+    }
     let endpoint = endpoint(&text);
     let tries = tries(&text);
     // The client's own settings, which it names in every error after retries
@@ -47,6 +52,9 @@ pub(crate) fn readable(text: &str) -> String {
         }
         None => lower,
     };
+    if lower.contains("token request") && lower.contains("169.254.169.254") {
+        return "no Google Cloud credentials were found (the metadata server of a Google Cloud machine did not answer): set GOOGLE_APPLICATION_CREDENTIALS or run 'gcloud auth application-default login'".to_string();
+    }
     if lower.contains("connection refused") {
         return format!("cannot connect to {endpoint} (connection refused){tries}");
     }
@@ -122,6 +130,9 @@ fn by_code(text: &str, code: &str) -> String {
         "AuthorizationFailure" => format!(
             "the request was not authorized ({code}): check the account key, the SAS token's permissions and the account's network rules"
         ),
+        "AuthenticationRequired" => format!(
+            "no credentials were accepted ({code}): set GOOGLE_APPLICATION_CREDENTIALS or run 'gcloud auth application-default login'"
+        ),
         "AuthorizationPermissionMismatch" => {
             format!("access denied ({code}): these credentials may not do this here")
         }
@@ -134,6 +145,56 @@ fn by_code(text: &str, code: &str) -> String {
             None => format!("the store refused the request ({code})"),
         },
     }
+}
+
+/// The code and message of a JSON error (`{"error": {"code": 404, "message": "...", "errors":
+/// [{"reason": "notFound"}]}}`, Google Cloud Storage's JSON API), the code as its XML API says
+/// it (`NoSuchBucket`, `NoSuchKey`, `AccessDenied`...).
+fn json_error(text: &str) -> Option<(String, String)> {
+    let error = &text[text.find("{\"error\"")?..];
+    let message = json_string(error, "message").unwrap_or_default();
+    let reason = json_string(error, "reason").unwrap_or_default();
+    let status = error
+        .find("\"code\":")
+        .map(|at| &error[at + 7..])
+        .and_then(|rest| rest.trim_start().get(..3))
+        .and_then(|digits| digits.parse::<u16>().ok())
+        .unwrap_or(0);
+    let lower = message.to_ascii_lowercase();
+    let code = match status {
+        404 if lower.contains("bucket") => "NoSuchBucket",
+        404 => "NoSuchKey",
+        401 => "AuthenticationRequired",
+        403 => "AccessDenied",
+        412 => "PreconditionFailed",
+        429 => "SlowDown",
+        _ if !reason.is_empty() => &reason,
+        _ => return Some((format!("HTTP {status}"), message)),
+    };
+    Some((code.to_string(), message))
+}
+
+/// The first string named `name` in a JSON text (`"name": "value"`), its escapes undone.
+fn json_string(json: &str, name: &str) -> Option<String> {
+    let key = format!("\"{name}\"");
+    let after = json[json.find(&key)? + key.len()..].trim_start();
+    let mut chars = after
+        .strip_prefix(':')?
+        .trim_start()
+        .strip_prefix('"')?
+        .chars();
+    let mut value = String::new();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return Some(value),
+            '\\' => match chars.next()? {
+                'n' => value.push(' '),
+                other => value.push(other),
+            },
+            c => value.push(c),
+        }
+    }
+    None
 }
 
 /// The text of the first `<name>...</name>` in `text`, unescaped.
@@ -259,6 +320,21 @@ mod tests {
             readable(&missing),
             "the container does not exist (ContainerNotFound)"
         );
+    }
+
+    #[test]
+    fn a_json_error_is_said_with_the_xml_apis_code() {
+        let missing = r#"HTTP 404: {"error":{"code":404,"message":"The specified bucket does not exist.","errors":[{"reason":"notFound"}]}}"#;
+        assert_eq!(
+            readable(missing),
+            "the bucket does not exist (NoSuchBucket)"
+        );
+        let object = r#"HTTP 404: {"error":{"code":404,"message":"No such object: bk/a"}}"#;
+        assert_eq!(readable(object), "no such object (NoSuchKey)");
+        let upload = r#"Generic GCS error: Error performing PUT http://127.0.0.1:4443 in 879.892µs - Server returned non-2xx status code: 400 Bad Request: {"error":{"code":400,"message":"invalid uploadType","errors":[{"domain":"global","reason":"invalid","message":"invalid uploadType"}]}}"#;
+        assert_eq!(readable(upload), "invalid uploadType (invalid)");
+        let token = "Generic GCS error: Error performing token request: Error performing GET http://169.254.169.254 in 1.410344ms - Server returned non-2xx status code: 403 Forbidden";
+        assert!(readable(token).starts_with("no Google Cloud credentials were found"));
     }
 
     #[test]

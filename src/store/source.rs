@@ -23,7 +23,7 @@ use object_store::{
 };
 use tokio::sync::{Semaphore, mpsc};
 
-use super::object::{S_IFLNK, parse_mtime};
+use super::object::{OTHER_MTIMES, S_IFLNK, parse_mtime, parse_other_mtime};
 use super::{BucketUrl, Listed, Requests, Store, explain, list_prefix, parse_key};
 
 /// Requests in flight at once (see the module header).
@@ -55,9 +55,15 @@ impl Recorded {
         })
     }
 
+    /// rclone's `mtime` first, then the names other tools keep it under (`OTHER_MTIMES`).
     fn read(value: impl Fn(&'static str) -> Option<String>) -> Recorded {
+        let other = || {
+            OTHER_MTIMES
+                .iter()
+                .find_map(|name| parse_other_mtime(name, &value(name)?))
+        };
         Recorded {
-            mtime: value("mtime").and_then(|t| parse_mtime(&t)),
+            mtime: value("mtime").and_then(|t| parse_mtime(&t)).or_else(other),
             mode: value("mode").and_then(|m| m.trim().parse().ok()),
         }
     }

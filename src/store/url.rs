@@ -1,4 +1,4 @@
-//! `s3://BUCKET/PREFIX` and `az://CONTAINER/PREFIX`: a place in a store.
+//! `s3://BUCKET/PREFIX`, `az://CONTAINER/PREFIX` and `gs://BUCKET/PREFIX`: a place in a store.
 
 use std::path::Path;
 
@@ -11,6 +11,8 @@ pub(crate) enum Kind {
     S3,
     /// `az://`: Azure Blob Storage (a container of a storage account).
     Azure,
+    /// `gs://`: Google Cloud Storage.
+    Gcs,
 }
 
 impl Kind {
@@ -19,6 +21,7 @@ impl Kind {
         match scheme.to_ascii_lowercase().as_str() {
             "s3" => Some(Kind::S3),
             "az" => Some(Kind::Azure),
+            "gs" => Some(Kind::Gcs),
             _ => None,
         }
     }
@@ -27,6 +30,7 @@ impl Kind {
         match self {
             Kind::S3 => "s3",
             Kind::Azure => "az",
+            Kind::Gcs => "gs",
         }
     }
 
@@ -35,13 +39,14 @@ impl Kind {
         match self {
             Kind::S3 => "S3",
             Kind::Azure => "MicrosoftAzure",
+            Kind::Gcs => "GCS",
         }
     }
 
     /// What the store calls the top level of a URL: a bucket, a container.
     pub(crate) fn bucket_word(self) -> &'static str {
         match self {
-            Kind::S3 => "bucket",
+            Kind::S3 | Kind::Gcs => "bucket",
             Kind::Azure => "container",
         }
     }
@@ -58,7 +63,7 @@ pub(crate) struct BucketUrl {
 }
 
 impl BucketUrl {
-    /// `Some` for an `s3://` or `az://` URL (the scheme in any case), `None` for anything
+    /// `Some` for an `s3://`, `az://` or `gs://` URL (the scheme in any case), `None` for anything
     /// else. A prefix
     /// with a `.` or `..` name, or an empty one inside it (`a//b`), is refused: no reader of the
     /// bucket (s3fs, rclone, a console) could show it as a folder.
@@ -139,7 +144,8 @@ mod tests {
         assert_eq!(parse("s3://b").unwrap().prefix, "");
         assert_eq!(parse("s3://b/").unwrap().prefix, "");
         assert_eq!(parse("out"), None);
-        assert_eq!(parse("gs://b/p"), None);
+        assert_eq!(parse("gs://b/p").unwrap().store, Kind::Gcs);
+        assert_eq!(parse("ftp://b/p"), None);
         let url = parse("AZ://c/p").unwrap();
         assert_eq!(
             (url.store, url.to_string().as_str()),

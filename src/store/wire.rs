@@ -1,9 +1,10 @@
 //! What the requests of a store's own share (`requests.rs`): sending one, signed afresh and
 //! retried as the client retries its own, and reading the XML of its answer.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use object_store::client::{HttpClient, HttpRequest};
+use object_store::multipart::PartId;
 
 /// What a request came back with.
 pub(crate) struct Answer {
@@ -90,6 +91,80 @@ pub(crate) async fn send(
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(10));
     }
+}
+
+/// CompleteMultipartUpload's body (S3's, and Google Cloud Storage's XML API's): the parts in
+/// order, each by its number and ETag.
+pub(crate) fn completion_body(parts: &[PartId]) -> String {
+    let mut body = String::from("<CompleteMultipartUpload>");
+    for (i, part) in parts.iter().enumerate() {
+        body.push_str(&format!(
+            "<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>",
+            i + 1,
+            xml_escape(&part.content_id)
+        ));
+    }
+    body.push_str("</CompleteMultipartUpload>");
+    body
+}
+
+/// The open multipart uploads of exactly `key` in the bucket at `base` (ListMultipartUploads
+/// of the prefix `key`, as S3 and Google Cloud Storage's XML API answer it, every page, each
+/// page fetched by `get`, which answers 200 or fails): each one's id and when it began, by the
+/// store's clock.
+pub(crate) async fn open_uploads<F, A>(
+    base: &str,
+    key: &str,
+    get: F,
+) -> anyhow::Result<Vec<(String, SystemTime)>>
+where
+    F: Fn(String) -> A,
+    A: Future<Output = anyhow::Result<Answer>>,
+{
+    let mut found = Vec::new();
+    let mut after: Option<(String, String)> = None;
+    loop {
+        let mut url = format!("{base}?uploads&prefix={}", query_escape(key));
+        if let Some((key, id)) = &after {
+            url.push_str(&format!(
+                "&key-marker={}&upload-id-marker={}",
+                query_escape(key),
+                query_escape(id)
+            ));
+        }
+        let answer = get(url).await?;
+        for upload in elements(&answer.body, "Upload") {
+            let field = |name| elements(upload, name).next().map(xml_unescape);
+            let (Some(their_key), Some(id)) = (field("Key"), field("UploadId")) else {
+                continue;
+            };
+            if their_key == key {
+                found.push((id, rfc3339_or_epoch(field("Initiated"))));
+            }
+        }
+        let truncated = elements(&answer.body, "IsTruncated").next() == Some("true");
+        let next = (
+            elements(&answer.body, "NextKeyMarker").next(),
+            elements(&answer.body, "NextUploadIdMarker").next(),
+        );
+        match next {
+            (Some(key), Some(id)) if truncated => {
+                let next = (xml_unescape(key), xml_unescape(id));
+                if after.as_ref() == Some(&next) {
+                    return Ok(found);
+                }
+                after = Some(next);
+            }
+            _ => return Ok(found),
+        }
+    }
+}
+
+/// A time as S3's and GCS's listings give it (RFC 3339); the epoch if there is none.
+pub(crate) fn rfc3339_or_epoch(text: Option<String>) -> SystemTime {
+    text.and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
+        .map(|t| SystemTime::from(t.with_timezone(&chrono::Utc)))
+        .unwrap_or(std::time::UNIX_EPOCH)
 }
 
 /// The contents of each `<name>...</name>` in `xml`, in order (the stores' answers have no

@@ -1,8 +1,9 @@
 //! A real store for the object-storage tests: versitygw's S3 (v1.8.0, `.ci/setup` installs it)
 //! on its posix backend, over a fresh temporary folder, on a free loopback port, moto's S3
-//! ([`Server::start_moto`]), or Azurite's Azure Blob Storage ([`Server::start_azurite`]); and
-//! real clients (the aws CLI, rclone, and plain HTTP for Azurite's public containers) to put
-//! things in a bucket and read back what fastwrite stored. A test written with
+//! ([`Server::start_moto`]), Azurite's Azure Blob Storage ([`Server::start_azurite`]), or
+//! fake-gcs-server's Google Cloud Storage ([`Server::start_fake_gcs`]); and real clients (the
+//! aws CLI, rclone, and plain HTTP for Azurite's public containers and fake-gcs-server's JSON
+//! API) to put things in a bucket and read back what fastwrite stored. A test written with
 //! [`Server::url`] and the readers here runs against any of them ([`Store`]).
 //!
 //! ```ignore
@@ -64,6 +65,9 @@ pub const AZURE_ACCOUNT: &str = "devstoreaccount1";
 pub const AZURE_KEY: &str =
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
+/// fake-gcs-server, as `.ci/setup` installs it (on PATH).
+const FAKE_GCS: &str = "fake-gcs-server";
+
 /// Which store a [`Server`] is: what a test table over stores runs each test against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Store {
@@ -73,6 +77,9 @@ pub enum Store {
     Moto,
     /// Azurite's Azure Blob Storage.
     Azure,
+    /// fake-gcs-server's Google Cloud Storage, which takes no upload of the XML API's (all
+    /// of fastwrite's writes): what is read from it only.
+    Gcs,
 }
 
 /// A running store with its own folder. Dropping it kills the server and removes the folder.
@@ -238,12 +245,52 @@ impl Server {
         panic!("azurite-blob did not start in 5 tries\n--- its last log ---\n{log}")
     }
 
+    /// Starts fake-gcs-server (v1.56.1, built by `.ci/setup`), in memory, on loopback, over
+    /// plain HTTP. Unmet where it is not installed.
+    pub fn start_fake_gcs() -> Server {
+        need(
+            FAKE_GCS,
+            "fake-gcs-server (.ci/setup builds it: GOBIN=/usr/local/bin go install \
+             github.com/fsouza/fake-gcs-server@v1.56.1)",
+        );
+        let dir = tempdir();
+        fs::create_dir_all(dir.join("scratch")).unwrap();
+        for _ in 0..5 {
+            let port = free_port();
+            let log = fs::File::create(dir.join("server.log")).unwrap();
+            let mut cmd = Command::new(FAKE_GCS);
+            cmd.args(["-scheme", "http", "-host", "127.0.0.1", "-port"])
+                .arg(port.to_string())
+                .args(["-backend", "memory", "-log-level", "error", "-public-host"])
+                .arg(format!("127.0.0.1:{port}"))
+                .current_dir(dir.join("scratch"))
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log);
+            let mut child = spawn_dying_with_process(cmd)
+                .unwrap_or_else(|e| panic!("cannot start fake-gcs-server: {e}"));
+            if wait_until_answers(&mut child, port, "/storage/v1/b", "storage#buckets").is_ok() {
+                return Server {
+                    child,
+                    port,
+                    store: Store::Gcs,
+                    dir,
+                };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let log = fs::read_to_string(dir.join("server.log")).unwrap_or_default();
+        panic!("fake-gcs-server did not start in 5 tries\n--- its last log ---\n{log}")
+    }
+
     /// Starts the store `store`.
     pub fn start_store(store: Store) -> Server {
         match store {
             Store::S3 => Server::start(),
             Store::Moto => Server::start_moto(),
             Store::Azure => Server::start_azurite(),
+            Store::Gcs => Server::start_fake_gcs(),
         }
     }
 
@@ -252,22 +299,23 @@ impl Server {
     }
 
     /// The URL of `prefix` (or a key) in `bucket` as fastwrite takes it: `s3://BUCKET/PREFIX`,
-    /// `az://CONTAINER/PREFIX`.
+    /// `az://CONTAINER/PREFIX`, `gs://BUCKET/PREFIX`.
     pub fn url(&self, bucket: &str, prefix: &str) -> String {
         let scheme = match self.store {
             Store::S3 | Store::Moto => "s3",
             Store::Azure => "az",
+            Store::Gcs => "gs",
         };
         format!("{scheme}://{bucket}/{prefix}")
     }
 
-    /// The `mtime` an object's metadata records, as seconds since the epoch (on Azure it is
-    /// RFC 3339, as rclone writes it there); `None` if it has none.
+    /// The `mtime` an object's metadata records, as seconds since the epoch (on Azure and GCS
+    /// it is RFC 3339, as rclone writes it there); `None` if it has none.
     #[track_caller]
     pub fn mtime(&self, bucket: &str, key: &str) -> Option<String> {
         let text = self.metadata(bucket, key).get("mtime")?.clone();
         Some(match self.store {
-            Store::Azure => rfc3339_seconds(&text)
+            Store::Azure | Store::Gcs => rfc3339_seconds(&text)
                 .unwrap_or_else(|| panic!("mtime '{text}' of {key} is not RFC 3339")),
             _ => text,
         })
@@ -311,6 +359,11 @@ impl Server {
     /// them; path-style addressing is its default). Set with [`Server::apply_env`], which also
     /// removes the machine's own AWS_* variables (a session token, a profile, a CA bundle).
     pub fn env(&self) -> Vec<(String, String)> {
+        if self.store == Store::Gcs {
+            // As gcloud's client libraries take an emulator.
+            let host = format!("127.0.0.1:{}", self.port);
+            return vec![("STORAGE_EMULATOR_HOST".to_string(), host)];
+        }
         if self.store == Store::Azure {
             // As the Azure CLI takes it, and as Azurite's documentation gives it.
             let connection = format!(
@@ -340,7 +393,10 @@ impl Server {
     pub fn apply_env(&self, cmd: &mut Command) {
         for (k, _) in std::env::vars_os() {
             let k = k.to_string_lossy();
-            if k.starts_with("AWS_") || k.starts_with("RCLONE_") || k.starts_with("AZURE") {
+            if ["AWS_", "RCLONE_", "AZURE", "GOOGLE_", "STORAGE_EMULATOR"]
+                .iter()
+                .any(|p| k.starts_with(p))
+            {
                 cmd.env_remove(&*k);
             }
         }
@@ -355,6 +411,13 @@ impl Server {
     /// them a request with an ACL header, as rclone sends, fails with a 500 "get bucket acl:
     /// no such key").
     pub fn make_bucket(&self, name: &str) {
+        if self.store == Store::Gcs {
+            let body = serde_json::json!({ "name": name }).to_string();
+            let (status, _, answer) =
+                self.gcs_http("POST", "/storage/v1/b", "application/json", body.as_bytes());
+            assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+            return;
+        }
         if self.store == Store::Azure {
             // Readable by anyone (the tests read back with plain HTTP); rclone signs the
             // container's creation.
@@ -429,9 +492,9 @@ impl Server {
     /// by ListObjectsV2 (all pages).
     #[track_caller]
     pub fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
-        if self.store == Store::Azure {
+        if matches!(self.store, Store::Azure | Store::Gcs) {
             return self
-                .azure_listing(bucket, prefix)
+                .listing(bucket, prefix)
                 .into_iter()
                 .map(|(k, _)| k)
                 .collect();
@@ -462,8 +525,8 @@ impl Server {
     /// Every key in `bucket` with its size (one listing, every page).
     #[track_caller]
     pub fn sizes(&self, bucket: &str) -> BTreeMap<String, u64> {
-        if self.store == Store::Azure {
-            return self.azure_listing(bucket, "").into_iter().collect();
+        if matches!(self.store, Store::Azure | Store::Gcs) {
+            return self.listing(bucket, "").into_iter().collect();
         }
         let listed = self.aws_json(&osv!["s3api", "list-objects-v2", "--bucket", bucket]);
         listed["Contents"]
@@ -487,6 +550,16 @@ impl Server {
     /// Panics when the object is not there (see [`Server::exists`]).
     #[track_caller]
     pub fn head(&self, bucket: &str, key: &str) -> serde_json::Value {
+        if self.store == Store::Gcs {
+            let (status, _, body) = self.gcs_http("GET", &gcs_object(bucket, key), "", b"");
+            assert_eq!(status, 200, "GET {bucket}/{key}");
+            let resource: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            let length = resource["size"]
+                .as_str()
+                .and_then(|s| s.parse::<u64>().ok());
+            let meta = resource.get("metadata").cloned().unwrap_or_default();
+            return serde_json::json!({"Metadata": meta, "ContentLength": length});
+        }
         if self.store == Store::Azure {
             let (status, headers, _) = self.azure_http("HEAD", bucket, key);
             assert_eq!(status, 200, "HEAD {bucket}/{key}: {headers:?}");
@@ -529,6 +602,14 @@ impl Server {
     /// Whether `key` is in `bucket` (HeadObject: 200 or 404).
     #[track_caller]
     pub fn exists(&self, bucket: &str, key: &str) -> bool {
+        if self.store == Store::Gcs {
+            let (status, _, _) = self.gcs_http("GET", &gcs_object(bucket, key), "", b"");
+            assert!(
+                status == 200 || status == 404,
+                "GET {bucket}/{key}: {status}"
+            );
+            return status == 200;
+        }
         if self.store == Store::Azure {
             let (status, headers, _) = self.azure_http("HEAD", bucket, key);
             assert!(
@@ -559,6 +640,12 @@ impl Server {
     /// The object's bytes (GetObject).
     #[track_caller]
     pub fn get(&self, bucket: &str, key: &str) -> Vec<u8> {
+        if self.store == Store::Gcs {
+            let path = format!("/download{}?alt=media", gcs_object(bucket, key));
+            let (status, _, body) = self.gcs_http("GET", &path, "", b"");
+            assert_eq!(status, 200, "GET {bucket}/{key}");
+            return body;
+        }
         if self.store == Store::Azure {
             let (status, headers, body) = self.azure_http("GET", bucket, key);
             assert_eq!(status, 200, "GET {bucket}/{key}: {headers:?}");
@@ -590,6 +677,29 @@ impl Server {
     /// CLI allows).
     #[track_caller]
     pub fn put_with_metadata(&self, bucket: &str, key: &str, bytes: &[u8], meta: &[(&str, &str)]) {
+        if self.store == Store::Gcs {
+            // The JSON API's upload of the resource (name, metadata) and the bytes together.
+            let meta: serde_json::Map<String, serde_json::Value> = meta
+                .iter()
+                .map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))
+                .collect();
+            let resource = serde_json::json!({ "name": key, "metadata": meta });
+            let mut body = format!(
+                "--B\r\ncontent-type: application/json\r\n\r\n{resource}\r\n--B\r\n\
+                 content-type: application/octet-stream\r\n\r\n"
+            )
+            .into_bytes();
+            body.extend_from_slice(bytes);
+            body.extend_from_slice(b"\r\n--B--\r\n");
+            let path = format!(
+                "/upload/storage/v1/b/{}/o?uploadType=multipart",
+                escape(bucket)
+            );
+            let (status, _, answer) =
+                self.gcs_http("POST", &path, "multipart/related; boundary=B", &body);
+            assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+            return;
+        }
         if self.store == Store::Azure {
             // rclone 1.60's azureblob sets no metadata of the user's but `mtime`, which it
             // takes from the file's.
@@ -640,6 +750,14 @@ impl Server {
     /// Deletes the object `key` in `bucket`.
     #[track_caller]
     pub fn delete(&self, bucket: &str, key: &str) {
+        if self.store == Store::Gcs {
+            let (status, _, _) = self.gcs_http("DELETE", &gcs_object(bucket, key), "", b"");
+            assert!(
+                status == 204 || status == 200,
+                "DELETE {bucket}/{key}: {status}"
+            );
+            return;
+        }
         let out = match self.store {
             Store::Azure => self.rclone(&osv![
                 "deletefile",
@@ -763,10 +881,13 @@ impl Server {
         run_command_full(cmd, Stdio::null(), CLIENT_TIMEOUT)
     }
 
-    /// Every blob under `prefix` in the container `bucket`, with its size, in name order: List
-    /// Blobs of a public container, every page, by plain HTTP.
+    /// Every object under `prefix` in `bucket` (Azurite's or fake-gcs-server's), with its
+    /// size, in name order, every page, by plain HTTP.
     #[track_caller]
-    fn azure_listing(&self, bucket: &str, prefix: &str) -> Vec<(String, u64)> {
+    fn listing(&self, bucket: &str, prefix: &str) -> Vec<(String, u64)> {
+        if self.store == Store::Gcs {
+            return self.gcs_listing(bucket, prefix);
+        }
         let mut found = Vec::new();
         let mut marker = String::new();
         loop {
@@ -792,6 +913,35 @@ impl Server {
         }
     }
 
+    /// Every object under `prefix` in `bucket` with its size: the JSON API's list, every page.
+    #[track_caller]
+    fn gcs_listing(&self, bucket: &str, prefix: &str) -> Vec<(String, u64)> {
+        let mut found = Vec::new();
+        let mut token = String::new();
+        loop {
+            let path = format!(
+                "/storage/v1/b/{}/o?prefix={}&pageToken={}",
+                escape(bucket),
+                escape(prefix),
+                escape(&token)
+            );
+            let (status, _, body) = self.gcs_http("GET", &path, "", b"");
+            let page: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            assert_eq!(status, 200, "listing {bucket}: {page}");
+            for item in page["items"].as_array().into_iter().flatten() {
+                let size = item["size"].as_str().and_then(|s| s.parse().ok());
+                found.push((
+                    item["name"].as_str().unwrap().to_string(),
+                    size.unwrap_or(0),
+                ));
+            }
+            match page["nextPageToken"].as_str() {
+                Some(next) if !next.is_empty() => token = next.to_string(),
+                _ => return found,
+            }
+        }
+    }
+
     /// One request to Azurite by plain HTTP/1.0 (an anonymous read of a public container):
     /// `rest` is a blob's name, or a query on the container (`?...`). The answer's status,
     /// headers (names in lower case) and body.
@@ -808,15 +958,52 @@ impl Server {
             let names: Vec<String> = rest.split('/').map(escape).collect();
             format!("/{AZURE_ACCOUNT}/{bucket}/{}", names.join("/"))
         };
-        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to Azurite");
+        self.http(method, &path, &["x-ms-version: 2021-08-06"], b"")
+    }
+
+    /// One request to fake-gcs-server by plain HTTP/1.0, with a body of `content_type`.
+    #[track_caller]
+    fn gcs_http(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &[u8],
+    ) -> (u16, Vec<(String, String)>, Vec<u8>) {
+        let content_type = format!("content-type: {content_type}");
+        let headers: &[&str] = match body.is_empty() {
+            true => &[],
+            false => &[&content_type],
+        };
+        self.http(method, path, headers, body)
+    }
+
+    /// One request to the server by plain HTTP/1.0 (it closes the connection after its
+    /// answer): its status, headers (names in lower case) and body.
+    #[track_caller]
+    fn http(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[&str],
+        body: &[u8],
+    ) -> (u16, Vec<(String, String)>, Vec<u8>) {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to the server");
         s.set_read_timeout(Some(CLIENT_TIMEOUT)).unwrap();
-        let request = format!(
-            "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{}\r\nx-ms-version: 2021-08-06\r\n\r\n",
+        let mut request = format!(
+            "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{}\r\n",
             self.port
         );
-        s.write_all(request.as_bytes()).unwrap();
+        for header in headers {
+            request.push_str(&format!("{header}\r\n"));
+        }
+        request.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
+        let mut request = request.into_bytes();
+        request.extend_from_slice(body);
+        s.write_all(&request).unwrap();
         let mut answer = Vec::new();
-        s.read_to_end(&mut answer).expect("read Azurite's answer");
+        s.read_to_end(&mut answer)
+            .expect("read the server's answer");
         let end = answer
             .windows(4)
             .position(|w| w == b"\r\n\r\n")
@@ -950,6 +1137,11 @@ fn escape(text: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// The JSON API's path of the object `key` in `bucket`.
+fn gcs_object(bucket: &str, key: &str) -> String {
+    format!("/storage/v1/b/{}/o/{}", escape(bucket), escape(key))
 }
 
 fn between(text: &str, open: &str, close: &str) -> Option<String> {

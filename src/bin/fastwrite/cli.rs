@@ -34,6 +34,8 @@ Examples:
   fastwrite mirror src/ backup/ --delete -n   (say what would change, change nothing)
   fastwrite mirror s3://bucket/data/ data/    (a prefix down, with its mtimes and modes)
   fastwrite mirror s3://bucket/data/ az://container/data/   (between stores: Azure Blob)
+  fastwrite mirror gs://bucket/data/ data/    (Google Cloud Storage: STORAGE_EMULATOR_HOST or
+                                               GOOGLE_APPLICATION_CREDENTIALS, as gcloud's)
 
 Exit codes, alike for every command: 0 everything written (listed); 1 some entries failed,
 or the archive broke after its start (each is named on stderr); 2 the run could not start
@@ -207,12 +209,13 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct MirrorArgs {
     /// The folder to copy, or a bucket prefix, s3://BUCKET/PREFIX (az://CONTAINER/PREFIX for
-    /// Azure Blob Storage)
+    /// Azure Blob Storage, gs://BUCKET/PREFIX for Google Cloud Storage)
     pub src: PathBuf,
 
     /// The folder to make a copy of SRC (created if missing), or a bucket prefix,
-    /// s3://BUCKET/PREFIX or az://CONTAINER/PREFIX (from a bucket of the same store: copied
-    /// server-side)
+    /// s3://BUCKET/PREFIX, az://CONTAINER/PREFIX or gs://BUCKET/PREFIX (from a bucket of the
+    /// same store: copied server-side; writes into gs:// are untested, as no emulator takes
+    /// them: docs/object-storage.md)
     pub dst: PathBuf,
 
     /// Delete what DST has and SRC does not (never excluded paths)
@@ -245,8 +248,8 @@ pub struct MirrorArgs {
 pub struct ListArgs {
     /// The archive, recognised by its content; `-` reads standard input (a tar, compressed or
     /// not, a zip, kept in a temporary file and listed from its central directory, or a single
-    /// compressed file); s3://BUCKET/KEY, az://CONTAINER/KEY and https://HOST/PATH read it
-    /// where it lives
+    /// compressed file); s3://BUCKET/KEY, az://CONTAINER/KEY, gs://BUCKET/KEY and
+    /// https://HOST/PATH read it where it lives
     pub archive: PathBuf,
 
     /// List only entries matching a PATTERN (as `extract` takes them)
@@ -279,8 +282,8 @@ impl ListArgs {
 #[derive(Debug, Args)]
 pub struct ExtractArgs {
     /// The archive, recognised by its content; `-` reads standard input (a tar, compressed or
-    /// not, a zip, or a single compressed file); s3://BUCKET/KEY, az://CONTAINER/KEY and
-    /// https://HOST/PATH read it where it lives (a zip by ranged requests). A glob the shell did not expand
+    /// not, a zip, or a single compressed file); s3://BUCKET/KEY, az://CONTAINER/KEY,
+    /// gs://BUCKET/KEY and https://HOST/PATH read it where it lives (a zip by ranged requests). A glob the shell did not expand
     /// ('dir/**/*.zip', 's3://BUCKET/shards/*.tar.gz': `*` within a name, `**` across `/`) is
     /// expanded here: a run of many archives (docs/many-archives.md)
     #[arg(required_unless_present = "from_list")]
@@ -294,7 +297,9 @@ pub struct ExtractArgs {
 
     /// The output folder (created if missing) [default: the current folder, as tar and unzip
     /// extract], or a bucket prefix, s3://BUCKET/PREFIX (credentials and endpoint as the aws CLI
-    /// finds them), or az://CONTAINER/PREFIX (as the Azure CLI finds them: docs/object-storage.md);
+    /// finds them), az://CONTAINER/PREFIX (as the Azure CLI finds them), or gs://BUCKET/PREFIX
+    /// (as gcloud's libraries find them; untested, as no emulator takes these writes:
+    /// docs/object-storage.md);
     /// `-C` and `--directory` (tar's) and `-d` (unzip's) say the same
     #[arg(
         short,

@@ -35,7 +35,7 @@ pub(super) fn connect(
         builder = builder.with_config(key, value);
     }
     let get = |key| builder.get_config_value(&key);
-    let emulator = get(AzureConfigKey::UseEmulator).is_some_and(|v| is_true(&v));
+    let emulator = get(AzureConfigKey::UseEmulator).is_some_and(|v| client::is_true(&v));
     let account = get(AzureConfigKey::AccountName)
         .or_else(|| emulator.then(|| EMULATOR_ACCOUNT.to_string()))
         .context(
@@ -57,7 +57,7 @@ pub(super) fn connect(
     };
     let plain_http = emulator
         || service.scheme() == "http"
-        || std::env::var("AZURE_ALLOW_HTTP").is_ok_and(|v| is_true(&v));
+        || std::env::var("AZURE_ALLOW_HTTP").is_ok_and(|v| client::is_true(&v));
     let store = builder
         .with_account(&account)
         .with_container_name(&url.bucket)
@@ -73,10 +73,6 @@ pub(super) fn connect(
         .context("the store made no HTTP client")?;
     let requests = requests::AzureRequests::new(store.clone(), http, account, service, url);
     Ok((Arc::new(store), Arc::new(requests)))
-}
-
-fn is_true(value: &str) -> bool {
-    matches!(value.to_ascii_lowercase().as_str(), "true" | "1" | "yes")
 }
 
 /// The Azure CLI's settings from the environment, as `object_store` keys: a connection string
@@ -111,7 +107,7 @@ fn connection_string(text: &str) -> anyhow::Result<Vec<(AzureConfigKey, String)>
     }
     let field = |name: &str| fields.get(name).cloned();
     let mut settings = Vec::new();
-    if field("usedevelopmentstorage").is_some_and(|v| is_true(&v)) {
+    if field("usedevelopmentstorage").is_some_and(|v| client::is_true(&v)) {
         settings.push((AzureConfigKey::UseEmulator, "true".to_string()));
         return Ok(settings);
     }

@@ -20,7 +20,7 @@ use object_store::path::Path as Key;
 use object_store::signer::Signer;
 
 use crate::store::requests::{ListedObject, Made, Requests};
-use crate::store::wire::{self, Answer, elements, query_escape, xml_escape, xml_unescape};
+use crate::store::wire::{self, Answer, elements, query_escape, xml_unescape};
 
 #[derive(Clone)]
 pub(super) struct S3Requests {
@@ -113,7 +113,7 @@ impl Requests for S3Requests {
                 let (Some(key), Some(size)) = (field("Key"), field("Size")) else {
                     continue;
                 };
-                let modified = time_of(field("LastModified"));
+                let modified = wire::rfc3339_or_epoch(field("LastModified"));
                 objects.push(ListedObject {
                     key,
                     size: size.parse().unwrap_or(0),
@@ -193,46 +193,12 @@ impl Requests for S3Requests {
     /// `key`, every page): each one's id and when it began, by the store's clock.
     async fn uploads(&self, key: &str) -> anyhow::Result<Vec<(String, std::time::SystemTime)>> {
         let base = self.bucket_url().await?;
-        let mut found = Vec::new();
-        let mut after: Option<(String, String)> = None;
-        loop {
-            let mut url = format!("{base}?uploads&prefix={}", query_escape(key));
-            if let Some((key, id)) = &after {
-                url.push_str(&format!(
-                    "&key-marker={}&upload-id-marker={}",
-                    query_escape(key),
-                    query_escape(id)
-                ));
-            }
-            let what = format!("listing the uploads of '{key}'");
-            let answer = self.get_listing(&url, &what).await?;
-            for upload in elements(&answer.body, "Upload") {
-                let field = |name| elements(upload, name).next().map(xml_unescape);
-                let (Some(their_key), Some(id)) = (field("Key"), field("UploadId")) else {
-                    continue;
-                };
-                if their_key != key {
-                    continue;
-                }
-                let began = time_of(field("Initiated"));
-                found.push((id, began));
-            }
-            let truncated = elements(&answer.body, "IsTruncated").next() == Some("true");
-            let next = (
-                elements(&answer.body, "NextKeyMarker").next(),
-                elements(&answer.body, "NextUploadIdMarker").next(),
-            );
-            match next {
-                (Some(key), Some(id)) if truncated => {
-                    let next = (xml_unescape(key), xml_unescape(id));
-                    if after.as_ref() == Some(&next) {
-                        return Ok(found);
-                    }
-                    after = Some(next);
-                }
-                _ => return Ok(found),
-            }
-        }
+        let what = format!("listing the uploads of '{key}'");
+        let what = &what;
+        wire::open_uploads(&base, key, |url| async move {
+            self.get_listing(&url, what).await
+        })
+        .await
     }
 
     async fn put_marker(
@@ -255,22 +221,7 @@ impl Requests for S3Requests {
 
     /// CreateMultipartUpload, the metadata with it.
     async fn begin(&self, key: &Key, meta: &[(&str, &str)]) -> anyhow::Result<String> {
-        let mut attributes = object_store::Attributes::new();
-        for (name, value) in meta {
-            attributes.insert(
-                object_store::Attribute::Metadata(name.to_string().into()),
-                value.to_string().into(),
-            );
-        }
-        let opts = object_store::PutMultipartOptions {
-            attributes,
-            ..Default::default()
-        };
-        use object_store::multipart::MultipartStore;
-        self.store
-            .create_multipart_opts(key, opts)
-            .await
-            .map_err(|e| anyhow::anyhow!(crate::store::explain(&e)))
+        crate::store::requests::begin_with_metadata(&self.store, key, meta).await
     }
 
     /// CompleteMultipartUpload (the metadata was given when it began).
@@ -283,15 +234,7 @@ impl Requests for S3Requests {
         create: bool,
     ) -> anyhow::Result<Made> {
         let url = format!("{}?uploadId={}", self.url(key).await?, query_escape(upload));
-        let mut body = String::from("<CompleteMultipartUpload>");
-        for (i, part) in parts.iter().enumerate() {
-            body.push_str(&format!(
-                "<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>",
-                i + 1,
-                xml_escape(&part.content_id)
-            ));
-        }
-        body.push_str("</CompleteMultipartUpload>");
+        let body = wire::completion_body(parts);
         let mut headers = vec![("content-type".to_string(), "application/xml".to_string())];
         if create {
             headers.push(("if-none-match".into(), "*".into()));
@@ -316,13 +259,6 @@ fn key_path(key: &str) -> String {
 /// A name in a URL's path, as SigV4 expects it (every byte but `A-Za-z0-9-_.~`).
 fn path_escape(text: &str) -> String {
     query_escape(text)
-}
-
-/// A time as S3's listings give it (RFC 3339); the epoch if there is none.
-fn time_of(text: Option<String>) -> std::time::SystemTime {
-    text.and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
-        .map(|t| std::time::SystemTime::from(t.with_timezone(&chrono::Utc)))
-        .unwrap_or(std::time::UNIX_EPOCH)
 }
 
 /// A conditional write's answer: done (200), the key taken (412: `If-None-Match: *` failed),
