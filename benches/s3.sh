@@ -3,6 +3,9 @@
 #        benches/s3.sh --store azure [-n N] [DELAY_MS|direct ...] (into Azure Blob Storage)
 #        benches/s3.sh --sync [-n N] [DELAY_MS|direct ...]   (a mirror with nothing to do)
 #        benches/s3.sh --download [-n N] [DELAY_MS|direct ...] (a prefix down into a folder)
+#        benches/s3.sh --store gcs --download [-n N] [DELAY_MS|direct ...] (out of Google Cloud
+#                      Storage: fake-gcs-server takes none of fastwrite's uploads, so GCS is
+#                      benched in the direction it serves)
 #        benches/s3.sh --memory [COUNT]                       (fastwrite's RSS; default 80000)
 #
 # Extracting an archive into a bucket: fastwrite against the ways users do it today, on the
@@ -79,6 +82,12 @@
 #   rclone       rclone copy B:bench/down OUT           (rclone's defaults: 4 transfers)
 #   rclone-t64   rclone copy --transfers 64 B:bench/down OUT
 #   aws          aws s3 sync s3://bench/down/ OUT --only-show-errors
+# --store gcs --download: the same out of a bucket of fake-gcs-server (v1.56.1, as .ci/setup
+# builds it; in memory, loopback, plain HTTP), uploaded once by `rclone copy --transfers 64 TREE
+# B:bench/down` with rclone's `google cloud storage` backend (which stores `mtime` and
+# `goog-reserved-file-mtime`, no mode), against rclone's downloads alone (s5cmd and the aws CLI
+# speak S3 only; gsutil is not built here): fastwrite mirror gs://bench/down/ OUT, reaching the
+# proxy through STORAGE_EMULATOR_HOST as Google's libraries do.
 # A run counts only if it exits 0 and OUT then holds exactly TREE's files (names and sizes of
 # regular files, nothing else but folders). Recorded too, not failed: how many files got back
 # TREE's mtime (to the second) and its permission bits. Printed: the same tables (per object =
@@ -148,7 +157,7 @@ while (( $# )); do
     --sync) set_mode sync; shift ;;
     --download) set_mode download; shift ;;
     --memory) set_mode memory; shift ;;
-    --store) STORE="${2:?--store needs s3 or azure}"; shift 2 ;;
+    --store) STORE="${2:?--store needs s3, azure or gcs}"; shift 2 ;;
     -n | --runs) RUNS="${2:?-n needs a number}"; RUNS_SET=1; shift 2 ;;
     -n*) RUNS="${1#-n}"; RUNS_SET=1; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -158,10 +167,12 @@ while (( $# )); do
     esac
 done
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "s3: -n wants a positive number, not '$RUNS'" >&2; exit 2; }
-[[ "$STORE" == s3 || "$STORE" == azure ]] || { echo "s3: --store is s3 or azure, not '$STORE'" >&2; exit 2; }
-[[ "$STORE" == s3 || "$MODE" == copy ]] || { echo "s3: --store azure benches the copy only (no --sync, --download, --memory)" >&2; exit 2; }
+[[ "$STORE" == s3 || "$STORE" == azure || "$STORE" == gcs ]] || { echo "s3: --store is s3, azure or gcs, not '$STORE'" >&2; exit 2; }
+[[ "$STORE" != azure || "$MODE" == copy ]] || { echo "s3: --store azure benches the copy only (no --sync, --download, --memory)" >&2; exit 2; }
+[[ "$STORE" != gcs || "$MODE" == download ]] || { echo "s3: --store gcs benches --download only (fake-gcs-server takes none of fastwrite's uploads)" >&2; exit 2; }
 SCHEME=s3
 [[ "$STORE" == azure ]] && SCHEME=az
+[[ "$STORE" == gcs ]] && SCHEME=gs
 AZURITE=/opt/azurite/bin/azurite-blob
 AZ_ACCOUNT=devstoreaccount1
 AZ_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='  # Azurite's, public
@@ -190,7 +201,8 @@ copy) ALL_TOOLS=(fastwrite unzip+s5cmd s5cmd rclone rclone-t64 aws)
     ASKED_TOOLS=(fastwrite-mirror fastwrite-markers fastwrite-uploads-8 fastwrite-uploads-32 fastwrite-uploads-128
         fastwrite-uploads-256 ${FASTWRITE_BASE:+fastwrite-base}) ;;
 sync) ALL_TOOLS=(fastwrite s5cmd rclone aws) ;;
-download) ALL_TOOLS=(fastwrite s5cmd rclone rclone-t64 aws) ;;
+download) ALL_TOOLS=(fastwrite s5cmd rclone rclone-t64 aws)
+    [[ "$STORE" == gcs ]] && ALL_TOOLS=(fastwrite rclone rclone-t64) ;;
 memory) ALL_TOOLS=(fastwrite) ;;
 esac
 TOOLS=()
@@ -217,9 +229,12 @@ if [[ "$STORE" == s3 ]]; then
     need aws "the aws CLI lists what each run stored: pip install awscli"
     VGW="${VERSITYGW:-$(command -v versitygw || true)}"
     [[ -x "$VGW" ]] || { echo "s3: versitygw is required (GOBIN=/usr/local/bin go install github.com/versity/versitygw/cmd/versitygw@v1.8.0, as .ci/setup does)" >&2; exit 1; }
-else
+elif [[ "$STORE" == azure ]]; then
     [[ -x "$AZURITE" ]] || { echo "s3: Azurite is required at $AZURITE (npm install -g --prefix /opt/azurite azurite@3.35.0, as .ci/setup does)" >&2; exit 1; }
     need rclone "apt-get install -y rclone: it makes the container"
+else
+    need fake-gcs-server "GOBIN=/usr/local/bin go install github.com/fsouza/fake-gcs-server@v1.56.1, as .ci/setup does"
+    need rclone "apt-get install -y rclone: it uploads what every run downloads"
 fi
 if wants rclone || wants rclone-t64; then need rclone "apt-get install -y rclone"; fi
 
@@ -272,6 +287,7 @@ mkdir -p "$WORK/root" "$WORK/unzip" "$WORK/logs" "$WORK/lists" "$RESULTS"
 name="s3-$stamp"
 [[ "$STORE" == azure ]] && name="s3-azure-$stamp"
 [[ "$MODE" == copy ]] || name="s3-$MODE-$stamp"
+[[ "$STORE" == gcs ]] && name="s3-gcs-$MODE-$stamp"
 TSV="$RESULTS/$name.tsv"
 MD="$RESULTS/$name.md"
 if [[ "$MODE" == memory ]]; then
@@ -364,6 +380,8 @@ point_at() {  # point_at ENDPOINT
     if [[ "$STORE" == azure ]]; then
         export AZURE_STORAGE_CONNECTION_STRING="DefaultEndpointsProtocol=http;AccountName=$AZ_ACCOUNT;AccountKey=$AZ_KEY;BlobEndpoint=$1/$AZ_ACCOUNT;"
         export RCLONE_CONFIG_B_ENDPOINT="$1/$AZ_ACCOUNT"
+    elif [[ "$STORE" == gcs ]]; then
+        export STORAGE_EMULATOR_HOST="${1#http://}" RCLONE_CONFIG_B_ENDPOINT="$1/storage/v1/"
     else
         export AWS_ENDPOINT_URL="$1" RCLONE_CONFIG_B_ENDPOINT="$1"
     fi
@@ -414,6 +432,34 @@ if [[ "$STORE" == azure ]]; then
     point_at "$DIRECT"
 fi
 
+# fake-gcs-server, as tests/common/s3.rs starts it: in memory, loopback, plain HTTP, its public
+# host without a port (it serves `/BUCKET/OBJECT`, the XML API's paths, only to requests for
+# that host, and through the proxy the port is the proxy's); rclone's `google cloud storage`
+# backend, anonymous, at its JSON API.
+if [[ "$STORE" == gcs ]]; then
+    while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(GOOGLE_|STORAGE_EMULATOR_HOST$)' || true)
+    export RCLONE_CONFIG_B_TYPE="google cloud storage" RCLONE_CONFIG_B_ANONYMOUS=true
+    unset RCLONE_CONFIG_B_PROVIDER RCLONE_CONFIG_B_ACCESS_KEY_ID RCLONE_CONFIG_B_SECRET_ACCESS_KEY RCLONE_CONFIG_B_REGION
+    for _ in 1 2 3 4 5; do
+        SPORT="$(free_port)"
+        fake-gcs-server -scheme http -host 127.0.0.1 -port "$SPORT" -backend memory \
+            -log-level error -public-host 127.0.0.1 </dev/null >"$WORK/server.log" 2>&1 &
+        SERVER_PID=$!
+        for _ in $(seq 300); do
+            if ! kill -0 "$SERVER_PID" 2>/dev/null; then break; fi
+            if curl -sf "http://127.0.0.1:$SPORT/storage/v1/b" 2>/dev/null | grep -q 'storage#buckets'; then break 2; fi
+            sleep 0.1
+        done
+        kill "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+        SERVER_PID=""
+    done
+    [[ -n "$SERVER_PID" ]] || { echo "s3: fake-gcs-server did not start:" >&2; cat "$WORK/server.log" >&2; exit 1; }
+    DIRECT="http://127.0.0.1:$SPORT"
+    curl -sf -X POST "$DIRECT/storage/v1/b" -H 'content-type: application/json' \
+        -d "{\"name\": \"$BUCKET\"}" >/dev/null
+fi
+
 # The server, as tests/common/s3.rs starts it: a free port is found by binding port 0 and
 # letting it go, so another process may take it first; then the next one is tried.
 for _ in 1 2 3 4 5; do
@@ -435,7 +481,7 @@ done
 [[ -n "$SERVER_PID" ]] || { echo "s3: versitygw found no free port in 5 tries" >&2; exit 1; }
 DIRECT="http://127.0.0.1:$SPORT"
 aws_direct() { aws --endpoint-url "$DIRECT" "$@"; }
-[[ "$STORE" == azure ]] || aws_direct s3api create-bucket --bucket "$BUCKET" --output json >/dev/null
+[[ "$STORE" != s3 ]] || aws_direct s3api create-bucket --bucket "$BUCKET" --output json >/dev/null
 
 # CPU seconds (user + system) a process has used so far.
 TICKS="$(getconf CLK_TCK)"
@@ -444,7 +490,9 @@ cpu_of() {  # cpu_of PID (none: 0)
     awk -v t="$TICKS" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$1/stat"
 }
 
-if [[ "$STORE" == azure ]]; then
+if [[ "$STORE" == gcs ]]; then
+    versions="fake-gcs-server $(go version -m "$(command -v fake-gcs-server)" 2>/dev/null | awk '$1 == "mod" { print $3 }' || true)"
+elif [[ "$STORE" == azure ]]; then
     versions="Azurite $(sed -n 's/.*"version": "\(.*\)".*/\1/p' /opt/azurite/lib/node_modules/azurite/package.json | head -n 1)"
 else
     versions="versitygw $(go version -m "$VGW" 2>/dev/null | awk '$1 == "mod" { print $3 }' || true)"
@@ -452,12 +500,12 @@ fi
 [[ -n "$FW" ]] && versions+=", fastwrite $("$FW" --version | awk '{ print $2 }') (sha256 $fw_hash; repo at $(git -C "$repo" describe --always --dirty 2>/dev/null || echo '?'))"
 [[ -n "$S5" ]] && versions+=", s5cmd $("$S5" version)"
 if wants rclone || wants rclone-t64; then versions+=", $(rclone version | sed -n 1p)"; fi  # sed reads it all: no SIGPIPE
-[[ "$STORE" == azure ]] || versions+=", $(aws --version 2>&1 | cut -d' ' -f1)"
+[[ "$STORE" != s3 ]] || versions+=", $(aws --version 2>&1 | cut -d' ' -f1)"
 echo "s3: $versions" >&2
 case "$MODE" in
 copy) echo "s3: server $DIRECT ($([[ "$STORE" == azure ]] && echo "Azurite, in memory, afresh each run" || echo "posix root $WORK/root")); $EXPECTED files per run; $RUNS round(s) at ${DELAYS[*]} ms" >&2 ;;
 sync) echo "s3: server $DIRECT (posix root $WORK/root); syncs of $EXPECTED unchanged files; $RUNS round(s) at ${DELAYS[*]} ms" >&2 ;;
-download) echo "s3: server $DIRECT (posix root $WORK/root); downloads of $EXPECTED objects into a folder; $RUNS round(s) at ${DELAYS[*]} ms" >&2 ;;
+download) echo "s3: server $DIRECT ($([[ "$STORE" == gcs ]] && echo "fake-gcs-server, in memory" || echo "posix root $WORK/root")); downloads of $EXPECTED objects into a folder; $RUNS round(s) at ${DELAYS[*]} ms" >&2 ;;
 memory) echo "s3: server $DIRECT (posix root $WORK/root); $EXPECTED files of $SMALL_SIZE bytes, straight to the server" >&2 ;;
 esac
 
@@ -469,7 +517,7 @@ tool_cmd() {  # tool_cmd TOOL ENDPOINT PREFIX ID
     if [[ "$MODE" == download ]]; then
         local out="$WORK/down/$id"
         case "$tool" in
-        fastwrite) CMD=("$FW" mirror "s3://$BUCKET/down/" "$out") ;;
+        fastwrite) CMD=("$FW" mirror "$SCHEME://$BUCKET/down/" "$out") ;;
         s5cmd) CMD=("$S5" --endpoint-url "$ep" --log error cp "s3://$BUCKET/down/*" "$out/") ;;
         rclone) CMD=(rclone copy "B:$BUCKET/down" "$out") ;;
         rclone-t64) CMD=(rclone copy --transfers 64 "B:$BUCKET/down" "$out") ;;
@@ -542,6 +590,23 @@ PY
 # What a prefix holds, straight from the server (all pages), into FILE ('{}' if it cannot be
 # listed).
 list_prefix() {  # list_prefix PREFIX FILE
+    if [[ "$STORE" == gcs ]]; then
+        # The JSON API's list, every page, in ListObjectsV2's shape.
+        python3 - "$DIRECT/storage/v1/b/$BUCKET/o" "$1/" >"$2" <<'PY' || echo '{}' >"$2"
+import json, sys, urllib.parse, urllib.request
+base, prefix = sys.argv[1:]
+contents, token = [], ""
+while True:
+    q = urllib.parse.urlencode({"prefix": prefix, "pageToken": token})
+    page = json.load(urllib.request.urlopen(f"{base}?{q}", timeout=60))
+    contents += [{"Key": o["name"], "Size": int(o["size"])} for o in page.get("items", [])]
+    token = page.get("nextPageToken", "")
+    if not token:
+        break
+print(json.dumps({"Contents": contents}))
+PY
+        return
+    fi
     if [[ "$STORE" == azure ]]; then
         # List Blobs of the public container, every page, in ListObjectsV2's shape.
         python3 - "$DIRECT/$AZ_ACCOUNT/$BUCKET" "$1/" >"$2" <<'PY' || echo '{}' >"$2"
@@ -682,6 +747,12 @@ sync_setup() {
     done
 }
 download_setup() {
+    if [[ "$STORE" == gcs ]]; then  # fake-gcs-server takes rclone's uploads, not fastwrite's
+        point_at "$DIRECT"
+        CMD=(rclone copy --transfers 64 "$TREE" "B:$BUCKET/down")
+        setup_one rclone down
+        return
+    fi
     export AWS_ENDPOINT_URL="$DIRECT" RCLONE_CONFIG_B_ENDPOINT="$DIRECT"
     CMD=("$FW" mirror "$TREE" "s3://$BUCKET/down")
     setup_one fastwrite down
@@ -932,6 +1003,7 @@ if grep -q $'\tFAILED' "$TSV"; then failed=1; fi
 : >"$WORK/heads.tsv"
 heads_of=("${TOOLS[@]}")
 [[ "$MODE" == download ]] && heads_of=("setup: fastwrite mirror")
+[[ "$STORE" == gcs ]] && heads_of=("setup: rclone copy")
 for tool in "${heads_of[@]}"; do
     if [[ "$MODE" == download ]]; then
         prefix=down
@@ -941,6 +1013,9 @@ for tool in "${heads_of[@]}"; do
     [[ -n "$prefix" ]] || continue
     if [[ "$STORE" == azure ]]; then  # as run_one read it, before the next run's fresh server
         head="$(cat "$WORK/lists/${prefix//\//-}.head.json")"
+    elif [[ "$STORE" == gcs ]]; then  # the JSON API's resource, in HeadObject's shape
+        head="$(curl -sf "$DIRECT/storage/v1/b/$BUCKET/o/$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$prefix/$SAMPLE")" |
+            python3 -c 'import json, sys; h = json.load(sys.stdin); print(json.dumps({"Metadata": h.get("metadata", {}), "LastModified": h.get("updated")}, sort_keys=True))')"
     else
         head="$(aws_direct s3api head-object --bucket "$BUCKET" --key "$prefix/$SAMPLE" --output json |
             python3 -c 'import json, sys; h = json.load(sys.stdin); print(json.dumps({"Metadata": h.get("Metadata", {}), "LastModified": h.get("LastModified")}, sort_keys=True))')"
@@ -968,9 +1043,12 @@ if mode == "sync":
           "by method, as the proxy counted them (the first good run's); server, proxy = CPU the "
           "server and the proxy spent during the run.")
 elif mode == "download":
-    print(f"S3 download: {versions}; {datetime.date.today()}, {os.cpu_count()} cores, {os.uname().release}. "
-          f"A prefix of {expected:,} objects (the botocore wheel's tree, uploaded once by `fastwrite "
-          "mirror TREE s3://bench/down`, untimed) downloaded into a fresh local folder each run, "
+    gcs = os.environ.get("BENCH_STORE") == "gcs"
+    uploaded = ("`rclone copy --transfers 64 TREE B:bench/down`" if gcs
+                else "`fastwrite mirror TREE s3://bench/down`")
+    print(f"{'GCS (fake-gcs-server)' if gcs else 'S3'} download: {versions}; {datetime.date.today()}, {os.cpu_count()} cores, {os.uname().release}. "
+          f"A prefix of {expected:,} objects (the botocore wheel's tree, uploaded once by {uploaded}, "
+          "untimed) downloaded into a fresh local folder each run, "
           f"{runs} round(s), tools round-robin; a run counts only if the folder then holds exactly "
           "TREE's files with their sizes. Median of the good runs; ratio = the tool's / "
           "fastwrite's (above 1: slower than fastwrite); client CPU = user + system of the client "

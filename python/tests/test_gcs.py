@@ -31,7 +31,7 @@ class FakeGcs:
         self.process = subprocess.Popen(
             [server, "-scheme", "http", "-host", "127.0.0.1", "-port", str(self.port)]
             + ["-backend", "memory", "-log-level", "error"]
-            + ["-public-host", f"127.0.0.1:{self.port}"],
+            + ["-public-host", "127.0.0.1"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -261,8 +261,10 @@ impl Server {
             let mut cmd = Command::new(FAKE_GCS);
             cmd.args(["-scheme", "http", "-host", "127.0.0.1", "-port"])
                 .arg(port.to_string())
-                .args(["-backend", "memory", "-log-level", "error", "-public-host"])
-                .arg(format!("127.0.0.1:{port}"))
+                // A public host without a port: `/BUCKET/OBJECT` (the XML API's paths) is served
+                // to requests for that host on any port (a proxy's in front, too).
+                .args(["-backend", "memory", "-log-level", "error"])
+                .args(["-public-host", "127.0.0.1"])
                 .current_dir(dir.join("scratch"))
                 .stdin(Stdio::null())
                 .stdout(log.try_clone().unwrap())
