@@ -36,7 +36,7 @@
 #                        for each of the wheel's folders besides its files; the run then holds
 #                        the files and one `dir/` key per folder: BENCH_TOOLS='fastwrite
 #                        fastwrite-markers')
-#   fastwrite-base       with FASTWRITE_BASE=BINARY: that build's extract, to set a change beside
+#   fastwrite-base       with FASTWRITE_BASE=BINARY: that build's extract (with --download: its mirror down), to set a change beside
 #                        the build before it (BENCH_TOOLS='fastwrite fastwrite-base')
 # Each quiet (s5cmd --log error, aws --only-show-errors; the others print no line per file).
 # N rounds per delay; within a round every tool runs once, round-robin, each round starting
@@ -127,6 +127,10 @@
 #   VERSITYGW              the server (default: versitygw in PATH; v1.8.0 in .ci/setup)
 #   S3_BENCH_TIMEOUT       seconds a run may take before it is killed, and FAILED (default 600;
 #                          1800 with --memory)
+#   BENCH_PROXY            python (default: lab/s3-proxy.py, which counts the requests) or
+#                          compiled (lab/delay-proxy.go, built once with Go into the cache: the
+#                          same delay without Python's cost per connection and per chunk, which
+#                          weighs on a client of many connections; requests not counted)
 #   FASTWRITE_BENCH_CACHE, BENCH_SETTLE, BENCH_PROBE_MS, BENCH_SETTLE_MAX, BENCH_DROP_CACHES,
 #   KEEP_WORK=1, BOTOCORE_VERSION: as in zip-peers.sh and fetch-corpus.sh.
 # Needs: versitygw, rclone, the aws CLI, unzip, s5cmd (or Go, to build it once; --memory lists
@@ -202,7 +206,8 @@ copy) ALL_TOOLS=(fastwrite unzip+s5cmd s5cmd rclone rclone-t64 aws)
         fastwrite-uploads-256 ${FASTWRITE_BASE:+fastwrite-base}) ;;
 sync) ALL_TOOLS=(fastwrite s5cmd rclone aws) ;;
 download) ALL_TOOLS=(fastwrite s5cmd rclone rclone-t64 aws)
-    [[ "$STORE" == gcs ]] && ALL_TOOLS=(fastwrite rclone rclone-t64) ;;
+    [[ "$STORE" == gcs ]] && ALL_TOOLS=(fastwrite rclone rclone-t64)
+    ASKED_TOOLS=(${FASTWRITE_BASE:+fastwrite-base}) ;;
 memory) ALL_TOOLS=(fastwrite) ;;
 esac
 TOOLS=()
@@ -277,6 +282,18 @@ if wants fastwrite-base; then
     base_hash="$(sha256sum "$FASTWRITE_BASE" | cut -c1-12)"
     FW_BASE="$CACHE/bin/fastwrite-$base_hash"
     [[ -x "$FW_BASE" ]] || { cp -- "$FASTWRITE_BASE" "$FW_BASE.tmp" && mv -- "$FW_BASE.tmp" "$FW_BASE"; }
+fi
+
+# BENCH_PROXY=compiled: lab/delay-proxy.go (Go, standard library only), built once into the cache.
+DELAY_PROXY=""
+if [[ "${BENCH_PROXY:-python}" == compiled ]]; then
+    go="$(command -v go || echo /usr/local/go/bin/go)"
+    [[ -x "$go" ]] || { echo "s3: BENCH_PROXY=compiled builds lab/delay-proxy.go with Go, and there is none" >&2; exit 1; }
+    DELAY_PROXY="$CACHE/bin/delay-proxy-$(sha256sum "$repo/lab/delay-proxy.go" | cut -c1-12)"
+    mkdir -p "$CACHE/bin"
+    [[ -x "$DELAY_PROXY" ]] || "$go" build -o "$DELAY_PROXY" "$repo/lab/delay-proxy.go"
+elif [[ "${BENCH_PROXY:-python}" != python ]]; then
+    echo "s3: BENCH_PROXY is python or compiled, not '$BENCH_PROXY'" >&2; exit 2
 fi
 
 # --- the corpus -------------------------------------------------------------------------------
@@ -518,6 +535,7 @@ tool_cmd() {  # tool_cmd TOOL ENDPOINT PREFIX ID
         local out="$WORK/down/$id"
         case "$tool" in
         fastwrite) CMD=("$FW" mirror "$SCHEME://$BUCKET/down/" "$out") ;;
+        fastwrite-base) CMD=("$FW_BASE" mirror "$SCHEME://$BUCKET/down/" "$out") ;;
         s5cmd) CMD=("$S5" --endpoint-url "$ep" --log error cp "s3://$BUCKET/down/*" "$out/") ;;
         rclone) CMD=(rclone copy "B:$BUCKET/down" "$out") ;;
         rclone-t64) CMD=(rclone copy --transfers 64 "B:$BUCKET/down" "$out") ;;
@@ -952,7 +970,11 @@ free_memory_for_batch "$TREE"
 cat -- "$WHEEL" >/dev/null
 start_proxy() {  # start_proxy DELAY STATS: sets PROXY_PID, prints the proxy's endpoint
     local out="$WORK/proxy-${1}ms.out" port=""
-    python3 "$repo/lab/s3-proxy.py" 0 "$SPORT" --delay-ms "$1" --stats "$2" </dev/null >"$out" 2>&1 &
+    if [[ "${BENCH_PROXY:-python}" == compiled ]]; then
+        "$DELAY_PROXY" 0 "$SPORT" "$1" </dev/null >"$out" 2>&1 &
+    else
+        python3 "$repo/lab/s3-proxy.py" 0 "$SPORT" --delay-ms "$1" --stats "$2" </dev/null >"$out" 2>&1 &
+    fi
     PROXY_PID=$!
     for _ in $(seq 100); do
         port="$(sed -n 's/^listening on \([0-9]*\)$/\1/p' "$out")"
@@ -960,7 +982,7 @@ start_proxy() {  # start_proxy DELAY STATS: sets PROXY_PID, prints the proxy's e
         kill -0 "$PROXY_PID" 2>/dev/null || break
         sleep 0.1
     done
-    [[ -n "$port" ]] || { echo "s3: lab/s3-proxy.py did not start:" >&2; cat "$out" >&2; exit 1; }
+    [[ -n "$port" ]] || { echo "s3: the proxy did not start:" >&2; cat "$out" >&2; exit 1; }
     EP="http://127.0.0.1:$port"
 }
 

@@ -44,7 +44,7 @@ pub(super) fn write(
     key_url: &(dyn Fn(&str) -> String + Sync),
 ) -> anyhow::Result<Report> {
     let files = objects.iter().filter(|o| !o.marker);
-    let (report, ()) = engine::run(dest, None, opts, |engine, writers| {
+    let (mut report, ()) = engine::run(dest, None, opts, |engine, writers| {
         engine
             .run()
             .reporter()
@@ -136,6 +136,11 @@ pub(super) fn write(
             }
         });
     })?;
+    let (peak, why) = source.in_flight();
+    report.writers_why = format!(
+        "{}; downloads in flight: up to {peak}, the limit last {why}",
+        report.writers_why
+    );
     Ok(report)
 }
 

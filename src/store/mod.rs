@@ -19,8 +19,10 @@
 //! - `stale.rs`: the marks of multipart uploads, and what killed runs left.
 //! - `object.rs`: what a file becomes as an object (its metadata, as rclone and s3fs read it).
 //! - `source.rs`: a prefix read, never written.
+//! - `flight.rs`: how many requests to keep in flight (Little's law), uploads and downloads.
 
 mod client;
+mod flight;
 mod looked;
 pub(crate) mod object;
 mod pace;
@@ -38,6 +40,7 @@ mod url;
 mod wire;
 
 pub(crate) use client::Meter;
+pub(crate) use flight::{EVERY, Sizer};
 pub(crate) use looked::first_look;
 pub(crate) use requests::{Made, Requests};
 pub(crate) use said::{readable, says_bucket_missing};

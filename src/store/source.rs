@@ -4,30 +4,38 @@
 //! read-only credentials are enough) but, for a run of many sources, its completion records
 //! ([`Source::create`]).
 //!
-//! - Requests in flight: [`IN_FLIGHT`], s5cmd's order (256 workers) scaled to what two cores
-//!   take in: past 64, a prefix of small objects at 20 ms took no less time.
+//! - Requests in flight: sized as the uploads are (`flight.rs`), by Little's law from the
+//!   request times the run measures and the caller's time per object (what writing it takes),
+//!   [`START`] until something is measured, at most `MAX_IN_FLIGHT` (s5cmd's 256 workers), halved
+//!   when the store asks to slow down, and held back where the store queues them.
 //! - A body up to the caller's size is read whole by its task, within a byte budget (the
 //!   caller's memory budget); a larger one is handed over as a stream, read as it is written.
 
 use std::collections::HashMap;
 use std::io::{self, Read};
-use std::sync::Arc;
-use std::time::SystemTime;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::anyhow;
 use bytes::Bytes;
-use futures_util::StreamExt;
-use futures_util::stream::BoxStream;
+use futures_util::future::BoxFuture;
+use futures_util::stream::{BoxStream, FuturesUnordered};
+use futures_util::{FutureExt, StreamExt};
 use object_store::{
     Attribute, Attributes, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
 };
 use tokio::sync::{Semaphore, mpsc};
 
+use super::flight::{EVERY, Sizer};
 use super::object::{OTHER_MTIMES, S_IFLNK, parse_mtime, parse_other_mtime};
-use super::{BucketUrl, Listed, Requests, Store, explain, list_prefix, parse_key};
+use super::{BucketUrl, Listed, Meter, Requests, Store, explain, list_prefix, parse_key};
+use crate::sync::Unpoisoned;
 
-/// Requests in flight at once (see the module header).
-const IN_FLIGHT: usize = 64;
+/// Requests in flight before any was timed.
+const START: usize = 64;
+/// Objects fetched and not yet taken by the caller, at most.
+const WAITING: usize = 64;
 
 /// What an object's user metadata records, in rclone's and s3fs's convention (`object.rs`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -101,20 +109,94 @@ pub(crate) struct Source {
     url: BucketUrl,
     store: Arc<dyn Store>,
     requests: Arc<dyn Requests>,
+    flight: Arc<Flight>,
     runtime: tokio::runtime::Runtime,
+}
+
+/// The requests in flight, as the run sizes them: the limit, and what the caller takes per
+/// object.
+struct Flight {
+    sizer: Mutex<Sizer>,
+    meter: Arc<Meter>,
+    /// The caller's time from taking one result to asking for the next, summed, and the
+    /// results taken.
+    caller_nanos: AtomicU64,
+    taken: AtomicU64,
+}
+
+impl Flight {
+    /// Runs `jobs` as many at once as the limit allows (sized again every few completions),
+    /// each result sent to `tx` as it comes, until the jobs end or the receiver is gone.
+    async fn run<T>(
+        &self,
+        mut jobs: impl Iterator<Item = BoxFuture<'static, T>>,
+        tx: mpsc::Sender<T>,
+    ) {
+        let mut running = FuturesUnordered::new();
+        let mut done = 0u64;
+        loop {
+            let limit = self.sizer.lock().unpoisoned().limit;
+            while running.len() < limit {
+                let Some(job) = jobs.next() else { break };
+                running.push(job);
+            }
+            {
+                let mut sizer = self.sizer.lock().unpoisoned();
+                sizer.peak = sizer.peak.max(running.len());
+            }
+            let Some(result) = running.next().await else {
+                return;
+            };
+            done += 1;
+            if done.is_multiple_of(EVERY) {
+                let taken = self.taken.load(Ordering::Relaxed);
+                let per_object = (taken > 0).then(|| {
+                    Duration::from_nanos(self.caller_nanos.load(Ordering::Relaxed) / taken)
+                });
+                let side = "the writing took an object";
+                self.sizer
+                    .lock()
+                    .unpoisoned()
+                    .resize(&self.meter, 1, per_object, side);
+            }
+            if tx.send(result).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// The caller spent `took` on a result before asking for the next.
+    fn took(&self, took: Duration) {
+        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        self.caller_nanos.fetch_add(nanos, Ordering::Relaxed);
+        self.taken.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 impl Source {
     /// The client of `url`'s store. Nothing is asked of the server yet: a missing bucket or
     /// refused credentials are said by the first listing.
     pub(crate) fn open(url: BucketUrl) -> anyhow::Result<Source> {
-        let (store, requests, _) = super::connect(&url)?;
+        let (store, requests, meter) = super::connect(&url)?;
+        let flight = Flight {
+            sizer: Mutex::new(Sizer::new(START, None).watching_the_queue()),
+            meter,
+            caller_nanos: AtomicU64::new(0),
+            taken: AtomicU64::new(0),
+        };
         Ok(Source {
             url,
             store,
             requests,
+            flight: Arc::new(flight),
             runtime: super::client_runtime("fastwrite-download")?,
         })
+    }
+
+    /// The most requests that were in flight at once, and what the limit was last and why.
+    pub(crate) fn in_flight(&self) -> (usize, String) {
+        let sizer = self.flight.sizer.lock().unpoisoned();
+        (sizer.peak, sizer.why.clone())
     }
 
     pub(crate) fn url(&self) -> &BucketUrl {
@@ -162,12 +244,16 @@ impl Source {
         })
     }
 
-    /// The metadata of each of `keys` (HEAD), [`IN_FLIGHT`] at a time, in no order.
+    /// The metadata of each of `keys` (HEAD), as many at once as the run sizes it, in no
+    /// order.
     pub(crate) fn recorded(&self, keys: Vec<String>) -> Vec<(String, anyhow::Result<Recorded>)> {
-        let store = &self.store;
-        self.runtime.block_on(
-            futures_util::stream::iter(keys)
-                .map(|key| async move {
+        let (tx, rx) = mpsc::channel(WAITING);
+        let store = Arc::clone(&self.store);
+        let flight = Arc::clone(&self.flight);
+        let task = self.runtime.spawn(async move {
+            let heads = keys.into_iter().map(move |key| {
+                let store = Arc::clone(&store);
+                async move {
                     let got = async {
                         let path = parse_key(&key)?;
                         store.get_opts(&path, super::head_with_metadata()).await
@@ -177,14 +263,22 @@ impl Source {
                         .map(|got| Recorded::of(&got.attributes))
                         .map_err(|e| anyhow!(explain(&e)));
                     (key, recorded)
-                })
-                .buffer_unordered(IN_FLIGHT)
-                .collect(),
-        )
+                }
+                .boxed()
+            });
+            flight.run(heads, tx).await;
+        });
+        Fetches {
+            source: self,
+            rx,
+            task,
+            since: None,
+        }
+        .collect()
     }
 
-    /// Fetches `objects` (key, and size as listed), [`IN_FLIGHT`] at a time: each comes back
-    /// through the iterator as it arrives, with its key. A body up to `whole_up_to` bytes is
+    /// Fetches `objects` (key, and size as listed), as many at once as the run sizes it: each
+    /// comes back through the iterator as it arrives, with its key. A body up to `whole_up_to` bytes is
     /// read whole, within `budget` bytes held at once; a larger one comes as a stream.
     pub(crate) fn fetch(
         &self,
@@ -192,13 +286,14 @@ impl Source {
         whole_up_to: u64,
         budget: u64,
     ) -> Fetches<'_> {
-        let (tx, rx) = mpsc::channel(IN_FLIGHT);
+        let (tx, rx) = mpsc::channel(WAITING);
         let store = Arc::clone(&self.store);
         let requests = Arc::clone(&self.requests);
+        let flight = Arc::clone(&self.flight);
         let permits = budget.clamp(1, u32::MAX as u64);
         let room = Arc::new(Semaphore::new(permits as usize));
         let task = self.runtime.spawn(async move {
-            let fetches = futures_util::stream::iter(objects).map(|(key, size)| {
+            let fetches = objects.into_iter().map(move |(key, size)| {
                 let (store, room, requests) =
                     (Arc::clone(&store), Arc::clone(&room), Arc::clone(&requests));
                 async move {
@@ -238,18 +333,15 @@ impl Source {
                     let fetched: object_store::Result<Fetched> = fetched.await;
                     (key, fetched.map_err(|e| anyhow!(explain(&e))))
                 }
+                .boxed()
             });
-            let mut fetches = fetches.buffer_unordered(IN_FLIGHT);
-            while let Some(done) = fetches.next().await {
-                if tx.send(done).await.is_err() {
-                    break;
-                }
-            }
+            flight.run(fetches, tx).await;
         });
         Fetches {
             source: self,
             rx,
             task,
+            since: None,
         }
     }
 
@@ -268,22 +360,29 @@ impl Source {
     }
 }
 
-/// What [`Source::fetch`] gives, as it arrives.
-pub(crate) struct Fetches<'s> {
+/// What [`Source::fetch`] (or [`Source::recorded`]) gives, as it arrives.
+pub(crate) struct Fetches<'s, T = (String, anyhow::Result<Fetched>)> {
     source: &'s Source,
-    rx: mpsc::Receiver<(String, anyhow::Result<Fetched>)>,
+    rx: mpsc::Receiver<T>,
     task: tokio::task::JoinHandle<()>,
+    /// When the caller took the last result: its time on it is the other side of the sizing.
+    since: Option<Instant>,
 }
 
-impl Iterator for Fetches<'_> {
-    type Item = (String, anyhow::Result<Fetched>);
+impl<T> Iterator for Fetches<'_, T> {
+    type Item = T;
 
-    fn next(&mut self) -> Option<Self::Item> {
-        self.source.runtime.block_on(self.rx.recv())
+    fn next(&mut self) -> Option<T> {
+        if let Some(since) = self.since {
+            self.source.flight.took(since.elapsed());
+        }
+        let next = self.source.runtime.block_on(self.rx.recv());
+        self.since = Some(Instant::now());
+        next
     }
 }
 
-impl Drop for Fetches<'_> {
+impl<T> Drop for Fetches<'_, T> {
     fn drop(&mut self) {
         self.task.abort();
     }

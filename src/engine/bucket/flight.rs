@@ -2,29 +2,19 @@
 //! close; the writers hand each finished file over and go on, and this gate holds them only
 //! when as many uploads are in flight as the run can use, or their bytes fill the budget.
 //!
-//! The number is sized by Little's law, as the writers on a network filesystem are
-//! (`writers.rs`): to keep up with writers that each produce a file every `P`, with requests
-//! that take `W`, `writers * W / P` uploads must be in flight. Both are measured as the run
-//! goes (every request is timed by the client's meter; the writers time their own work), and
-//! the limit is computed again every few completions, with room for the spread. When the
-//! store throttles (503 `SlowDown`, 429) the limit halves and its ceiling with it; the
-//! ceiling then grows back a tenth at a time while no throttling is met.
+//! The number is the store's `Sizer`'s (`store/flight.rs`): Little's law, with the writers as
+//! the other side, each timing the work of making a file (reading, decompressing), and halved
+//! when the store throttles.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use crate::store::Meter;
+use crate::store::{EVERY, Meter, Sizer};
 use crate::sync::Unpoisoned;
 
-/// The fewest uploads kept in flight, and the most: past a few hundred a store gains nothing,
-/// and every one holds its file in memory.
-pub(super) const MIN_IN_FLIGHT: usize = 4;
-pub(super) const MAX_IN_FLIGHT: usize = 256;
 /// Before anything is measured.
 const START: usize = 32;
-/// The limit is sized again after this many completions.
-const EVERY: u64 = 16;
 
 pub(super) struct Gate {
     state: Mutex<State>,
@@ -41,15 +31,8 @@ pub(super) struct Gate {
 struct State {
     in_flight: usize,
     bytes: u64,
-    limit: usize,
-    ceiling: usize,
-    peak: usize,
     completed: u64,
-    throttled: u64,
-    /// Held where it was asked to be (`Options::uploads`): never resized.
-    fixed: bool,
-    /// The limit after its last change, and why, for the report.
-    why: String,
+    sizer: Sizer,
 }
 
 impl Gate {
@@ -60,24 +43,12 @@ impl Gate {
         budget: u64,
         fixed: Option<usize>,
     ) -> Gate {
-        let (limit, why) = match fixed {
-            Some(n) => (n.max(1), format!("{} as asked", n.max(1))),
-            None => (
-                START,
-                format!("{START} at the start, before any request was timed"),
-            ),
-        };
         Gate {
             state: Mutex::new(State {
                 in_flight: 0,
                 bytes: 0,
-                limit,
-                ceiling: MAX_IN_FLIGHT,
-                peak: 0,
                 completed: 0,
-                throttled: 0,
-                fixed: fixed.is_some(),
-                why,
+                sizer: Sizer::new(START, fixed),
             }),
             freed: Condvar::new(),
             meter,
@@ -100,13 +71,14 @@ impl Gate {
     pub(super) fn enter(&self, bytes: u64) {
         let mut state = self.state.lock().unpoisoned();
         while state.in_flight > 0
-            && (state.in_flight >= state.limit || state.bytes.saturating_add(bytes) > self.budget)
+            && (state.in_flight >= state.sizer.limit
+                || state.bytes.saturating_add(bytes) > self.budget)
         {
             state = self.freed.wait(state).unpoisoned();
         }
         state.in_flight += 1;
         state.bytes += bytes;
-        state.peak = state.peak.max(state.in_flight);
+        state.sizer.peak = state.sizer.peak.max(state.in_flight);
     }
 
     /// An upload holding `bytes` ended (well or not).
@@ -115,47 +87,18 @@ impl Gate {
         state.in_flight -= 1;
         state.bytes -= bytes;
         state.completed += 1;
-        if state.completed % EVERY == 0 && !state.fixed {
-            self.resize(&mut state);
+        if state.completed.is_multiple_of(EVERY) {
+            let produced = self.produced.load(Ordering::Relaxed);
+            let per_file = (produced > 0).then(|| {
+                Duration::from_nanos(self.produce_nanos.load(Ordering::Relaxed) / produced)
+            });
+            let side = format!("each of {} writers made a file", self.writers);
+            state
+                .sizer
+                .resize(&self.meter, self.writers, per_file, &side);
         }
         drop(state);
         self.freed.notify_all();
-    }
-
-    fn resize(&self, state: &mut State) {
-        let throttled = self.meter.throttled.load(Ordering::Relaxed);
-        if throttled > state.throttled {
-            state.throttled = throttled;
-            state.limit = (state.limit / 2).max(MIN_IN_FLIGHT);
-            state.ceiling = state.limit;
-            state.why = format!(
-                "{}: halved when the store asked to slow down ({throttled} times so far)",
-                state.limit
-            );
-            return;
-        }
-        state.ceiling = (state.ceiling + state.ceiling.div_ceil(10)).min(MAX_IN_FLIGHT);
-        let (Some(request), produced) = (self.meter.mean(), self.produced.load(Ordering::Relaxed))
-        else {
-            return;
-        };
-        if produced == 0 {
-            return;
-        }
-        let per_file = Duration::from_nanos(self.produce_nanos.load(Ordering::Relaxed) / produced)
-            .max(Duration::from_micros(1));
-        // Little's law, with half again for the spread of request times.
-        let law = self.writers as f64 * request.as_secs_f64() / per_file.as_secs_f64() * 1.5;
-        let limit = (law.ceil() as usize + 1).clamp(MIN_IN_FLIGHT, state.ceiling);
-        if limit != state.limit {
-            state.limit = limit;
-            state.why = format!(
-                "{limit}: requests took {:.1} ms, and each of {} writers made a file every {:.2} ms",
-                request.as_secs_f64() * 1e3,
-                self.writers,
-                per_file.as_secs_f64() * 1e3
-            );
-        }
     }
 
     /// Waits until no upload is in flight.
@@ -169,7 +112,7 @@ impl Gate {
     /// The most uploads that were in flight at once, and what the limit was last and why.
     pub(super) fn summary(&self) -> (usize, String) {
         let state = self.state.lock().unpoisoned();
-        (state.peak, state.why.clone())
+        (state.sizer.peak, state.sizer.why.clone())
     }
 }
 
@@ -178,7 +121,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_limit_follows_littles_law_and_halves_when_throttled() {
+    fn the_limit_follows_the_writers_and_the_requests() {
         let meter = Arc::new(Meter::default());
         let gate = Gate::new(Arc::clone(&meter), 2, u64::MAX, None);
         // Requests of 20 ms; each writer makes a file every 1 ms: 2 * 20 / 1 * 1.5 + 1 = 61.
@@ -191,15 +134,10 @@ mod tests {
             gate.enter(1);
             gate.leave(1);
         }
-        assert_eq!(gate.state.lock().unpoisoned().limit, 61);
-        meter.throttled.store(1, Ordering::Relaxed);
-        for _ in 0..EVERY {
-            gate.enter(1);
-            gate.leave(1);
-        }
-        let state = gate.state.lock().unpoisoned();
-        assert_eq!((state.limit, state.ceiling), (30, 30));
-        assert!(state.why.contains("slow down"), "{}", state.why);
+        let (peak, why) = gate.summary();
+        assert_eq!(gate.state.lock().unpoisoned().sizer.limit, 61);
+        assert_eq!(peak, 1);
+        assert!(why.contains("each of 2 writers made a file"), "{why}");
     }
 
     #[test]
