@@ -1069,7 +1069,7 @@ fn runs_fail_with_the_crates_own_error_kinds_and_paths() {
         assert!(!shown.contains("acktrace"), "{shown}");
     }
     // A URL is no folder: refused by name, nothing made.
-    let Err(error) = Batch::new("gs://bench/prefix") else {
+    let Err(error) = Batch::new("hdfs://bench/prefix") else {
         panic!("a batch rooted at a URL");
     };
     assert_eq!(error.kind(), ErrorKind::Unsupported, "{error}");

@@ -683,11 +683,11 @@ fn a_url_is_never_taken_for_a_path() {
     let archive = t.join("a.tar");
     std::fs::write(&archive, crate_tar(&[("a.txt", b"a")])).unwrap();
     for args in [
-        osv!["extract", &archive, "-o", "gs://bench/p/"],
+        osv!["extract", &archive, "-o", "hdfs://bench/p/"],
         osv!["extract", "ftp://example.org/a.zip", "-o", "out"],
         osv!["list", "ftp://example.org/a.tar.gz"],
-        osv!["mirror", "gs://bench/p/", "out"],
-        osv!["mirror", t.path(), "gs://bench/p/"],
+        osv!["mirror", "hdfs://bench/p/", "out"],
+        osv!["mirror", t.path(), "hdfs://bench/p/"],
     ] {
         let mut cmd = fastwrite_command(&args);
         cmd.current_dir(t.path());
