@@ -46,6 +46,9 @@
 #                          with `cargo install ripunzip --locked --root ...` (~2 minutes); if
 #                          that fails, ripunzip is left out, and the report says so)
 #   REMOTE_ZIP_TIMEOUT     seconds a run may take before it is killed, and FAILED (default 600)
+#   REMOTE_ZIP_SHARED_RATE bytes a second that each server sends in all, every connection
+#                          sharing them (range-server.py --shared-rate: a link that is itself the
+#                          limit, as a home line or a cross-region link); unset, no limit
 #   FASTWRITE_BENCH_CACHE, BENCH_SETTLE, BENCH_PROBE_MS, BENCH_SETTLE_MAX, BENCH_DROP_CACHES,
 #   KEEP_WORK=1, BOTOCORE_VERSION: as in s3.sh and fetch-corpus.sh.
 # Needs: python3, curl, bsdtar (libarchive-tools), GNU time, cargo (for ripunzip, once).
@@ -197,7 +200,8 @@ start_server() {
     local tag="$1" out="$WORK/$1.out" pid
     shift
     echo '{}' >"$WORK/$tag.json"
-    python3 "$repo/lab/range-server.py" "$SITE" --stats "$WORK/$tag.json" "$@" </dev/null >"$out" 2>&1 &
+    python3 "$repo/lab/range-server.py" "$SITE" --stats "$WORK/$tag.json" \
+        ${REMOTE_ZIP_SHARED_RATE:+--shared-rate "$REMOTE_ZIP_SHARED_RATE"} "$@" </dev/null >"$out" 2>&1 &
     pid=$!
     PIDS+=("$pid")
     PORT=""

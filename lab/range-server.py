@@ -4,7 +4,7 @@
 
 Usage: range-server.py ROOT [--port P] [--no-ranges] [--cut-after N] [--cuts K]
                        [--change-after M] [--redirect FROM=TO ...] [--rate BYTES_PER_S]
-                       [--stats FILE]
+                       [--shared-rate BYTES_PER_S] [--stats FILE]
 
   GET and HEAD of ROOT's files, over HTTP/1.1 with keep-alive. One range per request
   ("bytes=A-B", "bytes=A-", "bytes=-N"): 206 with Content-Range, or 416 past the end. Every
@@ -19,6 +19,9 @@ Usage: range-server.py ROOT [--port P] [--no-ranges] [--cut-after N] [--cuts K]
   --redirect F=T    a GET of /F is answered 301 Location: /T
   --rate B          each response's body goes at most B bytes a second (one connection of a
                     slow link; several responses at once get B each)
+  --shared-rate B   all responses' bodies together go at most B bytes a second (a link that is
+                    itself the limit: a home or office line, a cross-region link, shared by
+                    every connection); with --rate, each connection is held to both
   A request whose target is a whole URL ("GET http://host/path", as a client sends it to an
   HTTP proxy) is served by its path and counted as "proxied".
 
@@ -51,11 +54,26 @@ def main():
     ap.add_argument("--change-after", type=int)
     ap.add_argument("--redirect", action="append", default=[])
     ap.add_argument("--rate", type=float)
+    ap.add_argument("--shared-rate", type=float)
     ap.add_argument("--stats")
     args = ap.parse_args()
     root = os.path.realpath(args.root)
     redirects = dict(r.split("=", 1) for r in args.redirect)
     lock = threading.Lock()
+    # --shared-rate: when the link is next free; each chunk takes its turn on it.
+    link_lock = threading.Lock()
+    link_free = [time.monotonic()]
+
+    def take_link(n):
+        """Waits for the shared link to carry `n` bytes (its turn after every chunk before)."""
+        with link_lock:
+            start = max(time.monotonic(), link_free[0])
+            link_free[0] = start + n / args.shared_rate
+            done = link_free[0]
+        wait = done - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+
     cuts_taken = [0]
     counts = {"requests": 0, "ranged": 0, "whole": 0, "cut": 0, "precondition": 0,
               "proxied": 0}
@@ -159,6 +177,8 @@ def main():
                     data = f.read(min(left, 1 << 16))
                     if not data:
                         break
+                    if args.shared_rate:
+                        take_link(len(data))
                     self.wfile.write(data)
                     left -= len(data)
                     sent += len(data)
