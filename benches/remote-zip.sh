@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Usage: benches/remote-zip.sh [-n N] [--corpus botocore|torch] [DELAY_MS ...]
+# Usage: benches/remote-zip.sh [-n N] [--corpus botocore|torch|kernel] [DELAY_MS ...]
 #                                                  (default: -n 3, botocore, delays 0 5 20)
 #
 # A zip at an http:// URL extracted into a folder: fastwrite reading it where it lives against
 # the ways users do it today. The server is lab/range-server.py on a folder holding the wheel
 # (fetch-corpus.sh: botocore, 2,039 files, 21 MB out; or torch, 906 MB, 11,269 entries of which
-# 10,798 files, 1.75 GB out, one entry of 900 MB), answering byte ranges with ETags; a second one on the same folder
+# 10,798 files, 1.75 GB out, one entry of 900 MB; or kernel, the Linux 6.1 source tree zipped
+# by Info-ZIP's zip: many small files), answering byte ranges with ETags; a second one on the same folder
 # with --no-ranges (every GET answered whole, 200, "Accept-Ranges: none"). In front of each, for
 # each DELAY_MS, lab/delay-proxy.py holds every chunk DELAY_MS in each direction (a round trip
 # is 2 x DELAY_MS; 0 still goes through the proxy, so every delay takes the same path). URL is
@@ -19,6 +20,10 @@
 #   fastwrite-stream  fastwrite extract -q URL2 -o OUT, URL2 the wheel through the --no-ranges
 #                     server's own proxy at the same delay: fastwrite's fallback, the zip read
 #                     as one stream while it writes
+#   curl              curl -sS -o DL/WHEEL URL: the download alone, which no client that
+#                     writes can beat; checked by the file's size. With it the report says what
+#                     each tool takes after the last byte (its median less curl's), against a
+#                     local extraction's time (curl+fastwrite's less curl's)
 # N rounds per delay; within a round every tool runs once, round-robin, each round starting one
 # tool further on, so no tool has its runs in a row. Every run writes into a fresh folder
 # (OUT = out/DELAYms-rROUND-TOOL; nothing is deleted during the bench), under `timeout`. A run
@@ -69,12 +74,12 @@ repo="$(dirname "$here")"
 source "$here/lib/common.sh"
 
 RUNS=3 CORPUS=botocore
-usage="usage: benches/remote-zip.sh [-n N] [--corpus botocore|torch] [DELAY_MS ...]"
+usage="usage: benches/remote-zip.sh [-n N] [--corpus botocore|torch|kernel] [DELAY_MS ...]"
 while (( $# )); do
     case "$1" in
     -n | --runs) RUNS="${2:?-n needs a number}"; shift 2 ;;
     -n*) RUNS="${1#-n}"; shift ;;
-    --corpus) CORPUS="${2:?--corpus needs botocore or torch}"; shift 2 ;;
+    --corpus) CORPUS="${2:?--corpus needs botocore, torch or kernel}"; shift 2 ;;
     --corpus=*) CORPUS="${1#--corpus=}"; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     --) shift; break ;;
@@ -83,7 +88,7 @@ while (( $# )); do
     esac
 done
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "remote-zip: -n wants a positive number, not '$RUNS'" >&2; exit 2; }
-[[ "$CORPUS" == botocore || "$CORPUS" == torch ]] || { echo "remote-zip: --corpus is botocore or torch, not '$CORPUS'" >&2; exit 2; }
+[[ "$CORPUS" =~ ^(botocore|torch|kernel)$ ]] || { echo "remote-zip: --corpus is botocore, torch or kernel, not '$CORPUS'" >&2; exit 2; }
 DELAYS=("$@")
 ((${#DELAYS[@]})) || DELAYS=(0 5 20)
 for d in "${DELAYS[@]}"; do
@@ -93,7 +98,7 @@ done
 bench_lock  # one bench at a time on this machine
 CACHE="${FASTWRITE_BENCH_CACHE:-$HOME/.cache/fastwrite-bench}"
 TIMEOUT="${REMOTE_ZIP_TIMEOUT:-600}"
-ALL_TOOLS=(fastwrite curl+fastwrite "curl|bsdtar" ripunzip fastwrite-stream)
+ALL_TOOLS=(fastwrite curl+fastwrite "curl|bsdtar" ripunzip fastwrite-stream curl)
 TOOLS=()
 for t in "${ALL_TOOLS[@]}"; do
     if [[ -z "${BENCH_TOOLS:-}" || " $BENCH_TOOLS " == *" $t "* ]]; then TOOLS+=("$t"); fi
@@ -167,6 +172,7 @@ for i in zipfile.ZipFile(sys.argv[1]).infolist():
     if not i.is_dir():
         print(f"{i.filename}\t{i.file_size}")
 PY
+printf '%s\t%s\n' "$WHEEL_NAME" "$(stat -c %s "$SITE/$WHEEL_NAME")" >"$WORK/manifest-curl.tsv"
 EXPECTED=$(wc -l <"$WORK/manifest.tsv")
 EXPECTED_BYTES=$(awk -F'\t' '{ s += $2 } END { printf "%d", s }' "$WORK/manifest.tsv")
 (( EXPECTED == $(cut -f1 "$WORK/manifest.tsv" | LC_ALL=C sort -u | wc -l) )) ||
@@ -268,16 +274,21 @@ tool_cmd() {  # tool_cmd TOOL OUT DL: the command into CMD
         CMD=(bash -c 'set -o pipefail; mkdir -p -- "$2" && curl -sS "$1" | bsdtar -xf - -C "$2"' _ "$URL" "$out") ;;
     ripunzip) CMD=("$RIP" unzip-uri -d "$out" "$URL") ;;
     fastwrite-stream) CMD=("$FW" extract -q "$URL_WHOLE" -o "$out") ;;
+    # shellcheck disable=SC2016  # expanded by the inner bash
+    curl) CMD=(bash -c 'mkdir -p -- "$2" && curl -sS -o "$2/$3" "$1"' _ "$URL" "$dl" "$WHEEL_NAME") ;;
     esac
 }
 
 printf 'delay_ms\tround\tslot\ttool\tout\texit\tstatus\twall_s\tuser_s\tsys_s\tmaxrss_kib\tfiles\tbytes\trequests\n' >"$TSV"
 
 run_one() {  # run_one DELAY ROUND SLOT TOOL
-    local delay="$1" round="$2" slot="$3" tool="$4" id out dl rc t0 t1 times line
+    local delay="$1" round="$2" slot="$3" tool="$4" id out dl rc t0 t1 times line manifest
     id="${delay}ms-r$round-${tool//[|+]/-}"
     out="$WORK/out/$id" dl="$WORK/dl/$id"
     tool_cmd "$tool" "$out" "$dl"
+    manifest="$WORK/manifest.tsv"
+    # The download alone leaves the zip itself: that is what is checked.
+    [[ "$tool" == curl ]] && out="$dl" manifest="$WORK/manifest-curl.tsv"
     sync  # the previous run's writes land now, untimed
     cp -- "$WORK/ranged.json" "$WORK/logs/$id.ranged-before.json"
     cp -- "$WORK/whole.json" "$WORK/logs/$id.whole-before.json"
@@ -289,7 +300,7 @@ run_one() {  # run_one DELAY ROUND SLOT TOOL
     cp -- "$WORK/ranged.json" "$WORK/logs/$id.ranged-after.json"
     cp -- "$WORK/whole.json" "$WORK/logs/$id.whole-after.json"
     times="$(tail -n 1 "$WORK/logs/$id.time")"  # a failed run has a line before it
-    python3 - "$WORK/manifest.tsv" "$out" "$rc" "$WORK/logs/$id" \
+    python3 - "$manifest" "$out" "$rc" "$WORK/logs/$id" \
         "$delay" "$round" "$slot" "$tool" "$t0" "$t1" "$times" >>"$TSV" <<'PY'
 import json, os, stat, sys
 manifest, out, rc, logs, delay, rnd, slot, tool, t0, t1, times = sys.argv[1:]
@@ -419,6 +430,17 @@ for delay in dict.fromkeys(r["delay"] for r in rows):
     if fw and cf:
         print(f"\nfastwrite / curl+fastwrite: {fw['wall'] / cf['wall']:.2f} "
               f"({fw['wall']:.2f} s / {cf['wall']:.2f} s)")
+    dl = med.get("curl")
+    if dl and cf:
+        local = cf["wall"] - dl["wall"]
+        print(f"\nAfter the last byte (a tool's median less curl's {dl['wall']:.2f} s), against a "
+              f"local extraction's {local:.2f} s (curl+fastwrite's less curl's):\n")
+        for tool in order:
+            if tool in med and tool not in ("curl", "curl+fastwrite"):
+                after = med[tool]["wall"] - dl["wall"]
+                rip = med.get("ripunzip")
+                of_rip = f"; {after / rip['wall']:.2f} of ripunzip's total" if rip else ""
+                print(f"- {tool}: {after:.2f} s, {after / local:.2f} of a local extraction{of_rip}")
 bad = [r for r in rows if r["status"] != "ok"]
 if bad:
     print("\nFailed runs:\n")

@@ -4,7 +4,8 @@
 
 Usage: range-server.py ROOT [--port P] [--no-ranges] [--cut-after N] [--cuts K]
                        [--change-after M] [--redirect FROM=TO ...] [--rate BYTES_PER_S]
-                       [--shared-rate BYTES_PER_S] [--stats FILE]
+                       [--shared-rate BYTES_PER_S] [--hold A-B --hold-until FILE]
+                       [--stats FILE]
 
   GET and HEAD of ROOT's files, over HTTP/1.1 with keep-alive. One range per request
   ("bytes=A-B", "bytes=A-", "bytes=-N"): 206 with Content-Range, or 416 past the end. Every
@@ -22,6 +23,9 @@ Usage: range-server.py ROOT [--port P] [--no-ranges] [--cut-after N] [--cuts K]
   --shared-rate B   all responses' bodies together go at most B bytes a second (a link that is
                     itself the limit: a home or office line, a cross-region link, shared by
                     every connection); with --rate, each connection is held to both
+  --hold A-B        no byte of any file from offset A up to B is sent until the file named by
+  --hold-until F    --hold-until exists (a part of the way that is slow to come, for a client
+                    that should be busy with what came before and after it meanwhile)
   A request whose target is a whole URL ("GET http://host/path", as a client sends it to an
   HTTP proxy) is served by its path and counted as "proxied".
 
@@ -55,8 +59,22 @@ def main():
     ap.add_argument("--redirect", action="append", default=[])
     ap.add_argument("--rate", type=float)
     ap.add_argument("--shared-rate", type=float)
+    ap.add_argument("--hold")
+    ap.add_argument("--hold-until")
     ap.add_argument("--stats")
     args = ap.parse_args()
+    held = tuple(int(n) for n in args.hold.split("-")) if args.hold else None
+
+    def bytes_until_held(at, want):
+        """How many of `want` bytes from `at` may go now: up to where a held part begins;
+        waits for --hold-until where `at` is inside it."""
+        if not held or at >= held[1] or at + want <= held[0]:
+            return want
+        if at < held[0]:
+            return held[0] - at
+        while not os.path.exists(args.hold_until):
+            time.sleep(0.02)
+        return want
     root = os.path.realpath(args.root)
     redirects = dict(r.split("=", 1) for r in args.redirect)
     lock = threading.Lock()
@@ -174,7 +192,7 @@ def main():
                 left = limit
                 began, sent = time.monotonic(), 0
                 while left > 0:
-                    data = f.read(min(left, 1 << 16))
+                    data = f.read(bytes_until_held(f.tell(), min(left, 1 << 16)))
                     if not data:
                         break
                     if args.shared_rate:

@@ -58,6 +58,7 @@ fn main() {
             settings_come_from_an_aws_profile,
             an_archive_at_a_url_is_read_as_a_stream,
             a_zip_at_a_url_is_read_by_ranges_and_resumed,
+            a_zip_at_a_url_is_written_as_it_arrives,
             a_server_without_ranges_is_read_as_a_stream_and_said,
             an_archive_that_changes_while_it_is_read_is_refused,
             proxies_and_redirects_are_followed,
@@ -2345,6 +2346,87 @@ mod linux {
         run_fastwrite(&osv!["extract", "-t", web.url("a.zip")]).assert_code(0);
     }
 
+    /// A part of the zip's middle held back by the server: the entries before it (the GET
+    /// from the start) and after it (the end, with the central directory) are written while it
+    /// waits, and the entry in it only once every byte of it has come.
+    pub fn a_zip_at_a_url_is_written_as_it_arrives() {
+        let t = tempdir();
+        let mut middle = vec![0u8; 600_000];
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        for b in middle.iter_mut() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = x as u8;
+        }
+        let files: [(&str, &[u8]); 3] = [
+            ("first.txt", b"before the held part\n"),
+            ("middle.bin", &middle),
+            ("last.txt", b"after it\n"),
+        ];
+        let zip = zip_of(&t, &files);
+        let bytes = std::fs::read(&zip).unwrap();
+        // Random bytes are stored as they are: where they lie in the zip.
+        let data = bytes
+            .windows(64)
+            .position(|w| w == &middle[..64])
+            .expect("middle.bin stored");
+        let site = t.join("site");
+        std::fs::create_dir_all(&site).unwrap();
+        std::fs::copy(&zip, site.join("a.zip")).unwrap();
+        let release = t.join("release");
+        let hold = format!("{}-{}", data + 100_000, data + 200_000);
+        let web = Web::serve(
+            &site,
+            &["--hold", &hold, "--hold-until", release.to_str().unwrap()],
+        );
+        // A folder that holds a file: each file is moved into place after its close (a new or
+        // empty one is made under another name and put in place at the end).
+        let out = t.join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join("kept.txt"), b"kept").unwrap();
+        let run = {
+            let args = osv!["extract", web.url("a.zip"), "-o", &out];
+            std::thread::spawn(move || run_fastwrite(&args))
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        let written = |name: &str| std::fs::read(out.join(name)).ok();
+        while (written("first.txt").is_none() || written("last.txt").is_none())
+            && std::time::Instant::now() < deadline
+            && !run.is_finished()
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let early = (
+            written("first.txt"),
+            written("last.txt"),
+            written("middle.bin"),
+        );
+        std::fs::write(&release, b"").unwrap();
+        let run = run.join().unwrap();
+        run.assert_code(0);
+        assert_eq!(
+            early.0.as_deref(),
+            Some(&b"before the held part\n"[..]),
+            "{}",
+            run.dump()
+        );
+        assert_eq!(
+            early.1.as_deref(),
+            Some(&b"after it\n"[..]),
+            "{}",
+            run.dump()
+        );
+        assert_eq!(
+            early.2,
+            None,
+            "written before its bytes came: {}",
+            run.dump()
+        );
+        assert_eq!(std::fs::read(out.join("middle.bin")).unwrap(), middle);
+        assert_eq!(mode_of(&out.join("last.txt")), 0o640);
+    }
+
     pub fn a_server_without_ranges_is_read_as_a_stream_and_said() {
         let t = tempdir();
         let (site, big) = ranged_zip(&t);
@@ -2365,13 +2447,16 @@ mod linux {
     pub fn an_archive_that_changes_while_it_is_read_is_refused() {
         let t = tempdir();
         let (site, _) = ranged_zip(&t);
-        // Replaced between the two first answers (which disagree), then between those and the
-        // ranges (which carry If-Match, answered 412; one connection at 1 MB/s brings them).
-        for after in ["1", "2"] {
+        // Replaced between the two first answers (which disagree): nothing is written. Then
+        // between those and the ranges (which carry If-Match, answered 412; one connection at
+        // 1 MB/s brings them): the script, whose bytes came with the end, is written (whole
+        // and checked: every byte is the first version's) and the run fails, naming what was
+        // not written.
+        for (after, code) in [("1", 2), ("2", 1)] {
             let web = Web::serve(&site, &["--change-after", after, "--rate", "1000000"]);
             let out = t.join(format!("out-{after}"));
             let run = run_fastwrite(&osv!["extract", web.url("a.zip"), "-o", &out]);
-            run.assert_code(2);
+            run.assert_code(code);
             assert!(
                 run.stderr.contains("changed while it was read"),
                 "{}",
@@ -2380,6 +2465,13 @@ mod linux {
             assert!(!out.join("big.bin").exists(), "{}", run.dump());
             if after == "2" {
                 assert!(web.count("precondition") >= 1, "{}", run.dump());
+                assert!(
+                    run.stderr
+                        .contains("the download broke off: 1 file was not written"),
+                    "{}",
+                    run.dump()
+                );
+                assert_eq!(std::fs::read(out.join("bin/run.sh")).unwrap(), b"echo hi\n");
             }
         }
     }

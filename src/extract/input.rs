@@ -16,6 +16,11 @@ use super::format::{Format, checksum_ok, detect, named_like_a_tar};
 pub(super) enum Input {
     /// A zip, read from its end (so only from a file).
     Zip { file: File },
+    /// A zip in a bucket or at a URL, still arriving: extraction plans it from its central
+    /// directory and writes each entry as its bytes come; anything else waits for the last
+    /// byte ([`super::remote::Arriving::finish`]) and reads it as [`Input::Zip`].
+    #[cfg(all(feature = "s3", feature = "zip"))]
+    ZipArriving(super::remote::Arriving),
     /// A tar, decompressed if it was compressed, read as a stream; `label` names it in
     /// messages; `verified` follows the decompressor's checks (`None`: a plain tar, which has
     /// none).
@@ -48,7 +53,12 @@ pub(super) fn open(archive: &Path) -> anyhow::Result<Input> {
     }
     #[cfg(feature = "s3")]
     match super::remote::open(archive)? {
-        Some(super::remote::Opened::File(file)) => return open_file(archive, file),
+        #[cfg(feature = "zip")]
+        Some(super::remote::Opened::Zip(arriving)) => return Ok(Input::ZipArriving(arriving)),
+        #[cfg(not(feature = "zip"))]
+        Some(super::remote::Opened::Zip(arriving)) => {
+            return open_file(archive, arriving.finish()?);
+        }
         Some(super::remote::Opened::Stream { reader, unranged }) => {
             let mut input = open_stream(reader, format!("'{}'", archive.display()), None)?;
             if let (true, Input::ZipStream { note, .. }) = (unranged, &mut input) {

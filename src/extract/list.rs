@@ -118,6 +118,11 @@ fn list_input(
             zip_list(archive, file, &chooser, each, &mut failures)?;
             Ok(())
         }
+        #[cfg(all(feature = "s3", feature = "zip"))]
+        Input::ZipArriving(arriving) => {
+            zip_list(archive, arriving.finish()?, &chooser, each, &mut failures)?;
+            Ok(())
+        }
         Input::Tar { decoded, label, .. } => {
             tar_list(decoded, &label, &chooser, each, &mut failures)
         }

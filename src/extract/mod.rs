@@ -4,6 +4,9 @@
 //! the engine (`crate::engine`), the door a program's [`Batch`](crate::Batch) uses too, so
 //! every format gets the same safety rules, overwrite policy, close stage and report.
 
+#[cfg(any(feature = "s3", feature = "zip"))]
+#[cfg_attr(not(feature = "s3"), allow(dead_code))]
+mod arriving;
 pub(crate) mod codec;
 pub(crate) mod format;
 mod give;
@@ -162,6 +165,10 @@ fn read_any(
     refuse_what_does_not_apply(&input, archive, opts, chooser)?;
     match input {
         Input::Zip { file } => zip_extract(archive, file, out, opts, chooser),
+        #[cfg(all(feature = "s3", feature = "zip"))]
+        Input::ZipArriving(arriving) => {
+            zip::extract_arriving(archive, arriving, out, opts, chooser)
+        }
         Input::Tar {
             decoded,
             label,
@@ -202,6 +209,8 @@ fn refuse_what_does_not_apply(
 ) -> anyhow::Result<()> {
     let kind = match input {
         Input::Zip { .. } | Input::ZipStream { .. } => "a zip archive",
+        #[cfg(all(feature = "s3", feature = "zip"))]
+        Input::ZipArriving(_) => "a zip archive",
         Input::Tar { .. } => "a tar archive",
         Input::Single { .. } => return single::refuse_choosing(archive, chooser),
     };

@@ -60,6 +60,10 @@ fn read_any(archive: &Path, opts: &Options, each: &mut Each<'_>) -> anyhow::Resu
     super::refuse_what_does_not_apply(&input, archive, opts, &chooser)?;
     let mut report = match input {
         Input::Zip { file } => zip_read(archive, file, opts, &chooser, each)?,
+        #[cfg(all(feature = "s3", feature = "zip"))]
+        Input::ZipArriving(arriving) => {
+            zip_read(archive, arriving.finish()?, opts, &chooser, each)?
+        }
         Input::Tar { decoded, label, .. } => tar_read(decoded, &label, opts, &chooser, each)?,
         Input::ZipStream { input, label, .. } => {
             // Read from its central directory, at its end: kept in a temporary file first.

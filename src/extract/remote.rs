@@ -2,14 +2,16 @@
 //!
 //! - The first requests, side by side, ask for the object's last 65 KiB, where a zip keeps the
 //!   end of its central directory, and for the whole object. A zip is then fetched into an
-//!   unnamed temporary file: the whole object's GET read on, and ranges from the end
-//!   backwards while that one connection alone would take more than two round trips to get
-//!   where they begin, up to [`IN_FLIGHT`] requests in flight ([`Object::fetch`]). It is then
-//!   read as a local zip is: the same plan from the central
-//!   directory and the same checks before anything is written (overlapping entries, local
-//!   headers that disagree with it, free space), entries written in parallel. Writing begins
-//!   when the last range has arrived, since those checks read every entry's local header, and
-//!   the local headers lie all through the archive.
+//!   unnamed temporary file of its full size, on a thread of its own ([`Arriving`]): the whole
+//!   object's GET read on; the central directory asked for at once where it begins before the
+//!   last 65 KiB; and ranges from the end backwards while that one connection alone would take
+//!   more than two round trips to get where they begin, up to [`IN_FLIGHT`] requests in flight
+//!   ([`Object::fetch`]). Each piece is said to [`Arrivals`] as it lands, so that extraction
+//!   plans and checks the zip from its central directory as soon as that is in, before
+//!   anything is written, then writes each entry as soon as its bytes are all there (its local
+//!   header checked against its record then). `list`, and a zip whose entries need more than
+//!   their own bytes before planning (encrypted ones, symlinks), wait for the last byte and
+//!   read the file as a local zip.
 //! - Anything else (a tar, plain or compressed; a single compressed file) is the whole
 //!   object's GET, handed to the readers a pipe uses, so writing begins with its first bytes.
 //! - From a server that ignores ranges, a zip is read from that GET too, by its local headers,
@@ -21,11 +23,12 @@
 //!   the same condition.
 
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek};
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -34,6 +37,7 @@ use futures_util::stream::{self, BoxStream, SelectAll, StreamExt, TryStreamExt};
 use object_store::path::Path as Key;
 use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore};
 
+use super::arriving::Arrivals;
 use crate::store::{self as bucket, BucketUrl};
 
 /// How much of the object's end the first request asks for: a zip's end of central directory
@@ -46,8 +50,8 @@ const IN_FLIGHT: usize = 16;
 
 /// A remote archive, opened.
 pub(super) enum Opened {
-    /// A zip, fetched whole into a temporary file: read as a local file is.
-    File(File),
+    /// A zip, arriving in a temporary file.
+    Zip(Arriving),
     /// Read once from its start. `unranged`: the server ignored a range request, so a zip in
     /// it is read by its local headers.
     Stream {
@@ -154,7 +158,7 @@ impl Object {
                     .check(&whole.meta)
                     .map_err(|e| self.failed(e))?;
                 match ends_like_a_zip(&tail) {
-                    true => self.fetch(whole, &meta, (at, tail), asked_at.elapsed()),
+                    true => self.arrive(whole, &meta, (at, tail), asked_at.elapsed()),
                     false => Ok(self.stream(whole, false)),
                 }
             }
@@ -164,28 +168,84 @@ impl Object {
         }
     }
 
-    /// The whole object into an unnamed temporary file: `whole` (the GET from the start) read
-    /// on, and, while it alone would take more than two round trips (`round_trip`, the first
-    /// answers' time) to get where the ranges begin, ranges asked for from the end backwards,
-    /// up to [`IN_FLIGHT`] in flight. The front stops where the ranges begin. On a link where
-    /// one connection is fast, that is one GET, as `curl -o` makes; where each connection is
-    /// slow (a long, lossy way), as many as keep it busy. `tail` is the part from `tail_at` on,
-    /// already read.
-    fn fetch(
+    /// Begins fetching the zip into an unnamed temporary file of its full size, on a thread of
+    /// its own ([`Object::fetch`]); `tail` is its part from `tail_at` on, already read.
+    fn arrive(
         self,
         whole: GetResult,
         meta: &ObjectMeta,
         (tail_at, tail): (u64, Bytes),
         round_trip: Duration,
     ) -> anyhow::Result<Opened> {
-        let mut file = tempfile::tempfile()
-            .context("cannot make a temporary file to hold the archive while it is read")?;
         let held = |e: io::Error| {
             anyhow::Error::new(e).context("cannot write the archive to a temporary file")
         };
+        let file = tempfile::tempfile()
+            .context("cannot make a temporary file to hold the archive while it is read")?;
+        file.set_len(meta.size)
+            .and_then(|_| crate::platform::write_at(&file, &tail, tail_at))
+            .map_err(held)?;
+        let arrivals = Arc::new(Arrivals::default());
+        arrivals.add(tail_at..tail_at + tail.len() as u64);
+        let directory = directory_of(&tail, tail_at, meta.size);
+        let sink = file.try_clone().map_err(held)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let expected = Expected::of(meta);
+        let label = self.label.clone();
+        let download = {
+            let (arrivals, stop) = (arrivals.clone(), stop.clone());
+            let first = directory.as_ref().map_or(tail_at, |d| d.start.min(tail_at));
+            std::thread::Builder::new()
+                .name("fastwrite-download".into())
+                .spawn(move || {
+                    let fetched = self.fetch(
+                        whole,
+                        &expected,
+                        (first, tail_at),
+                        round_trip,
+                        |at, piece| {
+                            if stop.load(Ordering::Relaxed) {
+                                anyhow::bail!("stopped");
+                            }
+                            crate::platform::write_at(&sink, piece, at).map_err(held)?;
+                            arrivals.add(at..at + piece.len() as u64);
+                            Ok(())
+                        },
+                    );
+                    arrivals.end(fetched);
+                })
+                .context("cannot start the download's thread")?
+        };
+        Ok(Opened::Zip(Arriving {
+            file,
+            size: meta.size,
+            arrivals,
+            directory,
+            label,
+            stop,
+            download: Some(download),
+        }))
+    }
+
+    /// Fetches the whole object, handing each piece to `land` with where it goes: `whole`
+    /// (the GET from the start) read on; the range `first..tail_at` (the central directory,
+    /// where it begins before the part already read) asked for at once; and, while the GET
+    /// alone would take more than two round trips (`round_trip`, the first answers' time) to
+    /// get where the ranges begin, ranges asked for from there backwards, up to [`IN_FLIGHT`]
+    /// in flight. The front stops where the ranges begin. On a link where one connection is
+    /// fast, that is one GET, as `curl -o` makes; where each connection is slow (a long,
+    /// lossy way), as many as keep it busy.
+    fn fetch(
+        self,
+        whole: GetResult,
+        expected: &Expected,
+        (first, tail_at): (u64, u64),
+        round_trip: Duration,
+        mut land: impl FnMut(u64, &[u8]) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
         let chunk = chunk_size(tail_at);
         // Where the ranges asked for begin: the front reads up to there.
-        let low = Arc::new(AtomicU64::new(tail_at));
+        let low = Arc::new(AtomicU64::new(first));
         let front = {
             let low = Arc::clone(&low);
             stream::try_unfold((whole.into_stream(), 0), move |(mut body, at)| {
@@ -205,9 +265,16 @@ impl Object {
         };
         let mut all = SelectAll::new();
         all.push(front.boxed());
-        let expected = Expected::of(meta);
+        let done = || stream::once(std::future::ready(Ok(Arrived::RangeDone)));
+        let mut in_flight = 0usize;
+        if first < tail_at {
+            let directory = self.range(first..tail_at, expected);
+            let directory = directory.map_ok(|(at, p)| Arrived::Range(at, p));
+            all.push(directory.chain(done()).boxed());
+            in_flight += 1;
+        }
         let began = Instant::now();
-        let (mut front_at, mut front_began, mut in_flight) = (0u64, None::<Instant>, 0usize);
+        let (mut front_at, mut front_began) = (0u64, None::<Instant>);
         self.runtime.block_on(async {
             loop {
                 while in_flight < IN_FLIGHT - 1 {
@@ -233,14 +300,9 @@ impl Object {
                     }
                     let start = below.saturating_sub(chunk).max(front_at);
                     low.store(start, Ordering::Relaxed);
-                    let done = stream::once(std::future::ready(Ok(Arrived::RangeDone)));
-                    let range = self.range(start..below, &expected);
-                    all.push(
-                        range
-                            .map_ok(|(at, p)| Arrived::Range(at, p))
-                            .chain(done)
-                            .boxed(),
-                    );
+                    let range = self.range(start..below, expected);
+                    let range = range.map_ok(|(at, p)| Arrived::Range(at, p));
+                    all.push(range.chain(done()).boxed());
                     in_flight += 1;
                 }
                 // Looked at again at least every round trip, so that a front that stalls
@@ -248,7 +310,11 @@ impl Object {
                 let wait = round_trip.max(Duration::from_millis(10));
                 let next = match tokio::time::timeout(wait, all.try_next()).await {
                     Ok(next) => next.map_err(|e| self.failed(e))?,
-                    Err(_) => continue,
+                    Err(_) => {
+                        // Nothing came: `land` is asked whether to go on all the same.
+                        land(0, &[])?;
+                        continue;
+                    }
                 };
                 let (at, piece) = match next {
                     None => break,
@@ -265,17 +331,10 @@ impl Object {
                 };
                 // (The front's last piece may run past where the ranges begin: the same
                 // bytes again.)
-                file.seek(SeekFrom::Start(at))
-                    .and_then(|_| file.write_all(&piece))
-                    .map_err(held)?;
+                land(at, &piece)?;
             }
             anyhow::Ok(())
-        })?;
-        file.seek(SeekFrom::Start(tail_at))
-            .and_then(|_| file.write_all(&tail))
-            .and_then(|_| file.rewind())
-            .map_err(held)?;
-        Ok(Opened::File(file))
+        })
     }
 
     /// The pieces of `range` of the object, each with where it goes, as they arrive.
@@ -328,8 +387,7 @@ impl Object {
                 io::Error::new(io::ErrorKind::NotFound, why).into()
             }
             object_store::Error::Precondition { .. } => anyhow::anyhow!(
-                "'{}' changed while it was read (another ETag or Last-Modified than its first answer's): read it again once it stays the same",
-                self.label
+                "it changed while it was read (another ETag or Last-Modified than its first answer's): read it again once it stays the same"
             ),
             e => anyhow::anyhow!(bucket::explain(&e)),
         }
@@ -367,6 +425,88 @@ impl Expected {
             source: "the object changed".into(),
         })
     }
+}
+
+/// A zip arriving in a temporary file of its full size, fetched by a thread of its own, which
+/// stops when this is dropped.
+pub(super) struct Arriving {
+    file: File,
+    size: u64,
+    arrivals: Arc<Arrivals>,
+    /// Where its central directory begins, to its end; `None` where the end records do not
+    /// say so plainly (then nothing is planned before the last byte).
+    directory: Option<Range<u64>>,
+    label: String,
+    stop: Arc<AtomicBool>,
+    download: Option<JoinHandle<()>>,
+}
+
+impl Arriving {
+    /// What has arrived, and who waits for what.
+    pub fn arrivals(&self) -> &Arrivals {
+        &self.arrivals
+    }
+
+    /// The temporary file (another handle to it): what has not arrived yet reads as zeros.
+    pub fn file(&self) -> io::Result<File> {
+        self.file.try_clone()
+    }
+
+    /// Where the central directory and the end records lie, when the end says so plainly.
+    pub fn directory(&self) -> Option<Range<u64>> {
+        self.directory.clone()
+    }
+
+    /// The file at its start once every byte has arrived; `Err` if the download broke off.
+    pub fn finish(mut self) -> anyhow::Result<File> {
+        let whole = self.arrivals.wait_for(0..self.size, &|| false);
+        whole.with_context(|| format!("cannot read archive '{}'", self.label))?;
+        let mut file = self.file.try_clone()?;
+        file.rewind()?;
+        if let Some(download) = self.download.take() {
+            let _ = download.join();
+        }
+        Ok(file)
+    }
+}
+
+impl Drop for Arriving {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(download) = self.download.take() {
+            let _ = download.join();
+        }
+    }
+}
+
+/// Where a zip's central directory begins, to the object's end (`size`), from its last bytes
+/// (`tail`, from `tail_at` on): the end of central directory record (and zip64's, when the
+/// first says to look there) read as the zip crate reads it. `None` unless the directory ends
+/// exactly where those records begin, as every writer leaves it: a zip behind a prefix that
+/// its offsets do not count, or any oddity, waits for its last byte and is read as a local
+/// zip is.
+fn directory_of(tail: &[u8], tail_at: u64, size: u64) -> Option<Range<u64>> {
+    let u16_at = |at: usize| Some(u16::from_le_bytes(tail.get(at..at + 2)?.try_into().ok()?));
+    let u32_at = |at: usize| Some(u32::from_le_bytes(tail.get(at..at + 4)?.try_into().ok()?));
+    let u64_at = |at: usize| Some(u64::from_le_bytes(tail.get(at..at + 8)?.try_into().ok()?));
+    let end = tail
+        .windows(4)
+        .rposition(|w| w == b"PK\x05\x06")
+        .filter(|&at| at + 22 + usize::from(u16_at(at + 20).unwrap_or(0)) == tail.len())?;
+    let (mut length, mut start) = (u64::from(u32_at(end + 12)?), u64::from(u32_at(end + 16)?));
+    let mut records = tail_at + end as u64;
+    if length == u64::from(u32::MAX) || start == u64::from(u32::MAX) {
+        let locator = end
+            .checked_sub(20)
+            .filter(|&at| tail[at..].starts_with(b"PK\x06\x07"))?;
+        let at64 = u64_at(locator + 8)?;
+        let local = usize::try_from(at64.checked_sub(tail_at)?).ok()?;
+        if !tail.get(local..)?.starts_with(b"PK\x06\x06") {
+            return None;
+        }
+        (length, start, records) = (u64_at(local + 40)?, u64_at(local + 48)?, at64);
+    }
+    (start.checked_add(length)? == records && records <= size).then_some(start..size)
 }
 
 /// The size of a range: a 64th of the archive, between 1 and 16 MiB, so that a small archive
@@ -446,6 +586,24 @@ mod tests {
         assert_eq!(chunk_size(0), 1 << 20);
         assert_eq!(chunk_size(256 << 20), 4 << 20);
         assert_eq!(chunk_size(10 << 30), 16 << 20);
+    }
+
+    #[test]
+    fn the_central_directory_is_found_from_the_end_records() {
+        // A directory of 46 bytes at 100, then its end record with a 3-byte comment.
+        let mut tail = vec![0u8; 146];
+        tail.extend_from_slice(b"PK\x05\x06\0\0\0\0\x01\0\x01\0");
+        tail.extend_from_slice(&46u32.to_le_bytes());
+        tail.extend_from_slice(&100u32.to_le_bytes());
+        tail.extend_from_slice(&3u16.to_le_bytes());
+        tail.extend_from_slice(b"abc");
+        let size = 1000 + tail.len() as u64;
+        // The same bytes as the object's end, from 1,000 on: the offsets no longer add up.
+        assert_eq!(directory_of(&tail, 0, tail.len() as u64), Some(100..171));
+        assert_eq!(directory_of(&tail, 1000, size), None);
+        // A comment whose length does not end the object: not read.
+        tail.push(0);
+        assert_eq!(directory_of(&tail, 0, tail.len() as u64), None);
     }
 
     #[test]

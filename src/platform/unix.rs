@@ -184,6 +184,11 @@ pub fn file_identity(meta: &std::fs::Metadata) -> Option<FileIdentity> {
     })
 }
 
+/// Writes all of `bytes` into `file` at `offset`, whatever its cursor (`pwrite`).
+pub fn write_at(file: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
+}
+
 /// Whether a file has holes: fewer blocks allocated than its length needs.
 pub fn has_holes(meta: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt;

@@ -404,6 +404,24 @@ pub fn file_identity(_meta: &std::fs::Metadata) -> Option<FileIdentity> {
     None
 }
 
+/// Writes all of `bytes` into `file` at `offset` (`WriteFile` with an offset: the file's
+/// cursor moves, which no caller relies on).
+pub fn write_at(file: &File, mut bytes: &[u8], mut offset: u64) -> io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !bytes.is_empty() {
+        match file.seek_write(bytes, offset) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                bytes = &bytes[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 pub fn has_holes(_meta: &std::fs::Metadata) -> bool {
     false
 }

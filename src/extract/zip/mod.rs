@@ -33,6 +33,7 @@ use crate::options::Options;
 use crate::plan::{self, Entry, EntryKind};
 use crate::report::Report;
 
+use super::arriving::{Arrivals, Span};
 use super::listed::{Listed, ListedKind};
 use super::select::Chooser;
 use direct::Direct;
@@ -157,9 +158,89 @@ pub(super) fn extract(
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
     let (bytes, cut) = load(path, file)?;
-    let archive = open_archive(&bytes).map_err(|what| what.of(path))?;
+    write_zip(path, &bytes, cut, None, out, opts, chooser)
+}
+
+/// Extracts a zip that is still arriving (a remote one, `remote.rs`): planned and checked from
+/// its central directory as soon as that is in, before anything is written; then each entry
+/// written once its bytes are all there, its local header checked then. A zip that cannot be
+/// planned so (see [`arrives_plannable`]) waits for its last byte and is extracted as a local
+/// one.
+#[cfg(feature = "s3")]
+pub(super) fn extract_arriving(
+    path: &Path,
+    arriving: super::remote::Arriving,
+    out: &Destination,
+    opts: &Options,
+    chooser: &Chooser,
+) -> anyhow::Result<Report> {
+    let stop = || opts.cancel.is_cancelled();
+    if let Some(directory) = arriving.directory() {
+        arriving
+            .arrivals()
+            .wait_for(directory, &stop)
+            .with_context(|| format!("cannot read archive '{}'", path.display()))?;
+        let file = arriving.file().context("cannot read the temporary file")?;
+        if let Some(bytes) = arrives_plannable(file) {
+            let arrivals = arriving.arrivals();
+            let mut report = write_zip(path, &bytes, None, Some(arrivals), out, opts, chooser)?;
+            if let Some((error, left)) = arrivals.failure() {
+                let files = if left == 1 { "file was" } else { "files were" };
+                let why = error.context(format!(
+                    "the download broke off: {left} {files} not written (those written before are whole and checked)"
+                ));
+                report
+                    .failures
+                    .push(Error::new(path, ErrorKind::Source, why));
+            }
+            return Ok(report);
+        }
+    }
+    extract(path, arriving.finish()?, out, opts, chooser)
+}
+
+/// The arriving zip `file` mapped, if it can be planned from its central directory alone:
+/// read by the zip reader, its comment whole, and no entry encrypted (a password is checked
+/// against an entry's data) nor a symlink (its target is its data, checked before anything is
+/// written). `None`: it waits for its last byte.
+#[cfg(feature = "s3")]
+fn arrives_plannable(file: File) -> Option<Bytes> {
+    // SAFETY: as in `map`; the file is the run's own unnamed temporary file, which only grows
+    // in content (its length is set once, before it is mapped).
+    #[allow(unsafe_code)]
+    let bytes = Bytes::Mapped(unsafe { memmap2::Mmap::map(&file) }.ok()?);
+    if integrity::cut_comment(&bytes).is_some() {
+        return None;
+    }
+    let archive = open_archive(&bytes).ok()?;
+    let plain = (0..archive.len()).all(|i| {
+        archive
+            .by_index_data(i)
+            .is_ok_and(|zf| !zf.encrypted() && planning::kind_of(&zf) != planning::ZipKind::Symlink)
+    });
+    drop(archive);
+    plain.then_some(bytes)
+}
+
+/// Plans the zip whose bytes are `bytes` (`cut`: the warning of a comment cut short) and writes
+/// its files: in the schedule's order, or, for one still arriving (`arrivals`), as their bytes
+/// come.
+fn write_zip(
+    path: &Path,
+    bytes: &[u8],
+    cut: Option<String>,
+    arrivals: Option<&Arrivals>,
+    out: &Destination,
+    opts: &Options,
+    chooser: &Chooser,
+) -> anyhow::Result<Report> {
+    let archive = open_archive(bytes).map_err(|what| what.of(path))?;
     let mut password = Password::new(opts);
-    let mut plan = build_plan(&mut archive.clone(), &bytes, chooser, &mut password)
+    let locals = match arrivals {
+        Some(_) => planning::Locals::Later,
+        None => planning::Locals::Here,
+    };
+    let mut plan = planning::plan_with(&mut archive.clone(), bytes, chooser, &mut password, locals)
         .with_context(|| format!("refused '{}': nothing was extracted", path.display()))?;
     plan.warnings.extend(cut);
     super::limits::check_declared(&plan, out, opts)?;
@@ -176,25 +257,33 @@ pub(super) fn extract(
             .run()
             .reporter()
             .planned(files.len() as u64, costs.iter().sum());
-        let schedule = Schedule::new(&costs, writers.current_num_threads());
+        let work = Work::new(
+            &archive,
+            &files,
+            &costs,
+            writers.current_num_threads(),
+            arrivals,
+        );
         writers.broadcast(|_| {
             let (mut archive, mut writer) = (archive.clone(), engine.writer());
             let mut direct = Direct::new();
-            while let Some(taken) = schedule.take() {
-                for &i in schedule.items(taken) {
+            let mut taken = Vec::new();
+            while work.take(&mut taken, opts) {
+                for &i in &taken {
                     let entry = files[i];
-                    let written = write_entry(
-                        &mut archive,
-                        &bytes,
-                        &password,
-                        &mut writer,
-                        &mut direct,
-                        entry,
-                    );
+                    let written = work.check(&archive, bytes, entry, i).and_then(|()| {
+                        write_entry(
+                            &mut archive,
+                            bytes,
+                            &password,
+                            &mut writer,
+                            &mut direct,
+                            entry,
+                        )
+                        .map_err(|error| Error::new(&entry.name, ErrorKind::Source, error))
+                    });
                     if let Err(error) = written {
-                        engine
-                            .run()
-                            .record(Error::new(&entry.name, ErrorKind::Source, error));
+                        engine.run().record(error);
                     }
                 }
             }
@@ -202,6 +291,119 @@ pub(super) fn extract(
     })?;
     engine::add_plan(&mut report, &mut plan);
     Ok(report)
+}
+
+/// How the writers take the files: by the [`Schedule`], or, for a zip still arriving, as the
+/// bytes of each come, each local header checked before its entry is written.
+enum Work<'a> {
+    Planned(Schedule),
+    Arriving {
+        arrivals: &'a Arrivals,
+        /// Where each file's bytes must end: where the next entry of the archive begins (or
+        /// the central directory).
+        limits: Vec<u64>,
+    },
+}
+
+impl<'a> Work<'a> {
+    fn new(
+        archive: &Archive<'_>,
+        files: &[&Entry],
+        costs: &[u64],
+        writers: usize,
+        arrivals: Option<&'a Arrivals>,
+    ) -> Work<'a> {
+        let Some(arrivals) = arrivals else {
+            return Work::Planned(Schedule::new(costs, writers));
+        };
+        // Every entry's start, the files' and the others', to find where each file's
+        // span ends.
+        let mut starts: Vec<u64> = (0..archive.len())
+            .filter_map(|i| archive.by_index_data(i).ok().map(|zf| zf.header_start()))
+            .collect();
+        starts.sort_unstable();
+        let directory = archive.central_directory_start();
+        let big = schedule::big_enough(costs, writers);
+        let mut limits = Vec::with_capacity(files.len());
+        let spans: Vec<Span> = files
+            .iter()
+            .enumerate()
+            .map(|(item, entry)| {
+                let start = archive
+                    .by_index_data(entry.index)
+                    .map_or(directory, |zf| zf.header_start());
+                let next = starts.partition_point(|&s| s <= start);
+                let end = starts.get(next).copied().unwrap_or(directory).max(start);
+                limits.push(end);
+                Span {
+                    range: start..end,
+                    item,
+                    cost: costs[item],
+                    first: costs[item] >= big,
+                }
+            })
+            .collect();
+        arrivals.watch(spans, writers);
+        Work::Arriving { arrivals, limits }
+    }
+
+    /// The next files for a writer (positions in the caller's list) into `taken`; `false`
+    /// when there are none left.
+    fn take(&self, taken: &mut Vec<usize>, opts: &Options) -> bool {
+        match self {
+            Work::Planned(schedule) => {
+                taken.clear();
+                let Some(range) = schedule.take() else {
+                    return false;
+                };
+                taken.extend_from_slice(schedule.items(range));
+                true
+            }
+            Work::Arriving { arrivals, .. } => arrivals.take(taken, &|| opts.cancel.is_cancelled()),
+        }
+    }
+
+    /// The checks of the file `entry` (the caller's `item`) that wait for its bytes: for a zip
+    /// still arriving, those its plan made of every local header where the zip is whole
+    /// ([`planning::check_local`]), and that its data ends before the next entry begins.
+    fn check(
+        &self,
+        archive: &Archive<'_>,
+        bytes: &[u8],
+        entry: &Entry,
+        item: usize,
+    ) -> Result<(), Error> {
+        match self {
+            Work::Planned(_) => Ok(()),
+            Work::Arriving { limits, .. } => {
+                let refused = |kind, error| Err(Error::new(&entry.name, kind, error));
+                let Ok(zf) = archive.by_index_data(entry.index) else {
+                    return refused(
+                        ErrorKind::Source,
+                        anyhow::anyhow!("unreadable entry header"),
+                    );
+                };
+                let local = planning::central_record(bytes, &zf)
+                    .map_or(planning::Local::Damaged, |central| {
+                        planning::check_local(bytes, &zf, &central)
+                    });
+                match local {
+                    planning::Local::Damaged => refused(
+                        ErrorKind::Source,
+                        anyhow::anyhow!("its local header or central directory record is damaged"),
+                    ),
+                    planning::Local::Disagrees { error, .. } => refused(ErrorKind::Refused, error),
+                    planning::Local::Agrees { end } if end > limits[item] => refused(
+                        ErrorKind::Refused,
+                        anyhow::anyhow!(
+                            "refused: its local header puts its data past where the next entry begins: overlapping entries are how a zip bomb multiplies a small file into gigabytes, and no zip writer makes them (Info-ZIP's unzip refuses them too)"
+                        ),
+                    ),
+                    planning::Local::Agrees { .. } => Ok(()),
+                }
+            }
+        }
+    }
 }
 
 /// Reads the zip `file`'s files in the archive's order without writing them (see
@@ -324,19 +526,21 @@ pub(super) fn list(
         };
         let extra = integrity::central_extra(&bytes, zf.central_header_start());
         let owner = planning::unix_owner(extra);
+        let record = zf.entry();
         // Read here, not from the plan: a refused entry has its time too.
-        let mtime = planning::mtime_of(&zf, extra, &mut clock);
-        let kind = match planning::kind_of(&zf) {
+        let mtime = planning::mtime_of(&record, extra, &mut clock);
+        let kind = match planning::kind_of(&record) {
             planning::ZipKind::Symlink => ListedKind::Symlink,
             planning::ZipKind::Dir => ListedKind::Dir,
             planning::ZipKind::File => ListedKind::File,
         };
-        let mode = unix_mode(&zf);
+        let mode = unix_mode(&record);
         let size = if kind == ListedKind::File {
             zf.size()
         } else {
             0
         };
+        drop(record);
         drop(zf);
         let target = (kind == ListedKind::Symlink)
             .then(|| symlink_target(&mut archive, index))

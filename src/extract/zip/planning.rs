@@ -9,7 +9,7 @@ use std::io::Read;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
-use zip::ExtraField;
+use zip::read::ZipFileEntry;
 
 use super::integrity;
 use super::{Archive, Password};
@@ -26,8 +26,32 @@ pub(in crate::extract) fn build_plan(
     chooser: &Chooser,
     password: &mut Password<'_>,
 ) -> anyhow::Result<Plan> {
+    plan_with(archive, bytes, chooser, password, Locals::Here)
+}
+
+/// Whether the local headers are in `bytes` when the plan is made.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Locals {
+    /// They are: each is checked against its record as the plan is made.
+    Here,
+    /// Only the central directory has arrived (a remote zip, written as it arrives): the plan
+    /// is made from the records alone, and each local header is checked as its entry is
+    /// written ([`check_local`]). Such a zip has no encrypted entry and no symlink, whose
+    /// planning reads their data.
+    Later,
+}
+
+/// [`build_plan`], where the local headers are `locals`.
+pub(super) fn plan_with(
+    archive: &mut Archive<'_>,
+    bytes: &[u8],
+    chooser: &Chooser,
+    password: &mut Password<'_>,
+    locals: Locals,
+) -> anyhow::Result<Plan> {
     let mut plan = Plan::default();
     let mut planner = Planner {
+        locals,
         bytes,
         chooser,
         password,
@@ -40,12 +64,14 @@ pub(in crate::extract) fn build_plan(
     };
     let mut unreadable = Vec::new();
     for index in 0..archive.len() {
-        let zf = match archive.by_index_raw(index) {
-            Ok(zf) => zf,
-            Err(e) => {
-                unreadable.push((index, e));
-                continue;
-            }
+        if locals == Locals::Here
+            && let Err(e) = archive.by_index_raw(index)
+        {
+            unreadable.push((index, e));
+            continue;
+        }
+        let Ok(zf) = archive.by_index_data(index) else {
+            continue;
         };
         match planner.entry(&zf, index) {
             Planned::Take(entry) => plan.entries.push(entry),
@@ -124,6 +150,7 @@ enum Planned {
 
 /// What planning carries from entry to entry.
 struct Planner<'a, 'p> {
+    locals: Locals,
     bytes: &'a [u8],
     chooser: &'a Chooser,
     password: &'a mut Password<'p>,
@@ -143,35 +170,49 @@ impl Planner<'_, '_> {
     /// Decides what the central directory's entry `index` becomes: its records checked against
     /// each other, its name chosen and validated, its password at hand, its kind, mode and
     /// mtime read.
-    fn entry<R: Read>(&mut self, zf: &zip::read::ZipFile<'_, R>, index: usize) -> Planned {
+    fn entry(&mut self, zf: &ZipFileEntry<'_>, index: usize) -> Planned {
         // The name as `list` and every message give it (`entry_name`), whatever befalls it.
         let decoded = name_bytes(zf.name_raw(), zf.system(), || zf.name());
         let name = match &decoded {
             Ok(bytes) => plan::display_bytes(bytes),
             Err(_) => String::from_utf8_lossy(zf.name_raw()).into_owned(),
         };
-        let local = integrity::local_header(self.bytes, zf.header_start());
-        let central = integrity::Central::read(
-            self.bytes,
-            zf.central_header_start(),
-            zf.crc32(),
-            zf.compressed_size(),
-            zf.size(),
-        );
-        let (Some(local), Some(central)) = (local, central) else {
+        let Some(central) = central_record(self.bytes, zf) else {
             let error = anyhow::anyhow!("its local header or central directory record is damaged");
             return Planned::Reject(name, ErrorKind::Source, error);
         };
-        self.spans.push(integrity::Span {
-            entry: index,
-            start: zf.header_start(),
-            end: local.data_start.saturating_add(zf.compressed_size()),
-        });
-        if let Some(disagreement) = integrity::disagreement(&local, &central) {
-            let error = anyhow::anyhow!(
-                "refused: {disagreement}: readers of local headers and of the central directory would extract different things"
-            );
-            return Planned::Reject(name, ErrorKind::Refused, error);
+        let start = zf.header_start();
+        match self.locals {
+            Locals::Here => {
+                let (end, disagreement) = match check_local(self.bytes, zf, &central) {
+                    Local::Damaged => {
+                        let error = anyhow::anyhow!(
+                            "its local header or central directory record is damaged"
+                        );
+                        return Planned::Reject(name, ErrorKind::Source, error);
+                    }
+                    Local::Agrees { end } => (end, None),
+                    Local::Disagrees { end, error } => (end, Some(error)),
+                };
+                self.spans.push(integrity::Span {
+                    entry: index,
+                    start,
+                    end,
+                });
+                if let Some(error) = disagreement {
+                    return Planned::Reject(name, ErrorKind::Refused, error);
+                }
+            }
+            // The local header's extra field is not known yet: the span is at least the
+            // header's fixed part, the name the record gives and the data; the rest is
+            // checked as the entry is written.
+            Locals::Later => self.spans.push(integrity::Span {
+                entry: index,
+                start,
+                end: start
+                    .saturating_add(30 + zf.name_raw().len() as u64)
+                    .saturating_add(zf.compressed_size()),
+            }),
         }
         let bytes = match decoded {
             Ok(bytes) => bytes,
@@ -253,6 +294,52 @@ impl Planner<'_, '_> {
     }
 }
 
+/// An entry's central directory record, read from `bytes`.
+pub(super) fn central_record<'b>(
+    bytes: &'b [u8],
+    zf: &ZipFileEntry<'_>,
+) -> Option<integrity::Central<'b>> {
+    integrity::Central::read(
+        bytes,
+        zf.central_header_start(),
+        zf.crc32(),
+        zf.compressed_size(),
+        zf.size(),
+    )
+}
+
+/// What an entry's local header says against its central directory record.
+pub(super) enum Local {
+    /// There is no whole local header where the record says.
+    Damaged,
+    /// It agrees; its data ends at `end`.
+    Agrees { end: u64 },
+    /// It disagrees (`error` says how, as a refusal); its data ends at `end`.
+    Disagrees { end: u64, error: anyhow::Error },
+}
+
+/// Reads the local header of `zf` (whose record is `central`) from `bytes` and checks it
+/// against the record.
+pub(super) fn check_local(
+    bytes: &[u8],
+    zf: &ZipFileEntry<'_>,
+    central: &integrity::Central<'_>,
+) -> Local {
+    let Some(local) = integrity::local_header(bytes, zf.header_start()) else {
+        return Local::Damaged;
+    };
+    let end = local.data_start.saturating_add(zf.compressed_size());
+    match integrity::disagreement(&local, central) {
+        None => Local::Agrees { end },
+        Some(disagreement) => Local::Disagrees {
+            end,
+            error: anyhow::anyhow!(
+                "refused: {disagreement}: readers of local headers and of the central directory would extract different things"
+            ),
+        },
+    }
+}
+
 /// A symlink's target is its content: read and checked for every symlink of the plan now,
 /// before anything is written; a symlink whose target cannot be read or leaves the output
 /// folder is refused.
@@ -323,7 +410,7 @@ pub(super) enum ZipKind {
 /// the zip crate's test of the mode's bits takes for a symlink); else the Unix file type, where
 /// the zip was made on Unix; else the MS-DOS directory attribute (0x10), which marks a folder
 /// without its `/` for bsdtar and 7-Zip (libarchive's `test_read_format_zip_msdos`).
-pub(super) fn kind_of<R: Read>(zf: &zip::read::ZipFile<'_, R>) -> ZipKind {
+pub(super) fn kind_of(zf: &ZipFileEntry<'_>) -> ZipKind {
     kind_from(zf.is_dir(), zf.system(), zf.external_attributes())
 }
 
@@ -353,7 +440,7 @@ pub(super) fn kind_from(slash: bool, system: zip::System, external: u32) -> ZipK
 
 /// The entry's permission bits. The zip crate's `unix_mode` clears setuid, setgid and sticky;
 /// they are taken back from the raw attributes here, and `--keep-setid` decides later.
-pub(super) fn unix_mode<R: Read>(zf: &zip::read::ZipFile<'_, R>) -> Option<u32> {
+pub(super) fn unix_mode(zf: &ZipFileEntry<'_>) -> Option<u32> {
     let mode = zf.unix_mode()?;
     let specials = match zf.system() {
         zip::System::Dos => 0,
@@ -396,18 +483,14 @@ fn read_link_target(
 /// An entry's mtime: NTFS's time first, exact to 100 ns (7-Zip and Windows tools write it;
 /// 7-Zip reads it first); then Info-ZIP's, to the second; else the DOS time. `central_extra`:
 /// the extra fields of its central directory record.
-pub(super) fn mtime_of<R: Read>(
-    zf: &zip::read::ZipFile<'_, R>,
+pub(super) fn mtime_of(
+    zf: &ZipFileEntry<'_>,
     central_extra: &[u8],
     clock: &mut DosClock,
 ) -> Option<SystemTime> {
     let dos = zf.last_modified().and_then(|t| clock.convert(t));
     ntfs_mtime(central_extra).or_else(|| {
-        zf.extra_data_fields()
-            .find_map(|field| match field {
-                ExtraField::ExtendedTimestamp(ts) => ts.mod_time(),
-                _ => None,
-            })
+        extended_mtime(central_extra)
             .or_else(|| old_unix_mtime(central_extra))
             .map(|secs| extended_time(secs, dos))
             .or(dos)
@@ -464,6 +547,17 @@ pub(super) fn extra_fields(mut extra: &[u8]) -> impl Iterator<Item = (u16, &[u8]
         extra = &rest[len..];
         Some((id, data))
     })
+}
+
+/// The mtime of the central record's extended timestamp ("UT", 0x5455: in the central
+/// directory, flags then the modification time alone), read as the zip crate reads it there:
+/// the first such field with its four bytes.
+fn extended_mtime(extra: &[u8]) -> Option<u32> {
+    const EXTENDED_TIMESTAMP: u16 = 0x5455;
+    extra_fields(extra)
+        .filter(|(id, _)| *id == EXTENDED_TIMESTAMP)
+        .find_map(|(_, data)| data.get(1..5))
+        .map(|mtime| u32::from_le_bytes([mtime[0], mtime[1], mtime[2], mtime[3]]))
 }
 
 /// The mtime of Info-ZIP's old Unix extra field ("UX", 0x5855: access time, then

@@ -31,14 +31,18 @@ pub(super) struct Schedule {
     next: AtomicUsize,
 }
 
+/// The cost from which an item is big: one that could on its own leave the other writers idle
+/// for a noticeable part of the run (an eighth of one writer's fair share).
+pub(super) fn big_enough(costs: &[u64], writers: usize) -> u64 {
+    let total: u64 = costs.iter().sum();
+    (total / (8 * writers.max(1) as u64)).max(BIG_ENOUGH_TO_ORDER)
+}
+
 impl Schedule {
     /// Orders work items of the given costs (a file's size) for `writers` threads.
     pub fn new(costs: &[u64], writers: usize) -> Schedule {
         let writers = writers.max(1);
-        let total: u64 = costs.iter().sum();
-        // Big: an entry that could on its own leave the other writers idle for a noticeable
-        // part of the run (an eighth of one writer's fair share).
-        let threshold = (total / (8 * writers as u64)).max(BIG_ENOUGH_TO_ORDER);
+        let threshold = big_enough(costs, writers);
         let (mut big, small): (Vec<usize>, Vec<usize>) =
             (0..costs.len()).partition(|&i| costs[i] >= threshold);
         // Stable: equal sizes keep their archive order.
