@@ -20,6 +20,8 @@
 #   fastwrite-stream  fastwrite extract -q URL2 -o OUT, URL2 the wheel through the --no-ranges
 #                     server's own proxy at the same delay: fastwrite's fallback, the zip read
 #                     as one stream while it writes
+#   fastwrite-base    with FASTWRITE_BASE=BINARY: that build's `extract -q URL -o OUT`, to set a
+#                     change beside the build before it (BENCH_TOOLS='fastwrite fastwrite-base')
 #   curl              curl -sS -o DL/WHEEL URL: the download alone, which no client that
 #                     writes can beat; checked by the file's size. With it the report says what
 #                     each tool takes after the last byte (its median less curl's), against a
@@ -98,7 +100,7 @@ done
 bench_lock  # one bench at a time on this machine
 CACHE="${FASTWRITE_BENCH_CACHE:-$HOME/.cache/fastwrite-bench}"
 TIMEOUT="${REMOTE_ZIP_TIMEOUT:-600}"
-ALL_TOOLS=(fastwrite curl+fastwrite "curl|bsdtar" ripunzip fastwrite-stream curl)
+ALL_TOOLS=(fastwrite curl+fastwrite "curl|bsdtar" ripunzip fastwrite-stream curl ${FASTWRITE_BASE:+fastwrite-base})
 TOOLS=()
 for t in "${ALL_TOOLS[@]}"; do
     if [[ -z "${BENCH_TOOLS:-}" || " $BENCH_TOOLS " == *" $t "* ]]; then TOOLS+=("$t"); fi
@@ -126,6 +128,12 @@ fw_hash="$(sha256sum "$FW_SRC" | cut -c1-12)"
 mkdir -p "$CACHE/bin"
 FW="$CACHE/bin/fastwrite-$fw_hash"
 [[ -x "$FW" ]] || { cp -- "$FW_SRC" "$FW.tmp" && mv -- "$FW.tmp" "$FW"; }
+if wants fastwrite-base; then
+    [[ -x "${FASTWRITE_BASE:-}" ]] || { echo "remote-zip: fastwrite-base needs FASTWRITE_BASE=BINARY" >&2; exit 2; }
+    base_hash="$(sha256sum "$FASTWRITE_BASE" | cut -c1-12)"
+    FW_BASE="$CACHE/bin/fastwrite-$base_hash"
+    [[ -x "$FW_BASE" ]] || { cp -- "$FASTWRITE_BASE" "$FW_BASE.tmp" && mv -- "$FW_BASE.tmp" "$FW_BASE"; }
+fi
 
 # ripunzip: the one in PATH, else the one this bench installed in the cache (once).
 NOTES=()
@@ -265,6 +273,7 @@ tool_cmd() {  # tool_cmd TOOL OUT DL: the command into CMD
     local tool="$1" out="$2" dl="$3"
     case "$tool" in
     fastwrite) CMD=("$FW" extract -q "$URL" -o "$out") ;;
+    fastwrite-base) CMD=("$FW_BASE" extract -q "$URL" -o "$out") ;;
     curl+fastwrite)
         # shellcheck disable=SC2016  # expanded by the inner bash
         CMD=(bash -c 'mkdir -p -- "$3" && curl -sS -o "$3/$4" "$1" && exec "$5" extract -q "$3/$4" -o "$2"'
@@ -436,7 +445,7 @@ for delay in dict.fromkeys(r["delay"] for r in rows):
         print(f"\nAfter the last byte (a tool's median less curl's {dl['wall']:.2f} s), against a "
               f"local extraction's {local:.2f} s (curl+fastwrite's less curl's):\n")
         for tool in order:
-            if tool in med and tool not in ("curl", "curl+fastwrite"):
+            if tool in med and tool not in ("curl", "curl+fastwrite", "curl|bsdtar"):
                 after = med[tool]["wall"] - dl["wall"]
                 rip = med.get("ripunzip")
                 of_rip = f"; {after / rip['wall']:.2f} of ripunzip's total" if rip else ""

@@ -59,6 +59,7 @@ fn main() {
             an_archive_at_a_url_is_read_as_a_stream,
             a_zip_at_a_url_is_read_by_ranges_and_resumed,
             a_zip_at_a_url_is_written_as_it_arrives,
+            every_zip_of_the_corpus_is_extracted_by_url_as_from_a_file,
             a_server_without_ranges_is_read_as_a_stream_and_said,
             an_archive_that_changes_while_it_is_read_is_refused,
             proxies_and_redirects_are_followed,
@@ -2425,6 +2426,74 @@ mod linux {
         );
         assert_eq!(std::fs::read(out.join("middle.bin")).unwrap(), middle);
         assert_eq!(mode_of(&out.join("last.txt")), 0o640);
+    }
+
+    fn now_secs() -> i64 {
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        since.unwrap().as_secs() as i64
+    }
+
+    /// Every zip of the corpus (other tools' and projects' test archives: odd, damaged and
+    /// hostile ones) extracted by URL, where it is planned from its central directory and each
+    /// local header checked as its entry is written, gives what it gives from a file, where
+    /// every local header is checked first: the same exit code and the same tree.
+    pub fn every_zip_of_the_corpus_is_extracted_by_url_as_from_a_file() {
+        let t = tempdir();
+        let site = t.join("site");
+        std::fs::create_dir_all(&site).unwrap();
+        let mut zips = Vec::new();
+        for dir in ["tests/data/corpus", "tests/data/peers"] {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                let bytes = std::fs::read(&path).unwrap();
+                // A zip by its end record, whatever its name (.jar, .apk, .ZIP, .001).
+                let end = &bytes[bytes.len().saturating_sub(66_000)..];
+                if end.windows(4).any(|w| w == b"PK\x05\x06") {
+                    let name = format!("{}.bin", zips.len());
+                    std::fs::write(site.join(&name), &bytes).unwrap();
+                    zips.push((path, name));
+                }
+            }
+        }
+        assert!(zips.len() >= 100, "{} zips", zips.len());
+        let web = Web::serve(&site, &[]);
+        let mut differ = Vec::new();
+        // Times the runs gave (an entry without one gets the time it was written): the same
+        // in both trees, for the comparison.
+        let now = |at: i64| (0..=3).contains(&(now_secs() - at));
+        let unset_run_times = |root: &std::path::Path| {
+            for (rel, meta) in scan_tree(root) {
+                if meta.kind != Kind::Symlink && now(meta.mtime) {
+                    let zero = filetime::FileTime::from_unix_time(0, 0);
+                    filetime::set_file_mtime(root.join(rel), zero).unwrap();
+                }
+            }
+        };
+        for (i, (path, name)) in zips.iter().enumerate() {
+            let (local, remote) = (t.join(format!("local-{i}")), t.join(format!("remote-{i}")));
+            let from_file = run_fastwrite(&osv!["extract", path, "-o", &local, "-q"]);
+            let by_url = run_fastwrite(&osv!["extract", web.url(name), "-o", &remote, "-q"]);
+            if from_file.code() != by_url.code() {
+                differ.push(format!(
+                    "{}: exit {:?} from a file, {:?} by URL\n{}\n{}",
+                    path.display(),
+                    from_file.code(),
+                    by_url.code(),
+                    from_file.dump(),
+                    by_url.dump()
+                ));
+                continue;
+            }
+            if local.exists() || remote.exists() {
+                unset_run_times(&local);
+                unset_run_times(&remote);
+                let diff = diff_trees(&local, &remote, &Compare::exact().without_dir_mtimes());
+                if !diff.is_empty() {
+                    differ.push(format!("{}: {}", path.display(), diff.join("; ")));
+                }
+            }
+        }
+        assert!(differ.is_empty(), "{}", differ.join("\n\n"));
     }
 
     pub fn a_server_without_ranges_is_read_as_a_stream_and_said() {

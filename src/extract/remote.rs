@@ -61,11 +61,11 @@ pub(super) enum Opened {
 }
 
 /// What arrives while a zip is fetched: a piece of the GET from the start, or of a range, and
-/// where it goes; or the end of a range.
+/// where it goes; or the end of a range (`true`: the central directory's).
 enum Arrived {
     Front(u64, Bytes),
     Range(u64, Bytes),
-    RangeDone,
+    RangeDone(bool),
 }
 
 /// The object `archive` names (`s3://BUCKET/KEY`, or with feature `http` an `https://` or
@@ -265,19 +265,22 @@ impl Object {
         };
         let mut all = SelectAll::new();
         all.push(front.boxed());
-        let done = || stream::once(std::future::ready(Ok(Arrived::RangeDone)));
+        let done = |directory| stream::once(std::future::ready(Ok(Arrived::RangeDone(directory))));
         let mut in_flight = 0usize;
-        if first < tail_at {
+        // Nothing is written before the central directory is in: no other range shares the
+        // link with it meanwhile (the GET from the start does).
+        let mut directory_coming = first < tail_at;
+        if directory_coming {
             let directory = self.range(first..tail_at, expected);
             let directory = directory.map_ok(|(at, p)| Arrived::Range(at, p));
-            all.push(directory.chain(done()).boxed());
+            all.push(directory.chain(done(true)).boxed());
             in_flight += 1;
         }
         let began = Instant::now();
         let (mut front_at, mut front_began) = (0u64, None::<Instant>);
         self.runtime.block_on(async {
             loop {
-                while in_flight < IN_FLIGHT - 1 {
+                while in_flight < IN_FLIGHT - 1 && !directory_coming {
                     let below = low.load(Ordering::Relaxed);
                     if below <= front_at + chunk / 4 {
                         break;
@@ -302,7 +305,7 @@ impl Object {
                     low.store(start, Ordering::Relaxed);
                     let range = self.range(start..below, expected);
                     let range = range.map_ok(|(at, p)| Arrived::Range(at, p));
-                    all.push(range.chain(done()).boxed());
+                    all.push(range.chain(done(false)).boxed());
                     in_flight += 1;
                 }
                 // Looked at again at least every round trip, so that a front that stalls
@@ -318,7 +321,8 @@ impl Object {
                 };
                 let (at, piece) = match next {
                     None => break,
-                    Some(Arrived::RangeDone) => {
+                    Some(Arrived::RangeDone(directory)) => {
+                        directory_coming &= !directory;
                         in_flight -= 1;
                         continue;
                     }
@@ -495,10 +499,12 @@ fn directory_of(tail: &[u8], tail_at: u64, size: u64) -> Option<Range<u64>> {
         .filter(|&at| at + 22 + usize::from(u16_at(at + 20).unwrap_or(0)) == tail.len())?;
     let (mut length, mut start) = (u64::from(u32_at(end + 12)?), u64::from(u32_at(end + 16)?));
     let mut records = tail_at + end as u64;
-    if length == u64::from(u32::MAX) || start == u64::from(u32::MAX) {
-        let locator = end
-            .checked_sub(20)
-            .filter(|&at| tail[at..].starts_with(b"PK\x06\x07"))?;
+    // A zip64 end record (more than 65,535 entries, or offsets past 4 GiB) lies before the
+    // locator that ends just where the end record begins: the directory ends where it begins.
+    let locator = end
+        .checked_sub(20)
+        .filter(|&at| tail[at..].starts_with(b"PK\x06\x07"));
+    if let Some(locator) = locator {
         let at64 = u64_at(locator + 8)?;
         let local = usize::try_from(at64.checked_sub(tail_at)?).ok()?;
         if !tail.get(local..)?.starts_with(b"PK\x06\x06") {
@@ -604,6 +610,31 @@ mod tests {
         // A comment whose length does not end the object: not read.
         tail.push(0);
         assert_eq!(directory_of(&tail, 0, tail.len() as u64), None);
+    }
+
+    #[test]
+    fn a_zip64_directory_ends_where_its_end_record_begins() {
+        // 70,000 entries: a directory of 5,000 bytes at 100, the zip64 end record (56
+        // bytes) at 5,100, its locator, then the end record, whose count says "see zip64".
+        let mut tail = vec![0u8; 5_100];
+        tail.extend_from_slice(b"PK\x06\x06");
+        tail.extend_from_slice(&44u64.to_le_bytes());
+        // Versions made by and needed, this disk, the directory's disk.
+        tail.extend_from_slice(&[0; 2 + 2 + 4 + 4]);
+        tail.extend_from_slice(&70_000u64.to_le_bytes());
+        tail.extend_from_slice(&70_000u64.to_le_bytes());
+        tail.extend_from_slice(&5_000u64.to_le_bytes());
+        tail.extend_from_slice(&100u64.to_le_bytes());
+        assert_eq!(tail.len(), 5_156);
+        tail.extend_from_slice(b"PK\x06\x07\0\0\0\0");
+        tail.extend_from_slice(&5_100u64.to_le_bytes());
+        tail.extend_from_slice(&1u32.to_le_bytes());
+        tail.extend_from_slice(b"PK\x05\x06\0\0\0\0\xff\xff\xff\xff");
+        tail.extend_from_slice(&5_000u32.to_le_bytes());
+        tail.extend_from_slice(&100u32.to_le_bytes());
+        tail.extend_from_slice(&0u16.to_le_bytes());
+        let size = tail.len() as u64;
+        assert_eq!(directory_of(&tail, 0, size), Some(100..size));
     }
 
     #[test]
