@@ -24,8 +24,11 @@
 #                     change beside the build before it (BENCH_TOOLS='fastwrite fastwrite-base')
 #   curl              curl -sS -o DL/WHEEL URL: the download alone, which no client that
 #                     writes can beat; checked by the file's size. With it the report says what
-#                     each tool takes after the last byte (its median less curl's), against a
-#                     local extraction's time (curl+fastwrite's less curl's)
+#                     each tool takes after the last byte (its median less the time the zip's
+#                     bytes take at REMOTE_ZIP_SHARED_RATE, or without one less curl's), against a
+#                     local extraction's time (curl+fastwrite's less curl's). One GET does not
+#                     fill a shared link (the server is idle between its writes), so curl's time
+#                     is above the link's
 # N rounds per delay; within a round every tool runs once, round-robin, each round starting one
 # tool further on, so no tool has its runs in a row. Every run writes into a fresh folder
 # (OUT = out/DELAYms-rROUND-TOOL; nothing is deleted during the bench), under `timeout`. A run
@@ -56,6 +59,8 @@
 #   REMOTE_ZIP_SHARED_RATE bytes a second that each server sends in all, every connection
 #                          sharing them (range-server.py --shared-rate: a link that is itself the
 #                          limit, as a home line or a cross-region link); unset, no limit
+#   REMOTE_ZIP_RATE        bytes a second that each connection gets (range-server.py --rate: a
+#                          long or lossy way, where more connections carry more); unset, no limit
 #   FASTWRITE_BENCH_CACHE, BENCH_SETTLE, BENCH_PROBE_MS, BENCH_SETTLE_MAX, BENCH_DROP_CACHES,
 #   KEEP_WORK=1, BOTOCORE_VERSION: as in s3.sh and fetch-corpus.sh.
 # Needs: python3, curl, bsdtar (libarchive-tools), GNU time, cargo (for ripunzip, once).
@@ -215,7 +220,8 @@ start_server() {
     shift
     echo '{}' >"$WORK/$tag.json"
     python3 "$repo/lab/range-server.py" "$SITE" --stats "$WORK/$tag.json" \
-        ${REMOTE_ZIP_SHARED_RATE:+--shared-rate "$REMOTE_ZIP_SHARED_RATE"} "$@" </dev/null >"$out" 2>&1 &
+        ${REMOTE_ZIP_SHARED_RATE:+--shared-rate "$REMOTE_ZIP_SHARED_RATE"} \
+        ${REMOTE_ZIP_RATE:+--rate "$REMOTE_ZIP_RATE"} "$@" </dev/null >"$out" 2>&1 &
     pid=$!
     PIDS+=("$pid")
     PORT=""
@@ -400,6 +406,10 @@ print(f"Remote zip: {versions}; {datetime.date.today()}, {os.cpu_count()} cores,
       "fastwrite's (above 1: slower than fastwrite); client CPU = user + system of the client "
       "and its children; requests = per run, as the servers counted them (the first good run's; "
       "ranged: 206, whole: 200).")
+shared, each = os.environ.get("REMOTE_ZIP_SHARED_RATE"), os.environ.get("REMOTE_ZIP_RATE")
+link = [f"{float(shared) / 1e6:g} MB/s shared by every connection"] if shared else []
+link += [f"{float(each) / 1e6:g} MB/s a connection"] if each else []
+print(f"\nLink: {', '.join(link) or 'no limit but the machine'}.")
 for n in notes:
     print(f"\nNote: {n}.")
 order = list(dict.fromkeys(r["tool"] for r in rows))
@@ -439,14 +449,22 @@ for delay in dict.fromkeys(r["delay"] for r in rows):
     if fw and cf:
         print(f"\nfastwrite / curl+fastwrite: {fw['wall'] / cf['wall']:.2f} "
               f"({fw['wall']:.2f} s / {cf['wall']:.2f} s)")
+    # When the last byte came: at the earliest, when the link could have carried the zip (a
+    # shared rate); else when curl's one GET had it.
     dl = med.get("curl")
-    if dl and cf:
+    floor, floor_said = None, ""
+    if shared:
+        floor = int(zip_bytes) / float(shared)
+        floor_said = f"the zip's bytes at the shared rate, {floor:.2f} s"
+    elif dl:
+        floor, floor_said = dl["wall"], f"curl's {dl['wall']:.2f} s"
+    if floor is not None and dl and cf:
         local = cf["wall"] - dl["wall"]
-        print(f"\nAfter the last byte (a tool's median less curl's {dl['wall']:.2f} s), against a "
-              f"local extraction's {local:.2f} s (curl+fastwrite's less curl's):\n")
+        print(f"\nAfter the last byte (a tool's median less {floor_said}), against a local "
+              f"extraction's {local:.2f} s (curl+fastwrite's less curl's):\n")
         for tool in order:
             if tool in med and tool not in ("curl", "curl+fastwrite", "curl|bsdtar"):
-                after = med[tool]["wall"] - dl["wall"]
+                after = med[tool]["wall"] - floor
                 rip = med.get("ripunzip")
                 of_rip = f"; {after / rip['wall']:.2f} of ripunzip's total" if rip else ""
                 print(f"- {tool}: {after:.2f} s, {after / local:.2f} of a local extraction{of_rip}")

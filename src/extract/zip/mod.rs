@@ -76,12 +76,9 @@ fn load(path: &Path, file: File) -> anyhow::Result<(Bytes, Option<String>)> {
     Ok((Bytes::Owned(copy), Some(warning)))
 }
 
-/// The one unsafe call outside the platform layer: mapping the archive.
-#[allow(unsafe_code)]
+/// The archive mapped; else read into memory.
 fn map(path: &Path, mut file: File) -> anyhow::Result<Bytes> {
-    // SAFETY: see the module header: the mapping is read-only, and the one hazard (another
-    // process truncating the archive meanwhile) is the accepted trade-off of every mmap reader.
-    if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+    if let Some(map) = mapped(&file) {
         return Ok(Bytes::Mapped(map));
     }
     let mut bytes = Vec::new();
@@ -89,6 +86,17 @@ fn map(path: &Path, mut file: File) -> anyhow::Result<Bytes> {
         .and_then(|_| file.read_to_end(&mut bytes))
         .with_context(|| format!("cannot read archive '{}'", path.display()))?;
     Ok(Bytes::Owned(bytes))
+}
+
+/// The one unsafe call outside the platform layer: mapping the archive. `None`: it cannot be
+/// mapped (a pipe).
+#[allow(unsafe_code)]
+fn mapped(file: &File) -> Option<memmap2::Mmap> {
+    // SAFETY: see the module header: the mapping is read-only, and the one hazard (another
+    // process truncating the archive meanwhile) is the accepted trade-off of every mmap reader.
+    // A remote zip's temporary file is the run's own, unlinked, its length set once before it
+    // is mapped: nothing truncates it.
+    unsafe { memmap2::Mmap::map(file) }.ok()
 }
 
 pub(super) type Archive<'a> = ZipArchive<Cursor<&'a [u8]>>;
@@ -205,10 +213,8 @@ pub(super) fn extract_arriving(
 /// written). `None`: it waits for its last byte.
 #[cfg(feature = "s3")]
 fn arrives_plannable(file: File) -> Option<Bytes> {
-    // SAFETY: as in `map`; the file is the run's own unnamed temporary file, which only grows
-    // in content (its length is set once, before it is mapped).
-    #[allow(unsafe_code)]
-    let bytes = Bytes::Mapped(unsafe { memmap2::Mmap::map(&file) }.ok()?);
+    // Mapped, never read into memory: the bytes still to come must be seen as they land.
+    let bytes = Bytes::Mapped(mapped(&file)?);
     if integrity::cut_comment(&bytes).is_some() {
         return None;
     }
