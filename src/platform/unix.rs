@@ -185,6 +185,7 @@ pub fn file_identity(meta: &std::fs::Metadata) -> Option<FileIdentity> {
 }
 
 /// Writes all of `bytes` into `file` at `offset`, whatever its cursor (`pwrite`).
+#[cfg(feature = "s3")]
 pub fn write_at(file: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
     std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
 }

@@ -406,6 +406,7 @@ pub fn file_identity(_meta: &std::fs::Metadata) -> Option<FileIdentity> {
 
 /// Writes all of `bytes` into `file` at `offset` (`WriteFile` with an offset: the file's
 /// cursor moves, which no caller relies on).
+#[cfg(feature = "s3")]
 pub fn write_at(file: &File, mut bytes: &[u8], mut offset: u64) -> io::Result<()> {
     use std::os::windows::fs::FileExt;
     while !bytes.is_empty() {
