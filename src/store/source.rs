@@ -135,13 +135,12 @@ impl Flight {
         let mut running = FuturesUnordered::new();
         let mut done = 0u64;
         loop {
-            let limit = self.sizer.lock().unpoisoned().limit;
-            while running.len() < limit {
-                let Some(job) = jobs.next() else { break };
-                running.push(job);
-            }
             {
                 let mut sizer = self.sizer.lock().unpoisoned();
+                while running.len() < sizer.limit {
+                    let Some(job) = jobs.next() else { break };
+                    running.push(job);
+                }
                 sizer.peak = sizer.peak.max(running.len());
             }
             let Some(result) = running.next().await else {
