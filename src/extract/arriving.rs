@@ -190,23 +190,16 @@ impl State {
             start = s;
             end = end.max(e);
         }
-        loop {
-            let touching: Vec<(u64, u64)> = self
-                .runs
-                .range(start..=end)
-                .map(|(&s, &e)| (s, e))
-                .collect();
-            let mut grew = false;
-            for (s, e) in touching {
-                self.runs.remove(&s);
-                if e > end {
-                    end = e;
-                    grew = true;
-                }
-            }
-            if !grew {
-                break;
-            }
+        // The runs that begin within it, merged into it; the last may end past it, and no
+        // other run begins before that end (runs never overlap or touch).
+        let touching: Vec<(u64, u64)> = self
+            .runs
+            .range(start..=end)
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        for (s, e) in touching {
+            self.runs.remove(&s);
+            end = end.max(e);
         }
         self.runs.insert(start, end);
         start..end

@@ -166,7 +166,8 @@ pub(super) fn extract(
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
     let (bytes, cut) = load(path, file)?;
-    write_zip(path, &bytes, cut, None, out, opts, chooser)
+    let archive = open_archive(&bytes).map_err(|what| what.of(path))?;
+    write_zip(path, &bytes, archive, cut, None, out, opts, chooser)
 }
 
 /// Extracts a zip that is still arriving (a remote one, `remote.rs`): planned and checked from
@@ -189,9 +190,21 @@ pub(super) fn extract_arriving(
             .wait_for(directory, &stop)
             .with_context(|| format!("cannot read archive '{}'", path.display()))?;
         let file = arriving.file().context("cannot read the temporary file")?;
-        if let Some(bytes) = arrives_plannable(file) {
+        // Mapped, never read into memory: the bytes still to come must be seen as they land.
+        if let Some(bytes) = mapped(&file)
+            && let Some(archive) = arrives_plannable(&bytes)
+        {
             let arrivals = arriving.arrivals();
-            let mut report = write_zip(path, &bytes, None, Some(arrivals), out, opts, chooser)?;
+            let mut report = write_zip(
+                path,
+                &bytes,
+                archive,
+                None,
+                Some(arrivals),
+                out,
+                opts,
+                chooser,
+            )?;
             if let Some((error, left)) = arrivals.failure() {
                 let files = if left == 1 { "file was" } else { "files were" };
                 let why = error.context(format!(
@@ -207,40 +220,38 @@ pub(super) fn extract_arriving(
     extract(path, arriving.finish()?, out, opts, chooser)
 }
 
-/// The arriving zip `file` mapped, if it can be planned from its central directory alone:
-/// read by the zip reader, its comment whole, and no entry encrypted (a password is checked
-/// against an entry's data) nor a symlink (its target is its data, checked before anything is
-/// written). `None`: it waits for its last byte.
+/// The arriving zip's central directory, read, if the zip can be planned from it alone: its
+/// comment whole, and no entry encrypted (a password is checked against an entry's data) nor a
+/// symlink (its target is its data, checked before anything is written). `None`: it waits
+/// for its last byte.
 #[cfg(feature = "s3")]
-fn arrives_plannable(file: File) -> Option<Bytes> {
-    // Mapped, never read into memory: the bytes still to come must be seen as they land.
-    let bytes = Bytes::Mapped(mapped(&file)?);
-    if integrity::cut_comment(&bytes).is_some() {
+fn arrives_plannable(bytes: &[u8]) -> Option<Archive<'_>> {
+    if integrity::cut_comment(bytes).is_some() {
         return None;
     }
-    let archive = open_archive(&bytes).ok()?;
+    let archive = open_archive(bytes).ok()?;
     let plain = (0..archive.len()).all(|i| {
         archive
             .by_index_data(i)
             .is_ok_and(|zf| !zf.encrypted() && planning::kind_of(&zf) != planning::ZipKind::Symlink)
     });
-    drop(archive);
-    plain.then_some(bytes)
+    plain.then_some(archive)
 }
 
-/// Plans the zip whose bytes are `bytes` (`cut`: the warning of a comment cut short) and writes
-/// its files: in the schedule's order, or, for one still arriving (`arrivals`), as their bytes
-/// come.
+/// Plans the zip `archive`, whose bytes are `bytes` (`cut`: the warning of a comment cut
+/// short), and writes its files: in the schedule's order, or, for one still arriving
+/// (`arrivals`), as their bytes come.
+#[allow(clippy::too_many_arguments)]
 fn write_zip(
     path: &Path,
     bytes: &[u8],
+    archive: Archive<'_>,
     cut: Option<String>,
     arrivals: Option<&Arrivals>,
     out: &Destination,
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
-    let archive = open_archive(bytes).map_err(|what| what.of(path))?;
     let mut password = Password::new(opts);
     let locals = match arrivals {
         Some(_) => planning::Locals::Later,
@@ -394,15 +405,15 @@ impl<'a> Work<'a> {
                         planning::check_local(bytes, &zf, &central)
                     });
                 match local {
-                    planning::Local::Damaged => refused(
-                        ErrorKind::Source,
-                        anyhow::anyhow!("its local header or central directory record is damaged"),
-                    ),
+                    planning::Local::Damaged => {
+                        refused(ErrorKind::Source, anyhow::anyhow!(planning::DAMAGED))
+                    }
                     planning::Local::Disagrees { error, .. } => refused(ErrorKind::Refused, error),
                     planning::Local::Agrees { end } if end > limits[item] => refused(
                         ErrorKind::Refused,
                         anyhow::anyhow!(
-                            "refused: its local header puts its data past where the next entry begins: overlapping entries are how a zip bomb multiplies a small file into gigabytes, and no zip writer makes them (Info-ZIP's unzip refuses them too)"
+                            "refused: its local header puts its data past where the next entry begins: {}",
+                            planning::OVERLAPS_ARE_BOMBS
                         ),
                     ),
                     planning::Local::Agrees { .. } => Ok(()),

@@ -29,6 +29,12 @@ pub(in crate::extract) fn build_plan(
     plan_with(archive, bytes, chooser, password, Locals::Here)
 }
 
+/// Why an entry whose records cannot be read is refused.
+pub(super) const DAMAGED: &str = "its local header or central directory record is damaged";
+
+/// Why entries whose data overlap are refused.
+pub(super) const OVERLAPS_ARE_BOMBS: &str = "overlapping entries are how a zip bomb multiplies a small file into gigabytes, and no zip writer makes them (Info-ZIP's unzip refuses them too)";
+
 /// Whether the local headers are in `bytes` when the plan is made.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Locals {
@@ -130,9 +136,7 @@ pub(super) fn plan_with(
     read_link_targets(archive, &mut plan, password.known.as_deref());
     if let Some(overlap) = integrity::find_overlap(&mut spans, archive.central_directory_start()) {
         let overlap = overlap.describe(|index| entry_name(archive, index));
-        let why = anyhow::anyhow!(
-            "{overlap}: overlapping entries are how a zip bomb multiplies a small file into gigabytes, and no zip writer makes them (Info-ZIP's unzip refuses them too)"
-        );
+        let why = anyhow::anyhow!("{overlap}: {OVERLAPS_ARE_BOMBS}");
         // The zip's refusal, whole (the run names the zip).
         return Err(crate::error::Error::named("", ErrorKind::Refused, why).into());
     }
@@ -178,7 +182,7 @@ impl Planner<'_, '_> {
             Err(_) => String::from_utf8_lossy(zf.name_raw()).into_owned(),
         };
         let Some(central) = central_record(self.bytes, zf) else {
-            let error = anyhow::anyhow!("its local header or central directory record is damaged");
+            let error = anyhow::anyhow!(DAMAGED);
             return Planned::Reject(name, ErrorKind::Source, error);
         };
         let start = zf.header_start();
@@ -186,9 +190,7 @@ impl Planner<'_, '_> {
             Locals::Here => {
                 let (end, disagreement) = match check_local(self.bytes, zf, &central) {
                     Local::Damaged => {
-                        let error = anyhow::anyhow!(
-                            "its local header or central directory record is damaged"
-                        );
+                        let error = anyhow::anyhow!(DAMAGED);
                         return Planned::Reject(name, ErrorKind::Source, error);
                     }
                     Local::Agrees { end } => (end, None),
