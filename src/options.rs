@@ -120,6 +120,14 @@ pub struct Options {
     /// With [`Options::same_owner`], take the ids as archived and ignore the names (`tar
     /// --numeric-owner`).
     pub numeric_owner: bool,
+    /// The platform of the image to apply from an index of several (`docker://`, `oci:`), as
+    /// `OS/ARCH[/VARIANT]` (`linux/arm64/v8`): `None`, this machine's, as docker and crane
+    /// choose.
+    pub platform: Option<String>,
+    /// Speak plain HTTP to an image registry that is not on this machine (docker's
+    /// `insecure-registries`; skopeo's `--tls-verify=false`). A registry on `localhost` or
+    /// `127.0.0.1` is spoken to so always, as docker and crane do.
+    pub insecure_registry: bool,
     /// Bytes of file content a streamed archive may hold in memory between its reader and the
     /// writers.
     pub memory_budget: u64,
@@ -195,6 +203,8 @@ impl Default for Options {
             devices: false,
             same_owner: false,
             numeric_owner: false,
+            platform: None,
+            insecure_registry: false,
             memory_budget: Options::DEFAULT_MEMORY_BUDGET,
             max_output: None,
             space_check: true,
@@ -221,6 +231,8 @@ impl fmt::Debug for Options {
             .field("overwrite", &self.overwrite)
             .field("keep_setid", &self.keep_setid)
             .field("devices", &self.devices)
+            .field("platform", &self.platform)
+            .field("insecure_registry", &self.insecure_registry)
             .field("memory_budget", &self.memory_budget)
             .field("max_output", &self.max_output)
             .field("space_check", &self.space_check)

@@ -36,6 +36,9 @@ pub(super) enum Input {
         label: String,
         note: Option<String>,
     },
+    /// A container image (`oci:DIR`, `docker://NAME`): its layers applied as a root filesystem.
+    #[cfg(feature = "image")]
+    Image(super::image::Reference),
     /// A single compressed file, not an archive (`notes.txt.gz`).
     Single {
         decoded: Box<dyn Read + Send>,
@@ -50,6 +53,10 @@ pub(super) enum Input {
 pub(super) fn open(archive: &Path) -> anyhow::Result<Input> {
     if archive == Path::new("-") {
         return open_stream(std::io::stdin(), "standard input".to_string(), None);
+    }
+    #[cfg(feature = "image")]
+    if let Some(reference) = super::image::Reference::parse(archive)? {
+        return Ok(Input::Image(reference));
     }
     #[cfg(feature = "s3")]
     match super::remote::open(archive)? {

@@ -135,6 +135,13 @@ fn list_input(
             zip_list(name, file, &chooser, each, &mut failures)?;
             Ok(())
         }
+        #[cfg(feature = "image")]
+        Input::Image(reference) => {
+            // (Listing takes no options: the image of this machine's platform is listed.)
+            let opts = crate::options::Options::default();
+            super::image::list(&reference, &opts, &chooser, each, &mut failures)?;
+            Ok(())
+        }
         Input::Single {
             decoded,
             codec,

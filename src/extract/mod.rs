@@ -10,6 +10,8 @@ mod arriving;
 pub(crate) mod codec;
 pub(crate) mod format;
 mod give;
+#[cfg(feature = "image")]
+mod image;
 mod input;
 mod limits;
 pub(crate) mod list;
@@ -179,6 +181,8 @@ fn read_any(
             report.warnings.extend(note);
             Ok(report)
         }
+        #[cfg(feature = "image")]
+        Input::Image(reference) => image::extract(&reference, out, opts, chooser),
         Input::Single {
             decoded,
             codec,
@@ -212,8 +216,21 @@ fn refuse_what_does_not_apply(
         #[cfg(all(feature = "s3", feature = "zip"))]
         Input::ZipArriving(_) => "a zip archive",
         Input::Tar { .. } => "a tar archive",
+        #[cfg(feature = "image")]
+        Input::Image(_) => "an image",
         Input::Single { .. } => return single::refuse_choosing(archive, chooser),
     };
+    #[cfg(feature = "image")]
+    let is_image = matches!(input, Input::Image(_));
+    #[cfg(not(feature = "image"))]
+    let is_image = false;
+    if !is_image && (opts.platform.is_some() || opts.insecure_registry) {
+        let why = anyhow::anyhow!(
+            "--platform and --insecure-registry choose an image, and '{}' is {kind}: refused",
+            archive.display()
+        );
+        return Err(Error::named(archive, ErrorKind::Invalid, why).into());
+    }
     if opts.file_name.is_some() {
         let why = anyhow::anyhow!(
             "{} names the file a single compressed file decompresses to, and '{}' is {kind}: refused",

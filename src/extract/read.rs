@@ -65,6 +65,8 @@ fn read_any(archive: &Path, opts: &Options, each: &mut Each<'_>) -> anyhow::Resu
             zip_read(archive, arriving.finish()?, opts, &chooser, each)?
         }
         Input::Tar { decoded, label, .. } => tar_read(decoded, &label, opts, &chooser, each)?,
+        #[cfg(feature = "image")]
+        Input::Image(reference) => super::image::read_files(&reference, opts, &chooser, each)?,
         Input::ZipStream { input, label, .. } => {
             // Read from its central directory, at its end: kept in a temporary file first.
             let file = super::input::spooled(input)

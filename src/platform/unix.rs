@@ -190,6 +190,13 @@ pub fn write_at(file: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
     std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
 }
 
+/// Reads into `buf` from `file` at `offset`, whatever its cursor (`pread`): many threads read
+/// one file at once.
+#[cfg(feature = "image")]
+pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
 /// Whether a file has holes: fewer blocks allocated than its length needs.
 pub fn has_holes(meta: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt;

@@ -423,6 +423,13 @@ pub fn write_at(file: &File, mut bytes: &[u8], mut offset: u64) -> io::Result<()
     Ok(())
 }
 
+/// Reads into `buf` from `file` at `offset` (`ReadFile` with an offset: the file's cursor
+/// moves, which no caller relies on).
+#[cfg(feature = "image")]
+pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(file, buf, offset)
+}
+
 pub fn has_holes(_meta: &std::fs::Metadata) -> bool {
     false
 }

@@ -249,7 +249,8 @@ pub struct ListArgs {
     /// The archive, recognised by its content; `-` reads standard input (a tar, compressed or
     /// not, a zip, kept in a temporary file and listed from its central directory, or a single
     /// compressed file); s3://BUCKET/KEY, az://CONTAINER/KEY, gs://BUCKET/KEY and
-    /// https://HOST/PATH read it where it lives
+    /// https://HOST/PATH read it where it lives; an image (docker://NAME, oci:DIR[:TAG]) is listed
+    /// as the tree it makes
     pub archive: PathBuf,
 
     /// List only entries matching a PATTERN (as `extract` takes them)
@@ -283,7 +284,9 @@ impl ListArgs {
 pub struct ExtractArgs {
     /// The archive, recognised by its content; `-` reads standard input (a tar, compressed or
     /// not, a zip, or a single compressed file); s3://BUCKET/KEY, az://CONTAINER/KEY,
-    /// gs://BUCKET/KEY and https://HOST/PATH read it where it lives (a zip by ranged requests). A glob the shell did not expand
+    /// gs://BUCKET/KEY and https://HOST/PATH read it where it lives (a zip by ranged requests).
+    /// A container image is applied as a root filesystem: docker://[REGISTRY/]NAME[:TAG|@DIGEST]
+    /// from a registry, oci:DIR[:TAG] from an OCI image layout (docs/images.md). A glob the shell did not expand
     /// ('dir/**/*.zip', 's3://BUCKET/shards/*.tar.gz': `*` within a name, `**` across `/`) is
     /// expanded here: a run of many archives (docs/many-archives.md)
     #[arg(required_unless_present = "from_list")]
@@ -392,6 +395,15 @@ pub struct ExtractArgs {
     /// container's root filesystem needs them); without it they are skipped with a warning
     #[arg(long)]
     pub devices: bool,
+
+    /// The platform of the image to apply, from an image of several [default: this machine's]
+    #[arg(long, value_name = "OS/ARCH[/VARIANT]")]
+    pub platform: Option<String>,
+
+    /// Speak plain HTTP, unencrypted, to an image registry that is not on this machine (one on
+    /// localhost or 127.0.0.1 always is, as docker and crane do)
+    #[arg(long)]
+    pub insecure_registry: bool,
 
     /// Memory for file contents in flight when streaming a tar archive, in MiB
     #[arg(long, value_name = "MIB", default_value_t = DEFAULT_MEMORY_BUDGET >> 20, value_parser = clap::value_parser!(u64).range(4..))]
@@ -612,6 +624,8 @@ impl Cli {
                 opts.devices = args.devices;
                 opts.same_owner = !args.no_same_owner && (args.same_owner || running_as_root());
                 opts.numeric_owner = args.numeric_owner;
+                opts.platform = args.platform.clone();
+                opts.insecure_registry = args.insecure_registry;
                 opts.memory_budget = args.memory_budget << 20;
                 opts.max_output = args.max_output;
                 opts.space_check = !args.no_space_check;

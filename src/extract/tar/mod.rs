@@ -37,7 +37,7 @@ mod reader;
 
 use checks::{Checker, Owners};
 pub(super) use list::list;
-pub(super) use reader::Reader;
+pub(super) use reader::{Kind, Reader};
 
 /// Extracts the tar stream `decoded` (`label` names it in messages) into `out`. `verified`
 /// follows the decompressor's checks, for a compressed tar: what was written from data that

@@ -1,0 +1,591 @@
+//! A container image as one more source: an image in a registry (`docker://`) or an OCI image
+//! layout on disk (`oci:DIR[:REF]`), applied as a root filesystem into OUT through the same
+//! engine as every archive (writers sized by latency, the close pool, `--atomic`, the report).
+//!
+//! What this module owns: naming an image (`Reference`), reading its documents
+//! (`manifest.rs`: index, manifest, config, the platform), fetching its blobs (`layout.rs`,
+//! `registry.rs`, behind [`Blobs`]), reading each layer once with its digests checked
+//! (`layers.rs`), and the layer rules (`merge.rs`: whiteouts, opaque folders, links across
+//! layers, every name resolved inside the root). Then the merged tree is one plan, and each
+//! final path is written once, from the layer that last put it there.
+//!
+//! Unlike an archive from anywhere, an image is applied as the runtimes apply it: setuid and
+//! setgid bits kept, absolute symlinks kept, owners (by number) and device nodes made where
+//! this process is root. Without root, what cannot be done (owners, devices) is said once with
+//! a count, as umoci's `--rootless` says it, never as a failure per entry.
+
+mod layers;
+mod layout;
+mod manifest;
+mod merge;
+#[cfg(feature = "http")]
+mod registry;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::{Context, anyhow, bail};
+
+use crate::engine::{self, Content, Destination};
+use crate::error::{Error, ErrorKind};
+use crate::extract::listed::{Listed, ListedKind};
+use crate::extract::select::Chooser;
+use crate::extract::tar::Kind;
+use crate::options::Options;
+use crate::plan::{self, Entry, EntryKind, Plan, Special};
+use crate::report::Report;
+use layers::{Layer, Spooled};
+use manifest::{Descriptor, Document, Manifest, Platform};
+use merge::{Merged, Node};
+
+/// The most bytes a manifest, an index or a config may have: real ones are a few KB.
+const MAX_DOCUMENT: u64 = 8 << 20;
+
+/// Where an image's blobs come from: a layout's folder, a registry.
+trait Blobs: Sync {
+    /// The blob `descriptor` names, as a stream (its digest is checked by whoever reads it).
+    fn open(&self, descriptor: &Descriptor) -> anyhow::Result<Box<dyn Read + Send + '_>>;
+
+    /// A manifest or an index, by its descriptor (a registry serves them apart from blobs),
+    /// read whole and checked against its digest.
+    fn manifest(&self, descriptor: &Descriptor) -> anyhow::Result<Vec<u8>> {
+        self.fetch(descriptor)
+    }
+
+    /// A small blob (a config), read whole and checked against its digest.
+    fn fetch(&self, descriptor: &Descriptor) -> anyhow::Result<Vec<u8>> {
+        if descriptor.size > MAX_DOCUMENT {
+            bail!(
+                "{} says it is {} bytes, more than a document of an image may be ({MAX_DOCUMENT})",
+                descriptor.digest,
+                descriptor.size
+            );
+        }
+        let mut bytes = Vec::new();
+        self.open(descriptor)?
+            .take(MAX_DOCUMENT + 1)
+            .read_to_end(&mut bytes)
+            .with_context(|| format!("cannot read {}", descriptor.digest))?;
+        layers::check_blob(&bytes, descriptor)
+            .with_context(|| format!("{} cannot be used", descriptor.digest))?;
+        Ok(bytes)
+    }
+}
+
+/// An image, as skopeo, crane and Apptainer users name one.
+#[derive(Debug, Clone)]
+pub(crate) enum Reference {
+    /// `oci:DIR[:REF]`.
+    Layout { dir: PathBuf, tag: Option<String> },
+    /// `docker://[REGISTRY/]NAME[:TAG|@DIGEST]`.
+    #[cfg(feature = "http")]
+    Registry(registry::Name),
+}
+
+impl Reference {
+    /// The image `archive` names, if it names one (`oci:`, `docker://`); `None`: a file or a
+    /// URL of another kind. A file whose name starts so is reached as `./oci:NAME`.
+    pub(crate) fn parse(archive: &Path) -> anyhow::Result<Option<Reference>> {
+        let Some(text) = archive.to_str() else {
+            return Ok(None);
+        };
+        if let Some(rest) = text.strip_prefix("oci:") {
+            if rest.is_empty() {
+                bail!("'{text}' names no folder: oci:DIR[:TAG]");
+            }
+            // The folder as a whole, if it is one; else a tag after the last ':'.
+            let (dir, tag) = match rest.rsplit_once(':') {
+                Some((dir, tag)) if !Path::new(rest).is_dir() && !dir.is_empty() => {
+                    (dir, Some(tag.to_string()))
+                }
+                _ => (rest, None),
+            };
+            return Ok(Some(Reference::Layout {
+                dir: PathBuf::from(dir),
+                tag,
+            }));
+        }
+        if let Some(rest) = text.strip_prefix("docker://") {
+            #[cfg(feature = "http")]
+            return Ok(Some(Reference::Registry(registry::Name::parse(rest)?)));
+            #[cfg(not(feature = "http"))]
+            {
+                let _ = rest;
+                return Err(crate::extract::format::not_built(
+                    &format!("'{text}'"),
+                    "an image in a registry",
+                    "http",
+                ));
+            }
+        }
+        Ok(None)
+    }
+
+    /// How messages name the image.
+    pub(crate) fn label(&self) -> String {
+        match self {
+            Reference::Layout {
+                dir,
+                tag: Some(tag),
+            } => format!("oci:{}:{tag}", dir.display()),
+            Reference::Layout { dir, tag: None } => format!("oci:{}", dir.display()),
+            #[cfg(feature = "http")]
+            Reference::Registry(name) => format!("docker://{name}"),
+        }
+    }
+}
+
+/// An image opened: where its blobs come from, its manifest, and the digest of each layer's tar.
+struct Opened {
+    blobs: Box<dyn Blobs>,
+    manifest: Manifest,
+    diff_ids: Vec<String>,
+}
+
+/// Opens the image `reference` names for `platform`, reading its index, manifest and config.
+fn open(reference: &Reference, opts: &Options) -> anyhow::Result<Opened> {
+    let platform = match &opts.platform {
+        Some(text) => Platform::parse(text)?,
+        None => Platform::here(),
+    };
+    let (blobs, top): (Box<dyn Blobs>, Document) = match reference {
+        Reference::Layout { dir, tag } => {
+            let (layout, descriptor) = layout::Layout::open(dir, tag.as_deref())?;
+            let bytes = layout.manifest(&descriptor)?;
+            let document = manifest::parse(&bytes, Some(&descriptor.media_type))
+                .with_context(|| format!("cannot read the manifest {}", descriptor.digest))?;
+            (Box::new(layout), document)
+        }
+        #[cfg(feature = "http")]
+        Reference::Registry(name) => {
+            let registry = registry::Registry::connect(name, opts)?;
+            let (bytes, media_type) = registry.top()?;
+            let document = manifest::parse(&bytes, media_type.as_deref())
+                .with_context(|| format!("cannot read the manifest of docker://{name}"))?;
+            (Box::new(registry), document)
+        }
+    };
+    let manifest = match top {
+        Document::Manifest(manifest) => manifest,
+        Document::Index(manifests) => {
+            let chosen = manifest::choose(&manifests, &platform)?;
+            let bytes = blobs.manifest(chosen)?;
+            match manifest::parse(&bytes, Some(&chosen.media_type))
+                .with_context(|| format!("cannot read the manifest {}", chosen.digest))?
+            {
+                Document::Manifest(manifest) => manifest,
+                Document::Index(_) => bail!(
+                    "the manifest for {platform} ({}) is another index: nested indexes are not followed",
+                    chosen.digest
+                ),
+            }
+        }
+    };
+    let config = blobs
+        .fetch(&manifest.config)
+        .context("cannot read the image's config")?;
+    let diff_ids = manifest::diff_ids(&config)?;
+    if diff_ids.len() != manifest.layers.len() {
+        bail!(
+            "the manifest names {} layers and the config {} diff_ids: the image is inconsistent",
+            manifest.layers.len(),
+            diff_ids.len()
+        );
+    }
+    Ok(Opened {
+        blobs,
+        manifest,
+        diff_ids,
+    })
+}
+
+/// Reads every layer of `image` (several at once), each checked against its digests.
+fn read_layers(image: &Opened, opts: &Options) -> anyhow::Result<Vec<Layer>> {
+    let count = image.manifest.layers.len();
+    let threads = count.clamp(
+        1,
+        opts.threads
+            .unwrap_or_else(crate::options::default_threads)
+            .max(2),
+    );
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("fastwrite-layer-{i}"))
+        .build()
+        .context("cannot start the layers' threads")?;
+    pool.install(|| {
+        use rayon::prelude::*;
+        image
+            .manifest
+            .layers
+            .par_iter()
+            .zip(&image.diff_ids)
+            .enumerate()
+            .map(|(i, (descriptor, diff_id))| {
+                let short = descriptor.digest.get(..19).unwrap_or(&descriptor.digest);
+                let label = format!("layer {} of {count} ({short})", i + 1);
+                if opts.cancel.is_cancelled() {
+                    bail!("{label} was not read: the run was cancelled");
+                }
+                let blob = image
+                    .blobs
+                    .open(descriptor)
+                    .with_context(|| format!("{label} cannot be read"))?;
+                layers::read(blob, descriptor, Some(diff_id), label)
+            })
+            .collect()
+    })
+}
+
+/// Where a final file's data is: its layer and its place in that layer's spool.
+#[derive(Clone, Copy)]
+struct Source {
+    layer: u32,
+    offset: u64,
+    size: u64,
+}
+
+/// What this process can give an image's entries.
+struct Powers {
+    /// Owners and device nodes (root).
+    root: bool,
+    own: (u32, u32),
+}
+
+impl Powers {
+    fn here() -> Powers {
+        let own = crate::platform::effective_ids();
+        Powers {
+            root: cfg!(unix) && own.0 == 0,
+            own,
+        }
+    }
+}
+
+/// The merged tree as the engine's plan: folders and links, and the files (each hard-link group
+/// one file and links to it), with where each file's data is (by entry index).
+fn plan_of(merged: &Merged, layers: &[Layer], powers: &Powers) -> (Plan, Vec<Option<Source>>) {
+    let mut plan = Plan::default();
+    let mut sources = Vec::new();
+    let mut primary: std::collections::HashMap<(u32, u32), &[u8]> = Default::default();
+    let (mut not_owned, mut devices) = (0u64, 0u64);
+    for (l, name, why) in &merged.refused {
+        let label = &layers[*l as usize].label;
+        let error = anyhow!("refused in {label}: {why}");
+        plan.rejected
+            .push(Error::new(name, ErrorKind::Refused, error));
+    }
+    for (path, node) in &merged.nodes {
+        let name = String::from_utf8_lossy(path).into_owned();
+        let rel = match plan::safe_relative_bytes(path) {
+            Ok(rel) => rel,
+            Err(refusal) => {
+                let error = anyhow!("refused: {refusal}");
+                plan.rejected
+                    .push(Error::new(&name, ErrorKind::Refused, error));
+                continue;
+            }
+        };
+        let index = plan.entries.len();
+        let mut entry = Entry {
+            name,
+            path: rel,
+            kind: EntryKind::Dir,
+            mode: Some(0o755),
+            mtime: None,
+            size: 0,
+            index,
+            sparse: false,
+            replaces: false,
+            owner: None,
+            absent: false,
+        };
+        let (layer, m) = match *node {
+            Node::Implicit => {
+                plan.entries.push(entry);
+                sources.push(None);
+                continue;
+            }
+            Node::Member { layer, member } => (layer, member),
+        };
+        let member = &layers[layer as usize].members[m as usize];
+        entry.mode = member.mode;
+        entry.mtime = member.mtime;
+        let owner = (member.uid.unwrap_or(0), member.gid.unwrap_or(0));
+        if powers.root {
+            entry.owner = Some(owner);
+        } else if owner != powers.own {
+            not_owned += 1;
+        }
+        let mut source = None;
+        entry.kind = match member.kind {
+            Kind::Dir => EntryKind::Dir,
+            Kind::File | Kind::HardLink => match primary.get(&(layer, m)) {
+                Some(first) => EntryKind::Hardlink {
+                    target: plan::safe_relative_bytes(first).unwrap_or_default(),
+                },
+                None => {
+                    primary.insert((layer, m), path);
+                    entry.size = member.size;
+                    source = Some(Source {
+                        layer,
+                        offset: member.offset,
+                        size: member.size,
+                    });
+                    EntryKind::File
+                }
+            },
+            Kind::Symlink => match plan::path_from_bytes(&member.link) {
+                Ok(target) => EntryKind::Symlink { target },
+                Err(refusal) => {
+                    let error = anyhow!("refused: {refusal}");
+                    plan.rejected
+                        .push(Error::new(&entry.name, ErrorKind::Refused, error));
+                    continue;
+                }
+            },
+            Kind::Fifo => EntryKind::Special {
+                kind: Special::Fifo,
+                major: 0,
+                minor: 0,
+            },
+            Kind::CharDevice | Kind::BlockDevice if !powers.root => {
+                devices += 1;
+                continue;
+            }
+            Kind::CharDevice | Kind::BlockDevice => {
+                let (major, minor) = member.device.unwrap_or((0, 0));
+                let kind = if member.kind == Kind::CharDevice {
+                    Special::CharDevice
+                } else {
+                    Special::BlockDevice
+                };
+                EntryKind::Special { kind, major, minor }
+            }
+            // (The merge refuses every other kind.)
+            Kind::Other(_) => continue,
+        };
+        plan.entries.push(entry);
+        sources.push(source);
+    }
+    if not_owned > 0 {
+        plan.warnings.push(format!(
+            "not root: {not_owned} entries keep this user's owner instead of the image's (as umoci --rootless does)"
+        ));
+    }
+    if devices > 0 {
+        plan.warnings.push(format!(
+            "not root: {devices} device nodes of the image were not made (as umoci --rootless does)"
+        ));
+    }
+    (plan, sources)
+}
+
+/// The options an image is applied with: as the runtimes apply one (setuid and setgid kept;
+/// owners by number and devices as root).
+fn image_options(opts: &Options, powers: &Powers) -> Options {
+    Options {
+        keep_setid: true,
+        same_owner: powers.root,
+        numeric_owner: true,
+        devices: powers.root,
+        ..opts.clone()
+    }
+}
+
+/// A selection does not apply to an image yet: refused rather than ignored.
+fn refuse_selection(reference: &Reference, chooser: &Chooser) -> anyhow::Result<()> {
+    if chooser.chooses() {
+        bail!(
+            "'{}' is an image, and choosing its entries (patterns, --exclude, --strip-components) is not supported: an image is applied whole",
+            reference.label()
+        );
+    }
+    Ok(())
+}
+
+/// Applies the image `reference` names into `out`.
+pub(super) fn extract(
+    reference: &Reference,
+    out: &Destination,
+    opts: &Options,
+    chooser: &Chooser,
+) -> anyhow::Result<Report> {
+    refuse_selection(reference, chooser)?;
+    let label = reference.label();
+    let image =
+        open(reference, opts).with_context(|| format!("cannot read the image '{label}'"))?;
+    let layers = read_layers(&image, opts)
+        .with_context(|| format!("refused the image '{label}': nothing was written"))?;
+    let merged = Merged::of(&layers);
+    let powers = Powers::here();
+    let (mut plan, sources) = plan_of(&merged, &layers, &powers);
+    let opts = &image_options(opts, &powers);
+    super::limits::check_declared(&plan, out, opts)?;
+    let (mut report, ()) = engine::run(out, None, opts, |engine, writers| {
+        writers.install(|| engine.prepare(&mut plan));
+        // (Only the files are left in the plan.) The largest first: one big file taken last
+        // would leave the other writers idle.
+        let files = &plan.entries;
+        let mut order: Vec<usize> = (0..files.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(files[i].size));
+        let bytes = files.iter().map(|e| e.size).sum();
+        engine.run().reporter().planned(files.len() as u64, bytes);
+        let next = AtomicUsize::new(0);
+        writers.broadcast(|_| {
+            let mut writer = engine.writer();
+            while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                if engine.run().stopped() {
+                    break;
+                }
+                let entry = &files[i];
+                let Some(Some(source)) = sources.get(entry.index) else {
+                    continue;
+                };
+                let layer = &layers[source.layer as usize];
+                let Some(spool) = &layer.spool else {
+                    continue;
+                };
+                let mut data = Spooled {
+                    spool,
+                    at: source.offset,
+                    end: source.offset + source.size,
+                };
+                writer.write(entry, Content::Reader(&mut data));
+            }
+        });
+    })?;
+    engine::add_plan(&mut report, &mut plan);
+    Ok(report)
+}
+
+/// Lists the tree the image `reference` names would make, in path order: what `extract`
+/// writes, each final path once.
+pub(super) fn list(
+    reference: &Reference,
+    opts: &Options,
+    chooser: &Chooser,
+    each: &mut dyn FnMut(&Listed),
+    failures: &mut Vec<Error>,
+) -> anyhow::Result<()> {
+    refuse_selection(reference, chooser)?;
+    let label = reference.label();
+    let image =
+        open(reference, opts).with_context(|| format!("cannot read the image '{label}'"))?;
+    let layers =
+        read_layers(&image, opts).with_context(|| format!("refused the image '{label}'"))?;
+    let merged = Merged::of(&layers);
+    let (plan, _) = plan_of(
+        &merged,
+        &layers,
+        &Powers {
+            root: true,
+            own: (0, 0),
+        },
+    );
+    for entry in &plan.entries {
+        let member = merged
+            .nodes
+            .get(entry.name.as_bytes())
+            .and_then(|node| match *node {
+                Node::Member { layer, member } => {
+                    Some(&layers[layer as usize].members[member as usize])
+                }
+                Node::Implicit => None,
+            });
+        let (kind, target) = match &entry.kind {
+            EntryKind::Dir => (ListedKind::Dir, None),
+            EntryKind::File => (ListedKind::File, None),
+            EntryKind::Symlink { target } => (ListedKind::Symlink, Some(target)),
+            EntryKind::Hardlink { target } => (ListedKind::Hardlink, Some(target)),
+            EntryKind::Special { kind, .. } => (
+                match kind {
+                    Special::Fifo => ListedKind::Fifo,
+                    Special::CharDevice => ListedKind::CharDevice,
+                    Special::BlockDevice => ListedKind::BlockDevice,
+                },
+                None,
+            ),
+        };
+        let listed = Listed {
+            kind,
+            mode: entry.mode,
+            size: if kind == ListedKind::File {
+                entry.size
+            } else {
+                0
+            },
+            mtime: entry.mtime,
+            uid: member.and_then(|m| m.uid).map(u64::from),
+            gid: member.and_then(|m| m.gid).map(u64::from),
+            user: String::new(),
+            group: String::new(),
+            name: entry.name.clone(),
+            path: Some(entry.path.clone()),
+            target: target.map(|t| t.to_string_lossy().into_owned()),
+            problem: None,
+            fails: false,
+        };
+        each(&listed);
+    }
+    failures.extend(plan.rejected);
+    Ok(())
+}
+
+/// Reads every final file of the image `reference` names, in path order, each layer checked
+/// against its digests first: what `fastwrite test` and `tar -xO` do with an archive.
+pub(super) fn read_files(
+    reference: &Reference,
+    opts: &Options,
+    chooser: &Chooser,
+    each: &mut super::give::Each<'_>,
+) -> anyhow::Result<Report> {
+    refuse_selection(reference, chooser)?;
+    let label = reference.label();
+    let image =
+        open(reference, opts).with_context(|| format!("cannot read the image '{label}'"))?;
+    let layers =
+        read_layers(&image, opts).with_context(|| format!("refused the image '{label}'"))?;
+    let merged = Merged::of(&layers);
+    let (plan, sources) = plan_of(
+        &merged,
+        &layers,
+        &Powers {
+            root: true,
+            own: (0, 0),
+        },
+    );
+    let mut report = Report {
+        failures: plan.rejected,
+        warnings: plan.warnings,
+        ..Report::default()
+    };
+    for entry in plan.entries.iter().filter(|e| e.kind == EntryKind::File) {
+        if opts.cancel.is_cancelled() {
+            break;
+        }
+        let Some(Some(source)) = sources.get(entry.index) else {
+            continue;
+        };
+        let Some(spool) = &layers[source.layer as usize].spool else {
+            continue;
+        };
+        let mut data = Spooled {
+            spool,
+            at: source.offset,
+            end: source.offset + source.size,
+        };
+        match super::give::give(entry, &mut data, each) {
+            Ok(n) => {
+                report.files += 1;
+                report.bytes += n;
+            }
+            Err(error) if super::give::is_output(&error) => return Err(error),
+            Err(error) => report
+                .failures
+                .push(Error::new(&entry.name, ErrorKind::Source, error)),
+        }
+    }
+    Ok(report)
+}

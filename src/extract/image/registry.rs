@@ -1,0 +1,563 @@
+//! An image in a registry (`docker://`), over the OCI distribution API: `GET
+//! /v2/NAME/manifests/REF` with every manifest and index type accepted, `GET
+//! /v2/NAME/blobs/DIGEST` (redirects followed: registries often send blobs from a bucket).
+//!
+//! Names resolve as docker resolves them: `ubuntu:24.04` is `docker.io/library/ubuntu:24.04`,
+//! a first component with a `.` or a `:` (or `localhost`) is a registry. Authentication as
+//! docker, podman and skopeo do it: anonymous first; on a 401, the `WWW-Authenticate`
+//! challenge's Bearer token (fetched with the user's credentials, if any, from the files
+//! docker, podman and skopeo write) or Basic credentials. A registry on this machine
+//! (`localhost`, `127.0.0.1`, `[::1]`) is spoken to over plain HTTP, as docker and crane do;
+//! any other over HTTPS only, unless [`Options::insecure_registry`] says otherwise.
+//!
+//! A blob's download that breaks off is taken up again where it stopped, by a range request,
+//! a few times: a layer of gigabytes is not fetched again from its start.
+
+use std::io::{self, Read};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, anyhow, bail};
+use base64::Engine as _;
+use reqwest::StatusCode;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, RANGE, WWW_AUTHENTICATE};
+
+use super::Blobs;
+use super::manifest::{ACCEPTED, Descriptor};
+use crate::options::Options;
+use crate::sync::Unpoisoned;
+
+/// How often a blob's download that breaks off is taken up again.
+const RESUMES: u32 = 5;
+
+/// An image's name in a registry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Name {
+    /// The registry's host (and port), as the user named it (`docker.io` for Docker Hub).
+    pub registry: String,
+    /// The repository (`library/ubuntu`).
+    pub repository: String,
+    /// A tag, or a digest (`sha256:...`).
+    pub reference: String,
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sep = if self.reference.contains(':') {
+            '@'
+        } else {
+            ':'
+        };
+        write!(
+            f,
+            "{}/{}{sep}{}",
+            self.registry, self.repository, self.reference
+        )
+    }
+}
+
+impl Name {
+    /// `[REGISTRY/]NAME[:TAG|@DIGEST]`, as docker reads it.
+    pub(crate) fn parse(text: &str) -> anyhow::Result<Name> {
+        let bad = |why: &str| anyhow!("'docker://{text}' is not an image name: {why}");
+        let (rest, digest) = match text.split_once('@') {
+            Some((rest, digest)) => {
+                super::layers::checkable(digest).map_err(|e| bad(&e.to_string()))?;
+                (rest, Some(digest.to_string()))
+            }
+            None => (text, None),
+        };
+        let (path, tag) = match rest.rsplit_once(':') {
+            Some((path, tag)) if !tag.contains('/') => (path, Some(tag.to_string())),
+            _ => (rest, None),
+        };
+        let (registry, repository) = match path.split_once('/') {
+            Some((first, rest))
+                if first.contains('.') || first.contains(':') || first == "localhost" =>
+            {
+                (first.to_string(), rest.to_string())
+            }
+            _ => ("docker.io".to_string(), path.to_string()),
+        };
+        let repository = if registry == "docker.io" && !repository.contains('/') {
+            format!("library/{repository}")
+        } else {
+            repository
+        };
+        let valid = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-/".contains(c);
+        if repository.is_empty() || !repository.chars().all(valid) {
+            return Err(bad(
+                "a repository is lower-case letters, digits, '.', '_', '-' and '/'",
+            ));
+        }
+        let reference = digest.or(tag).unwrap_or_else(|| "latest".to_string());
+        Ok(Name {
+            registry,
+            repository,
+            reference,
+        })
+    }
+
+    /// Whether the registry is on this machine: plain HTTP, as docker and crane speak to one.
+    fn is_local(&self) -> bool {
+        let host = match self.registry.rsplit_once(':') {
+            Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+            _ => &self.registry,
+        };
+        matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+    }
+
+    /// The host requests go to (Docker Hub's API is not at `docker.io`).
+    fn host(&self) -> &str {
+        match self.registry.as_str() {
+            "docker.io" | "index.docker.io" => "registry-1.docker.io",
+            other => other,
+        }
+    }
+}
+
+/// A registry's client for one repository: its base URL, the credentials for it, and the token
+/// its challenge gave (shared by every request of the run).
+pub(super) struct Registry {
+    name: Name,
+    base: String,
+    http: reqwest::Client,
+    runtime: Arc<tokio::runtime::Runtime>,
+    credentials: Option<(String, String)>,
+    authorization: Mutex<Option<String>>,
+}
+
+impl Registry {
+    pub(super) fn connect(name: &Name, opts: &Options) -> anyhow::Result<Registry> {
+        let scheme = if name.is_local() || opts.insecure_registry {
+            "http"
+        } else {
+            "https"
+        };
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("fastwrite/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(std::time::Duration::from_secs(30))
+            .build()
+            .context("cannot start the HTTP client")?;
+        let runtime = crate::store::client_runtime("fastwrite-registry")?;
+        Ok(Registry {
+            base: format!("{scheme}://{}/v2/{}", name.host(), name.repository),
+            name: name.clone(),
+            http,
+            runtime: Arc::new(runtime),
+            credentials: credentials_for(&name.registry),
+            authorization: Mutex::new(None),
+        })
+    }
+
+    /// The document the name's tag or digest names, and its media type.
+    pub(super) fn top(&self) -> anyhow::Result<(Vec<u8>, Option<String>)> {
+        let reference = self.name.reference.clone();
+        let (bytes, media_type) = self.document(&reference)?;
+        if reference.contains(':') {
+            let digest = super::layers::digest_of(&bytes);
+            if digest != reference {
+                bail!("the registry sent a manifest whose digest is {digest}, not {reference}");
+            }
+        }
+        Ok((bytes, media_type))
+    }
+
+    fn document(&self, reference: &str) -> anyhow::Result<(Vec<u8>, Option<String>)> {
+        let url = format!("{}/manifests/{reference}", self.base);
+        self.runtime.block_on(async {
+            let response = self.get(&url, &[(ACCEPT, ACCEPTED.to_string())]).await?;
+            let media_type = response
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| v.split(';').next().unwrap_or(v).trim().to_string());
+            let bytes = response
+                .bytes()
+                .await
+                .with_context(|| format!("the answer to {url} broke off"))?;
+            Ok((bytes.to_vec(), media_type))
+        })
+    }
+
+    /// A GET that authenticates as the registry's challenge asks, and fails on anything but
+    /// a success (the registry's own words in the error).
+    async fn get(
+        &self,
+        url: &str,
+        headers: &[(reqwest::header::HeaderName, String)],
+    ) -> anyhow::Result<reqwest::Response> {
+        let send = |authorization: Option<String>| {
+            let mut request = self.http.get(url);
+            for (name, value) in headers {
+                request = request.header(name, value);
+            }
+            if let Some(authorization) = authorization {
+                request = request.header(AUTHORIZATION, authorization);
+            }
+            request.send()
+        };
+        let said = |e: reqwest::Error| anyhow!("{}", unreachable(&self.name, e));
+        let known = self.authorization.lock().unpoisoned().clone();
+        let mut response = send(known.clone()).await.map_err(said)?;
+        if response.status() == StatusCode::UNAUTHORIZED {
+            let challenge = response
+                .headers()
+                .get(WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            let authorization = self.answer(&challenge).await?;
+            *self.authorization.lock().unpoisoned() = Some(authorization.clone());
+            response = send(Some(authorization)).await.map_err(said)?;
+        }
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let body = response.text().await.unwrap_or_default();
+        Err(anyhow!(
+            "{}",
+            refusal(&self.name, url, status, &body, self.credentials.is_some())
+        ))
+    }
+
+    /// The `Authorization` that answers a registry's challenge.
+    async fn answer(&self, challenge: &str) -> anyhow::Result<String> {
+        let (scheme, params) = challenge.split_once(' ').unwrap_or((challenge, ""));
+        let params = parse_challenge(params);
+        let param = |key: &str| {
+            params
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+        };
+        if scheme.eq_ignore_ascii_case("basic") {
+            let Some((user, password)) = &self.credentials else {
+                bail!(
+                    "{} asks for a user name and password, and none is stored for it ({})",
+                    self.name.registry,
+                    CREDENTIAL_FILES
+                );
+            };
+            return Ok(basic(user, password));
+        }
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            bail!(
+                "{} asks for authentication fastwrite does not speak ('{challenge}')",
+                self.name.registry
+            );
+        }
+        let realm = param("realm")
+            .ok_or_else(|| anyhow!("{}'s Bearer challenge names no realm", self.name.registry))?;
+        let scope = param("scope")
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("repository:{}:pull", self.name.repository));
+        let mut url = reqwest::Url::parse(realm).with_context(|| {
+            format!(
+                "{}'s token realm '{realm}' is not a URL",
+                self.name.registry
+            )
+        })?;
+        url.query_pairs_mut().append_pair("scope", &scope);
+        if let Some(service) = param("service") {
+            url.query_pairs_mut().append_pair("service", service);
+        }
+        let mut request = self.http.get(url);
+        if let Some((user, password)) = &self.credentials {
+            request = request.header(AUTHORIZATION, basic(user, password));
+        }
+        let response = request.send().await.map_err(|e| {
+            anyhow!(
+                "cannot get a token from {realm}: {}",
+                unreachable(&self.name, e)
+            )
+        })?;
+        let status = response.status();
+        let body = response.text().await.unwrap_or_default();
+        if !status.is_success() {
+            let who = if self.credentials.is_some() {
+                "with the credentials stored for it"
+            } else {
+                "anonymously"
+            };
+            bail!(
+                "{realm} refused a token {who} ({status}){}",
+                registry_says(&body)
+            );
+        }
+        let value: serde_json::Value =
+            serde_json::from_str(&body).context("the token's answer is not JSON")?;
+        let token = value
+            .get("token")
+            .or_else(|| value.get("access_token"))
+            .and_then(|t| t.as_str())
+            .ok_or_else(|| anyhow!("the token's answer from {realm} holds no token"))?;
+        Ok(format!("Bearer {token}"))
+    }
+}
+
+impl Blobs for Registry {
+    fn open(&self, descriptor: &Descriptor) -> anyhow::Result<Box<dyn Read + Send + '_>> {
+        let url = format!("{}/blobs/{}", self.base, descriptor.digest);
+        let response = self.runtime.block_on(self.get(&url, &[]))?;
+        Ok(Box::new(Download {
+            registry: self,
+            url,
+            response: Some(response),
+            pending: bytes::Bytes::new(),
+            read: 0,
+            size: descriptor.size,
+            resumes: 0,
+        }))
+    }
+
+    fn manifest(&self, descriptor: &Descriptor) -> anyhow::Result<Vec<u8>> {
+        let (bytes, _) = self.document(&descriptor.digest)?;
+        super::layers::check_blob(&bytes, descriptor)
+            .with_context(|| format!("the manifest {} cannot be used", descriptor.digest))?;
+        Ok(bytes)
+    }
+}
+
+/// A blob as it downloads, read as a stream: a break is taken up again by a range request
+/// from where it stopped.
+struct Download<'r> {
+    registry: &'r Registry,
+    url: String,
+    response: Option<reqwest::Response>,
+    pending: bytes::Bytes,
+    read: u64,
+    size: u64,
+    resumes: u32,
+}
+
+impl Download<'_> {
+    /// The next piece of the blob (empty: its end).
+    fn next_chunk(&mut self) -> anyhow::Result<bytes::Bytes> {
+        loop {
+            let response = match &mut self.response {
+                Some(response) => response,
+                None => return Ok(bytes::Bytes::new()),
+            };
+            let error = match self.registry.runtime.block_on(response.chunk()) {
+                Ok(Some(chunk)) => {
+                    self.read += chunk.len() as u64;
+                    return Ok(chunk);
+                }
+                Ok(None) if self.read >= self.size => {
+                    self.response = None;
+                    return Ok(bytes::Bytes::new());
+                }
+                Ok(None) => anyhow!(
+                    "the download ended after {} of {} bytes",
+                    self.read,
+                    self.size
+                ),
+                Err(e) => anyhow!("the download broke off after {} bytes: {e}", self.read),
+            };
+            if self.resumes >= RESUMES {
+                return Err(error.context(format!("{} resumed {RESUMES} times", self.url)));
+            }
+            self.resumes += 1;
+            let range = format!("bytes={}-", self.read);
+            let resumed = self
+                .registry
+                .runtime
+                .block_on(self.registry.get(&self.url, &[(RANGE, range)]))?;
+            if resumed.status() != StatusCode::PARTIAL_CONTENT {
+                return Err(error.context(
+                    "and the registry does not answer a request for the rest (no range)",
+                ));
+            }
+            self.response = Some(resumed);
+        }
+    }
+}
+
+impl Read for Download<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.pending.is_empty() {
+            self.pending = self.next_chunk().map_err(io::Error::other)?;
+        }
+        let n = buf.len().min(self.pending.len());
+        buf[..n].copy_from_slice(&self.pending[..n]);
+        self.pending = self.pending.slice(n..);
+        Ok(n)
+    }
+}
+
+/// Where credentials are looked for, in order (the first file that has the registry wins).
+const CREDENTIAL_FILES: &str = "$REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers/auth.json, $DOCKER_CONFIG/config.json, ~/.docker/config.json";
+
+/// The user name and password stored for `registry` by docker login, podman login or skopeo
+/// login (the `auths` of their files; credential helpers are not run).
+fn credentials_for(registry: &str) -> Option<(String, String)> {
+    let env = |key: &str| std::env::var_os(key).filter(|v| !v.is_empty());
+    let mut files = Vec::new();
+    files.extend(env("REGISTRY_AUTH_FILE").map(std::path::PathBuf::from));
+    files.extend(
+        env("XDG_RUNTIME_DIR").map(|d| std::path::Path::new(&d).join("containers/auth.json")),
+    );
+    files.extend(env("DOCKER_CONFIG").map(|d| std::path::Path::new(&d).join("config.json")));
+    files.extend(env("HOME").map(|h| std::path::Path::new(&h).join(".docker/config.json")));
+    let keys: Vec<String> = match registry {
+        "docker.io" | "index.docker.io" => vec![
+            "https://index.docker.io/v1/".into(),
+            "docker.io".into(),
+            "index.docker.io".into(),
+            "registry-1.docker.io".into(),
+        ],
+        other => vec![
+            other.to_string(),
+            format!("https://{other}"),
+            format!("http://{other}"),
+        ],
+    };
+    files.iter().find_map(|file| {
+        let text = std::fs::read_to_string(file).ok()?;
+        let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let auths = value.get("auths")?;
+        keys.iter().find_map(|key| {
+            let entry = auths.get(key)?;
+            let auth = entry.get("auth").and_then(|a| a.as_str())?;
+            let decoded = base64::engine::general_purpose::STANDARD
+                .decode(auth)
+                .ok()?;
+            let decoded = String::from_utf8(decoded).ok()?;
+            let (user, password) = decoded.split_once(':')?;
+            Some((user.to_string(), password.to_string()))
+        })
+    })
+}
+
+fn basic(user: &str, password: &str) -> String {
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    format!("Basic {encoded}")
+}
+
+/// A challenge's parameters: `key="value"` pairs, separated by commas (values may hold commas
+/// inside their quotes: `scope="repository:a:pull,push"`).
+fn parse_challenge(text: &str) -> Vec<(String, String)> {
+    let mut params = Vec::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        let Some((key, after)) = rest.split_once('=') else {
+            break;
+        };
+        let key = key
+            .trim()
+            .trim_start_matches(',')
+            .trim()
+            .to_ascii_lowercase();
+        let (value, after) = match after.strip_prefix('"') {
+            Some(quoted) => match quoted.split_once('"') {
+                Some((value, after)) => (value.to_string(), after),
+                None => (quoted.to_string(), ""),
+            },
+            None => match after.split_once(',') {
+                Some((value, after)) => (value.trim().to_string(), after),
+                None => (after.trim().to_string(), ""),
+            },
+        };
+        params.push((key, value));
+        rest = after.trim_start_matches([',', ' ']);
+    }
+    params
+}
+
+/// The registry's own words from an error body (`{"errors":[{"code":..,"message":..}]}`).
+fn registry_says(body: &str) -> String {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(body) else {
+        return String::new();
+    };
+    let errors = value.get("errors").and_then(|e| e.as_array());
+    let said: Vec<String> = errors
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let field = |k: &str| e.get(k).and_then(|v| v.as_str()).unwrap_or("");
+            format!("{} {}", field("code"), field("message"))
+                .trim()
+                .to_string()
+        })
+        .collect();
+    if said.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", said.join("; "))
+    }
+}
+
+/// A registry's refusal in one line: what it means for the user.
+fn refusal(name: &Name, url: &str, status: StatusCode, body: &str, credentials: bool) -> String {
+    let says = registry_says(body);
+    match status {
+        StatusCode::NOT_FOUND => {
+            format!("docker://{name}: the registry has no such image or blob ({status}{says})")
+        }
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN if credentials => {
+            format!(
+                "docker://{name}: the registry refused the credentials stored for it ({status}{says})"
+            )
+        }
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => format!(
+            "docker://{name}: the registry wants credentials, and none are stored for {} ({status}{says}; looked in {CREDENTIAL_FILES})",
+            name.registry
+        ),
+        _ => format!("{url}: {status}{says}"),
+    }
+}
+
+/// A request that got no answer, in one line.
+fn unreachable(name: &Name, error: reqwest::Error) -> String {
+    use std::error::Error as _;
+    let mut cause = error.to_string();
+    let mut source = error.source();
+    while let Some(inner) = source {
+        cause = inner.to_string();
+        source = inner.source();
+    }
+    format!("cannot reach the registry {} ({cause})", name.registry)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_resolve_as_docker_resolves_them() {
+        let name = Name::parse("ubuntu:24.04").unwrap();
+        assert_eq!(name.to_string(), "docker.io/library/ubuntu:24.04");
+        assert_eq!(name.host(), "registry-1.docker.io");
+        let name = Name::parse("localhost:5000/a/b").unwrap();
+        assert_eq!(
+            (
+                name.registry.as_str(),
+                name.repository.as_str(),
+                name.reference.as_str()
+            ),
+            ("localhost:5000", "a/b", "latest")
+        );
+        assert!(name.is_local());
+        let digest = format!("sha256:{}", "0".repeat(64));
+        let name = Name::parse(&format!("ghcr.io/o/r@{digest}")).unwrap();
+        assert_eq!(name.reference, digest);
+        assert!(!name.is_local());
+        assert!(Name::parse("Upper/Case").is_err());
+    }
+
+    #[test]
+    fn a_challenge_is_read_with_commas_in_its_quotes() {
+        let params = parse_challenge(
+            r#"realm="https://auth.example/token",service="registry.example",scope="repository:a/b:pull,push""#,
+        );
+        assert_eq!(
+            params[0],
+            ("realm".into(), "https://auth.example/token".into())
+        );
+        assert_eq!(
+            params[2],
+            ("scope".into(), "repository:a/b:pull,push".into())
+        );
+    }
+}
