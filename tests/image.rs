@@ -1,0 +1,484 @@
+//! Container images applied as a root filesystem (issue 52): images the tests build from layer
+//! descriptions (`lab/image.py`, an OCI layout), applied from the layout and from a registry the
+//! tests start (go-containerregistry's `crane registry serve`), judged against umoci's unpack
+//! of the same layout: every layer rule's tree is umoci's (types, modes, owners, sizes,
+//! contents, mtimes, link targets, hard-link groups). Hostile layers write nothing outside OUT.
+
+#[macro_use]
+mod common;
+
+#[cfg(target_os = "linux")]
+use linux::*;
+
+/// Linux's: the tests compare owners, modes and device nodes, and umoci is Linux's.
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::collections::BTreeMap;
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use super::common::*;
+
+    const REPO: &str = env!("CARGO_MANIFEST_DIR");
+
+    /// Builds an OCI layout at `layout` (tag `tag`) from `spec` (lab/image.py's description).
+    pub fn build(layout: &Path, tag: &str, spec: &serde_json::Value, compress: &str) {
+        let spec_file = layout.with_extension(format!("{tag}.json"));
+        std::fs::write(&spec_file, spec.to_string()).unwrap();
+        let mut cmd = Command::new("python3");
+        cmd.arg(Path::new(REPO).join("lab/image.py"))
+            .arg(&spec_file)
+            .arg(layout)
+            .args(["--tag", tag, "--compress", compress]);
+        let out = run_command(cmd);
+        assert!(out.status.success(), "lab/image.py: {}", out.stderr);
+    }
+
+    pub fn require(program: &str) {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {program}")])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !found {
+            unmet(format!(
+                "{program} is not installed (.ci/setup installs it)"
+            ));
+        }
+    }
+
+    pub fn require_root() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc_geteuid() } != 0 {
+            unmet("owners and device nodes are made as root only");
+        }
+    }
+
+    unsafe extern "C" {
+        #[link_name = "geteuid"]
+        fn libc_geteuid() -> u32;
+    }
+
+    /// What a tree holds, path by path: kind, mode, owner, size, mtime, link target, content, and
+    /// which hard-link group a file is in (numbered by first appearance).
+    pub fn state(root: &Path) -> BTreeMap<PathBuf, String> {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let mut found = BTreeMap::new();
+        let mut groups: BTreeMap<u64, usize> = BTreeMap::new();
+        let mut todo = vec![root.to_path_buf()];
+        while let Some(dir) = todo.pop() {
+            let mut entries: Vec<_> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+            entries.sort();
+            for path in entries {
+                let meta = std::fs::symlink_metadata(&path).unwrap();
+                let kind = meta.file_type();
+                let what = if kind.is_dir() {
+                    todo.push(path.clone());
+                    "dir".to_string()
+                } else if kind.is_symlink() {
+                    format!(
+                        "symlink -> {}",
+                        std::fs::read_link(&path).unwrap().display()
+                    )
+                } else if kind.is_file() {
+                    let data = std::fs::read(&path).unwrap();
+                    let group = if meta.nlink() > 1 {
+                        let next = groups.len();
+                        format!(" link-group {}", groups.entry(meta.ino()).or_insert(next))
+                    } else {
+                        String::new()
+                    };
+                    format!("file {} {:x}{group}", data.len(), fnv1a(&data))
+                } else if kind.is_fifo() {
+                    "fifo".to_string()
+                } else if kind.is_char_device() || kind.is_block_device() {
+                    format!("device {:x}", meta.rdev())
+                } else {
+                    "other".to_string()
+                };
+                let mtime = if kind.is_dir() {
+                    String::new()
+                } else {
+                    format!(" mtime {}", meta.mtime())
+                };
+                let line = format!(
+                    "{what} mode {:o} owner {}:{}{mtime}",
+                    meta.mode() & 0o7777,
+                    meta.uid(),
+                    meta.gid()
+                );
+                found.insert(path.strip_prefix(root).unwrap().to_path_buf(), line);
+            }
+        }
+        found
+    }
+
+    /// umoci's tree of `layout:tag`, unpacked into `bundle` (its rootfs).
+    pub fn umoci_tree(layout: &Path, tag: &str, bundle: &Path) -> Option<PathBuf> {
+        let mut cmd = Command::new("umoci");
+        cmd.arg("unpack")
+            .arg("--image")
+            .arg(format!("{}:{tag}", layout.display()))
+            .arg(bundle);
+        let out = run_reference(cmd)?;
+        assert!(out.status.success(), "umoci unpack: {}", out.stderr);
+        Some(bundle.join("rootfs"))
+    }
+
+    pub fn entry(path: &str, kind: &str) -> serde_json::Value {
+        serde_json::json!({"path": path, "type": kind})
+    }
+
+    pub fn file(path: &str, data: &str) -> serde_json::Value {
+        serde_json::json!({"path": path, "data": data})
+    }
+
+    /// Every rule of the spec's layer.md in one image of four layers.
+    pub fn rules_spec() -> serde_json::Value {
+        serde_json::json!({"layers": [
+            [
+                entry("etc", "dir"), file("etc/a", "a0"), file("etc/b", "b0"), file("etc/c", "c0"),
+                entry("usr", "dir"), entry("usr/lib", "dir"), file("usr/lib/libz.so", "zlib"),
+                {"path": "lib", "type": "symlink", "link": "usr/lib"},
+                {"path": "alt", "type": "symlink", "link": "/etc/alternatives/editor"},
+                entry("bin", "dir"),
+                {"path": "bin/su", "data": "su", "mode": 0o4755, "uid": 0, "gid": 0},
+                {"path": "bin/wall", "data": "wall", "mode": 0o2755, "uid": 0, "gid": 5, "mtime": 1600000000},
+                {"path": "bin/sulink", "type": "hardlink", "link": "bin/su"},
+                entry("opaque", "dir"), file("opaque/old", "old"), entry("opaque/sub", "dir"), file("opaque/sub/x", "x"),
+                entry("f2d", "dir"), file("f2d/inner", "inner"),
+                file("d2f", "was a file"),
+                entry("d2l", "dir"), file("d2l/gone", "gone"),
+                {"path": "meta", "type": "dir", "mode": 0o755, "mtime": 1500000000},
+                file("meta/kept", "kept"),
+                {"path": "home", "type": "dir"},
+                {"path": "home/user", "type": "dir", "uid": 1000, "gid": 1000, "mode": 0o700},
+                {"path": "home/user/notes", "data": "n", "uid": 1000, "gid": 1000, "mode": 0o600},
+                {"path": "run", "type": "dir"},
+                {"path": "run/fifo", "type": "fifo", "mode": 0o600},
+                {"path": "tmp", "type": "dir", "mode": 0o1777},
+            ],
+            [
+                // A whiteout and a file of its own layer: the file stays, in either order.
+                {"path": "etc/.wh.a", "data": ""}, file("etc/a", "a1"),
+                file("etc/b", "b1"), {"path": "etc/.wh.b", "data": ""},
+                {"path": "etc/.wh.c", "data": ""},
+                {"path": "opaque/.wh..wh..opq", "data": ""}, file("opaque/new", "new"),
+                file("f2d", "now a file"),
+                entry("d2f", "dir"), file("d2f/inside", "inside"),
+                {"path": "d2l", "type": "symlink", "link": "etc"},
+                {"path": "meta", "type": "dir", "mode": 0o750, "mtime": 1550000000},
+                // Through the lower layer's symlink: lands in usr/lib.
+                file("lib/libnew.so", "new lib"),
+                // A hard link to a file of a lower layer.
+                {"path": "bin/su2", "type": "hardlink", "link": "bin/su"},
+            ],
+            [
+                // A hard link to a lower file that this layer whites out: they share it.
+                {"path": "bin/wall2", "type": "hardlink", "link": "bin/wall"},
+                {"path": "bin/.wh.wall", "data": ""},
+                file("etc/zz", "zz"),
+            ],
+            [
+                {"path": "dev", "type": "dir"},
+                {"path": "dev/null", "type": "char", "major": 1, "minor": 3, "mode": 0o666},
+                {"path": "dev/loop0", "type": "block", "major": 7, "minor": 0, "mode": 0o660},
+                {"path": "etc/zz", "data": "zz again", "mode": 0o640, "mtime": 1650000000},
+            ],
+        ]})
+    }
+
+    pub fn extract(image: &str, out: &Path) -> Output {
+        run_fastwrite(&osv!["extract", image, "-o", out])
+    }
+
+    /// Every layer rule gives umoci's tree, from gzip layers; zstd and plain layers (which umoci
+    /// 0.4.7 cannot read) give the same tree as the gzip ones.
+    pub fn every_layer_rule_gives_umocis_tree() {
+        require("umoci");
+        require("python3");
+        require_root();
+        let dir = tempdir();
+        let spec = rules_spec();
+        let layout = dir.join("layout");
+        build(&layout, "gzip", &spec, "gzip");
+        build(&layout, "zstd", &spec, "zstd");
+        build(&layout, "plain", &spec, "none");
+        let out = dir.join("out");
+        extract(&format!("oci:{}:gzip", layout.display()), &out).assert_success();
+        let ours = state(&out);
+        // The rules, said of our tree alone (so a reference that cannot run still checks them).
+        let at = |p: &str| {
+            ours.get(Path::new(p))
+                .cloned()
+                .unwrap_or_else(|| "absent".into())
+        };
+        assert!(at("etc/a").starts_with("file 2 "), "{}", at("etc/a"));
+        assert!(at("etc/b").starts_with("file 2 "), "{}", at("etc/b"));
+        assert_eq!(at("etc/c"), "absent");
+        assert_eq!(at("opaque/old"), "absent");
+        assert_eq!(at("opaque/sub"), "absent");
+        assert!(at("opaque/new").starts_with("file"));
+        assert!(at("f2d").starts_with("file"), "{}", at("f2d"));
+        assert_eq!(at("f2d/inner"), "absent");
+        assert!(at("d2f").starts_with("dir"));
+        assert!(at("d2l").starts_with("symlink -> etc"));
+        assert!(at("meta").contains("mode 750"), "{}", at("meta"));
+        assert!(at("meta/kept").starts_with("file"));
+        assert!(
+            at("usr/lib/libnew.so").starts_with("file"),
+            "{}",
+            at("usr/lib/libnew.so")
+        );
+        assert!(at("lib").starts_with("symlink -> usr/lib"));
+        assert!(at("alt").starts_with("symlink -> /etc/alternatives/editor"));
+        assert!(at("bin/su").contains("mode 4755"), "{}", at("bin/su"));
+        assert!(at("bin/su2").contains("link-group"), "{}", at("bin/su2"));
+        assert_eq!(at("bin/wall"), "absent");
+        assert!(
+            at("bin/wall2").contains("mode 2755 owner 0:5 mtime 1600000000"),
+            "{}",
+            at("bin/wall2")
+        );
+        assert!(
+            at("home/user/notes").contains("owner 1000:1000"),
+            "{}",
+            at("home/user/notes")
+        );
+        assert!(
+            at("dev/null").starts_with("device 103"),
+            "{}",
+            at("dev/null")
+        );
+        assert!(at("run/fifo").starts_with("fifo"));
+        assert!(at("tmp").contains("mode 1777"), "{}", at("tmp"));
+        assert!(at("etc/zz").contains("mode 640"), "{}", at("etc/zz"));
+        for (tag, name) in [("zstd", "out-zstd"), ("plain", "out-plain")] {
+            let other = dir.join(name);
+            extract(&format!("oci:{}:{tag}", layout.display()), &other).assert_success();
+            assert_eq!(state(&other), ours, "{tag} layers");
+        }
+        let Some(theirs) = umoci_tree(&layout, "gzip", &dir.join("bundle")) else {
+            return;
+        };
+        let theirs = state(&theirs);
+        let differ: Vec<String> = theirs
+            .keys()
+            .chain(ours.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .filter(|p| theirs.get(*p) != ours.get(*p))
+            .map(|p| {
+                format!(
+                    "{}: umoci {:?}, fastwrite {:?}",
+                    p.display(),
+                    theirs.get(p),
+                    ours.get(p)
+                )
+            })
+            .collect();
+        assert!(differ.is_empty(), "trees differ:\n{}", differ.join("\n"));
+    }
+
+    /// A registry on this machine, in memory: `crane registry serve`, stopped when dropped.
+    struct Registry {
+        child: Child,
+        port: u16,
+    }
+
+    impl Registry {
+        fn start() -> Registry {
+            require("crane");
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map(|a| a.port())
+                .unwrap();
+            let child = Command::new("crane")
+                .args([
+                    "registry",
+                    "serve",
+                    "--address",
+                    &format!("127.0.0.1:{port}"),
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start crane registry serve");
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                assert!(Instant::now() < deadline, "the registry did not start");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Registry { child, port }
+        }
+
+        /// Pushes `layout:tag` as `name`; returns its `docker://` reference.
+        fn push(&self, layout: &Path, name: &str) -> String {
+            let target = format!("localhost:{}/{name}", self.port);
+            let mut cmd = Command::new("crane");
+            cmd.args(["push", "--insecure"]).arg(layout).arg(&target);
+            let out = run_command(cmd);
+            assert!(out.status.success(), "crane push: {}", out.stderr);
+            format!("docker://{target}")
+        }
+    }
+
+    impl Drop for Registry {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// The same image from a registry gives the layout's tree; a missing tag is said in one line.
+    pub fn an_image_from_a_registry_is_the_layouts_tree() {
+        require("python3");
+        let registry = Registry::start();
+        let dir = tempdir();
+        let layout = dir.join("layout");
+        let spec = serde_json::json!({"layers": [
+            [entry("etc", "dir"), file("etc/a", "a"), {"path": "big", "size": 3_000_000}],
+            [{"path": "etc/.wh.a", "data": ""}, file("etc/b", "b")],
+        ]});
+        build(&layout, "v1", &spec, "gzip");
+        let single = dir.join("single");
+        std::fs::create_dir(&single).unwrap();
+        build(&single, "v1", &spec, "gzip");
+        let reference = registry.push(&single, "test/image:v1");
+        let from_layout = dir.join("from-layout");
+        extract(&format!("oci:{}:v1", layout.display()), &from_layout).assert_success();
+        let from_registry = dir.join("from-registry");
+        extract(&reference, &from_registry).assert_success();
+        assert_eq!(state(&from_registry), state(&from_layout));
+        assert!(!from_registry.join("etc/a").exists());
+        // Listed as the tree it makes.
+        let listed = run_fastwrite(&osv!["list", &reference]);
+        listed.assert_success();
+        let names = listed.stdout.clone();
+        assert!(
+            names.contains("etc/b") && !names.contains("etc/a") && !names.contains(".wh."),
+            "{names}"
+        );
+        let missing = run_fastwrite(&osv![
+            "extract",
+            &reference.replace(":v1", ":v2"),
+            "-o",
+            dir.join("none")
+        ]);
+        missing.assert_code(2);
+        assert_stderr_contains(&missing, "no such image");
+        assert!(!dir.join("none").exists());
+    }
+
+    pub fn assert_stderr_contains(out: &Output, needle: &str) {
+        let stderr = &out.stderr;
+        assert!(stderr.contains(needle), "expected '{needle}' in:\n{stderr}");
+    }
+
+    /// A layer whose bytes are not what the manifest names refuses the image, with the layer
+    /// named, and writes nothing.
+    pub fn a_layer_that_is_not_its_digest_refuses_the_image() {
+        require("python3");
+        let dir = tempdir();
+        let layout = dir.join("layout");
+        let spec =
+            serde_json::json!({"layers": [[file("a", "a")], [file("b", "bbbbbbbbbbbbbbbb")]]});
+        build(&layout, "v1", &spec, "none");
+        // The second layer's blob (an uncompressed tar), one byte of its data changed.
+        let index: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(layout.join("index.json")).unwrap()).unwrap();
+        let manifest_digest = index["manifests"][0]["digest"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("sha256:");
+        let manifest: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(layout.join("blobs/sha256").join(manifest_digest)).unwrap(),
+        )
+        .unwrap();
+        let layer = manifest["layers"][1]["digest"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("sha256:");
+        let blob = layout.join("blobs/sha256").join(layer);
+        let mut bytes = std::fs::read(&blob).unwrap();
+        let at = bytes.windows(4).position(|w| w == b"bbbb").unwrap();
+        bytes[at] = b'X';
+        std::fs::write(&blob, bytes).unwrap();
+        let out = dir.join("out");
+        let run = extract(&format!("oci:{}", layout.display()), &out);
+        run.assert_code(2);
+        assert_stderr_contains(&run, "layer 2 of 2");
+        assert_stderr_contains(&run, "nothing was written");
+        assert!(!out.exists(), "the output folder was made");
+    }
+
+    /// Symlinks out of the root are kept and never written through: what a later layer writes
+    /// through one lands inside OUT; `..` names, a whiteout of `..` and a hard link out of OUT are
+    /// refused with their layer named; nothing is written outside OUT.
+    pub fn hostile_layers_write_nothing_outside_the_root() {
+        require("python3");
+        let dir = tempdir();
+        let outside = dir.join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        let layout = dir.join("layout");
+        let abs = outside.display().to_string();
+        let spec = serde_json::json!({"layers": [
+            [
+                {"path": "abs", "type": "symlink", "link": abs},
+                {"path": "up", "type": "symlink", "link": "../../../../../.."},
+                entry("d", "dir"),
+                {"path": "d/rel", "type": "symlink", "link": "../../outside"},
+            ],
+            [
+                file("abs/through-absolute", "x"),
+                file("up/through-dotdot", "x"),
+                file("d/rel/through-relative", "x"),
+                file("../escaped", "x"),
+                {"path": "d/.wh..", "data": ""},
+                {"path": "link", "type": "hardlink", "link": "../../etc/passwd"},
+            ],
+        ]});
+        build(&layout, "v1", &spec, "gzip");
+        let out = dir.join("out");
+        let run = extract(&format!("oci:{}", layout.display()), &out);
+        run.assert_code(1);
+        assert_eq!(
+            std::fs::read_dir(&outside).unwrap().count(),
+            0,
+            "written outside the root"
+        );
+        assert!(!dir.join("escaped").exists());
+        let inside = out.join(outside.strip_prefix("/").unwrap());
+        assert!(
+            inside.join("through-absolute").is_file(),
+            "the absolute symlink was not resolved inside OUT"
+        );
+        assert!(out.join("through-dotdot").is_file());
+        assert!(out.join("outside/through-relative").is_file());
+        assert_eq!(
+            std::fs::read_link(out.join("abs")).unwrap(),
+            outside,
+            "the symlink is kept as the image has it"
+        );
+        for refused in ["../escaped", "d/.wh..", "link"] {
+            run.assert_stderr_names(refused, &["layer 2 of 2"]);
+        }
+    }
+}
+
+fn main() {
+    #[cfg(target_os = "linux")]
+    let tests = tests![
+        every_layer_rule_gives_umocis_tree,
+        an_image_from_a_registry_is_the_layouts_tree,
+        a_layer_that_is_not_its_digest_refuses_the_image,
+        hostile_layers_write_nothing_outside_the_root,
+    ];
+    #[cfg(not(target_os = "linux"))]
+    let tests = Vec::new();
+    common::run_tests(tests)
+}
