@@ -81,6 +81,8 @@ pub struct Entry {
     /// Nothing was at its path when the engine checked, before the run wrote anything (a
     /// plan's files, into a folder that was not empty): no need to look again.
     pub absent: bool,
+    /// Extended attributes to give it (an image's files and folders): names and values.
+    pub xattrs: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 impl Entry {
@@ -112,6 +114,7 @@ impl Entry {
             replaces: false,
             owner: None,
             absent: false,
+            xattrs: Vec::new(),
         })
     }
 }
@@ -731,6 +734,7 @@ mod tests {
             replaces: false,
             owner: None,
             absent: false,
+            xattrs: Vec::new(),
         }
     }
 

@@ -106,15 +106,68 @@ mod linux {
                     format!(" mtime {}", meta.mtime())
                 };
                 let line = format!(
-                    "{what} mode {:o} owner {}:{}{mtime}",
+                    "{what} mode {:o} owner {}:{}{mtime}{}",
                     meta.mode() & 0o7777,
                     meta.uid(),
-                    meta.gid()
+                    meta.gid(),
+                    xattrs(&path)
                 );
                 found.insert(path.strip_prefix(root).unwrap().to_path_buf(), line);
             }
         }
         found
+    }
+
+    unsafe extern "C" {
+        fn llistxattr(
+            path: *const std::ffi::c_char,
+            list: *mut std::ffi::c_char,
+            size: usize,
+        ) -> isize;
+        fn lgetxattr(
+            path: *const std::ffi::c_char,
+            name: *const std::ffi::c_char,
+            value: *mut std::ffi::c_void,
+            size: usize,
+        ) -> isize;
+    }
+
+    /// A path's extended attributes, sorted by name: ` xattr NAME=VALUE` each.
+    fn xattrs(path: &Path) -> String {
+        use std::os::unix::ffi::OsStrExt;
+        let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        let mut list = vec![0u8; 65536];
+        // SAFETY: a C string and a buffer of the size given.
+        let n = unsafe { llistxattr(c_path.as_ptr(), list.as_mut_ptr().cast(), list.len()) };
+        if n <= 0 {
+            return String::new();
+        }
+        let mut names: Vec<&[u8]> = list[..n as usize]
+            .split(|&b| b == 0)
+            .filter(|n| !n.is_empty())
+            .collect();
+        names.sort();
+        let mut said = String::new();
+        for name in names {
+            let c_name = std::ffi::CString::new(name).unwrap();
+            let mut value = vec![0u8; 65536];
+            // SAFETY: C strings and a buffer of the size given.
+            let got = unsafe {
+                lgetxattr(
+                    c_path.as_ptr(),
+                    c_name.as_ptr(),
+                    value.as_mut_ptr().cast(),
+                    value.len(),
+                )
+            };
+            let value = &value[..got.max(0) as usize];
+            said += &format!(
+                " xattr {}={}",
+                String::from_utf8_lossy(name),
+                value.escape_ascii()
+            );
+        }
+        said
     }
 
     /// umoci's tree of `layout:tag`, unpacked into `bundle` (its rootfs).
@@ -141,7 +194,9 @@ mod linux {
     pub fn rules_spec() -> serde_json::Value {
         serde_json::json!({"layers": [
             [
-                entry("etc", "dir"), file("etc/a", "a0"), file("etc/b", "b0"), file("etc/c", "c0"),
+                {"path": "etc", "type": "dir", "xattrs": {"user.folder": "kept"}},
+            {"path": "ping", "data": "ping", "mode": 0o755, "xattrs": {"user.note": "hello", "security.capability": "\u{1}\u{0}\u{0}\u{2}\u{0} \u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}"}},
+            file("etc/a", "a0"), file("etc/b", "b0"), file("etc/c", "c0"),
                 entry("usr", "dir"), entry("usr/lib", "dir"), file("usr/lib/libz.so", "zlib"),
                 {"path": "lib", "type": "symlink", "link": "usr/lib"},
                 {"path": "alt", "type": "symlink", "link": "/etc/alternatives/editor"},
@@ -257,6 +312,17 @@ mod linux {
         assert!(at("run/fifo").starts_with("fifo"));
         assert!(at("tmp").contains("mode 1777"), "{}", at("tmp"));
         assert!(at("etc/zz").contains("mode 640"), "{}", at("etc/zz"));
+        assert!(
+            at("etc").contains("xattr user.folder=kept"),
+            "{}",
+            at("etc")
+        );
+        assert!(
+            at("ping").contains("xattr security.capability=")
+                && at("ping").contains("xattr user.note=hello"),
+            "{}",
+            at("ping")
+        );
         for (tag, name) in [("zstd", "out-zstd"), ("plain", "out-plain")] {
             let other = dir.join(name);
             extract(&format!("oci:{}:{tag}", layout.display()), &other).assert_success();

@@ -245,6 +245,17 @@ impl Disk {
                 })?;
                 lacking |= 0o6000;
             }
+            // After the owner (a change of owner clears `security.capability`).
+            for (name, value) in &entry.xattrs {
+                platform::set_xattr(&open.file, name, value).with_context(|| {
+                    let dest = self.full(&entry.path);
+                    let name = String::from_utf8_lossy(name);
+                    format!(
+                        "setting the extended attribute '{name}' of '{}'",
+                        dest.display()
+                    )
+                })?;
+            }
             platform::fix_mode(&open.file, open.mode, lacking).with_context(|| {
                 format!("setting the mode of '{}'", self.full(&open.path).display())
             })

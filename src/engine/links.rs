@@ -71,6 +71,7 @@ impl Disk {
             return Ok(false);
         }
         self.give_owner(entry)?;
+        self.give_xattrs(entry)?;
         if let Some(mtime) = entry.mtime {
             if !self.symlink_times {
                 self.symlink_times_left.fetch_add(1, Ordering::Relaxed);
@@ -131,6 +132,7 @@ impl Disk {
         // Made with the umask applied: the owner, then the archived mode (a change of owner
         // clears setuid and setgid), and the mtime, set now.
         self.give_owner(entry)?;
+        self.give_xattrs(entry)?;
         self.set_metadata(&entry.path, Some(mode), entry.mtime)
             .tag(&entry.name, ErrorKind::Metadata)?;
         Ok(true)
@@ -152,6 +154,30 @@ impl Disk {
             .tag(&entry.name, ErrorKind::Metadata)
     }
 
+    /// Gives what is at the entry's path the extended attributes it records, after its owner
+    /// (a change of owner clears `security.capability`). A symlink takes no `user.` attribute
+    /// on Linux: those are left out for one.
+    pub(super) fn give_xattrs(&self, entry: &Entry) -> Result<(), Error> {
+        let symlink = matches!(entry.kind, crate::plan::EntryKind::Symlink { .. });
+        for (name, value) in &entry.xattrs {
+            if symlink && name.starts_with(b"user.") {
+                continue;
+            }
+            self.out_dir
+                .set_xattr(&entry.path, name, value)
+                .with_context(|| {
+                    let dest = self.full(&entry.path);
+                    let name = String::from_utf8_lossy(name);
+                    format!(
+                        "setting the extended attribute '{name}' of '{}'",
+                        dest.display()
+                    )
+                })
+                .tag(&entry.name, ErrorKind::Metadata)?;
+        }
+        Ok(())
+    }
+
     pub(super) fn apply_dir_metadata(&self, entry: &Entry) -> Result<(), Error> {
         // A directory this run made already has the usual mode (0o777 less the umask): most
         // do, and a chmod per directory is worth saving.
@@ -166,6 +192,7 @@ impl Disk {
             .filter(|&m| !made_with(m));
         // The owner first: a change of owner may clear a folder's setgid bit.
         self.give_owner(entry)?;
+        self.give_xattrs(entry)?;
         self.set_metadata(&entry.path, mode, entry.mtime)
             .tag(&entry.name, ErrorKind::Metadata)
     }

@@ -627,6 +627,7 @@ mod tests {
             replaces: false,
             owner: None,
             absent: false,
+            xattrs: Vec::new(),
         }
     }
 

@@ -166,6 +166,7 @@ pub(super) fn entry_for(
         replaces: false,
         owner: None,
         absent: false,
+        xattrs: Vec::new(),
     }
 }
 

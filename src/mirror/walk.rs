@@ -219,6 +219,7 @@ fn entry(rel: &Path, kind: EntryKind, meta: &Metadata) -> Entry {
         replaces: false,
         owner: None,
         absent: false,
+        xattrs: Vec::new(),
     }
 }
 

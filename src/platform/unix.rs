@@ -33,6 +33,37 @@ pub fn chown_file(file: &File, uid: u32, gid: u32) -> io::Result<()> {
     std::os::unix::fs::fchown(file, Some(uid), Some(gid))
 }
 
+/// Sets the extended attribute `name` of an open file.
+#[cfg(target_os = "linux")]
+pub fn set_xattr(file: &File, name: &[u8], value: &[u8]) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let name = std::ffi::CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
+    // SAFETY: an open file, a valid C string, and a buffer of `value.len()` bytes.
+    let rc = unsafe {
+        libc::fsetxattr(
+            file.as_raw_fd(),
+            name.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Extended attributes are set on Linux only.
+#[cfg(not(target_os = "linux"))]
+pub fn set_xattr(_file: &File, _name: &[u8], _value: &[u8]) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "extended attributes are set on Linux only",
+    ))
+}
+
 /// This process's effective user and group ids: what a file it creates is owned by.
 pub fn effective_ids() -> (u32, u32) {
     // SAFETY: neither call has preconditions or fails.

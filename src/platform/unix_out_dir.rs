@@ -170,6 +170,37 @@ impl OutDir {
         })
     }
 
+    /// Sets the extended attribute `name` of what is at `rel` (a symlink itself, never its
+    /// target). Linux has no `setxattrat` before 6.13: the name is reached through the checked
+    /// folder's descriptor in `/proc/self/fd`, so no symlink on the way is followed.
+    #[cfg(target_os = "linux")]
+    pub fn set_xattr(&self, rel: &Path, name: &[u8], value: &[u8]) -> io::Result<()> {
+        let (dir, last) = self.parent(rel)?;
+        let mut path = format!("/proc/self/fd/{}/", dir.fd()).into_bytes();
+        path.extend_from_slice(last.as_bytes());
+        let path = c_string(&path)?;
+        let name = c_string(name)?;
+        // SAFETY: valid C strings, and a buffer of `value.len()` bytes.
+        check(unsafe {
+            libc::lsetxattr(
+                path.as_ptr(),
+                name.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                0,
+            )
+        })
+    }
+
+    /// Extended attributes are set on Linux only.
+    #[cfg(not(target_os = "linux"))]
+    pub fn set_xattr(&self, _rel: &Path, _name: &[u8], _value: &[u8]) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "extended attributes are set on Linux only",
+        ))
+    }
+
     /// The modification time of what is at `rel` (a symlink's own, never its target's).
     pub fn modified(&self, rel: &Path) -> io::Result<SystemTime> {
         self.status(rel).map(|status| status.modified)

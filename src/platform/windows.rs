@@ -20,6 +20,14 @@ pub fn current_umask() -> u32 {
 /// Windows keeps only "read-only"; it is applied once the content is written, because a
 /// read-only file cannot be written through a new handle.
 /// Owners are not restored on Windows (`Options::same_owner` is refused there).
+/// Extended attributes are set on Linux only.
+pub fn set_xattr(_file: &File, _name: &[u8], _value: &[u8]) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "extended attributes are set on Linux only",
+    ))
+}
+
 pub fn chown_file(_file: &File, _uid: u32, _gid: u32) -> io::Result<()> {
     Err(io::Error::new(
         io::ErrorKind::Unsupported,
@@ -153,6 +161,14 @@ impl OutDir {
     }
 
     /// Owners are not restored on Windows (see `chown_file`).
+    /// Extended attributes are set on Linux only.
+    pub fn set_xattr(&self, _rel: &Path, _name: &[u8], _value: &[u8]) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "extended attributes are set on Linux only",
+        ))
+    }
+
     pub fn lchown(&self, _rel: &Path, _uid: u32, _gid: u32) -> io::Result<()> {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,

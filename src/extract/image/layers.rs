@@ -33,6 +33,7 @@ pub(super) struct Member {
     pub uid: Option<u32>,
     pub gid: Option<u32>,
     pub device: Option<(u32, u32)>,
+    pub xattrs: Vec<(Vec<u8>, Vec<u8>)>,
     /// A file's data: where it starts in the layer's spool, and its length.
     pub offset: u64,
     pub size: u64,
@@ -49,6 +50,7 @@ impl Default for Member {
             uid: None,
             gid: None,
             device: None,
+            xattrs: Vec::new(),
             offset: 0,
             size: 0,
         }
@@ -241,6 +243,7 @@ fn spool_members<R: Read>(reader: &mut Reader<R>) -> anyhow::Result<(Vec<Member>
             uid: member.owner.uid,
             gid: member.owner.gid,
             device: member.device,
+            xattrs: member.xattrs,
             offset: at,
             size: 0,
         };

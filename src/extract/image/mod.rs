@@ -269,7 +269,7 @@ fn plan_of(merged: &Merged, layers: &[Layer], powers: &Powers) -> (Plan, Vec<Opt
     let mut plan = Plan::default();
     let mut sources = Vec::new();
     let mut primary: std::collections::HashMap<(u32, u32), &[u8]> = Default::default();
-    let (mut not_owned, mut devices) = (0u64, 0u64);
+    let (mut not_owned, mut devices, mut not_set) = (0u64, 0u64, 0u64);
     for (l, name, why) in &merged.refused {
         let label = &layers[*l as usize].label;
         let error = anyhow!("refused in {label}: {why}");
@@ -300,6 +300,7 @@ fn plan_of(merged: &Merged, layers: &[Layer], powers: &Powers) -> (Plan, Vec<Opt
             replaces: false,
             owner: None,
             absent: false,
+            xattrs: Vec::new(),
         };
         let (layer, m) = match *node {
             Node::Implicit => {
@@ -312,6 +313,14 @@ fn plan_of(merged: &Merged, layers: &[Layer], powers: &Powers) -> (Plan, Vec<Opt
         let member = &layers[layer as usize].members[m as usize];
         entry.mode = member.mode;
         entry.mtime = member.mtime;
+        // `user.` attributes always; the others (`security.capability`, `trusted.`) as root.
+        for (name, value) in &member.xattrs {
+            if powers.root || name.starts_with(b"user.") {
+                entry.xattrs.push((name.clone(), value.clone()));
+            } else {
+                not_set += 1;
+            }
+        }
         let owner = (member.uid.unwrap_or(0), member.gid.unwrap_or(0));
         if powers.root {
             entry.owner = Some(owner);
@@ -372,6 +381,11 @@ fn plan_of(merged: &Merged, layers: &[Layer], powers: &Powers) -> (Plan, Vec<Opt
     if not_owned > 0 {
         plan.warnings.push(format!(
             "not root: {not_owned} entries keep this user's owner instead of the image's (as umoci --rootless does)"
+        ));
+    }
+    if not_set > 0 {
+        plan.warnings.push(format!(
+            "not root: {not_set} extended attributes other than user.* (security.capability, trusted.*) were not set (as umoci --rootless does)"
         ));
     }
     if devices > 0 {

@@ -159,6 +159,7 @@ impl<'s> Checker<'s> {
                     replaces: false,
                     owner: self.owners.ids(&member.owner),
                     absent: false,
+                    xattrs: Vec::new(),
                 }));
             }
             Kind::Dir => EntryKind::Dir,
@@ -270,6 +271,7 @@ impl<'s> Checker<'s> {
             replaces: false,
             owner: self.owners.ids(&member.owner),
             absent: false,
+            xattrs: Vec::new(),
         }))
     }
 }

@@ -33,6 +33,23 @@ impl Pax {
             .map(|(_, v)| v.as_slice())
     }
 
+    /// The extended attributes the records carry (`SCHILY.xattr.NAME=VALUE`, the value's bytes
+    /// as they are), the last record of a name counting; an empty value is an attribute set
+    /// to nothing, not a cancelled record.
+    pub(super) fn xattrs(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        for (key, value) in &self.records {
+            let Some(name) = key.strip_prefix(b"SCHILY.xattr.") else {
+                continue;
+            };
+            match found.iter_mut().find(|(n, _)| n == name) {
+                Some(kept) => kept.1 = value.clone(),
+                None => found.push((name.to_vec(), value.clone())),
+            }
+        }
+        found
+    }
+
     pub(super) fn number(&self, key: &str) -> anyhow::Result<Option<u64>> {
         self.get(key)
             .map(|v| decimal(v).with_context(|| format!("the pax record '{key}'")))

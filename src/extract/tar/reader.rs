@@ -64,6 +64,9 @@ pub(crate) struct Member {
     pub notes: Vec<String>,
     /// Its owner as archived.
     pub owner: Owner,
+    /// Its extended attributes as archived (pax `SCHILY.xattr.NAME` records, as GNU tar,
+    /// bsdtar and every image builder write them): name and value bytes.
+    pub xattrs: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 /// An entry's owner as a tar records it: ids, and the names (which GNU tar prefers, where the
@@ -392,6 +395,7 @@ impl<R: Read> Reader<R> {
         } else {
             Owner::default()
         };
+        let xattrs = pax.xattrs();
         Ok(Member {
             kind,
             name,
@@ -403,6 +407,7 @@ impl<R: Read> Reader<R> {
             device,
             notes,
             owner,
+            xattrs,
         })
     }
 

@@ -292,6 +292,7 @@ impl Planner<'_, '_> {
             replaces: false,
             owner: None,
             absent: false,
+            xattrs: Vec::new(),
         })
     }
 }
