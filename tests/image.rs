@@ -440,6 +440,120 @@ mod linux {
         assert!(!dir.join("none").exists());
     }
 
+    /// The lab's front for a registry (lab/registry-front.py) with `args`, stopped when dropped.
+    struct Front {
+        child: Child,
+        port: u16,
+    }
+
+    impl Front {
+        fn start(target: u16, args: &[&str]) -> Front {
+            use std::io::BufRead;
+            let mut child = Command::new("python3")
+                .arg(Path::new(REPO).join("lab/registry-front.py"))
+                .args(["0", &target.to_string()])
+                .args(args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start lab/registry-front.py");
+            let mut line = String::new();
+            std::io::BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            let port = line
+                .trim()
+                .trim_start_matches("listening on ")
+                .parse()
+                .expect("its port");
+            Front { child, port }
+        }
+    }
+
+    impl Drop for Front {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// A registry that asks for a Bearer token (given only for the credentials docker login or
+    /// podman login stored) and cuts every blob's first download short: refused in one line
+    /// without the credentials; with them, each cut download is taken up again by a range
+    /// request, and the tree is the layout's.
+    pub fn a_registry_that_asks_for_a_token_and_cuts_downloads() {
+        require("python3");
+        let registry = Registry::start();
+        let dir = tempdir();
+        let layout = dir.join("layout");
+        let spec = serde_json::json!({"layers": [
+            [entry("etc", "dir"), {"path": "etc/big", "size": 200_000}],
+            [{"path": "etc/more", "size": 100_000}],
+        ]});
+        build(&layout, "v1", &spec, "gzip");
+        registry.push(&layout, "private/image:v1");
+        let stats = dir.join("stats.json");
+        let front = Front::start(
+            registry.port,
+            &[
+                "--bearer",
+                "--user",
+                "me:secret",
+                "--cut-blobs-after",
+                "100",
+                "--stats",
+                stats.to_str().unwrap(),
+            ],
+        );
+        let image = format!("docker://localhost:{}/private/image:v1", front.port);
+        let expected = dir.join("expected");
+        extract(&format!("oci:{}:v1", layout.display()), &expected).assert_success();
+
+        let anonymous = dir.join("anonymous");
+        let home = dir.join("home");
+        std::fs::create_dir(&home).unwrap();
+        let bare = [
+            ("HOME", home.to_str().unwrap()),
+            ("DOCKER_CONFIG", ""),
+            ("REGISTRY_AUTH_FILE", ""),
+            ("XDG_RUNTIME_DIR", ""),
+        ];
+        let run = run_fastwrite_env(&osv!["extract", &image, "-o", &anonymous], &bare);
+        run.assert_code(2);
+        assert_stderr_contains(&run, "refused a token anonymously");
+        assert!(!anonymous.exists());
+
+        let auth = format!(
+            r#"{{"auths":{{"localhost:{}":{{"auth":"bWU6c2VjcmV0"}}}}}}"#,
+            front.port
+        );
+        // podman's and skopeo's file, then docker's.
+        let podman = dir.join("auth.json");
+        std::fs::write(&podman, &auth).unwrap();
+        let docker = dir.join("docker-config");
+        std::fs::create_dir(&docker).unwrap();
+        std::fs::write(docker.join("config.json"), &auth).unwrap();
+        for (name, env) in [
+            ("podman", ("REGISTRY_AUTH_FILE", podman.to_str().unwrap())),
+            ("docker", ("DOCKER_CONFIG", docker.to_str().unwrap())),
+        ] {
+            let out = dir.join(name);
+            let mut vars = bare.to_vec();
+            vars.retain(|(k, _)| *k != env.0);
+            vars.push(env);
+            run_fastwrite_env(&osv!["extract", &image, "-o", &out], &vars).assert_success();
+            assert_eq!(state(&out), state(&expected), "with {name}'s credentials");
+        }
+        let seen: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+        assert!(seen["cut"].as_u64().unwrap() >= 2, "{seen}");
+        assert!(
+            seen["ranged"].as_u64().unwrap() >= seen["cut"].as_u64().unwrap(),
+            "{seen}"
+        );
+        assert!(seen["tokens"].as_u64().unwrap() >= 2, "{seen}");
+    }
+
     pub fn assert_stderr_contains(out: &Output, needle: &str) {
         let stderr = &out.stderr;
         assert!(stderr.contains(needle), "expected '{needle}' in:\n{stderr}");
@@ -543,6 +657,7 @@ fn main() {
         an_image_from_a_registry_is_the_layouts_tree,
         a_layer_that_is_not_its_digest_refuses_the_image,
         hostile_layers_write_nothing_outside_the_root,
+        a_registry_that_asks_for_a_token_and_cuts_downloads,
     ];
     #[cfg(not(target_os = "linux"))]
     let tests = Vec::new();

@@ -359,7 +359,7 @@ impl Download<'_> {
                 return Err(error.context(format!("{} resumed {RESUMES} times", self.url)));
             }
             self.resumes += 1;
-            let range = format!("bytes={}-", self.read);
+            let range = format!("bytes={}-{}", self.read, self.size.saturating_sub(1));
             let resumed = self
                 .registry
                 .runtime

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""A front for a container registry (the tests' `crane registry serve`) that asks what real
+registries ask, and breaks what real networks break, so that fastwrite's registry client is
+tested against them; the registry behind it stays a real one.
+
+    registry-front.py LISTEN_PORT TARGET_PORT [--bearer] [--user USER:PASSWORD]
+                      [--cut-blobs-after N] [--stats FILE]
+
+--bearer     every /v2/ request needs `Authorization: Bearer TOKEN`; without it the answer is
+             401 with the challenge Docker Hub sends (`WWW-Authenticate: Bearer
+             realm="http://127.0.0.1:PORT/token",service="lab-registry",
+             scope="repository:NAME:pull"`); GET /token gives a token, anonymously, or with
+             --user only to a request whose Basic credentials are USER:PASSWORD (401 else).
+--cut-blobs-after N
+             the first GET of each blob sends its headers and N bytes of its body, then closes
+             the connection; later GETs (a client taking it up again with a Range) pass.
+--stats FILE the requests seen, as JSON, rewritten after each one:
+             {"requests": N, "unauthorized": N, "tokens": N, "ranged": N, "cut": N}
+
+LISTEN_PORT 0 takes a free port: the first line on stdout is "listening on PORT" either way.
+Only loopback: it listens on 127.0.0.1 and connects to 127.0.0.1.
+"""
+import argparse
+import base64
+import http.client
+import http.server
+import json
+import re
+import secrets
+import sys
+import threading
+
+LOCK = threading.Lock()
+STATS = {"requests": 0, "unauthorized": 0, "tokens": 0, "ranged": 0, "cut": 0}
+TOKENS = set()
+CUT = set()
+
+
+def count(key, args):
+    with LOCK:
+        STATS[key] += 1
+        if args.stats:
+            with open(args.stats, "w") as f:
+                json.dump(STATS, f)
+
+
+def handler(args, port):
+    class Front(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *_):
+            pass
+
+        def reply(self, status, body=b"", headers=()):
+            self.send_response(status)
+            for name, value in headers:
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def token(self):
+            if args.user:
+                expected = "Basic " + base64.b64encode(args.user.encode()).decode()
+                if self.headers.get("Authorization") != expected:
+                    self.reply(401, b'{"errors":[{"code":"UNAUTHORIZED","message":"bad credentials"}]}')
+                    return
+            token = secrets.token_hex(16)
+            with LOCK:
+                TOKENS.add(token)
+            count("tokens", args)
+            self.reply(200, json.dumps({"token": token}).encode(), [("Content-Type", "application/json")])
+
+        def authorized(self):
+            if not args.bearer:
+                return True
+            given = self.headers.get("Authorization", "")
+            with LOCK:
+                ok = given.startswith("Bearer ") and given[7:] in TOKENS
+            if ok:
+                return True
+            count("unauthorized", args)
+            name = re.match(r"/v2/(.+?)/(manifests|blobs)/", self.path)
+            scope = f',scope="repository:{name.group(1)}:pull"' if name else ""
+            challenge = f'Bearer realm="http://127.0.0.1:{port}/token",service="lab-registry"{scope}'
+            self.reply(
+                401,
+                b'{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}',
+                [("WWW-Authenticate", challenge), ("Content-Type", "application/json")],
+            )
+            return False
+
+        def forward(self):
+            count("requests", args)
+            if self.path.startswith("/token"):
+                return self.token()
+            if not self.authorized():
+                return
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("authorization", "host")}
+            if "Range" in self.headers:
+                count("ranged", args)
+            upstream = http.client.HTTPConnection("127.0.0.1", args.target_port, timeout=60)
+            upstream.request(self.command, self.path, headers=headers)
+            answer = upstream.getresponse()
+            body = answer.read()
+            blob = re.match(r"/v2/.+/blobs/(sha256:[0-9a-f]+)$", self.path)
+            cut = False
+            if blob and self.command == "GET" and args.cut_blobs_after is not None and answer.status == 200:
+                with LOCK:
+                    cut = blob.group(1) not in CUT and len(body) > args.cut_blobs_after
+                    CUT.add(blob.group(1))
+            self.send_response(answer.status)
+            for name, value in answer.getheaders():
+                if name.lower() not in ("transfer-encoding", "connection", "content-length"):
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command == "HEAD":
+                return
+            if cut:
+                count("cut", args)
+                self.wfile.write(body[: args.cut_blobs_after])
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            self.wfile.write(body)
+
+        do_GET = forward
+        do_HEAD = forward
+
+    return Front
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("listen_port", type=int)
+    parser.add_argument("target_port", type=int)
+    parser.add_argument("--bearer", action="store_true")
+    parser.add_argument("--user")
+    parser.add_argument("--cut-blobs-after", type=int)
+    parser.add_argument("--stats")
+    args = parser.parse_args()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", args.listen_port), None)
+    port = server.server_address[1]
+    server.RequestHandlerClass = handler(args, port)
+    server.daemon_threads = True
+    print(f"listening on {port}", flush=True)
+    sys.stdout.flush()
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
