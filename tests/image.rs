@@ -440,6 +440,55 @@ mod linux {
         assert!(!dir.join("none").exists());
     }
 
+    /// What `docker save` writes (here skopeo's docker-archive), plain or gzip-compressed,
+    /// named with and without its tag, gives the layout's tree.
+    pub fn a_docker_save_tar_is_the_layouts_tree() {
+        require("python3");
+        require("skopeo");
+        let dir = tempdir();
+        let layout = dir.join("layout");
+        let spec = serde_json::json!({"layers": [
+            [entry("etc", "dir"), file("etc/a", "a"), file("etc/b", "b")],
+            [{"path": "etc/.wh.a", "data": ""}, {"path": "etc/c", "type": "hardlink", "link": "etc/b"}],
+        ]});
+        build(&layout, "v1", &spec, "gzip");
+        let saved = dir.join("saved.tar");
+        let mut cmd = Command::new("skopeo");
+        cmd.args(["copy", "-q"])
+            .arg(format!("oci:{}:v1", layout.display()))
+            .arg(format!("docker-archive:{}:test/img:v1", saved.display()));
+        let out = run_command(cmd);
+        assert!(out.status.success(), "skopeo copy: {}", out.stderr);
+        let gzipped = dir.join("saved.tar.gz");
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(format!(
+            "gzip -c '{}' > '{}'",
+            saved.display(),
+            gzipped.display()
+        ));
+        assert!(run_command(cmd).status.success());
+        let expected = dir.join("expected");
+        extract(&format!("oci:{}:v1", layout.display()), &expected).assert_success();
+        for (name, image) in [
+            ("plain", format!("docker-archive:{}", saved.display())),
+            (
+                "tagged",
+                format!("docker-archive:{}:test/img:v1", saved.display()),
+            ),
+            ("gzip", format!("docker-archive:{}", gzipped.display())),
+        ] {
+            let out = dir.join(name);
+            extract(&image, &out).assert_success();
+            assert_eq!(state(&out), state(&expected), "{image}");
+        }
+        let missing = extract(
+            &format!("docker-archive:{}:other:v2", saved.display()),
+            &dir.join("none"),
+        );
+        missing.assert_code(2);
+        assert_stderr_contains(&missing, "no image tagged 'other:v2'");
+    }
+
     /// The lab's front for a registry (lab/registry-front.py) with `args`, stopped when dropped.
     struct Front {
         child: Child,
@@ -658,6 +707,7 @@ fn main() {
         a_layer_that_is_not_its_digest_refuses_the_image,
         hostile_layers_write_nothing_outside_the_root,
         a_registry_that_asks_for_a_token_and_cuts_downloads,
+        a_docker_save_tar_is_the_layouts_tree,
     ];
     #[cfg(not(target_os = "linux"))]
     let tests = Vec::new();

@@ -22,6 +22,8 @@ pub(super) struct Descriptor {
     pub platform: Option<Platform>,
     /// `org.opencontainers.image.ref.name`: a layout's tag.
     pub ref_name: Option<String>,
+    /// Where a `docker save` tar holds it (its member's name).
+    pub location: Option<String>,
 }
 
 /// An operating system and architecture (`linux/arm64/v8`).
@@ -134,6 +136,7 @@ fn descriptor(value: &Value) -> anyhow::Result<Descriptor> {
         size,
         platform,
         ref_name,
+        location: None,
     })
 }
 

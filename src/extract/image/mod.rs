@@ -14,6 +14,7 @@
 //! this process is root. Without root, what cannot be done (owners, devices) is said once with
 //! a count, as umoci's `--rootless` says it, never as a failure per entry.
 
+mod archive;
 mod layers;
 mod layout;
 mod manifest;
@@ -78,6 +79,8 @@ trait Blobs: Sync {
 pub(crate) enum Reference {
     /// `oci:DIR[:REF]`.
     Layout { dir: PathBuf, tag: Option<String> },
+    /// `docker-archive:FILE[:NAME:TAG]`: what `docker save` writes.
+    Archive { file: PathBuf, tag: Option<String> },
     /// `docker://[REGISTRY/]NAME[:TAG|@DIGEST]`.
     #[cfg(feature = "http")]
     Registry(registry::Name),
@@ -106,6 +109,28 @@ impl Reference {
                 tag,
             }));
         }
+        if let Some(rest) = text.strip_prefix("docker-archive:") {
+            // The file, then the image's NAME:TAG if the archive holds several (the file is
+            // the longest prefix before a ':' that is one).
+            let split = rest
+                .match_indices(':')
+                .map(|(i, _)| i)
+                .rev()
+                .find(|&i| Path::new(&rest[..i]).is_file());
+            let (file, tag) = match split {
+                Some(i) if !Path::new(rest).is_file() => {
+                    (&rest[..i], Some(rest[i + 1..].to_string()))
+                }
+                _ => (rest, None),
+            };
+            if file.is_empty() {
+                bail!("'{text}' names no file: docker-archive:FILE[:NAME:TAG]");
+            }
+            return Ok(Some(Reference::Archive {
+                file: PathBuf::from(file),
+                tag,
+            }));
+        }
         if let Some(rest) = text.strip_prefix("docker://") {
             #[cfg(feature = "http")]
             return Ok(Some(Reference::Registry(registry::Name::parse(rest)?)));
@@ -130,6 +155,13 @@ impl Reference {
                 tag: Some(tag),
             } => format!("oci:{}:{tag}", dir.display()),
             Reference::Layout { dir, tag: None } => format!("oci:{}", dir.display()),
+            Reference::Archive {
+                file,
+                tag: Some(tag),
+            } => {
+                format!("docker-archive:{}:{tag}", file.display())
+            }
+            Reference::Archive { file, tag: None } => format!("docker-archive:{}", file.display()),
             #[cfg(feature = "http")]
             Reference::Registry(name) => format!("docker://{name}"),
         }
@@ -156,6 +188,10 @@ fn open(reference: &Reference, opts: &Options) -> anyhow::Result<Opened> {
             let document = manifest::parse(&bytes, Some(&descriptor.media_type))
                 .with_context(|| format!("cannot read the manifest {}", descriptor.digest))?;
             (Box::new(layout), document)
+        }
+        Reference::Archive { file, tag } => {
+            let (archive, document) = archive::DockerArchive::open(file, tag.as_deref())?;
+            (Box::new(archive), document)
         }
         #[cfg(feature = "http")]
         Reference::Registry(name) => {
