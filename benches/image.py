@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Container images applied as a root filesystem: fastwrite against the tools people use for it.
+
+    benches/image.py [-n ROUNDS] [--delays 0,20] [--tools a,b,...] [--work DIR]
+
+The image (built once into WORK/layout by lab/image.py, tag `bench`): five gzip layers made of
+this machine's own trees, as an image's layers would be: /usr/share/doc, /usr/lib/python3,
+/usr/share/locale, /usr/lib/python3.11, and a changes layer (whiteouts of a file and a folder
+of the layers below, a folder made opaque, hard links to files of lower layers, a file whited
+out and written again). Pushed to a registry on this machine (`crane registry serve`), reached
+through lab/delay-proxy.go holding every chunk DELAY ms each way (compiled once, with Go).
+
+Tools, each run into a fresh folder (WORK/out/DELAY-ROUND-TOOL; nothing is deleted during the
+bench), round-robin, each round starting one tool further on:
+  fastwrite-layout  fastwrite extract oci:WORK/layout:bench -o OUT        (delay 0 only)
+  umoci-layout      umoci unpack --image WORK/layout:bench OUT           (delay 0 only)
+  fastwrite         fastwrite extract docker://localhost:PORT/bench:v1 -o OUT
+  skopeo+umoci      skopeo copy docker://... oci:DL:bench && umoci unpack --image DL:bench OUT
+  crane|tar         crane export localhost:PORT/bench:v1 - | tar -x -C OUT
+A run counts when it exits 0 and its tree holds the entries umoci's does (umoci's rootfs is the
+reference: counted once, its paths compared); crane|tar exits 2 on this image (a hard link to a
+lower layer's file comes before its target in crane's flattened stream), and is reported with
+its exit status and entry count, but timed all the same, as the issue reports it.
+
+Reported per delay: the median wall time of each tool, its ratio to fastwrite's, its peak RSS
+(GNU time; the largest process of a pipeline), and the entries its tree holds.
+Env: FASTWRITE (default target/release/fastwrite).
+"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FASTWRITE = os.environ.get("FASTWRITE", os.path.join(REPO, "target/release/fastwrite"))
+TREES = ["/usr/share/doc", "/usr/lib/python3", "/usr/share/locale", "/usr/lib/python3.11"]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, seconds=30):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    sys.exit(f"nothing listens on {port}")
+
+
+def build_image(work):
+    layout = os.path.join(work, "layout")
+    if os.path.exists(os.path.join(layout, "index.json")):
+        return layout
+    changes = [
+        {"path": "changes", "type": "dir"},
+        {"path": "changes/note", "data": "changes layer"},
+        {"path": ".wh.README", "data": ""},
+        {"path": "json/.wh..wh..opq", "data": ""},
+        {"path": "json/new.py", "data": "print('new')"},
+        {"path": ".wh.email", "data": ""},
+        {"path": "changes/hardlink-to-lower", "type": "hardlink", "link": "asyncio/__init__.py"},
+        {"path": ".wh.copyright", "data": ""},
+        {"path": "copyright", "data": "written again"},
+    ]
+    spec = {"layers": [{"dir": d} for d in TREES] + [changes]}
+    spec_file = os.path.join(work, "spec.json")
+    with open(spec_file, "w") as f:
+        json.dump(spec, f)
+    subprocess.run([sys.executable, os.path.join(REPO, "lab/image.py"), spec_file, layout, "--tag", "bench"], check=True)
+    return layout
+
+
+def count(root):
+    n = 0
+    for _, dirs, files in os.walk(root):
+        n += len(dirs) + len(files)
+    return n
+
+
+def timed(cmd, shell=False):
+    """Runs cmd under GNU time: (seconds, exit status, peak RSS in KB)."""
+    stats = os.path.join(ARGS.work, "time.txt")
+    if shell:
+        wrapped = ["/usr/bin/time", "-f", "%M", "-o", stats, "bash", "-c", cmd]
+    else:
+        wrapped = ["/usr/bin/time", "-f", "%M", "-o", stats] + cmd
+    start = time.monotonic()
+    done = subprocess.run(wrapped, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    took = time.monotonic() - start
+    try:
+        rss = int(open(stats).read().split()[-1])
+    except (OSError, ValueError, IndexError):
+        rss = 0
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr.decode(errors="replace")[-400:])
+    return took, done.returncode, rss
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("-n", type=int, default=3)
+    parser.add_argument("--delays", default="0,20")
+    parser.add_argument("--tools", default="fastwrite-layout,umoci-layout,fastwrite,skopeo+umoci,crane|tar")
+    parser.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/var/tmp"), "fastwrite-image-bench"))
+    ARGS = parser.parse_args()
+    work = ARGS.work
+    os.makedirs(os.path.join(work, "out"), exist_ok=True)
+    layout = build_image(work)
+    proxy_bin = os.path.join(work, "delay-proxy")
+    if not os.path.exists(proxy_bin):
+        subprocess.run(["go", "build", "-o", proxy_bin, os.path.join(REPO, "lab/delay-proxy.go")], check=True)
+    registry_port = free_port()
+    registry = subprocess.Popen(["crane", "registry", "serve", "--address", f"127.0.0.1:{registry_port}"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    procs = [registry]
+    try:
+        wait_port(registry_port)
+        subprocess.run(["crane", "push", "--insecure", layout, f"localhost:{registry_port}/bench:v1"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        reference = os.path.join(work, "out", "reference")
+        if not os.path.exists(reference):
+            subprocess.run(["umoci", "unpack", "--image", f"{layout}:bench", reference], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        expected = count(os.path.join(reference, "rootfs"))
+        print(f"image: {len(TREES) + 1} gzip layers, {expected} entries in umoci's tree")
+        tools = ARGS.tools.split(",")
+        for delay in [int(d) for d in ARGS.delays.split(",")]:
+            port = free_port()
+            proxy = subprocess.Popen([proxy_bin, str(port), str(registry_port), str(delay)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            procs.append(proxy)
+            wait_port(port)
+            ref = f"localhost:{port}/bench:v1"
+            here = [t for t in tools if delay == 0 or not t.endswith("-layout")]
+            results = {t: [] for t in here}
+            for r in range(ARGS.n):
+                for k in range(len(here)):
+                    tool = here[(r + k) % len(here)]
+                    out = os.path.join(work, "out", f"{delay}-{r}-{tool.replace('|', '-').replace('+', '-')}-{os.getpid()}")
+                    tree = out
+                    if tool == "fastwrite-layout":
+                        took = timed([FASTWRITE, "extract", "-q", f"oci:{layout}:bench", "-o", out])
+                    elif tool == "umoci-layout":
+                        took = timed(["umoci", "unpack", "--image", f"{layout}:bench", out])
+                        tree = os.path.join(out, "rootfs")
+                    elif tool == "fastwrite":
+                        took = timed([FASTWRITE, "extract", "-q", f"docker://{ref}", "-o", out])
+                    elif tool == "skopeo+umoci":
+                        dl = out + "-dl"
+                        took = timed(f"skopeo copy -q --src-tls-verify=false docker://{ref} oci:{dl}:bench && umoci unpack --image {dl}:bench {out}", shell=True)
+                        tree = os.path.join(out, "rootfs")
+                    elif tool == "crane|tar":
+                        os.makedirs(out)
+                        took = timed(f"set -o pipefail; crane export --insecure {ref} - | tar -x -C {out}", shell=True)
+                    else:
+                        sys.exit(f"unknown tool {tool}")
+                    entries = count(tree) if os.path.isdir(tree) else 0
+                    results[tool].append((took[0], took[1], took[2], entries))
+                    subprocess.run(["sync"])
+            fw = [t for t, s, _, e in results.get("fastwrite", []) if s == 0 and e == expected]
+            base = statistics.median(fw) if fw else None
+            print(f"\n== delay {delay} ms (each way), {ARGS.n} rounds; medians")
+            print(f"{'tool':18} {'seconds':>8} {'ratio':>7} {'RSS MB':>7} {'entries':>8}  status")
+            for tool, runs in results.items():
+                good = [t for t, s, _, e in runs if s == 0 and e == expected]
+                pool = good or [t for t, *_ in runs]
+                median = statistics.median(pool)
+                ratio = f"{median / base:.2f}" if base else "-"
+                rss = max(r for _, _, r, _ in runs) / 1024
+                status = "ok" if good else "exit " + ",".join(str(s) for _, s, _, _ in runs)
+                entries = ",".join(sorted({str(e) for *_, e in runs}))
+                print(f"{tool:18} {median:8.2f} {ratio:>7} {rss:7.0f} {entries:>8}  {status}")
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait()
+
+
+if __name__ == "__main__":
+    main()
