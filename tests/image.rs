@@ -489,6 +489,65 @@ mod linux {
         assert_stderr_contains(&missing, "no image tagged 'other:v2'");
     }
 
+    /// Without root (uid 65534): the files, folders, links, modes (setuid included), FIFOs and
+    /// `user.*` attributes are made; owners, device nodes and other attributes cannot be, and
+    /// each is said once with a count (as umoci's `--rootless`), never a failure per entry.
+    pub fn without_root_what_cannot_be_done_is_said_once() {
+        require("python3");
+        require_root();
+        let dir = tempdir();
+        let layout = dir.join("layout");
+        let spec = serde_json::json!({"layers": [[
+            entry("etc", "dir"),
+            {"path": "etc/own", "data": "x", "uid": 1000, "gid": 1000, "xattrs": {"user.kept": "yes", "trusted.gone": "no"}},
+            {"path": "bin", "type": "dir"},
+            {"path": "bin/su", "data": "su", "mode": 0o4755},
+            {"path": "dev", "type": "dir"},
+            {"path": "dev/null", "type": "char", "major": 1, "minor": 3},
+            {"path": "dev/zero", "type": "char", "major": 1, "minor": 5},
+            {"path": "run", "type": "dir"},
+            {"path": "run/fifo", "type": "fifo"},
+        ]]});
+        build(&layout, "v1", &spec, "gzip");
+        give_to_nobody(dir.path());
+        let out = dir.join("out");
+        let run = run_fastwrite_unprivileged(&osv![
+            "extract",
+            format!("oci:{}", layout.display()),
+            "-o",
+            &out
+        ]);
+        run.assert_success();
+        let tree = state(&out);
+        let at = |p: &str| {
+            tree.get(Path::new(p))
+                .cloned()
+                .unwrap_or_else(|| "absent".into())
+        };
+        assert!(
+            at("etc/own").contains("owner 65534:65534")
+                && at("etc/own").contains("xattr user.kept=yes"),
+            "{}",
+            at("etc/own")
+        );
+        assert!(!at("etc/own").contains("trusted.gone"), "{}", at("etc/own"));
+        assert!(at("bin/su").contains("mode 4755"), "{}", at("bin/su"));
+        assert!(at("run/fifo").starts_with("fifo"), "{}", at("run/fifo"));
+        assert_eq!(at("dev/null"), "absent");
+        for said in [
+            "entries keep this user's owner",
+            "2 device nodes of the image were not made",
+            "1 extended attributes other than user.*",
+        ] {
+            assert_eq!(
+                run.stderr.matches(said).count(),
+                1,
+                "'{said}' once in:\n{}",
+                run.stderr
+            );
+        }
+    }
+
     /// The lab's front for a registry (lab/registry-front.py) with `args`, stopped when dropped.
     struct Front {
         child: Child,
@@ -708,6 +767,7 @@ fn main() {
         hostile_layers_write_nothing_outside_the_root,
         a_registry_that_asks_for_a_token_and_cuts_downloads,
         a_docker_save_tar_is_the_layouts_tree,
+        without_root_what_cannot_be_done_is_said_once,
     ];
     #[cfg(not(target_os = "linux"))]
     let tests = Vec::new();

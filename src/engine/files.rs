@@ -235,15 +235,16 @@ impl Disk {
                     format!("setting the mtime of '{}'", self.full(&open.path).display())
                 })?;
             }
-            // The owner before the mode: a change of owner clears setuid and setgid, which
-            // then count among the bits the mode may lack, with the umask's.
-            let mut lacking = self.umask;
+            // The owner before the mode: a change of owner clears setuid and setgid, and so
+            // does writing the file without CAP_FSETID (any user but root): they count among
+            // the bits the mode may lack, with the umask's, so a file that keeps them
+            // (`--keep-setid`, an image) gets its mode again after its data.
+            let lacking = self.umask | 0o6000;
             if let Some((uid, gid)) = self.owner_to_give(entry) {
                 platform::chown_file(&open.file, uid, gid).with_context(|| {
                     let dest = self.full(&entry.path);
                     format!("giving '{}' the owner {uid}:{gid}", dest.display())
                 })?;
-                lacking |= 0o6000;
             }
             // After the owner (a change of owner clears `security.capability`).
             for (name, value) in &entry.xattrs {
