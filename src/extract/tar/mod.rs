@@ -37,7 +37,9 @@ mod reader;
 
 use checks::{Checker, Owners};
 pub(super) use list::list;
-pub(super) use reader::{Kind, Reader};
+#[cfg(feature = "image")]
+pub(super) use reader::Kind;
+pub(super) use reader::Reader;
 
 /// Extracts the tar stream `decoded` (`label` names it in messages) into `out`. `verified`
 /// follows the decompressor's checks, for a compressed tar: what was written from data that

@@ -65,7 +65,9 @@ pub(crate) struct Member {
     /// Its owner as archived.
     pub owner: Owner,
     /// Its extended attributes as archived (pax `SCHILY.xattr.NAME` records, as GNU tar,
-    /// bsdtar and every image builder write them): name and value bytes.
+    /// bsdtar and every image builder write them): name and value bytes. Only an image's
+    /// entries carry them to the engine (GNU tar restores them only with `--xattrs`).
+    #[cfg_attr(not(feature = "image"), allow(dead_code))]
     pub xattrs: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
