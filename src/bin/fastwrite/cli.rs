@@ -184,7 +184,7 @@ pub struct Global {
 pub enum Command {
     /// Extract a zip or tar archive (tar, tar.gz, tar.zst, tar.xz, tar.bz2; `-` for standard
     /// input, zips included), or decompress a single .gz, .zst, .xz or .bz2 file into OUT
-    Extract(ExtractArgs),
+    Extract(Box<ExtractArgs>),
     /// Make DST an exact copy of the contents of SRC (like `rsync -a SRC/ DST/`), incrementally
     Mirror(MirrorArgs),
     /// List an archive's entries, one line each (as `tar -tv`), with what extracting would do
