@@ -290,6 +290,12 @@ struct Powers {
 }
 
 impl Powers {
+    /// Everything the image says, as root would make it: what listing and reading show.
+    const AS_ROOT: Powers = Powers {
+        root: true,
+        own: (0, 0),
+    };
+
     fn here() -> Powers {
         let own = crate::platform::effective_ids();
         Powers {
@@ -455,6 +461,25 @@ fn refuse_selection(reference: &Reference, chooser: &Chooser) -> anyhow::Result<
     Ok(())
 }
 
+/// The image `reference` names, every layer read and checked against its digests, and its
+/// merged tree: what extracting, listing and reading share. `then` ends the message of a
+/// refusal (what it means for the run).
+fn merged(
+    reference: &Reference,
+    opts: &Options,
+    chooser: &Chooser,
+    then: &str,
+) -> anyhow::Result<(Vec<Layer>, Merged)> {
+    refuse_selection(reference, chooser)?;
+    let label = reference.label();
+    let image =
+        open(reference, opts).with_context(|| format!("cannot read the image '{label}'"))?;
+    let layers =
+        read_layers(&image, opts).with_context(|| format!("refused the image '{label}'{then}"))?;
+    let merged = Merged::of(&layers);
+    Ok((layers, merged))
+}
+
 /// Applies the image `reference` names into `out`.
 pub(super) fn extract(
     reference: &Reference,
@@ -462,13 +487,7 @@ pub(super) fn extract(
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
-    refuse_selection(reference, chooser)?;
-    let label = reference.label();
-    let image =
-        open(reference, opts).with_context(|| format!("cannot read the image '{label}'"))?;
-    let layers = read_layers(&image, opts)
-        .with_context(|| format!("refused the image '{label}': nothing was written"))?;
-    let merged = Merged::of(&layers);
+    let (layers, merged) = merged(reference, opts, chooser, ": nothing was written")?;
     let powers = Powers::here();
     let (mut plan, sources) = plan_of(&merged, &layers, &powers);
     let opts = &image_options(opts, &powers);
@@ -519,21 +538,8 @@ pub(super) fn list(
     each: &mut dyn FnMut(&Listed),
     failures: &mut Vec<Error>,
 ) -> anyhow::Result<()> {
-    refuse_selection(reference, chooser)?;
-    let label = reference.label();
-    let image =
-        open(reference, opts).with_context(|| format!("cannot read the image '{label}'"))?;
-    let layers =
-        read_layers(&image, opts).with_context(|| format!("refused the image '{label}'"))?;
-    let merged = Merged::of(&layers);
-    let (plan, _) = plan_of(
-        &merged,
-        &layers,
-        &Powers {
-            root: true,
-            own: (0, 0),
-        },
-    );
+    let (layers, merged) = merged(reference, opts, chooser, "")?;
+    let (plan, _) = plan_of(&merged, &layers, &Powers::AS_ROOT);
     for entry in &plan.entries {
         let member = merged
             .nodes
@@ -591,21 +597,8 @@ pub(super) fn read_files(
     chooser: &Chooser,
     each: &mut super::give::Each<'_>,
 ) -> anyhow::Result<Report> {
-    refuse_selection(reference, chooser)?;
-    let label = reference.label();
-    let image =
-        open(reference, opts).with_context(|| format!("cannot read the image '{label}'"))?;
-    let layers =
-        read_layers(&image, opts).with_context(|| format!("refused the image '{label}'"))?;
-    let merged = Merged::of(&layers);
-    let (plan, sources) = plan_of(
-        &merged,
-        &layers,
-        &Powers {
-            root: true,
-            own: (0, 0),
-        },
-    );
+    let (layers, merged) = merged(reference, opts, chooser, "")?;
+    let (plan, sources) = plan_of(&merged, &layers, &Powers::AS_ROOT);
     let mut report = Report {
         failures: plan.rejected,
         warnings: plan.warnings,
