@@ -312,12 +312,7 @@ fn plan_of(merged: &Merged, layers: &[Layer], powers: &Powers) -> (Plan, Vec<Opt
     let mut sources = Vec::new();
     let mut primary: std::collections::HashMap<(u32, u32), &[u8]> = Default::default();
     let (mut not_owned, mut devices, mut not_set) = (0u64, 0u64, 0u64);
-    for (l, name, why) in &merged.refused {
-        let label = &layers[*l as usize].label;
-        let error = anyhow!("refused in {label}: {why}");
-        plan.rejected
-            .push(Error::new(name, ErrorKind::Refused, error));
-    }
+    plan.rejected = refusals(merged, layers);
     for (path, node) in &merged.nodes {
         let name = String::from_utf8_lossy(path).into_owned();
         let rel = match plan::safe_relative_bytes(path) {
@@ -420,22 +415,43 @@ fn plan_of(merged: &Merged, layers: &[Layer], powers: &Powers) -> (Plan, Vec<Opt
         plan.entries.push(entry);
         sources.push(source);
     }
+    plan.warnings = rootless(not_owned, not_set, devices);
+    (plan, sources)
+}
+
+/// What the merge refused, each named with its layer.
+fn refusals(merged: &Merged, layers: &[Layer]) -> Vec<Error> {
+    let refused = merged.refused.iter().map(|(l, name, why)| {
+        let label = &layers[*l as usize].label;
+        Error::new(
+            name,
+            ErrorKind::Refused,
+            anyhow!("refused in {label}: {why}"),
+        )
+    });
+    refused.collect()
+}
+
+/// What a run without root could not give the image, each said once with its count (as
+/// umoci's `--rootless` says it).
+fn rootless(not_owned: u64, not_set: u64, devices: u64) -> Vec<String> {
+    let mut said = Vec::new();
     if not_owned > 0 {
-        plan.warnings.push(format!(
+        said.push(format!(
             "not root: {not_owned} entries keep this user's owner instead of the image's (as umoci --rootless does)"
         ));
     }
     if not_set > 0 {
-        plan.warnings.push(format!(
+        said.push(format!(
             "not root: {not_set} extended attributes other than user.* (security.capability, trusted.*) were not set (as umoci --rootless does)"
         ));
     }
     if devices > 0 {
-        plan.warnings.push(format!(
+        said.push(format!(
             "not root: {devices} device nodes of the image were not made (as umoci --rootless does)"
         ));
     }
-    (plan, sources)
+    said
 }
 
 /// The options an image is applied with: as the runtimes apply one (setuid and setgid kept;
