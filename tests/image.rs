@@ -756,6 +756,42 @@ mod linux {
             run.assert_stderr_names(refused, &["layer 2 of 2"]);
         }
     }
+
+    /// `--platform` and `--insecure-registry` choose an image: with a tar, a zip or a single
+    /// compressed file they are refused (exit 2, the input named), nothing written, rather than
+    /// ignored.
+    pub fn options_that_choose_an_image_are_refused_with_any_other_input() {
+        require("python3");
+        let dir = tempdir();
+        let make = "import gzip, io, sys, tarfile, zipfile\n\
+            d = sys.argv[1]\n\
+            with tarfile.open(d + '/a.tar', 'w') as t:\n\
+            \x20   i = tarfile.TarInfo('a'); i.size = 1; t.addfile(i, io.BytesIO(b'a'))\n\
+            with zipfile.ZipFile(d + '/a.zip', 'w') as z: z.writestr('a', 'a')\n\
+            open(d + '/notes.txt.gz', 'wb').write(gzip.compress(b'notes'))\n";
+        let mut cmd = Command::new("python3");
+        cmd.args(["-c", make]).arg(dir.path());
+        let made = run_command(cmd);
+        assert!(made.status.success(), "{}", made.stderr);
+        for (input, flags) in [
+            ("a.tar", ["--platform", "linux/amd64"]),
+            ("a.zip", ["--insecure-registry", "-q"]),
+            ("notes.txt.gz", ["--platform", "linux/arm64"]),
+        ] {
+            let out = dir.join(format!("out-{input}"));
+            let mut args = osv!["extract", dir.join(input), "-o", &out];
+            args.extend(flags.iter().map(std::ffi::OsString::from));
+            let run = run_fastwrite(&args);
+            run.assert_code(2);
+            let said = run.stderr_lines_with("choose an image");
+            assert!(
+                said.len() == 1 && said[0].contains(input),
+                "{input}: {}",
+                run.dump()
+            );
+            assert!(!out.exists(), "{input}: {} was made", out.display());
+        }
+    }
 }
 
 fn main() {
@@ -768,6 +804,7 @@ fn main() {
         a_registry_that_asks_for_a_token_and_cuts_downloads,
         a_docker_save_tar_is_the_layouts_tree,
         without_root_what_cannot_be_done_is_said_once,
+        options_that_choose_an_image_are_refused_with_any_other_input,
     ];
     #[cfg(not(target_os = "linux"))]
     let tests = Vec::new();

@@ -239,6 +239,8 @@ def extract(
     devices: bool = False,
     progress: Callable[[Progress], object] | None = None,
     folder_markers: bool = False,
+    platform: str | None = None,
+    insecure_registry: bool = False,
 ) -> Report:
     """Extracts ``archive`` into the folder ``out`` (made if missing) and returns the `Report`.
 
@@ -274,6 +276,11 @@ def extract(
       ``dir/`` object with its mode and mtime for every folder, not only the empty ones
       (rclone's ``--s3-directory-markers``), so that s3fs and the consoles show the folders'
       times and a mirror down restores them; one request a folder.
+    - ``platform`` (``"linux/arm64"``, ``"linux/arm/v7"``): which image of a multi-platform
+      image (``archive`` ``docker://...``, ``oci:DIR``, ``docker-archive:FILE``: docs/images.md);
+      default: this machine's. ``insecure_registry``: speak plain HTTP to a registry that is not
+      on this machine. Either with an input that is not an image raises `Error` (kind
+      ``start``), rather than being ignored.
     - ``progress``: called with a `Progress` about ten times a second, on this thread; an
       exception it raises stops the run and is raised.
 
@@ -304,6 +311,8 @@ def extract(
         space_check=space_check,
         devices=devices,
         folder_markers=folder_markers,
+        platform=platform,
+        insecure_registry=insecure_registry,
         progress=_progress(progress),
     )
     return _report(d, f"extracting {label or repr(_path(archive))}")  # type: ignore[arg-type]

@@ -27,6 +27,8 @@ def extract(
     space_check: bool = True,
     devices: bool = False,
     folder_markers: bool = False,
+    platform: str | None = None,
+    insecure_registry: bool = False,
 ) -> dict[str, Any]:
     """Extracts; the report as a dict (its ``failures`` as `fastwrite.Error`, ``stopped``: the
     exception that stopped the run, if one did). Raises `fastwrite.Error` if it cannot start."""

@@ -514,7 +514,7 @@ fn progress_of(callback: Option<Py<PyAny>>) -> Option<Progress> {
     archive, out, *, label=None, name=None, patterns=Vec::new(), exclude=Vec::new(),
     strip_components=0, overwrite="refuse", password=None, max_output=None, threads=None,
     close=None, fsync=false, atomic=false, progress=None, file_name=None, space_check=true,
-    devices=false, folder_markers=false,
+    devices=false, folder_markers=false, platform=None, insecure_registry=false,
 ))]
 #[allow(clippy::too_many_arguments)]
 fn extract<'py>(
@@ -538,6 +538,8 @@ fn extract<'py>(
     space_check: bool,
     devices: bool,
     folder_markers: bool,
+    platform: Option<String>,
+    insecure_registry: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let archive = Archive::from_py(archive, label, name)?;
     let progress = progress_of(progress);
@@ -559,6 +561,8 @@ fn extract<'py>(
     opts.space_check = space_check;
     opts.devices = devices;
     opts.folder_markers = folder_markers;
+    opts.platform = platform;
+    opts.insecure_registry = insecure_registry;
     let cancel = opts.cancel.clone();
     let named = archive.path().map(Path::to_path_buf);
     let stream = archive.stream();

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,9 @@ import fastwrite
 LAB = Path(__file__).resolve().parents[2] / "lab"
 
 
-def layout(tmp_path: Path) -> Path:
+def layout(tmp_path: Path, architecture: str = "amd64") -> Path:
     spec = {
+        "architecture": architecture,
         "layers": [
             [
                 {"path": "etc", "type": "dir"},
@@ -55,3 +57,23 @@ def test_a_missing_tag_is_said(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="no image tagged 'v2'"):
         fastwrite.extract(image, tmp_path / "rootfs")
     assert not (tmp_path / "rootfs").exists()
+
+
+def test_a_platform_is_asked_for_images_only(tmp_path: Path) -> None:
+    image = f"oci:{layout(tmp_path, architecture='arm64')}:v1"
+    # An image of one platform is taken as it is, or as the platform asked for...
+    fastwrite.extract(image, tmp_path / "any")
+    report = fastwrite.extract(image, tmp_path / "arm", platform="linux/arm64")
+    assert report.files == 3
+    # ...but not as another one.
+    with pytest.raises(OSError, match="is for linux/arm64, not linux/amd64"):
+        fastwrite.extract(image, tmp_path / "amd", platform="linux/amd64")
+    assert not (tmp_path / "amd").exists()
+    # And with an input that is not an image, the options that choose one are refused.
+    with tarfile.open(tmp_path / "a.tar", "w") as tar:
+        tar.add(tmp_path / "spec.json", arcname="spec.json")
+    with pytest.raises(fastwrite.Error, match="choose an image"):
+        fastwrite.extract(tmp_path / "a.tar", tmp_path / "tar", platform="linux/arm64")
+    with pytest.raises(fastwrite.Error, match="choose an image"):
+        fastwrite.extract(tmp_path / "a.tar", tmp_path / "tar", insecure_registry=True)
+    assert not (tmp_path / "tar").exists()

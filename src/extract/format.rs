@@ -294,13 +294,95 @@ pub(super) fn unsupported(label: &str, why: anyhow::Error) -> anyhow::Error {
 }
 
 /// Why an input this build recognises cannot be read: the feature that reads it is off
-/// ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)).
-#[cfg(not(all(feature = "zip", feature = "tar")))]
-pub(crate) fn not_built(label: &str, what: &str, feature: &str) -> anyhow::Error {
+/// ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)). `kind` says what it is ("a zip
+/// archive"), `kinds` what the build does not read ("zip archives").
+#[cfg(any(
+    not(all(feature = "zip", feature = "tar")),
+    all(feature = "image", not(feature = "http"))
+))]
+pub(crate) fn not_built(label: &str, kind: &str, kinds: &str, feature: &str) -> anyhow::Error {
     let why = anyhow::anyhow!(
-        "{label} is a {what} archive, and this build of fastwrite does not read {what} archives (cargo feature `{feature}`)"
+        "{label} is {kind}, and this build of fastwrite does not read {kinds} (cargo feature `{feature}`)"
     );
     unsupported(label, why)
+}
+
+/// An input recognised, of a format this build does not read: extracting, listing or reading
+/// it says which cargo feature reads it, and nothing is written.
+#[cfg(not(all(feature = "zip", feature = "tar")))]
+pub(super) struct NotBuilt {
+    label: String,
+    kind: &'static str,
+    kinds: &'static str,
+    feature: &'static str,
+}
+
+#[cfg(not(all(feature = "zip", feature = "tar")))]
+impl NotBuilt {
+    /// A zip, `label` naming it.
+    #[cfg(not(feature = "zip"))]
+    pub(super) fn zip(label: String) -> Self {
+        let (kind, kinds, feature) = ("a zip archive", "zip archives", "zip");
+        NotBuilt {
+            label,
+            kind,
+            kinds,
+            feature,
+        }
+    }
+
+    /// A tar, `label` naming it.
+    #[cfg(not(feature = "tar"))]
+    pub(super) fn tar(label: String) -> Self {
+        let (kind, kinds, feature) = ("a tar archive", "tar archives", "tar");
+        NotBuilt {
+            label,
+            kind,
+            kinds,
+            feature,
+        }
+    }
+
+    fn error(&self) -> anyhow::Error {
+        not_built(&self.label, self.kind, self.kinds, self.feature)
+    }
+}
+
+#[cfg(not(all(feature = "zip", feature = "tar")))]
+impl super::input::Source for NotBuilt {
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    fn extract(
+        self: Box<Self>,
+        _: &Path,
+        _: &crate::engine::Destination,
+        _: &crate::options::Options,
+        _: &super::select::Chooser,
+    ) -> anyhow::Result<crate::report::Report> {
+        Err(self.error())
+    }
+
+    fn list(
+        self: Box<Self>,
+        _: &Path,
+        _: &super::select::Chooser,
+        _: &mut dyn FnMut(&super::listed::Listed),
+        _: &mut Vec<crate::error::Error>,
+    ) -> anyhow::Result<()> {
+        Err(self.error())
+    }
+
+    fn read(
+        self: Box<Self>,
+        _: &Path,
+        _: &crate::options::Options,
+        _: &super::select::Chooser,
+        _: &mut super::give::Each<'_>,
+    ) -> anyhow::Result<crate::report::Report> {
+        Err(self.error())
+    }
 }
 
 /// Why an input compressed with `codec` cannot be read: this build has no decoder for it. Every

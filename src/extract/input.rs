@@ -1,80 +1,142 @@
-//! Opening an input and telling what it is, once, for `extract` and `list` alike: a zip from a
-//! file (read from its end), a tar plain or decompressed (a stream), a zip from a pipe (read by
-//! its local headers, found behind a self-extractor's program or padding within a bound), or a
-//! single compressed file.
+//! Opening an input and telling what it is, once, for `extract`, `list` and `read` alike: a
+//! zip from a file (read from its end) or still arriving from a bucket or URL, a tar plain or
+//! decompressed (a stream), a zip from a pipe (read by its local headers, found behind a
+//! self-extractor's program or padding within a bound), an image, or a single compressed file.
+//! [`open`] is the only place a kind is chosen: what it returns is a [`Source`], which each
+//! kind's module implements, and the three operations ask it rather than match on its kind.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, bail};
 
-use super::codec::{self, Codec};
+use super::codec;
+#[cfg(not(all(feature = "zip", feature = "tar")))]
+use super::format::NotBuilt;
 use super::format::{Format, checksum_ok, detect, named_like_a_tar};
+use super::give::Each;
+use super::listed::Listed;
+use super::select::Chooser;
+use crate::engine::Destination;
+use crate::error::Error;
+use crate::options::Options;
+use crate::report::Report;
 
-/// An archive opened and recognised.
-pub(super) enum Input {
-    /// A zip, read from its end (so only from a file).
-    Zip { file: File },
-    /// A zip in a bucket or at a URL, still arriving: extraction plans it from its central
-    /// directory and writes each entry as its bytes come; anything else waits for the last
-    /// byte ([`super::remote::Arriving::finish`]) and reads it as [`Input::Zip`].
-    #[cfg(all(feature = "s3", feature = "zip"))]
-    ZipArriving(super::remote::Arriving),
-    /// A tar, decompressed if it was compressed, read as a stream; `label` names it in
-    /// messages; `verified` follows the decompressor's checks (`None`: a plain tar, which has
-    /// none).
-    Tar {
-        decoded: Box<dyn Read + Send>,
-        label: String,
-        verified: Option<codec::Verified>,
-    },
-    /// A zip from a pipe or standard input, read by its local headers; `note` is a warning
-    /// for the run's report (why a zip that has a central directory is read without it).
-    ZipStream {
-        input: Box<dyn BufRead + Send>,
-        label: String,
-        note: Option<String>,
-    },
-    /// A container image (`oci:DIR`, `docker://NAME`): its layers applied as a root filesystem.
-    #[cfg(feature = "image")]
-    Image(super::image::Reference),
-    /// A single compressed file, not an archive (`notes.txt.gz`).
-    Single {
-        decoded: Box<dyn Read + Send>,
-        codec: Codec,
-        gzip: codec::GzipHeader,
-        /// The input's path (`None`: standard input).
-        path: Option<PathBuf>,
-    },
+/// An input opened and recognised: [`open`] is the one place its kind is told. Extract, list
+/// and read ask it what to do, never what it is; each kind's module owns its answers (a zip in
+/// a file, one arriving, one from a pipe, a tar, an image, a single compressed file, or a
+/// format this build does not read).
+pub(super) type Input = Box<dyn Source>;
+
+/// What every kind of input does, each in its own way.
+pub(super) trait Source: Send {
+    /// What it is, in messages: "a zip archive", "an image".
+    fn kind(&self) -> &'static str;
+
+    /// Refuses what applies to other kinds of input only, before anything is written (default:
+    /// what chooses an image, and a single compressed file's name).
+    fn refuse(&self, archive: &Path, opts: &Options, _: &Chooser) -> anyhow::Result<()> {
+        super::refuse_image_options(self.kind(), archive, opts)?;
+        super::refuse_file_name(self.kind(), archive, opts)
+    }
+
+    /// Writes what it holds into `out`.
+    fn extract(
+        self: Box<Self>,
+        archive: &Path,
+        out: &Destination,
+        opts: &Options,
+        chooser: &Chooser,
+    ) -> anyhow::Result<Report>;
+
+    /// Lists what it holds: each entry to `each`; what extraction would refuse, and a read that
+    /// broke part-way, to `failures`; `Err` when it cannot be listed at all.
+    fn list(
+        self: Box<Self>,
+        archive: &Path,
+        chooser: &Chooser,
+        each: &mut dyn FnMut(&Listed),
+        failures: &mut Vec<Error>,
+    ) -> anyhow::Result<()>;
+
+    /// Reads its files, each checked, to `each`, writing nothing.
+    fn read(
+        self: Box<Self>,
+        archive: &Path,
+        opts: &Options,
+        chooser: &Chooser,
+        each: &mut Each<'_>,
+    ) -> anyhow::Result<Report>;
+}
+
+/// A zip in the file `file` (named `archive`), read from its end.
+#[cfg(feature = "zip")]
+fn zip_file(_: &Path, file: File) -> Input {
+    Box::new(super::zip::InFile(file))
+}
+
+#[cfg(not(feature = "zip"))]
+fn zip_file(archive: &Path, _: File) -> Input {
+    Box::new(NotBuilt::zip(format!("'{}'", archive.display())))
+}
+
+/// A zip read once, from its start, by its local headers; `note` goes to the run's report.
+#[cfg(feature = "zip")]
+fn zip_piped(input: Box<dyn BufRead + Send>, label: String, note: Option<String>) -> Input {
+    Box::new(super::zip::stream::Piped { input, label, note })
+}
+
+#[cfg(not(feature = "zip"))]
+fn zip_piped(_: Box<dyn BufRead + Send>, label: String, _: Option<String>) -> Input {
+    Box::new(NotBuilt::zip(label))
+}
+
+/// A tar stream, decoded; `verified` follows the decompressor's checks (`None`: plain).
+#[cfg(feature = "tar")]
+fn tar_stream(
+    decoded: Box<dyn Read + Send>,
+    label: String,
+    verified: Option<codec::Verified>,
+) -> Input {
+    Box::new(super::tar::Archive {
+        decoded,
+        label,
+        verified,
+    })
+}
+
+#[cfg(not(feature = "tar"))]
+fn tar_stream(_: Box<dyn Read + Send>, label: String, _: Option<codec::Verified>) -> Input {
+    Box::new(NotBuilt::tar(label))
 }
 
 /// Opens `archive` (`-`: standard input) and tells what it is by its content.
 pub(super) fn open(archive: &Path) -> anyhow::Result<Input> {
     if archive == Path::new("-") {
-        return open_stream(std::io::stdin(), "standard input".to_string(), None);
+        return open_stream(std::io::stdin(), "standard input".to_string(), None, None);
     }
     #[cfg(feature = "image")]
     if let Some(reference) = super::image::Reference::parse(archive)? {
-        return Ok(Input::Image(reference));
+        return Ok(Box::new(super::image::Image(reference)));
     }
     #[cfg(feature = "s3")]
     match super::remote::open(archive)? {
         #[cfg(feature = "zip")]
-        Some(super::remote::Opened::Zip(arriving)) => return Ok(Input::ZipArriving(arriving)),
+        Some(super::remote::Opened::Zip(arriving)) => {
+            return Ok(Box::new(super::zip::Arriving(arriving)));
+        }
         #[cfg(not(feature = "zip"))]
         Some(super::remote::Opened::Zip(arriving)) => {
             return open_file(archive, arriving.finish()?);
         }
         Some(super::remote::Opened::Stream { reader, unranged }) => {
-            let mut input = open_stream(reader, format!("'{}'", archive.display()), None)?;
-            if let (true, Input::ZipStream { note, .. }) = (unranged, &mut input) {
-                *note = Some(
-                    "the server does not answer requests for byte ranges: the zip was read as one stream, by its local headers, as from a pipe (docs/security.md says how that differs from a zip read whole)"
-                        .to_string(),
-                );
-            }
-            return Ok(input);
+            let note = unranged.then(|| {
+                "the server does not answer requests for byte ranges: the zip was read as one stream, by its local headers, as from a pipe (docs/security.md says how that differs from a zip read whole)"
+                    .to_string()
+            });
+            let label = format!("'{}'", archive.display());
+            return open_stream(reader, label, None, note);
         }
         None => {}
     }
@@ -93,7 +155,7 @@ pub(super) fn open(archive: &Path) -> anyhow::Result<Input> {
         // A pipe (`<(curl ...)`, a FIFO) cannot be rewound after its format is told, nor read
         // from its end: it is read as a stream, like standard input.
         let label = format!("'{}'", archive.display());
-        return open_stream(file, label, Some(archive));
+        return open_stream(file, label, Some(archive), None);
     }
     open_file(archive, file)
 }
@@ -111,11 +173,11 @@ fn open_file(archive: &Path, mut file: File) -> anyhow::Result<Input> {
     match detect(&head) {
         // Anything unrecognised may still be a zip with a prefix (a self-extracting archive):
         // the zip reader finds the central directory from the end, or says it is not a zip.
-        Some(Format::Zip) | None => Ok(Input::Zip { file }),
+        Some(Format::Zip) | None => Ok(zip_file(archive, file)),
         Some(_) => {
             std::io::Seek::rewind(&mut file)
                 .with_context(|| format!("cannot read archive '{}'", archive.display()))?;
-            open_stream(file, archive.display().to_string(), Some(archive))
+            open_stream(file, archive.display().to_string(), Some(archive), None)
         }
     }
 }
@@ -123,15 +185,17 @@ fn open_file(archive: &Path, mut file: File) -> anyhow::Result<Input> {
 /// A stream a program hands over (`extract_reader`, `list_reader`), told what it is by its
 /// content as standard input is; `label` names it in messages.
 pub(super) fn open_reader(reader: Box<dyn Read + Send>, label: &str) -> anyhow::Result<Input> {
-    open_stream(reader, label.to_string(), None)
+    open_stream(reader, label.to_string(), None, None)
 }
 
 /// A stream (plain or compressed) read once, from its start: a tar, or a single compressed
-/// file. `label` names it in messages; `path` is the input's, if it has one.
+/// file. `label` names it in messages; `path` is the input's, if it has one; `note`, for the
+/// run's report if it is a zip (why one that has a central directory is read without it).
 fn open_stream(
     input: impl Read + Send + 'static,
     label: String,
     path: Option<&Path>,
+    note: Option<String>,
 ) -> anyhow::Result<Input> {
     let mut input = BufReader::with_capacity(INPUT_BUFFER, input);
     let head = input
@@ -139,22 +203,10 @@ fn open_stream(
         .with_context(|| format!("cannot read {label}"))?;
     let codec = match detect(head) {
         _ if head.is_empty() => bail!("{label} is empty, not an archive"),
-        Some(Format::Zip) => {
-            return Ok(Input::ZipStream {
-                input: Box::new(input),
-                label,
-                note: None,
-            });
-        }
-        Some(Format::Tar) => {
-            return Ok(Input::Tar {
-                decoded: Box::new(input),
-                label,
-                verified: None,
-            });
-        }
+        Some(Format::Zip) => return Ok(zip_piped(Box::new(input), label, note)),
+        Some(Format::Tar) => return Ok(tar_stream(Box::new(input), label, None)),
         Some(Format::Compressed(codec)) => codec,
-        None => return zip_behind_a_prefix(input, label),
+        None => return zip_behind_a_prefix(input, label, note),
     };
     let gzip = codec::gzip_header(head);
     let verified = codec::Verified::default();
@@ -217,19 +269,14 @@ fn open_stream(
             .chain(decoded),
     );
     Ok(if tar {
-        let verified = Some(verified);
-        Input::Tar {
-            decoded,
-            label,
-            verified,
-        }
+        tar_stream(decoded, label, Some(verified))
     } else {
-        Input::Single {
+        Box::new(super::single::Single {
             decoded,
             codec,
             gzip,
             path: path.map(Path::to_path_buf),
-        }
+        })
     })
 }
 
@@ -240,6 +287,7 @@ fn open_stream(
 fn zip_behind_a_prefix(
     mut input: BufReader<impl Read + Send + 'static>,
     label: String,
+    note: Option<String>,
 ) -> anyhow::Result<Input> {
     use super::format::{ZIP_LOOK as MOST, ZipStart, zip_start};
     let mut ahead = Vec::new();
@@ -267,11 +315,8 @@ fn zip_behind_a_prefix(
         let why = anyhow::anyhow!("{label} is {}", super::format::not_readable(&ahead));
         return Err(super::format::unsupported(&label, why));
     }
-    Ok(Input::ZipStream {
-        input: Box::new(std::io::Cursor::new(ahead).chain(input)),
-        label,
-        note: None,
-    })
+    let input = Box::new(std::io::Cursor::new(ahead).chain(input));
+    Ok(zip_piped(input, label, note))
 }
 
 /// Returns its error once, then the end: an error met while peeking, in its place in the data.

@@ -4,12 +4,8 @@
 
 use std::path::Path;
 
-use anyhow::Context;
-
-#[cfg(not(all(feature = "zip", feature = "tar")))]
-use super::format::not_built;
 use super::input::{Input, open, open_reader};
-use super::listed::{Listed, ListedKind};
+use super::listed::Listed;
 use super::select::Chooser;
 use crate::error::{Error, ErrorKind};
 use crate::options::Selection;
@@ -113,132 +109,7 @@ fn list_input(
     let chooser = Chooser::new(selection)?;
     // Entries extract would refuse: failures of the listing too, so that both exit alike.
     let mut failures = Vec::new();
-    let read = match open()? {
-        Input::Zip { file } => {
-            zip_list(archive, file, &chooser, each, &mut failures)?;
-            Ok(())
-        }
-        #[cfg(all(feature = "s3", feature = "zip"))]
-        Input::ZipArriving(arriving) => {
-            zip_list(archive, arriving.finish()?, &chooser, each, &mut failures)?;
-            Ok(())
-        }
-        Input::Tar { decoded, label, .. } => {
-            tar_list(decoded, &label, &chooser, each, &mut failures)
-        }
-        Input::ZipStream { input, label, .. } => {
-            // Listed from its central directory, at its end: the stream is kept in a file
-            // first (never in memory), as bsdtar reads one that is not seekable.
-            let file =
-                super::input::spooled(input).with_context(|| format!("cannot read {label}"))?;
-            let name = Path::new(label.trim_matches('\''));
-            zip_list(name, file, &chooser, each, &mut failures)?;
-            Ok(())
-        }
-        #[cfg(feature = "image")]
-        Input::Image(reference) => {
-            // (Listing takes no options: the image of this machine's platform is listed.)
-            let opts = crate::options::Options::default();
-            super::image::list(&reference, &opts, &chooser, each, &mut failures)?;
-            Ok(())
-        }
-        Input::Single {
-            decoded,
-            codec,
-            gzip,
-            path,
-        } => {
-            super::single::refuse_choosing(archive, &chooser)?;
-            single_listed(decoded, codec, &gzip, archive, path.as_deref(), each)
-        }
-    };
-    if let Err(error) = read {
-        failures.push(error);
-    }
+    open()?.list(archive, &chooser, each, &mut failures)?;
     failures.extend(chooser.unmatched());
     Ok(failures)
-}
-
-/// A single compressed file, listed as `gzip -l` lists it: the one file it decompresses to, its
-/// name (as extract names it), the input's mode, the gzip header's mtime (else the input's),
-/// and its size, counted by decompressing it whole (gzip's own size field keeps only 32 bits);
-/// damage is a failure, after the line.
-fn single_listed(
-    mut decoded: Box<dyn std::io::Read + Send>,
-    codec: super::codec::Codec,
-    gzip: &super::codec::GzipHeader,
-    archive: &Path,
-    path: Option<&Path>,
-    each: &mut dyn FnMut(&Listed),
-) -> Result<(), Error> {
-    let name = super::single::file_name(None, gzip, path, codec)
-        .map_err(|e| Error::new(path.unwrap_or(archive), ErrorKind::Source, e))?;
-    let meta = path.and_then(|p| std::fs::metadata(p).ok());
-    let counted = std::io::copy(&mut decoded, &mut std::io::sink());
-    let (size, problem) = match &counted {
-        Ok(n) => (*n, None),
-        Err(e) => (0, Some(format!("damaged: {e}"))),
-    };
-    each(&Listed {
-        kind: ListedKind::File,
-        mode: meta.as_ref().map(crate::platform::mode_of),
-        size,
-        mtime: gzip
-            .mtime
-            .or_else(|| meta.as_ref().and_then(|m| m.modified().ok())),
-        uid: None,
-        gid: None,
-        user: String::new(),
-        group: String::new(),
-        name: name.to_string_lossy().into_owned(),
-        path: problem.is_none().then_some(name.clone()),
-        target: None,
-        fails: problem.is_some(),
-        problem,
-    });
-    counted.map(drop).map_err(|e| {
-        let label = match path {
-            Some(path) => path.display().to_string(),
-            None if archive == Path::new("-") => "standard input".into(),
-            None => archive.display().to_string(),
-        };
-        Error::new(
-            label,
-            ErrorKind::Source,
-            anyhow::Error::new(e).context(format!("the {} data is damaged", codec.name())),
-        )
-    })
-}
-
-#[cfg(feature = "zip")]
-use super::zip::list as zip_list;
-
-#[cfg(not(feature = "zip"))]
-fn zip_list(
-    archive: &Path,
-    _: std::fs::File,
-    _: &Chooser,
-    _: &mut dyn FnMut(&Listed),
-    _: &mut Vec<Error>,
-) -> anyhow::Result<()> {
-    let label = format!("'{}'", archive.display());
-    Err(not_built(&label, "zip", "zip"))
-}
-
-#[cfg(feature = "tar")]
-use super::tar::list as tar_list;
-
-#[cfg(not(feature = "tar"))]
-fn tar_list(
-    _: Box<dyn std::io::Read + Send>,
-    label: &str,
-    _: &Chooser,
-    _: &mut dyn FnMut(&Listed),
-    _: &mut Vec<Error>,
-) -> Result<(), Error> {
-    Err(Error::new(
-        label,
-        crate::error::ErrorKind::Source,
-        not_built(label, "tar", "tar"),
-    ))
 }

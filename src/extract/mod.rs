@@ -36,8 +36,6 @@ use crate::report::Report;
 use crate::report::RunError;
 #[cfg(fuzzing)]
 use codec::Codec;
-#[cfg(not(all(feature = "zip", feature = "tar")))]
-use format::not_built;
 use input::{Input, open};
 use select::Chooser;
 
@@ -164,73 +162,26 @@ fn read_any(
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
-    refuse_what_does_not_apply(&input, archive, opts, chooser)?;
-    match input {
-        Input::Zip { file } => zip_extract(archive, file, out, opts, chooser),
-        #[cfg(all(feature = "s3", feature = "zip"))]
-        Input::ZipArriving(arriving) => {
-            zip::extract_arriving(archive, arriving, out, opts, chooser)
-        }
-        Input::Tar {
-            decoded,
-            label,
-            verified,
-        } => tar_extract(decoded, &label, verified, out, opts, chooser),
-        Input::ZipStream { input, label, note } => {
-            let mut report = zip_stream_extract(input, &label, out, opts, chooser)?;
-            report.warnings.extend(note);
-            Ok(report)
-        }
-        #[cfg(feature = "image")]
-        Input::Image(reference) => image::extract(&reference, out, opts, chooser),
-        Input::Single {
-            decoded,
-            codec,
-            gzip,
-            path,
-        } => {
-            let name = single::file_name(opts.file_name.as_deref(), &gzip, path.as_deref(), codec)?;
-            // The gzip header's mtime, else the input file's; the input file's mode (`gzip -d`,
-            // `zstd -d` and `xz -d` keep both: a `chmod 600` secret stays 0600).
-            let meta = path.as_deref().and_then(|p| std::fs::metadata(p).ok());
-            let mtime = gzip
-                .mtime
-                .or_else(|| meta.as_ref().and_then(|m| m.modified().ok()));
-            let mode = meta.as_ref().map(crate::platform::mode_of);
-            single::extract(decoded, &name, mtime, mode, out, opts)
-        }
-    }
+    input.refuse(archive, opts, chooser)?;
+    input.extract(archive, out, opts, chooser)
 }
 
-/// What applies to one kind of input only is refused with the others, before anything is
-/// written, rather than ignored: `file_name` with an archive, a selection with a single
-/// compressed file.
-fn refuse_what_does_not_apply(
-    input: &Input,
-    archive: &Path,
-    opts: &Options,
-    chooser: &Chooser,
-) -> anyhow::Result<()> {
-    let kind = match input {
-        Input::Zip { .. } | Input::ZipStream { .. } => "a zip archive",
-        #[cfg(all(feature = "s3", feature = "zip"))]
-        Input::ZipArriving(_) => "a zip archive",
-        Input::Tar { .. } => "a tar archive",
-        #[cfg(feature = "image")]
-        Input::Image(_) => "an image",
-        Input::Single { .. } => return single::refuse_choosing(archive, chooser),
-    };
-    #[cfg(feature = "image")]
-    let is_image = matches!(input, Input::Image(_));
-    #[cfg(not(feature = "image"))]
-    let is_image = false;
-    if !is_image && (opts.platform.is_some() || opts.insecure_registry) {
+/// `--platform` and `--insecure-registry` choose an image: with any other `kind` of input they
+/// are refused, before anything is written, rather than ignored.
+fn refuse_image_options(kind: &str, archive: &Path, opts: &Options) -> anyhow::Result<()> {
+    if opts.platform.is_some() || opts.insecure_registry {
         let why = anyhow::anyhow!(
             "--platform and --insecure-registry choose an image, and '{}' is {kind}: refused",
             archive.display()
         );
         return Err(Error::named(archive, ErrorKind::Invalid, why).into());
     }
+    Ok(())
+}
+
+/// [`Options::file_name`] names what a single compressed file decompresses to: with any other
+/// `kind` of input it is refused.
+fn refuse_file_name(kind: &str, archive: &Path, opts: &Options) -> anyhow::Result<()> {
     if opts.file_name.is_some() {
         let why = anyhow::anyhow!(
             "{} names the file a single compressed file decompresses to, and '{}' is {kind}: refused",
@@ -240,50 +191,6 @@ fn refuse_what_does_not_apply(
         return Err(Error::named(archive, ErrorKind::Invalid, why).into());
     }
     Ok(())
-}
-
-// Each format's source, or the reason this build has none (its cargo feature is off).
-
-#[cfg(feature = "zip")]
-use zip::extract as zip_extract;
-#[cfg(feature = "zip")]
-use zip::stream::extract as zip_stream_extract;
-
-#[cfg(not(feature = "zip"))]
-fn zip_extract(
-    archive: &Path,
-    _: std::fs::File,
-    _: &Destination,
-    _: &Options,
-    _: &Chooser,
-) -> anyhow::Result<Report> {
-    Err(not_built(&format!("'{}'", archive.display()), "zip", "zip"))
-}
-
-#[cfg(not(feature = "zip"))]
-fn zip_stream_extract(
-    _: Box<dyn std::io::BufRead + Send>,
-    label: &str,
-    _: &Destination,
-    _: &Options,
-    _: &Chooser,
-) -> anyhow::Result<Report> {
-    Err(not_built(label, "zip", "zip"))
-}
-
-#[cfg(feature = "tar")]
-use tar::extract as tar_extract;
-
-#[cfg(not(feature = "tar"))]
-fn tar_extract(
-    _: Box<dyn std::io::Read + Send>,
-    label: &str,
-    _: Option<codec::Verified>,
-    _: &Destination,
-    _: &Options,
-    _: &Chooser,
-) -> anyhow::Result<Report> {
-    Err(not_built(label, "tar", "tar"))
 }
 
 /// A tar reader over `input`, decoded by `codec` if there is one (for the fuzz targets).

@@ -10,8 +10,8 @@ use std::io;
 use std::path::Path;
 use std::time::Instant;
 
-use super::give::{Each, Output, give_unsized, is_output};
-use super::input::{Input, open};
+use super::give::{Each, Output};
+use super::input::open;
 use super::select::Chooser;
 use crate::error::{Error, ErrorKind};
 use crate::options::Options;
@@ -57,52 +57,8 @@ fn read_any(archive: &Path, opts: &Options, each: &mut Each<'_>) -> anyhow::Resu
     let start = Instant::now();
     let chooser = Chooser::new(&opts.select)?;
     let input = open(archive)?;
-    super::refuse_what_does_not_apply(&input, archive, opts, &chooser)?;
-    let mut report = match input {
-        Input::Zip { file } => zip_read(archive, file, opts, &chooser, each)?,
-        #[cfg(all(feature = "s3", feature = "zip"))]
-        Input::ZipArriving(arriving) => {
-            zip_read(archive, arriving.finish()?, opts, &chooser, each)?
-        }
-        Input::Tar { decoded, label, .. } => tar_read(decoded, &label, opts, &chooser, each)?,
-        #[cfg(feature = "image")]
-        Input::Image(reference) => super::image::read_files(&reference, opts, &chooser, each)?,
-        Input::ZipStream { input, label, .. } => {
-            // Read from its central directory, at its end: kept in a temporary file first.
-            let file = super::input::spooled(input)
-                .map_err(|e| anyhow::Error::new(e).context(format!("cannot read {label}")))?;
-            zip_read(
-                Path::new(label.trim_matches('\'')),
-                file,
-                opts,
-                &chooser,
-                each,
-            )?
-        }
-        Input::Single {
-            decoded,
-            codec,
-            gzip,
-            path,
-        } => {
-            let name =
-                super::single::file_name(opts.file_name.as_deref(), &gzip, path.as_deref(), codec)?;
-            let name = name.to_string_lossy().into_owned();
-            let mut report = Report::default();
-            let mut decoded = decoded;
-            match give_unsized(&name, &mut decoded, each) {
-                Ok(n) => {
-                    report.files = 1;
-                    report.bytes = n;
-                }
-                Err(error) if is_output(&error) => return Err(error),
-                Err(error) => report
-                    .failures
-                    .push(Error::new(name, ErrorKind::Source, error)),
-            }
-            report
-        }
-    };
+    input.refuse(archive, opts, &chooser)?;
+    let mut report = input.read(archive, opts, &chooser, each)?;
     report.warnings.extend(chooser.warnings());
     if !opts.cancel.is_cancelled() {
         report.failures.extend(chooser.unmatched());
@@ -117,35 +73,4 @@ pub fn output_error(error: &RunError) -> Option<&io::Error> {
         RunError::Output(error) => Some(error),
         _ => None,
     }
-}
-
-// Each format's reader, or the reason this build has none.
-
-#[cfg(feature = "zip")]
-use super::zip::read_files as zip_read;
-
-#[cfg(not(feature = "zip"))]
-fn zip_read(
-    archive: &Path,
-    _: std::fs::File,
-    _: &Options,
-    _: &Chooser,
-    _: &mut Each<'_>,
-) -> anyhow::Result<Report> {
-    let label = format!("'{}'", archive.display());
-    Err(super::format::not_built(&label, "zip", "zip"))
-}
-
-#[cfg(feature = "tar")]
-use super::tar::read_files as tar_read;
-
-#[cfg(not(feature = "tar"))]
-fn tar_read(
-    _: Box<dyn io::Read + Send>,
-    label: &str,
-    _: &Options,
-    _: &Chooser,
-    _: &mut Each<'_>,
-) -> anyhow::Result<Report> {
-    Err(super::format::not_built(label, "tar", "tar"))
 }

@@ -14,18 +14,112 @@ use std::time::SystemTime;
 use anyhow::{anyhow, bail};
 
 use super::codec::{Codec, GzipHeader};
+use super::give::{Each, give_unsized, is_output};
+use super::input::Source;
+use super::listed::{Listed, ListedKind};
+use super::select::Chooser;
 use crate::engine::{self, Destination, Writer};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
 use crate::plan::{Entry, EntryKind};
 use crate::report::Report;
 
+/// A single compressed file, opened: `decoded` yields what it holds, `gzip` its gzip header's
+/// name and mtime (if any), `path` the input's path (`None`: a stream).
+pub(super) struct Single {
+    pub decoded: Box<dyn Read + Send>,
+    pub codec: Codec,
+    pub gzip: GzipHeader,
+    pub path: Option<PathBuf>,
+}
+
+impl Source for Single {
+    fn kind(&self) -> &'static str {
+        "a single compressed file"
+    }
+
+    fn refuse(&self, archive: &Path, opts: &Options, chooser: &Chooser) -> anyhow::Result<()> {
+        refuse_choosing(archive, chooser)?;
+        super::refuse_image_options(self.kind(), archive, opts)
+    }
+
+    fn extract(
+        self: Box<Self>,
+        _: &Path,
+        out: &Destination,
+        opts: &Options,
+        _: &Chooser,
+    ) -> anyhow::Result<Report> {
+        let Single {
+            decoded,
+            codec,
+            gzip,
+            path,
+        } = *self;
+        let name = file_name(opts.file_name.as_deref(), &gzip, path.as_deref(), codec)?;
+        // The gzip header's mtime, else the input file's; the input file's mode (`gzip -d`,
+        // `zstd -d` and `xz -d` keep both: a `chmod 600` secret stays 0600).
+        let meta = path.as_deref().and_then(|p| std::fs::metadata(p).ok());
+        let mtime = gzip
+            .mtime
+            .or_else(|| meta.as_ref().and_then(|m| m.modified().ok()));
+        let mode = meta.as_ref().map(crate::platform::mode_of);
+        extract(decoded, &name, mtime, mode, out, opts)
+    }
+
+    fn list(
+        self: Box<Self>,
+        archive: &Path,
+        chooser: &Chooser,
+        each: &mut dyn FnMut(&Listed),
+        failures: &mut Vec<Error>,
+    ) -> anyhow::Result<()> {
+        refuse_choosing(archive, chooser)?;
+        let Single {
+            decoded,
+            codec,
+            gzip,
+            path,
+        } = *self;
+        if let Err(error) = listed(decoded, codec, &gzip, archive, path.as_deref(), each) {
+            failures.push(error);
+        }
+        Ok(())
+    }
+
+    fn read(
+        self: Box<Self>,
+        _: &Path,
+        opts: &Options,
+        _: &Chooser,
+        each: &mut Each<'_>,
+    ) -> anyhow::Result<Report> {
+        let Single {
+            mut decoded,
+            codec,
+            gzip,
+            path,
+        } = *self;
+        let name = file_name(opts.file_name.as_deref(), &gzip, path.as_deref(), codec)?;
+        let name = name.to_string_lossy().into_owned();
+        let mut report = Report::default();
+        match give_unsized(&name, &mut decoded, each) {
+            Ok(n) => {
+                report.files = 1;
+                report.bytes = n;
+            }
+            Err(error) if is_output(&error) => return Err(error),
+            Err(error) => report
+                .failures
+                .push(Error::new(name, ErrorKind::Source, error)),
+        }
+        Ok(report)
+    }
+}
+
 /// A single compressed file holds one file and no entries: patterns, excludes and
 /// components to strip do not apply, and are refused rather than ignored.
-pub(super) fn refuse_choosing(
-    input: &Path,
-    chooser: &super::select::Chooser,
-) -> anyhow::Result<()> {
+pub(super) fn refuse_choosing(input: &Path, chooser: &Chooser) -> anyhow::Result<()> {
     if chooser.chooses() {
         let why = anyhow!(
             "'{}' is a single compressed file, which holds one file and no entries to choose from: patterns, {} and {} do not apply (refused)",
@@ -180,6 +274,57 @@ pub(super) fn over_the_cap(path: impl Into<PathBuf>, max: u64) -> Error {
         Setting::MaxOutput
     );
     Error::new(path, ErrorKind::Limit, error)
+}
+
+/// A single compressed file, listed as `gzip -l` lists it: the one file it decompresses to, its
+/// name (as extract names it), the input's mode, the gzip header's mtime (else the input's),
+/// and its size, counted by decompressing it whole (gzip's own size field keeps only 32 bits);
+/// damage is a failure, after the line.
+fn listed(
+    mut decoded: Box<dyn Read + Send>,
+    codec: Codec,
+    gzip: &GzipHeader,
+    archive: &Path,
+    path: Option<&Path>,
+    each: &mut dyn FnMut(&Listed),
+) -> Result<(), Error> {
+    let name = file_name(None, gzip, path, codec)
+        .map_err(|e| Error::new(path.unwrap_or(archive), ErrorKind::Source, e))?;
+    let meta = path.and_then(|p| std::fs::metadata(p).ok());
+    let counted = std::io::copy(&mut decoded, &mut std::io::sink());
+    let (size, problem) = match &counted {
+        Ok(n) => (*n, None),
+        Err(e) => (0, Some(format!("damaged: {e}"))),
+    };
+    each(&Listed {
+        kind: ListedKind::File,
+        mode: meta.as_ref().map(crate::platform::mode_of),
+        size,
+        mtime: gzip
+            .mtime
+            .or_else(|| meta.as_ref().and_then(|m| m.modified().ok())),
+        uid: None,
+        gid: None,
+        user: String::new(),
+        group: String::new(),
+        name: name.to_string_lossy().into_owned(),
+        path: problem.is_none().then_some(name.clone()),
+        target: None,
+        fails: problem.is_some(),
+        problem,
+    });
+    counted.map(drop).map_err(|e| {
+        let label = match path {
+            Some(path) => path.display().to_string(),
+            None if archive == Path::new("-") => "standard input".into(),
+            None => archive.display().to_string(),
+        };
+        Error::new(
+            label,
+            ErrorKind::Source,
+            anyhow::Error::new(e).context(format!("the {} data is damaged", codec.name())),
+        )
+    })
 }
 
 #[cfg(test)]

@@ -49,7 +49,15 @@ pub fn run_tests(mut tests: Vec<(&'static str, fn())>) -> ! {
         .into_iter()
         .map(|(name, test)| {
             libtest_mimic::Trial::ignorable_test(name, move || {
-                match std::panic::catch_unwind(test) {
+                // What the suite's time goes to is said in CI's log: each test of over
+                // SLOW_TEST, with its time.
+                let start = std::time::Instant::now();
+                let outcome = std::panic::catch_unwind(test);
+                let took = start.elapsed();
+                if took >= SLOW_TEST {
+                    eprintln!("slow test: {name} took {:.1} s", took.as_secs_f64());
+                }
+                match outcome {
                     Ok(()) => Ok(libtest_mimic::Completion::Completed),
                     Err(payload) => match payload.downcast::<Unmet>() {
                         Ok(unmet) if in_ci() => Err(format!(
@@ -66,6 +74,9 @@ pub fn run_tests(mut tests: Vec<(&'static str, fn())>) -> ! {
         .collect();
     libtest_mimic::run(&args, trials).exit()
 }
+
+/// A test that takes this long or longer is named in the run's output, with its time.
+const SLOW_TEST: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Set, [`run_tests`] adds a test named `harness_probe` whose prerequisite is never met, so
 /// that a test can check how the harness reports it.

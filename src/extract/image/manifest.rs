@@ -63,6 +63,26 @@ impl Platform {
         }
     }
 
+    /// The platform a JSON object says (`os`, `architecture`, `variant`): an index's
+    /// descriptor's `platform`, or an image's config.
+    fn of(value: &Value) -> Platform {
+        let field = |key: &str| {
+            value
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        Platform {
+            os: field("os"),
+            architecture: field("architecture"),
+            variant: value
+                .get("variant")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        }
+    }
+
     /// This machine's, named as images name it (Go's `GOOS/GOARCH`).
     pub(super) fn here() -> Platform {
         let architecture = match std::env::consts::ARCH {
@@ -86,7 +106,7 @@ impl Platform {
 
     /// Whether an image of platform `image` is one for `self`: the same OS and architecture,
     /// and the variant when both say one (`arm64` images often say `v8`, often nothing).
-    fn takes(&self, image: &Platform) -> bool {
+    pub(super) fn takes(&self, image: &Platform) -> bool {
         self.os == image.os
             && self.architecture == image.architecture
             && match (&self.variant, &image.variant) {
@@ -117,14 +137,7 @@ fn descriptor(value: &Value) -> anyhow::Result<Descriptor> {
         .get("size")
         .and_then(Value::as_u64)
         .ok_or_else(|| anyhow!("the descriptor of {digest} has no size"))?;
-    let platform = value.get("platform").map(|p| {
-        let field = |key: &str| p.get(key).and_then(Value::as_str).unwrap_or("").to_string();
-        Platform {
-            os: field("os"),
-            architecture: field("architecture"),
-            variant: p.get("variant").and_then(Value::as_str).map(str::to_string),
-        }
-    });
+    let platform = value.get("platform").map(Platform::of);
     let ref_name = value
         .get("annotations")
         .and_then(|a| a.get("org.opencontainers.image.ref.name"))
@@ -206,6 +219,13 @@ pub(super) fn diff_ids(config: &[u8]) -> anyhow::Result<Vec<String>> {
                 .ok_or_else(|| anyhow!("a diff_id of the config is not a string"))
         })
         .collect()
+}
+
+/// The platform an image's config says it is for (`None`: it says none).
+pub(super) fn config_platform(config: &[u8]) -> Option<Platform> {
+    let value: Value = serde_json::from_slice(config).ok()?;
+    let platform = Platform::of(&value);
+    (!platform.os.is_empty() && !platform.architecture.is_empty()).then_some(platform)
 }
 
 /// The manifest of an index that serves `platform`; the error lists the platforms it has.

@@ -140,6 +140,7 @@ impl Reference {
                 return Err(crate::extract::format::not_built(
                     &format!("'{text}'"),
                     "an image in a registry",
+                    "images from registries",
                     "http",
                 ));
             }
@@ -202,6 +203,7 @@ fn open(reference: &Reference, opts: &Options) -> anyhow::Result<Opened> {
             (Box::new(registry), document)
         }
     };
+    let chose = matches!(top, Document::Index(_));
     let manifest = match top {
         Document::Manifest(manifest) => manifest,
         Document::Index(manifests) => {
@@ -221,6 +223,14 @@ fn open(reference: &Reference, opts: &Options) -> anyhow::Result<Opened> {
     let config = blobs
         .fetch(&manifest.config)
         .context("cannot read the image's config")?;
+    // An image of one platform (no index to choose from) is taken as it is, as umoci and
+    // crane take it; but one a platform was asked for must be that platform's, as podman
+    // requires.
+    if let (false, Some(_), Some(is)) = (chose, &opts.platform, manifest::config_platform(&config))
+        && !platform.takes(&is)
+    {
+        bail!("the image is for {is}, not {platform} (--platform)");
+    }
     let diff_ids = manifest::diff_ids(&config)?;
     if diff_ids.len() != manifest.layers.len() {
         bail!(
@@ -496,8 +506,52 @@ fn merged(
     Ok((layers, merged))
 }
 
+/// An image, named: its layers applied as a root filesystem.
+pub(super) struct Image(pub Reference);
+
+impl super::input::Source for Image {
+    fn kind(&self) -> &'static str {
+        "an image"
+    }
+
+    fn refuse(&self, archive: &Path, opts: &Options, _: &Chooser) -> anyhow::Result<()> {
+        super::refuse_file_name(self.kind(), archive, opts)
+    }
+
+    fn extract(
+        self: Box<Self>,
+        _: &Path,
+        out: &Destination,
+        opts: &Options,
+        chooser: &Chooser,
+    ) -> anyhow::Result<Report> {
+        extract(&self.0, out, opts, chooser)
+    }
+
+    fn list(
+        self: Box<Self>,
+        _: &Path,
+        chooser: &Chooser,
+        each: &mut dyn FnMut(&Listed),
+        failures: &mut Vec<Error>,
+    ) -> anyhow::Result<()> {
+        // (Listing takes no options: the image of this machine's platform is listed.)
+        list(&self.0, &Options::default(), chooser, each, failures)
+    }
+
+    fn read(
+        self: Box<Self>,
+        _: &Path,
+        opts: &Options,
+        chooser: &Chooser,
+        each: &mut super::give::Each<'_>,
+    ) -> anyhow::Result<Report> {
+        read_files(&self.0, opts, chooser, each)
+    }
+}
+
 /// Applies the image `reference` names into `out`.
-pub(super) fn extract(
+fn extract(
     reference: &Reference,
     out: &Destination,
     opts: &Options,
@@ -547,7 +601,7 @@ pub(super) fn extract(
 
 /// Lists the tree the image `reference` names would make, in path order: what `extract`
 /// writes, each final path once.
-pub(super) fn list(
+fn list(
     reference: &Reference,
     opts: &Options,
     chooser: &Chooser,
@@ -607,7 +661,7 @@ pub(super) fn list(
 
 /// Reads every final file of the image `reference` names, in path order, each layer checked
 /// against its digests first: what `fastwrite test` and `tar -xO` do with an archive.
-pub(super) fn read_files(
+fn read_files(
     reference: &Reference,
     opts: &Options,
     chooser: &Chooser,

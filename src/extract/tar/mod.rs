@@ -36,15 +36,62 @@ mod pax;
 mod reader;
 
 use checks::{Checker, Owners};
-pub(super) use list::list;
+use list::list;
 #[cfg(feature = "image")]
 pub(super) use reader::Kind;
 pub(super) use reader::Reader;
 
+/// A tar, opened: `decoded` is its stream (decompressed if it was compressed), `label` names
+/// it in messages, `verified` follows the decompressor's checks (`None`: a plain tar).
+pub(super) struct Archive {
+    pub decoded: Box<dyn Read + Send>,
+    pub label: String,
+    pub verified: Option<codec::Verified>,
+}
+
+impl super::input::Source for Archive {
+    fn kind(&self) -> &'static str {
+        "a tar archive"
+    }
+
+    fn extract(
+        self: Box<Self>,
+        _: &std::path::Path,
+        out: &Destination,
+        opts: &Options,
+        chooser: &Chooser,
+    ) -> anyhow::Result<Report> {
+        extract(self.decoded, &self.label, self.verified, out, opts, chooser)
+    }
+
+    fn list(
+        self: Box<Self>,
+        _: &std::path::Path,
+        chooser: &Chooser,
+        each: &mut dyn FnMut(&super::listed::Listed),
+        failures: &mut Vec<Error>,
+    ) -> anyhow::Result<()> {
+        if let Err(error) = list(self.decoded, &self.label, chooser, each, failures) {
+            failures.push(error);
+        }
+        Ok(())
+    }
+
+    fn read(
+        self: Box<Self>,
+        _: &std::path::Path,
+        opts: &Options,
+        chooser: &Chooser,
+        each: &mut super::give::Each<'_>,
+    ) -> anyhow::Result<Report> {
+        read_files(self.decoded, &self.label, opts, chooser, each)
+    }
+}
+
 /// Extracts the tar stream `decoded` (`label` names it in messages) into `out`. `verified`
 /// follows the decompressor's checks, for a compressed tar: what was written from data that
 /// then fails its check is taken back (see [`Stream::settle`]).
-pub(super) fn extract(
+fn extract(
     decoded: Box<dyn Read + Send + '_>,
     label: &str,
     verified: Option<codec::Verified>,
@@ -108,7 +155,7 @@ fn broken(label: &str, last_name: Option<String>, error: anyhow::Error, then: &s
 /// Reads the tar stream's files in order without writing them (see
 /// [`crate::extract::read::read_files`]): the same checks as extraction, each file's content to
 /// `each`. A broken stream is a failure of the archive (`label`), after the files before it.
-pub(super) fn read_files(
+fn read_files(
     decoded: Box<dyn Read + Send + '_>,
     label: &str,
     opts: &Options,

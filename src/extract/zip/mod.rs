@@ -157,8 +157,90 @@ fn open_archive(bytes: &[u8]) -> Result<Archive<'_>, Unreadable> {
     })
 }
 
+/// A zip in a file, opened: read from its end.
+pub(super) struct InFile(pub File);
+
+impl super::input::Source for InFile {
+    fn kind(&self) -> &'static str {
+        "a zip archive"
+    }
+
+    fn extract(
+        self: Box<Self>,
+        archive: &Path,
+        out: &Destination,
+        opts: &Options,
+        chooser: &Chooser,
+    ) -> anyhow::Result<Report> {
+        extract(archive, self.0, out, opts, chooser)
+    }
+
+    fn list(
+        self: Box<Self>,
+        archive: &Path,
+        chooser: &Chooser,
+        each: &mut dyn FnMut(&Listed),
+        failures: &mut Vec<Error>,
+    ) -> anyhow::Result<()> {
+        list(archive, self.0, chooser, each, failures)
+    }
+
+    fn read(
+        self: Box<Self>,
+        archive: &Path,
+        opts: &Options,
+        chooser: &Chooser,
+        each: &mut super::give::Each<'_>,
+    ) -> anyhow::Result<Report> {
+        read_files(archive, self.0, opts, chooser, each)
+    }
+}
+
+/// A zip in a bucket or at a URL, still arriving: extraction plans it from its central
+/// directory and writes each entry as its bytes come ([`extract_arriving`]); listing and
+/// reading wait for its last byte and read it as a zip in a file.
+#[cfg(feature = "s3")]
+pub(super) struct Arriving(pub super::remote::Arriving);
+
+#[cfg(feature = "s3")]
+impl super::input::Source for Arriving {
+    fn kind(&self) -> &'static str {
+        "a zip archive"
+    }
+
+    fn extract(
+        self: Box<Self>,
+        archive: &Path,
+        out: &Destination,
+        opts: &Options,
+        chooser: &Chooser,
+    ) -> anyhow::Result<Report> {
+        extract_arriving(archive, self.0, out, opts, chooser)
+    }
+
+    fn list(
+        self: Box<Self>,
+        archive: &Path,
+        chooser: &Chooser,
+        each: &mut dyn FnMut(&Listed),
+        failures: &mut Vec<Error>,
+    ) -> anyhow::Result<()> {
+        list(archive, self.0.finish()?, chooser, each, failures)
+    }
+
+    fn read(
+        self: Box<Self>,
+        archive: &Path,
+        opts: &Options,
+        chooser: &Chooser,
+        each: &mut super::give::Each<'_>,
+    ) -> anyhow::Result<Report> {
+        read_files(archive, self.0.finish()?, opts, chooser, each)
+    }
+}
+
 /// Extracts the zip `file` (named `path` in messages) into `out`.
-pub(super) fn extract(
+fn extract(
     path: &Path,
     file: File,
     out: &Destination,
@@ -176,7 +258,7 @@ pub(super) fn extract(
 /// planned so (see [`arrives_plannable`]) waits for its last byte and is extracted as a local
 /// one.
 #[cfg(feature = "s3")]
-pub(super) fn extract_arriving(
+fn extract_arriving(
     path: &Path,
     arriving: super::remote::Arriving,
     out: &Destination,
@@ -426,7 +508,7 @@ impl<'a> Work<'a> {
 /// Reads the zip `file`'s files in the archive's order without writing them (see
 /// [`crate::extract::read::read_files`]): the same plan and checks as [`extract`], each file's
 /// content to `each`, then read to its end so that its CRC-32 is checked whatever `each` read.
-pub(super) fn read_files(
+fn read_files(
     path: &Path,
     file: File,
     opts: &Options,
@@ -508,7 +590,7 @@ fn open_entry<'b, 'a>(
 /// extracting it would do (the same plan and checks as [`extract`]); each entry extract would
 /// refuse is also a failure in `refused`. `Err` for a zip refused whole (overlapping entries,
 /// an unreadable central directory) is an `anyhow` error: nothing is listed then.
-pub(super) fn list(
+fn list(
     path: &Path,
     file: File,
     chooser: &Chooser,

@@ -127,8 +127,67 @@ struct Reading {
     between: u64,
 }
 
+/// A zip from a pipe, opened: extracted as it streams, by its local headers; listed and read
+/// from its central directory, at its end, kept in a temporary file first (never in memory),
+/// as bsdtar reads one that is not seekable. `note` goes to the run's report (why a zip that
+/// has a central directory is read without it).
+pub(in crate::extract) struct Piped {
+    pub input: Box<dyn BufRead + Send>,
+    pub label: String,
+    pub note: Option<String>,
+}
+
+impl Piped {
+    /// The stream, kept in a temporary file, and the name messages give it.
+    fn spooled(self) -> anyhow::Result<(PathBuf, std::fs::File)> {
+        let file = super::super::input::spooled(self.input)
+            .with_context(|| format!("cannot read {}", self.label))?;
+        Ok((PathBuf::from(self.label.trim_matches('\'')), file))
+    }
+}
+
+impl super::super::input::Source for Piped {
+    fn kind(&self) -> &'static str {
+        "a zip archive"
+    }
+
+    fn extract(
+        self: Box<Self>,
+        _: &Path,
+        out: &Destination,
+        opts: &Options,
+        chooser: &Chooser,
+    ) -> anyhow::Result<Report> {
+        let mut report = extract(self.input, &self.label, out, opts, chooser)?;
+        report.warnings.extend(self.note);
+        Ok(report)
+    }
+
+    fn list(
+        self: Box<Self>,
+        _: &Path,
+        chooser: &Chooser,
+        each: &mut dyn FnMut(&super::super::listed::Listed),
+        failures: &mut Vec<Error>,
+    ) -> anyhow::Result<()> {
+        let (name, file) = self.spooled()?;
+        super::list(&name, file, chooser, each, failures)
+    }
+
+    fn read(
+        self: Box<Self>,
+        _: &Path,
+        opts: &Options,
+        chooser: &Chooser,
+        each: &mut super::super::give::Each<'_>,
+    ) -> anyhow::Result<Report> {
+        let (name, file) = self.spooled()?;
+        super::read_files(&name, file, opts, chooser, each)
+    }
+}
+
 /// Extracts a zip stream into `out`.
-pub(in crate::extract) fn extract(
+fn extract(
     mut input: Box<dyn BufRead + Send + '_>,
     label: &str,
     out: &Destination,
