@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
 """Container images applied as a root filesystem: fastwrite against the tools people use for it.
 
-    benches/image.py [-n ROUNDS] [--delays 0,20] [--tools a,b,...] [--work DIR]
+    benches/image.py [-n ROUNDS] [--image debian|local] [--delays 0,20] [--tools a,b,...] [--work DIR]
 
-The image (built once into WORK/layout by lab/image.py, tag `bench`): five gzip layers made of
-this machine's own trees, as an image's layers would be: /usr/share/doc, /usr/lib/python3,
-/usr/share/locale, /usr/lib/python3.11, and a changes layer (whiteouts of a file and a folder
-of the layers below, a folder made opaque, hard links to files of lower layers, a file whited
-out and written again). Pushed to a registry on this machine (`crane registry serve`), reached
-through lab/delay-proxy.go holding every chunk DELAY ms each way (compiled once, with Go).
+The image (built once into WORK/IMAGE/layout by lab/image.py, tag `bench`), gzip layers:
+  debian (the default; issue 52's bench image): a Debian minbase made by debootstrap from
+    Debian's packages (bookworm, with python3; as root, once, into WORK/debian/rootfs), its
+    CPython standard library (/usr/lib/python3.11, byte-compiled) as a layer of its own,
+    site-packages of nine large wheels from PyPI (pip install --target, pinned: WHEELS below;
+    numpy, pandas, scipy, matplotlib, scikit-learn, sympy, pyarrow, plotly, botocore), and a changes
+    layer: folders made opaque, a folder and files whited out, hard links to files of lower
+    layers, a file whited out and written again.
+  local: five layers of this machine's own trees (/usr/share/doc, /usr/lib/python3,
+    /usr/share/locale, /usr/lib/python3.11) and a smaller changes layer; nothing downloaded.
+Pushed to a registry on this machine (`crane registry serve`), reached through
+lab/delay-proxy.go holding every chunk DELAY ms each way (compiled once, with Go).
 
 Tools, each run into a fresh folder (WORK/out/DELAY-ROUND-TOOL; nothing is deleted during the
 bench), round-robin, each round starting one tool further on:
@@ -58,10 +64,58 @@ def wait_port(port, seconds=30):
     sys.exit(f"nothing listens on {port}")
 
 
-def build_image(work):
-    layout = os.path.join(work, "layout")
-    if os.path.exists(os.path.join(layout, "index.json")):
-        return layout
+# Issue 52's bench image: Debian's minbase and its CPython, and these wheels' trees.
+SUITE, MIRROR = "bookworm", "http://deb.debian.org/debian"
+WHEELS = ["numpy==2.3.5", "pandas==2.3.3", "scipy==1.16.3", "matplotlib==3.10.7",
+          "scikit-learn==1.7.2", "sympy==1.14.0", "pyarrow==22.0.0", "plotly==5.24.1",
+          "botocore==1.43.11"]
+STDLIB = "usr/lib/python3.11"
+SITE = "usr/local/lib/python3.11/dist-packages"
+
+
+def debian_layers(work):
+    """The debian image's layers (lab/image.py's spec), its trees made once under WORK/debian."""
+    rootfs = os.path.join(work, "rootfs")
+    if not os.path.exists(os.path.join(rootfs, "usr/bin/python3")):
+        shutil.rmtree(rootfs, ignore_errors=True)
+        subprocess.run(["timeout", "1800", "debootstrap", "--variant=minbase", "--include=python3",
+                        SUITE, rootfs, MIRROR], check=True, stdout=subprocess.DEVNULL)
+        # Its bytecode, as an image's Python holds it once it has run.
+        subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(rootfs, STDLIB)])
+    site = os.path.join(work, "site-packages")
+    if not os.path.exists(os.path.join(site, "botocore")):
+        shutil.rmtree(site, ignore_errors=True)
+        # (Byte-compiled, as pip installs them.)
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                        "--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp",
+                        "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux2014_x86_64",
+                        "--target", site] + WHEELS, check=True)
+    changes = [
+        # Slimmed as images are: docs and apt's lists emptied (opaque), manuals gone (a
+        # folder whited out), a test package of the standard library gone.
+        {"path": "usr/share/doc/.wh..wh..opq", "data": ""},
+        {"path": "usr/share/doc/README", "data": "documentation removed"},
+        {"path": "var/lib/apt/lists/.wh..wh..opq", "data": ""},
+        {"path": "usr/share/.wh.man", "data": ""},
+        {"path": f"{STDLIB}/.wh.pydoc_data", "data": ""},
+        # Hard links to files of lower layers.
+        {"path": "usr/local/bin", "type": "dir"},
+        {"path": "usr/local/bin/python", "type": "hardlink", "link": "usr/bin/python3.11"},
+        {"path": "usr/local/bin/f2py-numpy", "type": "hardlink", "link": f"{SITE}/numpy/__init__.py"},
+        # A file whited out and written again in one layer: the new one stays.
+        {"path": "etc/.wh.motd", "data": ""},
+        {"path": "etc/motd", "data": "written again"},
+    ]
+    return [
+        {"dir": rootfs, "skip": [STDLIB]},
+        {"dir": os.path.join(rootfs, STDLIB), "prefix": STDLIB},
+        {"dir": site, "prefix": SITE},
+        changes,
+    ]
+
+
+def local_layers():
+    """The local image's layers, of this machine's trees."""
     changes = [
         {"path": "changes", "type": "dir"},
         {"path": "changes/note", "data": "changes layer"},
@@ -73,12 +127,23 @@ def build_image(work):
         {"path": ".wh.copyright", "data": ""},
         {"path": "copyright", "data": "written again"},
     ]
-    spec = {"layers": [{"dir": d} for d in TREES] + [changes]}
+    return [{"dir": d} for d in TREES] + [changes]
+
+
+def build_image(work, image):
+    """The image's layout (built once): WORK/IMAGE/layout, tag bench; and its layer count."""
+    work = os.path.join(work, image)
+    layout = os.path.join(work, "layout")
+    os.makedirs(work, exist_ok=True)
+    layers = debian_layers(work) if image == "debian" else local_layers()
+    if os.path.exists(os.path.join(layout, "index.json")):
+        return layout, len(layers)
+    spec = {"layers": layers}
     spec_file = os.path.join(work, "spec.json")
     with open(spec_file, "w") as f:
         json.dump(spec, f)
     subprocess.run([sys.executable, os.path.join(REPO, "lab/image.py"), spec_file, layout, "--tag", "bench"], check=True)
-    return layout
+    return layout, len(layers)
 
 
 def count(root):
@@ -111,13 +176,14 @@ def main():
     global ARGS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("-n", type=int, default=3)
+    parser.add_argument("--image", choices=["debian", "local"], default="debian")
     parser.add_argument("--delays", default="0,20")
     parser.add_argument("--tools", default="fastwrite-layout,umoci-layout,fastwrite,skopeo+umoci,crane|tar")
     parser.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/var/tmp"), "fastwrite-image-bench"))
     ARGS = parser.parse_args()
     work = ARGS.work
     os.makedirs(os.path.join(work, "out"), exist_ok=True)
-    layout = build_image(work)
+    layout, layers = build_image(work, ARGS.image)
     proxy_bin = os.path.join(work, "delay-proxy")
     if not os.path.exists(proxy_bin):
         subprocess.run(["go", "build", "-o", proxy_bin, os.path.join(REPO, "lab/delay-proxy.go")], check=True)
@@ -129,12 +195,12 @@ def main():
         wait_port(registry_port)
         subprocess.run(["crane", "push", "--insecure", layout, f"localhost:{registry_port}/bench:v1"],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        reference = os.path.join(work, "out", "reference")
+        reference = os.path.join(work, "out", f"reference-{ARGS.image}")
         if not os.path.exists(reference):
             subprocess.run(["umoci", "unpack", "--image", f"{layout}:bench", reference], check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         expected = count(os.path.join(reference, "rootfs"))
-        print(f"image: {len(TREES) + 1} gzip layers, {expected} entries in umoci's tree")
+        print(f"image {ARGS.image}: {layers} gzip layers, {expected} entries in umoci's tree")
         tools = ARGS.tools.split(",")
         for delay in [int(d) for d in ARGS.delays.split(",")]:
             port = free_port()

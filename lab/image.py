@@ -5,8 +5,9 @@ image bench apply (and what umoci, skopeo and crane read as any other layout).
     lab/image.py SPEC.json LAYOUT [--tag TAG] [--compress gzip|zstd|none]
 
 SPEC is {"layers": [LAYER, ...]}, bottom first. A LAYER is a list of entries, or {"dir": PATH}
-(a folder tarred as it is, names relative to it, sorted), or {"tar": PATH} (a tar used as it
-is). An entry: {"path": "etc/a", "type": "file" | "dir" | "symlink" | "hardlink" | "fifo" |
+(a folder tarred as it is, names relative to it, sorted; with "prefix": "usr/lib" its names
+go under that folder, and "skip": ["usr/lib/python3.11", ...] leaves those names and what is
+under them out), or {"tar": PATH} (a tar used as it is). An entry: {"path": "etc/a", "type": "file" | "dir" | "symlink" | "hardlink" | "fifo" |
 "char" | "block", "data": "text", "size": N (that many bytes of a repeated pattern, for big
 files), "link": "target", "mode": 420, "mtime": 1700000000, "uid": 0, "gid": 0, "xattrs":
 {"user.a": "b"}, "major": 1, "minor": 3}. Whiteouts are files named `.wh.NAME` and
@@ -68,11 +69,15 @@ def layer_tar(layer):
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
         if isinstance(layer, dict):
             root = layer["dir"]
+            prefix = layer.get("prefix", "")
+            skip = set(layer.get("skip", []))
             for folder, dirs, files in os.walk(root):
-                dirs.sort()
-                for name in sorted(dirs) + sorted(files):
+                dirs[:] = sorted(d for d in dirs if os.path.relpath(os.path.join(folder, d), root) not in skip)
+                for name in dirs + sorted(files):
                     full = os.path.join(folder, name)
-                    tar.add(full, arcname=os.path.relpath(full, root), recursive=False)
+                    name = os.path.relpath(full, root)
+                    if name not in skip:
+                        tar.add(full, arcname=os.path.join(prefix, name), recursive=False)
         else:
             for entry in layer:
                 entry_tar(tar, entry)
