@@ -29,7 +29,7 @@ def layout(tmp_path: Path, architecture: str = "amd64") -> Path:
                 {"path": "lib", "type": "symlink", "link": "/usr/lib"},
             ],
             [{"path": "etc/.wh.a", "data": ""}, {"path": "etc/c", "data": "c"}],
-        ]
+        ],
     }
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     out = tmp_path / "layout"
