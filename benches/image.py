@@ -2,6 +2,7 @@
 """Container images applied as a root filesystem: fastwrite against the tools people use for it.
 
     benches/image.py [-n ROUNDS] [--image debian|local] [--delays 0,20] [--tools a,b,...] [--work DIR]
+                     [--mount sshfs:MS | slowfs:OP=MS[,OP=MS...]]
 
 The image (built once into WORK/IMAGE/layout by lab/image.py, tag `bench`), gzip layers:
   debian (the default; issue 52's bench image): a Debian minbase made by debootstrap from
@@ -16,13 +17,20 @@ The image (built once into WORK/IMAGE/layout by lab/image.py, tag `bench`), gzip
 Pushed to a registry on this machine (`crane registry serve`), reached through
 lab/delay-proxy.go holding every chunk DELAY ms each way (compiled once, with Go).
 
-Tools, each run into a fresh folder (WORK/out/DELAY-ROUND-TOOL; nothing is deleted during the
-bench), round-robin, each round starting one tool further on:
+Tools, each run into a fresh folder (WORK/out/DELAY-ROUND-TOOL-PID; nothing is deleted during
+the bench, and this run's folders are deleted at its end unless --keep), round-robin, each round starting one tool further on:
   fastwrite-layout  fastwrite extract oci:WORK/layout:bench -o OUT        (delay 0 only)
   umoci-layout      umoci unpack --image WORK/layout:bench OUT           (delay 0 only)
   fastwrite         fastwrite extract docker://localhost:PORT/bench:v1 -o OUT
   skopeo+umoci      skopeo copy docker://... oci:DL:bench && umoci unpack --image DL:bench OUT
   crane|tar         crane export localhost:PORT/bench:v1 - | tar -x -C OUT
+With --mount, every tree is written onto a mount made for the bench (fresh folders there; the
+downloads of skopeo stay on the local disk): `sshfs:1` is lab/netfs (sshd and sshfs on this
+machine through a proxy adding 1 ms each way: the HPC case), `slowfs:flush=1` lab/slowfs (a
+FUSE passthrough whose every close waits 1 ms: the Windows case). Trees are counted in the
+mount's backing folder. A mount cannot make device nodes: use --image local there (the debian
+image has eight in /dev).
+
 A run counts when it exits 0 and its tree holds the entries umoci's does (umoci's rootfs is the
 reference: counted once, its paths compared); crane|tar exits 2 on this image (a hard link to a
 lower layer's file comes before its target in crane's flattened stream), and is reported with
@@ -179,6 +187,8 @@ def main():
     parser.add_argument("--image", choices=["debian", "local"], default="debian")
     parser.add_argument("--delays", default="0,20")
     parser.add_argument("--tools", default="fastwrite-layout,umoci-layout,fastwrite,skopeo+umoci,crane|tar")
+    parser.add_argument("--keep", action="store_true", help="keep this run's trees (deleted at the end by default)")
+    parser.add_argument("--mount", default="", help="sshfs:MS or slowfs:OP=MS[,OP=MS...]")
     parser.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/var/tmp"), "fastwrite-image-bench"))
     ARGS = parser.parse_args()
     work = ARGS.work
@@ -191,7 +201,13 @@ def main():
     registry = subprocess.Popen(["crane", "registry", "serve", "--address", f"127.0.0.1:{registry_port}"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     procs = [registry]
+    mount = None
+    outs = os.path.join(work, "out")
     try:
+        if ARGS.mount:
+            mount = mount_up(work, ARGS.mount)
+            outs = mount
+            print(f"writing onto {ARGS.mount}: {mount}")
         wait_port(registry_port)
         subprocess.run(["crane", "push", "--insecure", layout, f"localhost:{registry_port}/bench:v1"],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -214,7 +230,7 @@ def main():
             for r in range(ARGS.n):
                 for k in range(len(here)):
                     tool = here[(r + k) % len(here)]
-                    out = os.path.join(work, "out", f"{delay}-{r}-{tool.replace('|', '-').replace('+', '-')}-{os.getpid()}")
+                    out = os.path.join(outs, f"{delay}-{r}-{tool.replace('|', '-').replace('+', '-')}-{os.getpid()}")
                     tree = out
                     if tool == "fastwrite-layout":
                         took = timed([FASTWRITE, "extract", "-q", f"oci:{layout}:bench", "-o", out])
@@ -224,7 +240,7 @@ def main():
                     elif tool == "fastwrite":
                         took = timed([FASTWRITE, "extract", "-q", f"docker://{ref}", "-o", out])
                     elif tool == "skopeo+umoci":
-                        dl = out + "-dl"
+                        dl = os.path.join(work, "out", os.path.basename(out) + "-dl")
                         took = timed(f"skopeo copy -q --src-tls-verify=false docker://{ref} oci:{dl}:bench && umoci unpack --image {dl}:bench {out}", shell=True)
                         tree = os.path.join(out, "rootfs")
                     elif tool == "crane|tar":
@@ -232,6 +248,9 @@ def main():
                         took = timed(f"set -o pipefail; crane export --insecure {ref} - | tar -x -C {out}", shell=True)
                     else:
                         sys.exit(f"unknown tool {tool}")
+                    # (On a mount, counted in its backing folder: the same files, no round trips.)
+                    if mount:
+                        tree = os.path.join(mount + ".backing", os.path.relpath(tree, mount))
                     entries = count(tree) if os.path.isdir(tree) else 0
                     results[tool].append((took[0], took[1], took[2], entries))
                     subprocess.run(["sync"])
@@ -252,6 +271,35 @@ def main():
         for p in procs:
             p.terminate()
             p.wait()
+        if mount:
+            mount_down(mount)
+        # This run's trees (25 GB for -n 3 of the debian image), once every run is timed: the
+        # next bench's creates are slow for minutes after a large delete (FIELD-NOTES,
+        # "Benchmark trap"), so give the machine time before timing again.
+        if not ARGS.keep:
+            for root in {os.path.join(work, "out"), (mount + ".backing") if mount else outs}:
+                for name in os.listdir(root):
+                    if name.endswith((f"-{os.getpid()}", f"-{os.getpid()}-dl")):
+                        shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+
+def mount_up(work, spec):
+    """Mounts what --mount names at WORK/mnt-PID (a fresh mount point): its path."""
+    kind, _, arg = spec.partition(":")
+    mnt = os.path.join(work, f"mnt-{os.getpid()}")
+    if kind == "sshfs":
+        subprocess.run([os.path.join(REPO, "lab/netfs"), "up", mnt, arg or "1"], check=True, stdout=subprocess.DEVNULL)
+    elif kind == "slowfs":
+        subprocess.run([os.path.join(REPO, "lab/slowfs"), "up", mnt] + [a for a in arg.split(",") if a], check=True,
+                       stdout=subprocess.DEVNULL)
+    else:
+        sys.exit(f"--mount: {spec!r} is neither sshfs:MS nor slowfs:OP=MS,...")
+    return mnt
+
+
+def mount_down(mnt):
+    kind = "netfs" if os.path.exists(mnt + ".state") else "slowfs"
+    subprocess.run([os.path.join(REPO, "lab", kind), "down", mnt], stdout=subprocess.DEVNULL, check=False)
 
 
 if __name__ == "__main__":

@@ -667,6 +667,54 @@ mod linux {
         assert!(stderr.contains(needle), "expected '{needle}' in:\n{stderr}");
     }
 
+    /// The blob of the layout's first image's layer `n` (from 0).
+    fn layer_blob(layout: &Path, n: usize) -> PathBuf {
+        let read = |path: PathBuf| -> serde_json::Value {
+            serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+        };
+        let blobs = layout.join("blobs/sha256");
+        let index = read(layout.join("index.json"));
+        let manifest_digest = index["manifests"][0]["digest"].as_str().unwrap();
+        let manifest = read(blobs.join(manifest_digest.trim_start_matches("sha256:")));
+        let layer = manifest["layers"][n]["digest"].as_str().unwrap();
+        blobs.join(layer.trim_start_matches("sha256:"))
+    }
+
+    /// A gzip layer cut short refuses the image with the layer and the entry it cut named
+    /// (the layer is inflated on a thread of its own: its error reaches the tar's reader).
+    pub fn a_gzip_layer_cut_short_is_named_with_the_entry_it_cut() {
+        require("python3");
+        let dir = tempdir();
+        let layout = dir.join("layout");
+        // Data that does not compress, so the cut falls inside the second file's.
+        let noise = |seed: u64| -> String {
+            let mut x = seed;
+            (0..200_000)
+                .map(|_| {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    char::from(b'a' + (x >> 59) as u8)
+                })
+                .collect()
+        };
+        let spec = serde_json::json!({"layers": [
+            [file("a", "a")],
+            [file("first", &noise(1)), file("second", &noise(2)), file("third", "3")],
+        ]});
+        build(&layout, "v1", &spec, "gzip");
+        let blob = layer_blob(&layout, 1);
+        let bytes = std::fs::read(&blob).unwrap();
+        std::fs::write(&blob, &bytes[..bytes.len() * 3 / 4]).unwrap();
+        let out = dir.join("out");
+        let run = extract(&format!("oci:{}", layout.display()), &out);
+        run.assert_code(2);
+        assert_stderr_contains(&run, "layer 2 of 2");
+        assert_stderr_contains(&run, "'second'");
+        assert_stderr_contains(&run, "nothing was written");
+        assert!(!out.exists(), "the output folder was made");
+    }
+
     /// A layer whose bytes are not what the manifest names refuses the image, with the layer
     /// named, and writes nothing.
     pub fn a_layer_that_is_not_its_digest_refuses_the_image() {
@@ -677,21 +725,7 @@ mod linux {
             serde_json::json!({"layers": [[file("a", "a")], [file("b", "bbbbbbbbbbbbbbbb")]]});
         build(&layout, "v1", &spec, "none");
         // The second layer's blob (an uncompressed tar), one byte of its data changed.
-        let index: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(layout.join("index.json")).unwrap()).unwrap();
-        let manifest_digest = index["manifests"][0]["digest"]
-            .as_str()
-            .unwrap()
-            .trim_start_matches("sha256:");
-        let manifest: serde_json::Value = serde_json::from_slice(
-            &std::fs::read(layout.join("blobs/sha256").join(manifest_digest)).unwrap(),
-        )
-        .unwrap();
-        let layer = manifest["layers"][1]["digest"]
-            .as_str()
-            .unwrap()
-            .trim_start_matches("sha256:");
-        let blob = layout.join("blobs/sha256").join(layer);
+        let blob = layer_blob(&layout, 1);
         let mut bytes = std::fs::read(&blob).unwrap();
         let at = bytes.windows(4).position(|w| w == b"bbbb").unwrap();
         bytes[at] = b'X';
@@ -800,6 +834,7 @@ fn main() {
         every_layer_rule_gives_umocis_tree,
         an_image_from_a_registry_is_the_layouts_tree,
         a_layer_that_is_not_its_digest_refuses_the_image,
+        a_gzip_layer_cut_short_is_named_with_the_entry_it_cut,
         hostile_layers_write_nothing_outside_the_root,
         a_registry_that_asks_for_a_token_and_cuts_downloads,
         a_docker_save_tar_is_the_layouts_tree,

@@ -19,6 +19,7 @@ mod layers;
 mod layout;
 mod manifest;
 mod merge;
+mod pipe;
 #[cfg(feature = "http")]
 mod registry;
 
