@@ -15,7 +15,8 @@ tested against them; the registry behind it stays a real one.
              the first GET of each blob sends its headers and N bytes of its body, then closes
              the connection; later GETs (a client taking it up again with a Range) pass.
 --stats FILE the requests seen, as JSON, rewritten after each one:
-             {"requests": N, "unauthorized": N, "tokens": N, "ranged": N, "cut": N}
+             {"requests": N, "unauthorized": N, "tokens": N, "ranged": N, "cut": N, "blobs": N}
+             ("blobs": the GETs of a blob, a config or a layer, answered 200 or 206)
 
 LISTEN_PORT 0 takes a free port: the first line on stdout is "listening on PORT" either way.
 Only loopback: it listens on 127.0.0.1 and connects to 127.0.0.1.
@@ -31,7 +32,7 @@ import sys
 import threading
 
 LOCK = threading.Lock()
-STATS = {"requests": 0, "unauthorized": 0, "tokens": 0, "ranged": 0, "cut": 0}
+STATS = {"requests": 0, "unauthorized": 0, "tokens": 0, "ranged": 0, "cut": 0, "blobs": 0}
 TOKENS = set()
 CUT = set()
 
@@ -106,6 +107,8 @@ def handler(args, port):
             body = answer.read()
             blob = re.match(r"/v2/.+/blobs/(sha256:[0-9a-f]+)$", self.path)
             cut = False
+            if blob and self.command == "GET" and answer.status in (200, 206):
+                count("blobs", args)
             if blob and self.command == "GET" and args.cut_blobs_after is not None and answer.status == 200:
                 with LOCK:
                     cut = blob.group(1) not in CUT and len(body) > args.cut_blobs_after

@@ -4,6 +4,7 @@
 //! (or through [`Batch::builder`](crate::Batch::builder)).
 
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::cancel::Cancel;
@@ -128,6 +129,10 @@ pub struct Options {
     /// `insecure-registries`; skopeo's `--tls-verify=false`). A registry on `localhost` or
     /// `127.0.0.1` is spoken to so always, as docker and crane do.
     pub insecure_registry: bool,
+    /// A folder that keeps each layer blob an image's registry serves, once by its digest
+    /// (`--layers-cache`): an image whose layers it holds downloads none of them again. Blobs
+    /// enter it whole and checked, and are checked again when read from it.
+    pub layers_cache: Option<PathBuf>,
     /// Bytes of file content a streamed archive may hold in memory between its reader and the
     /// writers.
     pub memory_budget: u64,
@@ -205,6 +210,7 @@ impl Default for Options {
             numeric_owner: false,
             platform: None,
             insecure_registry: false,
+            layers_cache: None,
             memory_budget: Options::DEFAULT_MEMORY_BUDGET,
             max_output: None,
             space_check: true,
@@ -233,6 +239,7 @@ impl fmt::Debug for Options {
             .field("devices", &self.devices)
             .field("platform", &self.platform)
             .field("insecure_registry", &self.insecure_registry)
+            .field("layers_cache", &self.layers_cache)
             .field("memory_budget", &self.memory_budget)
             .field("max_output", &self.max_output)
             .field("space_check", &self.space_check)

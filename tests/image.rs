@@ -662,6 +662,94 @@ mod linux {
         assert!(seen["tokens"].as_u64().unwrap() >= 2, "{seen}");
     }
 
+    /// `--layers-cache`: a second image on the same base fetches only its own layer; the cache
+    /// holds each blob under its digest and nothing partial; a kept blob that changed on disk
+    /// refuses the image with the cache named, and is fetched anew by the next run.
+    pub fn a_layers_cache_fetches_a_shared_base_once() {
+        require("python3");
+        let registry = Registry::start();
+        let dir = tempdir();
+        let base =
+            || serde_json::json!([entry("etc", "dir"), {"path": "etc/base", "size": 50_000}]);
+        let images = [
+            (
+                "first",
+                serde_json::json!({"layers": [base(), [file("etc/first", "1")]]}),
+            ),
+            (
+                "second",
+                serde_json::json!({"layers": [base(), [file("etc/second", "2")]]}),
+            ),
+        ];
+        for (name, spec) in &images {
+            let layout = dir.join(name);
+            build(&layout, "v1", spec, "gzip");
+            registry.push(&layout, &format!("{name}:v1"));
+        }
+        let stats = dir.join("stats.json");
+        let front = Front::start(registry.port, &["--stats", stats.to_str().unwrap()]);
+        let blobs = || -> u64 {
+            let seen: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+            seen["blobs"].as_u64().unwrap()
+        };
+        let cache = dir.join("cache");
+        let apply = |name: &str, out: &str| {
+            let image = format!("docker://localhost:{}/{name}:v1", front.port);
+            let out = dir.join(out);
+            let run = run_fastwrite(&osv![
+                "extract",
+                &image,
+                "-o",
+                &out,
+                "--layers-cache",
+                &cache
+            ]);
+            (run, out)
+        };
+        // The first image: its config and both layers.
+        let (run, out) = apply("first", "out-first");
+        run.assert_success();
+        assert_eq!(blobs(), 3);
+        let expected = dir.join("expected-second");
+        extract(
+            &format!("oci:{}:v1", dir.join("second").display()),
+            &expected,
+        )
+        .assert_success();
+        // The second: its config and its own layer; the base from the cache.
+        let (run, out2) = apply("second", "out-second");
+        run.assert_success();
+        assert_eq!(blobs(), 3 + 2, "the shared base was fetched again");
+        assert_eq!(state(&out2), state(&expected));
+        assert!(out.join("etc/first").is_file());
+        let kept: Vec<String> = std::fs::read_dir(cache.join("blobs/sha256"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(kept.len(), 3, "{kept:?}");
+        assert!(kept.iter().all(|k| k.len() == 64), "{kept:?}");
+        // A kept layer changed on disk (its size kept): refused, named, and gone from the cache.
+        let base_blob = layer_blob(&dir.join("second"), 0);
+        let cached = cache
+            .join("blobs/sha256")
+            .join(base_blob.file_name().unwrap());
+        let mut bytes = std::fs::read(&cached).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0xff;
+        std::fs::write(&cached, bytes).unwrap();
+        let (run, out3) = apply("second", "out-changed");
+        run.assert_code(2);
+        assert_stderr_contains(&run, "layers cache");
+        assert_stderr_contains(&run, "layer 1 of 2");
+        assert!(!out3.exists());
+        assert!(!cached.exists(), "the changed blob is still kept");
+        let (run, out4) = apply("second", "out-again");
+        run.assert_success();
+        assert_eq!(state(&out4), state(&expected));
+        assert!(cached.is_file());
+    }
+
     pub fn assert_stderr_contains(out: &Output, needle: &str) {
         let stderr = &out.stderr;
         assert!(stderr.contains(needle), "expected '{needle}' in:\n{stderr}");
@@ -791,7 +879,7 @@ mod linux {
         }
     }
 
-    /// `--platform` and `--insecure-registry` choose an image: with a tar, a zip or a single
+    /// `--platform`, `--insecure-registry` and `--layers-cache` choose an image: with a tar, a zip or a single
     /// compressed file they are refused (exit 2, the input named), nothing written, rather than
     /// ignored.
     pub fn options_that_choose_an_image_are_refused_with_any_other_input() {
@@ -810,6 +898,7 @@ mod linux {
         for (input, flags) in [
             ("a.tar", ["--platform", "linux/amd64"]),
             ("a.zip", ["--insecure-registry", "-q"]),
+            ("a.tar", ["--layers-cache", "cache"]),
             ("notes.txt.gz", ["--platform", "linux/arm64"]),
         ] {
             let out = dir.join(format!("out-{input}"));
@@ -835,6 +924,7 @@ fn main() {
         an_image_from_a_registry_is_the_layouts_tree,
         a_layer_that_is_not_its_digest_refuses_the_image,
         a_gzip_layer_cut_short_is_named_with_the_entry_it_cut,
+        a_layers_cache_fetches_a_shared_base_once,
         hostile_layers_write_nothing_outside_the_root,
         a_registry_that_asks_for_a_token_and_cuts_downloads,
         a_docker_save_tar_is_the_layouts_tree,

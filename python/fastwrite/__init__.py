@@ -241,6 +241,7 @@ def extract(
     folder_markers: bool = False,
     platform: str | None = None,
     insecure_registry: bool = False,
+    layers_cache: StrPath | None = None,
 ) -> Report:
     """Extracts ``archive`` into the folder ``out`` (made if missing) and returns the `Report`.
 
@@ -279,8 +280,10 @@ def extract(
     - ``platform`` (``"linux/arm64"``, ``"linux/arm/v7"``): which image of a multi-platform
       image (``archive`` ``docker://...``, ``oci:DIR``, ``docker-archive:FILE``: docs/images.md);
       default: this machine's. ``insecure_registry``: speak plain HTTP to a registry that is not
-      on this machine. Either with an input that is not an image raises `Error` (kind
-      ``start``), rather than being ignored.
+      on this machine. ``layers_cache``: a folder that keeps each layer a registry serves, by
+      its digest, so that an image whose layers it holds downloads none of them again. Any of
+      these with an input that is not an image raises `Error` (kind ``start``), rather than
+      being ignored.
     - ``progress``: called with a `Progress` about ten times a second, on this thread; an
       exception it raises stops the run and is raised.
 
@@ -313,6 +316,7 @@ def extract(
         folder_markers=folder_markers,
         platform=platform,
         insecure_registry=insecure_registry,
+        layers_cache=None if layers_cache is None else _path(layers_cache),
         progress=_progress(progress),
     )
     return _report(d, f"extracting {label or repr(_path(archive))}")  # type: ignore[arg-type]

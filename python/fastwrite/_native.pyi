@@ -29,6 +29,7 @@ def extract(
     folder_markers: bool = False,
     platform: str | None = None,
     insecure_registry: bool = False,
+    layers_cache: str | None = None,
 ) -> dict[str, Any]:
     """Extracts; the report as a dict (its ``failures`` as `fastwrite.Error`, ``stopped``: the
     exception that stopped the run, if one did). Raises `fastwrite.Error` if it cannot start."""

@@ -514,7 +514,7 @@ fn progress_of(callback: Option<Py<PyAny>>) -> Option<Progress> {
     archive, out, *, label=None, name=None, patterns=Vec::new(), exclude=Vec::new(),
     strip_components=0, overwrite="refuse", password=None, max_output=None, threads=None,
     close=None, fsync=false, atomic=false, progress=None, file_name=None, space_check=true,
-    devices=false, folder_markers=false, platform=None, insecure_registry=false,
+    devices=false, folder_markers=false, platform=None, insecure_registry=false, layers_cache=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 fn extract<'py>(
@@ -540,6 +540,7 @@ fn extract<'py>(
     folder_markers: bool,
     platform: Option<String>,
     insecure_registry: bool,
+    layers_cache: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let archive = Archive::from_py(archive, label, name)?;
     let progress = progress_of(progress);
@@ -563,6 +564,7 @@ fn extract<'py>(
     opts.folder_markers = folder_markers;
     opts.platform = platform;
     opts.insecure_registry = insecure_registry;
+    opts.layers_cache = layers_cache;
     let cancel = opts.cancel.clone();
     let named = archive.path().map(Path::to_path_buf);
     let stream = archive.stream();

@@ -76,4 +76,9 @@ def test_a_platform_is_asked_for_images_only(tmp_path: Path) -> None:
         fastwrite.extract(tmp_path / "a.tar", tmp_path / "tar", platform="linux/arm64")
     with pytest.raises(fastwrite.Error, match="choose an image"):
         fastwrite.extract(tmp_path / "a.tar", tmp_path / "tar", insecure_registry=True)
+    with pytest.raises(fastwrite.Error, match="choose an image"):
+        fastwrite.extract(tmp_path / "a.tar", tmp_path / "tar", layers_cache=tmp_path / "cache")
     assert not (tmp_path / "tar").exists()
+    # A layers cache keeps what a registry serves: a layout's blobs are on disk already.
+    report = fastwrite.extract(image, tmp_path / "cached", layers_cache=tmp_path / "cache")
+    assert report.files == 3

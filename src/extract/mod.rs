@@ -166,12 +166,13 @@ fn read_any(
     input.extract(archive, out, opts, chooser)
 }
 
-/// `--platform` and `--insecure-registry` choose an image: with any other `kind` of input they
-/// are refused, before anything is written, rather than ignored.
+/// `--platform`, `--insecure-registry` and `--layers-cache` choose an image and how it is
+/// fetched: with any other `kind` of input they are refused, before anything is written,
+/// rather than ignored.
 fn refuse_image_options(kind: &str, archive: &Path, opts: &Options) -> anyhow::Result<()> {
-    if opts.platform.is_some() || opts.insecure_registry {
+    if opts.platform.is_some() || opts.insecure_registry || opts.layers_cache.is_some() {
         let why = anyhow::anyhow!(
-            "--platform and --insecure-registry choose an image, and '{}' is {kind}: refused",
+            "--platform, --insecure-registry and --layers-cache choose an image and how it is fetched, and '{}' is {kind}: refused",
             archive.display()
         );
         return Err(Error::named(archive, ErrorKind::Invalid, why).into());

@@ -405,6 +405,12 @@ pub struct ExtractArgs {
     #[arg(long)]
     pub insecure_registry: bool,
 
+    /// Keep each layer an image's registry serves in DIR (as blobs/sha256/DIGEST), and take it
+    /// from there when an image names it again: a second image on the same base downloads
+    /// none of the base's layers
+    #[arg(long, value_name = "DIR")]
+    pub layers_cache: Option<PathBuf>,
+
     /// Memory for file contents in flight when streaming a tar archive, in MiB
     #[arg(long, value_name = "MIB", default_value_t = DEFAULT_MEMORY_BUDGET >> 20, value_parser = clap::value_parser!(u64).range(4..))]
     pub memory_budget: u64,
@@ -626,6 +632,7 @@ impl Cli {
                 opts.numeric_owner = args.numeric_owner;
                 opts.platform = args.platform.clone();
                 opts.insecure_registry = args.insecure_registry;
+                opts.layers_cache = args.layers_cache.clone();
                 opts.memory_budget = args.memory_budget << 20;
                 opts.max_output = args.max_output;
                 opts.space_check = !args.no_space_check;

@@ -18,6 +18,7 @@ use std::time::SystemTime;
 use anyhow::{Context, anyhow, bail};
 use sha2::{Digest, Sha256};
 
+use super::cache::{Keeper, Tee};
 use super::manifest::Descriptor;
 use super::pipe;
 use crate::extract::codec::{Codec, Verified};
@@ -65,6 +66,8 @@ pub(super) struct Layer {
     pub spool: Option<File>,
     /// How messages name it: `layer 2 of 4 (sha256:0123456789ab)`.
     pub label: String,
+    /// What the run says of it, once (a blob the layers cache could not keep).
+    pub warnings: Vec<String>,
 }
 
 /// A reader that hashes (SHA-256) and counts what passes through it.
@@ -142,13 +145,22 @@ pub(super) fn check_blob(bytes: &[u8], descriptor: &Descriptor) -> anyhow::Resul
 /// Reads the layer `blob` whose descriptor is `descriptor` and whose tar's digest the config
 /// says is `diff_id`; `label` names it. An error refuses the image: nothing of a layer that
 /// fails its digest is trusted.
+/// `keeper`, if given, is written every byte of the blob as it is read (the layers cache).
 pub(super) fn read(
     blob: Box<dyn Read + Send + '_>,
     descriptor: &Descriptor,
     diff_id: Option<&str>,
     label: String,
+    keeper: Option<&mut Keeper>,
 ) -> anyhow::Result<Layer> {
     let wrap = |e: anyhow::Error| e.context(format!("{label} cannot be applied"));
+    let blob: Box<dyn Read + Send + '_> = match keeper {
+        Some(keeper) => Box::new(Tee {
+            inner: blob,
+            keeper,
+        }),
+        None => blob,
+    };
     read_checked(blob, descriptor, diff_id, label.clone()).map_err(wrap)
 }
 
@@ -221,6 +233,7 @@ fn read_checked(
         members,
         spool: Some(spool),
         label,
+        warnings: Vec::new(),
     })
 }
 

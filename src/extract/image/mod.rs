@@ -15,6 +15,7 @@
 //! a count, as umoci's `--rootless` says it, never as a failure per entry.
 
 mod archive;
+mod cache;
 mod layers;
 mod layout;
 mod manifest;
@@ -46,6 +47,11 @@ const MAX_DOCUMENT: u64 = 8 << 20;
 
 /// Where an image's blobs come from: a layout's folder, a registry.
 trait Blobs: Sync {
+    /// The blobs come over a network (a registry): what the layers cache keeps.
+    fn remote(&self) -> bool {
+        false
+    }
+
     /// The blob `descriptor` names, as a stream (its digest is checked by whoever reads it).
     fn open(&self, descriptor: &Descriptor) -> anyhow::Result<Box<dyn Read + Send + '_>>;
 
@@ -261,6 +267,11 @@ fn read_layers(image: &Opened, opts: &Options) -> anyhow::Result<Vec<Layer>> {
         .thread_name(|i| format!("fastwrite-layer-{i}"))
         .build()
         .context("cannot start the layers' threads")?;
+    // (The cache keeps what a registry serves: an image's own layout or archive is on disk.)
+    let cache = match &opts.layers_cache {
+        Some(dir) if image.blobs.remote() => Some(cache::Cache::open(dir)?),
+        _ => None,
+    };
     pool.install(|| {
         use rayon::prelude::*;
         image
@@ -275,14 +286,53 @@ fn read_layers(image: &Opened, opts: &Options) -> anyhow::Result<Vec<Layer>> {
                 if opts.cancel.is_cancelled() {
                     bail!("{label} was not read: the run was cancelled");
                 }
-                let blob = image
-                    .blobs
-                    .open(descriptor)
-                    .with_context(|| format!("{label} cannot be read"))?;
-                layers::read(blob, descriptor, Some(diff_id), label)
+                read_layer(image, cache.as_ref(), descriptor, diff_id, label)
             })
             .collect()
     })
+}
+
+/// Reads one layer: from the layers cache if it holds the blob, else from where the image's
+/// blobs come (kept in the cache once checked, if there is one).
+fn read_layer(
+    image: &Opened,
+    cache: Option<&cache::Cache>,
+    descriptor: &Descriptor,
+    diff_id: &str,
+    label: String,
+) -> anyhow::Result<Layer> {
+    if let Some((file, path)) = cache.and_then(|cache| cache.get(descriptor)) {
+        let named = label.clone();
+        return layers::read(Box::new(file), descriptor, Some(diff_id), label, None).map_err(
+            |error| {
+                // (Fetched anew by the next run: a blob is kept only once it passed.)
+                let _ = std::fs::remove_file(&path);
+                error.context(format!(
+                    "{named} was read from the layers cache ('{}'), which no longer holds it: run again to fetch it anew",
+                    path.display()
+                ))
+            },
+        );
+    }
+    let blob = image
+        .blobs
+        .open(descriptor)
+        .with_context(|| format!("{label} cannot be read"))?;
+    let mut keeper = cache.map(|cache| cache.keeper(descriptor));
+    let keeping = keeper.as_mut().and_then(|k| k.as_mut().ok());
+    let mut layer = layers::read(blob, descriptor, Some(diff_id), label, keeping)?;
+    let kept = match keeper {
+        Some(Ok(keeper)) => keeper.keep(),
+        Some(Err(why)) => Err(why),
+        None => Ok(()),
+    };
+    if let Err(why) = kept {
+        layer.warnings.push(format!(
+            "{} was not kept in the layers cache: {why}",
+            layer.label
+        ));
+    }
+    Ok(layer)
 }
 
 /// Where a final file's data is: its layer and its place in that layer's spool.
@@ -426,7 +476,8 @@ fn plan_of(merged: &Merged, layers: &[Layer], powers: &Powers) -> (Plan, Vec<Opt
         plan.entries.push(entry);
         sources.push(source);
     }
-    plan.warnings = rootless(not_owned, not_set, devices);
+    plan.warnings = layers.iter().flat_map(|l| l.warnings.clone()).collect();
+    plan.warnings.extend(rootless(not_owned, not_set, devices));
     (plan, sources)
 }
 

@@ -297,6 +297,10 @@ impl Registry {
 }
 
 impl Blobs for Registry {
+    fn remote(&self) -> bool {
+        true
+    }
+
     fn open(&self, descriptor: &Descriptor) -> anyhow::Result<Box<dyn Read + Send + '_>> {
         let url = format!("{}/blobs/{}", self.base, descriptor.digest);
         let response = self.runtime.block_on(self.get(&url, &[]))?;
