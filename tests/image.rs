@@ -879,9 +879,9 @@ mod linux {
         }
     }
 
-    /// `--platform`, `--insecure-registry` and `--layers-cache` choose an image: with a tar, a zip or a single
-    /// compressed file they are refused (exit 2, the input named), nothing written, rather than
-    /// ignored.
+    /// `--platform`, `--insecure-registry` and `--layers-cache` choose an image: with a tar, a
+    /// zip or a single compressed file they are refused (exit 2, the input named), nothing
+    /// written, rather than ignored; `list` takes them as `extract` does.
     pub fn options_that_choose_an_image_are_refused_with_any_other_input() {
         require("python3");
         let dir = tempdir();
@@ -914,6 +914,31 @@ mod linux {
             );
             assert!(!out.exists(), "{input}: {} was made", out.display());
         }
+        // `list` takes them as `extract` does: refused with a tar; with an image, the platform
+        // chooses (an image of one platform: listed as it is, or refused for another).
+        let run = run_fastwrite(&osv![
+            "list",
+            dir.join("a.tar"),
+            "--platform",
+            "linux/amd64"
+        ]);
+        run.assert_code(2);
+        assert_eq!(
+            run.stderr_lines_with("choose an image").len(),
+            1,
+            "{}",
+            run.dump()
+        );
+        let layout = dir.join("arm");
+        let spec = serde_json::json!({"architecture": "arm64", "layers": [[file("a", "a")]]});
+        build(&layout, "v1", &spec, "gzip");
+        let image = format!("oci:{}:v1", layout.display());
+        let run = run_fastwrite(&osv!["list", &image, "--platform", "linux/arm64"]);
+        run.assert_success();
+        assert_eq!(run.stdout.lines().count(), 1, "{}", run.dump());
+        let run = run_fastwrite(&osv!["list", &image, "--platform", "linux/amd64"]);
+        run.assert_code(2);
+        assert_stderr_contains(&run, "is for linux/arm64, not linux/amd64");
     }
 }
 

@@ -328,10 +328,16 @@ def list(
     patterns: Iterable[str] | None = None,
     exclude: Iterable[str] = (),
     strip_components: int = 0,
+    platform: str | None = None,
+    insecure_registry: bool = False,
+    layers_cache: StrPath | None = None,
 ) -> builtins.list[Entry]:
     """The entries of ``archive`` (a path or a binary file object, as for `extract`), in
     archive order, with what `extract` would do to each (``path``, ``problem``); nothing is
-    written. ``patterns``, ``exclude`` and ``strip_components`` choose as for `extract`.
+    written. ``patterns``, ``exclude`` and ``strip_components`` choose as for `extract`; an
+    image is listed as the tree it makes, in path order, and ``platform``,
+    ``insecure_registry`` and ``layers_cache`` choose it and how it is fetched, as for
+    `extract`.
 
     Raises `Error` (kind ``start``) if the archive cannot be read at all, and `ErrorGroup`
     (with ``entries``: those listed, every one) where `extract` would fail too: an entry it
@@ -346,6 +352,9 @@ def list(
         patterns=builtins.list(patterns or ()),
         exclude=builtins.list(exclude),
         strip_components=strip_components,
+        platform=platform,
+        insecure_registry=insecure_registry,
+        layers_cache=None if layers_cache is None else _path(layers_cache),
     )
     entries = [
         Entry(

@@ -42,6 +42,9 @@ def list(
     patterns: builtins.list[str] = ...,
     exclude: builtins.list[str] = ...,
     strip_components: int = 0,
+    platform: str | None = None,
+    insecure_registry: bool = False,
+    layers_cache: str | None = None,
 ) -> tuple[
     builtins.list[
         tuple[

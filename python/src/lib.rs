@@ -591,7 +591,9 @@ fn extract<'py>(
 #[pyfunction]
 #[pyo3(signature = (
     archive, *, label=None, name=None, patterns=Vec::new(), exclude=Vec::new(), strip_components=0,
+    platform=None, insecure_registry=false, layers_cache=None,
 ))]
+#[allow(clippy::too_many_arguments)]
 fn list<'py>(
     py: Python<'py>,
     archive: &Bound<'py, PyAny>,
@@ -600,12 +602,21 @@ fn list<'py>(
     patterns: Vec<String>,
     exclude: Vec<String>,
     strip_components: usize,
+    platform: Option<String>,
+    insecure_registry: bool,
+    layers_cache: Option<PathBuf>,
 ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyTuple>)> {
     let archive = Archive::from_py(archive, label, name)?;
-    let selection = fastwrite::Selection {
-        patterns,
-        exclude,
-        strip_components,
+    let opts = Options {
+        select: fastwrite::Selection {
+            patterns,
+            exclude,
+            strip_components,
+        },
+        platform,
+        insecure_registry,
+        layers_cache,
+        ..Options::default()
     };
     let named = archive.path().map(Path::to_path_buf);
     let stream = archive.stream();
@@ -644,9 +655,9 @@ fn list<'py>(
         ));
     };
     let (result, stopped) = run(py, &Cancel::new(), None, || match archive {
-        Archive::Path(path) => fastwrite::list(&path, &selection, &mut each),
+        Archive::Path(path) => fastwrite::list(&path, &opts, &mut each),
         Archive::Reader(file, label, _) => {
-            fastwrite::list_reader(Box::new(PyReader { file }), &label, &selection, &mut each)
+            fastwrite::list_reader(Box::new(PyReader { file }), &label, &opts, &mut each)
         }
     })?;
     if let Some(stopped) = stopped {

@@ -79,6 +79,12 @@ def test_a_platform_is_asked_for_images_only(tmp_path: Path) -> None:
     with pytest.raises(fastwrite.Error, match="choose an image"):
         fastwrite.extract(tmp_path / "a.tar", tmp_path / "tar", layers_cache=tmp_path / "cache")
     assert not (tmp_path / "tar").exists()
+    # Listing takes the platform as extracting does.
+    assert len(fastwrite.list(image, platform="linux/arm64")) == len(fastwrite.list(image))
+    with pytest.raises(OSError, match="is for linux/arm64, not linux/amd64"):
+        fastwrite.list(image, platform="linux/amd64")
+    with pytest.raises(fastwrite.Error, match="choose an image"):
+        fastwrite.list(tmp_path / "a.tar", platform="linux/arm64")
     # A layers cache keeps what a registry serves: a layout's blobs are on disk already.
     report = fastwrite.extract(image, tmp_path / "cached", layers_cache=tmp_path / "cache")
     assert report.files == 3

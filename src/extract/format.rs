@@ -367,6 +367,7 @@ impl super::input::Source for NotBuilt {
     fn list(
         self: Box<Self>,
         _: &Path,
+        _: &crate::options::Options,
         _: &super::select::Chooser,
         _: &mut dyn FnMut(&super::listed::Listed),
         _: &mut Vec<crate::error::Error>,

@@ -55,6 +55,7 @@ pub(super) trait Source: Send {
     fn list(
         self: Box<Self>,
         archive: &Path,
+        opts: &Options,
         chooser: &Chooser,
         each: &mut dyn FnMut(&Listed),
         failures: &mut Vec<Error>,

@@ -8,11 +8,14 @@ use super::input::{Input, open, open_reader};
 use super::listed::Listed;
 use super::select::Chooser;
 use crate::error::{Error, ErrorKind};
-use crate::options::Selection;
+use crate::options::Options;
 use crate::report::RunError;
 
-/// Lists `archive` (`-`: standard input), calling `each` for every entry `selection` takes, in
-/// archive order, as it is read. [`RunError::Failed`] carries the failures of the listing, in
+/// Lists `archive` (`-`: standard input), calling `each` for every entry `opts.select` takes,
+/// in archive order, as it is read. Of the rest of `opts`, what chooses an image and how it is
+/// fetched counts ([`Options::platform`], [`Options::insecure_registry`],
+/// [`Options::layers_cache`]: refused with an input that is not an image, as
+/// [`extract`](crate::extract()) refuses them); what writes does not. [`RunError::Failed`] carries the failures of the listing, in
 /// a report that holds nothing else: each entry [`extract`](crate::extract()) would refuse
 /// (listed all the same, with its [`problem`](Listed::problem)), a pattern that matched
 /// nothing, a stream that broke part-way (after the entries before it were listed), so that
@@ -29,12 +32,8 @@ use crate::report::RunError;
 /// })?;
 /// # Ok::<(), fastwrite::RunError>(())
 /// ```
-pub fn list(
-    archive: &Path,
-    selection: &Selection,
-    each: &mut dyn FnMut(&Listed),
-) -> Result<(), RunError> {
-    let failures = list_input(archive, || open(archive), selection, each)
+pub fn list(archive: &Path, opts: &Options, each: &mut dyn FnMut(&Listed)) -> Result<(), RunError> {
+    let failures = list_input(archive, || open(archive), opts, each)
         .map_err(|e| RunError::Start(Error::start(archive, ErrorKind::Source, e)))?;
     listed(failures)
 }
@@ -86,16 +85,11 @@ fn listed(failures: Vec<Error>) -> Result<(), RunError> {
 pub fn list_reader(
     reader: Box<dyn std::io::Read + Send>,
     label: &str,
-    selection: &Selection,
+    opts: &Options,
     each: &mut dyn FnMut(&Listed),
 ) -> Result<(), RunError> {
-    let failures = list_input(
-        Path::new(label),
-        || open_reader(reader, label),
-        selection,
-        each,
-    )
-    .map_err(|e| RunError::Start(Error::start(Path::new(label), ErrorKind::Source, e)))?;
+    let failures = list_input(Path::new(label), || open_reader(reader, label), opts, each)
+        .map_err(|e| RunError::Start(Error::start(Path::new(label), ErrorKind::Source, e)))?;
     listed(failures)
 }
 
@@ -103,13 +97,15 @@ pub fn list_reader(
 fn list_input(
     archive: &Path,
     open: impl FnOnce() -> anyhow::Result<Input>,
-    selection: &Selection,
+    opts: &Options,
     each: &mut dyn FnMut(&Listed),
 ) -> anyhow::Result<Vec<Error>> {
-    let chooser = Chooser::new(selection)?;
+    let chooser = Chooser::new(&opts.select)?;
     // Entries extract would refuse: failures of the listing too, so that both exit alike.
     let mut failures = Vec::new();
-    open()?.list(archive, &chooser, each, &mut failures)?;
+    let input = open()?;
+    input.refuse(archive, opts, &chooser)?;
+    input.list(archive, opts, &chooser, each, &mut failures)?;
     failures.extend(chooser.unmatched());
     Ok(failures)
 }

@@ -70,6 +70,7 @@ impl Source for Single {
     fn list(
         self: Box<Self>,
         archive: &Path,
+        _: &crate::options::Options,
         chooser: &Chooser,
         each: &mut dyn FnMut(&Listed),
         failures: &mut Vec<Error>,

@@ -268,14 +268,35 @@ pub struct ListArgs {
     /// Read PATTERNs from FILE too, one a line (as `tar -T`)
     #[arg(short = 'T', long, value_name = "FILE")]
     pub files_from: Option<PathBuf>,
+
+    /// The platform of the image to list, from an image of several [default: this machine's]
+    #[arg(long, value_name = "OS/ARCH[/VARIANT]")]
+    pub platform: Option<String>,
+
+    /// Speak plain HTTP, unencrypted, to an image registry that is not on this machine (as
+    /// `extract --insecure-registry`)
+    #[arg(long)]
+    pub insecure_registry: bool,
+
+    /// Take an image's layers from DIR, and keep there those fetched (as `extract
+    /// --layers-cache`)
+    #[arg(long, value_name = "DIR")]
+    pub layers_cache: Option<PathBuf>,
 }
 
 impl ListArgs {
-    pub fn selection(&self) -> Selection {
-        Selection {
-            patterns: self.patterns.clone(),
-            exclude: self.exclude.clone(),
-            strip_components: self.strip_components,
+    /// What `list` is asked: the entries chosen, and the image's platform and fetching.
+    pub fn options(&self) -> Options {
+        Options {
+            select: Selection {
+                patterns: self.patterns.clone(),
+                exclude: self.exclude.clone(),
+                strip_components: self.strip_components,
+            },
+            platform: self.platform.clone(),
+            insecure_registry: self.insecure_registry,
+            layers_cache: self.layers_cache.clone(),
+            ..Options::default()
         }
     }
 }

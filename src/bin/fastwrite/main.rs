@@ -359,7 +359,7 @@ fn write_out(bytes: &[u8]) -> i32 {
 fn list(args: &crate::cli::ListArgs, json: bool) -> i32 {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut broken_pipe = false;
-    let listed = fastwrite::list(&args.archive, &args.selection(), &mut |entry| {
+    let listed = fastwrite::list(&args.archive, &args.options(), &mut |entry| {
         let text = if json {
             show::listed_json(entry)
         } else {

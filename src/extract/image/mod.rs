@@ -583,12 +583,12 @@ impl super::input::Source for Image {
     fn list(
         self: Box<Self>,
         _: &Path,
+        opts: &Options,
         chooser: &Chooser,
         each: &mut dyn FnMut(&Listed),
         failures: &mut Vec<Error>,
     ) -> anyhow::Result<()> {
-        // (Listing takes no options: the image of this machine's platform is listed.)
-        list(&self.0, &Options::default(), chooser, each, failures)
+        list(&self.0, opts, chooser, each, failures)
     }
 
     fn read(

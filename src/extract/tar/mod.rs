@@ -67,6 +67,7 @@ impl super::input::Source for Archive {
     fn list(
         self: Box<Self>,
         _: &std::path::Path,
+        _: &crate::options::Options,
         chooser: &Chooser,
         each: &mut dyn FnMut(&super::listed::Listed),
         failures: &mut Vec<Error>,

@@ -178,6 +178,7 @@ impl super::input::Source for InFile {
     fn list(
         self: Box<Self>,
         archive: &Path,
+        _: &crate::options::Options,
         chooser: &Chooser,
         each: &mut dyn FnMut(&Listed),
         failures: &mut Vec<Error>,
@@ -221,6 +222,7 @@ impl super::input::Source for Arriving {
     fn list(
         self: Box<Self>,
         archive: &Path,
+        _: &crate::options::Options,
         chooser: &Chooser,
         each: &mut dyn FnMut(&Listed),
         failures: &mut Vec<Error>,

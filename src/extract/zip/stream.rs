@@ -166,6 +166,7 @@ impl super::super::input::Source for Piped {
     fn list(
         self: Box<Self>,
         _: &Path,
+        _: &crate::options::Options,
         chooser: &Chooser,
         each: &mut dyn FnMut(&super::super::listed::Listed),
         failures: &mut Vec<Error>,
