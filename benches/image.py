@@ -24,6 +24,9 @@ the bench, and this run's folders are deleted at its end unless --keep), round-r
   fastwrite         fastwrite extract docker://localhost:PORT/bench:v1 -o OUT
   skopeo+umoci      skopeo copy docker://... oci:DL:bench && umoci unpack --image DL:bench OUT
   crane|tar         crane export localhost:PORT/bench:v1 - | tar -x -C OUT
+  ctr               ctr images pull --plain-http --snapshotter native (Debian's containerd 1.6,
+                    a daemon of its own rooted at OUT, started before the clock; the tree is its
+                    top snapshot; not in the default --tools: `apt-get install containerd`)
 With --mount, every tree is written onto a mount made for the bench (fresh folders there; the
 downloads of skopeo stay on the local disk): `sshfs:1` is lab/netfs (sshd and sshfs on this
 machine through a proxy adding 1 ms each way: the HPC case), `slowfs:flush=1` lab/slowfs (a
@@ -243,6 +246,8 @@ def main():
                         dl = os.path.join(work, "out", os.path.basename(out) + "-dl")
                         took = timed(f"skopeo copy -q --src-tls-verify=false docker://{ref} oci:{dl}:bench && umoci unpack --image {dl}:bench {out}", shell=True)
                         tree = os.path.join(out, "rootfs")
+                    elif tool == "ctr":
+                        took, tree = ctr_pull(out, ref)
                     elif tool == "crane|tar":
                         os.makedirs(out)
                         took = timed(f"set -o pipefail; crane export --insecure {ref} - | tar -x -C {out}", shell=True)
@@ -279,8 +284,34 @@ def main():
         if not ARGS.keep:
             for root in {os.path.join(work, "out"), (mount + ".backing") if mount else outs}:
                 for name in os.listdir(root):
-                    if name.endswith((f"-{os.getpid()}", f"-{os.getpid()}-dl")):
+                    if name.endswith((f"-{os.getpid()}", f"-{os.getpid()}-dl", f"-{os.getpid()}-state")):
                         shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+
+def ctr_pull(out, ref):
+    """`ctr images pull` (Debian's containerd) with the native snapshotter, into a containerd of
+    its own rooted at OUT (started before the clock, stopped after): (timed, the tree of the
+    image's top snapshot)."""
+    state = out + "-state"
+    os.makedirs(state)
+    sock = os.path.join(state, "containerd.sock")
+    config = os.path.join(state, "config.toml")
+    with open(config, "w") as f:
+        f.write(f'version = 2\nroot = "{out}"\nstate = "{state}"\n'
+                f'disabled_plugins = ["io.containerd.grpc.v1.cri"]\n[grpc]\n  address = "{sock}"\n')
+    daemon = subprocess.Popen(["containerd", "--config", config], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(sock) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        took = timed(["ctr", "--address", sock, "images", "pull", "--plain-http", "--snapshotter", "native", ref])
+    finally:
+        daemon.terminate()
+        daemon.wait()
+    snapshots = os.path.join(out, "io.containerd.snapshotter.v1.native", "snapshots")
+    numbered = [int(n) for n in os.listdir(snapshots) if n.isdigit()] if os.path.isdir(snapshots) else []
+    tree = os.path.join(snapshots, str(max(numbered))) if numbered else out
+    return took, tree
 
 
 def mount_up(work, spec):
