@@ -293,8 +293,34 @@ pub fn safe_relative_bytes(name: &[u8]) -> Result<PathBuf, Refusal> {
     }
 }
 
+/// [`safe_relative_bytes`] for a name of a POSIX tree, a container image's layer (the image
+/// spec's paths are POSIX paths): only `/` separates, so a `\` is a byte of the name, as umoci,
+/// the runtimes and the kernel take it (systemd names its units `system-systemd\x2dfsck.slice`).
+/// On Windows, where `\` separates and no name may hold one, such a name is refused.
+pub fn safe_relative_posix_bytes(name: &[u8]) -> Result<PathBuf, Refusal> {
+    #[cfg(unix)]
+    {
+        posix_relative(name)
+    }
+    #[cfg(not(unix))]
+    {
+        if name.contains(&b'\\') {
+            return Err(refuse(
+                "the name holds a '\\', a byte of a POSIX name and a separator on Windows: it cannot be made here",
+            ));
+        }
+        safe_relative_bytes(name)
+    }
+}
+
 #[cfg(unix)]
 fn not_utf8(name: &[u8]) -> Result<PathBuf, Refusal> {
+    posix_relative(name)
+}
+
+/// A name whose components only `/` separates, each kept byte for byte.
+#[cfg(unix)]
+fn posix_relative(name: &[u8]) -> Result<PathBuf, Refusal> {
     use std::os::unix::ffi::OsStrExt;
     if name.contains(&0) {
         return Err(refuse("name contains a NUL byte"));

@@ -190,7 +190,7 @@ mod linux {
         serde_json::json!({"path": path, "data": data})
     }
 
-    /// Every rule of the spec's layer.md in one image of four layers.
+    /// Every rule of the spec's layer.md in one image of four layers (and a name with a `\`).
     pub fn rules_spec() -> serde_json::Value {
         serde_json::json!({"layers": [
             [
@@ -237,6 +237,8 @@ mod linux {
                 {"path": "bin/wall2", "type": "hardlink", "link": "bin/wall"},
                 {"path": "bin/.wh.wall", "data": ""},
                 file("etc/zz", "zz"),
+                // A `\` is a byte of a POSIX name (systemd's unit names), not a separator.
+                file("etc/system-systemd\\x2dfsck.slice", "unit"),
             ],
             [
                 {"path": "dev", "type": "dir"},
@@ -848,6 +850,8 @@ mod linux {
                 file("up/through-dotdot", "x"),
                 file("d/rel/through-relative", "x"),
                 file("../escaped", "x"),
+                // (On Linux a name: `\` separates nothing there.)
+                file("..\\..\\backslashes", "x"),
                 {"path": "d/.wh..", "data": ""},
                 {"path": "link", "type": "hardlink", "link": "../../etc/passwd"},
             ],
@@ -869,6 +873,7 @@ mod linux {
         );
         assert!(out.join("through-dotdot").is_file());
         assert!(out.join("outside/through-relative").is_file());
+        assert!(out.join("..\\..\\backslashes").is_file());
         assert_eq!(
             std::fs::read_link(out.join("abs")).unwrap(),
             outside,

@@ -269,35 +269,51 @@ pub struct ListArgs {
     #[arg(short = 'T', long, value_name = "FILE")]
     pub files_from: Option<PathBuf>,
 
-    /// The platform of the image to list, from an image of several [default: this machine's]
+    #[command(flatten)]
+    pub image: ImageArgs,
+}
+
+/// How an image is chosen and fetched: `extract` and `list` take the same.
+#[derive(Debug, Args)]
+pub struct ImageArgs {
+    /// The platform of the image, from an image of several [default: this machine's]
     #[arg(long, value_name = "OS/ARCH[/VARIANT]")]
     pub platform: Option<String>,
 
-    /// Speak plain HTTP, unencrypted, to an image registry that is not on this machine (as
-    /// `extract --insecure-registry`)
+    /// Speak plain HTTP, unencrypted, to an image registry that is not on this machine (one on
+    /// localhost or 127.0.0.1 always is, as docker and crane do)
     #[arg(long)]
     pub insecure_registry: bool,
 
-    /// Take an image's layers from DIR, and keep there those fetched (as `extract
-    /// --layers-cache`)
+    /// Keep each layer an image's registry serves in DIR (as blobs/sha256/DIGEST), and take it
+    /// from there when an image names it again: a second image on the same base downloads
+    /// none of the base's layers
     #[arg(long, value_name = "DIR")]
     pub layers_cache: Option<PathBuf>,
+}
+
+impl ImageArgs {
+    /// Sets what they choose in `opts`.
+    pub fn apply(&self, opts: &mut Options) {
+        opts.platform = self.platform.clone();
+        opts.insecure_registry = self.insecure_registry;
+        opts.layers_cache = self.layers_cache.clone();
+    }
 }
 
 impl ListArgs {
     /// What `list` is asked: the entries chosen, and the image's platform and fetching.
     pub fn options(&self) -> Options {
-        Options {
+        let mut opts = Options {
             select: Selection {
                 patterns: self.patterns.clone(),
                 exclude: self.exclude.clone(),
                 strip_components: self.strip_components,
             },
-            platform: self.platform.clone(),
-            insecure_registry: self.insecure_registry,
-            layers_cache: self.layers_cache.clone(),
             ..Options::default()
-        }
+        };
+        self.image.apply(&mut opts);
+        opts
     }
 }
 
@@ -417,20 +433,8 @@ pub struct ExtractArgs {
     #[arg(long)]
     pub devices: bool,
 
-    /// The platform of the image to apply, from an image of several [default: this machine's]
-    #[arg(long, value_name = "OS/ARCH[/VARIANT]")]
-    pub platform: Option<String>,
-
-    /// Speak plain HTTP, unencrypted, to an image registry that is not on this machine (one on
-    /// localhost or 127.0.0.1 always is, as docker and crane do)
-    #[arg(long)]
-    pub insecure_registry: bool,
-
-    /// Keep each layer an image's registry serves in DIR (as blobs/sha256/DIGEST), and take it
-    /// from there when an image names it again: a second image on the same base downloads
-    /// none of the base's layers
-    #[arg(long, value_name = "DIR")]
-    pub layers_cache: Option<PathBuf>,
+    #[command(flatten)]
+    pub image: ImageArgs,
 
     /// Memory for file contents in flight when streaming a tar archive, in MiB
     #[arg(long, value_name = "MIB", default_value_t = DEFAULT_MEMORY_BUDGET >> 20, value_parser = clap::value_parser!(u64).range(4..))]
@@ -651,9 +655,7 @@ impl Cli {
                 opts.devices = args.devices;
                 opts.same_owner = !args.no_same_owner && (args.same_owner || running_as_root());
                 opts.numeric_owner = args.numeric_owner;
-                opts.platform = args.platform.clone();
-                opts.insecure_registry = args.insecure_registry;
-                opts.layers_cache = args.layers_cache.clone();
+                args.image.apply(&mut opts);
                 opts.memory_budget = args.memory_budget << 20;
                 opts.max_output = args.max_output;
                 opts.space_check = !args.no_space_check;

@@ -376,7 +376,7 @@ fn plan_of(merged: &Merged, layers: &[Layer], powers: &Powers) -> (Plan, Vec<Opt
     plan.rejected = refusals(merged, layers);
     for (path, node) in &merged.nodes {
         let name = String::from_utf8_lossy(path).into_owned();
-        let rel = match plan::safe_relative_bytes(path) {
+        let rel = match plan::safe_relative_posix_bytes(path) {
             Ok(rel) => rel,
             Err(refusal) => {
                 let error = anyhow!("refused: {refusal}");
@@ -430,7 +430,7 @@ fn plan_of(merged: &Merged, layers: &[Layer], powers: &Powers) -> (Plan, Vec<Opt
             Kind::Dir => EntryKind::Dir,
             Kind::File | Kind::HardLink => match primary.get(&(layer, m)) {
                 Some(first) => EntryKind::Hardlink {
-                    target: plan::safe_relative_bytes(first).unwrap_or_default(),
+                    target: plan::safe_relative_posix_bytes(first).unwrap_or_default(),
                 },
                 None => {
                     primary.insert((layer, m), path);
