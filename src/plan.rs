@@ -297,6 +297,7 @@ pub fn safe_relative_bytes(name: &[u8]) -> Result<PathBuf, Refusal> {
 /// spec's paths are POSIX paths): only `/` separates, so a `\` is a byte of the name, as umoci,
 /// the runtimes and the kernel take it (systemd names its units `system-systemd\x2dfsck.slice`).
 /// On Windows, where `\` separates and no name may hold one, such a name is refused.
+#[cfg(feature = "image")]
 pub fn safe_relative_posix_bytes(name: &[u8]) -> Result<PathBuf, Refusal> {
     #[cfg(unix)]
     {
