@@ -4,8 +4,9 @@
 //!
 //! What this module owns: naming an image (`Reference`), reading its documents
 //! (`manifest.rs`: index, manifest, config, the platform), fetching its blobs (`layout.rs`,
-//! `registry.rs`, behind [`Blobs`]), reading each layer once with its digests checked
-//! (`layers.rs`), and the layer rules (`merge.rs`: whiteouts, opaque folders, links across
+//! `registry.rs`, behind [`Blobs`]; `archive.rs` for `docker save`'s tar), keeping them in the
+//! layers cache (`cache.rs`), reading each layer once with its digests checked (`layers.rs`, on
+//! three threads joined by `pipe.rs`), and the layer rules (`merge.rs`: whiteouts, opaque folders, links across
 //! layers, every name resolved inside the root). Then the merged tree is one plan, and each
 //! final path is written once, from the layer that last put it there.
 //!
