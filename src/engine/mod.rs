@@ -72,7 +72,7 @@ pub(crate) use files::WriterState;
 pub(crate) use finish::deepest_first;
 pub(crate) use leftovers::is_run_mark;
 pub(crate) use pump::{CHUNK, Content, HoleRead};
-pub(crate) use pump::{too_long, truncated};
+pub(crate) use pump::{read_full, too_long, truncated};
 pub(crate) use run::Run;
 pub(crate) use stage::{Staging, staged};
 pub(crate) use unverified::{Unverified, UnverifiedKind};

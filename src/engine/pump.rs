@@ -17,6 +17,22 @@ use crate::plan::Entry;
 /// one write; a larger one is streamed in chunks of this size and never held whole.
 pub(crate) const CHUNK: usize = 1 << 20;
 
+/// Reads from `from` until `buf` is full, the end, or an error: how many bytes it holds, and the
+/// error that stopped it (the bytes before an error are kept; an interrupted read is tried
+/// again). Fewer bytes than `buf` holds and no error: the end.
+pub(crate) fn read_full(from: &mut dyn Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match from.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return (filled, Some(e)),
+        }
+    }
+    (filled, None)
+}
+
 /// Where a file's content comes from.
 pub(crate) enum Content<'a> {
     /// Read (and checked against the declared size) in chunks.

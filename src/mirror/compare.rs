@@ -2,7 +2,7 @@
 //! filesystem that keeps it coarser), and with `--checksum` the same bytes.
 
 use std::fs::{self, Metadata};
-use std::io::{self, Read};
+use std::io;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -54,16 +54,10 @@ pub(super) fn same_content(a: &Path, b: &Path) -> io::Result<bool> {
 }
 
 fn read_full(f: &mut fs::File, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match f.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
+    match crate::engine::read_full(f, buf) {
+        (_, Some(error)) => Err(error),
+        (n, None) => Ok(n),
     }
-    Ok(n)
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use sha2::{Digest, Sha256};
 use super::cache::{Keeper, Tee};
 use super::manifest::Descriptor;
 use super::pipe;
+use crate::engine::read_full;
 use crate::extract::codec::{Codec, Verified};
 use crate::extract::tar::{Kind, Reader};
 
@@ -389,14 +390,15 @@ impl SpoolWriter {
             if self.filled == self.buf.len() {
                 self.flush().map_err(Failed::Spooling)?;
             }
-            match from.read(&mut self.buf[self.filled..]) {
-                Ok(0) => return Ok(copied),
-                Ok(n) => {
-                    self.filled += n;
-                    copied += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(Failed::Reading(e)),
+            let room = self.buf.len() - self.filled;
+            let (n, failed) = read_full(from, &mut self.buf[self.filled..]);
+            self.filled += n;
+            copied += n as u64;
+            if let Some(error) = failed {
+                return Err(Failed::Reading(error));
+            }
+            if n < room {
+                return Ok(copied);
             }
         }
     }

@@ -13,6 +13,8 @@
 use std::io::{self, BufRead, Read};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, TryRecvError, channel, sync_channel};
 
+use crate::engine::read_full;
+
 /// The bytes of one hand-over: large enough that a hand-over costs nothing beside inflating
 /// it, small enough that the channel holds a few.
 const CHUNK: usize = 256 << 10;
@@ -49,7 +51,7 @@ impl Maker {
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => vec![0; CHUNK],
             };
             // (The bytes before an error are sent first: the reader takes them as before.)
-            let (filled, failed) = fill(from, &mut chunk);
+            let (filled, failed) = read_full(from, &mut chunk);
             if filled == 0 && failed.is_none() {
                 return Pumped::Ended;
             }
@@ -64,21 +66,6 @@ impl Maker {
             }
         }
     }
-}
-
-/// Fills `chunk` from `from` as far as it goes (fewer bytes only at the end or an error): how
-/// many bytes it holds, and the error that stopped it.
-fn fill(from: &mut dyn Read, chunk: &mut [u8]) -> (usize, Option<io::Error>) {
-    let mut filled = 0;
-    while filled < chunk.len() {
-        match from.read(&mut chunk[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return (filled, Some(e)),
-        }
-    }
-    (filled, None)
 }
 
 /// The reader's end.
