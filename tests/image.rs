@@ -65,6 +65,18 @@ mod linux {
     pub fn state(root: &Path) -> BTreeMap<PathBuf, String> {
         use std::os::unix::fs::{FileTypeExt, MetadataExt};
         let mut found = BTreeMap::new();
+        // The root folder itself (an image's `./` entry gives it mode, owner, attributes).
+        let meta = std::fs::metadata(root).unwrap();
+        found.insert(
+            PathBuf::new(),
+            format!(
+                "dir mode {:o} owner {}:{}{}",
+                meta.mode() & 0o7777,
+                meta.uid(),
+                meta.gid(),
+                xattrs(root)
+            ),
+        );
         let mut groups: BTreeMap<u64, usize> = BTreeMap::new();
         let mut todo = vec![root.to_path_buf()];
         while let Some(dir) = todo.pop() {
@@ -194,6 +206,8 @@ mod linux {
     pub fn rules_spec() -> serde_json::Value {
         serde_json::json!({"layers": [
             [
+                // The root's own entry: OUT takes its mode, owner, attributes and mtime.
+                {"path": "./", "type": "dir", "mode": 0o750, "uid": 0, "gid": 0, "mtime": 1450000000, "xattrs": {"user.root": "r"}},
                 {"path": "etc", "type": "dir", "xattrs": {"user.folder": "kept"}},
             {"path": "ping", "data": "ping", "mode": 0o755, "xattrs": {"user.note": "hello", "security.capability": "\u{1}\u{0}\u{0}\u{2}\u{0} \u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}"}},
             file("etc/a", "a0"), file("etc/b", "b0"), file("etc/c", "c0"),
@@ -274,6 +288,16 @@ mod linux {
                 .cloned()
                 .unwrap_or_else(|| "absent".into())
         };
+        assert!(
+            at("").contains("mode 750 owner 0:0 xattr user.root=r"),
+            "{}",
+            at("")
+        );
+        let root_mtime = std::fs::metadata(&out).unwrap().modified().unwrap();
+        assert_eq!(
+            root_mtime,
+            std::time::UNIX_EPOCH + Duration::from_secs(1450000000)
+        );
         assert!(at("etc/a").starts_with("file 2 "), "{}", at("etc/a"));
         assert!(at("etc/b").starts_with("file 2 "), "{}", at("etc/b"));
         assert_eq!(at("etc/c"), "absent");

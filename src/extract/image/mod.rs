@@ -373,8 +373,20 @@ fn plan_of(merged: &Merged, layers: &[Layer], powers: &Powers) -> (Plan, Vec<Opt
     let mut plan = Plan::default();
     let mut sources = Vec::new();
     let mut primary: std::collections::HashMap<(u32, u32), &[u8]> = Default::default();
-    let (mut not_owned, mut devices, mut not_set) = (0u64, 0u64, 0u64);
+    let mut missed = Missed::default();
     plan.rejected = refusals(merged, layers);
+    // The root's own entry (`./`): OUT takes its mode, mtime and owner, as GNU tar gives
+    // them to `.` and umoci to its rootfs.
+    if let Some((layer, m)) = merged.root {
+        let mut root = folder(String::from("./"), PathBuf::new(), 0);
+        missed.dress(
+            &mut root,
+            &layers[layer as usize].members[m as usize],
+            powers,
+        );
+        plan.entries.push(root);
+        sources.push(None);
+    }
     for (path, node) in &merged.nodes {
         let name = String::from_utf8_lossy(path).into_owned();
         let rel = match plan::safe_relative_posix_bytes(path) {
@@ -386,21 +398,7 @@ fn plan_of(merged: &Merged, layers: &[Layer], powers: &Powers) -> (Plan, Vec<Opt
                 continue;
             }
         };
-        let index = plan.entries.len();
-        let mut entry = Entry {
-            name,
-            path: rel,
-            kind: EntryKind::Dir,
-            mode: Some(0o755),
-            mtime: None,
-            size: 0,
-            index,
-            sparse: false,
-            replaces: false,
-            owner: None,
-            absent: false,
-            xattrs: Vec::new(),
-        };
+        let mut entry = folder(name, rel, plan.entries.len());
         let (layer, m) = match *node {
             Node::Implicit => {
                 plan.entries.push(entry);
@@ -410,22 +408,7 @@ fn plan_of(merged: &Merged, layers: &[Layer], powers: &Powers) -> (Plan, Vec<Opt
             Node::Member { layer, member } => (layer, member),
         };
         let member = &layers[layer as usize].members[m as usize];
-        entry.mode = member.mode;
-        entry.mtime = member.mtime;
-        // `user.` attributes always; the others (`security.capability`, `trusted.`) as root.
-        for (name, value) in &member.xattrs {
-            if powers.root || name.starts_with(b"user.") {
-                entry.xattrs.push((name.clone(), value.clone()));
-            } else {
-                not_set += 1;
-            }
-        }
-        let owner = (member.uid.unwrap_or(0), member.gid.unwrap_or(0));
-        if powers.root {
-            entry.owner = Some(owner);
-        } else if owner != powers.own {
-            not_owned += 1;
-        }
+        missed.dress(&mut entry, member, powers);
         let mut source = None;
         entry.kind = match member.kind {
             Kind::Dir => EntryKind::Dir,
@@ -459,7 +442,7 @@ fn plan_of(merged: &Merged, layers: &[Layer], powers: &Powers) -> (Plan, Vec<Opt
                 minor: 0,
             },
             Kind::CharDevice | Kind::BlockDevice if !powers.root => {
-                devices += 1;
+                missed.devices += 1;
                 continue;
             }
             Kind::CharDevice | Kind::BlockDevice => {
@@ -478,8 +461,83 @@ fn plan_of(merged: &Merged, layers: &[Layer], powers: &Powers) -> (Plan, Vec<Opt
         sources.push(source);
     }
     plan.warnings = layers.iter().flat_map(|l| l.warnings.clone()).collect();
-    plan.warnings.extend(rootless(not_owned, not_set, devices));
+    plan.warnings.extend(missed.said());
     (plan, sources)
+}
+
+/// A folder of the plan, as an implicit one is made: what a member's metadata then dresses.
+fn folder(name: String, path: PathBuf, index: usize) -> Entry {
+    Entry {
+        name,
+        path,
+        kind: EntryKind::Dir,
+        mode: Some(0o755),
+        mtime: None,
+        size: 0,
+        index,
+        sparse: false,
+        replaces: false,
+        owner: None,
+        absent: false,
+        xattrs: Vec::new(),
+    }
+}
+
+/// What a run without root could not give the image, counted.
+#[derive(Default)]
+struct Missed {
+    not_owned: u64,
+    not_set: u64,
+    devices: u64,
+}
+
+impl Missed {
+    /// Gives `entry` the metadata `member` has that `powers` can give: mode and mtime; owners
+    /// as root; `user.` attributes always, the others (`security.capability`, `trusted.`) as
+    /// root. What cannot be given is counted.
+    fn dress(&mut self, entry: &mut Entry, member: &layers::Member, powers: &Powers) {
+        entry.mode = member.mode;
+        entry.mtime = member.mtime;
+        for (name, value) in &member.xattrs {
+            if powers.root || name.starts_with(b"user.") {
+                entry.xattrs.push((name.clone(), value.clone()));
+            } else {
+                self.not_set += 1;
+            }
+        }
+        let owner = (member.uid.unwrap_or(0), member.gid.unwrap_or(0));
+        if powers.root {
+            entry.owner = Some(owner);
+        } else if owner != powers.own {
+            self.not_owned += 1;
+        }
+    }
+
+    /// Each kind said once with its count (as umoci's `--rootless` says it).
+    fn said(&self) -> Vec<String> {
+        let Missed {
+            not_owned,
+            not_set,
+            devices,
+        } = *self;
+        let mut said = Vec::new();
+        if not_owned > 0 {
+            said.push(format!(
+                "not root: {not_owned} entries keep this user's owner instead of the image's (as umoci --rootless does)"
+            ));
+        }
+        if not_set > 0 {
+            said.push(format!(
+                "not root: {not_set} extended attributes other than user.* (security.capability, trusted.*) were not set (as umoci --rootless does)"
+            ));
+        }
+        if devices > 0 {
+            said.push(format!(
+                "not root: {devices} device nodes of the image were not made (as umoci --rootless does)"
+            ));
+        }
+        said
+    }
 }
 
 /// What the merge refused, each named with its layer.
@@ -493,28 +551,6 @@ fn refusals(merged: &Merged, layers: &[Layer]) -> Vec<Error> {
         )
     });
     refused.collect()
-}
-
-/// What a run without root could not give the image, each said once with its count (as
-/// umoci's `--rootless` says it).
-fn rootless(not_owned: u64, not_set: u64, devices: u64) -> Vec<String> {
-    let mut said = Vec::new();
-    if not_owned > 0 {
-        said.push(format!(
-            "not root: {not_owned} entries keep this user's owner instead of the image's (as umoci --rootless does)"
-        ));
-    }
-    if not_set > 0 {
-        said.push(format!(
-            "not root: {not_set} extended attributes other than user.* (security.capability, trusted.*) were not set (as umoci --rootless does)"
-        ));
-    }
-    if devices > 0 {
-        said.push(format!(
-            "not root: {devices} device nodes of the image were not made (as umoci --rootless does)"
-        ));
-    }
-    said
 }
 
 /// The options an image is applied with: as the runtimes apply one (setuid and setgid kept;
@@ -664,15 +700,18 @@ fn list(
     let (layers, merged) = merged(reference, opts, chooser, "")?;
     let (plan, _) = plan_of(&merged, &layers, &Powers::AS_ROOT);
     for entry in &plan.entries {
-        let member = merged
-            .nodes
-            .get(entry.name.as_bytes())
-            .and_then(|node| match *node {
-                Node::Member { layer, member } => {
-                    Some(&layers[layer as usize].members[member as usize])
-                }
-                Node::Implicit => None,
-            });
+        let node = match merged.root {
+            Some((layer, member)) if entry.path.as_os_str().is_empty() => {
+                Some(Node::Member { layer, member })
+            }
+            _ => merged.nodes.get(entry.name.as_bytes()).copied(),
+        };
+        let member = node.and_then(|node| match node {
+            Node::Member { layer, member } => {
+                Some(&layers[layer as usize].members[member as usize])
+            }
+            Node::Implicit => None,
+        });
         let (kind, target) = match &entry.kind {
             EntryKind::Dir => (ListedKind::Dir, None),
             EntryKind::File => (ListedKind::File, None),
