@@ -612,9 +612,9 @@ mod linux {
     }
 
     /// A registry that asks for a Bearer token (given only for the credentials docker login or
-    /// podman login stored) and cuts every blob's first download short: refused in one line
-    /// without the credentials; with them, each cut download is taken up again by a range
-    /// request, and the tree is the layout's.
+    /// podman login stored, or a credential helper gives) and cuts every blob's first download
+    /// short: refused in one line without the credentials; with them, each cut download is
+    /// taken up again by a range request, and the tree is the layout's.
     pub fn a_registry_that_asks_for_a_token_and_cuts_downloads() {
         require("python3");
         let registry = Registry::start();
@@ -678,6 +678,67 @@ mod linux {
             run_fastwrite_env(&osv!["extract", &image, "-o", &out], &vars).assert_success();
             assert_eq!(state(&out), state(&expected), "with {name}'s credentials");
         }
+        // A credential helper, as docker runs one: for this registry (`credHelpers`), and for
+        // every registry (`credsStore`); one that is not installed is named.
+        let bin = dir.join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let helper = bin.join("docker-credential-fwtest");
+        std::fs::write(
+            &helper,
+            "#!/bin/sh\nread -r server\necho \"$server\" >> \"$0.asked\"\ncase \"$server\" in\n  localhost:*) printf '{\"ServerURL\":\"%s\",\"Username\":\"me\",\"Secret\":\"secret\"}' \"$server\" ;;\n  *) echo 'credentials not found in native keychain'; exit 1 ;;\nesac\n",
+        )
+        .unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let configs = [
+            (
+                "credHelpers",
+                format!(
+                    r#"{{"credHelpers":{{"localhost:{}":"fwtest"}}}}"#,
+                    front.port
+                ),
+            ),
+            (
+                "credsStore",
+                format!(
+                    r#"{{"credsStore":"fwtest","auths":{{"localhost:{}":{{}}}}}}"#,
+                    front.port
+                ),
+            ),
+            ("missing", r#"{"credsStore":"nosuch"}"#.to_string()),
+        ];
+        for (name, config) in configs {
+            let docker = dir.join(format!("config-{name}"));
+            std::fs::create_dir(&docker).unwrap();
+            std::fs::write(docker.join("config.json"), config).unwrap();
+            let out = dir.join(name);
+            let mut vars = bare.to_vec();
+            vars.retain(|(k, _)| *k != "DOCKER_CONFIG");
+            vars.push(("DOCKER_CONFIG", docker.to_str().unwrap()));
+            vars.push(("PATH", &path));
+            let run = run_fastwrite_env(&osv!["extract", &image, "-o", &out], &vars);
+            if name == "missing" {
+                run.assert_code(2);
+                assert_stderr_contains(&run, "docker-credential-nosuch is not installed");
+                assert!(!out.exists());
+            } else {
+                run.assert_success();
+                assert_eq!(state(&out), state(&expected), "with {name}");
+            }
+        }
+        let asked = std::fs::read_to_string(bin.join("docker-credential-fwtest.asked")).unwrap();
+        assert_eq!(
+            asked,
+            format!("localhost:{0}\nlocalhost:{0}\n", front.port),
+            "the helper is asked once a run, for the registry"
+        );
         let seen: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
         assert!(seen["cut"].as_u64().unwrap() >= 2, "{seen}");

@@ -2,13 +2,13 @@
 //! layout on disk (`oci:DIR[:REF]`), applied as a root filesystem into OUT through the same
 //! engine as every archive (writers sized by latency, the close pool, `--atomic`, the report).
 //!
-//! What this module owns: naming an image (`Reference`), reading its documents
-//! (`manifest.rs`: index, manifest, config, the platform), fetching its blobs (`layout.rs`,
-//! `registry.rs`, behind [`Blobs`]; `archive.rs` for `docker save`'s tar), keeping them in the
+//! What this module owns: naming an image (`Reference`), reading its documents (`manifest.rs`:
+//! index, manifest, config, the platform), fetching its blobs (`layout.rs`, `registry.rs` with
+//! `credentials.rs`, behind [`Blobs`]; `archive.rs` for `docker save`'s tar), keeping them in the
 //! layers cache (`cache.rs`), reading each layer once with its digests checked (`layers.rs`, on
-//! three threads joined by `pipe.rs`), and the layer rules (`merge.rs`: whiteouts, opaque folders, links across
-//! layers, every name resolved inside the root). Then the merged tree is one plan, and each
-//! final path is written once, from the layer that last put it there.
+//! three threads joined by `pipe.rs`), and the layer rules (`merge.rs`: whiteouts, opaque folders,
+//! links across layers, every name resolved inside the root). Then the merged tree is one plan, and
+//! each final path is written once, from the layer that last put it there.
 //!
 //! Unlike an archive from anywhere, an image is applied as the runtimes apply it: setuid and
 //! setgid bits kept, absolute symlinks kept, owners (by number) and device nodes made where
@@ -17,6 +17,8 @@
 
 mod archive;
 mod cache;
+#[cfg(feature = "http")]
+mod credentials;
 mod layers;
 mod layout;
 mod manifest;

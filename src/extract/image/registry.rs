@@ -6,7 +6,8 @@
 //! a first component with a `.` or a `:` (or `localhost`) is a registry. Authentication as
 //! docker, podman and skopeo do it: anonymous first; on a 401, the `WWW-Authenticate`
 //! challenge's Bearer token (fetched with the user's credentials, if any, from the files
-//! docker, podman and skopeo write) or Basic credentials. A registry on this machine
+//! docker, podman and skopeo write or the credential helpers they name: `credentials.rs`) or
+//! Basic credentials. A registry on this machine
 //! (`localhost`, `127.0.0.1`, `[::1]`) is spoken to over plain HTTP, as docker and crane do;
 //! any other over HTTPS only, unless [`Options::insecure_registry`] says otherwise.
 //!
@@ -22,6 +23,7 @@ use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, RANGE, WWW_AUTHENTICATE};
 
 use super::Blobs;
+use super::credentials::{CREDENTIAL_FILES, Stored};
 use super::manifest::{ACCEPTED, Descriptor};
 use crate::options::Options;
 use crate::sync::Unpoisoned;
@@ -122,7 +124,10 @@ pub(super) struct Registry {
     base: String,
     http: reqwest::Client,
     runtime: Arc<tokio::runtime::Runtime>,
-    credentials: Option<(String, String)>,
+    /// What the user's files store for the registry.
+    stored: Option<Stored>,
+    /// The user name and password, once asked for (a helper is run at most once).
+    credentials: tokio::sync::OnceCell<Result<Option<(String, String)>, String>>,
     authorization: Mutex<Option<String>>,
 }
 
@@ -144,7 +149,8 @@ impl Registry {
             name: name.clone(),
             http,
             runtime: Arc::new(runtime),
-            credentials: credentials_for(&name.registry),
+            stored: Stored::find(&name.registry),
+            credentials: tokio::sync::OnceCell::new(),
             authorization: Mutex::new(None),
         })
     }
@@ -217,8 +223,28 @@ impl Registry {
         let body = response.text().await.unwrap_or_default();
         Err(anyhow!(
             "{}",
-            refusal(&self.name, url, status, &body, self.credentials.is_some())
+            refusal(&self.name, url, status, &body, self.stored.is_some())
         ))
+    }
+
+    /// The user name and password stored for the registry, asked for once (a credential
+    /// helper is a program: run off the runtime's threads).
+    async fn credentials(&self) -> anyhow::Result<Option<(String, String)>> {
+        let stored = self.stored.clone();
+        let resolved = self
+            .credentials
+            .get_or_init(|| async move {
+                let Some(stored) = stored else {
+                    return Ok(None);
+                };
+                tokio::task::spawn_blocking(move || stored.resolve())
+                    .await
+                    .map_err(|e| anyhow!("{e}"))
+                    .and_then(|r| r)
+                    .map_err(|e| format!("{e:#}"))
+            })
+            .await;
+        resolved.clone().map_err(|why| anyhow!("{why}"))
     }
 
     /// The `Authorization` that answers a registry's challenge.
@@ -231,8 +257,9 @@ impl Registry {
                 .find(|(k, _)| k == key)
                 .map(|(_, v)| v.as_str())
         };
+        let credentials = self.credentials().await?;
         if scheme.eq_ignore_ascii_case("basic") {
-            let Some((user, password)) = &self.credentials else {
+            let Some((user, password)) = &credentials else {
                 bail!(
                     "{} asks for a user name and password, and none is stored for it ({})",
                     self.name.registry,
@@ -263,7 +290,7 @@ impl Registry {
             url.query_pairs_mut().append_pair("service", service);
         }
         let mut request = self.http.get(url);
-        if let Some((user, password)) = &self.credentials {
+        if let Some((user, password)) = &credentials {
             request = request.header(AUTHORIZATION, basic(user, password));
         }
         let response = request.send().await.map_err(|e| {
@@ -275,7 +302,7 @@ impl Registry {
         let status = response.status();
         let body = response.text().await.unwrap_or_default();
         if !status.is_success() {
-            let who = if self.credentials.is_some() {
+            let who = if credentials.is_some() {
                 "with the credentials stored for it"
             } else {
                 "anonymously"
@@ -388,50 +415,6 @@ impl Read for Download<'_> {
         self.pending = self.pending.slice(n..);
         Ok(n)
     }
-}
-
-/// Where credentials are looked for, in order (the first file that has the registry wins).
-const CREDENTIAL_FILES: &str = "$REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers/auth.json, $DOCKER_CONFIG/config.json, ~/.docker/config.json";
-
-/// The user name and password stored for `registry` by docker login, podman login or skopeo
-/// login (the `auths` of their files; credential helpers are not run).
-fn credentials_for(registry: &str) -> Option<(String, String)> {
-    let env = |key: &str| std::env::var_os(key).filter(|v| !v.is_empty());
-    let mut files = Vec::new();
-    files.extend(env("REGISTRY_AUTH_FILE").map(std::path::PathBuf::from));
-    files.extend(
-        env("XDG_RUNTIME_DIR").map(|d| std::path::Path::new(&d).join("containers/auth.json")),
-    );
-    files.extend(env("DOCKER_CONFIG").map(|d| std::path::Path::new(&d).join("config.json")));
-    files.extend(env("HOME").map(|h| std::path::Path::new(&h).join(".docker/config.json")));
-    let keys: Vec<String> = match registry {
-        "docker.io" | "index.docker.io" => vec![
-            "https://index.docker.io/v1/".into(),
-            "docker.io".into(),
-            "index.docker.io".into(),
-            "registry-1.docker.io".into(),
-        ],
-        other => vec![
-            other.to_string(),
-            format!("https://{other}"),
-            format!("http://{other}"),
-        ],
-    };
-    files.iter().find_map(|file| {
-        let text = std::fs::read_to_string(file).ok()?;
-        let value: serde_json::Value = serde_json::from_str(&text).ok()?;
-        let auths = value.get("auths")?;
-        keys.iter().find_map(|key| {
-            let entry = auths.get(key)?;
-            let auth = entry.get("auth").and_then(|a| a.as_str())?;
-            let decoded = base64::engine::general_purpose::STANDARD
-                .decode(auth)
-                .ok()?;
-            let decoded = String::from_utf8(decoded).ok()?;
-            let (user, password) = decoded.split_once(':')?;
-            Some((user.to_string(), password.to_string()))
-        })
-    })
 }
 
 fn basic(user: &str, password: &str) -> String {
