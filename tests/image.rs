@@ -455,6 +455,21 @@ mod linux {
             names.contains("etc/b") && !names.contains("etc/a") && !names.contains(".wh."),
             "{names}"
         );
+        // A run of many images, each into a folder named as Apptainer names what it pulls.
+        let list = dir.join("images.txt");
+        std::fs::write(&list, format!("{reference}\noci:{}:v1\n", layout.display())).unwrap();
+        let many = dir.join("many");
+        run_fastwrite(&osv![
+            "extract",
+            "--from-list",
+            &list,
+            "--per-archive",
+            "-o",
+            &many
+        ])
+        .assert_success();
+        assert_eq!(state(&many.join("image_v1")), state(&from_layout));
+        assert_eq!(state(&many.join("layout_v1")), state(&from_layout));
         let missing = run_fastwrite(&osv![
             "extract",
             &reference.replace(":v1", ":v2"),

@@ -12,6 +12,8 @@ pub(crate) mod format;
 mod give;
 #[cfg(feature = "image")]
 mod image;
+#[cfg(feature = "image")]
+pub(crate) use image::Reference as ImageReference;
 mod input;
 mod limits;
 pub(crate) mod list;

@@ -81,8 +81,9 @@ impl std::str::FromStr for Shard {
 #[derive(Debug, Clone, Default)]
 pub struct ManyOptions {
     /// Each source into a folder (or prefix) of its own under the output, named after it
-    /// without its archive suffixes (`shard-000123.tar.gz` into `OUT/shard-000123/`). Two
-    /// sources that would share one are refused before anything is written.
+    /// without its archive suffixes (`shard-000123.tar.gz` into `OUT/shard-000123/`; an image
+    /// by its name and tag, `docker://ghcr.io/team/app:1.4` into `OUT/app_1.4/`). Two sources
+    /// that would share one are refused before anything is written.
     pub per_archive: bool,
     /// Only this share of the sources.
     pub shard: Option<Shard>,

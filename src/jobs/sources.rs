@@ -211,8 +211,13 @@ fn bucket_glob(pattern: &str) -> anyhow::Result<Vec<Source>> {
 
 /// The name a source's own folder (or prefix) gets with one folder per archive: its last
 /// name, without its archive and compression suffixes (`shard-000123.tar.gz` ->
-/// `shard-000123`), as 7-Zip's `-o*` names it.
+/// `shard-000123`), as 7-Zip's `-o*` names it; an image's, by its name and tag
+/// (`docker://ghcr.io/team/app:1.4` -> `app_1.4`).
 pub(crate) fn folder_name(source: &str) -> Option<String> {
+    #[cfg(feature = "image")]
+    if let Ok(Some(image)) = crate::extract::ImageReference::parse(Path::new(source)) {
+        return image.folder_name();
+    }
     const SUFFIXES: &[&str] = &[
         ".tar", ".zip", ".whl", ".jar", ".war", ".ear", ".apk", ".nupkg", ".egg", ".crate", ".tgz",
         ".taz", ".tzst", ".txz", ".tbz", ".tbz2", ".gz", ".z", ".gzip", ".zst", ".zstd", ".xz",
@@ -250,6 +255,40 @@ mod tests {
         assert_eq!(folder_name("data.tar.zst").as_deref(), Some("data"));
         assert_eq!(folder_name(".tar.gz").as_deref(), Some(".tar"));
         assert_eq!(folder_name("-"), None);
+    }
+
+    #[cfg(feature = "image")]
+    #[test]
+    fn an_image_gets_a_folder_named_as_apptainer_names_it() {
+        assert_eq!(
+            folder_name("oci:layouts/app:1.4").as_deref(),
+            Some("app_1.4")
+        );
+        assert_eq!(folder_name("oci:layouts/app/").as_deref(), Some("app"));
+        assert_eq!(
+            folder_name("docker-archive:saved/app.TAR").as_deref(),
+            Some("app")
+        );
+        assert_eq!(folder_name("docker-archive:é.tar").as_deref(), Some("é"));
+        #[cfg(feature = "http")]
+        {
+            assert_eq!(
+                folder_name("docker://ghcr.io/team/app:1.4").as_deref(),
+                Some("app_1.4")
+            );
+            assert_eq!(
+                folder_name("docker://ubuntu").as_deref(),
+                Some("ubuntu_latest")
+            );
+            assert_eq!(
+                folder_name(&format!(
+                    "docker://localhost:5000/app@sha256:{}",
+                    "0123456789abcdef".repeat(4)
+                ))
+                .as_deref(),
+                Some("app_sha256-0123456789ab")
+            );
+        }
     }
 
     #[test]

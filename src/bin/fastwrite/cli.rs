@@ -362,8 +362,9 @@ pub struct ExtractArgs {
     pub from_list: Option<PathBuf>,
 
     /// Each archive into a folder (or prefix) of its own under OUT, named after it without its
-    /// suffixes (OUT/shard-000123/ for shard-000123.tar.gz); two archives that would share one
-    /// are refused before anything is written
+    /// suffixes (OUT/shard-000123/ for shard-000123.tar.gz; OUT/app_1.4/ for the image
+    /// docker://ghcr.io/team/app:1.4); two archives that would share one are refused before
+    /// anything is written
     #[arg(long, help_heading = MANY)]
     pub per_archive: bool,
 

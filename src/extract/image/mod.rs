@@ -158,6 +158,58 @@ impl Reference {
         Ok(None)
     }
 
+    /// The name of the image's own folder with one folder per archive (`--per-archive`), as
+    /// Apptainer names what it pulls: the repository's last name and the tag
+    /// (`docker://ghcr.io/team/app:1.4` -> `app_1.4`), or the digest's first twelve digits
+    /// (`app_sha256-0123456789ab`); a layout's folder name and its tag; a `docker save` tar's
+    /// image name and tag, or the file's name without `.tar`.
+    pub(crate) fn folder_name(&self) -> Option<String> {
+        let last_name = |path: &Path| {
+            path.components()
+                .next_back()
+                .and_then(|c| c.as_os_str().to_str().map(str::to_string))
+        };
+        let named = |name: &str, tag: Option<&str>| {
+            let name = name.rsplit('/').next().unwrap_or(name);
+            let tag = tag.map(|tag| match tag.split_once(':') {
+                Some((algorithm, hex)) => {
+                    format!("{algorithm}-{}", hex.get(..12).unwrap_or(hex))
+                }
+                None => tag.to_string(),
+            });
+            match tag {
+                Some(tag) => format!("{name}_{tag}"),
+                None => name.to_string(),
+            }
+        };
+        let name = match self {
+            Reference::Layout { dir, tag } => named(&last_name(dir)?, tag.as_deref()),
+            Reference::Archive {
+                tag: Some(tag),
+                file: _,
+            } => match tag.rsplit_once(':') {
+                Some((name, tag)) => named(name, Some(tag)),
+                None => named(tag, None),
+            },
+            Reference::Archive { file, tag: None } => {
+                let file = last_name(file)?;
+                match file.len().checked_sub(4) {
+                    Some(end)
+                        if file
+                            .get(end..)
+                            .is_some_and(|s| s.eq_ignore_ascii_case(".tar")) =>
+                    {
+                        file[..end].into()
+                    }
+                    _ => file,
+                }
+            }
+            #[cfg(feature = "http")]
+            Reference::Registry(name) => named(&name.repository, Some(&name.reference)),
+        };
+        (!name.is_empty() && name != "." && name != "..").then_some(name)
+    }
+
     /// How messages name the image.
     pub(crate) fn label(&self) -> String {
         match self {
