@@ -376,6 +376,131 @@ mod linux {
         assert!(differ.is_empty(), "trees differ:\n{}", differ.join("\n"));
     }
 
+    /// Python's web server on this machine, serving `dir` at `url`, stopped when dropped.
+    struct WebServer {
+        child: Child,
+        url: String,
+    }
+
+    impl WebServer {
+        fn start(dir: &Path) -> WebServer {
+            use std::io::BufRead;
+            let mut child = Command::new("python3")
+                .args([
+                    "-u",
+                    "-m",
+                    "http.server",
+                    "0",
+                    "--bind",
+                    "127.0.0.1",
+                    "--directory",
+                ])
+                .arg(dir)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start python3 -m http.server");
+            // "Serving HTTP on 127.0.0.1 port N (http://127.0.0.1:N/) ..."
+            let mut line = String::new();
+            std::io::BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            let port = line
+                .split(" port ")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|port| port.parse::<u16>().ok())
+                .unwrap_or_else(|| panic!("http.server said: {line}"));
+            WebServer {
+                child,
+                url: format!("http://127.0.0.1:{port}"),
+            }
+        }
+    }
+
+    impl Drop for WebServer {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// An image's layout and a `docker save` tar in a bucket (versitygw): the layout's tree, its
+    /// layers kept by `--layers-cache` as a registry's are.
+    pub fn an_image_in_a_bucket_is_the_layouts_tree() {
+        require("python3");
+        require("skopeo");
+        let server = s3::Server::start();
+        server.make_bucket("images");
+        let env: Vec<(String, String)> = server.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let dir = tempdir();
+        let layout = dir.join("layout");
+        let spec = serde_json::json!({"layers": [
+            [entry("etc", "dir"), file("etc/a", "a"), {"path": "big", "size": 2_000_000}],
+            [{"path": "etc/.wh.a", "data": ""}, file("etc/b", "b")],
+        ]});
+        build(&layout, "v1", &spec, "gzip");
+        let saved = dir.join("saved.tar");
+        let mut cmd = Command::new("skopeo");
+        cmd.args(["copy", "-q"])
+            .arg(format!("oci:{}:v1", layout.display()))
+            .arg(format!("docker-archive:{}:test/img:v1", saved.display()));
+        let out = run_command(cmd);
+        assert!(out.status.success(), "skopeo copy: {}", out.stderr);
+        let expected = dir.join("expected");
+        extract(&format!("oci:{}:v1", layout.display()), &expected).assert_success();
+        run_fastwrite_env(
+            &osv!["mirror", &layout, server.url("images", "layouts/app")],
+            &env,
+        )
+        .assert_success();
+        std::fs::create_dir(dir.join("one")).unwrap();
+        std::fs::copy(&saved, dir.join("one/saved.tar")).unwrap();
+        run_fastwrite_env(
+            &osv!["mirror", &dir.join("one"), server.url("images", "archives")],
+            &env,
+        )
+        .assert_success();
+        let cache = dir.join("cache");
+        for (name, image) in [
+            (
+                "layout",
+                format!("oci:{}:v1", server.url("images", "layouts/app")),
+            ),
+            ("archive", server.url("images", "archives/saved.tar")),
+        ] {
+            let image = match name {
+                "archive" => format!("docker-archive:{image}"),
+                _ => image,
+            };
+            let out = dir.join(format!("from-{name}"));
+            run_fastwrite_env(
+                &osv!["extract", &image, "-o", &out, "--layers-cache", &cache],
+                &env,
+            )
+            .assert_success();
+            assert_eq!(state(&out), state(&expected), "{image}");
+        }
+        // The layout's two layers were kept; the archive's are read where they are.
+        let kept = std::fs::read_dir(cache.join("blobs/sha256"))
+            .unwrap()
+            .count();
+        assert_eq!(kept, 2);
+        let missing = run_fastwrite_env(
+            &osv![
+                "extract",
+                format!("oci:{}", server.url("images", "layouts/none")),
+                "-o",
+                dir.join("none")
+            ],
+            &env,
+        );
+        missing.assert_code(2);
+        assert_stderr_contains(&missing, "has no index.json");
+        assert!(!dir.join("none").exists());
+    }
+
     /// A registry on this machine, in memory: `crane registry serve`, stopped when dropped.
     struct Registry {
         child: Child,
@@ -522,6 +647,27 @@ mod linux {
             extract(&image, &out).assert_success();
             assert_eq!(state(&out), state(&expected), "{image}");
         }
+        // The same, and the layout, from a web server.
+        let web = WebServer::start(dir.path());
+        for (name, image) in [
+            (
+                "web-gzip",
+                format!("docker-archive:{}/saved.tar.gz", web.url),
+            ),
+            (
+                "web-tagged",
+                format!("docker-archive:{}/saved.tar:test/img:v1", web.url),
+            ),
+            ("web-layout", format!("oci:{}/layout:v1", web.url)),
+            ("web-layout-untagged", format!("oci:{}/layout/", web.url)),
+        ] {
+            let out = dir.join(name);
+            extract(&image, &out).assert_success();
+            assert_eq!(state(&out), state(&expected), "{image}");
+        }
+        let none = extract(&format!("oci:{}/nothing", web.url), &dir.join("none"));
+        none.assert_code(2);
+        assert_stderr_contains(&none, "has no index.json");
         let missing = extract(
             &format!("docker-archive:{}:other:v2", saved.display()),
             &dir.join("none"),
@@ -1058,6 +1204,7 @@ fn main() {
         hostile_layers_write_nothing_outside_the_root,
         a_registry_that_asks_for_a_token_and_cuts_downloads,
         a_docker_save_tar_is_the_layouts_tree,
+        an_image_in_a_bucket_is_the_layouts_tree,
         without_root_what_cannot_be_done_is_said_once,
         options_that_choose_an_image_are_refused_with_any_other_input,
     ];

@@ -80,6 +80,26 @@ pub(super) fn open(archive: &Path) -> anyhow::Result<Option<Opened>> {
         .map_err(|e| e.context(format!("cannot open archive '{}'", archive.display())))
 }
 
+/// The store and the key `location` names (`s3://BUCKET/KEY`, `az://`, `gs://`, or with
+/// feature `http` an `https://` or `http://` URL), and the store's words for a missing object;
+/// `None` for a local path. Where an image's layout or `docker save` tar lies.
+#[cfg(feature = "image")]
+pub(super) fn located(location: &Path) -> anyhow::Result<Option<Located>> {
+    Ok(Object::locate(location)?.map(|object| Located {
+        store: object.store,
+        key: object.key,
+        missing: object.missing,
+    }))
+}
+
+/// An object (or a prefix) in a store, and the store's words for a missing object.
+#[cfg(feature = "image")]
+pub(super) struct Located {
+    pub store: Arc<dyn ObjectStore>,
+    pub key: Key,
+    pub missing: &'static str,
+}
+
 /// One object, and the runtime its requests run on.
 struct Object {
     store: Arc<dyn ObjectStore>,

@@ -42,8 +42,19 @@ impl DockerArchive {
         path: &Path,
         tag: Option<&str>,
     ) -> anyhow::Result<(DockerArchive, Document)> {
-        let mut file =
-            File::open(path).with_context(|| format!("cannot open '{}'", path.display()))?;
+        #[cfg(feature = "s3")]
+        let fetched = super::remote::fetched(path)?;
+        #[cfg(not(feature = "s3"))]
+        let fetched: Option<File> = {
+            super::refuse_remote(path)?;
+            None
+        };
+        let mut file = match fetched {
+            Some(file) => file,
+            None => {
+                File::open(path).with_context(|| format!("cannot open '{}'", path.display()))?
+            }
+        };
         let mut head = [0u8; 8];
         let n = file
             .read(&mut head)

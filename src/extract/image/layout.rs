@@ -30,55 +30,65 @@ impl Layout {
         }
         let bytes =
             std::fs::read(&index).with_context(|| format!("cannot read '{}'", index.display()))?;
-        let Document::Index(manifests) = manifest::parse(&bytes, Some(manifest::OCI_INDEX))
-            .with_context(|| format!("cannot read '{}'", index.display()))?
-        else {
-            bail!("'{}' is not an image index", index.display());
-        };
-        let tags = || {
-            let names: Vec<&str> = manifests
-                .iter()
-                .filter_map(|m| m.ref_name.as_deref())
-                .collect();
-            if names.is_empty() {
-                "none".to_string()
-            } else {
-                names.join(", ")
-            }
-        };
-        let chosen = match tag {
-            Some(tag) => manifests
-                .iter()
-                .find(|m| m.ref_name.as_deref() == Some(tag))
-                .ok_or_else(|| {
-                    anyhow!(
-                        "the layout '{}' has no image tagged '{tag}' (its tags: {})",
-                        dir.display(),
-                        tags()
-                    )
-                })?,
-            None => match manifests.as_slice() {
-                [only] => only,
-                [] => bail!("the layout '{}' holds no image", dir.display()),
-                _ => bail!(
-                    "the layout '{}' holds {} images: name one as oci:DIR:TAG (its tags: {})",
-                    dir.display(),
-                    manifests.len(),
-                    tags()
-                ),
-            },
-        };
+        let chosen = chosen(&bytes, tag, &dir.display().to_string())?;
         let layout = Layout {
             dir: dir.to_path_buf(),
         };
-        Ok((layout, chosen.clone()))
+        Ok((layout, chosen))
     }
 
     fn path_of(&self, digest: &str) -> anyhow::Result<PathBuf> {
-        super::layers::checkable(digest)?;
-        let (algorithm, hex) = digest.split_once(':').unwrap_or(("sha256", digest));
-        Ok(self.dir.join("blobs").join(algorithm).join(hex))
+        Ok(self.dir.join(blob_path(digest)?))
     }
+}
+
+/// The descriptor of the manifest (or index) `tag` names in a layout's `index.json` (`bytes`):
+/// with no tag, its only one. `layout` names the layout in messages.
+pub(super) fn chosen(bytes: &[u8], tag: Option<&str>, layout: &str) -> anyhow::Result<Descriptor> {
+    let Document::Index(manifests) = manifest::parse(bytes, Some(manifest::OCI_INDEX))
+        .with_context(|| format!("cannot read the index.json of '{layout}'"))?
+    else {
+        bail!("the index.json of '{layout}' is not an image index");
+    };
+    let tags = || {
+        let names: Vec<&str> = manifests
+            .iter()
+            .filter_map(|m| m.ref_name.as_deref())
+            .collect();
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    };
+    let chosen = match tag {
+        Some(tag) => manifests
+            .iter()
+            .find(|m| m.ref_name.as_deref() == Some(tag))
+            .ok_or_else(|| {
+                anyhow!(
+                    "the layout '{layout}' has no image tagged '{tag}' (its tags: {})",
+                    tags()
+                )
+            })?,
+        None => match manifests.as_slice() {
+            [only] => only,
+            [] => bail!("the layout '{layout}' holds no image"),
+            _ => bail!(
+                "the layout '{layout}' holds {} images: name one as oci:DIR:TAG (its tags: {})",
+                manifests.len(),
+                tags()
+            ),
+        },
+    };
+    Ok(chosen.clone())
+}
+
+/// A blob's place under a layout's root: `blobs/ALGORITHM/HEX`.
+pub(super) fn blob_path(digest: &str) -> anyhow::Result<String> {
+    super::layers::checkable(digest)?;
+    let (algorithm, hex) = digest.split_once(':').unwrap_or(("sha256", digest));
+    Ok(format!("blobs/{algorithm}/{hex}"))
 }
 
 impl Blobs for Layout {

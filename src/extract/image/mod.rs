@@ -1,14 +1,16 @@
-//! A container image as one more source: an image in a registry (`docker://`) or an OCI image
-//! layout on disk (`oci:DIR[:REF]`), applied as a root filesystem into OUT through the same
-//! engine as every archive (writers sized by latency, the close pool, `--atomic`, the report).
+//! A container image as one more source: an image in a registry (`docker://`), an OCI image
+//! layout (`oci:DIR[:REF]`) or a `docker save` tar (`docker-archive:FILE`), on disk, in a bucket
+//! or at a URL, applied as a root filesystem into OUT through the same engine as every archive
+//! (writers sized by latency, the close pool, `--atomic`, the report).
 //!
 //! What this module owns: naming an image (`Reference`), reading its documents (`manifest.rs`:
 //! index, manifest, config, the platform), fetching its blobs (`layout.rs`, `registry.rs` with
-//! `credentials.rs`, behind [`Blobs`]; `archive.rs` for `docker save`'s tar), keeping them in the
-//! layers cache (`cache.rs`), reading each layer once with its digests checked (`layers.rs`, on
-//! three threads joined by `pipe.rs`), and the layer rules (`merge.rs`: whiteouts, opaque folders,
-//! links across layers, every name resolved inside the root). Then the merged tree is one plan, and
-//! each final path is written once, from the layer that last put it there.
+//! `credentials.rs`, `remote.rs` for a bucket or a URL, behind [`Blobs`]; `archive.rs` for
+//! `docker save`'s tar), keeping them in the layers cache (`cache.rs`), reading each layer once with its
+//! digests checked (`layers.rs`, on three threads joined by `pipe.rs`), and the layer rules
+//! (`merge.rs`: whiteouts, opaque folders, links across layers, every name resolved inside the
+//! root). Then the merged tree is one plan, and each final path is written once, from the layer
+//! that last put it there.
 //!
 //! Unlike an archive from anywhere, an image is applied as the runtimes apply it: setuid and
 //! setgid bits kept, absolute symlinks kept, owners (by number) and device nodes made where
@@ -26,6 +28,8 @@ mod merge;
 mod pipe;
 #[cfg(feature = "http")]
 mod registry;
+#[cfg(feature = "s3")]
+mod remote;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -107,6 +111,12 @@ impl Reference {
             if rest.is_empty() {
                 bail!("'{text}' names no folder: oci:DIR[:TAG]");
             }
+            if let Some((dir, tag)) = split_url(rest) {
+                return Ok(Some(Reference::Layout {
+                    dir: PathBuf::from(dir),
+                    tag: tag.map(str::to_string),
+                }));
+            }
             // The folder as a whole, if it is one; else a tag after the last ':'.
             let (dir, tag) = match rest.rsplit_once(':') {
                 Some((dir, tag)) if !Path::new(rest).is_dir() && !dir.is_empty() => {
@@ -120,6 +130,12 @@ impl Reference {
             }));
         }
         if let Some(rest) = text.strip_prefix("docker-archive:") {
+            if let Some((file, tag)) = split_url(rest) {
+                return Ok(Some(Reference::Archive {
+                    file: PathBuf::from(file),
+                    tag: tag.map(str::to_string),
+                }));
+            }
             // The file, then the image's NAME:TAG if the archive holds several (the file is
             // the longest prefix before a ':' that is one).
             let split = rest
@@ -231,6 +247,18 @@ impl Reference {
     }
 }
 
+/// A URL (`s3://BUCKET/PREFIX:TAG`, `https://HOST:PORT/PATH:TAG`) and the tag after it, split
+/// at the first `:` past the host, as skopeo splits `oci:PATH:TAG`; `None`: not a URL.
+fn split_url(text: &str) -> Option<(&str, Option<&str>)> {
+    let scheme = plan::url_scheme(Path::new(text))?;
+    let start = scheme.len() + 3;
+    let path = text[start..].find('/').map_or(text.len(), |i| start + i);
+    Some(match text[path..].find(':') {
+        Some(i) => (&text[..path + i], Some(&text[path + i + 1..])),
+        None => (text, None),
+    })
+}
+
 /// An image opened: where its blobs come from, its manifest, and the digest of each layer's tar.
 struct Opened {
     blobs: Box<dyn Blobs>,
@@ -246,11 +274,18 @@ fn open(reference: &Reference, opts: &Options) -> anyhow::Result<Opened> {
     };
     let (blobs, top): (Box<dyn Blobs>, Document) = match reference {
         Reference::Layout { dir, tag } => {
-            let (layout, descriptor) = layout::Layout::open(dir, tag.as_deref())?;
+            let (layout, descriptor): (Box<dyn Blobs>, Descriptor) =
+                match remote_layout(dir, tag.as_deref())? {
+                    Some(remote) => remote,
+                    None => {
+                        let (layout, descriptor) = layout::Layout::open(dir, tag.as_deref())?;
+                        (Box::new(layout), descriptor)
+                    }
+                };
             let bytes = layout.manifest(&descriptor)?;
             let document = manifest::parse(&bytes, Some(&descriptor.media_type))
                 .with_context(|| format!("cannot read the manifest {}", descriptor.digest))?;
-            (Box::new(layout), document)
+            (layout, document)
         }
         Reference::Archive { file, tag } => {
             let (archive, document) = archive::DockerArchive::open(file, tag.as_deref())?;
@@ -306,6 +341,40 @@ fn open(reference: &Reference, opts: &Options) -> anyhow::Result<Opened> {
         manifest,
         diff_ids,
     })
+}
+
+/// The layout under a prefix of a store or a URL `dir` names, if it names one.
+#[cfg(feature = "s3")]
+fn remote_layout(
+    dir: &Path,
+    tag: Option<&str>,
+) -> anyhow::Result<Option<(Box<dyn Blobs>, Descriptor)>> {
+    let opened = remote::RemoteLayout::open(dir, tag)?;
+    Ok(opened.map(|(layout, descriptor)| (Box::new(layout) as Box<dyn Blobs>, descriptor)))
+}
+
+#[cfg(not(feature = "s3"))]
+fn remote_layout(
+    dir: &Path,
+    _: Option<&str>,
+) -> anyhow::Result<Option<(Box<dyn Blobs>, Descriptor)>> {
+    refuse_remote(dir)?;
+    Ok(None)
+}
+
+/// Where this build reads no stores, a store's URL is said to be one, not looked for as a
+/// folder.
+#[cfg(not(feature = "s3"))]
+fn refuse_remote(location: &Path) -> anyhow::Result<()> {
+    if let Some(scheme) = plan::url_scheme(location) {
+        return Err(crate::extract::format::not_built(
+            &format!("'{}'", location.display()),
+            &format!("an image at a {scheme}:// URL"),
+            "images from buckets and URLs",
+            "s3",
+        ));
+    }
+    Ok(())
 }
 
 /// Reads every layer of `image` (several at once), each checked against its digests.
