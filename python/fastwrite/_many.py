@@ -123,6 +123,9 @@ def extract_many(
     fsync: bool = False,
     space_check: bool = True,
     devices: bool = False,
+    platform: str | None = None,
+    insecure_registry: bool = False,
+    layers_cache: StrPath | None = None,
 ) -> builtins.list[Row]:
     """Extracts each of ``sources`` (paths, URLs, globs, `Source`: see `expand`) into ``out``
     (a folder, or ``s3://BUCKET/PREFIX``), each exactly once across calls, as
@@ -132,7 +135,10 @@ def extract_many(
     (``changed``; extracted again only with ``overwrite="replace"`` or ``"update"``).
 
     - ``per_archive``: each archive into a folder (or prefix) of its own under ``out``, named
-      after it without its suffixes (``shard-7.tar.gz`` into ``out/shard-7/``).
+      after it without its suffixes (``shard-7.tar.gz`` into ``out/shard-7/``; an image by its
+      name and tag, ``docker://ghcr.io/team/app:1.4`` into ``out/app_1.4/``).
+    - ``platform``, ``insecure_registry``, ``layers_cache``: for sources that are container
+      images, as for `extract` (with ``layers_cache``, images that share a base fetch it once).
     - ``shard``: ``(I, N)``, only the sources whose name hashes to ``I`` of ``N`` (the same
       split on every machine). ``at_once``: archives extracted at once (default: two per core
       into a folder, eight per core into or from a bucket).
@@ -165,6 +171,9 @@ def extract_many(
         fsync=fsync,
         space_check=space_check,
         devices=devices,
+        platform=platform,
+        insecure_registry=insecure_registry,
+        layers_cache=None if layers_cache is None else os.fsdecode(layers_cache),
     )
     if report is not None:
         write_rows(report, rows)

@@ -149,6 +149,9 @@ def extract_many(
     fsync: bool = False,
     space_check: bool = True,
     devices: bool = False,
+    platform: str | None = None,
+    insecure_registry: bool = False,
+    layers_cache: str | None = None,
 ) -> tuple[builtins.list[dict[str, Any]], BaseException | None]:
     """Extracts each source once; every source's row, and what stopped the run, if anything."""
 

@@ -104,7 +104,8 @@ fn row<'py>(py: Python<'py>, report: &SourceReport) -> PyResult<Bound<'py, PyDic
 #[pyo3(signature = (
     sources, out, *, per_archive=false, shard=None, at_once=None, patterns=Vec::new(),
     exclude=Vec::new(), strip_components=0, overwrite="refuse", password=None, max_output=None,
-    threads=None, close=None, fsync=false, space_check=true, devices=false,
+    threads=None, close=None, fsync=false, space_check=true, devices=false, platform=None,
+    insecure_registry=false, layers_cache=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn extract_many<'py>(
@@ -125,6 +126,9 @@ pub fn extract_many<'py>(
     fsync: bool,
     space_check: bool,
     devices: bool,
+    platform: Option<String>,
+    insecure_registry: bool,
+    layers_cache: Option<PathBuf>,
 ) -> PyResult<(Bound<'py, PyList>, Option<Py<PyAny>>)> {
     let shard = match shard {
         Some((index, count)) if count == 0 || index >= count => {
@@ -156,6 +160,9 @@ pub fn extract_many<'py>(
     opts.max_output = max_output;
     opts.space_check = space_check;
     opts.devices = devices;
+    opts.platform = platform;
+    opts.insecure_registry = insecure_registry;
+    opts.layers_cache = layers_cache;
     let sources: Vec<Source> = sources
         .into_iter()
         .map(|(name, identity)| Source { name, identity })

@@ -88,3 +88,17 @@ def test_a_platform_is_asked_for_images_only(tmp_path: Path) -> None:
     # A layers cache keeps what a registry serves: a layout's blobs are on disk already.
     report = fastwrite.extract(image, tmp_path / "cached", layers_cache=tmp_path / "cache")
     assert report.files == 3
+
+
+def test_many_images_each_into_its_own_folder(tmp_path: Path) -> None:
+    image = f"oci:{layout(tmp_path)}:v1"
+    rows = fastwrite.extract_many(
+        [image], tmp_path / "many", per_archive=True, layers_cache=tmp_path / "cache"
+    )
+    assert [row["status"] for row in rows] == ["done"], rows
+    assert sorted(p.name for p in (tmp_path / "many/layout_v1/etc").iterdir()) == ["b", "c"]
+    # A platform that is not the image's refuses it, as extract does.
+    rows = fastwrite.extract_many(
+        [image], tmp_path / "other", platform="linux/arm64", check_all=False
+    )
+    assert [row["status"] for row in rows] == ["failed"], rows
