@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Container images applied as a root filesystem: fastwrite against the tools people use for it.
 
-    benches/image.py [-n ROUNDS] [--image debian|local] [--delays 0,20] [--tools a,b,...] [--work DIR]
+    benches/image.py [-n ROUNDS] [--image debian|local|python] [--delays 0,20] [--tools a,b,...] [--work DIR]
                      [--mount sshfs:MS | slowfs:OP=MS[,OP=MS...]]
 
 The image (built once into WORK/IMAGE/layout by lab/image.py, tag `bench`), gzip layers:
@@ -14,6 +14,10 @@ The image (built once into WORK/IMAGE/layout by lab/image.py, tag `bench`), gzip
     layers, a file whited out and written again.
   local: five layers of this machine's own trees (/usr/share/doc, /usr/lib/python3,
     /usr/share/locale, /usr/lib/python3.11) and a smaller changes layer; nothing downloaded.
+  python: /usr/lib/python3 and /usr/lib/python3.11 of this machine without their symlinks, and
+    a changes layer: the image umoci can apply on sshfs (it sets a symlink's owner and times
+    through the symlink, which SFTP follows: it fails on one that dangles in the image, and
+    would touch this machine's own file on one that does not).
 Pushed to a registry on this machine (`crane registry serve`), reached through
 lab/delay-proxy.go holding every chunk DELAY ms each way (compiled once, with Go).
 
@@ -31,8 +35,8 @@ With --mount, every tree is written onto a mount made for the bench (fresh folde
 downloads of skopeo stay on the local disk): `sshfs:1` is lab/netfs (sshd and sshfs on this
 machine through a proxy adding 1 ms each way: the HPC case), `slowfs:flush=1` lab/slowfs (a
 FUSE passthrough whose every close waits 1 ms: the Windows case). Trees are counted in the
-mount's backing folder. A mount cannot make device nodes: use --image local there (the debian
-image has eight in /dev).
+mount's backing folder. A mount cannot make device nodes: use --image local or python there
+(the debian image has eight in /dev); with umoci on sshfs, --image python.
 
 A run counts when it exits 0 and its tree holds the entries umoci's does (umoci's rootfs is the
 reference: counted once, its paths compared); crane|tar exits 2 on this image (a hard link to a
@@ -141,12 +145,33 @@ def local_layers():
     return [{"dir": d} for d in TREES] + [changes]
 
 
+def python_layers():
+    """The python image's layers: this machine's Python standard library, with no symlinks
+    (umoci sets the owner and times of a symlink through it, which SFTP follows: on sshfs it
+    fails on one that dangles, and would touch this machine's file on one that does not)."""
+    stdlib = "/usr/lib/python3.11"
+    skip = [os.path.relpath(os.path.join(folder, name), stdlib)
+            for folder, dirs, files in os.walk(stdlib)
+            for name in dirs + files if os.path.islink(os.path.join(folder, name))]
+    changes = [
+        {"path": "changes", "type": "dir"},
+        {"path": "changes/note", "data": "changes layer"},
+        {"path": "json/.wh..wh..opq", "data": ""},
+        {"path": "json/new.py", "data": "print('new')"},
+        {"path": ".wh.email", "data": ""},
+        {"path": "changes/hardlink-to-lower", "type": "hardlink", "link": "asyncio/__init__.py"},
+        {"path": ".wh.os.py", "data": ""},
+        {"path": "os.py", "data": "written again"},
+    ]
+    return [{"dir": "/usr/lib/python3"}, {"dir": stdlib, "skip": skip}, changes]
+
+
 def build_image(work, image):
     """The image's layout (built once): WORK/IMAGE/layout, tag bench; and its layer count."""
     work = os.path.join(work, image)
     layout = os.path.join(work, "layout")
     os.makedirs(work, exist_ok=True)
-    layers = debian_layers(work) if image == "debian" else local_layers()
+    layers = {"debian": debian_layers, "local": lambda _: local_layers(), "python": lambda _: python_layers()}[image](work)
     if os.path.exists(os.path.join(layout, "index.json")):
         return layout, len(layers)
     spec = {"layers": layers}
@@ -187,7 +212,7 @@ def main():
     global ARGS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("-n", type=int, default=3)
-    parser.add_argument("--image", choices=["debian", "local"], default="debian")
+    parser.add_argument("--image", choices=["debian", "local", "python"], default="debian")
     parser.add_argument("--delays", default="0,20")
     parser.add_argument("--tools", default="fastwrite-layout,umoci-layout,fastwrite,skopeo+umoci,crane|tar")
     parser.add_argument("--keep", action="store_true", help="keep this run's trees (deleted at the end by default)")

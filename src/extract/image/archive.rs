@@ -42,14 +42,7 @@ impl DockerArchive {
         path: &Path,
         tag: Option<&str>,
     ) -> anyhow::Result<(DockerArchive, Document)> {
-        #[cfg(feature = "s3")]
-        let fetched = super::remote::fetched(path)?;
-        #[cfg(not(feature = "s3"))]
-        let fetched: Option<File> = {
-            super::refuse_remote(path)?;
-            None
-        };
-        let mut file = match fetched {
+        let mut file = match super::remote::fetched(path)? {
             Some(file) => file,
             None => {
                 File::open(path).with_context(|| format!("cannot open '{}'", path.display()))?

@@ -28,7 +28,6 @@ mod merge;
 mod pipe;
 #[cfg(feature = "http")]
 mod registry;
-#[cfg(feature = "s3")]
 mod remote;
 
 use std::io::Read;
@@ -275,8 +274,8 @@ fn open(reference: &Reference, opts: &Options) -> anyhow::Result<Opened> {
     let (blobs, top): (Box<dyn Blobs>, Document) = match reference {
         Reference::Layout { dir, tag } => {
             let (layout, descriptor): (Box<dyn Blobs>, Descriptor) =
-                match remote_layout(dir, tag.as_deref())? {
-                    Some(remote) => remote,
+                match remote::RemoteLayout::open(dir, tag.as_deref())? {
+                    Some((remote, descriptor)) => (Box::new(remote), descriptor),
                     None => {
                         let (layout, descriptor) = layout::Layout::open(dir, tag.as_deref())?;
                         (Box::new(layout), descriptor)
@@ -341,40 +340,6 @@ fn open(reference: &Reference, opts: &Options) -> anyhow::Result<Opened> {
         manifest,
         diff_ids,
     })
-}
-
-/// The layout under a prefix of a store or a URL `dir` names, if it names one.
-#[cfg(feature = "s3")]
-fn remote_layout(
-    dir: &Path,
-    tag: Option<&str>,
-) -> anyhow::Result<Option<(Box<dyn Blobs>, Descriptor)>> {
-    let opened = remote::RemoteLayout::open(dir, tag)?;
-    Ok(opened.map(|(layout, descriptor)| (Box::new(layout) as Box<dyn Blobs>, descriptor)))
-}
-
-#[cfg(not(feature = "s3"))]
-fn remote_layout(
-    dir: &Path,
-    _: Option<&str>,
-) -> anyhow::Result<Option<(Box<dyn Blobs>, Descriptor)>> {
-    refuse_remote(dir)?;
-    Ok(None)
-}
-
-/// Where this build reads no stores, a store's URL is said to be one, not looked for as a
-/// folder.
-#[cfg(not(feature = "s3"))]
-fn refuse_remote(location: &Path) -> anyhow::Result<()> {
-    if let Some(scheme) = plan::url_scheme(location) {
-        return Err(crate::extract::format::not_built(
-            &format!("'{}'", location.display()),
-            &format!("an image at a {scheme}:// URL"),
-            "images from buckets and URLs",
-            "s3",
-        ));
-    }
-    Ok(())
 }
 
 /// Reads every layer of `image` (several at once), each checked against its digests.
