@@ -342,15 +342,25 @@ fn open(reference: &Reference, opts: &Options) -> anyhow::Result<Opened> {
     })
 }
 
+/// Layers read at once when their blobs come over a network: every layer of most images.
+const REMOTE_LAYERS: usize = 16;
+
 /// Reads every layer of `image` (several at once), each checked against its digests.
+///
+/// How many at once: from a registry, a bucket or a URL, every layer (up to [`REMOTE_LAYERS`]):
+/// each layer's first bytes take round trips (a token, a redirect to the registry's storage)
+/// best overlapped, and one waiting on the network costs three idle threads and its pipes'
+/// 4 MiB. From disk, as many as `-j` or the cores, at least two: there each is CPU work.
 fn read_layers(image: &Opened, opts: &Options) -> anyhow::Result<Vec<Layer>> {
     let count = image.manifest.layers.len();
-    let threads = count.clamp(
-        1,
-        opts.threads
+    let at_once = match image.blobs.remote() {
+        true => REMOTE_LAYERS,
+        false => opts
+            .threads
             .unwrap_or_else(crate::options::default_threads)
             .max(2),
-    );
+    };
+    let threads = count.clamp(1, at_once);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("fastwrite-layer-{i}"))
