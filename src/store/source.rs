@@ -350,12 +350,21 @@ impl Source {
         key: &str,
         stream: BoxStream<'static, object_store::Result<Bytes>>,
     ) -> impl Read + '_ {
-        StreamReader {
-            runtime: &self.runtime,
-            stream,
-            chunk: Bytes::new(),
-            key: key.to_string(),
-        }
+        body_reader(&self.runtime, key, stream)
+    }
+}
+
+/// An object's body, arriving as a stream on `runtime`, as a reader; a failure names `key`.
+pub(crate) fn body_reader<'r>(
+    runtime: &'r tokio::runtime::Runtime,
+    key: &str,
+    stream: BoxStream<'static, object_store::Result<Bytes>>,
+) -> impl Read + Send + use<'r> {
+    StreamReader {
+        runtime,
+        stream,
+        chunk: Bytes::new(),
+        key: key.to_string(),
     }
 }
 

@@ -23,15 +23,13 @@ mod in_store {
     use std::sync::Arc;
 
     use anyhow::{Context, anyhow};
-    use bytes::Bytes;
-    use futures_util::stream::BoxStream;
     use object_store::path::Path as Key;
     use object_store::{ObjectStore, ObjectStoreExt};
 
     use super::super::Blobs;
     use super::super::manifest::Descriptor;
     use crate::extract::remote::Located;
-    use crate::store::{explain, read_body};
+    use crate::store::{body_reader, explain};
 
     /// An OCI layout under a prefix of a store.
     pub(in super::super) struct RemoteLayout {
@@ -94,7 +92,7 @@ mod in_store {
         }
 
         /// The object at `path` under the layout's root, as a stream.
-        fn get(&self, path: &str) -> anyhow::Result<BlobReader<'_>> {
+        fn get(&self, path: &str) -> anyhow::Result<impl Read + Send + '_> {
             let key = path
                 .split('/')
                 .fold(self.root.clone(), |key, part| key.join(part));
@@ -107,12 +105,7 @@ mod in_store {
                     }
                     e => anyhow!("cannot read {path} of '{}': {}", self.label, explain(&e)),
                 })?;
-            Ok(BlobReader {
-                runtime: &self.runtime,
-                stream: got.into_stream(),
-                chunk: Bytes::new(),
-                key: key.to_string(),
-            })
+            Ok(body_reader(&self.runtime, key.as_ref(), got.into_stream()))
         }
     }
 
@@ -124,23 +117,6 @@ mod in_store {
         fn open(&self, descriptor: &Descriptor) -> anyhow::Result<Box<dyn Read + Send + '_>> {
             let path = super::super::layout::blob_path(&descriptor.digest)?;
             Ok(Box::new(self.get(&path)?))
-        }
-    }
-
-    /// An object's body as it arrives.
-    struct BlobReader<'r> {
-        runtime: &'r tokio::runtime::Runtime,
-        stream: BoxStream<'static, object_store::Result<Bytes>>,
-        chunk: Bytes,
-        key: String,
-    }
-
-    impl Read for BlobReader<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            let key = &self.key;
-            read_body(self.runtime, &mut self.stream, &mut self.chunk, buf, |e| {
-                format!("reading '{key}': {}", explain(&e))
-            })
         }
     }
 
@@ -161,12 +137,7 @@ mod in_store {
             object_store::Error::NotFound { .. } => anyhow!("'{label}': {missing}"),
             e => anyhow!("cannot read '{label}': {}", explain(&e)),
         })?;
-        let body = BlobReader {
-            runtime: &runtime,
-            stream: got.into_stream(),
-            chunk: Bytes::new(),
-            key: key.to_string(),
-        };
+        let body = body_reader(&runtime, key.as_ref(), got.into_stream());
         let mut file = tempfile::tempfile().context("cannot make a temporary file")?;
         // (Copied through the reader's own megabyte, not 8 KiB at a time.)
         io::copy(&mut io::BufReader::with_capacity(1 << 20, body), &mut file)
