@@ -376,6 +376,22 @@ mod linux {
         assert!(differ.is_empty(), "trees differ:\n{}", differ.join("\n"));
     }
 
+    /// Starts `cmd` (a server of the lab or Python's), with what it prints first: where it
+    /// listens.
+    fn spawn_and_read_a_line(mut cmd: Command) -> (Child, String) {
+        use std::io::BufRead;
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {cmd:?}: {e}"));
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        (child, line)
+    }
+
     /// Python's web server on this machine, serving `dir` at `url`, stopped when dropped.
     struct WebServer {
         child: Child,
@@ -384,27 +400,19 @@ mod linux {
 
     impl WebServer {
         fn start(dir: &Path) -> WebServer {
-            use std::io::BufRead;
-            let mut child = Command::new("python3")
-                .args([
-                    "-u",
-                    "-m",
-                    "http.server",
-                    "0",
-                    "--bind",
-                    "127.0.0.1",
-                    "--directory",
-                ])
-                .arg(dir)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("start python3 -m http.server");
+            let mut cmd = Command::new("python3");
+            cmd.args([
+                "-u",
+                "-m",
+                "http.server",
+                "0",
+                "--bind",
+                "127.0.0.1",
+                "--directory",
+            ])
+            .arg(dir);
             // "Serving HTTP on 127.0.0.1 port N (http://127.0.0.1:N/) ..."
-            let mut line = String::new();
-            std::io::BufReader::new(child.stdout.take().unwrap())
-                .read_line(&mut line)
-                .unwrap();
+            let (child, line) = spawn_and_read_a_line(cmd);
             let port = line
                 .split(" port ")
                 .nth(1)
@@ -743,19 +751,11 @@ mod linux {
 
     impl Front {
         fn start(target: u16, args: &[&str]) -> Front {
-            use std::io::BufRead;
-            let mut child = Command::new("python3")
-                .arg(Path::new(REPO).join("lab/registry-front.py"))
+            let mut cmd = Command::new("python3");
+            cmd.arg(Path::new(REPO).join("lab/registry-front.py"))
                 .args(["0", &target.to_string()])
-                .args(args)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("start lab/registry-front.py");
-            let mut line = String::new();
-            std::io::BufReader::new(child.stdout.take().unwrap())
-                .read_line(&mut line)
-                .unwrap();
+                .args(args);
+            let (child, line) = spawn_and_read_a_line(cmd);
             let port = line
                 .trim()
                 .trim_start_matches("listening on ")
