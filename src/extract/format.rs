@@ -349,7 +349,7 @@ impl NotBuilt {
 }
 
 #[cfg(not(all(feature = "zip", feature = "tar")))]
-impl super::input::Source for NotBuilt {
+impl super::source::Source for NotBuilt {
     fn kind(&self) -> &'static str {
         self.kind
     }

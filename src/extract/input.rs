@@ -15,61 +15,7 @@ use super::codec;
 #[cfg(not(all(feature = "zip", feature = "tar")))]
 use super::format::NotBuilt;
 use super::format::{Format, checksum_ok, detect, named_like_a_tar};
-use super::give::Each;
-use super::listed::Listed;
-use super::select::Chooser;
-use crate::engine::Destination;
-use crate::error::Error;
-use crate::options::Options;
-use crate::report::Report;
-
-/// An input opened and recognised: [`open`] is the one place its kind is told. Extract, list
-/// and read ask it what to do, never what it is; each kind's module owns its answers (a zip in
-/// a file, one arriving, one from a pipe, a tar, an image, a single compressed file, or a
-/// format this build does not read).
-pub(super) type Input = Box<dyn Source>;
-
-/// What every kind of input does, each in its own way.
-pub(super) trait Source: Send {
-    /// What it is, in messages: "a zip archive", "an image".
-    fn kind(&self) -> &'static str;
-
-    /// Refuses what applies to other kinds of input only, before anything is written (default:
-    /// what chooses an image, and a single compressed file's name).
-    fn refuse(&self, archive: &Path, opts: &Options, _: &Chooser) -> anyhow::Result<()> {
-        super::refuse_image_options(self.kind(), archive, opts)?;
-        super::refuse_file_name(self.kind(), archive, opts)
-    }
-
-    /// Writes what it holds into `out`.
-    fn extract(
-        self: Box<Self>,
-        archive: &Path,
-        out: &Destination,
-        opts: &Options,
-        chooser: &Chooser,
-    ) -> anyhow::Result<Report>;
-
-    /// Lists what it holds: each entry to `each`; what extraction would refuse, and a read that
-    /// broke part-way, to `failures`; `Err` when it cannot be listed at all.
-    fn list(
-        self: Box<Self>,
-        archive: &Path,
-        opts: &Options,
-        chooser: &Chooser,
-        each: &mut dyn FnMut(&Listed),
-        failures: &mut Vec<Error>,
-    ) -> anyhow::Result<()>;
-
-    /// Reads its files, each checked, to `each`, writing nothing.
-    fn read(
-        self: Box<Self>,
-        archive: &Path,
-        opts: &Options,
-        chooser: &Chooser,
-        each: &mut Each<'_>,
-    ) -> anyhow::Result<Report>;
-}
+pub(super) use super::source::Input;
 
 /// A zip in the file `file` (named `archive`), read from its end.
 #[cfg(feature = "zip")]
@@ -331,30 +277,3 @@ impl Read for FailOnce {
 
 /// Reads of a streamed archive are this large: one system call per MiB.
 const INPUT_BUFFER: usize = 1 << 20;
-
-/// Counts the bytes read through it (where a tar entry's data ends in the decoded stream; how
-/// much of a piped zip entry was read).
-pub(super) struct Counted<R> {
-    pub inner: R,
-    pub read: u64,
-}
-
-impl<R: Read> Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read += n as u64;
-        Ok(n)
-    }
-}
-
-/// A stream copied into a new temporary file, which goes when it is closed (it has no name:
-/// `O_TMPFILE` on Linux, unlinked at once on other Unix, delete-on-close on Windows, by the
-/// `tempfile` crate): the file, at its start. A zip from a pipe is read so where its central directory, at its end, is needed.
-pub(super) fn spooled(mut input: Box<dyn BufRead + Send>) -> std::io::Result<File> {
-    use std::io::{Seek, Write};
-    let mut file = tempfile::tempfile()?;
-    std::io::copy(&mut input, &mut file)?;
-    file.flush()?;
-    file.rewind()?;
-    Ok(file)
-}

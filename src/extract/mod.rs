@@ -23,6 +23,7 @@ pub(crate) mod read;
 mod remote;
 mod select;
 mod single;
+mod source;
 #[cfg(feature = "tar")]
 mod tar;
 #[cfg(feature = "zip")]
@@ -32,7 +33,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::engine::Destination;
-use crate::error::{Error, ErrorKind, Setting};
+use crate::error::{Error, ErrorKind};
 use crate::options::Options;
 use crate::report::Report;
 use crate::report::RunError;
@@ -166,34 +167,6 @@ fn read_any(
 ) -> anyhow::Result<Report> {
     input.refuse(archive, opts, chooser)?;
     input.extract(archive, out, opts, chooser)
-}
-
-/// `--platform`, `--insecure-registry` and `--layers-cache` choose an image and how it is
-/// fetched: with any other `kind` of input they are refused, before anything is written,
-/// rather than ignored.
-fn refuse_image_options(kind: &str, archive: &Path, opts: &Options) -> anyhow::Result<()> {
-    if opts.platform.is_some() || opts.insecure_registry || opts.layers_cache.is_some() {
-        let why = anyhow::anyhow!(
-            "--platform, --insecure-registry and --layers-cache choose an image and how it is fetched, and '{}' is {kind}: refused",
-            archive.display()
-        );
-        return Err(Error::named(archive, ErrorKind::Invalid, why).into());
-    }
-    Ok(())
-}
-
-/// [`Options::file_name`] names what a single compressed file decompresses to: with any other
-/// `kind` of input it is refused.
-fn refuse_file_name(kind: &str, archive: &Path, opts: &Options) -> anyhow::Result<()> {
-    if opts.file_name.is_some() {
-        let why = anyhow::anyhow!(
-            "{} names the file a single compressed file decompresses to, and '{}' is {kind}: refused",
-            Setting::FileName,
-            archive.display()
-        );
-        return Err(Error::named(archive, ErrorKind::Invalid, why).into());
-    }
-    Ok(())
 }
 
 /// A tar reader over `input`, decoded by `codec` if there is one (for the fuzz targets).

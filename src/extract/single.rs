@@ -15,7 +15,7 @@ use anyhow::{anyhow, bail};
 
 use super::codec::{Codec, GzipHeader};
 use super::give::{Each, give_unsized, is_output};
-use super::input::Source;
+use super::source::Source;
 use super::listed::{Listed, ListedKind};
 use super::select::Chooser;
 use crate::engine::{self, Destination, Writer};
@@ -40,7 +40,7 @@ impl Source for Single {
 
     fn refuse(&self, archive: &Path, opts: &Options, chooser: &Chooser) -> anyhow::Result<()> {
         refuse_choosing(archive, chooser)?;
-        super::refuse_image_options(self.kind(), archive, opts)
+        super::source::refuse_image_options(self.kind(), archive, opts)
     }
 
     fn extract(

@@ -16,11 +16,11 @@ use std::path::Path;
 use anyhow::{Context, anyhow, bail};
 use serde_json::Value;
 
-use super::Blobs;
+use super::blobs::Blobs;
 use super::layers::Spooled;
 use super::manifest::{Descriptor, Document, Manifest};
 use crate::extract::codec::{Codec, Verified};
-use crate::extract::input::Counted;
+use crate::extract::source::Counted;
 use crate::extract::tar::{Kind, Reader};
 
 /// A `docker save` tar, indexed.
@@ -164,7 +164,7 @@ impl DockerArchive {
             .members
             .get(name)
             .ok_or_else(|| anyhow!("it has no {name}"))?;
-        if size > super::MAX_DOCUMENT {
+        if size > super::blobs::MAX_DOCUMENT {
             bail!("its {name} is {size} bytes, more than fastwrite reads");
         }
         let mut bytes = Vec::new();

@@ -56,7 +56,7 @@ impl Cache {
     /// Where the blob `descriptor` names is kept; `None` for a digest that is not sha256 hex
     /// (it would not name a file safely).
     fn path(&self, descriptor: &Descriptor) -> Option<PathBuf> {
-        super::layers::checkable(&descriptor.digest).ok()?;
+        super::digest::checkable(&descriptor.digest).ok()?;
         let hex = descriptor.digest.strip_prefix("sha256:")?;
         Some(self.blobs.join(hex))
     }

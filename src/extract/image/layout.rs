@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow, bail};
 
-use super::Blobs;
+use super::blobs::Blobs;
 use super::manifest::{self, Descriptor, Document};
 
 /// A layout's folder.
@@ -86,7 +86,7 @@ pub(super) fn chosen(bytes: &[u8], tag: Option<&str>, layout: &str) -> anyhow::R
 
 /// A blob's place under a layout's root: `blobs/ALGORITHM/HEX`.
 pub(super) fn blob_path(digest: &str) -> anyhow::Result<String> {
-    super::layers::checkable(digest)?;
+    super::digest::checkable(digest)?;
     let (algorithm, hex) = digest.split_once(':').unwrap_or(("sha256", digest));
     Ok(format!("blobs/{algorithm}/{hex}"))
 }

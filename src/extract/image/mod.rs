@@ -18,9 +18,11 @@
 //! a count, as umoci's `--rootless` says it, never as a failure per entry.
 
 mod archive;
+mod blobs;
 mod cache;
 #[cfg(feature = "http")]
 mod credentials;
+mod digest;
 mod layers;
 mod layout;
 mod manifest;
@@ -30,7 +32,6 @@ mod pipe;
 mod registry;
 mod remote;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -44,48 +45,10 @@ use crate::extract::tar::Kind;
 use crate::options::Options;
 use crate::plan::{self, Entry, EntryKind, Plan, Special};
 use crate::report::Report;
+use blobs::Blobs;
 use layers::{Layer, Spooled};
 use manifest::{Descriptor, Document, Manifest, Platform};
 use merge::{Merged, Node};
-
-/// The most bytes a manifest, an index or a config may have: real ones are a few KB.
-const MAX_DOCUMENT: u64 = 8 << 20;
-
-/// Where an image's blobs come from: a layout's folder, a registry.
-trait Blobs: Sync {
-    /// The blobs come over a network (a registry): what the layers cache keeps.
-    fn remote(&self) -> bool {
-        false
-    }
-
-    /// The blob `descriptor` names, as a stream (its digest is checked by whoever reads it).
-    fn open(&self, descriptor: &Descriptor) -> anyhow::Result<Box<dyn Read + Send + '_>>;
-
-    /// A manifest or an index, by its descriptor (a registry serves them apart from blobs),
-    /// read whole and checked against its digest.
-    fn manifest(&self, descriptor: &Descriptor) -> anyhow::Result<Vec<u8>> {
-        self.fetch(descriptor)
-    }
-
-    /// A small blob (a config), read whole and checked against its digest.
-    fn fetch(&self, descriptor: &Descriptor) -> anyhow::Result<Vec<u8>> {
-        if descriptor.size > MAX_DOCUMENT {
-            bail!(
-                "{} says it is {} bytes, more than a document of an image may be ({MAX_DOCUMENT})",
-                descriptor.digest,
-                descriptor.size
-            );
-        }
-        let mut bytes = Vec::new();
-        self.open(descriptor)?
-            .take(MAX_DOCUMENT + 1)
-            .read_to_end(&mut bytes)
-            .with_context(|| format!("cannot read {}", descriptor.digest))?;
-        layers::check_blob(&bytes, descriptor)
-            .with_context(|| format!("{} cannot be used", descriptor.digest))?;
-        Ok(bytes)
-    }
-}
 
 /// An image, as skopeo, crane and Apptainer users name one.
 #[derive(Debug, Clone)]
@@ -696,13 +659,13 @@ fn merged(
 /// An image, named: its layers applied as a root filesystem.
 pub(super) struct Image(pub Reference);
 
-impl super::input::Source for Image {
+impl super::source::Source for Image {
     fn kind(&self) -> &'static str {
         "an image"
     }
 
     fn refuse(&self, archive: &Path, opts: &Options, _: &Chooser) -> anyhow::Result<()> {
-        super::refuse_file_name(self.kind(), archive, opts)
+        super::source::refuse_file_name(self.kind(), archive, opts)
     }
 
     fn extract(

@@ -22,7 +22,7 @@ use base64::Engine as _;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, RANGE, WWW_AUTHENTICATE};
 
-use super::Blobs;
+use super::blobs::Blobs;
 use super::credentials::{CREDENTIAL_FILES, Stored};
 use super::manifest::{ACCEPTED, Descriptor};
 use crate::options::Options;
@@ -63,7 +63,7 @@ impl Name {
         let bad = |why: &str| anyhow!("'docker://{text}' is not an image name: {why}");
         let (rest, digest) = match text.split_once('@') {
             Some((rest, digest)) => {
-                super::layers::checkable(digest).map_err(|e| bad(&e.to_string()))?;
+                super::digest::checkable(digest).map_err(|e| bad(&e.to_string()))?;
                 (rest, Some(digest.to_string()))
             }
             None => (text, None),
@@ -160,7 +160,7 @@ impl Registry {
         let reference = self.name.reference.clone();
         let (bytes, media_type) = self.document(&reference)?;
         if reference.contains(':') {
-            let digest = super::layers::digest_of(&bytes);
+            let digest = super::digest::digest_of(&bytes);
             if digest != reference {
                 bail!("the registry sent a manifest whose digest is {digest}, not {reference}");
             }
@@ -344,7 +344,7 @@ impl Blobs for Registry {
 
     fn manifest(&self, descriptor: &Descriptor) -> anyhow::Result<Vec<u8>> {
         let (bytes, _) = self.document(&descriptor.digest)?;
-        super::layers::check_blob(&bytes, descriptor)
+        super::digest::check_blob(&bytes, descriptor)
             .with_context(|| format!("the manifest {} cannot be used", descriptor.digest))?;
         Ok(bytes)
     }

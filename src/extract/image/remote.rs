@@ -26,7 +26,7 @@ mod in_store {
     use object_store::path::Path as Key;
     use object_store::{ObjectStore, ObjectStoreExt};
 
-    use super::super::Blobs;
+    use super::super::blobs::Blobs;
     use super::super::manifest::Descriptor;
     use crate::extract::remote::Located;
     use crate::store::{body_reader, explain};
@@ -77,7 +77,7 @@ mod in_store {
                 .get("index.json")
                 .and_then(|mut body| {
                     body.by_ref()
-                        .take(super::super::MAX_DOCUMENT + 1)
+                        .take(super::super::blobs::MAX_DOCUMENT + 1)
                         .read_to_end(&mut index)
                         .map_err(anyhow::Error::from)
                 })
@@ -153,7 +153,7 @@ mod without_stores {
     use std::fs::File;
     use std::path::Path;
 
-    use super::super::Blobs;
+    use super::super::blobs::Blobs;
     use super::super::manifest::Descriptor;
 
     /// Never made: a build without stores has no layout in one.

@@ -26,7 +26,7 @@ use crate::plan::{self, Entry, EntryKind, path_key};
 use crate::report::Report;
 
 use super::codec;
-use super::input::Counted;
+use super::source::Counted;
 use super::select::Chooser;
 use crate::engine::feed::{self, Feed, Job};
 
@@ -49,7 +49,7 @@ pub(super) struct Archive {
     pub verified: Option<codec::Verified>,
 }
 
-impl super::input::Source for Archive {
+impl super::source::Source for Archive {
     fn kind(&self) -> &'static str {
         "a tar archive"
     }

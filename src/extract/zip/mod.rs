@@ -160,7 +160,7 @@ fn open_archive(bytes: &[u8]) -> Result<Archive<'_>, Unreadable> {
 /// A zip in a file, opened: read from its end.
 pub(super) struct InFile(pub File);
 
-impl super::input::Source for InFile {
+impl super::source::Source for InFile {
     fn kind(&self) -> &'static str {
         "a zip archive"
     }
@@ -204,7 +204,7 @@ impl super::input::Source for InFile {
 pub(super) struct Arriving(pub super::remote::Arriving);
 
 #[cfg(feature = "s3")]
-impl super::input::Source for Arriving {
+impl super::source::Source for Arriving {
     fn kind(&self) -> &'static str {
         "a zip archive"
     }

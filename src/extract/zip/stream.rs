@@ -37,7 +37,7 @@ use crate::plan::{self, Entry, EntryKind};
 use crate::report::Report;
 
 use super::super::format::{self, ZipStart};
-use super::super::input::Counted;
+use super::super::source::Counted;
 use super::super::select::{Choice, Chooser};
 use super::super::single;
 use super::integrity;
@@ -140,13 +140,13 @@ pub(in crate::extract) struct Piped {
 impl Piped {
     /// The stream, kept in a temporary file, and the name messages give it.
     fn spooled(self) -> anyhow::Result<(PathBuf, std::fs::File)> {
-        let file = super::super::input::spooled(self.input)
+        let file = super::super::source::spooled(self.input)
             .with_context(|| format!("cannot read {}", self.label))?;
         Ok((PathBuf::from(self.label.trim_matches('\'')), file))
     }
 }
 
-impl super::super::input::Source for Piped {
+impl super::super::source::Source for Piped {
     fn kind(&self) -> &'static str {
         "a zip archive"
     }
