@@ -285,7 +285,6 @@ impl Error {
     }
 
     /// This failure concerns the object `key` (`s3://BUCKET/KEY`).
-    #[cfg(feature = "s3")]
     pub(crate) fn with_key(mut self, key: String) -> Error {
         self.key = Some(key);
         self

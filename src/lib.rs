@@ -47,10 +47,10 @@ command runs, on the same engine, and return a [`Report`]."
 // zip's memory map, each allowing it locally, with every block's safety argument written down.
 #![deny(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
-// The engine serves every source; a build with some sources left out (features) leaves parts of
-// it unused there. The full build (default features, the one CI lints) still flags dead code.
+// The engine serves every source and every place; a build with some left out (features) leaves
+// parts of it unused there. The full build (default features, the one CI lints) still flags dead code.
 #![cfg_attr(
-    not(all(feature = "zip", feature = "tar", feature = "mirror")),
+    not(all(feature = "zip", feature = "tar", feature = "mirror", feature = "s3")),
     allow(dead_code, unused_imports)
 )]
 
@@ -122,6 +122,7 @@ mod mirror;
 mod options;
 #[cfg(any(feature = "extract", feature = "mirror"))]
 mod patterns;
+mod place;
 mod plan;
 mod platform;
 pub mod progress;

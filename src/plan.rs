@@ -147,43 +147,6 @@ fn has_drive_prefix(name: &str) -> bool {
     bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':'
 }
 
-/// The scheme of a path written as a URL (`s3://bucket/prefix`, `https://host/x.zip`): letters,
-/// digits, `+`, `-` or `.` after a first letter, then `://`. fastwrite reads files and writes
-/// folders; taken for a path, such a URL would make a folder named `s3:` where the user meant
-/// a bucket, so each door refuses it by name ([`crate::ErrorKind::Unsupported`]).
-pub fn url_scheme(path: &Path) -> Option<&str> {
-    let text = path.to_str()?;
-    let (scheme, _) = text.split_once("://")?;
-    let mut chars = scheme.chars();
-    let first = chars.next()?;
-    (first.is_ascii_alphabetic()
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
-    .then_some(scheme)
-}
-
-/// The schemes of the object stores fastwrite knows (`s3://`, `az://`, `gs://`), whether or
-/// not this build has their clients: a URL of one is a store's, never a path.
-pub(crate) fn is_store_scheme(scheme: &str) -> bool {
-    ["s3", "az", "gs"]
-        .iter()
-        .any(|s| s.eq_ignore_ascii_case(scheme))
-}
-
-/// The stores this build reads and writes, as messages name them.
-pub(crate) fn stores_named() -> &'static str {
-    if cfg!(all(feature = "azure", feature = "gcp")) {
-        "s3:// and gs:// buckets and az:// containers"
-    } else if cfg!(feature = "azure") {
-        "s3:// buckets and az:// containers"
-    } else if cfg!(feature = "gcp") {
-        "s3:// and gs:// buckets"
-    } else if cfg!(feature = "s3") {
-        "s3:// buckets"
-    } else {
-        "no object stores (cargo feature `s3`)"
-    }
-}
-
 /// Whether a name means the output folder itself (`./`, `.`): archives made with
 /// `tar -C dir .` start with such a directory entry, which is simply skipped.
 pub fn is_root(name: &str) -> bool {

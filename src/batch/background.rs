@@ -2,7 +2,7 @@
 //! own, sized by the output's filesystem, with the content handed to it bounded so a caller
 //! that gets ahead waits.
 
-use crate::engine::Destination;
+use crate::place::Place;
 use std::sync::{Arc, Condvar, Mutex};
 
 use anyhow::anyhow;
@@ -33,7 +33,7 @@ pub(super) struct InFlight {
 const BACKGROUND_BYTES: u64 = 64 << 20;
 
 impl Background {
-    pub(super) fn start(dest: &Destination, opts: &Options) -> Result<Background, Error> {
+    pub(super) fn start(dest: &Place, opts: &Options) -> Result<Background, Error> {
         let root = dest.named();
         let (count, why) = crate::engine::size_writers(dest, opts);
         let pool = rayon::ThreadPoolBuilder::new()

@@ -8,9 +8,9 @@ use std::time::Instant;
 use super::{Batch, Slot};
 use crate::cancel::Cancel;
 use crate::close::SystemCloser;
-use crate::engine::Destination;
 use crate::error::{Error, ErrorKind};
 use crate::options::{CloseMode, Options, Overwrite};
+use crate::place::Place;
 use crate::progress::Reporter;
 
 /// Configures a [`Batch`]; made by [`Batch::builder`].
@@ -106,12 +106,13 @@ impl BatchBuilder {
         // Into a new or empty folder the batch writes in a staging folder, put in place at the
         // end (see `BatchBuilder::atomic`).
         let folder = |e| Error::start(&self.root, ErrorKind::Directory, e);
-        let dest = Destination::parse(&self.root).map_err(folder)?;
+        let dest = Place::output(&self.root).map_err(folder)?;
+        dest.refuse_what_it_cannot(&self.opts).map_err(folder)?;
         // A bucket prefix has no folder to stage in: its objects appear whole, one by one.
-        let (staging, warnings) = if dest.is_store() {
-            (None, Vec::new())
-        } else {
+        let (staging, warnings) = if dest.can().stage {
             crate::engine::Staging::prepare(&self.root, &self.opts).map_err(folder)?
+        } else {
+            (None, Vec::new())
         };
         let dest = match &staging {
             Some(staging) => dest.staged_in(&staging.path),

@@ -141,7 +141,7 @@ pub struct Batch {
     staging: Option<(crate::engine::Staging, Vec<String>)>,
     /// Where the batch writes (its staging folder, while it has one): what the background
     /// writers are sized by.
-    dest: crate::engine::Destination,
+    dest: crate::place::Place,
     opts: Options,
 }
 

@@ -10,7 +10,9 @@
 //! declares each size, so its reader takes the room first; a zip from a pipe learns a size by
 //! reading, so it may hold one more file, of at most a quarter of the budget, while it waits.)
 
-use crate::engine::{Content, Engine, Writer};
+use super::pump::Content;
+use super::target::Engine;
+use super::writer::Writer;
 use crate::plan::Entry;
 use crate::queue::Queue;
 

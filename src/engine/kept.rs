@@ -59,6 +59,15 @@ impl Kept {
     }
 }
 
+/// The message of [`ErrorKind::AlreadyExists`]: the error's path says which.
+pub(crate) fn already_exists() -> anyhow::Error {
+    anyhow::anyhow!(
+        "already exists ({} replaces it, {} keeps it)",
+        Setting::Replace,
+        Setting::Skip
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

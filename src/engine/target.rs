@@ -8,37 +8,22 @@
 //! target.
 //!
 //! A new target implements [`Target`] (and [`StreamedFile`] for its streamed files), holds a
-//! [`Run`], and is made by [`open`] from the [`Destination`] that names it.
+//! [`Run`], and is made by [`open`] from the [`Place`] that names it.
 
 use std::io;
 use std::path::Path;
-use std::sync::Arc;
 
-use crate::close::Closer;
 use crate::error::Error;
-use crate::options::Options;
 use crate::plan::{Entry, Plan};
 use crate::report::Report;
 
-use super::{Content, Destination, Disk, Run, Unverified, WriterState};
+use super::pump::Content;
+use super::run::Run;
+use super::state::WriterState;
+use super::unverified::Unverified;
 
 /// Where a run's writes land, whatever the target.
 pub(crate) type Engine = dyn Target;
-
-/// The target `dest` names: a bucket prefix, or a local folder (opened, and created if
-/// needed).
-pub(crate) fn open(
-    dest: &Destination,
-    opts: &Options,
-    closer: Arc<dyn Closer>,
-) -> anyhow::Result<Box<Engine>> {
-    #[cfg(feature = "s3")]
-    if let Some(url) = dest.store() {
-        let bucket = super::bucket::Bucket::new(url.clone(), dest.named(), opts, true)?;
-        return Ok(Box::new(bucket));
-    }
-    Ok(Box::new(Disk::new(dest, opts, closer)?))
-}
 
 /// What a target does: the storage operations alone. Every call may come from any writer
 /// thread but [`Target::finish`].
@@ -95,79 +80,6 @@ pub(crate) trait Target: Send + Sync {
 
     /// Waits for everything in flight, makes what was deferred, and returns the report.
     fn finish(self: Box<Self>) -> Report;
-}
-
-/// What a source asks of the run, the same for every target (from its [`Run`]).
-impl Engine {
-    /// A writer thread's handle on the target: create one per worker.
-    pub(crate) fn writer(&self) -> Writer<'_> {
-        Writer::new(self)
-    }
-}
-
-/// A destination shaped like a URL is never taken for a folder's name: a scheme this build
-/// cannot write is refused ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)), where a
-/// path would have made a folder named `s3:`.
-pub(crate) fn refuse_url(root: &Path) -> anyhow::Result<()> {
-    let Some(scheme) = crate::plan::url_scheme(root) else {
-        return Ok(());
-    };
-    let writes = format!("into folders and {} only", crate::plan::stores_named());
-    let why = anyhow::anyhow!(
-        "'{}' is a URL ({scheme}://), and fastwrite writes {writes}: nothing was written (a folder of that name is './{}')",
-        root.display(),
-        root.display()
-    );
-    Err(Error::named(root, crate::error::ErrorKind::Unsupported, why).into())
-}
-
-/// A source's writer thread: its own state, with failures recorded in the run (the other
-/// entries go on). Dropping it hands over what it still holds.
-pub(crate) struct Writer<'e> {
-    target: &'e Engine,
-    state: WriterState,
-}
-
-impl<'e> Writer<'e> {
-    /// A writer on `target`. Create one per worker (for instance in rayon's `for_each_init`).
-    pub(crate) fn new(target: &'e Engine) -> Writer<'e> {
-        Writer {
-            target,
-            // The buffer is allocated on first use: a mirror makes a writer per directory, and
-            // copies in the kernel, where the buffer is only a fallback.
-            state: WriterState::default(),
-        }
-    }
-
-    /// Starts a file whose content comes in pieces; keep it with [`Writer::seal`].
-    pub(crate) fn stream(&mut self, entry: Entry) -> Result<Streamed<'e>, Error> {
-        self.target.start_streamed(&mut self.state, entry)
-    }
-
-    /// Keeps a streamed file: what is buffered written, mode and mtime set, handed over to be
-    /// closed (or uploaded).
-    pub(crate) fn seal(&mut self, file: Streamed<'_>) -> Result<(), Error> {
-        file.seal(&mut self.state)
-    }
-
-    /// Writes one file entry; a failure is recorded in the run. False: this one failed (a
-    /// cancelled run is not a failure of the entry).
-    pub(crate) fn write(&mut self, entry: &Entry, content: Content<'_>) -> bool {
-        match self.target.write_file(&mut self.state, entry, content) {
-            Ok(()) => true,
-            Err(error) if error.is_cancelled() => true,
-            Err(error) => {
-                self.target.run().record(error);
-                false
-            }
-        }
-    }
-}
-
-impl Drop for Writer<'_> {
-    fn drop(&mut self) {
-        self.target.flush(&mut self.state);
-    }
 }
 
 /// A file whose content comes in pieces, on whichever target.

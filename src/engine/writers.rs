@@ -14,8 +14,8 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::Destination;
 use crate::options::{Options, default_threads};
+use crate::place::Place;
 use crate::platform;
 
 /// The CPU a writer spends on one small file of an archive on this kind of machine (decoding
@@ -39,7 +39,7 @@ pub(crate) struct WriterCount {
 /// The writers for a run writing into `dest`, reading from `source` (a mirror's source folder,
 /// a zip archive) where that is given, with `opts`. A slow source is waited on as a slow output
 /// is: a mirror from a mount, or a zip read from one, needs as many reads in flight.
-pub(crate) fn size(dest: &Destination, source: Option<&Path>, opts: &Options) -> WriterCount {
+pub(crate) fn size(dest: &Place, source: Option<&Path>, opts: &Options) -> WriterCount {
     if let Some(n) = opts.threads {
         return WriterCount {
             count: n.max(1),
@@ -195,9 +195,9 @@ mod tests {
             threads: Some(5),
             ..Options::default()
         };
-        assert_eq!(size(&Destination::folder(dir.path()), None, &opts).count, 5);
+        assert_eq!(size(&Place::folder(dir.path()), None, &opts).count, 5);
         let auto = size(
-            &Destination::folder(&dir.path().join("new/out")),
+            &Place::folder(&dir.path().join("new/out")),
             Some(dir.path()),
             &Options::default(),
         );

@@ -357,7 +357,7 @@ impl super::source::Source for NotBuilt {
     fn extract(
         self: Box<Self>,
         _: &Path,
-        _: &crate::engine::Destination,
+        _: &crate::place::Place,
         _: &crate::options::Options,
         _: &super::select::Chooser,
     ) -> anyhow::Result<crate::report::Report> {

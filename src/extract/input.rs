@@ -87,11 +87,11 @@ pub(super) fn open(archive: &Path) -> anyhow::Result<Input> {
         }
         None => {}
     }
-    if let Some(scheme) = crate::plan::url_scheme(archive) {
+    if let Some(scheme) = crate::place::url_scheme(archive) {
         let why = anyhow::anyhow!(
             "'{}' is a URL ({scheme}://), and fastwrite reads archives from files, standard input and {} only",
             archive.display(),
-            crate::plan::stores_named(),
+            crate::place::stores_named(),
         );
         return Err(super::format::unsupported(&archive.to_string_lossy(), why));
     }

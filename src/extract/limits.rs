@@ -4,9 +4,9 @@ use std::path::Path;
 
 use anyhow::anyhow;
 
-use crate::engine::Destination;
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
+use crate::place::Place;
 use crate::plan::{EntryKind, Plan};
 use crate::platform;
 use crate::report::human_bytes;
@@ -14,11 +14,7 @@ use crate::report::human_bytes;
 /// Refuses to start if the files of `plan` declare more than the output cap, or more than the
 /// free space of `out`'s filesystem (see [`Options::max_output`] and [`Options::space_check`]):
 /// [`ErrorKind::Limit`], about `out`. Into a store (`out` a URL) only the cap applies.
-pub(super) fn check_declared(
-    plan: &Plan,
-    dest: &Destination,
-    opts: &Options,
-) -> anyhow::Result<()> {
+pub(super) fn check_declared(plan: &Plan, dest: &Place, opts: &Options) -> anyhow::Result<()> {
     let out = dest.named();
     let over = |why: anyhow::Error| Err(Error::named(out, ErrorKind::Limit, why).into());
     let declared = plan
@@ -36,7 +32,7 @@ pub(super) fn check_declared(
     }
     // A store's space is not this machine's: no check (the nearest existing ancestor of
     // `s3://b/p` as a path would be the current folder).
-    if !opts.space_check || dest.is_store() {
+    if !opts.space_check || !dest.can().free_space {
         return Ok(());
     }
     // The output folder may not exist yet: its nearest existing ancestor is on the same
@@ -87,15 +83,15 @@ mod tests {
         }
     }
 
-    fn store() -> Destination {
-        Destination::parse(Path::new("s3://b/p")).unwrap()
+    fn store() -> Place {
+        Place::output(Path::new("s3://b/p")).unwrap()
     }
 
     #[test]
     fn a_folder_is_checked_for_space_and_a_bucket_only_against_the_cap() {
         let huge = plan_of(1 << 60);
         let opts = Options::default();
-        let error = check_declared(&huge, &Destination::folder(Path::new(".")), &opts).unwrap_err();
+        let error = check_declared(&huge, &Place::folder(Path::new(".")), &opts).unwrap_err();
         let error = error.downcast::<Error>().unwrap();
         assert_eq!(error.kind(), ErrorKind::Limit, "{error}");
         assert!(format!("{error:#}").contains("free"), "{error:#}");

@@ -32,9 +32,9 @@ mod zip;
 use std::path::Path;
 use std::time::Instant;
 
-use crate::engine::Destination;
 use crate::error::{Error, ErrorKind};
 use crate::options::Options;
+use crate::place::Place;
 use crate::report::Report;
 use crate::report::RunError;
 #[cfg(fuzzing)]
@@ -67,14 +67,18 @@ use select::Chooser;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn extract(archive: &Path, out: &Path, opts: &Options) -> Result<Report, RunError> {
-    let start = Instant::now();
-    let mut report = Destination::parse(out)
-        .and_then(|dest| {
-            crate::engine::staged(&dest, opts, |dest| {
-                extract_any(archive, || open(archive), dest, opts)
-            })
-        })
+    let out = Place::output(out)
         .map_err(|e| RunError::Start(Error::start(archive, ErrorKind::Source, e)))?;
+    extract_to(archive, &out, opts)
+}
+
+/// [`extract`] into a place already decided (a run of many decides its output once).
+pub(crate) fn extract_to(archive: &Path, out: &Place, opts: &Options) -> Result<Report, RunError> {
+    let start = Instant::now();
+    let mut report = crate::engine::staged(out, opts, |dest| {
+        extract_any(archive, || open(archive), dest, opts)
+    })
+    .map_err(|e| RunError::Start(Error::start(archive, ErrorKind::Source, e)))?;
     report.wall = start.elapsed();
     RunError::check(report)
 }
@@ -116,7 +120,7 @@ pub fn extract_reader(
 ) -> Result<Report, RunError> {
     let start = Instant::now();
     let open = || input::open_reader(reader, label);
-    let mut report = Destination::parse(out)
+    let mut report = Place::output(out)
         .and_then(|dest| {
             crate::engine::staged(&dest, opts, |dest| {
                 extract_any(Path::new(label), open, dest, opts)
@@ -131,23 +135,12 @@ pub fn extract_reader(
 fn extract_any(
     archive: &Path,
     open: impl FnOnce() -> anyhow::Result<Input>,
-    out: &Destination,
+    out: &Place,
     opts: &Options,
 ) -> anyhow::Result<Report> {
     let chooser = Chooser::new(&opts.select)?;
-    // An output folder nothing can be made in fails the run in one line, before the archive
-    // is read, rather than every entry in a line of its own. (A mirror's DST is not checked:
-    // a mirror with nothing to change writes nothing.)
-    if let Some(Ok(dir)) = out.work().map(crate::platform::OutDir::open) {
-        dir.check_writable().map_err(|e| {
-            let why = format!("cannot write in output folder '{}'", out.named().display());
-            Error::named(
-                out.named(),
-                ErrorKind::Directory,
-                anyhow::Error::new(e).context(why),
-            )
-        })?;
-    }
+    // (A mirror's DST is not checked: a mirror with nothing to change writes nothing.)
+    out.check_writable()?;
     let mut report = read_any(archive, open()?, out, opts, &chooser)?;
     report.warnings.extend(chooser.warnings());
     if !opts.cancel.is_cancelled() {
@@ -161,7 +154,7 @@ fn extract_any(
 fn read_any(
     archive: &Path,
     input: Input,
-    out: &Destination,
+    out: &Place,
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {

@@ -572,7 +572,7 @@ impl Read for Remote {
 /// the URL has them; `None` for another scheme.
 #[cfg(feature = "http")]
 fn web(url: &Path) -> anyhow::Result<Option<(Arc<dyn ObjectStore>, Key)>> {
-    let Some(scheme) = crate::plan::url_scheme(url)
+    let Some(scheme) = crate::place::url_scheme(url)
         .filter(|s| s.eq_ignore_ascii_case("https") || s.eq_ignore_ascii_case("http"))
     else {
         return Ok(None);

@@ -15,12 +15,13 @@ use anyhow::{anyhow, bail};
 
 use super::codec::{Codec, GzipHeader};
 use super::give::{Each, give_unsized, is_output};
-use super::source::Source;
 use super::listed::{Listed, ListedKind};
 use super::select::Chooser;
-use crate::engine::{self, Destination, Writer};
+use super::source::Source;
+use crate::engine::{self, Writer};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
+use crate::place::Place;
 use crate::plan::{Entry, EntryKind};
 use crate::report::Report;
 
@@ -46,7 +47,7 @@ impl Source for Single {
     fn extract(
         self: Box<Self>,
         _: &Path,
-        out: &Destination,
+        out: &Place,
         opts: &Options,
         _: &Chooser,
     ) -> anyhow::Result<Report> {
@@ -187,7 +188,7 @@ pub(super) fn extract(
     name: &Path,
     mtime: Option<SystemTime>,
     mode: Option<u32>,
-    out: &Destination,
+    out: &Place,
     opts: &Options,
 ) -> anyhow::Result<Report> {
     let mut decoded = UntilTrailing {

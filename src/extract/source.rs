@@ -11,9 +11,9 @@ use std::path::Path;
 use super::give::Each;
 use super::listed::Listed;
 use super::select::Chooser;
-use crate::engine::Destination;
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
+use crate::place::Place;
 use crate::report::Report;
 
 /// An input opened and recognised: `input::open` is the one place its kind is told. Extract, list
@@ -38,7 +38,7 @@ pub(crate) trait Source: Send {
     fn extract(
         self: Box<Self>,
         archive: &Path,
-        out: &Destination,
+        out: &Place,
         opts: &Options,
         chooser: &Chooser,
     ) -> anyhow::Result<Report>;
@@ -67,7 +67,11 @@ pub(crate) trait Source: Send {
 /// `--platform`, `--insecure-registry` and `--layers-cache` choose an image and how it is
 /// fetched: with any other `kind` of input they are refused, before anything is written,
 /// rather than ignored.
-pub(crate) fn refuse_image_options(kind: &str, archive: &Path, opts: &Options) -> anyhow::Result<()> {
+pub(crate) fn refuse_image_options(
+    kind: &str,
+    archive: &Path,
+    opts: &Options,
+) -> anyhow::Result<()> {
     if opts.platform.is_some() || opts.insecure_registry || opts.layers_cache.is_some() {
         let why = anyhow::anyhow!(
             "--platform, --insecure-registry and --layers-cache choose an image and how it is fetched, and '{}' is {kind}: refused",

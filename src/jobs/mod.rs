@@ -32,6 +32,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, ErrorKind};
 use crate::options::{Options, Overwrite};
+use crate::place::Place;
 use crate::progress::Reporter;
 use crate::report::RunError;
 use crate::sync::Unpoisoned;
@@ -221,12 +222,10 @@ pub fn extract_all(
         .filter(|s| many.shard.is_none_or(|shard| shard.takes(s)))
         .collect();
     summary.other_shards = (sources.len() - taken.len()) as u64;
-    let destinations = destinations(&taken, out, many.per_archive)?;
-    let records = Records::open(out).map_err(start_error)?;
-    let remote = crate::plan::url_scheme(out).is_some()
-        || taken
-            .iter()
-            .any(|s| crate::plan::url_scheme(Path::new(&s.name)).is_some());
+    let out = Place::output(out).map_err(start_error)?;
+    let destinations = destinations(&taken, &out, many.per_archive)?;
+    let records = Records::open(&out).map_err(start_error)?;
+    let remote = out.can().each_a_request || taken.iter().any(|s| s.is_remote());
     let cores = crate::options::default_threads();
     let lanes = many
         .at_once
@@ -309,8 +308,10 @@ pub fn extract_one(
     opts: &Options,
     per_archive: bool,
 ) -> Result<SourceReport, Error> {
-    let destination = destinations(&[source], out, per_archive)?.remove(0);
-    let records = Records::open(out).map_err(|e| Error::start(out, ErrorKind::Directory, e))?;
+    let start_error = |e: anyhow::Error| Error::start(out, ErrorKind::Directory, e);
+    let out = Place::output(out).map_err(start_error)?;
+    let destination = destinations(&[source], &out, per_archive)?.remove(0);
+    let records = Records::open(&out).map_err(start_error)?;
     Ok(run_one(source, &destination, opts, &records, None))
 }
 
@@ -323,14 +324,16 @@ pub fn destinations_of(
     out: &Path,
     per_archive: bool,
 ) -> Result<Vec<PathBuf>, Error> {
-    destinations(&sources.iter().collect::<Vec<_>>(), out, per_archive)
+    let out = Place::output(out).map_err(|e| Error::start(out, ErrorKind::Directory, e))?;
+    let places = destinations(&sources.iter().collect::<Vec<_>>(), &out, per_archive)?;
+    Ok(places.iter().map(|p| p.named().to_path_buf()).collect())
 }
 
 /// Where each source goes: all into `out`, or each into a folder of its own under it, two
 /// sources sharing one refused.
-fn destinations(sources: &[&Source], out: &Path, per_archive: bool) -> Result<Vec<PathBuf>, Error> {
+fn destinations(sources: &[&Source], out: &Place, per_archive: bool) -> Result<Vec<Place>, Error> {
     if !per_archive {
-        return Ok(vec![out.to_path_buf(); sources.len()]);
+        return Ok(vec![out.clone(); sources.len()]);
     }
     let mut taken: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
     let mut found = Vec::with_capacity(sources.len());
@@ -358,19 +361,9 @@ fn destinations(sources: &[&Source], out: &Path, per_archive: bool) -> Result<Ve
                 why,
             ));
         }
-        found.push(join(out, &name));
+        found.push(out.join(&name));
     }
     Ok(found)
-}
-
-/// `out/name`, for a folder or a bucket prefix.
-fn join(out: &Path, name: &str) -> PathBuf {
-    if crate::plan::url_scheme(out).is_some() {
-        let text = out.to_string_lossy();
-        PathBuf::from(format!("{}/{name}", text.trim_end_matches('/')))
-    } else {
-        out.join(name)
-    }
 }
 
 /// Who wrote each path in a run of many into one OUT (a hash of the path's name: about 30 bytes a
@@ -429,7 +422,7 @@ fn name_the_other(failure: Error, writers: &Writers, source: usize, sources: &[&
 
 fn run_one(
     source: &Source,
-    dest: &Path,
+    dest: &Place,
     opts: &Options,
     records: &Records,
     noting: Option<(Arc<Writers>, usize, &[&Source])>,
@@ -438,7 +431,7 @@ fn run_one(
     let mut report = SourceReport {
         source: source.name.clone(),
         identity: source.identity.clone(),
-        destination: dest.to_path_buf(),
+        destination: dest.named().to_path_buf(),
         status: Status::Failed,
         files: 0,
         bytes: 0,
@@ -488,7 +481,7 @@ fn run_one(
         progress,
         ..opts.clone()
     };
-    let result = crate::extract(Path::new(&source.name), dest, &opts);
+    let result = crate::extract::extract_to(Path::new(&source.name), dest, &opts);
     report.seconds = start.elapsed();
     let run = match result {
         Ok(run) => run,
@@ -524,7 +517,7 @@ fn run_one(
         "source: {}\nidentity: {}\ndestination: {}\nfiles: {}\nbytes: {}\nfinished: {finished}\n",
         source.name,
         source.identity,
-        dest.display(),
+        dest.named().display(),
         run.files,
         run.bytes
     );

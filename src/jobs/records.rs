@@ -5,7 +5,7 @@
 //! per source; its content names them in full for a person.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 
@@ -68,9 +68,9 @@ enum Place {
 
 impl Records {
     /// The records under `out`, listed once (a folder's made if missing).
-    pub(crate) fn open(out: &Path) -> anyhow::Result<Records> {
+    pub(crate) fn open(out: &crate::place::Place) -> anyhow::Result<Records> {
         #[cfg(feature = "s3")]
-        if let Some(url) = crate::store::BucketUrl::parse(out)? {
+        if let Some(url) = out.store() {
             let url = url.with_prefix(&format!("{}{DONE}/", url.prefix));
             let bucket = crate::store::Source::open(url)?;
             let names = bucket
@@ -80,8 +80,7 @@ impl Records {
                 .collect::<Vec<_>>();
             return Ok(Records::from_names(Place::Bucket(bucket), names));
         }
-        crate::engine::refuse_url(out)?;
-        let dir = out.join(DONE);
+        let dir = out.named().join(DONE);
         for folder in [&dir, &dir.with_file_name(STARTED)] {
             std::fs::create_dir_all(folder).with_context(|| {
                 format!("cannot create the records' folder '{}'", folder.display())
@@ -195,11 +194,11 @@ mod tests {
             name: "a.zip".into(),
             identity: "size 1".into(),
         };
-        let records = Records::open(dir.path()).unwrap();
+        let records = Records::open(&crate::place::Place::folder(dir.path())).unwrap();
         assert_eq!(records.find(&source), Found::New);
         records.add(&source, "a").unwrap();
         records.add(&source, "again").unwrap();
-        let records = Records::open(dir.path()).unwrap();
+        let records = Records::open(&crate::place::Place::folder(dir.path())).unwrap();
         assert_eq!(records.find(&source), Found::Done);
         let changed = Source {
             identity: "size 2".into(),

@@ -25,7 +25,7 @@ impl Source {
     /// file's size and mtime (nothing if it cannot be read: its run will say why).
     pub fn new(name: impl Into<String>) -> Source {
         let name = name.into();
-        let identity = if crate::plan::url_scheme(Path::new(&name)).is_some() {
+        let identity = if crate::place::url_scheme(Path::new(&name)).is_some() {
             String::new()
         } else {
             std::fs::metadata(&name)
@@ -33,6 +33,14 @@ impl Source {
                 .unwrap_or_default()
         };
         Source { name, identity }
+    }
+}
+
+impl Source {
+    /// Whether it is read over a network (a URL: a store's object, a web server's file, a
+    /// registry's image), where each source mostly waits for round trips.
+    pub(crate) fn is_remote(&self) -> bool {
+        crate::place::url_scheme(Path::new(&self.name)).is_some()
     }
 }
 
@@ -123,8 +131,12 @@ fn slashed(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 fn glob(pattern: &str) -> anyhow::Result<Vec<Source>> {
-    if let Some(scheme) = crate::plan::url_scheme(Path::new(pattern)) {
-        if crate::plan::is_store_scheme(scheme) {
+    if let Some(scheme) = crate::place::scheme_of(Path::new(pattern)) {
+        if let Some(crate::place::Scheme {
+            names: crate::place::Names::Store(_),
+            ..
+        }) = scheme
+        {
             return bucket_glob(pattern);
         }
         anyhow::bail!("'{pattern}': only store URLs and local paths are expanded as globs");

@@ -26,18 +26,19 @@ use crate::engine::bucket::Bucket;
 use crate::engine::{Content, Target, Writer};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options, Overwrite};
+use crate::place::Place;
 use crate::plan::{Entry, EntryKind};
 use crate::report::{MirrorCounts, Report};
-use crate::store::{BucketUrl, md5_of};
+use crate::store::md5_of;
 
 pub(super) fn mirror(
     src: &Path,
-    dst: &Path,
-    url: BucketUrl,
+    to: &Place,
     root_meta: fs::Metadata,
     (opts, mopts): (&Options, &MirrorOptions),
 ) -> anyhow::Result<Report> {
-    crate::engine::bucket::refuse_what_does_not_apply(dst, opts)?;
+    let dst = to.named();
+    to.refuse_what_it_cannot(opts)?;
     if mopts.hard_links {
         let why = anyhow::anyhow!(
             "'{}': {} keeps hard links as links, and a bucket has none: refused (without it, each is copied)",
@@ -54,7 +55,7 @@ pub(super) fn mirror(
         overwrite: Overwrite::Replace,
         ..opts.clone()
     };
-    let bucket = Bucket::new(url, dst, &bopts, !mopts.dry_run)
+    let bucket = Bucket::new(to, &bopts, !mopts.dry_run)
         .map_err(|e| Error::start(dst, ErrorKind::Directory, e))?;
     // The source is walked while the prefix is listed: the one on the disk, the other a few
     // round trips away.

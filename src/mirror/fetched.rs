@@ -13,9 +13,10 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::engine::feed::{self, Job};
-use crate::engine::{self, Content, Destination};
+use crate::engine::{self, Content};
 use crate::error::{Error, ErrorKind};
 use crate::options::Options;
+use crate::place::Place;
 use crate::plan::{Entry, EntryKind};
 use crate::report::Report;
 use crate::store::{Body, Recorded, Source};
@@ -36,7 +37,7 @@ pub(super) struct Object {
 /// as it arrives (`opts` as the run has them: replacing, for a mirror). A failure is recorded
 /// with its path and its key's URL (`key_url`).
 pub(super) fn write(
-    dest: &Destination,
+    dest: &Place,
     source: &Source,
     dirs: &[PathBuf],
     objects: &[Object],

@@ -25,10 +25,11 @@ use std::time::{Duration, SystemTime};
 use anyhow::anyhow;
 
 use super::fetched::{self, shown};
-use crate::engine::{Destination, Target};
+use crate::engine::Target;
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options, Overwrite};
 use crate::patterns::Patterns;
+use crate::place::Place;
 use crate::plan::{Entry, EntryKind};
 use crate::platform;
 use crate::report::{MirrorCounts, Report};
@@ -65,7 +66,7 @@ enum Local {
 pub(super) fn mirror(
     src: &Path,
     url: BucketUrl,
-    dest: &Destination,
+    dest: &Place,
     (opts, mopts): (&Options, &MirrorOptions),
 ) -> anyhow::Result<Report> {
     let dst = dest.named();
@@ -335,10 +336,13 @@ pub(super) fn mirror(
 pub(super) fn between_buckets(
     src: &Path,
     from: BucketUrl,
-    dst: &Path,
-    to: BucketUrl,
+    to_place: &Place,
     (opts, mopts): (&Options, &MirrorOptions),
 ) -> anyhow::Result<Report> {
+    let dst = to_place.named();
+    let Some(to) = to_place.store().cloned() else {
+        anyhow::bail!("'{}' is not a bucket's prefix", dst.display());
+    };
     use crate::engine::bucket::Bucket;
     if mopts.hard_links {
         let why = anyhow!(
@@ -353,7 +357,7 @@ pub(super) fn between_buckets(
         overwrite: Overwrite::Replace,
         ..opts.clone()
     };
-    let bucket = Bucket::new(to.clone(), dst, &replace, !mopts.dry_run)
+    let bucket = Bucket::new(to_place, &replace, !mopts.dry_run)
         .map_err(|e| Error::start(dst, ErrorKind::Directory, e))?;
     let (listed, there) = std::thread::scope(|scope| {
         let there = scope.spawn(|| bucket.listing());
@@ -470,8 +474,7 @@ pub(super) fn between_buckets(
                 }
             })
             .collect::<Vec<_>>();
-        let dest = Destination::parse(dst)?;
-        let mut report = fetched::write(&dest, &source, &[], &objects, &replace, &from_url)?;
+        let mut report = fetched::write(to_place, &source, &[], &objects, &replace, &from_url)?;
         report.failures.extend(failures);
         report.mirror = Some(MirrorCounts {
             deleted,

@@ -36,9 +36,10 @@ use std::time::Instant;
 use anyhow::{Context, anyhow, bail};
 use rayon::prelude::*;
 
-use crate::engine::{self, Content, Destination, Disk, Target, Writer};
+use crate::engine::{self, Content, Disk, Target, Writer};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options};
+use crate::place::Place;
 use crate::plan::{Entry, EntryKind, Plan};
 use crate::platform;
 use crate::report::RunError;
@@ -88,27 +89,27 @@ fn mirror_any(
     opts: &Options,
     mopts: &MirrorOptions,
 ) -> anyhow::Result<Report> {
+    let from = Place::side(src, "source")?;
+    let to = Place::side(dst, "destination")?;
+    let (src, dst) = (from.named(), to.named());
     #[cfg(feature = "s3")]
-    if let Some(url) = crate::store::BucketUrl::parse(src)? {
-        if let Some(to) = crate::store::BucketUrl::parse(dst)? {
-            return from_bucket::between_buckets(src, url, dst, to, (opts, mopts));
+    if let Some(url) = from.store().cloned() {
+        if to.store().is_some() {
+            return from_bucket::between_buckets(src, url, &to, (opts, mopts));
         }
-        refuse_url(dst, "destination")?;
-        let dest = Destination::folder(dst);
         if mopts.dry_run {
-            return from_bucket::mirror(src, url, &dest, (opts, mopts));
+            return from_bucket::mirror(src, url, &to, (opts, mopts));
         }
         // Staged as any run into a new or empty folder: a kill leaves nothing under a final
         // name, and `--atomic` puts the whole tree in place or nothing.
-        return engine::staged(&dest, opts, |dest| {
+        return engine::staged(&to, opts, |dest| {
             from_bucket::mirror(src, url, dest, (opts, mopts))
         });
     }
     #[cfg(feature = "s3")]
-    if let Some(url) = crate::store::BucketUrl::parse(dst)? {
-        refuse_url(src, "source")?;
+    if to.store().is_some() {
         let root_meta = check_source(src)?;
-        return bucket::mirror(src, dst, url, root_meta, (opts, mopts));
+        return bucket::mirror(src, &to, root_meta, (opts, mopts));
     }
     let (root_meta, dst_exists) = check_roots(src, dst)?;
     if mopts.hard_links && platform::file_identity(&root_meta).is_none() {
@@ -128,7 +129,7 @@ fn mirror_any(
         add_found(&mut report, found);
         report
     } else {
-        engine::staged(&Destination::folder(dst), opts, |dest| {
+        engine::staged(&to, opts, |dest| {
             mirror_into(src, dest, (opts, mopts), root_meta, dst_exists, walk)
         })?
     };
@@ -138,7 +139,7 @@ fn mirror_any(
 /// The mirror itself (not a dry run), into `dst` or, for an atomic run, the folder beside it.
 fn mirror_into<'a>(
     src: &Path,
-    dest: &Destination,
+    dest: &Place,
     (opts, mopts): (&Options, &MirrorOptions),
     root_meta: fs::Metadata,
     dst_exists: bool,
@@ -214,23 +215,6 @@ fn add_found(report: &mut Report, mut found: Found) {
     }
 }
 
-/// A source or a destination written as a URL that mirror does not take (a bucket is taken
-/// as a destination only), refused by name.
-fn refuse_url(path: &Path, what: &str) -> anyhow::Result<()> {
-    if let Some(scheme) = crate::plan::url_scheme(path) {
-        let takes = format!(
-            "mirrors between folders and {}",
-            crate::plan::stores_named()
-        );
-        let why = anyhow!(
-            "{what} '{}' is a URL ({scheme}://), and fastwrite {takes}: nothing was done",
-            path.display()
-        );
-        return Err(Error::named(path, ErrorKind::Unsupported, why).into());
-    }
-    Ok(())
-}
-
 /// The source must be a readable directory: its metadata.
 fn check_source(src: &Path) -> anyhow::Result<fs::Metadata> {
     let source = |why: anyhow::Error| Error::named(src, ErrorKind::Source, why);
@@ -263,8 +247,6 @@ fn check_roots(src: &Path, dst: &Path) -> anyhow::Result<(fs::Metadata, bool)> {
     let source = |why: anyhow::Error| Error::named(src, ErrorKind::Source, why);
     let destination = |why: anyhow::Error| Error::named(dst, ErrorKind::Directory, why);
     let both = |why: anyhow::Error| Error::named(dst, ErrorKind::Invalid, why);
-    refuse_url(src, "source")?;
-    refuse_url(dst, "destination")?;
     let src_meta = check_source(src)?;
     let src_real = fs::canonicalize(src).map_err(|e| {
         source(anyhow!(e).context(format!("cannot resolve source '{}'", src.display())))

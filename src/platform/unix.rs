@@ -216,7 +216,6 @@ pub fn file_identity(meta: &std::fs::Metadata) -> Option<FileIdentity> {
 }
 
 /// Writes all of `bytes` into `file` at `offset`, whatever its cursor (`pwrite`).
-#[cfg(feature = "s3")]
 pub fn write_at(file: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
     std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
 }
@@ -481,7 +480,6 @@ pub fn sync_path_dir(path: &Path) -> io::Result<()> {
 
 /// Whether process `pid` of this machine is alive (a run that left something behind is known
 /// dead when its process is gone).
-#[cfg(feature = "s3")]
 pub fn process_alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return false;
@@ -492,7 +490,6 @@ pub fn process_alive(pid: u32) -> bool {
 }
 
 /// This machine's name.
-#[cfg(feature = "s3")]
 pub fn host_name() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is valid for its length, which gethostname never passes.

@@ -422,7 +422,6 @@ pub fn file_identity(_meta: &std::fs::Metadata) -> Option<FileIdentity> {
 
 /// Writes all of `bytes` into `file` at `offset` (`WriteFile` with an offset: the file's
 /// cursor moves, which no caller relies on).
-#[cfg(feature = "s3")]
 pub fn write_at(file: &File, mut bytes: &[u8], mut offset: u64) -> io::Result<()> {
     use std::os::windows::fs::FileExt;
     while !bytes.is_empty() {
@@ -553,13 +552,11 @@ pub fn sync_path_dir(_path: &Path) -> io::Result<()> {
 
 /// Whether process `pid` of this machine is alive. Not asked here: a run's leftovers are then
 /// told dead by their age alone, so a live run's are never taken.
-#[cfg(feature = "s3")]
 pub fn process_alive(_pid: u32) -> bool {
     true
 }
 
 /// This machine's name.
-#[cfg(feature = "s3")]
 pub fn host_name() -> String {
     std::env::var("COMPUTERNAME").unwrap_or_default()
 }

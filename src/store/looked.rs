@@ -19,9 +19,9 @@ use futures_util::StreamExt;
 use object_store::{ObjectStoreExt, PutMode, PutOptions};
 
 use super::Store;
-use super::url::BucketUrl;
 use super::{explain, parse_key, taken};
 use crate::options::Overwrite;
+use crate::place::BucketUrl;
 use crate::sync::Unpoisoned;
 
 /// How long a look serves later runs of the process: a run of many archives, not a server's

@@ -4,7 +4,6 @@
 //! `mirror/from_bucket.rs`) and the records of a run of many (`jobs/records.rs`) read through
 //! it. Nothing here knows of entries being written, failures being counted or a run's state.
 //!
-//! - `url.rs`: `s3://BUCKET/PREFIX`, parsed once.
 //! - `client.rs`: what every store's client shares: the HTTP client and its meter (requests in
 //!   flight, answers lost, throttling), how it retries; `pace.rs` the process's cap on
 //!   requests a second.
@@ -36,16 +35,15 @@ mod s3;
 mod said;
 mod source;
 pub(crate) mod stale;
-mod url;
 mod wire;
 
+pub(crate) use crate::place::{BucketUrl, StoreKind};
 pub(crate) use client::Meter;
 pub(crate) use flight::{EVERY, Sizer};
 pub(crate) use looked::first_look;
 pub(crate) use requests::{Made, Requests};
 pub(crate) use said::{readable, says_bucket_missing};
 pub(crate) use source::{Body, Recorded, Source, body_reader, read_body};
-pub(crate) use url::{BucketUrl, Kind};
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -109,17 +107,17 @@ pub(crate) type Client = (Arc<dyn Store>, Arc<dyn Requests>, Arc<Meter>);
 pub(crate) fn connect(url: &BucketUrl) -> anyhow::Result<Client> {
     let meter = Arc::new(Meter::default());
     let (store, requests) = match url.store {
-        Kind::S3 => s3::connect(url, &meter)?,
+        StoreKind::S3 => s3::connect(url, &meter)?,
         #[cfg(feature = "azure")]
-        Kind::Azure => azure::connect(url, &meter)?,
+        StoreKind::Azure => azure::connect(url, &meter)?,
         #[cfg(not(feature = "azure"))]
-        Kind::Azure => anyhow::bail!(
+        StoreKind::Azure => anyhow::bail!(
             "'{url}' is in Azure Blob Storage, and this build of fastwrite has no Azure client (cargo feature `azure`)"
         ),
         #[cfg(feature = "gcp")]
-        Kind::Gcs => gcs::connect(url, &meter)?,
+        StoreKind::Gcs => gcs::connect(url, &meter)?,
         #[cfg(not(feature = "gcp"))]
-        Kind::Gcs => anyhow::bail!(
+        StoreKind::Gcs => anyhow::bail!(
             "'{url}' is in Google Cloud Storage, and this build of fastwrite has no GCS client (cargo feature `gcp`)"
         ),
     };

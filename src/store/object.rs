@@ -20,8 +20,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use object_store::{Attribute, AttributeValue, Attributes};
 
+use crate::place::StoreKind;
 use crate::plan::Entry;
-use crate::store::Kind;
 
 /// File type bits of `st_mode`, as s3fs keeps them in `mode`.
 pub(crate) const S_IFREG: u32 = 0o100000;
@@ -66,10 +66,10 @@ pub(crate) fn mtime_value(time: SystemTime) -> Option<String> {
 
 /// `mtime` as rclone writes it on `store`: seconds on S3, RFC 3339 to the nanosecond on Azure
 /// and Google Cloud Storage (rclone's `azureblob` and `gcs` read no other form).
-pub(crate) fn mtime_of(store: Kind, time: SystemTime) -> Option<String> {
+pub(crate) fn mtime_of(store: StoreKind, time: SystemTime) -> Option<String> {
     match store {
-        Kind::S3 => mtime_value(time),
-        Kind::Azure | Kind::Gcs => {
+        StoreKind::S3 => mtime_value(time),
+        StoreKind::Azure | StoreKind::Gcs => {
             time.duration_since(UNIX_EPOCH).ok()?;
             let time = chrono::DateTime::<chrono::Utc>::from(time);
             Some(time.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
@@ -122,10 +122,10 @@ pub(crate) fn parse_mtime(text: &str) -> Option<SystemTime> {
 
 /// The user metadata naming the source of a run of many that wrote an object
 /// (`Options::resume_tag`), as `store` names it (Azure's names are C# identifiers).
-pub(crate) fn source_tag(store: Kind) -> &'static str {
+pub(crate) fn source_tag(store: StoreKind) -> &'static str {
     match store {
-        Kind::S3 | Kind::Gcs => "fastwrite-source",
-        Kind::Azure => "fastwrite_source",
+        StoreKind::S3 | StoreKind::Gcs => "fastwrite-source",
+        StoreKind::Azure => "fastwrite_source",
     }
 }
 
@@ -135,7 +135,7 @@ pub(crate) type Meta = Vec<(&'static str, String)>;
 /// The user metadata of an object made for `entry` on `store`, of type `file_type` (`S_IF*`),
 /// with `mode` the permission bits it gets (`None`: none recorded) and the owner if kept.
 pub(crate) fn metadata(
-    store: Kind,
+    store: StoreKind,
     entry: &Entry,
     file_type: u32,
     mode: Option<u32>,
@@ -145,7 +145,7 @@ pub(crate) fn metadata(
     if let Some(mtime) = entry.mtime.and_then(|t| mtime_of(store, t)) {
         meta.push(("mtime", mtime));
     }
-    if store == Kind::Gcs
+    if store == StoreKind::Gcs
         && let Some(since) = entry.mtime.and_then(|t| t.duration_since(UNIX_EPOCH).ok())
     {
         meta.push((GSUTIL_MTIME, since.as_secs().to_string()));
@@ -198,12 +198,12 @@ mod tests {
         }
         assert_eq!(parse_mtime("x"), None);
         let time = UNIX_EPOCH + Duration::new(1_700_000_000, 250_000_000);
-        let azure = mtime_of(Kind::Azure, time).unwrap();
+        let azure = mtime_of(StoreKind::Azure, time).unwrap();
         assert_eq!(azure, "2023-11-14T22:13:20.250Z");
         assert_eq!(parse_mtime(&azure).unwrap(), time);
         // rclone's own form on Azure and GCS, nine digits.
         assert_eq!(parse_mtime("2023-11-14T22:13:20.250000000Z").unwrap(), time);
-        assert_eq!(mtime_of(Kind::Gcs, time).unwrap(), azure);
+        assert_eq!(mtime_of(StoreKind::Gcs, time).unwrap(), azure);
         // Other tools' names.
         let whole = UNIX_EPOCH + Duration::new(1_700_000_000, 0);
         assert_eq!(

@@ -31,7 +31,7 @@ use object_store::{ObjectStoreExt, PutPayload};
 use super::Requests;
 use super::Store;
 use super::parse_key;
-use super::url::BucketUrl;
+use crate::place::BucketUrl;
 
 /// Where the marks are, under the prefix.
 const MARKS: &str = ".fastwrite-uploads/";

@@ -31,12 +31,15 @@ use anyhow::anyhow;
 use futures_util::StreamExt;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode};
 
-use super::kept::Kept;
-use super::pump::{Piece, pump};
-use super::{Content, Unverified, UnverifiedKind, WriterState, already_exists};
-use super::{Run, Streamed, StreamedFile, Target};
-use crate::error::{Error, ErrorKind, Failures, Setting};
+use super::kept::{Kept, already_exists};
+use super::pump::{CHUNK, Content, Piece, pump};
+use super::run::Run;
+use super::state::WriterState;
+use super::target::{Streamed, StreamedFile, Target};
+use super::unverified::{Unverified, UnverifiedKind};
+use crate::error::{Error, ErrorKind, Failures};
 use crate::options::{Options, Overwrite};
+use crate::place::Place;
 use crate::plan::{Entry, EntryKind, Plan};
 use crate::progress::Reporter;
 use crate::report::Report;
@@ -48,27 +51,6 @@ use crate::store::{
     list_prefix, parse_key, stale,
 };
 use flight::Gate;
-
-/// What a bucket cannot be given, refused before anything is written.
-pub(crate) fn refuse_what_does_not_apply(root: &Path, opts: &Options) -> anyhow::Result<()> {
-    let refuse = |why: String| -> anyhow::Result<()> {
-        let why = anyhow!("'{}': {why}", root.display());
-        Err(Error::named(root, ErrorKind::Unsupported, why).into())
-    };
-    if opts.devices {
-        return refuse(format!(
-            "{} makes device nodes and FIFOs, and a bucket holds neither: refused",
-            Setting::Devices
-        ));
-    }
-    if opts.atomic {
-        return refuse(format!(
-            "{} needs a folder to stage in and one rename to put it in place; a bucket has no rename, and its objects appear one by one: refused (each object still appears whole, or not at all)",
-            Setting::Atomic
-        ));
-    }
-    Ok(())
-}
 
 /// What every upload task shares with the run.
 struct Shared {
@@ -144,16 +126,16 @@ struct Job {
 }
 
 impl Bucket {
-    /// Opens the bucket prefix `url` (named `root`): a first look (the bucket is there, the
+    /// Opens the bucket prefix `place` names: a first look (the bucket is there, the
     /// credentials work, whether conditional writes are honoured) and, with `clean`, the
     /// uploads killed runs left there aborted (`stale.rs`; a dry run changes nothing).
-    pub(crate) fn new(
-        url: BucketUrl,
-        root: &Path,
-        opts: &Options,
-        clean: bool,
-    ) -> anyhow::Result<Bucket> {
-        refuse_what_does_not_apply(root, opts)?;
+    pub(crate) fn new(place: &Place, opts: &Options, clean: bool) -> anyhow::Result<Bucket> {
+        place.refuse_what_it_cannot(opts)?;
+        let root = place.named();
+        let Some(url) = place.store().cloned() else {
+            let why = anyhow!("'{}' is not a bucket's prefix", root.display());
+            return Err(Error::named(root, ErrorKind::Unsupported, why).into());
+        };
         let start = |e: anyhow::Error| Error::start(root, ErrorKind::Directory, e);
         let (store, requests, meter) = connect(&url).map_err(start)?;
         let runtime = client_runtime("fastwrite-upload")?;
@@ -768,7 +750,7 @@ fn read_content(
     sink: &mut dyn FnMut(&[u8]) -> anyhow::Result<()>,
 ) -> Result<u64, Error> {
     let zeros = |n: u64, sink: &mut dyn FnMut(&[u8]) -> anyhow::Result<()>| {
-        let zeros = vec![0u8; (n as usize).min(super::CHUNK)];
+        let zeros = vec![0u8; (n as usize).min(CHUNK)];
         let mut left = n;
         while left > 0 {
             let n = left.min(zeros.len() as u64);

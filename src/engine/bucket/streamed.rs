@@ -11,7 +11,8 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutPayload};
 
 use super::upload::{Outcome, carries, claim, older};
 use super::{Bucket, Job, Shared};
-use crate::engine::{StreamedFile, WriterState};
+use crate::engine::state::WriterState;
+use crate::engine::target::StreamedFile;
 use crate::error::{Error, ErrorKind};
 use crate::options::Overwrite;
 use crate::plan::Entry;

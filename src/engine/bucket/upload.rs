@@ -133,7 +133,7 @@ pub(super) async fn claim(
 
 /// Whether an object's attributes carry the resume tag `tag` (`claim`).
 pub(super) fn carries(
-    store: crate::store::Kind,
+    store: crate::place::StoreKind,
     tag: &str,
     attributes: &object_store::Attributes,
 ) -> bool {

@@ -47,4 +47,3 @@ pub(super) trait Blobs: Sync {
         Ok(bytes)
     }
 }
-

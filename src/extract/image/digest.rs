@@ -80,4 +80,3 @@ pub(super) fn check_blob(bytes: &[u8], descriptor: &Descriptor) -> anyhow::Resul
     }
     Ok(())
 }
-

@@ -18,8 +18,8 @@ use std::time::SystemTime;
 use anyhow::{Context, anyhow, bail};
 
 use super::cache::{Keeper, Tee};
-use super::manifest::Descriptor;
 use super::digest::{Hashing, checkable};
+use super::manifest::Descriptor;
 use super::pipe;
 use crate::engine::read_full;
 use crate::extract::codec::{Codec, Verified};

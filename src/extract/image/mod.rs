@@ -37,12 +37,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, anyhow, bail};
 
-use crate::engine::{self, Content, Destination};
+use crate::engine::{self, Content};
 use crate::error::{Error, ErrorKind};
 use crate::extract::listed::{Listed, ListedKind};
 use crate::extract::select::Chooser;
 use crate::extract::tar::Kind;
 use crate::options::Options;
+use crate::place::Place;
 use crate::plan::{self, Entry, EntryKind, Plan, Special};
 use crate::report::Report;
 use blobs::Blobs;
@@ -212,7 +213,7 @@ impl Reference {
 /// A URL (`s3://BUCKET/PREFIX:TAG`, `https://HOST:PORT/PATH:TAG`) and the tag after it, split
 /// at the first `:` past the host, as skopeo splits `oci:PATH:TAG`; `None`: not a URL.
 fn split_url(text: &str) -> Option<(&str, Option<&str>)> {
-    let scheme = plan::url_scheme(Path::new(text))?;
+    let scheme = crate::place::url_scheme(Path::new(text))?;
     let start = scheme.len() + 3;
     let path = text[start..].find('/').map_or(text.len(), |i| start + i);
     Some(match text[path..].find(':') {
@@ -671,7 +672,7 @@ impl super::source::Source for Image {
     fn extract(
         self: Box<Self>,
         _: &Path,
-        out: &Destination,
+        out: &Place,
         opts: &Options,
         chooser: &Chooser,
     ) -> anyhow::Result<Report> {
@@ -703,7 +704,7 @@ impl super::source::Source for Image {
 /// Applies the image `reference` names into `out`.
 fn extract(
     reference: &Reference,
-    out: &Destination,
+    out: &Place,
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {

@@ -181,7 +181,7 @@ mod without_stores {
     }
 
     fn refuse(location: &Path) -> anyhow::Result<()> {
-        if let Some(scheme) = crate::plan::url_scheme(location) {
+        if let Some(scheme) = crate::place::url_scheme(location) {
             return Err(crate::extract::format::not_built(
                 &format!("'{}'", location.display()),
                 &format!("an image at a {scheme}:// URL"),

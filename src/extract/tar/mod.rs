@@ -17,17 +17,16 @@ use std::io::Read;
 
 use anyhow::{Context, anyhow};
 
-use crate::engine::{
-    self, Content, Destination, Engine, HoleRead, Unverified, UnverifiedKind, Writer,
-};
+use crate::engine::{self, Content, Engine, HoleRead, Unverified, UnverifiedKind, Writer};
 use crate::error::{Error, ErrorKind};
 use crate::options::Options;
+use crate::place::Place;
 use crate::plan::{self, Entry, EntryKind, path_key};
 use crate::report::Report;
 
 use super::codec;
-use super::source::Counted;
 use super::select::Chooser;
+use super::source::Counted;
 use crate::engine::feed::{self, Feed, Job};
 
 mod checks;
@@ -57,7 +56,7 @@ impl super::source::Source for Archive {
     fn extract(
         self: Box<Self>,
         _: &std::path::Path,
-        out: &Destination,
+        out: &Place,
         opts: &Options,
         chooser: &Chooser,
     ) -> anyhow::Result<Report> {
@@ -96,7 +95,7 @@ fn extract(
     decoded: Box<dyn Read + Send + '_>,
     label: &str,
     verified: Option<codec::Verified>,
-    out: &Destination,
+    out: &Place,
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {

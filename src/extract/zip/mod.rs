@@ -27,9 +27,10 @@ use std::path::Path;
 use anyhow::Context;
 use zip::ZipArchive;
 
-use crate::engine::{self, Content, Destination};
+use crate::engine::{self, Content};
 use crate::error::{Error, ErrorKind};
 use crate::options::Options;
+use crate::place::Place;
 use crate::plan::{self, Entry, EntryKind};
 use crate::report::Report;
 
@@ -168,7 +169,7 @@ impl super::source::Source for InFile {
     fn extract(
         self: Box<Self>,
         archive: &Path,
-        out: &Destination,
+        out: &Place,
         opts: &Options,
         chooser: &Chooser,
     ) -> anyhow::Result<Report> {
@@ -212,7 +213,7 @@ impl super::source::Source for Arriving {
     fn extract(
         self: Box<Self>,
         archive: &Path,
-        out: &Destination,
+        out: &Place,
         opts: &Options,
         chooser: &Chooser,
     ) -> anyhow::Result<Report> {
@@ -245,7 +246,7 @@ impl super::source::Source for Arriving {
 fn extract(
     path: &Path,
     file: File,
-    out: &Destination,
+    out: &Place,
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
@@ -263,7 +264,7 @@ fn extract(
 fn extract_arriving(
     path: &Path,
     arriving: super::remote::Arriving,
-    out: &Destination,
+    out: &Place,
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
@@ -332,7 +333,7 @@ fn write_zip(
     archive: Archive<'_>,
     cut: Option<String>,
     arrivals: Option<&Arrivals>,
-    out: &Destination,
+    out: &Place,
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {

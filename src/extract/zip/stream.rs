@@ -30,16 +30,17 @@ use std::time::SystemTime;
 use anyhow::{Context, anyhow, bail};
 use zip::read::{ZipReadOptions, read_zipfile_from_stream_with_options};
 
-use crate::engine::{self, Destination, Engine, Writer};
+use crate::engine::{self, Engine, Writer};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
+use crate::place::Place;
 use crate::plan::{self, Entry, EntryKind};
 use crate::report::Report;
 
 use super::super::format::{self, ZipStart};
-use super::super::source::Counted;
 use super::super::select::{Choice, Chooser};
 use super::super::single;
+use super::super::source::Counted;
 use super::integrity;
 use super::planning::ZipKind;
 use crate::engine::feed::{self, Feed, Job};
@@ -154,7 +155,7 @@ impl super::super::source::Source for Piped {
     fn extract(
         self: Box<Self>,
         _: &Path,
-        out: &Destination,
+        out: &Place,
         opts: &Options,
         chooser: &Chooser,
     ) -> anyhow::Result<Report> {
@@ -191,7 +192,7 @@ impl super::super::source::Source for Piped {
 fn extract(
     mut input: Box<dyn BufRead + Send + '_>,
     label: &str,
-    out: &Destination,
+    out: &Place,
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {

@@ -18,8 +18,8 @@ use anyhow::Context;
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 
 use super::client::{self, Meter, MeteredConnector};
-use super::url::BucketUrl;
 use super::{Requests, Store};
+use crate::place::BucketUrl;
 
 /// The emulator's (Azurite's) storage account, where none is named.
 const EMULATOR_ACCOUNT: &str = "devstoreaccount1";

@@ -21,8 +21,8 @@ use object_store::client::{HttpClient, HttpRequest};
 use object_store::multipart::PartId;
 use object_store::path::Path as Key;
 
+use crate::place::BucketUrl;
 use crate::store::requests::{ListedObject, Made, Requests};
-use crate::store::url::BucketUrl;
 use crate::store::wire::{self, Answer, elements, query_escape, xml_unescape};
 
 /// What each blob's user metadata is sent as.

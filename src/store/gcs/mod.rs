@@ -19,8 +19,8 @@ use object_store::client::HttpConnector;
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 
 use super::client::{self, Meter, MeteredConnector};
-use super::url::BucketUrl;
 use super::{Requests, Store};
+use crate::place::BucketUrl;
 
 /// Where Google Cloud Storage answers, both its XML and its JSON API.
 const GCS_URL: &str = "https://storage.googleapis.com";

@@ -20,8 +20,8 @@ use object_store::gcp::GoogleCloudStorage;
 use object_store::multipart::PartId;
 use object_store::path::Path as Key;
 
+use crate::place::BucketUrl;
 use crate::store::requests::{ListedObject, Made, Requests};
-use crate::store::url::BucketUrl;
 use crate::store::wire::{self, Answer, query_escape};
 
 /// The boundary between the parts of a marker's upload (its metadata, its empty body).

@@ -26,9 +26,10 @@ use std::time::SystemTime;
 
 use anyhow::{Context, anyhow};
 
-use crate::engine::{self, Destination};
+use crate::engine;
 use crate::error::{Error, ErrorKind};
 use crate::extract::select::{Choice, Chooser};
+use crate::place::Place;
 use crate::plan;
 use crate::platform::{FileKind, OutDir};
 use crate::report::Report;
@@ -80,7 +81,7 @@ struct Settled<'w> {
 /// `seen`: every local header's raw name, by offset; `prefix`: bytes before the zip in the
 /// stream) in `out`, whose entries `chooser` chose.
 pub(super) fn apply(
-    out: &Destination,
+    out: &Place,
     written: &HashMap<u64, Written>,
     seen: &HashMap<u64, Vec<u8>>,
     prefix: u64,

@@ -5,34 +5,20 @@
 //! (unless the user asked for replacing). Every other source never sets
 //! [`Entry::replaces`], and pays nothing here.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
 
+use super::deferred::{Links, Rename};
+use super::disk::Disk;
 use super::files::OpenFile;
-use super::finish::Links;
-use super::{Disk, already_exists};
 use crate::close::Finalize;
+use crate::engine::kept::already_exists;
 use crate::error::{Error, ErrorKind};
 use crate::options::Overwrite;
 use crate::plan::{Entry, EntryKind, path_key};
 use crate::platform;
 use crate::sync::Unpoisoned;
-
-/// A later copy of a path, or a held replacement of an existing file (see
-/// [`Disk::hold_replaced`]), waiting under a temporary name.
-pub(super) struct Rename {
-    /// The entry's place in the source (its `index`): the last one wins.
-    pub(super) order: usize,
-    /// Both relative to the output folder: the temporary name, and the entry's path.
-    pub(super) temp: PathBuf,
-    /// The entry's relative path and name, to check and to report it.
-    path: PathBuf,
-    name: String,
-    /// It replaces a file that was there before the run (`Overwrite::Replace`), not one this
-    /// run wrote: always the first of its path in the source.
-    held: bool,
-}
 
 impl Disk {
     /// For a source whose later entries may take the path of earlier ones (see

@@ -13,9 +13,11 @@ use std::path::Path;
 
 use anyhow::anyhow;
 
-use super::files::{OpenFile, WriterState};
-use super::run::cancelled;
-use super::{Disk, StreamedFile, Target};
+use super::disk::Disk;
+use super::files::OpenFile;
+use crate::engine::run::cancelled;
+use crate::engine::state::WriterState;
+use crate::engine::target::{StreamedFile, Target};
 use crate::error::{Error, ErrorKind};
 use crate::plan::Entry;
 

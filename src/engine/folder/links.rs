@@ -9,7 +9,8 @@ use std::time::SystemTime;
 
 use anyhow::Context;
 
-use super::{Disk, already_exists};
+use super::disk::Disk;
+use crate::engine::kept::already_exists;
 use crate::error::{Error, ErrorKind, Tag};
 use crate::options::Overwrite;
 use crate::plan::{Entry, Special};

@@ -14,47 +14,16 @@ use std::time::Instant;
 
 use anyhow::{Context, anyhow};
 
-use super::pump::{Content, Piece, pump};
-use super::run::cancelled;
-use super::{Disk, already_exists};
-use crate::close::{CloseJob, Finalize, WriterClose};
+use super::disk::{Disk, nanos};
+use crate::close::{CloseJob, Finalize};
+use crate::engine::kept::already_exists;
+use crate::engine::pump::{Content, Piece, pump};
+use crate::engine::run::cancelled;
+use crate::engine::state::{Counts, WriterState};
 use crate::error::{Error, ErrorKind, Tag};
 use crate::options::Overwrite;
 use crate::plan::Entry;
 use crate::platform::{self, FileKind};
-
-/// A writing thread's own state: its copy buffer, written files not yet handed over for closing
-/// (sent to the close pool a batch at a time), the last directory it knows exists, and its
-/// counts. What a writer does per file touches only this, so writers on a fast disk do not pass
-/// shared cache lines back and forth; the counts join the engine's every [`PUBLISH_EVERY`]
-/// files and when it flushes.
-#[derive(Default)]
-pub(crate) struct WriterState {
-    buf: Vec<u8>,
-    close: WriterClose,
-    /// The parent of the last file written (its path's bytes): it exists (directories never
-    /// stop existing during a run), so the next file in it needs no look at the shared
-    /// directory state.
-    ready_dir: Option<Vec<u8>>,
-    counts: Counts,
-}
-
-impl WriterState {
-    /// The writer's copy buffer, which every target's pump reads through (one per writer
-    /// thread, never one per file).
-    #[cfg(feature = "s3")]
-    pub(crate) fn buffer(&mut self) -> &mut Vec<u8> {
-        &mut self.buf
-    }
-}
-
-/// Files written, their bytes, and the time writing them took, not yet added to the engine's.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct Counts {
-    pub files: u64,
-    pub bytes: u64,
-    pub write_nanos: u64,
-}
 
 /// How many files a writer counts before adding them to the engine's totals.
 const PUBLISH_EVERY: u64 = 16;
@@ -267,7 +236,7 @@ impl Disk {
             return Err(error);
         }
         let counts = &mut state.counts;
-        counts.write_nanos += super::nanos(open.started.elapsed());
+        counts.write_nanos += nanos(open.started.elapsed());
         counts.files += 1;
         counts.bytes += bytes;
         self.run.reporter.file_written();
@@ -290,7 +259,7 @@ impl Disk {
     /// Gives up on a file: closed and removed, so nothing half-written stays under any name.
     pub(crate) fn discard(&self, open: OpenFile) {
         self.write_nanos
-            .fetch_add(super::nanos(open.started.elapsed()), Ordering::Relaxed);
+            .fetch_add(nanos(open.started.elapsed()), Ordering::Relaxed);
         drop(open.file);
         let _ = self.out_dir.remove_file(&open.path);
     }

@@ -9,21 +9,14 @@ use std::time::Duration;
 
 use rayon::prelude::*;
 
-use super::{Deferred, Disk, Run};
+use super::deferred::{Deferred, Links};
+use super::disk::Disk;
 use crate::close::CloseTally;
+use crate::engine::run::Run;
 use crate::error::{Error, ErrorKind};
 use crate::plan::{Entry, EntryKind};
 use crate::report::Report;
 use crate::sync::Unpoisoned;
-
-/// What the links stage made.
-#[derive(Default)]
-pub(super) struct Links {
-    symlinks: u64,
-    hardlinks: u64,
-    /// Device nodes and FIFOs.
-    specials: u64,
-}
 
 impl Disk {
     /// Waits for every close, then finishes the run stage by stage (see the module's header)

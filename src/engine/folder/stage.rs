@@ -24,10 +24,10 @@ use std::time::SystemTime;
 
 use anyhow::{Context, bail};
 
-use super::Destination;
 use super::leftovers::{MARK_PREFIX, RunMark, STAGING, clear_making, is_dead, is_making};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
+use crate::place::Place;
 use crate::platform::{self, OutDir};
 use crate::report::Report;
 
@@ -53,14 +53,13 @@ enum Way {
 /// tree in place after it (see the module's docs). `run` is handed the destination it writes
 /// in: `dest` itself, or its staging folder.
 pub(crate) fn staged(
-    dest: &Destination,
+    dest: &Place,
     opts: &Options,
-    run: impl FnOnce(&Destination) -> anyhow::Result<Report>,
+    run: impl FnOnce(&Place) -> anyhow::Result<Report>,
 ) -> anyhow::Result<Report> {
-    #[cfg(feature = "s3")]
-    if dest.is_store() {
+    dest.refuse_what_it_cannot(opts)?;
+    if !dest.can().stage {
         // A bucket has no folder to stage in: each object appears whole (docs/object-storage.md).
-        super::bucket::refuse_what_does_not_apply(dest.named(), opts)?;
         return run(dest);
     }
     let root = dest.named();
@@ -90,7 +89,6 @@ impl Staging {
     /// makes the staging folder. `None`: not staged (the folder holds files, or no staging
     /// folder can be made here, or another run is staging into it now). With what to warn of.
     pub fn prepare(root: &Path, opts: &Options) -> anyhow::Result<(Option<Staging>, Vec<String>)> {
-        super::refuse_url(root)?;
         let mut warnings = Vec::new();
         let absolute = std::path::absolute(root)
             .with_context(|| format!("cannot use output folder '{}'", root.display()))?;
