@@ -86,6 +86,30 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// An entry for a path already checked (one a walk of a folder found, a key's checked
+    /// name), named as the path is; no owner, no attributes.
+    pub(crate) fn trusted(
+        path: &Path,
+        kind: EntryKind,
+        mtime: Option<SystemTime>,
+        size: u64,
+    ) -> Entry {
+        Entry {
+            name: path.to_string_lossy().into_owned(),
+            path: path.to_path_buf(),
+            kind,
+            mode: None,
+            mtime,
+            size,
+            index: 0,
+            sparse: false,
+            replaces: false,
+            owner: None,
+            absent: false,
+            xattrs: Vec::new(),
+        }
+    }
+
     /// An entry for a path a program gave (or a name the user chose), checked as an archive's
     /// names are: [`ErrorKind::Refused`] if it would leave the output folder.
     pub fn for_path(

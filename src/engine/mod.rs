@@ -90,18 +90,6 @@ pub(crate) fn run<T>(
     run_on(dest, source, opts, open, body)
 }
 
-/// [`run()`] into a local folder only (a mirror, whose deletions and renames work on the folder
-/// itself).
-pub(crate) fn run_disk<T>(
-    dest: &Place,
-    source: Option<&Path>,
-    opts: &Options,
-    body: impl FnOnce(&Disk, &rayon::ThreadPool) -> T,
-) -> anyhow::Result<(Report, T)> {
-    let new = |dest: &Place, opts: &Options, closer| Disk::new(dest, opts, closer).map(Box::new);
-    run_on(dest, source, opts, new, body)
-}
-
 fn run_on<E: Target + ?Sized, T>(
     dest: &Place,
     source: Option<&Path>,

@@ -67,6 +67,14 @@ pub(crate) trait Target: Send + Sync {
         content: Content<'_>,
     ) -> Result<(), Error>;
 
+    /// A mirror's: the source names every folder it has, each with its own entry (a store then
+    /// makes no marker for a folder only implied by what is under it).
+    fn every_folder_named(&self) {}
+
+    /// A mirror's: the folder `dir` holds something there already, left as it is (a store
+    /// makes it no marker).
+    fn kept_as_is(&self, _dir: &Path) {}
+
     /// Hands over what a writer thread still holds (its closes, its counts).
     fn flush(&self, _state: &mut WriterState) {}
 

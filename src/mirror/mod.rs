@@ -1,52 +1,52 @@
-//! `mirror`: makes a destination folder an exact copy of a source folder's contents, on the same
-//! write stage, close pool and report as an extraction.
+//! `mirror`: makes a destination an exact copy of a source's contents, incrementally, each a
+//! folder or a store's prefix, on the same write stage, close pool and report as an
+//! extraction.
 //!
-//! A run goes one way:
-//! 1. The roots are checked before anything is touched: the source must be a directory, and
-//!    neither folder may contain the other (a copy into itself never ends; a `--delete` of a
-//!    folder holding the source would eat it).
-//! 2. One parallel walk over both trees ([`walk`]) decides per path: copy, replace, update mode
-//!    or mtime in place, link, delete, or leave alone (rsync's quick check: same size and mtime;
-//!    `--checksum` compares contents).
-//! 3. Deletions (`--delete`, or a directory standing where the source has a file), then the
-//!    write stage: each file copied by reflink, `copy_file_range` or a buffer, written under a
-//!    temporary name and renamed into place when it replaces something, so no reader ever sees
-//!    half a file and an interrupted run leaves the old one intact. Its handle is closed by the
-//!    close pool like any other.
-//! 4. Links, then directory modes and mtimes, deepest first; the destination root last.
+//! A run goes one way, the same for every pair of sides (`tree.rs`):
+//! 1. The sides are checked before anything is touched: a source folder must be a directory,
+//!    and neither folder may contain the other (a copy into itself never ends; a `--delete` of
+//!    a folder holding the source would eat it).
+//! 2. One parallel walk over both sides (`walk.rs`) decides per path: copy, replace, update
+//!    mode or mtime in place, link, delete, or leave alone, by one comparison
+//!    (`compare.rs`: rsync's quick check between folders, `aws s3 sync`'s with a prefix,
+//!    `--checksum` the content).
+//! 3. Renames of case and deletions (`--delete`, or a folder standing where the source has a
+//!    file), then the write stage: into a folder each file is copied by reflink,
+//!    `copy_file_range` or a buffer, under a temporary name and renamed into place where it
+//!    replaces something, so no reader ever sees half a file and an interrupted run leaves the
+//!    old one intact; into a prefix each is an upload, or between prefixes of one store a
+//!    server-side copy. Every handle is closed by the close pool like any other.
+//! 4. Links, then folder modes and mtimes, deepest first; the destination's root last.
 //!
 //! Ownership is not copied (the copy belongs to whoever runs it); permission bits are, setuid
 //! and setgid included, as `cp -a` and `rsync -a` do for a tree one owns.
 
-#[cfg(feature = "s3")]
-mod bucket;
 mod compare;
+mod folder;
 #[cfg(feature = "s3")]
-mod fetched;
-#[cfg(feature = "s3")]
-mod from_bucket;
+mod prefix;
+mod tree;
 mod walk;
 
+use std::collections::HashSet;
+use std::ffi::OsString;
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, anyhow, bail};
-use rayon::prelude::*;
 
-use crate::engine::{self, Content, Disk, Target, Writer};
+use crate::engine::{self, Engine};
 use crate::error::{Error, ErrorKind, Setting};
-use crate::options::{MirrorOptions, Options};
-use crate::place::Place;
-use crate::plan::{Entry, EntryKind, Plan};
-use crate::platform;
-use crate::report::RunError;
-use crate::report::{MirrorCounts, Report};
-
+use crate::options::{MirrorOptions, Options, Overwrite};
 use crate::patterns::{Patterns, Slash};
+use crate::place::Place;
+use crate::plan::Plan;
+use crate::platform;
+use crate::report::{MirrorCounts, Report, RunError};
 use crate::sync::Unpoisoned;
+use tree::{Is, Node, Tree};
 use walk::{Action, Found, Walk};
 
 /// Makes `dst` an exact copy of the contents of `src`, like `rsync -a src/ dst/`: files, modes,
@@ -89,130 +89,317 @@ fn mirror_any(
     opts: &Options,
     mopts: &MirrorOptions,
 ) -> anyhow::Result<Report> {
-    let from = Place::side(src, "source")?;
-    let to = Place::side(dst, "destination")?;
-    let (src, dst) = (from.named(), to.named());
-    #[cfg(feature = "s3")]
-    if let Some(url) = from.store().cloned() {
-        if to.store().is_some() {
-            return from_bucket::between_buckets(src, url, &to, (opts, mopts));
-        }
-        if mopts.dry_run {
-            return from_bucket::mirror(src, url, &to, (opts, mopts));
-        }
-        // Staged as any run into a new or empty folder: a kill leaves nothing under a final
-        // name, and `--atomic` puts the whole tree in place or nothing.
-        return engine::staged(&to, opts, |dest| {
-            from_bucket::mirror(src, url, dest, (opts, mopts))
-        });
-    }
-    #[cfg(feature = "s3")]
-    if to.store().is_some() {
-        let root_meta = check_source(src)?;
-        return bucket::mirror(src, &to, root_meta, (opts, mopts));
-    }
-    let (root_meta, dst_exists) = check_roots(src, dst)?;
-    if mopts.hard_links && platform::file_identity(&root_meta).is_none() {
-        let why = anyhow!(
-            "{} is not supported on this platform (no file identities)",
-            Setting::HardLinks
-        );
-        return Err(Error::named(src, ErrorKind::Unsupported, why).into());
-    }
-    let exclude = excludes(mopts)?;
-    let walk = || Walk::new(src, dst, mopts, &exclude, &opts.cancel);
-    let report = if mopts.dry_run {
-        let walk = walk();
-        engine::writer_pool(opts)?.install(|| walk.run(root_meta, dst_exists));
-        let mut found = walked(walk, src);
-        let mut report = dry_run(&mut found);
-        add_found(&mut report, found);
-        report
-    } else {
-        engine::staged(&to, opts, |dest| {
-            mirror_into(src, dest, (opts, mopts), root_meta, dst_exists, walk)
-        })?
+    let (from, to) = (
+        Place::side(src, "source")?,
+        Place::side(dst, "destination")?,
+    );
+    let root = check(&from, &to, opts, mopts)?;
+    let exclude = Patterns::new(&mopts.excludes, Setting::Exclude.name(), Slash::Stops)?;
+    // The two sides are read at once: one may be a few round trips away.
+    let (source, destination) = std::thread::scope(|scope| {
+        let destination = scope.spawn(|| tree::open(&to, true, mopts));
+        let source = tree::open(&from, false, mopts);
+        let destination = destination
+            .join()
+            .unwrap_or_else(|_| Err(anyhow!("the destination's listing panicked")));
+        (source, destination)
+    });
+    let (source, destination) = (source?, destination?);
+    let sides = Sides {
+        src: source.as_ref(),
+        dst: destination.as_ref(),
+        exclude: &exclude,
+        opts,
+        mopts,
+        root,
     };
-    Ok(report)
-}
-
-/// The mirror itself (not a dry run), into `dst` or, for an atomic run, the folder beside it.
-fn mirror_into<'a>(
-    src: &Path,
-    dest: &Place,
-    (opts, mopts): (&Options, &MirrorOptions),
-    root_meta: fs::Metadata,
-    dst_exists: bool,
-    walk: impl Fn() -> Walk<'a>,
-) -> anyhow::Result<Report> {
-    let dst = dest.named();
-    {
-        let (mut report, (found, applied)) =
-            engine::run_disk(dest, Some(src), opts, |engine, writers| {
-                // Into an empty destination nothing needs comparing or deleting first, so each
-                // directory's files are copied as soon as it is read: walking overlaps with
-                // writing.
-                let stream = engine.is_fresh();
-                if stream {
-                    engine.run().reporter().planned(0, 0);
-                }
-                let mut walk = walk();
-                walk.stream = stream.then_some(engine);
-                writers.install(|| walk.run(root_meta, dst_exists));
-                let mut found = walked(walk, src);
-                let applied =
-                    writers.install(|| apply(src, opts, mopts, engine, stream, &mut found));
-                (found, applied)
+    if mopts.dry_run {
+        let mut found = sides.walk(None, &engine::writer_pool(opts)?);
+        let actions = found.actions.iter().filter_map(Action::describe).collect();
+        let mut report = Report {
+            mirror: Some(MirrorCounts {
+                actions,
+                ..MirrorCounts::default()
+            }),
+            ..Report::default()
+        };
+        add_found(&mut report, &mut found);
+        return Ok(report);
+    }
+    // A mirror replaces what differs.
+    let replace = Options {
+        overwrite: Overwrite::Replace,
+        ..opts.clone()
+    };
+    // Into a new or empty folder staged as any run: a kill leaves nothing under a final name,
+    // and `--atomic` puts the whole tree in place or nothing.
+    engine::staged(&to, &replace, |dest| {
+        let local = source.local(Path::new(""));
+        let (mut report, (mut found, counts)) =
+            engine::run(dest, local.as_deref(), &replace, |engine, writers| {
+                let mut found = sides.walk(Some(engine), writers);
+                let counts = sides.apply(&mut found, engine, writers);
+                (found, counts)
             })?;
-        // The root's mode and mtime last: making links and directories at the end of the run
-        // changes its mtime.
-        if let Some(root) = applied.root
-            && let Err(error) = platform::OutDir::open(dest.work().unwrap_or(dst))
-                .and_then(|tree| {
-                    tree.set_metadata(
-                        Path::new(""),
-                        root.mode.map(|m| opts.mode_bits(m)),
-                        root.mtime,
-                    )
-                })
-                .with_context(|| format!("setting the mode and mtime of '{}'", dst.display()))
-        {
-            report
-                .failures
-                .push(Error::new(".", ErrorKind::Metadata, error));
+        report.files += counts.files;
+        report.bytes += counts.bytes;
+        if let Some(said) = source.said() {
+            report.writers_why = format!("{}; {said}", report.writers_why);
         }
-        report.failures.extend(applied.failures);
         report.mirror = Some(MirrorCounts {
-            updated: applied.updated,
-            deleted: applied.deleted,
+            updated: counts.updated,
+            deleted: counts.deleted,
             ..MirrorCounts::default()
         });
-        add_found(&mut report, found);
+        add_found(&mut report, &mut found);
         Ok(report)
+    })
+}
+
+/// The two sides of a run, and what it was asked.
+struct Sides<'a> {
+    src: &'a dyn Tree,
+    dst: &'a dyn Tree,
+    exclude: &'a Patterns,
+    opts: &'a Options,
+    mopts: &'a MirrorOptions,
+    /// The source's root.
+    root: Node,
+}
+
+/// What [`Sides::apply`] did beside the engine's writes.
+#[derive(Default)]
+struct Counts {
+    /// Copied server-side.
+    files: u64,
+    bytes: u64,
+    updated: u64,
+    deleted: u64,
+}
+
+impl Sides<'_> {
+    /// The walk, on the writers' pool (copying into `engine` as it goes where the destination
+    /// is empty), and what it leaves to settle: hard links, what only a look at the source
+    /// can tell, folders a prefix needs no marker for. Its actions in path order.
+    fn walk(&self, engine: Option<&Engine>, writers: &rayon::ThreadPool) -> Found {
+        let mut walk = Walk::new(
+            (self.src, self.dst),
+            self.mopts,
+            self.exclude,
+            &self.opts.cancel,
+        );
+        if self.dst.is_empty() {
+            walk.stream = engine;
+        }
+        if let Some(engine) = walk.stream {
+            engine.run().reporter().planned(0, 0);
+        }
+        writers.install(|| walk.run(self.root.clone()));
+        let mut found = walk.found.into_inner().unpoisoned();
+        found.failures.extend(self.src.refused());
+        if let Some(src) = self.src.local(Path::new("")) {
+            walk::settle_links(&mut found, &src);
+        }
+        self.settle_looks(&mut found);
+        if self.dst.marks_folders() && !self.opts.folder_markers {
+            // A folder that holds something needs no marker.
+            let mut filled = HashSet::new();
+            let written = found
+                .actions
+                .iter()
+                .filter(|a| !matches!(a, Action::Dir { .. }));
+            for path in written
+                .filter_map(|a| a.path().parent())
+                .chain(found.filled.iter().map(PathBuf::as_path))
+            {
+                for dir in path.ancestors() {
+                    if !filled.insert(dir.to_path_buf()) {
+                        break;
+                    }
+                }
+            }
+            found
+                .actions
+                .retain(|a| !matches!(a, Action::Dir { .. }) || !filled.contains(a.path()));
+        }
+        found.actions.sort_by(|a, b| a.path().cmp(b.path()));
+        found
     }
-}
 
-/// What the walk decided, with its links settled and its actions in path order.
-/// The patterns of `--exclude`, as every mirror reads them.
-fn excludes(mopts: &MirrorOptions) -> anyhow::Result<Patterns> {
-    Patterns::new(&mopts.excludes, Setting::Exclude.name(), Slash::Stops)
-}
+    /// What only a look at the source could tell (a prefix's recorded mtimes and modes): each
+    /// same-sized object decided, each folder's marker's metadata given to its folder.
+    fn settle_looks(&self, found: &mut Found) {
+        let pending = std::mem::take(&mut found.pending);
+        let marked = std::mem::take(&mut found.marked);
+        let mut nodes: Vec<(PathBuf, Node)> = pending
+            .iter()
+            .map(|(p, s, _)| (p.clone(), s.clone()))
+            .collect();
+        nodes.extend(marked);
+        if nodes.is_empty() {
+            return;
+        }
+        self.src.look(&mut nodes);
+        let looked: std::collections::HashMap<PathBuf, Node> = nodes.into_iter().collect();
+        for action in &mut found.actions {
+            if let Action::Dir { entry, .. } = action
+                && let Some(node) = looked.get(&entry.path)
+            {
+                (entry.mode, entry.mtime) = (node.mode, node.mtime);
+            }
+        }
+        for (rel, _, d) in pending {
+            let s = &looked[&rel];
+            let mut entry = walk::entry_of(&rel, s);
+            match compare::looked(s, &d) {
+                compare::Verdict::Same => {
+                    found.unchanged += 1;
+                    found
+                        .filled
+                        .insert(rel.parent().unwrap_or(Path::new("")).to_path_buf());
+                }
+                compare::Verdict::Update { mode, mtime } => {
+                    (entry.mode, entry.mtime) = (mode, mtime);
+                    found.unchanged += 1;
+                    found.actions.push(Action::Update { entry });
+                }
+                _ => found.actions.push(Action::Copy {
+                    entry,
+                    exists: true,
+                }),
+            }
+        }
+    }
 
-fn walked(walk: Walk<'_>, src: &Path) -> Found {
-    let mut found = walk.found.into_inner().unpoisoned();
-    walk::settle_links(&mut found, src);
-    found.actions.sort_by(|a, b| a.path().cmp(b.path()));
-    found
+    /// Carries out the decided actions (what the walk has not already copied), on the
+    /// writers' pool.
+    fn apply(&self, found: &mut Found, engine: &Engine, writers: &rayon::ThreadPool) -> Counts {
+        let mut counts = Counts::default();
+        let mut deletes = Vec::new();
+        let mut updates = Vec::new();
+        let mut plan = Plan::default();
+        for action in std::mem::take(&mut found.actions) {
+            match action {
+                Action::Rename { from, to } => match self.dst.rename(&from, &to) {
+                    Ok(()) => counts.updated += 1,
+                    Err(e) => found.failures.push(Error::new(
+                        &to,
+                        ErrorKind::Delete,
+                        anyhow!(e).context(format!(
+                            "renaming '{}' to the source's spelling",
+                            self.dst.named().join(&from).display()
+                        )),
+                    )),
+                },
+                Action::Delete { path, dir, .. } => deletes.push((path, dir)),
+                Action::Update { entry } => updates.push(entry),
+                Action::Dir { entry, .. }
+                | Action::Copy { entry, .. }
+                | Action::Link { entry, .. } => plan.entries.push(entry),
+            }
+        }
+        // Deletions come first: they make way for what replaces them, and free space.
+        if !deletes.is_empty() || (self.mopts.delete && self.dst.marks_folders()) {
+            let (deleted, failures) = self.dst.delete(&deletes, self.mopts);
+            counts.deleted = deleted;
+            found.failures.extend(failures);
+        }
+        if self.dst.marks_folders() {
+            engine.every_folder_named();
+            for dir in &found.filled {
+                engine.kept_as_is(dir);
+            }
+        }
+        writers.install(|| engine.prepare(&mut plan));
+        let files = plan.entries;
+        if !found.streamed {
+            engine
+                .run()
+                .reporter()
+                .planned(files.len() as u64, files.iter().map(|e| e.size).sum());
+        }
+        match self.dst.copy_from(self.src, &files) {
+            Some((copied, bytes, failures)) => {
+                (counts.files, counts.bytes) = (copied, bytes);
+                found.failures.extend(failures);
+            }
+            None => self.src.deliver(engine, writers, files, self.opts),
+        }
+        for entry in updates {
+            let mode = entry.mode.map(|m| self.opts.mode_bits(m));
+            match self.dst.update(&entry.path, mode, entry.mtime) {
+                Some(Ok(())) => counts.updated += 1,
+                Some(Err(e)) => {
+                    let why = anyhow!(e).context(format!(
+                        "setting the metadata of '{}'",
+                        self.dst.named().join(&entry.path).display()
+                    ));
+                    found
+                        .failures
+                        .push(Error::new(&entry.name, ErrorKind::Metadata, why));
+                }
+                None => {}
+            }
+        }
+        counts
+    }
 }
 
 /// Adds what the walk found itself (unreadable sources, warnings, unchanged files).
-fn add_found(report: &mut Report, mut found: Found) {
+fn add_found(report: &mut Report, found: &mut Found) {
     report.failures.append(&mut found.failures);
     report.warnings.append(&mut found.warnings);
     report.skipped += found.skipped;
     if let Some(m) = &mut report.mirror {
         m.unchanged = found.unchanged;
     }
+}
+
+/// Refuses, before anything is touched, a pair of sides that cannot be mirrored; the source
+/// root's node.
+fn check(from: &Place, to: &Place, opts: &Options, mopts: &MirrorOptions) -> anyhow::Result<Node> {
+    to.refuse_what_it_cannot(opts)?;
+    let (src, dst) = (from.named(), to.named());
+    if mopts.hard_links {
+        let bucket = [from, to].into_iter().find(|p| !p.can().change_in_place);
+        if let Some(bucket) = bucket {
+            let why = anyhow!(
+                "'{}': {} keeps hard links as links, and a bucket has none: refused (without it, each is copied)",
+                bucket.named().display(),
+                Setting::HardLinks
+            );
+            return Err(Error::named(bucket.named(), ErrorKind::Unsupported, why).into());
+        }
+    }
+    let mut root = Node::new(OsString::new(), Is::Dir);
+    if from.store().is_some() {
+        if let Some(work) = to.work()
+            && fs::metadata(work).is_ok_and(|m| !m.is_dir())
+        {
+            let not = io::Error::from(io::ErrorKind::NotADirectory);
+            let why = anyhow!(not).context(format!(
+                "destination '{}' exists and is not a directory",
+                dst.display()
+            ));
+            return Err(Error::named(dst, ErrorKind::Directory, why).into());
+        }
+        return Ok(root);
+    }
+    let meta = match to.store() {
+        Some(_) => check_source(src)?,
+        None => check_roots(src, dst)?,
+    };
+    if mopts.hard_links && platform::file_identity(&meta).is_none() {
+        let why = anyhow!(
+            "{} is not supported on this platform (no file identities)",
+            Setting::HardLinks
+        );
+        return Err(Error::named(src, ErrorKind::Unsupported, why).into());
+    }
+    root.mode = Some(platform::mode_of(&meta));
+    root.mtime = meta.modified().ok();
+    root.meta = Some(meta);
+    Ok(root)
 }
 
 /// The source must be a readable directory: its metadata.
@@ -240,8 +427,8 @@ fn check_source(src: &Path) -> anyhow::Result<fs::Metadata> {
 }
 
 /// Refuses, before anything is written, a pair of folders that cannot be mirrored. Returns the
-/// source root's metadata, and whether the destination exists.
-fn check_roots(src: &Path, dst: &Path) -> anyhow::Result<(fs::Metadata, bool)> {
+/// source root's metadata.
+fn check_roots(src: &Path, dst: &Path) -> anyhow::Result<fs::Metadata> {
     // Each refusal is about one folder, with its kind, and keeps the OS error where there is
     // one (a program matches `NotFound`).
     let source = |why: anyhow::Error| Error::named(src, ErrorKind::Source, why);
@@ -254,8 +441,8 @@ fn check_roots(src: &Path, dst: &Path) -> anyhow::Result<(fs::Metadata, bool)> {
     let resolve_dst = |e: io::Error| {
         destination(anyhow!(e).context(format!("cannot resolve destination '{}'", dst.display())))
     };
-    let (dst_real, dst_exists) = match fs::metadata(dst) {
-        Ok(m) if m.is_dir() => (fs::canonicalize(dst).map_err(resolve_dst)?, true),
+    let dst_real = match fs::metadata(dst) {
+        Ok(m) if m.is_dir() => fs::canonicalize(dst).map_err(resolve_dst)?,
         Ok(_) => {
             let not = io::Error::from(io::ErrorKind::NotADirectory);
             let why = anyhow!(not).context(format!(
@@ -272,7 +459,7 @@ fn check_roots(src: &Path, dst: &Path) -> anyhow::Result<(fs::Metadata, bool)> {
                 ));
                 return Err(destination(why).into());
             }
-            (resolve_missing(dst).map_err(destination)?, false)
+            resolve_missing(dst).map_err(destination)?
         }
         Err(e) => {
             let why = anyhow!(e).context(format!("cannot read destination '{}'", dst.display()));
@@ -301,7 +488,7 @@ fn check_roots(src: &Path, dst: &Path) -> anyhow::Result<(fs::Metadata, bool)> {
             dst.display()
         ));
     }
-    Ok((src_meta, dst_exists))
+    Ok(src_meta)
 }
 
 /// Where a destination that does not exist yet will be: its deepest existing ancestor,
@@ -327,182 +514,4 @@ fn resolve_missing(dst: &Path) -> anyhow::Result<PathBuf> {
         return Ok(real);
     }
     bail!("cannot resolve destination '{}'", dst.display())
-}
-
-/// A dry run: what would be done, one line each, in path order.
-fn dry_run(found: &mut Found) -> Report {
-    let actions = found.actions.iter().filter_map(Action::describe).collect();
-    Report {
-        mirror: Some(MirrorCounts {
-            actions,
-            ..MirrorCounts::default()
-        }),
-        ..Report::default()
-    }
-}
-
-/// Copies one file of the source with a writer of the engine; failures are recorded there.
-pub(crate) fn copy_file(
-    engine: &Disk,
-    writer: &mut Writer<'_>,
-    src: &Path,
-    entry: &Entry,
-    follow: bool,
-) {
-    if let Err(error) = engine.run().within_limit(entry) {
-        if !error.is_cancelled() {
-            engine.run().record(error);
-        }
-        return;
-    }
-    let path = src.join(&entry.path);
-    match platform::open_source(&path, follow) {
-        Ok(file) => {
-            writer.write(entry, Content::File(&file));
-        }
-        Err(e) => {
-            let error = walk::source_context(&path)(e);
-            engine
-                .run()
-                .record(Error::new(&entry.name, ErrorKind::Source, error));
-        }
-    }
-}
-
-/// Renames `from` to `to` (under the destination), which differ only in case, through a
-/// temporary name: a direct rename is a no-op on some systems (Wine, some network file
-/// systems), which see one name.
-fn rename_case(tree: &platform::OutDir, from: &Path, to: &Path) -> io::Result<()> {
-    let mut temp = to.as_os_str().to_owned();
-    temp.push(format!(".fastwrite-case-{}", std::process::id()));
-    let temp = PathBuf::from(temp);
-    tree.rename(from, &temp)?;
-    tree.rename(&temp, to).inspect_err(|_| {
-        let _ = tree.rename(&temp, from);
-    })
-}
-
-/// What [`apply`] did besides writing: the root's entry (its metadata is set after the run),
-/// failures to delete or rename, and counts.
-struct Applied {
-    root: Option<Entry>,
-    failures: Vec<Error>,
-    updated: u64,
-    deleted: u64,
-}
-
-/// Carries out the decided actions (what the walk has not already copied). Runs on the
-/// writers' pool.
-fn apply(
-    src: &Path,
-    opts: &Options,
-    mopts: &MirrorOptions,
-    engine: &Disk,
-    streamed: bool,
-    found: &mut Found,
-) -> Applied {
-    let dst = engine.run().root();
-    let mut deletes = Vec::new();
-    let mut renames = Vec::new();
-    let mut updates = Vec::new();
-    let mut plan = Plan::default();
-    let mut root = None;
-    for action in std::mem::take(&mut found.actions) {
-        match action {
-            Action::Delete { path, dir, .. } => deletes.push((path, dir)),
-            Action::Rename { from, to } => renames.push((from, to)),
-            Action::Update { entry } => updates.push(entry),
-            Action::Dir { entry, .. } if entry.path.as_os_str().is_empty() => root = Some(entry),
-            Action::Dir { entry, .. } | Action::Copy { entry, .. } | Action::Link { entry, .. } => {
-                plan.entries.push(entry)
-            }
-        }
-    }
-
-    // Names spelled otherwise than in the source (only where names ignore case), parents
-    // first, before anything else uses the new spelling.
-    let updated = AtomicU64::new(0);
-    let mut failures = Vec::new();
-    for (from, to) in renames {
-        match rename_case(engine.out_dir(), &from, &to) {
-            Ok(()) => {
-                updated.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(e) => failures.push(Error::new(
-                &to,
-                ErrorKind::Delete,
-                anyhow!(e).context(format!(
-                    "renaming '{}' to the source's spelling",
-                    dst.join(&from).display()
-                )),
-            )),
-        }
-    }
-
-    // Deletions come first: they make way for what replaces them, and free space.
-    let deleted = AtomicU64::new(0);
-    let delete_failures: Vec<Error> = deletes
-        .par_iter()
-        .filter_map(|(rel, dir)| {
-            if engine.run().cancelled() {
-                return None;
-            }
-            let path = dst.join(rel);
-            // Symlinks are removed as links, never followed, on the way or inside.
-            let removed = if *dir {
-                engine.out_dir().remove_tree(rel)
-            } else {
-                engine.out_dir().remove_file(rel)
-            };
-            match removed {
-                Ok(()) => {
-                    deleted.fetch_add(1, Ordering::Relaxed);
-                    None
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-                Err(e) => Some(Error::new(
-                    rel,
-                    ErrorKind::Delete,
-                    anyhow!(e).context(format!("deleting '{}'", path.display())),
-                )),
-            }
-        })
-        .collect();
-    failures.extend(delete_failures);
-
-    engine.prepare(&mut plan);
-    let files: Vec<&Entry> = plan
-        .entries
-        .iter()
-        .filter(|e| e.kind == EntryKind::File)
-        .collect();
-    if !streamed {
-        engine
-            .run()
-            .reporter()
-            .planned(files.len() as u64, files.iter().map(|e| e.size).sum());
-    }
-    files.par_iter().for_each_init(
-        || Writer::new(engine),
-        |writer, entry| copy_file(engine, writer, src, entry, mopts.copy_links),
-    );
-
-    updates.par_iter().for_each(|entry| {
-        let mode = entry.mode.map(|m| opts.mode_bits(m));
-        match engine.set_metadata(&entry.path, mode, entry.mtime) {
-            Ok(()) => {
-                updated.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(error) => engine
-                .run()
-                .record(Error::new(&entry.name, ErrorKind::Metadata, error)),
-        }
-    });
-
-    Applied {
-        root,
-        failures,
-        updated: updated.into_inner(),
-        deleted: deleted.into_inner(),
-    }
 }

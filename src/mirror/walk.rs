@@ -1,24 +1,22 @@
-//! The comparison: one walk over the source and the destination together, directory by
-//! directory, in parallel, deciding for every path what (if anything) must change.
-//!
-//! Each directory is read on both sides; only names present on both sides cost a `stat` of the
-//! destination, so a fresh copy reads nothing of the destination, and a second run of an
-//! unchanged tree costs two `stat`s per file and no write. The destination is never read
-//! through a symlink: a directory there is only walked when `lstat` says it is a real one.
+//! The walk: one pass over the source and the destination together, folder by folder, in
+//! parallel, deciding for every path what (if anything) must change, whatever the two sides
+//! are (`tree.rs`). Each folder is listed on both sides; a fresh destination is not listed at
+//! all, and there each folder's files are copied as soon as it is read (where the source can),
+//! so walking overlaps with writing. A destination is never read through a symlink: a folder
+//! there is only walked where its listing says it is a real one.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
-use std::fs::{self, DirEntry, Metadata};
-use std::io;
+use std::fs::Metadata;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::anyhow;
 
-use super::compare::{same_content, same_mtime};
-
+use super::compare::{self, Verdict, same_mtime};
+use super::tree::{Is, Node, Tree};
 use crate::cancel::Cancel;
-use crate::engine::{self, Disk as Engine};
+use crate::engine::Engine;
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::MirrorOptions;
 use crate::patterns::Patterns;
@@ -26,12 +24,12 @@ use crate::plan::{self, Entry, EntryKind};
 use crate::platform::{self, FileIdentity};
 use crate::sync::Unpoisoned;
 
-/// How a directory of the source stands in the destination.
+/// How a folder of the source stands in the destination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DirChange {
     /// Nothing is there: create it.
     Create,
-    /// Something that is not a directory is there: replace it.
+    /// Something that is not a folder is there: replace it.
     Replace,
     /// It is there, with another mode or mtime.
     Meta,
@@ -47,7 +45,7 @@ pub enum Action {
         entry: Entry,
         change: DirChange,
     },
-    /// Copy a file; `exists`: something is at its path and is replaced.
+    /// Copy a file (or a store's object); `exists`: something is at its path and is replaced.
     Copy {
         entry: Entry,
         exists: bool,
@@ -67,8 +65,8 @@ pub enum Action {
         from: PathBuf,
         to: PathBuf,
     },
-    /// Remove a path of the destination (a directory with everything in it). `making_way`: a
-    /// directory removed for something else of the same name, which the dry run shows as one
+    /// Remove a path of the destination (a folder with everything in it). `making_way`: a
+    /// folder removed for something else of the same name, which the dry run shows as one
     /// `replace`.
     Delete {
         path: PathBuf,
@@ -96,6 +94,7 @@ impl Action {
             s => s,
         };
         let path = shown(self.path());
+        let verb = |exists: bool, new: &'static str| if exists { "replace" } else { new };
         Some(match self {
             Action::Dir { change, .. } => match change {
                 DirChange::Create => format!("mkdir {path}/"),
@@ -103,20 +102,18 @@ impl Action {
                 DirChange::Meta => format!("update {path}/"),
                 DirChange::Touched => return None,
             },
-            Action::Copy { exists, .. } => {
-                format!("{} {path}", if *exists { "replace" } else { "copy" })
-            }
+            Action::Copy { exists, .. } => format!("{} {path}", verb(*exists, "copy")),
             Action::Link { entry, exists } => match &entry.kind {
-                EntryKind::Symlink { target } => format!(
-                    "{} {path} -> {}",
-                    if *exists { "replace" } else { "symlink" },
-                    target.display()
-                ),
-                EntryKind::Hardlink { target } => format!(
-                    "{} {path} => {}",
-                    if *exists { "replace" } else { "hardlink" },
-                    shown(target)
-                ),
+                EntryKind::Symlink { target } => {
+                    format!(
+                        "{} {path} -> {}",
+                        verb(*exists, "symlink"),
+                        target.display()
+                    )
+                }
+                EntryKind::Hardlink { target } => {
+                    format!("{} {path} => {}", verb(*exists, "hardlink"), shown(target))
+                }
                 _ => return None,
             },
             Action::Update { .. } => format!("update {path}"),
@@ -127,29 +124,6 @@ impl Action {
             Action::Delete { dir, .. } => format!("delete {path}{}", if *dir { "/" } else { "" }),
         })
     }
-}
-
-/// The destination's name for `name` where names ignore case and it is spelled otherwise
-/// (`name.txt` for `Name.txt`), if it is still unclaimed. `folded` indexes the listing by
-/// folded name, made on the first name that has no exact match.
-fn spelled_otherwise(
-    theirs: &HashMap<OsString, DirEntry>,
-    folded: &mut Option<HashMap<String, OsString>>,
-    name: &OsString,
-) -> Option<OsString> {
-    if theirs.is_empty() {
-        return None;
-    }
-    let index = folded.get_or_insert_with(|| {
-        theirs
-            .keys()
-            .map(|k| (plan::fold_name(k), k.clone()))
-            .collect()
-    });
-    index
-        .get(&plan::fold_name(name))
-        .filter(|old| theirs.contains_key(*old))
-        .cloned()
 }
 
 /// A file with other names: its fate is decided once all of them are known (`-H`).
@@ -171,6 +145,15 @@ pub struct Found {
     pub skipped: u64,
     pub unchanged: u64,
     pub linked: Vec<Linked>,
+    /// Same-sized entries only a look at the source can settle: path, source's, destination's.
+    pub pending: Vec<(PathBuf, Node, Node)>,
+    /// Folders of the destination that hold something staying or written (a prefix's need
+    /// no marker then).
+    pub filled: HashSet<PathBuf>,
+    /// Folders to make whose metadata a look at the source gives (a prefix's markers).
+    pub marked: Vec<(PathBuf, Node)>,
+    /// Files were copied as the walk went (into a fresh destination).
+    pub streamed: bool,
 }
 
 impl Found {
@@ -178,23 +161,35 @@ impl Found {
         self.failures
             .push(Error::new(name_of(rel), ErrorKind::Source, error));
     }
+
+    fn add(&mut self, mut other: Found) {
+        self.actions.append(&mut other.actions);
+        self.failures.append(&mut other.failures);
+        self.warnings.append(&mut other.warnings);
+        self.skipped += other.skipped;
+        self.unchanged += other.unchanged;
+        self.linked.append(&mut other.linked);
+        self.pending.append(&mut other.pending);
+        self.filled.extend(other.filled);
+        self.marked.append(&mut other.marked);
+        self.streamed |= other.streamed;
+    }
 }
 
-/// How the destination directory for a source directory stands.
+/// How the destination's folder for a source folder stands.
 enum DstDir {
     Missing,
     NotADir,
-    Exists(Metadata),
+    Exists(Box<Node>),
 }
 
 pub struct Walk<'a> {
-    pub src: &'a Path,
-    pub dst: &'a Path,
+    pub src: &'a dyn Tree,
+    pub dst: &'a dyn Tree,
     pub opts: &'a MirrorOptions,
     pub exclude: &'a Patterns,
     pub cancel: &'a Cancel,
-    /// Copy new files right away, directory by directory, with this engine (a fresh
-    /// destination).
+    /// Copy new files right away, folder by folder, into this engine (a fresh destination).
     pub stream: Option<&'a Engine>,
     pub found: Mutex<Found>,
 }
@@ -203,46 +198,28 @@ fn name_of(rel: &Path) -> String {
     rel.to_string_lossy().into_owned()
 }
 
-fn entry(rel: &Path, kind: EntryKind, meta: &Metadata) -> Entry {
-    Entry {
-        name: name_of(rel),
-        path: rel.to_path_buf(),
-        mode: match kind {
-            EntryKind::Symlink { .. } => None,
-            _ => Some(platform::mode_of(meta)),
+/// The entry for the source's `node` at `rel`.
+pub(super) fn entry_of(rel: &Path, node: &Node) -> Entry {
+    let kind = match node.is {
+        Is::Dir => EntryKind::Dir,
+        Is::Symlink => EntryKind::Symlink {
+            target: node.link.clone().unwrap_or_default(),
         },
-        kind,
-        mtime: meta.modified().ok(),
-        size: if meta.is_file() { meta.len() } else { 0 },
-        index: 0,
-        sparse: meta.is_file() && platform::has_holes(meta),
-        replaces: false,
-        owner: None,
-        absent: false,
-        xattrs: Vec::new(),
-    }
-}
-
-/// What the source holds at a path: a type name for messages.
-fn what(meta: &Metadata) -> &'static str {
-    let t = meta.file_type();
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_file() {
-        "a file"
-    } else if t.is_symlink() {
-        "a symlink"
-    } else {
-        "a special file"
-    }
+        _ => EntryKind::File,
+    };
+    let mut entry = Entry::trusted(rel, kind, node.mtime.or(node.stored), node.size);
+    entry.mode = match node.is {
+        Is::Symlink => None,
+        _ => node.mode.map(|m| m & 0o7777),
+    };
+    entry.sparse = node.is == Is::File && node.meta.as_ref().is_some_and(platform::has_holes);
+    entry
 }
 
 impl<'a> Walk<'a> {
-    /// A walk of `src` against `dst` (a folder, or a bucket's prefix whose listing is compared
-    /// apart), nothing found yet, copying nothing as it goes.
+    /// A walk of `src` against `dst`, nothing found yet, copying nothing as it goes.
     pub fn new(
-        src: &'a Path,
-        dst: &'a Path,
+        (src, dst): (&'a dyn Tree, &'a dyn Tree),
         opts: &'a MirrorOptions,
         exclude: &'a Patterns,
         cancel: &'a Cancel,
@@ -258,33 +235,30 @@ impl<'a> Walk<'a> {
         }
     }
 
-    fn fail(&self, rel: &Path, error: anyhow::Error) {
-        let mut found = self.found.lock().unpoisoned();
-        found.fail(rel, error);
-    }
-
-    /// Walks the whole tree from the root; what it decides ends up in `self.found`.
-    pub fn run(&self, root_meta: Metadata, dst_exists: bool) {
-        let dst = if dst_exists {
-            match fs::symlink_metadata(self.dst).and_then(|_| fs::metadata(self.dst)) {
-                Ok(m) => DstDir::Exists(m),
-                Err(e) => {
-                    self.fail(Path::new(""), anyhow!(e).context("reading the destination"));
-                    return;
-                }
+    /// Walks the whole tree from the roots (`root`: the source root's node); what it decides
+    /// ends up in `self.found`.
+    pub fn run(&self, root: Node) {
+        let dst = match self.dst.is_empty() {
+            true => DstDir::Missing,
+            false => {
+                let mut node = Node::new(OsString::new(), Is::Dir);
+                node.meta = self
+                    .dst
+                    .local(Path::new(""))
+                    .and_then(|p| p.metadata().ok());
+                node.mode = node.meta.as_ref().map(platform::mode_of);
+                node.marked = true;
+                DstDir::Exists(Box::new(node))
             }
-        } else {
-            DstDir::Missing
         };
-        let ancestors = Vec::new();
-        rayon::scope(|s| self.visit(s, PathBuf::new(), root_meta, dst, ancestors));
+        rayon::scope(|s| self.visit(s, PathBuf::new(), root, dst, Vec::new()));
     }
 
     fn visit<'s>(
         &'s self,
         scope: &rayon::Scope<'s>,
         rel: PathBuf,
-        meta: Metadata,
+        node: Node,
         dst: DstDir,
         mut ancestors: Vec<FileIdentity>,
     ) {
@@ -294,233 +268,226 @@ impl<'a> Walk<'a> {
         let mut local = Found::default();
         let mut changed = false;
         if self.opts.copy_links
-            && let Some(id) = platform::file_identity(&meta)
+            && let Some(id) = node.meta.as_ref().and_then(platform::file_identity)
         {
             ancestors.push(id);
         }
-        let src_dir = self.src.join(&rel);
-        let dst_dir = self.dst.join(&rel);
-        let listing = fs::read_dir(&src_dir).and_then(|rd| rd.collect::<io::Result<Vec<_>>>());
-        match listing {
+        let mut failed = Vec::new();
+        match self.src.list(&rel, &mut failed) {
             Ok(entries) => {
-                let mut theirs =
-                    match &dst {
-                        DstDir::Exists(_) => match fs::read_dir(&dst_dir)
-                            .and_then(|rd| rd.collect::<io::Result<Vec<_>>>())
-                        {
-                            Ok(list) => Some(
-                                list.into_iter()
-                                    .map(|e| (e.file_name(), e))
-                                    .collect::<HashMap<OsString, DirEntry>>(),
-                            ),
-                            Err(e) => {
-                                local.fail(&rel, anyhow!(e).context(format!(
+                let mut theirs = match &dst {
+                    DstDir::Exists(_) => match self.dst.list(&rel, &mut Vec::new()) {
+                        Ok(list) => Some(list.into_iter().map(|n| (n.name.clone(), n)).collect()),
+                        Err(e) => {
+                            local.fail(
+                                &rel,
+                                e.context(format!(
                                     "reading destination directory '{}' (nothing in it is deleted)",
-                                    dst_dir.display()
-                                )));
-                                None
-                            }
-                        },
-                        _ => None,
-                    };
+                                    self.dst.named().join(&rel).display()
+                                )),
+                            );
+                            None
+                        }
+                    },
+                    _ => None,
+                };
                 let mut folded = None;
-                for e in entries {
-                    let name = e.file_name();
-                    let mut theirs_entry = theirs.as_mut().and_then(|t| t.remove(&name));
-                    if theirs_entry.is_none()
-                        && plan::NAMES_IGNORE_CASE
-                        && let Some(theirs) = theirs.as_mut()
-                        && let Some(old) = spelled_otherwise(theirs, &mut folded, &name)
-                        && !self
-                            .exclude
-                            .matches(&rel.join(&name), e.file_type().is_ok_and(|t| t.is_dir()))
-                    {
-                        theirs_entry = theirs.remove(&old);
-                        local.actions.push(Action::Rename {
-                            from: rel.join(&old),
-                            to: rel.join(&name),
-                        });
-                        changed = true;
-                    }
-                    changed |= self.compare(scope, &mut local, &rel, e, theirs_entry, &ancestors);
+                for s in entries {
+                    let d = self.theirs(&mut local, &rel, &s, theirs.as_mut(), &mut folded);
+                    changed |= self.compare(scope, &mut local, &rel, s, d, &ancestors);
+                }
+                for (name, error) in failed {
+                    local.fail(&rel.join(name), error);
                 }
                 if let Some(engine) = self.stream {
                     self.copy_now(engine, &mut local);
                 }
-                if let Some(extra) = theirs {
-                    for (name, e) in extra {
-                        if rel.as_os_str().is_empty() && engine::is_run_mark(&name) {
-                            // A run's marker (this one's, or a killed one's, which this run
-                            // removes): never the tree's.
-                            continue;
-                        }
-                        let path = rel.join(name);
-                        let dir = e.file_type().is_ok_and(|t| t.is_dir());
-                        if self.opts.delete && !self.exclude.matches(&path, dir) {
-                            local.actions.push(Action::Delete {
-                                path,
-                                dir,
-                                making_way: false,
-                            });
-                            changed = true;
-                        }
+                for (name, d) in theirs.into_iter().flatten() {
+                    let path = rel.join(name);
+                    if self.opts.delete && !self.exclude.matches(&path, d.is_dir()) {
+                        let dir = d.is_dir();
+                        local.actions.push(Action::Delete {
+                            path,
+                            dir,
+                            making_way: false,
+                        });
+                        changed = true;
                     }
                 }
             }
             Err(e) => local.fail(
                 &rel,
-                anyhow!(e).context(format!(
+                e.context(format!(
                     "reading directory '{}' (its copy is left as it is)",
-                    src_dir.display()
+                    self.src.named().join(&rel).display()
                 )),
             ),
         }
-
-        let entry = entry(&rel, EntryKind::Dir, &meta);
-        let change = match &dst {
-            DstDir::Missing => Some(DirChange::Create),
-            DstDir::NotADir => Some(DirChange::Replace),
-            DstDir::Exists(theirs) => {
-                if platform::mode_of(theirs) != platform::mode_of(&meta)
-                    || !same_mtime(&meta, theirs)
-                {
-                    Some(DirChange::Meta)
-                } else if changed {
-                    Some(DirChange::Touched)
-                } else {
-                    None
-                }
+        if let Some(change) = self.dir_change(&rel, &node, &dst, changed) {
+            if node.marked && node.meta.is_none() {
+                local.marked.push((rel.clone(), node.clone()));
             }
-        };
-        if let Some(change) = change {
+            let mut entry = entry_of(&rel, &node);
+            if let DstDir::Exists(d) = &dst
+                && d.mode == node.mode
+            {
+                // Only what differs is set: a chmod per folder is worth saving.
+                entry.mode = None;
+            }
             local.actions.push(Action::Dir { entry, change });
         }
-
-        let mut found = self.found.lock().unpoisoned();
-        found.actions.append(&mut local.actions);
-        found.failures.append(&mut local.failures);
-        found.warnings.append(&mut local.warnings);
-        found.skipped += local.skipped;
-        found.linked.append(&mut local.linked);
-        found.unchanged += local.unchanged;
+        self.found.lock().unpoisoned().add(local);
     }
 
-    /// Copies the files decided so far in this directory (into a fresh destination).
+    /// The destination's entry for the source's `s`: of the same name, or where names ignore
+    /// case, of another spelling (a rename).
+    fn theirs(
+        &self,
+        local: &mut Found,
+        rel: &Path,
+        s: &Node,
+        theirs: Option<&mut HashMap<OsString, Node>>,
+        folded: &mut Option<HashMap<String, OsString>>,
+    ) -> Option<Node> {
+        let theirs = theirs?;
+        if let Some(d) = theirs.remove(&s.name) {
+            return Some(d);
+        }
+        if !plan::NAMES_IGNORE_CASE
+            || theirs.is_empty()
+            || self.exclude.matches(&rel.join(&s.name), s.is_dir())
+        {
+            return None;
+        }
+        let index = folded.get_or_insert_with(|| {
+            theirs
+                .keys()
+                .map(|k| (plan::fold_name(k), k.clone()))
+                .collect()
+        });
+        let old = index.get(&plan::fold_name(&s.name))?.clone();
+        let d = theirs.remove(&old)?;
+        local.actions.push(Action::Rename {
+            from: rel.join(&old),
+            to: rel.join(&s.name),
+        });
+        Some(d)
+    }
+
+    /// What the folder `rel` itself needs.
+    fn dir_change(
+        &self,
+        rel: &Path,
+        node: &Node,
+        dst: &DstDir,
+        changed: bool,
+    ) -> Option<DirChange> {
+        let top = rel.as_os_str().is_empty();
+        match dst {
+            // A prefix's root is the prefix: no marker.
+            _ if top && self.dst.marks_folders() => None,
+            DstDir::Missing => Some(DirChange::Create),
+            DstDir::NotADir => Some(DirChange::Replace),
+            DstDir::Exists(d) if self.dst.marks_folders() => {
+                (!d.marked).then_some(DirChange::Create)
+            }
+            DstDir::Exists(d) => {
+                let meta_differs =
+                    node.mode != d.mode || !same_mtime(node.meta.as_ref(), d.meta.as_ref());
+                match () {
+                    _ if node.meta.is_some() && meta_differs => Some(DirChange::Meta),
+                    _ if changed => Some(DirChange::Touched),
+                    _ => None,
+                }
+            }
+        }
+    }
+
+    /// Copies the files decided so far in this folder (into a fresh destination).
     fn copy_now(&self, engine: &Engine, local: &mut Found) {
         let (copies, rest): (Vec<Action>, Vec<Action>) = std::mem::take(&mut local.actions)
             .into_iter()
             .partition(|a| matches!(a, Action::Copy { exists: false, .. }));
+        let files: Vec<Entry> = copies
+            .into_iter()
+            .filter_map(|a| match a {
+                Action::Copy { entry, .. } => Some(entry),
+                _ => None,
+            })
+            .collect();
         local.actions = rest;
-        if copies.is_empty() {
+        if files.is_empty() {
             return;
         }
-        let mut writer = engine::Writer::new(engine);
-        for action in copies {
-            if let Action::Copy { entry, .. } = action {
-                super::copy_file(engine, &mut writer, self.src, &entry, self.opts.copy_links);
-            }
+        match self.src.copy_now(engine, &files) {
+            true => local.streamed = true,
+            false => local
+                .actions
+                .extend(files.into_iter().map(|entry| Action::Copy {
+                    entry,
+                    exists: false,
+                })),
         }
     }
 
-    /// Decides for one name of a source directory; true if the destination directory's
-    /// content changes (which changes its mtime).
+    /// Decides for one name of a source folder; true if the destination folder's content
+    /// changes (which changes its mtime).
     fn compare<'s>(
         &'s self,
         scope: &rayon::Scope<'s>,
         local: &mut Found,
         parent: &Path,
-        src: DirEntry,
-        theirs: Option<DirEntry>,
+        s: Node,
+        d: Option<Node>,
         ancestors: &[FileIdentity],
     ) -> bool {
-        let rel = parent.join(src.file_name());
-        let src_path = self.src.join(&rel);
-        let fail = |local: &mut Found, error: anyhow::Error| {
-            local.fail(&rel, error);
-            false
-        };
-        let mut meta = match src.metadata() {
-            Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return fail(local, anyhow!("'{}' vanished", src_path.display()));
-            }
-            Err(e) => {
-                return fail(
-                    local,
-                    anyhow!(e).context(format!("reading '{}'", src_path.display())),
-                );
-            }
-        };
-        if self.opts.copy_links && meta.file_type().is_symlink() {
-            meta = match fs::metadata(&src_path) {
-                Ok(m) => m,
-                Err(e) => {
-                    let why = if e.kind() == io::ErrorKind::NotFound {
-                        anyhow!("symlink '{}' points to nothing", src_path.display())
-                    } else {
-                        anyhow!(e).context(format!("following symlink '{}'", src_path.display()))
-                    };
-                    return fail(local, why);
-                }
-            };
-        }
-        let is_dir = meta.is_dir();
-        if self.exclude.matches(&rel, is_dir) {
+        let rel = parent.join(&s.name);
+        if self.exclude.matches(&rel, s.is_dir()) {
             return false;
         }
-        let dst_path = self.dst.join(&rel);
-        let dst_meta = match theirs.map(|t| t.metadata()) {
-            None => None,
-            Some(Ok(m)) => Some(m),
-            Some(Err(e)) if e.kind() == io::ErrorKind::NotFound => None,
-            Some(Err(e)) => {
-                return fail(
-                    local,
-                    anyhow!(e).context(format!("reading '{}'", dst_path.display())),
-                );
-            }
-        };
-        let t = meta.file_type();
-        if is_dir {
-            if let Some(id) = platform::file_identity(&meta)
-                && self.opts.copy_links
-                && ancestors.iter().any(|a| a.dev == id.dev && a.ino == id.ino)
-            {
-                return fail(
-                    local,
-                    anyhow!(
+        let src_path = || self.src.named().join(&rel);
+        match s.is {
+            Is::Dir => {
+                if self.opts.copy_links
+                    && let Some(id) = s.meta.as_ref().and_then(platform::file_identity)
+                    && ancestors.iter().any(|a| a.dev == id.dev && a.ino == id.ino)
+                {
+                    let why = anyhow!(
                         "symlink '{}' leads back to a directory above it (a loop)",
-                        src_path.display()
-                    ),
-                );
+                        src_path().display()
+                    );
+                    local.fail(&rel, why);
+                    return false;
+                }
+                let (dst, changed) = match d {
+                    None => (DstDir::Missing, true),
+                    Some(d) if d.is_dir() => (DstDir::Exists(Box::new(d)), false),
+                    Some(_) => (DstDir::NotADir, true),
+                };
+                let ancestors = ancestors.to_vec();
+                scope.spawn(move |sc| self.visit(sc, rel, s, dst, ancestors));
+                return changed;
             }
-            let (dst, changed) = match dst_meta {
-                None => (DstDir::Missing, true),
-                Some(m) if m.is_dir() => (DstDir::Exists(m), false),
-                Some(_) => (DstDir::NotADir, true),
-            };
-            let ancestors = ancestors.to_vec();
-            scope.spawn(move |s| self.visit(s, rel, meta, dst, ancestors));
-            return changed;
-        }
-        if !(t.is_file() || t.is_symlink()) {
-            local.warnings.push(format!(
-                "skipped '{}': {} is not copied (only files, directories and symlinks are)",
-                src_path.display(),
-                what(&meta)
-            ));
-            local.skipped += 1;
-            return false;
-        }
-        // Something that is not a directory goes where a directory may be.
-        if let Some(m) = &dst_meta
-            && m.is_dir()
-        {
-            if !self.make_way(local, &rel, &dst_path) {
+            Is::Other => {
+                let what = match s.meta.as_ref().map(Metadata::file_type) {
+                    Some(t) if t.is_symlink() => "a symlink",
+                    _ => "a special file",
+                };
+                local.warnings.push(format!(
+                    "skipped '{}': {what} is not copied (only files, directories and symlinks are)",
+                    src_path().display()
+                ));
+                local.skipped += 1;
                 return false;
             }
-            let changed = self.decide_new(local, &rel, &src_path, meta, None);
-            // What takes the directory's place replaces it (for the dry run's words).
+            _ => {}
+        }
+        // Something that is not a folder goes where a folder may be.
+        if let Some(d) = d.as_ref().filter(|d| d.is_dir()) {
+            if !self.make_way(local, &rel, d) {
+                return false;
+            }
+            let changed = self.decide(local, &rel, s, None);
             if let Some(Action::Copy { entry, exists } | Action::Link { entry, exists }) =
                 local.actions.last_mut()
                 && entry.path == rel
@@ -529,181 +496,113 @@ impl<'a> Walk<'a> {
             }
             return changed;
         }
-        self.decide_new(local, &rel, &src_path, meta, dst_meta)
+        self.decide(local, &rel, s, d)
     }
 
-    /// A directory of the destination stands where the source has something else: it goes
+    /// A folder of the destination stands where the source has something else: it goes
     /// with `--delete`, or if it is empty; otherwise that path fails.
-    fn make_way(&self, local: &mut Found, rel: &Path, dst_path: &Path) -> bool {
-        let empty = fs::read_dir(dst_path).is_ok_and(|mut d| d.next().is_none());
+    fn make_way(&self, local: &mut Found, rel: &Path, _: &Node) -> bool {
+        let empty = self
+            .dst
+            .list(rel, &mut Vec::new())
+            .is_ok_and(|l| l.is_empty());
         if self.opts.delete || empty {
             local.actions.push(Action::Delete {
                 path: rel.to_path_buf(),
                 dir: true,
                 making_way: true,
             });
-            true
-        } else {
-            local.fail(
-                rel,
-                anyhow!(
-                    "'{}' is a directory where the source has something else; {} replaces it",
-                    dst_path.display(),
-                    Setting::Delete
-                ),
-            );
-            false
+            return true;
         }
+        let why = anyhow!(
+            "'{}' is a directory where the source has something else; {} replaces it",
+            self.dst.named().join(rel).display(),
+            Setting::Delete
+        );
+        local.fail(rel, why);
+        false
     }
 
-    /// Decides for a file or symlink given what the destination has at its path (never a
-    /// directory here).
-    fn decide_new(
-        &self,
-        local: &mut Found,
-        rel: &Path,
-        src_path: &Path,
-        meta: Metadata,
-        dst: Option<Metadata>,
-    ) -> bool {
-        if meta.file_type().is_symlink() {
-            return self.decide_symlink(local, rel, src_path, &meta, dst);
-        }
-        let entry = entry(rel, EntryKind::File, &meta);
-        let action = match self.decide_file(rel, src_path, &meta, dst.as_ref(), entry) {
-            Ok(action) => action,
-            Err(error) => {
-                local.fail(rel, error);
+    /// Decides for a file, symlink or object given what the destination has at its path
+    /// (never a folder here).
+    fn decide(&self, local: &mut Found, rel: &Path, s: Node, d: Option<Node>) -> bool {
+        let entry = entry_of(rel, &s);
+        let action = |entry: Entry, exists: bool| match s.is {
+            Is::Symlink => Action::Link { entry, exists },
+            _ => Action::Copy { entry, exists },
+        };
+        let verdict = match &d {
+            None => Verdict::Differs,
+            Some(d) => match compare::files((self.src, self.dst), rel, (&s, d), self.opts.checksum)
+            {
+                Ok(verdict) => verdict,
+                Err(error) => {
+                    local.fail(rel, error);
+                    return false;
+                }
+            },
+        };
+        let decided = match verdict {
+            Verdict::Look => {
+                let d = d.expect("a look is only asked of something there");
+                local.pending.push((rel.to_path_buf(), s, d));
                 return false;
             }
+            Verdict::Same => None,
+            Verdict::Update { mode, mtime } => {
+                let mut entry = entry.clone();
+                (entry.mode, entry.mtime) = (mode, mtime);
+                Some(Action::Update { entry })
+            }
+            Verdict::Differs => Some(action(entry.clone(), d.is_some())),
         };
         if self.opts.hard_links
-            && let Some(identity) = platform::file_identity(&meta)
+            && s.is == Is::File
+            && let Some(identity) = s.meta.as_ref().and_then(platform::file_identity)
             && identity.links > 1
         {
-            let entry = match &action {
-                Ok(Action::Copy { entry, .. } | Action::Update { entry }) => entry.clone(),
-                _ => self::entry(rel, EntryKind::File, &meta),
+            let entry = match &decided {
+                Some(Action::Copy { entry, .. } | Action::Update { entry }) => entry.clone(),
+                _ => entry,
             };
+            let dst = d.and_then(|d| d.meta);
             local.linked.push(Linked {
                 entry,
                 identity,
                 dst,
-                action: action.ok(),
+                action: decided,
             });
             // Counted once the group is settled.
             return false;
         }
-        match action {
-            Ok(action) => {
-                let changed = matches!(action, Action::Copy { .. });
+        match decided {
+            Some(action) => {
+                let changed = matches!(action, Action::Copy { .. } | Action::Link { .. });
+                if !changed {
+                    local
+                        .filled
+                        .insert(rel.parent().unwrap_or(Path::new("")).to_path_buf());
+                }
                 local.actions.push(action);
                 changed
             }
-            Err(()) => {
-                local.unchanged += 1;
+            None => {
+                // Files and objects are counted; a symlink between folders is no file (held as
+                // an object, it is one).
+                let link = s.is == Is::Symlink && d.is_some_and(|d| d.is == Is::Symlink);
+                local.unchanged += u64::from(!link);
+                local
+                    .filled
+                    .insert(rel.parent().unwrap_or(Path::new("")).to_path_buf());
                 false
             }
         }
-    }
-
-    /// Err(()) means unchanged.
-    fn decide_file(
-        &self,
-        rel: &Path,
-        src_path: &Path,
-        meta: &Metadata,
-        dst: Option<&Metadata>,
-        mut entry: Entry,
-    ) -> anyhow::Result<Result<Action, ()>> {
-        let Some(theirs) = dst.filter(|d| d.is_file()) else {
-            return Ok(Ok(Action::Copy {
-                entry,
-                exists: dst.is_some(),
-            }));
-        };
-        let same_time = same_mtime(meta, theirs);
-        // Same size and mtime: the quick check trusts the content. Same size, other mtime (a
-        // file touched, or rewritten with the same bytes): reading both is cheaper than a
-        // copy, and keeps the file's inode and anything linked to it.
-        let same = theirs.len() == meta.len()
-            && if self.opts.checksum || !same_time {
-                let dst_path = self.dst.join(rel);
-                match same_content(src_path, &dst_path) {
-                    Ok(same) => same,
-                    // Unreadable on the source side is this path's failure; on the
-                    // destination side the copy simply replaces it.
-                    Err(_) => match fs::File::open(src_path) {
-                        Ok(_) => false,
-                        Err(e) => {
-                            return Err(
-                                anyhow!(e).context(format!("reading '{}'", src_path.display()))
-                            );
-                        }
-                    },
-                }
-            } else {
-                true
-            };
-        if !same {
-            return Ok(Ok(Action::Copy {
-                entry,
-                exists: true,
-            }));
-        }
-        let mode_differs = platform::mode_of(theirs) != platform::mode_of(meta);
-        if !mode_differs && same_time {
-            return Ok(Err(()));
-        }
-        if !mode_differs {
-            entry.mode = None;
-        }
-        if same_time {
-            entry.mtime = None;
-        }
-        Ok(Ok(Action::Update { entry }))
-    }
-
-    fn decide_symlink(
-        &self,
-        local: &mut Found,
-        rel: &Path,
-        src_path: &Path,
-        meta: &Metadata,
-        dst: Option<Metadata>,
-    ) -> bool {
-        let target = match fs::read_link(src_path) {
-            Ok(t) => t,
-            Err(e) => {
-                local.fail(
-                    rel,
-                    anyhow!(e).context(format!("reading symlink '{}'", src_path.display())),
-                );
-                return false;
-            }
-        };
-        let same_link = dst.as_ref().is_some_and(|theirs| {
-            theirs.file_type().is_symlink()
-                && fs::read_link(self.dst.join(rel)).is_ok_and(|t| t == target)
-        });
-        let entry = entry(rel, EntryKind::Symlink { target }, meta);
-        if let Some(theirs) = dst.as_ref().filter(|_| same_link) {
-            if !same_mtime(meta, theirs) {
-                local.actions.push(Action::Update { entry });
-            }
-            return false;
-        }
-        local.actions.push(Action::Link {
-            entry,
-            exists: dst.is_some(),
-        });
-        true
     }
 }
 
 /// Settles files with several names (`-H`): in each group of names of one source file, the
 /// first path (in order) is copied as a file and the others become hard links to it, unless
-/// the destination already has them linked to an unchanged copy. A directory that gains a
+/// the destination already has them linked to an unchanged copy. A folder that gains a
 /// file or link this way has its mtime set again at the end, like any other that changes.
 pub fn settle_links(found: &mut Found, src: &Path) {
     if found.linked.is_empty() {
@@ -717,6 +616,12 @@ pub fn settle_links(found: &mut Found, src: &Path) {
             .or_default()
             .push(l);
     }
+    let identity = |m: &Option<Metadata>| {
+        m.as_ref()
+            .filter(|m| m.is_file())
+            .and_then(platform::file_identity)
+            .map(|i| (i.dev, i.ino))
+    };
     for (_, mut group) in groups {
         group.sort_by(|a, b| a.entry.path.cmp(&b.entry.path));
         let mut members = group.into_iter();
@@ -724,22 +629,13 @@ pub fn settle_links(found: &mut Found, src: &Path) {
             continue;
         };
         let leader_kept = !matches!(leader.action, Some(Action::Copy { .. }));
-        let leader_ino = leader
-            .dst
-            .as_ref()
-            .and_then(platform::file_identity)
-            .map(|i| (i.dev, i.ino));
+        let leader_ino = identity(&leader.dst);
         match leader.action {
             Some(action) => found.actions.push(action),
             None => found.unchanged += 1,
         }
         for member in members {
-            let member_ino = member
-                .dst
-                .as_ref()
-                .filter(|m| m.is_file())
-                .and_then(platform::file_identity)
-                .map(|i| (i.dev, i.ino));
+            let member_ino = identity(&member.dst);
             if leader_kept && member_ino.is_some() && member_ino == leader_ino {
                 found.unchanged += 1;
                 continue;
@@ -754,8 +650,7 @@ pub fn settle_links(found: &mut Found, src: &Path) {
             });
         }
     }
-
-    let mut dirs_known: std::collections::HashSet<PathBuf> = found
+    let mut dirs_known: HashSet<PathBuf> = found
         .actions
         .iter()
         .filter(|a| matches!(a, Action::Dir { .. }))
@@ -770,26 +665,19 @@ pub fn settle_links(found: &mut Found, src: &Path) {
         if !dirs_known.insert(dir.clone()) {
             continue;
         }
-        match fs::metadata(src.join(&dir)) {
-            Ok(meta) => found.actions.push(Action::Dir {
-                entry: entry(&dir, EntryKind::Dir, &meta),
-                change: DirChange::Touched,
-            }),
+        match std::fs::metadata(src.join(&dir)) {
+            Ok(meta) => {
+                let mut entry = Entry::trusted(&dir, EntryKind::Dir, meta.modified().ok(), 0);
+                entry.mode = Some(platform::mode_of(&meta));
+                found.actions.push(Action::Dir {
+                    entry,
+                    change: DirChange::Touched,
+                });
+            }
             Err(e) => found.fail(
                 &dir,
                 anyhow!(e).context(format!("reading directory '{}'", src.join(&dir).display())),
             ),
-        }
-    }
-}
-
-/// Context for a source path in messages.
-pub fn source_context(path: &Path) -> impl Fn(io::Error) -> anyhow::Error + '_ {
-    move |e| {
-        if e.kind() == io::ErrorKind::NotFound {
-            anyhow!("'{}' vanished before it could be copied", path.display())
-        } else {
-            anyhow!(e).context(format!("opening '{}'", path.display()))
         }
     }
 }

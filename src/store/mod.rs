@@ -43,7 +43,7 @@ pub(crate) use flight::{EVERY, Sizer};
 pub(crate) use looked::first_look;
 pub(crate) use requests::{Made, Requests};
 pub(crate) use said::{readable, says_bucket_missing};
-pub(crate) use source::{Body, Recorded, Source, body_reader, read_body};
+pub(crate) use source::{Body, Source, body_reader, read_body};
 
 use std::collections::HashMap;
 use std::sync::Arc;

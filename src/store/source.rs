@@ -221,6 +221,79 @@ impl Source {
         })
     }
 
+    /// Deletes `keys` (batch deletes, 1,000 a request); each failure comes back with its key.
+    pub(crate) fn delete_keys(&self, keys: Vec<String>) -> Vec<(String, anyhow::Error)> {
+        self.runtime.block_on(async {
+            let mut failed = Vec::new();
+            let mut paths = Vec::new();
+            for key in keys {
+                if key.ends_with('/') {
+                    // A folder marker, which the store's paths cannot name.
+                    if let Err(e) = self.requests.delete(&key).await {
+                        failed.push((key, e));
+                    }
+                    continue;
+                }
+                match parse_key(&key) {
+                    Ok(path) => paths.push(Ok(path)),
+                    Err(e) => failed.push((key, anyhow!(explain(&e)))),
+                }
+            }
+            let mut results = self
+                .store
+                .delete_stream(futures_util::stream::iter(paths).boxed());
+            while let Some(result) = results.next().await {
+                if let Err(e) = result {
+                    let key = match &e {
+                        object_store::Error::NotFound { path, .. } => {
+                            // Gone already: what a delete wants.
+                            let _ = path;
+                            continue;
+                        }
+                        object_store::Error::Generic { .. } => String::new(),
+                        other => other.to_string(),
+                    };
+                    failed.push((key, anyhow!(explain(&e))));
+                }
+            }
+            failed
+        })
+    }
+
+    /// Copies each (key in `from`, key here) server-side, 64 at a time; a folder marker
+    /// (`dir/`, which not every store copies) is made again with the metadata `from` gives it.
+    /// Each failure comes back with its key here.
+    pub(crate) fn copy_keys(
+        &self,
+        from: &Source,
+        pairs: Vec<(String, String)>,
+    ) -> Vec<(String, anyhow::Error)> {
+        let requests = self.requests.as_ref();
+        let from_bucket = &from.url().bucket;
+        self.runtime.block_on(
+            futures_util::stream::iter(pairs)
+                .map(|(key, to)| async move {
+                    let copied = match to.strip_suffix('/') {
+                        Some(dir) => {
+                            async {
+                                let meta = from.marker_meta(&key).await?;
+                                let meta: Vec<(&str, &str)> =
+                                    meta.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+                                requests.put_marker(&parse_key(dir)?, &meta, false).await?;
+                                Ok(())
+                            }
+                            .await
+                        }
+                        None => requests.copy_from(from_bucket, &key, &to).await,
+                    };
+                    copied.err().map(|e| (to, e))
+                })
+                .buffer_unordered(64)
+                .filter_map(|failed| async move { failed })
+                .collect(),
+        )
+    }
+
     /// The user metadata of the folder marker `key` (which ends in `/`).
     pub(crate) async fn marker_meta(&self, key: &str) -> anyhow::Result<Vec<(String, String)>> {
         self.requests
@@ -248,11 +321,23 @@ impl Source {
     pub(crate) fn recorded(&self, keys: Vec<String>) -> Vec<(String, anyhow::Result<Recorded>)> {
         let (tx, rx) = mpsc::channel(WAITING);
         let store = Arc::clone(&self.store);
+        let requests = Arc::clone(&self.requests);
         let flight = Arc::clone(&self.flight);
         let task = self.runtime.spawn(async move {
             let heads = keys.into_iter().map(move |key| {
-                let store = Arc::clone(&store);
+                let (store, requests) = (Arc::clone(&store), Arc::clone(&requests));
                 async move {
+                    if key.ends_with('/') {
+                        // A folder marker, whose key `object_store` cannot name.
+                        let recorded = match requests.head(&key).await {
+                            Ok(Some(meta)) => Ok(Recorded::of_pairs(&meta)),
+                            Ok(None) => {
+                                Err(anyhow!("no such object (it was deleted since the listing)"))
+                            }
+                            Err(e) => Err(e),
+                        };
+                        return (key, recorded);
+                    }
                     let got = async {
                         let path = parse_key(&key)?;
                         store.get_opts(&path, super::head_with_metadata()).await

@@ -28,8 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::anyhow;
-use futures_util::StreamExt;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode};
+use object_store::{ObjectStoreExt, PutMode};
 
 use super::kept::{Kept, already_exists};
 use super::pump::{CHUNK, Content, Piece, pump};
@@ -47,8 +46,7 @@ use crate::sync::Unpoisoned;
 
 use crate::store::object::{self, S_IFDIR, S_IFLNK, S_IFREG, SINGLE_PUT_MAX};
 use crate::store::{
-    BucketUrl, Listed, Made, Meter, Requests, Source, Store, client_runtime, connect, explain,
-    list_prefix, parse_key, stale,
+    BucketUrl, Made, Meter, Requests, Store, client_runtime, connect, explain, parse_key, stale,
 };
 use flight::Gate;
 
@@ -200,91 +198,6 @@ impl Bucket {
         })
     }
 
-    /// The bucket and prefix.
-    pub(crate) fn url(&self) -> &BucketUrl {
-        &self.shared.url
-    }
-
-    /// Every object under the prefix (see [`list_prefix`]).
-    pub(crate) fn listing(&self) -> anyhow::Result<HashMap<String, Listed>> {
-        self.runtime
-            .block_on(list_prefix(self.shared.requests.as_ref(), &self.shared.url))
-    }
-
-    /// Deletes `keys` (batch deletes, 1,000 a request); each failure comes back with its key.
-    pub(crate) fn delete_keys(&self, keys: Vec<String>) -> Vec<(String, anyhow::Error)> {
-        let shared = &self.shared;
-        self.runtime.block_on(async {
-            let mut failed = Vec::new();
-            let mut paths = Vec::new();
-            for key in keys {
-                if key.ends_with('/') {
-                    // A folder marker, which the store's paths cannot name.
-                    if let Err(e) = shared.requests.delete(&key).await {
-                        failed.push((key, e));
-                    }
-                    continue;
-                }
-                match parse_key(&key) {
-                    Ok(path) => paths.push(Ok(path)),
-                    Err(e) => failed.push((key, anyhow!(explain(&e)))),
-                }
-            }
-            let mut results = shared
-                .store
-                .delete_stream(futures_util::stream::iter(paths).boxed());
-            while let Some(result) = results.next().await {
-                if let Err(e) = result {
-                    let key = match &e {
-                        object_store::Error::NotFound { path, .. } => {
-                            // Gone already: what a delete wants.
-                            let _ = path;
-                            continue;
-                        }
-                        object_store::Error::Generic { .. } => String::new(),
-                        other => other.to_string(),
-                    };
-                    failed.push((key, anyhow!(explain(&e))));
-                }
-            }
-            failed
-        })
-    }
-
-    /// Copies each (key in `from_bucket`, key here) server-side, 64 at a time; a folder
-    /// marker (`dir/`, which not every store copies) is made again with the metadata `from`
-    /// gives it. Each failure comes back with its key here.
-    pub(crate) fn copy_keys(
-        &self,
-        from: &Source,
-        pairs: Vec<(String, String)>,
-    ) -> Vec<(String, anyhow::Error)> {
-        let requests = self.shared.requests.as_ref();
-        let from_bucket = &from.url().bucket;
-        self.runtime.block_on(
-            futures_util::stream::iter(pairs)
-                .map(|(key, to)| async move {
-                    let copied = match to.strip_suffix('/') {
-                        Some(dir) => {
-                            async {
-                                let meta = from.marker_meta(&key).await?;
-                                let meta: Vec<(&str, &str)> =
-                                    meta.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-                                requests.put_marker(&parse_key(dir)?, &meta, false).await?;
-                                Ok(())
-                            }
-                            .await
-                        }
-                        None => requests.copy_from(from_bucket, &key, &to).await,
-                    };
-                    copied.err().map(|e| (to, e))
-                })
-                .buffer_unordered(64)
-                .filter_map(|failed| async move { failed })
-                .collect(),
-        )
-    }
-
     /// A streamed file of `entry`'s, nothing of it sent yet.
     fn stream_of(&self, entry: Entry) -> Result<StreamedObject<'_>, Error> {
         if self.run.cancelled() {
@@ -302,17 +215,10 @@ impl Bucket {
         entry.owner.filter(|_| self.run.opts.same_owner)
     }
 
-    /// The source names every folder it has, each with its own entry (a mirror's walk, which
-    /// leaves out a folder whose marker is there already): no marker is made for a folder
-    /// only implied by what is under it.
-    pub(crate) fn every_folder_named(&self) {
-        self.deferred.lock().unpoisoned().every_folder_named = true;
-    }
-
     /// Notes the folders `path` lies in as holding something (no marker is made for them, but
     /// with `Options::folder_markers`, where each gets its marker now: sent beside the files'
     /// uploads, not after them all).
-    pub(crate) fn fill_parents(&self, path: &Path) {
+    fn fill_parents(&self, path: &Path) {
         let every = self.run.opts.folder_markers;
         let mut markers = Vec::new();
         {
@@ -665,6 +571,17 @@ impl Target for Bucket {
     fn make_dir(&self, entry: &Entry) -> Result<(), Error> {
         self.add_dir(entry.clone());
         Ok(())
+    }
+
+    /// The source names every folder it has, each with its own entry (a mirror's walk, which
+    /// leaves out a folder whose marker is there already): no marker is made for a folder
+    /// only implied by what is under it.
+    fn every_folder_named(&self) {
+        self.deferred.lock().unpoisoned().every_folder_named = true;
+    }
+
+    fn kept_as_is(&self, dir: &Path) {
+        self.fill_parents(&dir.join("-"));
     }
 
     fn add_dir(&self, entry: Entry) {

@@ -169,16 +169,6 @@ impl Disk {
         Ok(engine)
     }
 
-    /// Whether the output folder was missing or empty at the start.
-    pub(crate) fn is_fresh(&self) -> bool {
-        self.fresh
-    }
-
-    /// The output folder, held open: what a source changes there itself goes through it.
-    pub(crate) fn out_dir(&self) -> &platform::OutDir {
-        &self.out_dir
-    }
-
     /// Makes an entry's parent directories now.
     pub(crate) fn make_parents(&self, entry: &Entry) -> Result<(), Error> {
         self.dirs

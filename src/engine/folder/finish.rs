@@ -46,10 +46,11 @@ impl Disk {
         }
         // The output folder's own time (an archive's `./`) is set again at the very end: the
         // run's marker, removed last, changes it.
+        let mut dirs = dirs;
         let root_mtime = dirs
-            .iter()
+            .iter_mut()
             .find(|e| e.path.as_os_str().is_empty())
-            .and_then(|e| e.mtime);
+            .and_then(|e| e.mtime.take());
         self.apply_dirs_metadata(dirs);
         self.into_report(closes, made, root_mtime)
     }
