@@ -1,10 +1,13 @@
 //! What the requests of a store's own share (`requests.rs`): sending one, signed afresh and
 //! retried as the client retries its own, and reading the XML of its answer.
 
+use std::future::Future;
 use std::time::{Duration, SystemTime};
 
 use object_store::client::{HttpClient, HttpRequest};
 use object_store::multipart::PartId;
+
+use super::requests::{ListedObject, Made};
 
 /// What a request came back with.
 pub(crate) struct Answer {
@@ -95,7 +98,7 @@ pub(crate) async fn send(
 
 /// CompleteMultipartUpload's body (S3's, and Google Cloud Storage's XML API's): the parts in
 /// order, each by its number and ETag.
-pub(crate) fn completion_body(parts: &[PartId]) -> String {
+fn completion_body(parts: &[PartId]) -> String {
     let mut body = String::from("<CompleteMultipartUpload>");
     for (i, part) in parts.iter().enumerate() {
         body.push_str(&format!(
@@ -106,6 +109,68 @@ pub(crate) fn completion_body(parts: &[PartId]) -> String {
     }
     body.push_str("</CompleteMultipartUpload>");
     body
+}
+
+/// One page of a listing: what it held, and the token the next page is asked for with (`None`:
+/// this was the last).
+pub(crate) struct Page {
+    pub objects: Vec<ListedObject>,
+    pub folders: Vec<String>,
+    pub next: Option<String>,
+}
+
+/// Every page of a listing, in order: each asked for by `page` with the token the page before
+/// it gave (`None` for the first); what they held, objects and folders.
+pub(crate) async fn every_page<F, Fut>(
+    mut page: F,
+) -> anyhow::Result<(Vec<ListedObject>, Vec<String>)>
+where
+    F: FnMut(Option<String>) -> Fut,
+    Fut: Future<Output = anyhow::Result<Page>>,
+{
+    let (mut objects, mut folders, mut token) = (Vec::new(), Vec::new(), None);
+    loop {
+        let mut got = page(token.take()).await?;
+        objects.append(&mut got.objects);
+        folders.append(&mut got.folders);
+        match got.next.filter(|t| !t.is_empty()) {
+            Some(next) => token = Some(next),
+            None => return Ok((objects, folders)),
+        }
+    }
+}
+
+/// A write that may not replace, as its answer says: made (200, 201), the key taken (one of
+/// `taken`: a failed precondition's 412, Azure's 409 `BlobAlreadyExists`), else an error with
+/// what the store said.
+pub(crate) fn made(answer: &Answer, what: &str, taken: &[u16]) -> anyhow::Result<Made> {
+    match answer.status {
+        200 | 201 => Ok(Made::Done),
+        status if taken.contains(&status) => Ok(Made::Taken),
+        _ => anyhow::bail!("{what}: {}", answer.said()),
+    }
+}
+
+/// CompleteMultipartUpload, as S3 and Google Cloud Storage's XML API take it: `send` posts the
+/// parts' list with the headers given, `condition` among them where it may not replace (the
+/// header that makes it fail with 412 on a key taken). S3 can answer 200 with an error in the
+/// body, when the completion failed late.
+pub(crate) async fn complete<Fut>(
+    parts: &[PartId],
+    condition: Option<(&str, &str)>,
+    send: impl FnOnce(Vec<(String, String)>, String) -> Fut,
+) -> anyhow::Result<Made>
+where
+    Fut: Future<Output = anyhow::Result<Answer>>,
+{
+    let what = "completing the multipart upload";
+    let mut headers = vec![("content-type".to_string(), "application/xml".to_string())];
+    headers.extend(condition.map(|(name, value)| (name.to_string(), value.to_string())));
+    let answer = send(headers, completion_body(parts)).await?;
+    if answer.status == 200 && answer.body.contains("<Error>") {
+        anyhow::bail!("{what}: {}", answer.said());
+    }
+    made(&answer, what, &[412])
 }
 
 /// The open multipart uploads of exactly `key` in the bucket at `base` (ListMultipartUploads

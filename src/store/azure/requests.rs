@@ -112,16 +112,6 @@ fn container_url(service: &url::Url, container: &str) -> url::Url {
     url
 }
 
-/// A write's answer: made (201), the name taken (409 `BlobAlreadyExists`, or 412 for a failed
-/// `If-None-Match: *`), else an error with what the store said.
-fn made(answer: &Answer, what: &str) -> anyhow::Result<Made> {
-    match answer.status {
-        200 | 201 => Ok(Made::Done),
-        409 | 412 => Ok(Made::Taken),
-        _ => anyhow::bail!("{what}: {}", answer.said()),
-    }
-}
-
 fn meta_headers(meta: &[(&str, &str)]) -> Vec<(String, String)> {
     meta.iter()
         .map(|(name, value)| (format!("{META}{name}"), value.to_string()))
@@ -162,9 +152,7 @@ impl Requests for AzureRequests {
         prefix: &str,
         delimiter: bool,
     ) -> anyhow::Result<(Vec<ListedObject>, Vec<String>)> {
-        let (mut objects, mut folders) = (Vec::new(), Vec::new());
-        let mut marker: Option<String> = None;
-        loop {
+        wire::every_page(|marker| {
             let mut url = format!(
                 "{}?restype=container&comp=list&prefix={}",
                 self.container,
@@ -176,35 +164,36 @@ impl Requests for AzureRequests {
             if let Some(marker) = &marker {
                 url.push_str(&format!("&marker={}", query_escape(marker)));
             }
-            let answer = self.send(http::Method::GET, &url, &[], "").await?;
-            if answer.status != 200 {
-                anyhow::bail!("listing '{prefix}': {}", answer.said());
-            }
-            for blob in elements(&answer.body, "Blob") {
-                let field = |name| elements(blob, name).next().map(xml_unescape);
-                let (Some(key), Some(size)) = (field("Name"), field("Content-Length")) else {
-                    continue;
-                };
-                objects.push(ListedObject {
-                    key,
-                    size: size.parse().unwrap_or(0),
-                    modified: time_of(field("Last-Modified")),
-                    etag: etag_of(field("Content-MD5"), field("Etag")),
-                });
-            }
-            for folder in elements(&answer.body, "BlobPrefix") {
-                if let Some(name) = elements(folder, "Name").next() {
-                    folders.push(xml_unescape(name));
+            async move {
+                let answer = self.send(http::Method::GET, &url, &[], "").await?;
+                if answer.status != 200 {
+                    anyhow::bail!("listing '{prefix}': {}", answer.said());
                 }
+                let objects = elements(&answer.body, "Blob")
+                    .filter_map(|blob| {
+                        let field = |name| elements(blob, name).next().map(xml_unescape);
+                        Some(ListedObject {
+                            key: field("Name")?,
+                            size: field("Content-Length")?.parse().unwrap_or(0),
+                            modified: time_of(field("Last-Modified")),
+                            etag: etag_of(field("Content-MD5"), field("Etag")),
+                        })
+                    })
+                    .collect();
+                let folders = elements(&answer.body, "BlobPrefix")
+                    .filter_map(|folder| elements(folder, "Name").next().map(xml_unescape))
+                    .collect();
+                let next = elements(&answer.body, "NextMarker")
+                    .next()
+                    .map(xml_unescape);
+                Ok(wire::Page {
+                    objects,
+                    folders,
+                    next,
+                })
             }
-            marker = elements(&answer.body, "NextMarker")
-                .next()
-                .map(xml_unescape)
-                .filter(|m| !m.is_empty());
-            if marker.is_none() {
-                return Ok((objects, folders));
-            }
-        }
+        })
+        .await
     }
 
     /// Delete Blob of `key` as it is.
@@ -278,7 +267,7 @@ impl Requests for AzureRequests {
         let answer = self
             .send(http::Method::PUT, url.as_str(), &headers, "")
             .await?;
-        made(&answer, "PUT")
+        wire::made(&answer, "PUT", &[409, 412])
     }
 
     /// Nothing to ask the store: the blocks are sent by name, and committed at the end.
@@ -308,7 +297,11 @@ impl Requests for AzureRequests {
             headers.push(("if-none-match".into(), "*".into()));
         }
         let answer = self.send(http::Method::PUT, &url, &headers, &body).await?;
-        made(&answer, "completing the upload (Put Block List)")
+        wire::made(
+            &answer,
+            "completing the upload (Put Block List)",
+            &[409, 412],
+        )
     }
 
     /// Azure lists no uploads: a blob's uncommitted blocks are dropped by the store.

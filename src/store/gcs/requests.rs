@@ -125,16 +125,6 @@ fn said_of_listing(answer: &Answer, bucket: &str) -> String {
     }
 }
 
-/// A write's answer: made (200), the name taken (412: the generation was not 0), else an error
-/// with what the store said.
-fn made(answer: &Answer, what: &str) -> anyhow::Result<Made> {
-    match answer.status {
-        200 | 201 => Ok(Made::Done),
-        412 => Ok(Made::Taken),
-        _ => anyhow::bail!("{what}: {}", answer.said()),
-    }
-}
-
 /// A field of a JSON resource as text (the JSON API gives sizes as strings).
 fn text_of(value: &serde_json::Value, name: &str) -> Option<String> {
     match value.get(name)? {
@@ -172,9 +162,7 @@ impl Requests for GcsRequests {
         prefix: &str,
         delimiter: bool,
     ) -> anyhow::Result<(Vec<ListedObject>, Vec<String>)> {
-        let (mut objects, mut folders) = (Vec::new(), Vec::new());
-        let mut token: Option<String> = None;
-        loop {
+        wire::every_page(|token| {
             let mut url = format!(
                 "{}/storage/v1/b/{}/o?prefix={}&maxResults=1000&fields={}",
                 self.base,
@@ -188,33 +176,41 @@ impl Requests for GcsRequests {
             if let Some(token) = &token {
                 url.push_str(&format!("&pageToken={}", query_escape(token)));
             }
-            let answer = self.send(http::Method::GET, &url, &[], "").await?;
-            if answer.status != 200 {
-                let said = said_of_listing(&answer, &self.bucket);
-                anyhow::bail!("listing '{prefix}': {said}");
-            }
-            let page: serde_json::Value = serde_json::from_str(&answer.body)?;
-            for item in page["items"].as_array().into_iter().flatten() {
-                let (Some(key), Some(size)) = (text_of(item, "name"), text_of(item, "size")) else {
-                    continue;
-                };
-                objects.push(ListedObject {
-                    key,
-                    size: size.parse().unwrap_or(0),
-                    modified: wire::rfc3339_or_epoch(text_of(item, "updated")),
-                    etag: etag_of(item),
-                });
-            }
-            for folder in page["prefixes"].as_array().into_iter().flatten() {
-                if let Some(folder) = folder.as_str() {
-                    folders.push(folder.to_string());
+            async move {
+                let answer = self.send(http::Method::GET, &url, &[], "").await?;
+                if answer.status != 200 {
+                    let said = said_of_listing(&answer, &self.bucket);
+                    anyhow::bail!("listing '{prefix}': {said}");
                 }
+                let page: serde_json::Value = serde_json::from_str(&answer.body)?;
+                let objects = page["items"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|item| {
+                        Some(ListedObject {
+                            key: text_of(item, "name")?,
+                            size: text_of(item, "size")?.parse().unwrap_or(0),
+                            modified: wire::rfc3339_or_epoch(text_of(item, "updated")),
+                            etag: etag_of(item),
+                        })
+                    })
+                    .collect();
+                let folders = page["prefixes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|folder| Some(folder.as_str()?.to_string()))
+                    .collect();
+                let next = text_of(&page, "nextPageToken");
+                Ok(wire::Page {
+                    objects,
+                    folders,
+                    next,
+                })
             }
-            token = text_of(&page, "nextPageToken").filter(|t| !t.is_empty());
-            if token.is_none() {
-                return Ok((objects, folders));
-            }
-        }
+        })
+        .await
     }
 
     async fn delete(&self, key: &str) -> anyhow::Result<()> {
@@ -314,7 +310,7 @@ impl Requests for GcsRequests {
             format!("multipart/related; boundary={BOUNDARY}"),
         )];
         let answer = self.send(http::Method::POST, &url, &headers, &body).await?;
-        made(&answer, "uploading")
+        wire::made(&answer, "uploading", &[412])
     }
 
     /// The XML API's multipart upload, begun with the metadata.
@@ -333,13 +329,11 @@ impl Requests for GcsRequests {
         create: bool,
     ) -> anyhow::Result<Made> {
         let url = format!("{}?uploadId={}", self.url(key).await?, query_escape(upload));
-        let mut headers = vec![("content-type".to_string(), "application/xml".to_string())];
-        if create {
-            headers.push(("x-goog-if-generation-match".into(), "0".into()));
-        }
-        let body = wire::completion_body(parts);
-        let answer = self.send(http::Method::POST, &url, &headers, &body).await?;
-        made(&answer, "completing the multipart upload")
+        let condition = create.then_some(("x-goog-if-generation-match", "0"));
+        wire::complete(parts, condition, |headers, body| async move {
+            self.send(http::Method::POST, &url, &headers, &body).await
+        })
+        .await
     }
 
     /// The XML API's list of the multipart uploads begun on `key`.

@@ -95,9 +95,7 @@ impl Requests for S3Requests {
         delimiter: bool,
     ) -> anyhow::Result<(Vec<ListedObject>, Vec<String>)> {
         let base = self.bucket_url().await?;
-        let (mut objects, mut folders) = (Vec::new(), Vec::new());
-        let mut token: Option<String> = None;
-        loop {
+        wire::every_page(|token| {
             let mut url = format!("{base}?list-type=2&prefix={}", query_escape(prefix));
             if delimiter {
                 url.push_str("&delimiter=%2F");
@@ -105,35 +103,37 @@ impl Requests for S3Requests {
             if let Some(token) = &token {
                 url.push_str(&format!("&continuation-token={}", query_escape(token)));
             }
-            let answer = self
-                .get_listing(&url, &format!("listing '{prefix}'"))
-                .await?;
-            for object in elements(&answer.body, "Contents") {
-                let field = |name| elements(object, name).next().map(xml_unescape);
-                let (Some(key), Some(size)) = (field("Key"), field("Size")) else {
-                    continue;
-                };
-                let modified = wire::rfc3339_or_epoch(field("LastModified"));
-                objects.push(ListedObject {
-                    key,
-                    size: size.parse().unwrap_or(0),
-                    modified,
-                    etag: field("ETag").map(|t| t.trim_matches('"').to_string()),
-                });
+            async move {
+                let answer = self
+                    .get_listing(&url, &format!("listing '{prefix}'"))
+                    .await?;
+                let objects = elements(&answer.body, "Contents")
+                    .filter_map(|object| {
+                        let field = |name| elements(object, name).next().map(xml_unescape);
+                        Some(ListedObject {
+                            key: field("Key")?,
+                            size: field("Size")?.parse().unwrap_or(0),
+                            modified: wire::rfc3339_or_epoch(field("LastModified")),
+                            etag: field("ETag").map(|t| t.trim_matches('"').to_string()),
+                        })
+                    })
+                    .collect();
+                let folders = elements(&answer.body, "CommonPrefixes")
+                    .filter_map(|folder| elements(folder, "Prefix").next().map(xml_unescape))
+                    .collect();
+                let truncated = elements(&answer.body, "IsTruncated").next() == Some("true");
+                let next = elements(&answer.body, "NextContinuationToken")
+                    .next()
+                    .map(xml_unescape)
+                    .filter(|_| truncated);
+                Ok(wire::Page {
+                    objects,
+                    folders,
+                    next,
+                })
             }
-            for folder in elements(&answer.body, "CommonPrefixes") {
-                if let Some(prefix) = elements(folder, "Prefix").next() {
-                    folders.push(xml_unescape(prefix));
-                }
-            }
-            let truncated = elements(&answer.body, "IsTruncated").next() == Some("true");
-            token = elements(&answer.body, "NextContinuationToken")
-                .next()
-                .map(xml_unescape);
-            if !truncated || token.is_none() {
-                return Ok((objects, folders));
-            }
-        }
+        })
+        .await
     }
 
     /// Deletes the object `key` as it is (a marker's `/` kept).
@@ -216,7 +216,7 @@ impl Requests for S3Requests {
             headers.push(("if-none-match".into(), "*".into()));
         }
         let answer = self.send(http::Method::PUT, &url, &headers, "").await?;
-        made(&answer, "PUT")
+        wire::made(&answer, "PUT", &[412])
     }
 
     /// CreateMultipartUpload, the metadata with it.
@@ -234,17 +234,11 @@ impl Requests for S3Requests {
         create: bool,
     ) -> anyhow::Result<Made> {
         let url = format!("{}?uploadId={}", self.url(key).await?, query_escape(upload));
-        let body = wire::completion_body(parts);
-        let mut headers = vec![("content-type".to_string(), "application/xml".to_string())];
-        if create {
-            headers.push(("if-none-match".into(), "*".into()));
-        }
-        let answer = self.send(http::Method::POST, &url, &headers, &body).await?;
-        // S3 can answer 200 with an error in the body, when the completion failed late.
-        if answer.status == 200 && answer.body.contains("<Error>") {
-            anyhow::bail!("completing the multipart upload: {}", answer.said());
-        }
-        made(&answer, "completing the multipart upload")
+        let condition = create.then_some(("if-none-match", "*"));
+        wire::complete(parts, condition, |headers, body| async move {
+            self.send(http::Method::POST, &url, &headers, &body).await
+        })
+        .await
     }
 }
 
@@ -259,14 +253,4 @@ fn key_path(key: &str) -> String {
 /// A name in a URL's path, as SigV4 expects it (every byte but `A-Za-z0-9-_.~`).
 fn path_escape(text: &str) -> String {
     query_escape(text)
-}
-
-/// A conditional write's answer: done (200), the key taken (412: `If-None-Match: *` failed),
-/// else an error with what the server said.
-fn made(answer: &Answer, what: &str) -> anyhow::Result<Made> {
-    match answer.status {
-        200 => Ok(Made::Done),
-        412 => Ok(Made::Taken),
-        _ => anyhow::bail!("{what}: {}", answer.said()),
-    }
 }
