@@ -254,6 +254,14 @@ enum At {
     Store(BucketUrl),
 }
 
+/// Where a place is, for the one choice each of the engine and the mirror makes between a
+/// folder's code and a store's ([`Place::at`]); everything else asks what a place can do.
+pub(crate) enum Where<'a> {
+    /// A folder; where its files are made (itself, or its staging folder).
+    Folder(&'a Path),
+    Store(&'a BucketUrl),
+}
+
 /// What a place can do, asked instead of what it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Can {
@@ -402,6 +410,14 @@ impl Place {
             )
             .into()
         })
+    }
+
+    /// Where it is: a folder (and where its files are made), or a store's prefix.
+    pub(crate) fn at(&self) -> Where<'_> {
+        match &self.at {
+            At::Folder { work } => Where::Folder(work),
+            At::Store(url) => Where::Store(url),
+        }
     }
 
     /// Where a folder's files are made: the folder, or its staging folder while the run is

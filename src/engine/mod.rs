@@ -49,7 +49,7 @@ use anyhow::Context;
 
 use crate::close::{Closer, SystemCloser};
 use crate::options::Options;
-use crate::place::Place;
+use crate::place::{Place, Where};
 use crate::plan::Plan;
 use crate::report::Report;
 
@@ -124,11 +124,15 @@ pub(crate) fn open(
     opts: &Options,
     closer: Arc<dyn Closer>,
 ) -> anyhow::Result<Box<Engine>> {
-    #[cfg(feature = "s3")]
-    if dest.store().is_some() {
-        return Ok(Box::new(bucket::Bucket::new(dest, opts, true)?));
+    match dest.at() {
+        Where::Folder(work) => Ok(Box::new(Disk::new((dest.named(), work), opts, closer)?)),
+        #[cfg(feature = "s3")]
+        Where::Store(url) => Ok(Box::new(bucket::Bucket::new((dest, url), opts, true)?)),
+        #[cfg(not(feature = "s3"))]
+        Where::Store(url) => anyhow::bail!(
+            "'{url}' is a store's, and this build has no store client (cargo feature `s3`)"
+        ),
     }
-    Ok(Box::new(Disk::new(dest, opts, closer)?))
 }
 
 /// Adds what a source found itself (entries refused before writing, warnings) to the report.

@@ -8,22 +8,24 @@
 use std::ffi::OsString;
 use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
-use anyhow::anyhow;
+use anyhow::{Context, anyhow, bail};
 use rayon::prelude::*;
 
 use super::tree::{Is, Node, Tree};
 use crate::engine::{self, Content, Engine, Writer};
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options};
 use crate::plan::Entry;
 use crate::platform::{self, OutDir};
 
 pub(super) struct Folder {
     root: PathBuf,
+    /// As a source: its root's metadata.
+    meta: Option<fs::Metadata>,
     /// As a destination that exists: the folder held open, for what changes in place.
     held: Option<OutDir>,
     empty: bool,
@@ -38,7 +40,15 @@ impl Folder {
         destination: bool,
         opts: &MirrorOptions,
     ) -> anyhow::Result<Folder> {
-        let empty = fs::read_dir(root).map_or(true, |mut d| d.next().is_none());
+        let (meta, empty) = match destination {
+            // (A folder that is not there yet is not read.)
+            true => (
+                None,
+                !check_destination(root)?
+                    || fs::read_dir(root).map_or(true, |mut d| d.next().is_none()),
+            ),
+            false => (Some(check_source(root, opts)?), false),
+        };
         let held = match destination && !empty {
             true => Some(OutDir::open(root).map_err(|e| {
                 let why =
@@ -49,6 +59,7 @@ impl Folder {
         };
         Ok(Folder {
             root: root.to_path_buf(),
+            meta,
             held,
             empty,
             destination,
@@ -113,6 +124,16 @@ impl Tree for Folder {
 
     fn is_empty(&self) -> bool {
         self.empty
+    }
+
+    fn root(&self) -> Node {
+        let mut root = Node::new(OsString::new(), Is::Dir);
+        if let Some(meta) = &self.meta {
+            root.mode = Some(platform::mode_of(meta));
+            root.mtime = meta.modified().ok();
+            root.meta = Some(meta.clone());
+        }
+        root
     }
 
     fn list(
@@ -263,4 +284,135 @@ impl Folder {
             }
         }
     }
+}
+
+/// A destination that exists must be a folder (a symlink to one, not to nothing): whether it
+/// exists.
+fn check_destination(dst: &Path) -> anyhow::Result<bool> {
+    let destination = |why: anyhow::Error| Error::named(dst, ErrorKind::Directory, why);
+    match fs::metadata(dst) {
+        Ok(m) if m.is_dir() => Ok(true),
+        Ok(_) => {
+            let not = io::Error::from(io::ErrorKind::NotADirectory);
+            let why = format!(
+                "destination '{}' exists and is not a directory",
+                dst.display()
+            );
+            Err(destination(anyhow!(not).context(why)).into())
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => match dst.symlink_metadata() {
+            Ok(_) => {
+                let why = format!("destination '{}' is a symlink to nothing", dst.display());
+                Err(destination(anyhow!(e).context(why)).into())
+            }
+            Err(_) => Ok(false),
+        },
+        Err(e) => {
+            let why = format!("cannot read destination '{}'", dst.display());
+            Err(destination(anyhow!(e).context(why)).into())
+        }
+    }
+}
+
+/// The source must be a readable directory (with `-H`, on a platform that tells files' identities): its metadata.
+fn check_source(src: &Path, opts: &MirrorOptions) -> anyhow::Result<fs::Metadata> {
+    let source = |why: anyhow::Error| Error::named(src, ErrorKind::Source, why);
+    let src_meta = fs::metadata(src).map_err(|e| {
+        source(match e.kind() {
+            io::ErrorKind::NotFound => {
+                anyhow!(e).context(format!("source '{}' does not exist", src.display()))
+            }
+            _ => anyhow!(e).context(format!("cannot read source '{}'", src.display())),
+        })
+    })?;
+    if !src_meta.is_dir() {
+        let not = io::Error::from(io::ErrorKind::NotADirectory);
+        let why = anyhow!(not).context(format!("source '{}' is not a directory", src.display()));
+        return Err(source(why).into());
+    }
+    // A source that cannot be listed gives nothing to copy: said now, before the destination
+    // is made (an unreadable directory deeper down fails alone, in the walk).
+    fs::read_dir(src).map_err(|e| {
+        source(anyhow!(e).context(format!("cannot read source '{}'", src.display())))
+    })?;
+    if opts.hard_links && platform::file_identity(&src_meta).is_none() {
+        let why = anyhow!(
+            "{} is not supported on this platform (no file identities)",
+            Setting::HardLinks
+        );
+        return Err(Error::named(src, ErrorKind::Unsupported, why).into());
+    }
+    Ok(src_meta)
+}
+
+/// Refuses, before anything is written, a pair of folders that cannot be mirrored: the same
+/// folder, or one inside the other.
+pub(super) fn refuse_nested(src: &Path, dst: &Path) -> anyhow::Result<()> {
+    // Each refusal is about one folder, with its kind, and keeps the OS error where there is
+    // one (a program matches `NotFound`).
+    let source = |why: anyhow::Error| Error::named(src, ErrorKind::Source, why);
+    let destination = |why: anyhow::Error| Error::named(dst, ErrorKind::Directory, why);
+    let both = |why: anyhow::Error| Error::named(dst, ErrorKind::Invalid, why);
+    let src_real = fs::canonicalize(src).map_err(|e| {
+        source(anyhow!(e).context(format!("cannot resolve source '{}'", src.display())))
+    })?;
+    let resolve_dst = |e: io::Error| {
+        destination(anyhow!(e).context(format!("cannot resolve destination '{}'", dst.display())))
+    };
+    let dst_real = match fs::canonicalize(dst) {
+        Ok(real) => real,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            resolve_missing(dst).map_err(destination)?
+        }
+        Err(e) => return Err(resolve_dst(e).into()),
+    };
+    let refuse = |why: String| Err(both(anyhow!(why)).into());
+    if dst_real == src_real {
+        return refuse(format!(
+            "source '{}' and destination '{}' are the same directory",
+            src.display(),
+            dst.display()
+        ));
+    }
+    if dst_real.starts_with(&src_real) {
+        return refuse(format!(
+            "destination '{}' is inside source '{}': the copy would copy itself",
+            dst.display(),
+            src.display()
+        ));
+    }
+    if src_real.starts_with(&dst_real) {
+        return refuse(format!(
+            "source '{}' is inside destination '{}': mirroring would overwrite or delete it",
+            src.display(),
+            dst.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Where a destination that does not exist yet will be: its deepest existing ancestor,
+/// resolved, with the rest of the path after it.
+fn resolve_missing(dst: &Path) -> anyhow::Result<PathBuf> {
+    let abs = std::path::absolute(dst)
+        .with_context(|| format!("cannot resolve destination '{}'", dst.display()))?;
+    let parts: Vec<Component<'_>> = abs.components().collect();
+    // (The whole path is known not to resolve.)
+    for known in (1..parts.len()).rev() {
+        let base: PathBuf = parts[..known].iter().collect();
+        let Ok(mut real) = fs::canonicalize(&base) else {
+            continue;
+        };
+        for part in &parts[known..] {
+            match part {
+                Component::ParentDir => {
+                    real.pop();
+                }
+                Component::Normal(name) => real.push(name),
+                _ => {}
+            }
+        }
+        return Ok(real);
+    }
+    bail!("cannot resolve destination '{}'", dst.display())
 }

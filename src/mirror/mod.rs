@@ -29,24 +29,20 @@ mod tree;
 mod walk;
 
 use std::collections::HashSet;
-use std::ffi::OsString;
-use std::fs;
-use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context, anyhow, bail};
+use anyhow::anyhow;
 
 use crate::engine::{self, Engine};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options, Overwrite};
 use crate::patterns::{Patterns, Slash};
-use crate::place::Place;
+use crate::place::{Place, Where};
 use crate::plan::Plan;
-use crate::platform;
 use crate::report::{MirrorCounts, Report, RunError};
 use crate::sync::Unpoisoned;
-use tree::{Is, Node, Tree};
+use tree::{Node, Tree};
 use walk::{Action, Found, Walk};
 
 /// Makes `dst` an exact copy of the contents of `src`, like `rsync -a src/ dst/`: files, modes,
@@ -93,25 +89,31 @@ fn mirror_any(
         Place::side(src, "source")?,
         Place::side(dst, "destination")?,
     );
-    let root = check(&from, &to, opts, mopts)?;
+    refuse(&to, &from, opts, mopts)?;
     let exclude = Patterns::new(&mopts.excludes, Setting::Exclude.name(), Slash::Stops)?;
     // The two sides are read at once: one may be a few round trips away.
     let (source, destination) = std::thread::scope(|scope| {
-        let destination = scope.spawn(|| tree::open(&to, true, mopts));
-        let source = tree::open(&from, false, mopts);
+        let destination = scope.spawn(|| side(&to, true, mopts));
+        let source = side(&from, false, mopts);
         let destination = destination
             .join()
             .unwrap_or_else(|_| Err(anyhow!("the destination's listing panicked")));
         (source, destination)
     });
     let (source, destination) = (source?, destination?);
+    if let (Some(a), Some(b)) = (
+        source.local(Path::new("")),
+        destination.local(Path::new("")),
+    ) {
+        folder::refuse_nested(&a, &b)?;
+    }
     let sides = Sides {
         src: source.as_ref(),
         dst: destination.as_ref(),
         exclude: &exclude,
         opts,
         mopts,
-        root,
+        root: source.root(),
     };
     if mopts.dry_run {
         let mut found = sides.walk(None, &engine::writer_pool(opts)?);
@@ -153,6 +155,20 @@ fn mirror_any(
         });
         add_found(&mut report, &mut found);
         Ok(report)
+    })
+}
+
+/// The side `place` names, as the mirror's source or (with `destination`) its destination.
+fn side(place: &Place, destination: bool, opts: &MirrorOptions) -> anyhow::Result<Box<dyn Tree>> {
+    let named = place.named();
+    Ok(match place.at() {
+        Where::Folder(_) => Box::new(folder::Folder::open(named, destination, opts)?),
+        #[cfg(feature = "s3")]
+        Where::Store(url) => Box::new(prefix::Prefix::open(named, url, destination, opts)?),
+        #[cfg(not(feature = "s3"))]
+        Where::Store(url) => anyhow::bail!(
+            "'{url}' is a store's, and this build has no store client (cargo feature `s3`)"
+        ),
     })
 }
 
@@ -355,163 +371,17 @@ fn add_found(report: &mut Report, found: &mut Found) {
     }
 }
 
-/// Refuses, before anything is touched, a pair of sides that cannot be mirrored; the source
-/// root's node.
-fn check(from: &Place, to: &Place, opts: &Options, mopts: &MirrorOptions) -> anyhow::Result<Node> {
+/// Refuses, before anything is touched, what the destination cannot hold.
+fn refuse(to: &Place, from: &Place, opts: &Options, mopts: &MirrorOptions) -> anyhow::Result<()> {
     to.refuse_what_it_cannot(opts)?;
-    let (src, dst) = (from.named(), to.named());
-    if mopts.hard_links {
-        let bucket = [from, to].into_iter().find(|p| !p.can().change_in_place);
-        if let Some(bucket) = bucket {
-            let why = anyhow!(
-                "'{}': {} keeps hard links as links, and a bucket has none: refused (without it, each is copied)",
-                bucket.named().display(),
-                Setting::HardLinks
-            );
-            return Err(Error::named(bucket.named(), ErrorKind::Unsupported, why).into());
-        }
-    }
-    let mut root = Node::new(OsString::new(), Is::Dir);
-    if from.store().is_some() {
-        if let Some(work) = to.work()
-            && fs::metadata(work).is_ok_and(|m| !m.is_dir())
-        {
-            let not = io::Error::from(io::ErrorKind::NotADirectory);
-            let why = anyhow!(not).context(format!(
-                "destination '{}' exists and is not a directory",
-                dst.display()
-            ));
-            return Err(Error::named(dst, ErrorKind::Directory, why).into());
-        }
-        return Ok(root);
-    }
-    let meta = match to.store() {
-        Some(_) => check_source(src)?,
-        None => check_roots(src, dst)?,
-    };
-    if mopts.hard_links && platform::file_identity(&meta).is_none() {
+    let bucket = [from, to].into_iter().find(|p| !p.can().change_in_place);
+    if let Some(bucket) = bucket.filter(|_| mopts.hard_links) {
         let why = anyhow!(
-            "{} is not supported on this platform (no file identities)",
+            "'{}': {} keeps hard links as links, and a bucket has none: refused (without it, each is copied)",
+            bucket.named().display(),
             Setting::HardLinks
         );
-        return Err(Error::named(src, ErrorKind::Unsupported, why).into());
+        return Err(Error::named(bucket.named(), ErrorKind::Unsupported, why).into());
     }
-    root.mode = Some(platform::mode_of(&meta));
-    root.mtime = meta.modified().ok();
-    root.meta = Some(meta);
-    Ok(root)
-}
-
-/// The source must be a readable directory: its metadata.
-fn check_source(src: &Path) -> anyhow::Result<fs::Metadata> {
-    let source = |why: anyhow::Error| Error::named(src, ErrorKind::Source, why);
-    let src_meta = fs::metadata(src).map_err(|e| {
-        source(match e.kind() {
-            io::ErrorKind::NotFound => {
-                anyhow!(e).context(format!("source '{}' does not exist", src.display()))
-            }
-            _ => anyhow!(e).context(format!("cannot read source '{}'", src.display())),
-        })
-    })?;
-    if !src_meta.is_dir() {
-        let not = io::Error::from(io::ErrorKind::NotADirectory);
-        let why = anyhow!(not).context(format!("source '{}' is not a directory", src.display()));
-        return Err(source(why).into());
-    }
-    // A source that cannot be listed gives nothing to copy: said now, before the destination
-    // is made (an unreadable directory deeper down fails alone, in the walk).
-    fs::read_dir(src).map_err(|e| {
-        source(anyhow!(e).context(format!("cannot read source '{}'", src.display())))
-    })?;
-    Ok(src_meta)
-}
-
-/// Refuses, before anything is written, a pair of folders that cannot be mirrored. Returns the
-/// source root's metadata.
-fn check_roots(src: &Path, dst: &Path) -> anyhow::Result<fs::Metadata> {
-    // Each refusal is about one folder, with its kind, and keeps the OS error where there is
-    // one (a program matches `NotFound`).
-    let source = |why: anyhow::Error| Error::named(src, ErrorKind::Source, why);
-    let destination = |why: anyhow::Error| Error::named(dst, ErrorKind::Directory, why);
-    let both = |why: anyhow::Error| Error::named(dst, ErrorKind::Invalid, why);
-    let src_meta = check_source(src)?;
-    let src_real = fs::canonicalize(src).map_err(|e| {
-        source(anyhow!(e).context(format!("cannot resolve source '{}'", src.display())))
-    })?;
-    let resolve_dst = |e: io::Error| {
-        destination(anyhow!(e).context(format!("cannot resolve destination '{}'", dst.display())))
-    };
-    let dst_real = match fs::metadata(dst) {
-        Ok(m) if m.is_dir() => fs::canonicalize(dst).map_err(resolve_dst)?,
-        Ok(_) => {
-            let not = io::Error::from(io::ErrorKind::NotADirectory);
-            let why = anyhow!(not).context(format!(
-                "destination '{}' exists and is not a directory",
-                dst.display()
-            ));
-            return Err(destination(why).into());
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            if dst.symlink_metadata().is_ok() {
-                let why = anyhow!(e).context(format!(
-                    "destination '{}' is a symlink to nothing",
-                    dst.display()
-                ));
-                return Err(destination(why).into());
-            }
-            resolve_missing(dst).map_err(destination)?
-        }
-        Err(e) => {
-            let why = anyhow!(e).context(format!("cannot read destination '{}'", dst.display()));
-            return Err(destination(why).into());
-        }
-    };
-    let refuse = |why: String| Err(both(anyhow!(why)).into());
-    if dst_real == src_real {
-        return refuse(format!(
-            "source '{}' and destination '{}' are the same directory",
-            src.display(),
-            dst.display()
-        ));
-    }
-    if dst_real.starts_with(&src_real) {
-        return refuse(format!(
-            "destination '{}' is inside source '{}': the copy would copy itself",
-            dst.display(),
-            src.display()
-        ));
-    }
-    if src_real.starts_with(&dst_real) {
-        return refuse(format!(
-            "source '{}' is inside destination '{}': mirroring would overwrite or delete it",
-            src.display(),
-            dst.display()
-        ));
-    }
-    Ok(src_meta)
-}
-
-/// Where a destination that does not exist yet will be: its deepest existing ancestor,
-/// resolved, with the rest of the path after it.
-fn resolve_missing(dst: &Path) -> anyhow::Result<PathBuf> {
-    let abs = std::path::absolute(dst)
-        .with_context(|| format!("cannot resolve destination '{}'", dst.display()))?;
-    let parts: Vec<Component<'_>> = abs.components().collect();
-    for known in (1..=parts.len()).rev() {
-        let base: PathBuf = parts[..known].iter().collect();
-        let Ok(mut real) = fs::canonicalize(&base) else {
-            continue;
-        };
-        for part in &parts[known..] {
-            match part {
-                Component::ParentDir => {
-                    real.pop();
-                }
-                Component::Normal(name) => real.push(name),
-                _ => {}
-            }
-        }
-        return Ok(real);
-    }
-    bail!("cannot resolve destination '{}'", dst.display())
+    Ok(())
 }

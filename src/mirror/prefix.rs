@@ -32,7 +32,7 @@ use crate::plan::{Entry, EntryKind};
 use crate::store::{Body, Source, md5_of};
 use crate::sync::Unpoisoned;
 
-pub(crate) struct Prefix {
+pub(super) struct Prefix {
     named: PathBuf,
     source: Source,
     /// Each folder's entries, by its path (the root's under the empty path).
@@ -159,8 +159,7 @@ impl Prefix {
         }
     }
 
-    /// The same store (of one kind: both in the store the environment names).
-    pub(super) fn url(&self) -> &BucketUrl {
+    fn url(&self) -> &BucketUrl {
         self.source.url()
     }
 }
@@ -335,14 +334,15 @@ impl Tree for Prefix {
     }
 
     fn copy_from(&self, from: &dyn Tree, entries: &[Entry]) -> Option<(u64, u64, Vec<Error>)> {
-        let from = from
-            .prefix()
-            .filter(|f| f.url().store == self.url().store)?;
+        let from = from.bucket().filter(|f| f.store == self.url().store)?;
+        let key = |prefix: &str, e: &Entry| {
+            format!("{prefix}{}", e.path.to_string_lossy().replace('\\', "/"))
+        };
         let pairs = entries
             .iter()
-            .map(|e| (from.key(&e.path, false), self.key(&e.path, false)))
+            .map(|e| (key(&from.prefix, e), key(&self.url().prefix, e)))
             .collect();
-        let failed = self.source.copy_keys(&from.source, pairs);
+        let failed = self.source.copy_keys(&from.bucket, pairs);
         let files = entries.len().saturating_sub(failed.len()) as u64;
         let bytes = entries.iter().map(|e| e.size).sum();
         let failures = failed
@@ -361,7 +361,7 @@ impl Tree for Prefix {
         (peak > 0).then(|| format!("downloads in flight: up to {peak}, the limit last {why}"))
     }
 
-    fn prefix(&self) -> Option<&Prefix> {
-        Some(self)
+    fn bucket(&self) -> Option<&BucketUrl> {
+        Some(self.url())
     }
 }

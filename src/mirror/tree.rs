@@ -1,7 +1,7 @@
 //! One side of a mirror, as the comparison sees it ([`Tree`]): a folder (`folder.rs`) or a
 //! store's prefix (`prefix.rs`), listed a folder at a time with what each entry is ([`Node`]);
 //! as a source, how its files reach the engine; as a destination, what is deleted or changed in
-//! place there. [`open`] is the one place a mirror asks which a side is.
+//! place there. `mirror::side` is the one place a mirror asks which a side is.
 
 use std::ffi::OsString;
 use std::fs::Metadata;
@@ -11,7 +11,7 @@ use std::time::SystemTime;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::options::{MirrorOptions, Options};
-use crate::place::Place;
+use crate::place::BucketUrl;
 use crate::plan::Entry;
 
 /// What an entry of a side is.
@@ -82,6 +82,11 @@ pub(super) trait Tree: Send + Sync {
 
     /// Nothing is there (missing, or empty): everything of the other side is new.
     fn is_empty(&self) -> bool;
+
+    /// Its root, as a folder of the other side's is compared with it.
+    fn root(&self) -> Node {
+        Node::new(OsString::new(), Is::Dir)
+    }
 
     /// The entries of the folder `dir` (relative; empty: the root), in no order; an entry that
     /// cannot be looked at goes to `failed` with why.
@@ -169,31 +174,8 @@ pub(super) trait Tree: Send + Sync {
         None
     }
 
-    /// The prefix, where the side is one (for a copy between two).
-    #[cfg(feature = "s3")]
-    fn prefix(&self) -> Option<&super::prefix::Prefix> {
+    /// Its bucket and prefix, where it is a store's (a copy between two of one store).
+    fn bucket(&self) -> Option<&BucketUrl> {
         None
     }
-}
-
-/// The side `place` names, as the mirror's source or (with `destination`) its destination.
-pub(super) fn open(
-    place: &Place,
-    destination: bool,
-    opts: &MirrorOptions,
-) -> anyhow::Result<Box<dyn Tree>> {
-    #[cfg(feature = "s3")]
-    if let Some(url) = place.store() {
-        return Ok(Box::new(super::prefix::Prefix::open(
-            place.named(),
-            url,
-            destination,
-            opts,
-        )?));
-    }
-    Ok(Box::new(super::folder::Folder::open(
-        place.named(),
-        destination,
-        opts,
-    )?))
 }

@@ -25,7 +25,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::Meter;
+use super::client::Meter;
 
 /// The fewest requests kept in flight, and the most: past a few hundred a store gains nothing,
 /// and each one holds its object in memory (within the memory budget besides).

@@ -18,8 +18,9 @@ use anyhow::anyhow;
 use futures_util::StreamExt;
 use object_store::{ObjectStoreExt, PutMode, PutOptions};
 
-use super::Store;
-use super::{explain, parse_key, taken};
+use super::keys::{parse_key, taken};
+use super::requests::Store;
+use super::said::explain;
 use crate::options::Overwrite;
 use crate::place::BucketUrl;
 use crate::sync::Unpoisoned;

@@ -13,8 +13,16 @@
 
 use std::time::SystemTime;
 
-use object_store::multipart::PartId;
+use object_store::ObjectStore;
+use object_store::multipart::{MultipartStore, PartId};
 use object_store::path::Path as Key;
+
+/// What fastwrite asks of a store's client: `object_store`'s operations, and multipart
+/// uploads by their id (to complete one part by part, and to abort what a killed run left).
+/// The clients of S3, Azure Blob Storage and Google Cloud Storage give both.
+pub(crate) trait Store: ObjectStore + MultipartStore {}
+
+impl<T: ObjectStore + MultipartStore> Store for T {}
 
 /// An object as a listing shows it.
 pub(crate) struct ListedObject {
@@ -125,5 +133,5 @@ pub(crate) async fn begin_with_metadata(
     store
         .create_multipart_opts(key, opts)
         .await
-        .map_err(|e| anyhow::anyhow!(crate::store::explain(&e)))
+        .map_err(|e| anyhow::anyhow!(super::said::explain(&e)))
 }

@@ -288,6 +288,22 @@ fn plain(text: &str) -> String {
     out.trim_end_matches([':', ' ']).to_string()
 }
 
+/// The store's error in a line a person can read (`said.rs`): the store's code and what to do,
+/// without the client's layers of request detail, URLs or XML.
+pub(crate) fn explain(e: &object_store::Error) -> String {
+    use std::error::Error as _;
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        source = cause.source();
+    }
+    readable(&text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,10 +27,51 @@ use object_store::{
 };
 use tokio::sync::{Semaphore, mpsc};
 
+use super::client::Meter;
 use super::flight::{EVERY, Sizer};
+use super::keys::{head_with_metadata, parse_key, taken};
 use super::object::{OTHER_MTIMES, S_IFLNK, parse_mtime, parse_other_mtime};
-use super::{BucketUrl, Listed, Meter, Requests, Store, explain, list_prefix, parse_key};
+use super::requests::{self, Requests, Store};
+use super::said::explain;
+use super::stale;
+use crate::place::BucketUrl;
 use crate::sync::Unpoisoned;
+
+/// An object as a listing shows it.
+pub(crate) struct Listed {
+    pub size: u64,
+    pub modified: std::time::SystemTime,
+    /// Its ETag, unquoted: a single PUT's is its content's MD5; a multipart upload's has a `-`.
+    pub etag: Option<String>,
+}
+
+/// Every object under `url`'s prefix but fastwrite's own marks, by key as it is (a folder
+/// marker's `/` kept): the top level in one request, then each folder below it listed in
+/// parallel (ListObjectsV2, 1,000 keys a request).
+pub(crate) async fn list_prefix(
+    requests: &dyn Requests,
+    url: &BucketUrl,
+) -> anyhow::Result<HashMap<String, Listed>> {
+    let (top, folders) = requests.list(&url.prefix, true).await?;
+    let mut found = HashMap::new();
+    let mut add = |object: requests::ListedObject| {
+        if !stale::is_mark(url, &object.key) {
+            let listed = Listed {
+                size: object.size,
+                modified: object.modified,
+                etag: object.etag,
+            };
+            found.insert(object.key, listed);
+        }
+    };
+    top.into_iter().for_each(&mut add);
+    let lists = folders.iter().map(|folder| requests.list(folder, false));
+    let mut lists = futures_util::stream::iter(lists).buffer_unordered(16);
+    while let Some(listed) = lists.next().await {
+        listed?.0.into_iter().for_each(&mut add);
+    }
+    Ok(found)
+}
 
 /// Requests in flight before any was timed.
 const START: usize = 64;
@@ -176,7 +217,7 @@ impl Source {
     /// The client of `url`'s store. Nothing is asked of the server yet: a missing bucket or
     /// refused credentials are said by the first listing.
     pub(crate) fn open(url: BucketUrl) -> anyhow::Result<Source> {
-        let (store, requests, meter) = super::connect(&url)?;
+        let (store, requests, meter) = super::connect::connect(&url)?;
         let flight = Flight {
             sizer: Mutex::new(Sizer::new(START, None).watching_the_queue()),
             meter,
@@ -188,7 +229,7 @@ impl Source {
             store,
             requests,
             flight: Arc::new(flight),
-            runtime: super::client_runtime("fastwrite-download")?,
+            runtime: super::connect::client_runtime("fastwrite-download")?,
         })
     }
 
@@ -215,7 +256,7 @@ impl Source {
                 .await
             {
                 Ok(_) => Ok(()),
-                Err(e) if super::taken(&e) => Ok(()),
+                Err(e) if taken(&e) => Ok(()),
                 Err(e) => Err(anyhow!(explain(&e))),
             }
         })
@@ -260,46 +301,25 @@ impl Source {
         })
     }
 
-    /// Copies each (key in `from`, key here) server-side, 64 at a time; a folder marker
-    /// (`dir/`, which not every store copies) is made again with the metadata `from` gives it.
-    /// Each failure comes back with its key here.
+    /// Copies each (key in the bucket `from`, key here) server-side, 64 at a time (CopyObject,
+    /// Copy Blob: the bytes never leave the store, and the metadata goes with them). Each
+    /// failure comes back with its key here.
     pub(crate) fn copy_keys(
         &self,
-        from: &Source,
+        from: &str,
         pairs: Vec<(String, String)>,
     ) -> Vec<(String, anyhow::Error)> {
         let requests = self.requests.as_ref();
-        let from_bucket = &from.url().bucket;
         self.runtime.block_on(
             futures_util::stream::iter(pairs)
                 .map(|(key, to)| async move {
-                    let copied = match to.strip_suffix('/') {
-                        Some(dir) => {
-                            async {
-                                let meta = from.marker_meta(&key).await?;
-                                let meta: Vec<(&str, &str)> =
-                                    meta.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-                                requests.put_marker(&parse_key(dir)?, &meta, false).await?;
-                                Ok(())
-                            }
-                            .await
-                        }
-                        None => requests.copy_from(from_bucket, &key, &to).await,
-                    };
+                    let copied = requests.copy_from(from, &key, &to).await;
                     copied.err().map(|e| (to, e))
                 })
                 .buffer_unordered(64)
                 .filter_map(|failed| async move { failed })
                 .collect(),
         )
-    }
-
-    /// The user metadata of the folder marker `key` (which ends in `/`).
-    pub(crate) async fn marker_meta(&self, key: &str) -> anyhow::Result<Vec<(String, String)>> {
-        self.requests
-            .head(key)
-            .await?
-            .ok_or_else(|| anyhow!("no such object (it was deleted since the listing)"))
     }
 
     /// Every object under the prefix, by key, within 120 s (the retries of an endpoint that
@@ -340,7 +360,7 @@ impl Source {
                     }
                     let got = async {
                         let path = parse_key(&key)?;
-                        store.get_opts(&path, super::head_with_metadata()).await
+                        store.get_opts(&path, head_with_metadata()).await
                     };
                     let recorded = got
                         .await

@@ -28,9 +28,8 @@ use futures_util::StreamExt;
 use object_store::path::Path as Key;
 use object_store::{ObjectStoreExt, PutPayload};
 
-use super::Requests;
-use super::Store;
-use super::parse_key;
+use super::keys::parse_key;
+use super::requests::{Requests, Store};
 use crate::place::BucketUrl;
 
 /// Where the marks are, under the prefix.

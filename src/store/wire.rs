@@ -20,7 +20,7 @@ pub(crate) struct Answer {
 impl Answer {
     /// What the answer says, in a line (`said.rs`).
     pub(crate) fn said(&self) -> String {
-        super::readable(&format!("HTTP {}: {}", self.status, self.body))
+        super::said::readable(&format!("HTTP {}: {}", self.status, self.body))
     }
 
     /// The user metadata it carries (headers named `prefix` + NAME), by NAME.

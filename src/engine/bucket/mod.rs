@@ -124,16 +124,17 @@ struct Job {
 }
 
 impl Bucket {
-    /// Opens the bucket prefix `place` names: a first look (the bucket is there, the
+    /// Opens the bucket prefix `url` (the place `place`): a first look (the bucket is there, the
     /// credentials work, whether conditional writes are honoured) and, with `clean`, the
     /// uploads killed runs left there aborted (`stale.rs`; a dry run changes nothing).
-    pub(crate) fn new(place: &Place, opts: &Options, clean: bool) -> anyhow::Result<Bucket> {
+    pub(crate) fn new(
+        (place, url): (&Place, &BucketUrl),
+        opts: &Options,
+        clean: bool,
+    ) -> anyhow::Result<Bucket> {
         place.refuse_what_it_cannot(opts)?;
         let root = place.named();
-        let Some(url) = place.store().cloned() else {
-            let why = anyhow!("'{}' is not a bucket's prefix", root.display());
-            return Err(Error::named(root, ErrorKind::Unsupported, why).into());
-        };
+        let url = url.clone();
         let start = |e: anyhow::Error| Error::start(root, ErrorKind::Directory, e);
         let (store, requests, meter) = connect(&url).map_err(start)?;
         let runtime = client_runtime("fastwrite-upload")?;

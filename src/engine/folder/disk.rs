@@ -23,7 +23,6 @@ use crate::engine::target::{Streamed, Target};
 use crate::engine::unverified::Unverified;
 use crate::error::{Error, ErrorKind, Tag};
 use crate::options::{Options, Overwrite};
-use crate::place::Place;
 use crate::plan::{Entry, EntryKind, Plan};
 use crate::platform;
 use crate::report::Report;
@@ -93,16 +92,10 @@ impl Disk {
     /// Opens the output folder (creating it if needed) and starts the close stage. (A store's
     /// destination is refused: it is not a folder.)
     pub(crate) fn new(
-        dest: &Place,
+        (root, work): (&Path, &Path),
         opts: &Options,
         closer: Arc<dyn Closer>,
     ) -> anyhow::Result<Disk> {
-        let root = dest.named();
-        // A staged run writes into its staging folder (`stage.rs`).
-        let Some(work) = dest.work() else {
-            let why = anyhow::anyhow!("'{}' is not a folder", root.display());
-            return Err(Error::named(root, ErrorKind::Unsupported, why).into());
-        };
         // What stops it is about the output folder.
         let folder = |error: std::io::Error, what: &str| {
             let why = anyhow::Error::new(error).context(format!("{what} '{}'", root.display()));
@@ -492,8 +485,7 @@ mod tests {
             for (name, content) in files {
                 plan.entries.push(file_entry(name, content));
             }
-            let sink =
-                Disk::new(&Place::folder(dir.path()), &opts, Arc::new(FailingCloser)).unwrap();
+            let sink = Disk::new((dir.path(), dir.path()), &opts, Arc::new(FailingCloser)).unwrap();
             sink.prepare(&mut plan);
             {
                 let mut writer = Writer::new(&sink);
@@ -542,7 +534,7 @@ mod tests {
         for i in 0..n {
             plan.entries.push(file_entry(&format!("f{i}"), b"x"));
         }
-        let sink = Disk::new(&Place::folder(dir.path()), &opts, Arc::new(closer)).unwrap();
+        let sink = Disk::new((dir.path(), dir.path()), &opts, Arc::new(closer)).unwrap();
         sink.prepare(&mut plan);
         {
             let mut writer = Writer::new(&sink);
@@ -611,7 +603,7 @@ mod tests {
         short.size = 3;
         plan.entries.extend([long, short]);
         let sink = Disk::new(
-            &Place::folder(dir.path()),
+            (dir.path(), dir.path()),
             &opts,
             Arc::new(SystemCloser { fsync: false }),
         )

@@ -18,7 +18,7 @@ use anyhow::Context;
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 
 use super::client::{self, Meter, MeteredConnector};
-use super::{Requests, Store};
+use super::requests::{Requests, Store};
 use crate::place::BucketUrl;
 
 /// The emulator's (Azurite's) storage account, where none is named.

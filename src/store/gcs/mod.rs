@@ -19,7 +19,7 @@ use object_store::client::HttpConnector;
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 
 use super::client::{self, Meter, MeteredConnector};
-use super::{Requests, Store};
+use super::requests::{Requests, Store};
 use crate::place::BucketUrl;
 
 /// Where Google Cloud Storage answers, both its XML and its JSON API.

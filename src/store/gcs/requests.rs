@@ -96,7 +96,7 @@ impl GcsRequests {
         let answer = self.send(http::Method::GET, &url, &[], "").await?;
         match answer.status {
             200 => Ok(Some(serde_json::from_str(&answer.body)?)),
-            404 if !crate::store::says_bucket_missing(&answer.said()) => Ok(None),
+            404 if !crate::store::said::says_bucket_missing(&answer.said()) => Ok(None),
             _ => anyhow::bail!("'{key}': {}", answer.said()),
         }
     }

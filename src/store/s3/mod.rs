@@ -19,7 +19,7 @@ use anyhow::Context;
 use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
 
 use super::client::{self, Meter, MeteredConnector};
-use super::{Requests, Store};
+use super::requests::{Requests, Store};
 use crate::place::BucketUrl;
 
 /// The client of `url`'s bucket, with the run's meter on every request, and the requests of
