@@ -147,6 +147,7 @@ pub use extract::read::{output_error, read_files};
 pub use extract::{extract, extract_reader};
 #[cfg(feature = "mirror")]
 pub use mirror::mirror;
+pub use options::described;
 pub use options::{CloseMode, MirrorOptions, Options, Overwrite, Selection};
 pub use progress::Reporter;
 pub use report::{MirrorCounts, Report, RunError};

@@ -706,3 +706,111 @@ fn a_url_is_never_taken_for_a_path() {
     run_command(cmd).assert_success();
     assert!(t.join("s3:/bench/p/a.txt").is_file());
 }
+
+/// The long flags a command's `--help` lists (each line's first).
+fn help_flags(command: &str) -> std::collections::BTreeSet<String> {
+    let r = run_fastwrite(&osv![command, "--help"]);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    r.stdout
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim_start();
+            let line = line
+                .strip_prefix('-')
+                .filter(|l| !l.starts_with('-'))
+                .map_or(line, |l| l.split_once(", ").map_or(l, |(_, rest)| rest));
+            let flag = line.strip_prefix("--")?;
+            let name: String = flag
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '-')
+                .collect();
+            Some(format!("--{name}"))
+        })
+        .collect()
+}
+
+/// The long flags a description's row spells (`-j, --threads` is `--threads`).
+fn long_flags(d: &fastwrite::described::Described) -> impl Iterator<Item = String> + '_ {
+    d.flags.iter().filter_map(|f| {
+        f.rsplit(", ")
+            .next()
+            .filter(|f| f.starts_with("--"))
+            .map(String::from)
+    })
+}
+
+/// `--help` of every command, and the README's tables of flags, hold to the library's one
+/// description of its options: a flag added to a command and not described (or described and
+/// not given) fails here, as a Python keyword does in python/tests/test_options.py.
+#[test]
+fn every_flag_is_described_and_every_described_flag_is_given() {
+    use fastwrite::described::{DESCRIBED, Door};
+    for (command, doors) in [
+        ("extract", &[Door::Extract, Door::Many][..]),
+        ("list", &[Door::List][..]),
+        ("mirror", &[Door::Mirror][..]),
+    ] {
+        let described: std::collections::BTreeSet<String> = DESCRIBED
+            .iter()
+            .filter(|d| d.global || d.commands.iter().any(|c| doors.contains(c)))
+            .flat_map(long_flags)
+            .chain(["--help".to_string()])
+            .collect();
+        assert_eq!(
+            help_flags(command),
+            described,
+            "{command} --help against the description"
+        );
+    }
+    // The README's two tables of flags: extract's (with the tuning flags), then mirror's.
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let tables: Vec<std::collections::BTreeSet<String>> = readme
+        .split("| flag | meaning |")
+        .skip(1)
+        .map(|table| {
+            table
+                .lines()
+                .skip(2)
+                .take_while(|l| l.starts_with('|'))
+                .flat_map(|l| {
+                    let first = l.split(" | ").next().unwrap_or("");
+                    first
+                        .split('`')
+                        .flat_map(|part| part.split([' ', ',']))
+                        .filter(|w| w.starts_with("--"))
+                        .map(String::from)
+                        .collect::<Vec<_>>()
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(tables.len(), 2, "the README's tables of flags");
+    // Aliases the help gives beside a flag (tar's and unzip's spellings).
+    let aliases = ["--keep-newer-files", "--directory"];
+    for (table, doors, global) in [
+        (
+            &tables[0],
+            &[Door::Extract, Door::Many, Door::List][..],
+            true,
+        ),
+        (&tables[1], &[Door::Mirror][..], false),
+    ] {
+        let described: std::collections::BTreeSet<String> = DESCRIBED
+            .iter()
+            .filter(|d| {
+                (global && d.global) || (!d.global && d.commands.iter().any(|c| doors.contains(c)))
+            })
+            .flat_map(long_flags)
+            .collect();
+        let listed: std::collections::BTreeSet<String> = table
+            .iter()
+            .filter(|f| !aliases.contains(&f.as_str()))
+            .cloned()
+            .collect();
+        assert_eq!(
+            listed, described,
+            "a README table of flags against the description"
+        );
+    }
+}

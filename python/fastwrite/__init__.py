@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import IO, Any, Callable
 
-from . import _native
+from . import _native, _types
 from ._errors import Error, ErrorGroup, RunWarning
 from ._many import Row, Source, expand, extract_many, set_max_requests_per_second
 from ._types import ClosePolicy, OverwritePolicy, StrPath
@@ -293,31 +293,13 @@ def extract(
     written).
     """
     source, label, name = _archive(archive, "extract")
-    if isinstance(password, str):
-        password = password.encode()
     d = _native.extract(
         source,
         _path(out),
         label=label,
         name=name,
-        patterns=builtins.list(patterns or ()),
-        exclude=builtins.list(exclude),
-        strip_components=strip_components,
-        overwrite=overwrite,
-        password=password,
-        max_output=max_output,
-        threads=threads,
-        close=close,
-        fsync=fsync,
-        atomic=atomic,
-        file_name=file_name,
-        space_check=space_check,
-        devices=devices,
-        folder_markers=folder_markers,
-        platform=platform,
-        insecure_registry=insecure_registry,
-        layers_cache=None if layers_cache is None else _path(layers_cache),
         progress=_progress(progress),
+        **_types.options(locals(), "extract"),
     )
     return _report(d, f"extracting {label or repr(_path(archive))}")  # type: ignore[arg-type]
 
@@ -346,15 +328,7 @@ def list(
     """
     source, label, name = _archive(archive, "list")
     rows, failures = _native.list(
-        source,
-        label=label,
-        name=name,
-        patterns=builtins.list(patterns or ()),
-        exclude=builtins.list(exclude),
-        strip_components=strip_components,
-        platform=platform,
-        insecure_registry=insecure_registry,
-        layers_cache=None if layers_cache is None else _path(layers_cache),
+        source, label=label, name=name, **_types.options(locals(), "list")
     )
     entries = [
         Entry(
@@ -412,17 +386,8 @@ def mirror(
     d = _native.mirror(
         _path(src),
         _path(dst),
-        delete=delete,
-        dry_run=dry_run,
-        exclude=builtins.list(exclude),
-        checksum=checksum,
-        hard_links=hard_links,
-        copy_links=copy_links,
-        threads=threads,
-        close=close,
-        fsync=fsync,
         progress=_progress(progress),
-        folder_markers=folder_markers,
+        **_types.options(locals(), "mirror"),
     )
     return _report(d, f"mirroring {_path(src)!r} to {_path(dst)!r}")
 

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from . import _native
+from . import _native, _types
 from ._errors import Error, ErrorGroup
 from ._types import ClosePolicy, OverwritePolicy, StrPath
 
@@ -151,8 +151,6 @@ def extract_many(
     changed, its ``rows`` every row; `KeyboardInterrupt` on Ctrl-C, once the archives under way
     are closed and checked, carrying the rows so far as ``fastwrite_rows``.
     """
-    if isinstance(password, str):
-        password = password.encode()
     pairs = [tuple(s) for s in expand(sources)]
     rows, stopped = _native.extract_many(
         pairs,
@@ -160,20 +158,7 @@ def extract_many(
         per_archive=per_archive,
         shard=shard,
         at_once=at_once,
-        patterns=builtins.list(patterns or ()),
-        exclude=builtins.list(exclude),
-        strip_components=strip_components,
-        overwrite=overwrite,
-        password=password,
-        max_output=max_output,
-        threads=threads,
-        close=close,
-        fsync=fsync,
-        space_check=space_check,
-        devices=devices,
-        platform=platform,
-        insecure_registry=insecure_registry,
-        layers_cache=None if layers_cache is None else os.fsdecode(layers_cache),
+        **_types.options(locals(), "extract_many"),
     )
     if report is not None:
         write_rows(report, rows)

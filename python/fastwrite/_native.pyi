@@ -5,6 +5,12 @@ from typing import IO, Any, Callable
 
 #: Bytes of file content a streamed archive may hold in memory between reader and writers.
 DEFAULT_MEMORY_BUDGET: int
+#: The keywords each public function (and ``Batch``) takes, as the library's one description
+#: of its options (``fastwrite::described``) lists them.
+KEYWORDS: dict[str, builtins.list[str]]
+#: Of those, what ``**options`` may hold: the ones the engine sets (the rest each function
+#: takes itself).
+OPTIONS: dict[str, builtins.list[str]]
 
 def extract(
     archive: str | IO[bytes],
@@ -12,24 +18,8 @@ def extract(
     *,
     label: str | None = None,
     name: str | None = None,
-    patterns: builtins.list[str] = ...,
-    exclude: builtins.list[str] = ...,
-    strip_components: int = 0,
-    overwrite: str = "refuse",
-    password: bytes | None = None,
-    max_output: int | None = None,
-    threads: int | None = None,
-    close: str | int | None = None,
-    fsync: bool = False,
-    atomic: bool = False,
     progress: Callable[[int, int, int | None, int | None], object] | None = None,
-    file_name: str | None = None,
-    space_check: bool = True,
-    devices: bool = False,
-    folder_markers: bool = False,
-    platform: str | None = None,
-    insecure_registry: bool = False,
-    layers_cache: str | None = None,
+    **options: Any,
 ) -> dict[str, Any]:
     """Extracts; the report as a dict (its ``failures`` as `fastwrite.Error`, ``stopped``: the
     exception that stopped the run, if one did). Raises `fastwrite.Error` if it cannot start."""
@@ -39,12 +29,7 @@ def list(
     *,
     label: str | None = None,
     name: str | None = None,
-    patterns: builtins.list[str] = ...,
-    exclude: builtins.list[str] = ...,
-    strip_components: int = 0,
-    platform: str | None = None,
-    insecure_registry: bool = False,
-    layers_cache: str | None = None,
+    **options: Any,
 ) -> tuple[
     builtins.list[
         tuple[
@@ -68,17 +53,8 @@ def mirror(
     src: str,
     dst: str,
     *,
-    delete: bool = False,
-    dry_run: bool = False,
-    exclude: builtins.list[str] = ...,
-    checksum: bool = False,
-    hard_links: bool = False,
-    copy_links: bool = False,
-    threads: int | None = None,
-    close: str | int | None = None,
-    fsync: bool = False,
     progress: Callable[[int, int, int | None, int | None], object] | None = None,
-    folder_markers: bool = False,
+    **options: Any,
 ) -> dict[str, Any]:
     """Mirrors; the report as a dict, as for `extract`."""
 
@@ -138,20 +114,7 @@ def extract_many(
     per_archive: bool = False,
     shard: tuple[int, int] | None = None,
     at_once: int | None = None,
-    patterns: builtins.list[str] = ...,
-    exclude: builtins.list[str] = ...,
-    strip_components: int = 0,
-    overwrite: str = "refuse",
-    password: bytes | None = None,
-    max_output: int | None = None,
-    threads: int | None = None,
-    close: str | int | None = None,
-    fsync: bool = False,
-    space_check: bool = True,
-    devices: bool = False,
-    platform: str | None = None,
-    insecure_registry: bool = False,
-    layers_cache: str | None = None,
+    **options: Any,
 ) -> tuple[builtins.list[dict[str, Any]], BaseException | None]:
     """Extracts each source once; every source's row, and what stopped the run, if anything."""
 

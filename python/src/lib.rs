@@ -21,11 +21,11 @@ use std::sync::mpsc::{RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use fastwrite::described::{self, Door, Settings, Takes, Value};
 use fastwrite::{
-    Cancel, CloseMode, ErrorKind, FileMeta, MirrorOptions, Options, Overwrite, Report, Reporter,
-    RunError, Setting,
+    Cancel, ErrorKind, FileMeta, Options, Report, Reporter, RunError, Setting,
 };
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple, PyType};
@@ -111,24 +111,7 @@ fn for_python(message: &str) -> String {
 
 /// This package's words for a library setting.
 fn keyword(setting: Setting) -> &'static str {
-    match setting {
-        Setting::Replace => "overwrite='replace'",
-        Setting::Skip => "overwrite='skip'",
-        Setting::MaxOutput => "max_output",
-        Setting::NoSpaceCheck => "space_check=False",
-        Setting::Password => "password",
-        Setting::FileName => "file_name",
-        Setting::StripComponents => "strip_components",
-        Setting::Exclude => "exclude",
-        Setting::Delete => "delete=True",
-        Setting::HardLinks => "hard_links=True",
-        Setting::Devices => "devices=True",
-        Setting::Atomic => "atomic=True",
-        Setting::Update => "overwrite='update'",
-        Setting::PerArchive => "per_archive=True",
-        // A setting newer than this table: its library name still tells what to change.
-        _ => setting.name(),
-    }
+    fastwrite::described::spelled(setting).1
 }
 
 fn make_error(
@@ -373,47 +356,6 @@ impl Archive {
     }
 }
 
-fn overwrite_of(name: &str) -> PyResult<Overwrite> {
-    Ok(match name {
-        "refuse" => Overwrite::Refuse,
-        "replace" => Overwrite::Replace,
-        "skip" => Overwrite::Skip,
-        "update" => Overwrite::Update,
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "overwrite must be 'refuse', 'replace', 'skip' or 'update', not {name:?}"
-            )));
-        }
-    })
-}
-
-/// `close`: "auto", "inline", "deferred", or a number of close threads (deferred).
-fn close_of(close: &Bound<'_, PyAny>) -> PyResult<CloseMode> {
-    if let Ok(threads) = close.extract::<usize>() {
-        if threads == 0 {
-            return Err(PyValueError::new_err(
-                "close threads must be at least 1 (or use close='inline')",
-            ));
-        }
-        return Ok(CloseMode::Deferred { threads });
-    }
-    let name: String = close.extract().map_err(|_| {
-        PyValueError::new_err("close must be 'auto', 'inline', 'deferred' or a number of threads")
-    })?;
-    Ok(match name.as_str() {
-        "auto" => CloseMode::default(),
-        "inline" => CloseMode::Inline,
-        "deferred" => CloseMode::Deferred {
-            threads: CloseMode::default_deferred_threads(),
-        },
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "close must be 'auto', 'inline', 'deferred' or a number of threads, not {name:?}"
-            )));
-        }
-    })
-}
-
 fn mtime_of(seconds: Option<f64>) -> PyResult<Option<SystemTime>> {
     let Some(seconds) = seconds else {
         return Ok(None);
@@ -475,28 +417,59 @@ fn report_of<'py>(
     Ok(d)
 }
 
-/// The options every run shares.
-fn options(
-    threads: Option<usize>,
-    close: &Bound<'_, PyAny>,
-    overwrite: &str,
-    fsync: bool,
-    atomic: bool,
-    progress: Option<&Progress>,
-) -> PyResult<Options> {
-    if threads == Some(0) {
-        return Err(PyValueError::new_err(
-            "threads must be at least 1 (or None)",
-        ));
+/// A function's settings, from the keywords it was given: each as the library's one
+/// description of its options says the function takes it (`fastwrite::described`), converted
+/// by what it takes.
+fn settings(door: Door, options: Option<&Bound<'_, PyDict>>) -> PyResult<Settings> {
+    let mut settings = Settings::default();
+    for (key, value) in options.into_iter().flat_map(|o| o.iter()) {
+        let keyword: String = key.extract()?;
+        let Some(described) = described::DESCRIBED
+            .iter()
+            .find(|d| d.keyword == Some(keyword.as_str()) && d.functions.contains(&door))
+        else {
+            return Err(PyTypeError::new_err(format!(
+                "got an unexpected keyword argument '{keyword}'"
+            )));
+        };
+        let value = value_of(&value, described.takes, &keyword)?;
+        settings
+            .set(door, &keyword, value)
+            .map_err(PyValueError::new_err)?;
     }
-    Ok(Options {
-        threads,
-        close: close_of(close)?,
-        overwrite: overwrite_of(overwrite)?,
-        fsync,
-        atomic,
-        progress: progress.map(|p| Arc::clone(&p.counts) as Arc<dyn Reporter>),
-        ..Options::default()
+    Ok(settings)
+}
+
+/// A keyword's value, as the option takes it: a text is a password's UTF-8; patterns any
+/// iterable of texts; a path `str` or `os.PathLike`.
+fn value_of(value: &Bound<'_, PyAny>, takes: Takes, keyword: &str) -> PyResult<Value> {
+    let wrong = |e: PyErr| PyTypeError::new_err(format!("argument '{keyword}': {e}"));
+    Ok(match takes {
+        Takes::Switch => Value::Switch(value.extract().map_err(wrong)?),
+        Takes::Number => Value::Number(value.extract().map_err(wrong)?),
+        Takes::Text | Takes::Overwrite => Value::Text(value.extract().map_err(wrong)?),
+        Takes::Path => Value::Path(value.extract().map_err(wrong)?),
+        Takes::Texts if value.is_none() => Value::Texts(Vec::new()),
+        Takes::Texts => Value::Texts(
+            value
+                .try_iter()
+                .and_then(|items| items.map(|item| item?.extract()).collect())
+                .map_err(wrong)?,
+        ),
+        Takes::Bytes => match value.extract::<Option<String>>() {
+            Ok(text) => Value::Bytes(text.map(String::into_bytes)),
+            Err(_) => Value::Bytes(value.extract().map_err(wrong)?),
+        },
+        Takes::Close if value.is_none() => Value::Text(None),
+        Takes::Close => match value.extract::<u64>() {
+            Ok(threads) => Value::Number(Some(threads)),
+            Err(_) => Value::Text(Some(value.extract().map_err(wrong)?)),
+        },
+        _ => {
+            return Err(PyTypeError::new_err(format!(
+                "argument '{keyword}': taken by its function itself"
+            )));
+        }
     })
 }
 
@@ -508,63 +481,23 @@ fn progress_of(callback: Option<Py<PyAny>>) -> Option<Progress> {
 }
 
 /// Extracts `archive` into `out`; returns the report as a dict (failures included: the caller
-/// decides what to raise).
+/// decides what to raise). `options`: the keywords `KEYWORDS["extract"]` names.
 #[pyfunction]
-#[pyo3(signature = (
-    archive, out, *, label=None, name=None, patterns=Vec::new(), exclude=Vec::new(),
-    strip_components=0, overwrite="refuse", password=None, max_output=None, threads=None,
-    close=None, fsync=false, atomic=false, progress=None, file_name=None, space_check=true,
-    devices=false, folder_markers=false, platform=None, insecure_registry=false, layers_cache=None,
-))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (archive, out, *, label=None, name=None, progress=None, **options))]
 fn extract<'py>(
     py: Python<'py>,
     archive: &Bound<'py, PyAny>,
     out: PathBuf,
     label: Option<String>,
     name: Option<PathBuf>,
-    patterns: Vec<String>,
-    exclude: Vec<String>,
-    strip_components: usize,
-    overwrite: &str,
-    password: Option<Vec<u8>>,
-    max_output: Option<u64>,
-    threads: Option<usize>,
-    close: Option<&Bound<'py, PyAny>>,
-    fsync: bool,
-    atomic: bool,
     progress: Option<Py<PyAny>>,
-    file_name: Option<String>,
-    space_check: bool,
-    devices: bool,
-    folder_markers: bool,
-    platform: Option<String>,
-    insecure_registry: bool,
-    layers_cache: Option<PathBuf>,
+    options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let archive = Archive::from_py(archive, label, name)?;
     let progress = progress_of(progress);
-    let auto = "auto".into_pyobject(py)?.into_any();
-    let mut opts = options(
-        threads,
-        close.unwrap_or(&auto),
-        overwrite,
-        fsync,
-        atomic,
-        progress.as_ref(),
-    )?;
-    opts.select.patterns = patterns;
-    opts.select.exclude = exclude;
-    opts.select.strip_components = strip_components;
-    opts.password = password;
-    opts.max_output = max_output;
-    opts.file_name = file_name;
-    opts.space_check = space_check;
-    opts.devices = devices;
-    opts.folder_markers = folder_markers;
-    opts.platform = platform;
-    opts.insecure_registry = insecure_registry;
-    opts.layers_cache = layers_cache;
+    let mut opts = settings(Door::Extract, options)?.run;
+    opts.progress = progress.as_ref().map(|p| Arc::clone(&p.counts) as Arc<dyn Reporter>);
+    let strip_components = opts.select.strip_components;
     let cancel = opts.cancel.clone();
     let named = archive.path().map(Path::to_path_buf);
     let stream = archive.stream();
@@ -587,37 +520,18 @@ fn extract<'py>(
 }
 
 /// Lists `archive`: one tuple per entry (kind, name, size, mode, mtime, target, path, problem),
-/// and the failures of the listing.
+/// and the failures of the listing. `options`: the keywords `KEYWORDS["list"]` names.
 #[pyfunction]
-#[pyo3(signature = (
-    archive, *, label=None, name=None, patterns=Vec::new(), exclude=Vec::new(), strip_components=0,
-    platform=None, insecure_registry=false, layers_cache=None,
-))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (archive, *, label=None, name=None, **options))]
 fn list<'py>(
     py: Python<'py>,
     archive: &Bound<'py, PyAny>,
     label: Option<String>,
     name: Option<PathBuf>,
-    patterns: Vec<String>,
-    exclude: Vec<String>,
-    strip_components: usize,
-    platform: Option<String>,
-    insecure_registry: bool,
-    layers_cache: Option<PathBuf>,
+    options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyTuple>)> {
     let archive = Archive::from_py(archive, label, name)?;
-    let opts = Options {
-        select: fastwrite::Selection {
-            patterns,
-            exclude,
-            strip_components,
-        },
-        platform,
-        insecure_registry,
-        layers_cache,
-        ..Options::default()
-    };
+    let opts = settings(Door::List, options)?.run;
     let named = archive.path().map(Path::to_path_buf);
     let stream = archive.stream();
     type Row = (
@@ -675,50 +589,22 @@ fn list<'py>(
     Ok((PyList::new(py, rows)?, PyTuple::new(py, errors)?))
 }
 
-/// Makes `dst` an exact copy of `src`; returns the report as a dict.
+/// Makes `dst` an exact copy of `src`; returns the report as a dict. `options`: the keywords
+/// `KEYWORDS["mirror"]` names.
 #[pyfunction]
-#[pyo3(signature = (
-    src, dst, *, delete=false, dry_run=false, exclude=Vec::new(), checksum=false,
-    hard_links=false, copy_links=false, threads=None, close=None, fsync=false, progress=None,
-    folder_markers=false,
-))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (src, dst, *, progress=None, **options))]
 fn mirror<'py>(
     py: Python<'py>,
     src: PathBuf,
     dst: PathBuf,
-    delete: bool,
-    dry_run: bool,
-    exclude: Vec<String>,
-    checksum: bool,
-    hard_links: bool,
-    copy_links: bool,
-    threads: Option<usize>,
-    close: Option<&Bound<'py, PyAny>>,
-    fsync: bool,
     progress: Option<Py<PyAny>>,
-    folder_markers: bool,
+    options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let progress = progress_of(progress);
-    let auto = "auto".into_pyobject(py)?.into_any();
-    let mut opts = options(
-        threads,
-        close.unwrap_or(&auto),
-        // A mirror replaces what differs: that is what it is asked for.
-        "replace",
-        fsync,
-        false,
-        progress.as_ref(),
-    )?;
-    opts.folder_markers = folder_markers;
-    let mopts = MirrorOptions {
-        delete,
-        dry_run,
-        checksum,
-        hard_links,
-        copy_links,
-        excludes: exclude,
-    };
+    let Settings { run: mut opts, mirror: mopts } = settings(Door::Mirror, options)?;
+    // A mirror replaces what differs: that is what it is asked for.
+    opts.overwrite = fastwrite::Overwrite::Replace;
+    opts.progress = progress.as_ref().map(|p| Arc::clone(&p.counts) as Arc<dyn Reporter>);
     let cancel = opts.cancel.clone();
     let (result, stopped) = run(py, &cancel, progress.as_ref(), || {
         ran(fastwrite::mirror(&src, &dst, &opts, &mopts))
@@ -774,14 +660,21 @@ impl Batch {
         writers: Option<usize>,
     ) -> PyResult<Batch> {
         let cancel = Cancel::new();
+        let mut given = Settings::default();
+        given
+            .set(Door::Batch, "overwrite", Value::Text(Some(overwrite.to_string())))
+            .map_err(PyValueError::new_err)?;
+        if let Some(close) = close {
+            given
+                .set(Door::Batch, "close", value_of(close, Takes::Close, "close")?)
+                .map_err(PyValueError::new_err)?;
+        }
         let mut builder = fastwrite::Batch::builder(&root)
-            .overwrite(overwrite_of(overwrite)?)
+            .overwrite(given.run.overwrite)
+            .close(given.run.close)
             .fsync(fsync)
             .atomic(atomic)
             .cancel(cancel.clone());
-        if let Some(close) = close {
-            builder = builder.close(close_of(close)?);
-        }
         if let Some(writers) = writers {
             if writers == 0 {
                 return Err(PyValueError::new_err(
@@ -916,5 +809,20 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(many::set_max_requests_per_second, module)?)?;
     module.add_class::<Batch>()?;
     module.add("DEFAULT_MEMORY_BUDGET", Options::DEFAULT_MEMORY_BUDGET)?;
+    // The keywords each function takes for the library's options (`fastwrite::described`):
+    // every one, and those handed to the engine as `**options`.
+    let (keywords, options) = (PyDict::new(module.py()), PyDict::new(module.py()));
+    for (name, door) in [
+        ("extract", Door::Extract),
+        ("list", Door::List),
+        ("mirror", Door::Mirror),
+        ("extract_many", Door::Many),
+        ("Batch", Door::Batch),
+    ] {
+        keywords.set_item(name, described::keywords(door, true).collect::<Vec<_>>())?;
+        options.set_item(name, described::keywords(door, false).collect::<Vec<_>>())?;
+    }
+    module.add("KEYWORDS", keywords)?;
+    module.add("OPTIONS", options)?;
     Ok(())
 }

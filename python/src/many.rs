@@ -11,7 +11,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use super::{errno_of_io, for_python, make_error, options, run};
+use super::{errno_of_io, for_python, make_error, run, settings};
+use fastwrite::described::Door;
 
 /// A run of many that could not start, as `fastwrite.Error` of kind `start`.
 fn start_error(py: Python<'_>, error: &fastwrite::Error) -> PyErr {
@@ -99,15 +100,10 @@ fn row<'py>(py: Python<'py>, report: &SourceReport) -> PyResult<Bound<'py, PyDic
 
 /// Extracts each of `sources` (`(name, identity)`, as `expand` gives them) into `out`, each
 /// exactly once across calls; returns one dict per source taken, in the order they ended, and
-/// the Ctrl-C that stopped the run, if one did.
+/// the Ctrl-C that stopped the run, if one did. `options`: the keywords
+/// `KEYWORDS["extract_many"]` names.
 #[pyfunction]
-#[pyo3(signature = (
-    sources, out, *, per_archive=false, shard=None, at_once=None, patterns=Vec::new(),
-    exclude=Vec::new(), strip_components=0, overwrite="refuse", password=None, max_output=None,
-    threads=None, close=None, fsync=false, space_check=true, devices=false, platform=None,
-    insecure_registry=false, layers_cache=None,
-))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (sources, out, *, per_archive=false, shard=None, at_once=None, **options))]
 pub fn extract_many<'py>(
     py: Python<'py>,
     sources: Vec<(String, String)>,
@@ -115,20 +111,7 @@ pub fn extract_many<'py>(
     per_archive: bool,
     shard: Option<(u32, u32)>,
     at_once: Option<usize>,
-    patterns: Vec<String>,
-    exclude: Vec<String>,
-    strip_components: usize,
-    overwrite: &str,
-    password: Option<Vec<u8>>,
-    max_output: Option<u64>,
-    threads: Option<usize>,
-    close: Option<&Bound<'py, PyAny>>,
-    fsync: bool,
-    space_check: bool,
-    devices: bool,
-    platform: Option<String>,
-    insecure_registry: bool,
-    layers_cache: Option<PathBuf>,
+    options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<(Bound<'py, PyList>, Option<Py<PyAny>>)> {
     let shard = match shard {
         Some((index, count)) if count == 0 || index >= count => {
@@ -144,25 +127,7 @@ pub fn extract_many<'py>(
             "at_once must be at least 1 (or None)",
         ));
     }
-    let auto = "auto".into_pyobject(py)?.into_any();
-    let mut opts = options(
-        threads,
-        close.unwrap_or(&auto),
-        overwrite,
-        fsync,
-        false,
-        None,
-    )?;
-    opts.select.patterns = patterns;
-    opts.select.exclude = exclude;
-    opts.select.strip_components = strip_components;
-    opts.password = password;
-    opts.max_output = max_output;
-    opts.space_check = space_check;
-    opts.devices = devices;
-    opts.platform = platform;
-    opts.insecure_registry = insecure_registry;
-    opts.layers_cache = layers_cache;
+    let opts = settings(Door::Many, options)?.run;
     let sources: Vec<Source> = sources
         .into_iter()
         .map(|(name, identity)| Source { name, identity })

@@ -71,26 +71,12 @@ pub fn exit_code(report: &Report) -> i32 {
 /// This command line's words for a library setting that a message names as its remedy.
 fn flag(setting: Setting) -> &'static str {
     match setting {
-        Setting::Replace => "--overwrite",
-        Setting::Skip => "--skip-existing",
-        Setting::MaxOutput => "--max-output",
-        Setting::NoSpaceCheck => "--no-space-check",
         // The prompt only where there is a terminal to answer it.
         Setting::Password if std::io::IsTerminal::is_terminal(&std::io::stdin()) => {
             "--password, the FASTWRITE_PASSWORD environment variable, or at the prompt"
         }
         Setting::Password => "--password or the FASTWRITE_PASSWORD environment variable",
-        Setting::FileName => "--name",
-        Setting::StripComponents => "--strip-components",
-        Setting::Exclude => "--exclude",
-        Setting::Delete => "--delete",
-        Setting::HardLinks => "--hard-links",
-        Setting::Devices => "--devices",
-        Setting::Atomic => "--atomic",
-        Setting::Update => "--update",
-        Setting::PerArchive => "--per-archive",
-        // A setting newer than this table: its library name still tells what to change.
-        _ => setting.name(),
+        _ => fastwrite::described::spelled(setting).0,
     }
 }
 

@@ -3,6 +3,8 @@
 //! `cli.rs` is the one place that builds these from arguments; programs build them directly
 //! (or through [`Batch::builder`](crate::Batch::builder)).
 
+pub mod described;
+
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
