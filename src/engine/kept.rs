@@ -59,7 +59,7 @@ impl Kept {
     }
 }
 
-/// The message of [`ErrorKind::AlreadyExists`]: the error's path says which.
+/// The message of [`ErrorKind::AlreadyExists`](crate::ErrorKind::AlreadyExists): the error's path says which.
 pub(crate) fn already_exists() -> anyhow::Error {
     anyhow::anyhow!(
         "already exists ({} replaces it, {} keeps it)",

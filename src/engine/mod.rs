@@ -2,20 +2,25 @@
 //! tar, a mirrored tree, or a program through [`Batch`](crate::Batch)).
 //!
 //! A source speaks to its target ([`Target`]: a local folder, [`Disk`], or a bucket's prefix)
-//! in entries ([`Entry`]: a validated relative path, a kind, a mode, an mtime, a size) and in
-//! four calls:
+//! in entries ([`Entry`](crate::plan::Entry): a validated relative path, a kind, a mode, an
+//! mtime, a size) and in four calls:
 //! - [`Target::prepare`] registers a whole plan up front, or [`Target::add_dir`] and
 //!   [`Target::add_link`] register entries one at a time (a stream);
 //! - [`Target::write_file`] (through a [`Writer`] per thread) writes a file, from many threads
 //!   at once, making its parents as needed;
-//! - [`Run::record`] records what a source itself failed to read;
+//! - [`Run::record`](run::Run::record) records what a source itself failed to read;
 //! - [`Target::finish`] waits for every close, makes the links and empty directories, applies
 //!   directory metadata deepest first, and returns the [`Report`].
 //!
-//! The work is split by job: `dirs.rs` makes directories, `files.rs` writes files, `links.rs`
-//! makes links and applies directory metadata at the end, `copy.rs` copies source files in the
-//! kernel, and the close stage (`crate::close`) decides where every handle is closed. Data goes
-//! one way: source -> entries -> directories -> files -> close stage -> report.
+//! This file is the index and the run's skeleton (`run`, `open`: the one choice of target, by
+//! where the place is). Beside it what every target shares: `target.rs` (the trait),
+//! `writer.rs` and `state.rs` (a writer thread's handle and state), `run.rs` (the run's own
+//! state), `pump.rs` (content as it comes), `feed.rs` and `budget.rs` (writers fed by one
+//! reading thread), `writers.rs` (how many), `kept.rs` and `unverified.rs`. Each target is a
+//! module of its own: `folder/` (directories, files, links, a kill's leftovers and staging,
+//! the end of the run, a file per job) and `bucket/`; the close stage (`crate::close`) decides
+//! where every handle is closed. Data goes one way: source -> entries -> directories -> files
+//! -> close stage -> report.
 
 #[cfg(feature = "s3")]
 pub(crate) mod bucket;

@@ -1,14 +1,13 @@
 //! The seam between what is written and where it lands. Every source (zip, tar, a pipe, a
 //! program's batch, a mirror) speaks to one [`Engine`]: a [`Target`], which is a local folder
-//! ([`Disk`]) or, with the `s3` feature, a bucket prefix
-//! ([`Bucket`](super::bucket::Bucket)), and no source knows which. A target does the storage
-//! work alone (a file, a folder, a link, a stream, the end); what is the run's (failures,
-//! cancelling, the output cap, the reporter, the links to make) is kept once, in its
-//! [`Run`], and said once here. A writer thread's handle ([`Writer`]) is the same for every
-//! target.
+//! (`folder/`) or, with the `s3` feature, a bucket prefix (`bucket/`), and no source knows
+//! which. A target does the storage work alone (a file, a folder, a link, a stream, the end);
+//! what is the run's (failures, cancelling, the output cap, the reporter, the links to make) is
+//! kept once, in its [`Run`], and said once here. A writer thread's handle (`writer.rs`) is the
+//! same for every target.
 //!
 //! A new target implements [`Target`] (and [`StreamedFile`] for its streamed files), holds a
-//! [`Run`], and is made by [`open`] from the [`Place`] that names it.
+//! [`Run`], and is made by `engine::open` from the place (`crate::place::Place`) that names it.
 
 use std::io;
 use std::path::Path;

@@ -1,17 +1,17 @@
 //! Files written from data that then failed its check. A compressed tar's checksum (a gzip
 //! member's CRC, an xz stream's checks, a zstd stream's) comes after the data it covers, and
 //! the files of that data are written before it is read: when the check then fails, the
-//! source names those entries here ([`Disk::note_unverified`]), and at the end of the run, after
-//! every close, each is taken back (see [`Disk::take_back_unverified`]):
+//! source names those entries to its target ([`Target::unverified`](super::Target::unverified)),
+//! and at the end of the run, after every close, each is taken back (a folder's in
+//! `folder/unverified.rs`, a bucket's in `bucket/`):
 //! - a file this run created is removed;
 //! - a file that was to replace another (a later copy of a path, or an existing file with
 //!   `Overwrite::Replace`, which a source with checks holds under a temporary name until the
-//!   end) is removed from its temporary name, and what was
-//!   there stays;
+//!   end) is removed from its temporary name, and what was there stays;
 //! - a link is not made.
 //!
-//! Each is a failure of its own ([`ErrorKind::Unverified`]), so the user knows which files
-//! to fetch again; nothing unverified stays under a file's name.
+//! Each is a failure of its own ([`ErrorKind::Unverified`](crate::ErrorKind::Unverified)), so
+//! the user knows which files to fetch again; nothing unverified stays under a file's name.
 
 use std::path::PathBuf;
 

@@ -2,7 +2,7 @@
 //! zip from a file (read from its end) or still arriving from a bucket or URL, a tar plain or
 //! decompressed (a stream), a zip from a pipe (read by its local headers, found behind a
 //! self-extractor's program or padding within a bound), an image, or a single compressed file.
-//! [`open`] is the only place a kind is chosen: what it returns is a [`Source`], which each
+//! [`open`] is the only place a kind is chosen: what it returns is a [`Source`](super::source::Source), which each
 //! kind's module implements, and the three operations ask it rather than match on its kind.
 
 use std::fs::File;

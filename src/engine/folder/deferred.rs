@@ -24,7 +24,7 @@ pub(super) struct Deferred {
 }
 
 /// A later copy of a path, or a held replacement of an existing file (see
-/// [`Disk::hold_replaced`]), waiting under a temporary name.
+/// [`Disk::hold_replaced`](super::disk::Disk::hold_replaced)), waiting under a temporary name.
 pub(super) struct Rename {
     /// The entry's place in the source (its `index`): the last one wins.
     pub(super) order: usize,

@@ -4,9 +4,9 @@
 //! archive, devices and FIFOs skipped with a warning.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::anyhow;
+use anyhow::{anyhow, bail};
 
 use super::reader::{Kind, Member, Owner};
 use crate::error::{Error, ErrorKind, Setting};
@@ -141,27 +141,54 @@ impl<'s> Checker<'s> {
         for note in &member.notes {
             self.warnings.push(format!("'{name}': {note}"));
         }
-        let kind = match member.kind {
+        let entry = |path: PathBuf, kind, order, owner| Entry {
+            name: name.to_string(),
+            // (The root, `./`, is no file.)
+            sparse: member.sparse.is_some() && !path.as_os_str().is_empty(),
+            size: if path.as_os_str().is_empty() {
+                0
+            } else {
+                member.size
+            },
+            path,
+            kind,
+            mode: member.mode,
+            mtime: member.mtime,
+            index: order,
+            replaces: false,
+            owner,
+            absent: false,
+            xattrs: Vec::new(),
+        };
+        // `./` is the output folder itself: nothing to create, but its mode and mtime are the
+        // folder's, as GNU tar gives them to `.` (applied last, as every folder's).
+        if member.kind == Kind::Dir && plan::is_root(&String::from_utf8_lossy(&stored)) {
+            self.order += 1;
+            let owner = self.owners.ids(&member.owner);
+            return Ok(Some(entry(
+                PathBuf::new(),
+                EntryKind::Dir,
+                self.order,
+                owner,
+            )));
+        }
+        let Some(kind) = self.kind(member, name)? else {
+            return Ok(None);
+        };
+        let path =
+            plan::safe_relative_bytes(&stored).map_err(|r| refused(anyhow!("refused: {r}")))?;
+        self.check_path(member, &path, &kind).map_err(refused)?;
+        self.order += 1;
+        let owner = self.owners.ids(&member.owner);
+        Ok(Some(entry(path, kind, self.order, owner)))
+    }
+
+    /// What a member becomes: `Ok(None)` for what is skipped (a device without
+    /// [`Setting::Devices`], a volume label, an unknown type), each said.
+    fn kind(&mut self, member: &Member, name: &str) -> Result<Option<EntryKind>, Error> {
+        let refused = |error: anyhow::Error| Error::new(name, ErrorKind::Refused, error);
+        Ok(Some(match member.kind {
             Kind::File => EntryKind::File,
-            // `./` is the output folder itself: nothing to create, but its mode and mtime are
-            // the folder's, as GNU tar gives them to `.` (applied last, as every folder's).
-            Kind::Dir if plan::is_root(&String::from_utf8_lossy(&stored)) => {
-                self.order += 1;
-                return Ok(Some(Entry {
-                    name: name.to_string(),
-                    path: std::path::PathBuf::new(),
-                    kind: EntryKind::Dir,
-                    mode: member.mode,
-                    mtime: member.mtime,
-                    size: 0,
-                    index: self.order,
-                    sparse: false,
-                    replaces: false,
-                    owner: self.owners.ids(&member.owner),
-                    absent: false,
-                    xattrs: Vec::new(),
-                }));
-            }
             Kind::Dir => EntryKind::Dir,
             Kind::Symlink => EntryKind::Symlink {
                 target: plan::path_from_bytes(&member.link)
@@ -218,61 +245,49 @@ impl<'s> Checker<'s> {
                 self.skipped += 1;
                 return Ok(None);
             }
-        };
-        let path =
-            plan::safe_relative_bytes(&stored).map_err(|r| refused(anyhow!("refused: {r}")))?;
-        self.case
-            .check(&path)
-            .map_err(|r| refused(anyhow!("refused: {r}")))?;
+        }))
+    }
+
+    /// Refuses a path no entry may take: one another name of the archive would fold into,
+    /// one under a symlink of the archive, a symlink out of OUT, a hard link to what is not a
+    /// file written before it.
+    fn check_path(&mut self, member: &Member, path: &Path, kind: &EntryKind) -> anyhow::Result<()> {
+        self.case.check(path).map_err(|r| anyhow!("refused: {r}"))?;
         if let Some(link) = path
             .ancestors()
             .skip(1)
             .find(|a| self.symlinks.contains(*a))
         {
-            return Err(refused(anyhow!(
+            bail!(
                 "refused: its parent '{}' is a symlink in this archive",
                 link.display()
-            )));
+            );
         }
-        match &kind {
+        match kind {
             EntryKind::Symlink { target } => {
                 // Recorded even if refused: what the archive puts below it is refused too.
-                self.symlinks.insert(path.clone());
-                plan::check_symlink_target(&path, &target.to_string_lossy())
-                    .map_err(|r| refused(anyhow!("refused: {r}")))?;
+                self.symlinks.insert(path.to_path_buf());
+                plan::check_symlink_target(path, &target.to_string_lossy())
+                    .map_err(|r| anyhow!("refused: {r}"))?;
             }
             EntryKind::Hardlink { target }
                 if !self.files.contains(&path_key(target))
                     && self.unselected.contains(&archived_key(&member.link)) =>
             {
-                return Err(refused(anyhow!(
+                bail!(
                     "refused: hard link target '{}' is in the archive, but not selected: select it too, or leave the link out",
                     plan::display_bytes(&member.link)
-                )));
+                );
             }
             EntryKind::Hardlink { target } if !self.files.contains(&path_key(target)) => {
-                return Err(refused(anyhow!(
+                bail!(
                     "refused: hard link target '{}' is not a file earlier in this archive",
                     plan::display_bytes(&member.link)
-                )));
+                );
             }
             _ => {}
         }
-        self.order += 1;
-        Ok(Some(Entry {
-            name: name.to_string(),
-            sparse: member.sparse.is_some(),
-            path,
-            kind,
-            mode: member.mode,
-            mtime: member.mtime,
-            size: member.size,
-            index: self.order,
-            replaces: false,
-            owner: self.owners.ids(&member.owner),
-            absent: false,
-            xattrs: Vec::new(),
-        }))
+        Ok(())
     }
 }
 

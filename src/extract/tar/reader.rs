@@ -140,6 +140,109 @@ fn unsigned(field: &[u8], what: &str) -> anyhow::Result<u64> {
     u64::try_from(value).map_err(|_| anyhow!("the header's {what} is negative"))
 }
 
+/// A member's name and link target: pax records first, then GNU's long names, then the
+/// header's fields (a ustar header's name behind its prefix).
+fn names(
+    block: &[u8; BLOCK],
+    long_name: Option<Vec<u8>>,
+    long_link: Option<Vec<u8>>,
+    pax: &Pax,
+) -> (Vec<u8>, Vec<u8>) {
+    let ustar = &block[257..263] == b"ustar\0";
+    let header_name = || {
+        let name = until_nul(&block[..100]);
+        let prefix = until_nul(&block[345..500]);
+        if ustar && !prefix.is_empty() {
+            [prefix, b"/", name].concat()
+        } else {
+            name.to_vec()
+        }
+    };
+    let name = pax
+        .get("GNU.sparse.name")
+        .or_else(|| pax.get("path"))
+        .map(|n| until_nul(n).to_vec())
+        .or(long_name)
+        .unwrap_or_else(header_name);
+    let link = pax
+        .get("linkpath")
+        .map(|n| until_nul(n).to_vec())
+        .or(long_link)
+        .unwrap_or_else(|| until_nul(&block[157..257]).to_vec());
+    (name, link)
+}
+
+/// What a member is, by its type flag (and an old archive's trailing slash).
+fn kind_of(typeflag: u8, name: &[u8]) -> Kind {
+    match typeflag {
+        // Old archives mark directories only by a trailing slash.
+        b'0' | b'\0' | b'7' if name.ends_with(b"/") => Kind::Dir,
+        b'0' | b'\0' | b'7' | b'S' => Kind::File,
+        b'1' => Kind::HardLink,
+        b'2' => Kind::Symlink,
+        b'3' => Kind::CharDevice,
+        b'4' => Kind::BlockDevice,
+        // GNU's incremental archives (`tar -g`) store directories as dumpdirs: a
+        // directory with a listing of its names as data, which is not needed to extract.
+        b'5' | b'D' => Kind::Dir,
+        b'6' => Kind::Fifo,
+        other => Kind::Other(other),
+    }
+}
+
+/// A member's mtime: its pax record's (a malformed one taken as GNU tar and bsdtar take it,
+/// by the number it starts with, and said in `notes`), else its header's.
+fn mtime_of(block: &[u8; BLOCK], pax: &Pax, notes: &mut Vec<String>) -> Option<SystemTime> {
+    let header_mtime = || {
+        number(&block[136..148])
+            .ok()
+            .and_then(crate::platform::unix_time)
+    };
+    let Some(value) = pax.get("mtime") else {
+        return header_mtime();
+    };
+    pax_time(value).or_else(|| {
+        let leading = leading_number(value);
+        notes.push(format!(
+            "its pax mtime '{}' is malformed; {}",
+            String::from_utf8_lossy(value).escape_debug(),
+            if leading.is_empty() {
+                "the header's mtime is used".to_string()
+            } else {
+                format!("'{}' is used", String::from_utf8_lossy(leading))
+            }
+        ));
+        if leading.is_empty() {
+            header_mtime()
+        } else {
+            pax_time(leading)
+        }
+    })
+}
+
+/// A member's owner: pax records first (they hold ids past the octal fields' reach, and
+/// names past 32 bytes), then the header's fields (names in ustar and GNU headers only).
+fn owner_of(block: &[u8; BLOCK], pax: &Pax) -> Owner {
+    let id = |key: &str, range: std::ops::Range<usize>| match pax.get(key) {
+        Some(value) => decimal(value).ok().and_then(|n| u32::try_from(n).ok()),
+        None => number(&block[range])
+            .ok()
+            .and_then(|n| u32::try_from(n).ok()),
+    };
+    let ustar = block[257..262] == *b"ustar";
+    let name_of = |key: &str, range: std::ops::Range<usize>| match pax.get(key) {
+        Some(value) => value.to_vec(),
+        None if ustar => until_nul(&block[range]).to_vec(),
+        None => Vec::new(),
+    };
+    Owner {
+        uid: id("uid", 108..116),
+        gid: id("gid", 116..124),
+        user: name_of("uname", 265..297),
+        group: name_of("gname", 297..329),
+    }
+}
+
 /// The bytes of a name field, up to its first NUL.
 fn until_nul(bytes: &[u8]) -> &[u8] {
     bytes
@@ -255,71 +358,13 @@ impl<R: Read> Reader<R> {
         pax: &Pax,
     ) -> anyhow::Result<Member> {
         let typeflag = block[156];
-        let ustar = &block[257..263] == b"ustar\0";
-        let header_name = || {
-            let name = until_nul(&block[..100]);
-            let prefix = until_nul(&block[345..500]);
-            if ustar && !prefix.is_empty() {
-                [prefix, b"/", name].concat()
-            } else {
-                name.to_vec()
-            }
-        };
-        let name = pax
-            .get("GNU.sparse.name")
-            .or_else(|| pax.get("path"))
-            .map(|n| until_nul(n).to_vec())
-            .or(long_name)
-            .unwrap_or_else(header_name);
-        let link = pax
-            .get("linkpath")
-            .map(|n| until_nul(n).to_vec())
-            .or(long_link)
-            .unwrap_or_else(|| until_nul(&block[157..257]).to_vec());
-        let kind = match typeflag {
-            // Old archives mark directories only by a trailing slash.
-            b'0' | b'\0' | b'7' if name.ends_with(b"/") => Kind::Dir,
-            b'0' | b'\0' | b'7' | b'S' => Kind::File,
-            b'1' => Kind::HardLink,
-            b'2' => Kind::Symlink,
-            b'3' => Kind::CharDevice,
-            b'4' => Kind::BlockDevice,
-            // GNU's incremental archives (`tar -g`) store directories as dumpdirs: a
-            // directory with a listing of its names as data, which is not needed to extract.
-            b'5' | b'D' => Kind::Dir,
-            b'6' => Kind::Fifo,
-            other => Kind::Other(other),
-        };
+        let (name, link) = names(block, long_name, long_link, pax);
+        let kind = kind_of(typeflag, &name);
         let mode = number(&block[100..108])
             .ok()
             .and_then(|m| u32::try_from(m & 0o7777).ok());
         let mut notes = pax.notes.clone();
-        let header_mtime = || {
-            number(&block[136..148])
-                .ok()
-                .and_then(crate::platform::unix_time)
-        };
-        let mtime = match pax.get("mtime") {
-            Some(value) => pax_time(value).or_else(|| {
-                // GNU tar and bsdtar take the number the value starts with.
-                let leading = leading_number(value);
-                notes.push(format!(
-                    "its pax mtime '{}' is malformed; {}",
-                    String::from_utf8_lossy(value).escape_debug(),
-                    if leading.is_empty() {
-                        "the header's mtime is used".to_string()
-                    } else {
-                        format!("'{}' is used", String::from_utf8_lossy(leading))
-                    }
-                ));
-                if leading.is_empty() {
-                    header_mtime()
-                } else {
-                    pax_time(leading)
-                }
-            }),
-            None => header_mtime(),
-        };
+        let mtime = mtime_of(block, pax, &mut notes);
         // An old-style directory (a file type whose name ends in '/') stores no data, whatever
         // its size field says: GNU tar and bsdtar read the next header right after it.
         let stored = if kind == Kind::Dir && typeflag != b'D' {
@@ -327,20 +372,56 @@ impl<R: Read> Reader<R> {
         } else {
             stored
         };
+        let (size, sparse) = self.stored_data(block, (kind, typeflag), stored, pax, &mut notes)?;
+        let device = matches!(kind, Kind::CharDevice | Kind::BlockDevice).then(|| {
+            let field = |range: std::ops::Range<usize>| {
+                number(&block[range])
+                    .ok()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .unwrap_or(0)
+            };
+            (field(329..337), field(337..345))
+        });
+        let owner = match self.owners {
+            true => owner_of(block, pax),
+            false => Owner::default(),
+        };
+        Ok(Member {
+            kind,
+            name,
+            link,
+            mode,
+            mtime,
+            size,
+            sparse,
+            device,
+            notes,
+            owner,
+            xattrs: pax.xattrs(),
+        })
+    }
+
+    /// Where a member's data is: `stored` bytes follow its header, holding its size (or, for
+    /// a sparse file, its runs of data).
+    fn stored_data(
+        &mut self,
+        block: &[u8; BLOCK],
+        (kind, typeflag): (Kind, u8),
+        stored: u64,
+        pax: &Pax,
+        notes: &mut Vec<String>,
+    ) -> anyhow::Result<(u64, Option<Sparse>)> {
         self.left = stored;
         self.padding = padding(stored);
+        let pax_sparse = [
+            "GNU.sparse.major",
+            "GNU.sparse.size",
+            "GNU.sparse.map",
+            "GNU.sparse.offset",
+        ];
         let (size, sparse) = if typeflag == b'S' {
             self.old_gnu_sparse(block, stored)?
-        } else if kind == Kind::File
-            && [
-                "GNU.sparse.major",
-                "GNU.sparse.size",
-                "GNU.sparse.map",
-                "GNU.sparse.offset",
-            ]
-            .iter()
-            .any(|key| pax.get(key).is_some())
-        {
+        } else if kind == Kind::File && pax_sparse.iter().any(|key| pax.get(key).is_some()) {
             self.pax_sparse(pax, stored)?
         } else {
             (stored, None)
@@ -364,53 +445,7 @@ impl<R: Read> Reader<R> {
                 size,
             });
         }
-        let device = matches!(kind, Kind::CharDevice | Kind::BlockDevice).then(|| {
-            let field = |range: std::ops::Range<usize>| {
-                number(&block[range])
-                    .ok()
-                    .and_then(|n| u32::try_from(n).ok())
-                    .unwrap_or(0)
-            };
-            (field(329..337), field(337..345))
-        });
-        // pax records first (they hold ids past the octal fields' reach, and names past 32
-        // bytes), then the header's fields (names in ustar and GNU headers only).
-        let id = |key: &str, range: std::ops::Range<usize>| match pax.get(key) {
-            Some(value) => decimal(value).ok().and_then(|n| u32::try_from(n).ok()),
-            None => number(&block[range])
-                .ok()
-                .and_then(|n| u32::try_from(n).ok()),
-        };
-        let ustar = block[257..262] == *b"ustar";
-        let name_of = |key: &str, range: std::ops::Range<usize>| match pax.get(key) {
-            Some(value) => value.to_vec(),
-            None if ustar => until_nul(&block[range]).to_vec(),
-            None => Vec::new(),
-        };
-        let owner = if self.owners {
-            Owner {
-                uid: id("uid", 108..116),
-                gid: id("gid", 116..124),
-                user: name_of("uname", 265..297),
-                group: name_of("gname", 297..329),
-            }
-        } else {
-            Owner::default()
-        };
-        let xattrs = pax.xattrs();
-        Ok(Member {
-            kind,
-            name,
-            link,
-            mode,
-            mtime,
-            size,
-            sparse,
-            device,
-            notes,
-            owner,
-            xattrs,
-        })
+        Ok((size, sparse))
     }
 
     /// An old GNU sparse member: four runs in the header, 21 more in each extension block

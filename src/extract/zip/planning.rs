@@ -185,36 +185,8 @@ impl Planner<'_, '_> {
             let error = anyhow::anyhow!(DAMAGED);
             return Planned::Reject(name, ErrorKind::Source, error);
         };
-        let start = zf.header_start();
-        match self.locals {
-            Locals::Here => {
-                let (end, disagreement) = match check_local(self.bytes, zf, &central) {
-                    Local::Damaged => {
-                        let error = anyhow::anyhow!(DAMAGED);
-                        return Planned::Reject(name, ErrorKind::Source, error);
-                    }
-                    Local::Agrees { end } => (end, None),
-                    Local::Disagrees { end, error } => (end, Some(error)),
-                };
-                self.spans.push(integrity::Span {
-                    entry: index,
-                    start,
-                    end,
-                });
-                if let Some(error) = disagreement {
-                    return Planned::Reject(name, ErrorKind::Refused, error);
-                }
-            }
-            // The local header's extra field is not known yet: the span is at least the
-            // header's fixed part, the name the record gives and the data; the rest is
-            // checked as the entry is written.
-            Locals::Later => self.spans.push(integrity::Span {
-                entry: index,
-                start,
-                end: start
-                    .saturating_add(30 + zf.name_raw().len() as u64)
-                    .saturating_add(zf.compressed_size()),
-            }),
+        if let Some(refused) = self.span(zf, index, &central, &name) {
+            return refused;
         }
         let bytes = match decoded {
             Ok(bytes) => bytes,
@@ -248,28 +220,10 @@ impl Planner<'_, '_> {
         if central.flags & integrity::STRONG_ENCRYPTION != 0 {
             return Planned::Reject(name, ErrorKind::Source, integrity::strong_encryption());
         }
-        if zf.encrypted() {
-            let archive = &mut self.archive;
-            let opens = |password: &[u8]| {
-                !matches!(
-                    archive.by_index_decrypt(index, password),
-                    Err(zip::result::ZipError::InvalidPassword)
-                )
-            };
-            match self.password.checked(opens) {
-                Ok(Some(_)) => {}
-                Ok(None) => {
-                    self.locked += 1;
-                    let error =
-                        anyhow::anyhow!("encrypted: give its password with {}", Setting::Password);
-                    return Planned::Reject(name, ErrorKind::Source, error);
-                }
-                Err(super::WrongPassword) => {
-                    self.wrong += 1;
-                    let error = anyhow::anyhow!("wrong password: it does not open this entry");
-                    return Planned::Reject(name, ErrorKind::Source, error);
-                }
-            }
+        if zf.encrypted()
+            && let Some(locked) = self.unlock(index, &name)
+        {
+            return locked;
         }
         let kind = match what {
             // Its target is its content, read once every entry is planned.
@@ -294,6 +248,75 @@ impl Planner<'_, '_> {
             absent: false,
             xattrs: Vec::new(),
         })
+    }
+    /// Notes where the entry's bytes are (its local header, where the zip is here, is checked
+    /// against its record); a refusal where it is damaged or the two disagree.
+    fn span(
+        &mut self,
+        zf: &ZipFileEntry<'_>,
+        index: usize,
+        central: &integrity::Central<'_>,
+        name: &str,
+    ) -> Option<Planned> {
+        let start = zf.header_start();
+        match self.locals {
+            Locals::Here => {
+                let (end, disagreement) = match check_local(self.bytes, zf, central) {
+                    Local::Damaged => {
+                        let error = anyhow::anyhow!(DAMAGED);
+                        return Some(Planned::Reject(name.to_string(), ErrorKind::Source, error));
+                    }
+                    Local::Agrees { end } => (end, None),
+                    Local::Disagrees { end, error } => (end, Some(error)),
+                };
+                self.spans.push(integrity::Span {
+                    entry: index,
+                    start,
+                    end,
+                });
+                if let Some(error) = disagreement {
+                    return Some(Planned::Reject(name.to_string(), ErrorKind::Refused, error));
+                }
+            }
+            // The local header's extra field is not known yet: the span is at least the
+            // header's fixed part, the name the record gives and the data; the rest is
+            // checked as the entry is written.
+            Locals::Later => self.spans.push(integrity::Span {
+                entry: index,
+                start,
+                end: start
+                    .saturating_add(30 + zf.name_raw().len() as u64)
+                    .saturating_add(zf.compressed_size()),
+            }),
+        }
+        None
+    }
+
+    /// An encrypted entry's password, checked once for all entries: a refusal where there is
+    /// none, or it does not open this one.
+    fn unlock(&mut self, index: usize, name: &str) -> Option<Planned> {
+        let archive = &mut self.archive;
+        let opens = |password: &[u8]| {
+            !matches!(
+                archive.by_index_decrypt(index, password),
+                Err(zip::result::ZipError::InvalidPassword)
+            )
+        };
+        match self.password.checked(opens) {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                self.locked += 1;
+                let error =
+                    anyhow::anyhow!("encrypted: give its password with {}", Setting::Password);
+                return Some(Planned::Reject(name.to_string(), ErrorKind::Source, error));
+            }
+            Err(super::WrongPassword) => {
+                self.wrong += 1;
+                let error = anyhow::anyhow!("wrong password: it does not open this entry");
+                return Some(Planned::Reject(name.to_string(), ErrorKind::Source, error));
+            }
+        }
+        None
     }
 }
 

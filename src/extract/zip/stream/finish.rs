@@ -287,6 +287,18 @@ fn is_empty_folder(root: &OutDir, path: &Path) -> bool {
         && std::fs::read_dir(root.path().join(path)).is_ok_and(|mut d| d.next().is_none())
 }
 
+/// Where `path` is now that the folders in `moved` moved (where each was, where it is).
+fn now(moved: &HashMap<PathBuf, PathBuf>, path: &Path) -> PathBuf {
+    let mut at = PathBuf::new();
+    for part in path.components() {
+        at.push(part);
+        if let Some(to) = moved.get(&at) {
+            at = to.clone();
+        }
+    }
+    at
+}
+
 /// Moves each entry whose record names it otherwise to that name, shallowest first: a folder
 /// moves with what it holds, and a folder the stream made for an entry's local name (with no
 /// entry of its own) moves where the record's name puts it, so none is left behind empty.
@@ -298,16 +310,6 @@ fn rename(
 ) {
     // Folders moved: where each was, where it is.
     let mut moved: HashMap<PathBuf, PathBuf> = HashMap::new();
-    let now = |moved: &HashMap<PathBuf, PathBuf>, path: &Path| -> PathBuf {
-        let mut at = PathBuf::new();
-        for part in path.components() {
-            at.push(part);
-            if let Some(to) = moved.get(&at) {
-                at = to.clone();
-            }
-        }
-        at
-    };
     let mut order: Vec<usize> = (0..settled.len())
         .filter(|&i| settled[i].path != settled[i].written.path)
         .collect();
@@ -326,53 +328,7 @@ fn rename(
         if from == to {
             continue;
         }
-        let result = (|| -> anyhow::Result<()> {
-            // The folders on the way, shallowest first: one the stream made under another
-            // spelling moves there; one that is missing is made.
-            let depth = to.components().count();
-            for level in 1..depth {
-                let want: PathBuf = to.components().take(level).collect();
-                match root.kind(&want) {
-                    Ok(FileKind::Dir) => continue,
-                    Ok(_) => anyhow::bail!(
-                        "cannot move it to its name in the central directory: '{}' is in the way, and not a folder",
-                        want.display()
-                    ),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => {
-                        return Err(anyhow::Error::new(e)
-                            .context("cannot move it to its name in the central directory"));
-                    }
-                }
-                let was: PathBuf = now(&moved, &from).components().take(level).collect();
-                if was != want && matches!(root.kind(&was), Ok(FileKind::Dir)) {
-                    root.move_new(&was, &want).with_context(|| {
-                        format!(
-                            "cannot move the folder '{}' to '{}'",
-                            was.display(),
-                            want.display()
-                        )
-                    })?;
-                    touched.extend(was.parent().map(Path::to_path_buf));
-                    moved.insert(was, want.clone());
-                } else {
-                    root.create_dir(&want)
-                        .with_context(|| format!("cannot make the folder '{}'", want.display()))?;
-                }
-                touched.extend(want.parent().map(Path::to_path_buf));
-            }
-            let from = now(&moved, &from);
-            root.move_new(&from, &to).context(
-                "cannot move it to its name in the central directory (something is in the way)",
-            )?;
-            touched.extend(from.parent().map(Path::to_path_buf));
-            touched.extend(to.parent().map(Path::to_path_buf));
-            if dir {
-                moved.insert(from, to.clone());
-            }
-            Ok(())
-        })();
-        if let Err(error) = result {
+        if let Err(error) = move_one(root, &mut moved, (&from, &to, dir), touched) {
             let at = now(&moved, &settled[i].written.path);
             let removed = if dir {
                 is_empty_folder(root, &at) && root.remove_tree(&at).is_ok()
@@ -395,15 +351,80 @@ fn rename(
         let at = now(&moved, &s.path);
         s.path = at;
     }
-    // The folders the stream made for local names that split otherwise (a CP437 name's `\` is
-    // a separator, a Shift-JIS name's byte is not) and that nothing is in now: removed.
+    remove_left_behind(root, settled, &moved, touched);
+    failed.sort_unstable();
+    for i in failed.into_iter().rev() {
+        settled.remove(i);
+    }
+}
+
+/// Moves one entry from `from` to `to` (a folder with what it holds), making or moving the
+/// folders on the way, shallowest first: one the stream made under another spelling moves
+/// there; one that is missing is made.
+fn move_one(
+    root: &OutDir,
+    moved: &mut HashMap<PathBuf, PathBuf>,
+    (from, to, dir): (&Path, &Path, bool),
+    touched: &mut Vec<PathBuf>,
+) -> anyhow::Result<()> {
+    let depth = to.components().count();
+    for level in 1..depth {
+        let want: PathBuf = to.components().take(level).collect();
+        match root.kind(&want) {
+            Ok(FileKind::Dir) => continue,
+            Ok(_) => anyhow::bail!(
+                "cannot move it to its name in the central directory: '{}' is in the way, and not a folder",
+                want.display()
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(anyhow::Error::new(e)
+                    .context("cannot move it to its name in the central directory"));
+            }
+        }
+        let was: PathBuf = now(moved, from).components().take(level).collect();
+        if was != want && matches!(root.kind(&was), Ok(FileKind::Dir)) {
+            root.move_new(&was, &want).with_context(|| {
+                format!(
+                    "cannot move the folder '{}' to '{}'",
+                    was.display(),
+                    want.display()
+                )
+            })?;
+            touched.extend(was.parent().map(Path::to_path_buf));
+            moved.insert(was, want.clone());
+        } else {
+            root.create_dir(&want)
+                .with_context(|| format!("cannot make the folder '{}'", want.display()))?;
+        }
+        touched.extend(want.parent().map(Path::to_path_buf));
+    }
+    let from = now(moved, from);
+    root.move_new(&from, to)
+        .context("cannot move it to its name in the central directory (something is in the way)")?;
+    touched.extend(from.parent().map(Path::to_path_buf));
+    touched.extend(to.parent().map(Path::to_path_buf));
+    if dir {
+        moved.insert(from, to.to_path_buf());
+    }
+    Ok(())
+}
+
+/// The folders the stream made for local names that split otherwise (a CP437 name's `\` is a
+/// separator, a Shift-JIS name's byte is not) and that nothing is in now: removed.
+fn remove_left_behind(
+    root: &OutDir,
+    settled: &[Settled<'_>],
+    moved: &HashMap<PathBuf, PathBuf>,
+    touched: &mut Vec<PathBuf>,
+) {
     let kept: HashSet<&Path> = settled.iter().flat_map(|s| s.path.ancestors()).collect();
     let mut left: Vec<PathBuf> = settled
         .iter()
         .filter(|s| s.path != s.written.path)
         .flat_map(|s| s.written.path.ancestors().skip(1))
         .filter(|p| !p.as_os_str().is_empty())
-        .map(|p| now(&moved, p))
+        .map(|p| now(moved, p))
         .filter(|p| !kept.contains(p.as_path()))
         .collect();
     left.sort();
@@ -413,10 +434,6 @@ fn rename(
         if is_empty_folder(root, &folder) && root.remove_tree(&folder).is_ok() {
             touched.extend(folder.parent().map(Path::to_path_buf));
         }
-    }
-    failed.sort_unstable();
-    for i in failed.into_iter().rev() {
-        settled.remove(i);
     }
 }
 
