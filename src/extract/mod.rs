@@ -67,18 +67,31 @@ use select::Chooser;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn extract(archive: &Path, out: &Path, opts: &Options) -> Result<Report, RunError> {
-    let out = Place::output(out)
-        .map_err(|e| RunError::Start(Error::start(archive, ErrorKind::Source, e)))?;
-    extract_to(archive, &out, opts)
+    extract_to(archive, &output(out, archive)?, opts)
 }
 
 /// [`extract`] into a place already decided (a run of many decides its output once).
 pub(crate) fn extract_to(archive: &Path, out: &Place, opts: &Options) -> Result<Report, RunError> {
+    run(archive, || open(archive), out, opts)
+}
+
+/// Where an extraction writes, decided once, as the library is handed it; a refusal is the
+/// run's start failing (`archive` names it).
+fn output(out: &Path, archive: &Path) -> Result<Place, RunError> {
+    Place::output(out).map_err(|e| RunError::Start(Error::start(archive, ErrorKind::Source, e)))
+}
+
+/// A whole extraction of what `open` opens (named `archive`) into `out`, staged where it can be.
+fn run(
+    archive: &Path,
+    open: impl FnOnce() -> anyhow::Result<Input>,
+    out: &Place,
+    opts: &Options,
+) -> Result<Report, RunError> {
     let start = Instant::now();
-    let mut report = crate::engine::staged(out, opts, |dest| {
-        extract_any(archive, || open(archive), dest, opts)
-    })
-    .map_err(|e| RunError::Start(Error::start(archive, ErrorKind::Source, e)))?;
+    let mut report =
+        crate::engine::staged(out, opts, |dest| extract_any(archive, open, dest, opts))
+            .map_err(|e| RunError::Start(Error::start(archive, ErrorKind::Source, e)))?;
     report.wall = start.elapsed();
     RunError::check(report)
 }
@@ -118,17 +131,9 @@ pub fn extract_reader(
     out: &Path,
     opts: &Options,
 ) -> Result<Report, RunError> {
-    let start = Instant::now();
-    let open = || input::open_reader(reader, label);
-    let mut report = Place::output(out)
-        .and_then(|dest| {
-            crate::engine::staged(&dest, opts, |dest| {
-                extract_any(Path::new(label), open, dest, opts)
-            })
-        })
-        .map_err(|e| RunError::Start(Error::start(Path::new(label), ErrorKind::Source, e)))?;
-    report.wall = start.elapsed();
-    RunError::check(report)
+    let named = Path::new(label);
+    let out = output(out, named)?;
+    run(named, || input::open_reader(reader, label), &out, opts)
 }
 
 /// `archive` names the input in messages; `open` opens it.

@@ -222,7 +222,7 @@ pub fn extract_all(
         .filter(|s| many.shard.is_none_or(|shard| shard.takes(s)))
         .collect();
     summary.other_shards = (sources.len() - taken.len()) as u64;
-    let out = Place::output(out).map_err(start_error)?;
+    let out = output(out)?;
     let destinations = destinations(&taken, &out, many.per_archive)?;
     let records = Records::open(&out).map_err(start_error)?;
     let remote = out.can().each_a_request || taken.iter().any(|s| s.is_remote());
@@ -308,10 +308,10 @@ pub fn extract_one(
     opts: &Options,
     per_archive: bool,
 ) -> Result<SourceReport, Error> {
-    let start_error = |e: anyhow::Error| Error::start(out, ErrorKind::Directory, e);
-    let out = Place::output(out).map_err(start_error)?;
+    let out = output(out)?;
     let destination = destinations(&[source], &out, per_archive)?.remove(0);
-    let records = Records::open(&out).map_err(start_error)?;
+    let records =
+        Records::open(&out).map_err(|e| Error::start(out.named(), ErrorKind::Directory, e))?;
     Ok(run_one(source, &destination, opts, &records, None))
 }
 
@@ -324,9 +324,14 @@ pub fn destinations_of(
     out: &Path,
     per_archive: bool,
 ) -> Result<Vec<PathBuf>, Error> {
-    let out = Place::output(out).map_err(|e| Error::start(out, ErrorKind::Directory, e))?;
+    let out = output(out)?;
     let places = destinations(&sources.iter().collect::<Vec<_>>(), &out, per_archive)?;
     Ok(places.iter().map(|p| p.named().to_path_buf()).collect())
+}
+
+/// Where a run of many writes, decided once for all its sources.
+fn output(out: &Path) -> Result<Place, Error> {
+    Place::output(out).map_err(|e| Error::start(out, ErrorKind::Directory, e))
 }
 
 /// Where each source goes: all into `out`, or each into a folder of its own under it, two

@@ -24,19 +24,18 @@ impl Source {
     /// The source `name` (a path or URL, taken as it is), with its identity looked up: a local
     /// file's size and mtime (nothing if it cannot be read: its run will say why).
     pub fn new(name: impl Into<String>) -> Source {
-        let name = name.into();
-        let identity = if crate::place::url_scheme(Path::new(&name)).is_some() {
-            String::new()
-        } else {
-            std::fs::metadata(&name)
-                .map(|meta| local_identity(&meta))
-                .unwrap_or_default()
+        let mut source = Source {
+            name: name.into(),
+            identity: String::new(),
         };
-        Source { name, identity }
+        if !source.is_remote() {
+            source.identity = std::fs::metadata(&source.name)
+                .map(|meta| local_identity(&meta))
+                .unwrap_or_default();
+        }
+        source
     }
-}
 
-impl Source {
     /// Whether it is read over a network (a URL: a store's object, a web server's file, a
     /// registry's image), where each source mostly waits for round trips.
     pub(crate) fn is_remote(&self) -> bool {
