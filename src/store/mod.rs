@@ -1,14 +1,16 @@
 //! The store client: what fastwrite knows of an object store, below the write engine and the
 //! sources alike. The bucket target (`engine/bucket`) writes through it; the sources that read
 //! a store (an archive in a bucket, `extract/remote.rs`; a prefix mirrored down,
-//! `mirror/from_bucket.rs`) and the records of a run of many (`jobs/records.rs`) read through
+//! `mirror/prefix.rs`) and the records of a run of many (`jobs/records.rs`) read through
 //! it. Nothing here knows of entries being written, failures being counted or a run's state.
 //!
-//! - `client.rs`: what every store's client shares: the HTTP client and its meter (requests in
+//! - `connect.rs`: the client of a URL's store, and the runtime its requests run on;
+//!   `client.rs`: what every store's client shares: the HTTP client and its meter (requests in
 //!   flight, answers lost, throttling), how it retries; `pace.rs` the process's cap on
-//!   requests a second.
-//! - `requests.rs`: the requests a store makes its own way beside its client (keys as they
-//!   are, writes that never replace, server-side copy, the open uploads of a key).
+//!   requests a second; `keys.rs`: keys and digests as the client takes them.
+//! - `requests.rs`: what fastwrite asks of a store's client (`Store`), and the requests a store
+//!   makes its own way beside it (keys as they are, writes that never replace, server-side
+//!   copy, the open uploads of a key); `wire.rs` sends them and reads their answers.
 //! - `said.rs`: a store's error in one line a person can read.
 //! - `s3/`: S3, its settings and credentials (as the AWS CLI reads them) and its requests;
 //!   `azure/`: Azure Blob Storage, the same (as the Azure CLI and azcopy read them); `gcs/`:
@@ -17,7 +19,8 @@
 //!   honoured), once a process.
 //! - `stale.rs`: the marks of multipart uploads, and what killed runs left.
 //! - `object.rs`: what a file becomes as an object (its metadata, as rclone and s3fs read it).
-//! - `source.rs`: a prefix read, never written.
+//! - `source.rs`: a prefix read; for a mirror into one, its keys deleted or copied into it
+//!   server-side (never a file written: that is the bucket target's).
 //! - `flight.rs`: how many requests to keep in flight (Little's law), uploads and downloads.
 
 mod client;

@@ -1,8 +1,9 @@
-//! A bucket prefix read from (`mirror s3://BUCKET/PREFIX DIR`): listed, its objects' metadata
-//! looked at (HEAD), their bodies fetched (GET), many at once on the client's runtime while the
-//! caller writes what has arrived. Nothing is ever written to it (no probe, no marks, so
-//! read-only credentials are enough) but, for a run of many sources, its completion records
-//! ([`Source::create`]).
+//! A bucket prefix as a mirror's side (`mirror/prefix.rs`): listed, its objects' metadata looked
+//! at (HEAD), their bodies fetched (GET), many at once on the client's runtime while the caller
+//! writes what has arrived. As a source nothing is written to it (no probe, no marks, so
+//! read-only credentials are enough); as a destination a mirror deletes its keys
+//! ([`Source::delete_keys`]) and copies into it server-side ([`Source::copy_keys`]); a run of
+//! many keeps its completion records in one ([`Source::create`]).
 //!
 //! - Requests in flight: sized as the uploads are (`flight.rs`), by Little's law from the
 //!   request times the run measures and the caller's time per object (what writing it takes),
