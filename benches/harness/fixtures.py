@@ -1,0 +1,325 @@
+"""What a bench runs against, started for it and always stopped after it (context managers):
+the fastwrite binary (a copy named by its hash, so a rebuild during a bench changes nothing),
+the lab's servers (lab/servers.py: the command lines and readiness checks the tests use), the
+lab's one delay proxy (lab/delay-proxy.go), the mounts (lab/netfs, lab/slowfs), and each store's
+client settings, listings and metadata. Everything listens on 127.0.0.1 and is bounded in time.
+"""
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+LAB = REPO / "lab"
+BUILT = REPO / "target" / "lab"  # what lab/build makes
+CACHE = Path(os.environ.get("FASTWRITE_BENCH_CACHE", Path.home() / ".cache" / "fastwrite-bench"))
+# Stamped by every delete of ours: the next batch waits until ext4 reuses those inodes again.
+SETTLE_MARKER = Path(os.environ.get("TMPDIR", "/tmp")) / "fastwrite-bench.last-cleanup"
+sys.path.insert(0, str(LAB))
+import servers  # noqa: E402  (lab/servers.py: the tests' way of starting each server)
+
+
+def say(*words):
+    print("bench:", *words, file=sys.stderr, flush=True)
+
+
+def run(argv, timeout=600, **kw):
+    """A command that must succeed (setup, not timed), bounded in time."""
+    return subprocess.run([str(a) for a in argv], check=True, timeout=timeout, **kw)
+
+
+def output(argv, timeout=600, **kw):
+    return run(argv, timeout, capture_output=True, text=True, **kw).stdout
+
+
+def need(program, hint):
+    if not shutil.which(program):
+        raise SystemExit(f"bench: {program} is required ({hint})")
+
+
+def have(program):
+    """Whether a peer is installed; a missing one is left out, saying so."""
+    if shutil.which(program):
+        return True
+    say(f"{program} is not installed: left out")
+    return False
+
+
+def version(argv):
+    try:
+        text = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except OSError:
+        return "?"
+    lines = (text.stdout or text.stderr).strip().splitlines()
+    return lines[0] if lines else "?"
+
+
+def delete(path):
+    """Deletes a tree (only between batches or at the end: see runner.wait_for_fast_creates)."""
+    if os.path.lexists(path):
+        subprocess.run(["rm", "-rf", "--", str(path)], check=True, timeout=3600)
+        os.sync()
+        SETTLE_MARKER.touch()
+
+
+def binary(path, name="fastwrite"):
+    """A copy of the binary at PATH in the cache, named by its hash: what the bench runs."""
+    path = Path(path).resolve()
+    if not os.access(path, os.X_OK):
+        raise SystemExit(f"bench: no {name} binary at {path} (cargo build --release, or --{name})")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    copy = CACHE / "bin" / f"{name}-{digest}"
+    if not copy.exists():
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, f"{copy}.tmp")
+        os.replace(f"{copy}.tmp", copy)
+    return str(copy)
+
+
+def fastwrite(path=None):
+    return binary(path or os.environ.get("FASTWRITE") or REPO / "target/release/fastwrite")
+
+
+@contextlib.contextmanager
+def lock():
+    """One bench at a time on this machine: two ruin each other's timings (and one's deletes
+    slow the other's creates for minutes)."""
+    with open(Path(os.environ.get("TMPDIR", "/tmp")) / "fastwrite-bench.lock", "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say("another bench is running; waiting for it to finish")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def lab_build():
+    """Builds the lab (lab/build: the close preload library, the floor model, slowfs, the delay
+    proxy); the preload library's path."""
+    return output([LAB / "build"], timeout=300).strip()
+
+
+def cpu_seconds(pid):
+    """User + system seconds process PID has used so far (0 when there is none)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def server(name, folder, port=None):
+    """A lab server (lab/servers.py) running in FOLDER for the block."""
+    with servers.serve(name, str(folder), port) as s:
+        yield s
+
+
+class Proxy:
+    def __init__(self, proc, port, stats):
+        self.proc, self.pid, self.port, self.stats = proc, proc.pid, port, stats
+        self.endpoint = f"http://127.0.0.1:{port}"
+
+    def requests(self):
+        """The requests counted so far, by method ({} without -stats)."""
+        time.sleep(0.05)  # the proxy counts a request as its head passes: let the last one land
+        try:
+            return json.loads(Path(self.stats).read_text())["requests"]
+        except (OSError, ValueError, TypeError, KeyError):
+            return {}
+
+
+def read_line(proc, seconds, what):
+    """The first line PROC prints, within SECONDS."""
+    ready, _, _ = select.select([proc.stdout], [], [], seconds)
+    line = proc.stdout.readline() if ready else ""
+    if not line:
+        proc.kill()
+        raise SystemExit(f"bench: {what} did not start: {proc.stderr.read()[-2000:]}")
+    return line
+
+
+@contextlib.contextmanager
+def proxy(target_port, delay_ms, stats=None):
+    """The lab's delay proxy in front of TARGET_PORT, DELAY_MS each way; with STATS, it counts
+    the HTTP requests there (Proxy.requests)."""
+    lab_build()
+    exe = BUILT / "delay-proxy"
+    if not exe.exists():
+        raise SystemExit("bench: lab/build made no delay proxy (it needs Go: .ci/setup)")
+    argv = [str(exe)] + (["-stats", str(stats)] if stats else []) + ["0", str(target_port)]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    proc = subprocess.Popen(argv + [str(delay_ms)], **pipes)
+    try:
+        port = int(read_line(proc, 10, "the delay proxy").split()[-1])
+        yield Proxy(proc, port, stats)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+class Mount:
+    def __init__(self, path):
+        self.path, self.backing, self.counts = Path(path), Path(f"{path}.backing"), ""
+
+    def backing_of(self, path):
+        """Where a path of the mount lives on the local disk: counted there, no round trips."""
+        return self.backing / Path(path).relative_to(self.path)
+
+
+@contextlib.contextmanager
+def mount(kind, path, *args):
+    """lab/netfs (sshfs through the delay proxy: `mount("netfs", MNT, DELAY_MS)`) or lab/slowfs
+    (`mount("slowfs", MNT, "flush=5", ...)`) at PATH for the block; slowfs's counts after it in
+    Mount.counts."""
+    script = LAB / kind
+    if subprocess.run([script, "check"], timeout=300).returncode != 0:
+        raise SystemExit(f"bench: {kind} cannot mount here (root, /dev/fuse, `lab/{kind} install`)")
+    run([script, "up", path, *args], timeout=120, stdout=subprocess.DEVNULL)
+    m = Mount(path)
+    try:
+        yield m
+    finally:
+        down = [script, "down", path]
+        m.counts = subprocess.run(down, capture_output=True, text=True, timeout=120).stdout
+
+
+def clean_env(**extra):
+    """This machine's environment without its store settings (a profile, a session token, a CA
+    bundle that rclone refuses), with EXTRA."""
+    prefixes = ("AWS_", "RCLONE_", "AZURE", "GOOGLE_", "STORAGE_EMULATOR", "S3_ENDPOINT")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
+    env.update(extra)
+    return env
+
+
+class Store:
+    """A store the benches write to or read from: its kind (s3, azure, gcs), where the server
+    itself answers (DIRECT), the clients' settings for any endpoint (a proxy's), and untimed
+    reads of what a run left there (straight from the server)."""
+
+    SCHEMES = {"s3": "s3", "azure": "az", "gcs": "gs"}
+
+    def __init__(self, kind, direct):
+        self.kind, self.direct, self.scheme = kind, direct, self.SCHEMES[kind]
+
+    def url(self, bucket, prefix=""):
+        return f"{self.scheme}://{bucket}/{prefix}"
+
+    def env(self, endpoint=None):
+        """fastwrite's, rclone's (remote B:) and the aws CLI's settings, pointed at ENDPOINT."""
+        ep = endpoint or self.direct
+        if self.kind == "gcs":
+            return clean_env(
+                STORAGE_EMULATOR_HOST=ep.removeprefix("http://"),
+                RCLONE_CONFIG=os.devnull,
+                RCLONE_CONFIG_B_TYPE="google cloud storage",
+                RCLONE_CONFIG_B_ANONYMOUS="true",
+                RCLONE_CONFIG_B_ENDPOINT=f"{ep}/storage/v1/",
+            )
+        if self.kind == "azure":
+            account, key = servers.AZURE_ACCOUNT, servers.AZURE_KEY
+            return clean_env(
+                AZURE_STORAGE_CONNECTION_STRING=f"DefaultEndpointsProtocol=http;AccountName="
+                f"{account};AccountKey={key};BlobEndpoint={ep}/{account};",
+                RCLONE_CONFIG=os.devnull,
+                RCLONE_CONFIG_B_TYPE="azureblob",
+                RCLONE_CONFIG_B_USE_EMULATOR="true",
+                RCLONE_CONFIG_B_ACCOUNT=account,
+                RCLONE_CONFIG_B_KEY=key,
+                RCLONE_CONFIG_B_ENDPOINT=f"{ep}/{account}",
+            )
+        access, secret, region = servers.ACCESS, servers.SECRET, servers.REGION
+        return clean_env(
+            AWS_ACCESS_KEY_ID=access,
+            AWS_SECRET_ACCESS_KEY=secret,
+            AWS_REGION=region,
+            AWS_DEFAULT_REGION=region,
+            AWS_ENDPOINT_URL=ep,
+            AWS_ALLOW_HTTP="true",
+            AWS_EC2_METADATA_DISABLED="true",
+            AWS_CONFIG_FILE=os.devnull,
+            AWS_SHARED_CREDENTIALS_FILE=os.devnull,
+            AWS_PAGER="",
+            RCLONE_CONFIG=os.devnull,
+            RCLONE_CONFIG_B_TYPE="s3",
+            RCLONE_CONFIG_B_PROVIDER="Other",
+            RCLONE_CONFIG_B_ACCESS_KEY_ID=access,
+            RCLONE_CONFIG_B_SECRET_ACCESS_KEY=secret,
+            RCLONE_CONFIG_B_REGION=region,
+            RCLONE_CONFIG_B_ENDPOINT=ep,
+        )
+
+    def aws(self, *args):
+        return json.loads(output(["aws", *args, "--output", "json"], env=self.env()) or "{}")
+
+    def make_bucket(self, name):
+        if self.kind == "gcs":
+            body = json.dumps({"name": name}).encode()
+            req = urllib.request.Request(f"{self.direct}/storage/v1/b", body, method="POST")
+            req.add_header("content-type", "application/json")
+            urllib.request.urlopen(req, timeout=60).read()
+        elif self.kind == "azure":  # readable by anyone: the listings need no signature
+            argv = ["rclone", "mkdir", "--azureblob-public-access", "container", f"B:{name}"]
+            run(argv, timeout=60, env=self.env())
+        else:
+            self.aws("s3api", "create-bucket", "--bucket", name)
+
+    def list(self, bucket, prefix=""):
+        """{key under PREFIX: (size, etag, last modified)} of every object, all pages."""
+        got = {}
+        if self.kind == "s3":
+            # (The aws CLI reads every page itself.)
+            listing = self.aws("s3api", "list-objects-v2", "--bucket", bucket, "--prefix", prefix)
+            for o in listing.get("Contents", []):
+                got[o["Key"]] = (o["Size"], o.get("ETag"), o.get("LastModified"))
+        elif self.kind == "gcs":
+            token = ""
+            while True:
+                q = urllib.parse.urlencode({"prefix": prefix, "pageToken": token})
+                url = f"{self.direct}/storage/v1/b/{bucket}/o?{q}"
+                page = json.load(urllib.request.urlopen(url, timeout=60))
+                for o in page.get("items", []):
+                    got[o["name"]] = (int(o["size"]), o.get("etag"), o.get("updated"))
+                if not (token := page.get("nextPageToken", "")):
+                    break
+        else:
+            marker = ""
+            while True:
+                q = {"restype": "container", "comp": "list", "prefix": prefix, "marker": marker}
+                url = f"{self.direct}/{servers.AZURE_ACCOUNT}/{bucket}?{urllib.parse.urlencode(q)}"
+                root = ET.fromstring(urllib.request.urlopen(url, timeout=60).read())
+                for blob in root.iter("Blob"):
+                    props = blob.find("Properties")
+                    size, etag = props.findtext("Content-Length"), props.findtext("Etag")
+                    got[blob.findtext("Name")] = (int(size), etag, props.findtext("Last-Modified"))
+                if not (marker := root.findtext("NextMarker") or ""):
+                    break
+        return {k[len(prefix) :]: v for k, v in got.items()}
+
+    def head(self, bucket, key):
+        """An object's user metadata and LastModified, in HeadObject's shape."""
+        if self.kind == "s3":
+            h = self.aws("s3api", "head-object", "--bucket", bucket, "--key", key)
+            return {"Metadata": h.get("Metadata", {}), "LastModified": h.get("LastModified")}
+        if self.kind == "gcs":
+            url = f"{self.direct}/storage/v1/b/{bucket}/o/{urllib.parse.quote(key, safe='')}"
+            h = json.load(urllib.request.urlopen(url, timeout=60))
+            return {"Metadata": h.get("metadata", {}), "LastModified": h.get("updated")}
+        url = f"{self.direct}/{servers.AZURE_ACCOUNT}/{bucket}/{urllib.parse.quote(key)}"
+        answer = urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=60)
+        meta = {
+            k[10:].lower(): v for k, v in answer.headers.items() if k.lower()[:10] == "x-ms-meta-"
+        }
+        return {"Metadata": meta, "LastModified": answer.headers.get("Last-Modified")}
