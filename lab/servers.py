@@ -106,15 +106,19 @@ def _die_with_parent():
     libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def start(name, folder):
-    """Starts NAME in FOLDER: (the Popen, its port). Raises RuntimeError with the log's end."""
+def start(name, folder, port=None):
+    """Starts NAME in FOLDER (on PORT, else a free one): (the Popen, its port). Raises
+    RuntimeError with the log's end."""
     command, path, mark = SERVERS[name]
     os.makedirs(folder, exist_ok=True)
     log_path = os.path.join(folder, "server.log")
     # Their own settings only: none of this machine's (VGW_*, ROOT_* would change versitygw's).
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VGW_", "ROOT_"))}
-    for _ in range(5):
-        port = free_port()
+    fixed = port
+    for attempt in range(5):
+        if fixed and attempt:
+            time.sleep(0.5)  # the same port, once its last owner let it go
+        port = fixed or free_port()
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
                 command(port, folder),
@@ -155,9 +159,9 @@ class Running:
 
 
 @contextlib.contextmanager
-def serve(name, folder):
+def serve(name, folder, port=None):
     """NAME running in FOLDER for the `with` block, stopped after it whatever happens."""
-    proc, port = start(name, folder)
+    proc, port = start(name, folder, port)
     try:
         yield Running(name, proc, port)
     finally:
