@@ -94,19 +94,37 @@ def linux():
         )
 
     once(folder / "linux.tar.xz", xz)
-    once(
-        folder / "linux.tar",
-        lambda p: run(["bash", "-c", f"xz -dc -T2 {folder}/linux.tar.xz > {p}"]),
-    )
-    once(
-        folder / "linux.tar.gz",
-        lambda p: run(["bash", "-c", f"pigz -p2 -6 -c {folder}/linux.tar > {p}"]),
-    )
-    once(
-        folder / "linux.tar.zst",
-        lambda p: run(["zstd", "-q", "-3", "-T2", folder / "linux.tar", "-o", p]),
-    )
+    return packed(folder, "linux")
+
+
+PACKERS = {  # how each format is made from the .tar, and the .tar from it
+    "tar.gz": ("pigz -p2 -6 -c", "gzip -dc"),
+    "tar.zst": ("zstd -q -3 -T2 -c", "zstd -dc"),
+    "tar.xz": ("xz -6 -T2 -c", "xz -dc -T2"),
+}
+
+
+def packed(folder, stem):
+    """FOLDER/STEM.tar and its .tar.gz, .tar.zst, .tar.xz, each made from one that is there."""
+
+    def shell(command):
+        return lambda part: run(["bash", "-c", f"{command} > {part}"], timeout=3600)
+
+    for fmt, (_, unpack) in PACKERS.items():
+        if (folder / f"{stem}.{fmt}").exists():
+            once(folder / f"{stem}.tar", shell(f"{unpack} {folder}/{stem}.{fmt}"))
+    for fmt, (pack, _) in PACKERS.items():
+        once(folder / f"{stem}.{fmt}", shell(f"{pack} {folder}/{stem}.tar"))
     return folder
+
+
+def small_tars():
+    """The small generated tree (2,000 files) as small.tar, .tar.gz, .tar.zst and .tar.xz: the
+    tar peers' input for a smoke run."""
+    folder = CACHE / "small-tars"
+    folder.mkdir(parents=True, exist_ok=True)
+    once(folder / "small.tar", lambda p: shutil.copy(generated("small") / "corpus.tar", p))
+    return packed(folder, "small")
 
 
 NPM_PACKAGE = os.environ.get("NPM_PACKAGE", "@mui/icons-material@9.5.0")
@@ -128,15 +146,7 @@ def npm(package=NPM_PACKAGE):
         os.replace(f"{part}.tgz", part)
 
     once(folder / "npm.tar.gz", pack)
-    once(folder / "npm.tar", lambda p: run(["bash", "-c", f"gzip -dc {folder}/npm.tar.gz > {p}"]))
-    once(
-        folder / "npm.tar.zst",
-        lambda p: run(["zstd", "-q", "-3", "-T2", folder / "npm.tar", "-o", p]),
-    )
-    once(
-        folder / "npm.tar.xz", lambda p: run(["bash", "-c", f"xz -6 -T2 -c {folder}/npm.tar > {p}"])
-    )
-    return folder
+    return packed(folder, "npm")
 
 
 def tree(kind):

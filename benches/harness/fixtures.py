@@ -48,11 +48,16 @@ def need(program, hint):
         raise SystemExit(f"bench: {program} is required ({hint})")
 
 
+MISSING = set()  # the peers found missing, so that naming one in --tools is no error
+
+
 def have(program):
     """Whether a peer is installed; a missing one is left out, saying so."""
     if shutil.which(program):
         return True
-    say(f"{program} is not installed: left out")
+    if program not in MISSING:
+        say(f"{program} is not installed: left out")
+    MISSING.add(program)
     return False
 
 

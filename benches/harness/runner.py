@@ -200,7 +200,7 @@ class Bench:
     def wanted(self, tools, default=None):
         """TOOLS ({name: ...}) that --tools names (else those in DEFAULT, else all)."""
         names = self.args.tools.split(",") if self.args.tools else default or list(tools)
-        unknown = [n for n in names if n not in tools]
+        unknown = [n for n in names if n not in tools and n not in fixtures.MISSING]
         if unknown:
             raise SystemExit(f"bench: unknown tools {unknown} (these are: {', '.join(tools)})")
         return {n: tools[n] for n in tools if n in names}
