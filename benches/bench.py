@@ -34,7 +34,11 @@ def main():
         raise SystemExit(module.main(args))
     with fixtures.lock():
         bench = runner.Bench(name, args)
-        module.run(bench)
+        try:
+            module.run(bench)
+        except BaseException:
+            fixtures.say(f"{name} stopped; its outputs and logs are in {bench.work}")
+            raise
         bench.finish()
 
 

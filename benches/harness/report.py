@@ -49,14 +49,14 @@ def cell(v):
 
 
 def table(rows, base="fastwrite", meters=(), per=None):
-    """The markdown table of one batch: each tool's median wall time, its ratio to BASE's,
-    client CPU (and per object, given PER objects a run), peak RSS, and the METERS' columns."""
+    """The markdown table of one batch: each tool's median wall time and its ratio to BASE's
+    (None: no ratios), client CPU (and per object, given PER objects a run) and its ratio, peak
+    RSS, and the METERS' columns."""
     med = medians(rows)
     b = med.get(base) if med.get(base, {}).get("n") else None
-    cols = ["tool", "good runs", "wall", f"/ {base}", "client CPU"] + (
-        ["per object"] if per else []
-    )
-    cols += [f"/ {base}", "peak RSS"] + list(meters)
+    ratio_to = [f"/ {base}"] if base else []
+    cols = ["tool", "good runs", "wall", *ratio_to, "client CPU", *(["per object"] if per else [])]
+    cols += [*ratio_to, "peak RSS", *meters]
     lines = ["| " + " | ".join(cols) + " |", "| --- |" + " ---: |" * (len(cols) - 1)]
     for tool, m in med.items():
         name = tool.replace("|", "\\|")
@@ -64,21 +64,13 @@ def table(rows, base="fastwrite", meters=(), per=None):
             lines.append(f"| {name} | 0 of {m['of']} | FAILED |" + " |" * (len(cols) - 3))
             continue
         cells = [name, f"{m['n']} of {m['of']}", seconds(m["wall"])]
-        cells.append(f"{m['wall'] / b['wall']:.2f}" if b else "-")
-        cells.append(seconds(m["cpu"]))
-        if per:
-            cells.append(f"{m['cpu'] / per * 1e6:.0f} µs")
-        cells.append(f"{m['cpu'] / b['cpu']:.2f}" if b and b["cpu"] else "-")
-        cells.append(f"{m['rss_kib'] / 1024:.0f} MiB")
-        cells += [cell(m.get(k, "-")) for k in meters]
+        cells += [f"{m['wall'] / b['wall']:.2f}" if b else "-"] if base else []
+        cells += [seconds(m["cpu"])] + ([f"{m['cpu'] / per * 1e6:.0f} µs"] if per else [])
+        cells += [f"{m['cpu'] / b['cpu']:.2f}" if b and b["cpu"] else "-"] if base else []
+        cells += [f"{m['rss_kib'] / 1024:.0f} MiB"] + [cell(m.get(k, "-")) for k in meters]
         lines.append("| " + " | ".join(cells) + " |")
-    bad = [r for r in rows if r["status"] != "ok"]
-    lines += (
-        ["", "Failed runs:"] + [f"- {r['tool']} r{r['round']}: {r['status']}" for r in bad]
-        if bad
-        else []
-    )
-    return "\n".join(lines)
+    bad = [f"- {r['tool']} r{r['round']}: {r['status']}" for r in rows if r["status"] != "ok"]
+    return "\n".join(lines + (["", "Failed runs:", *bad] if bad else []))
 
 
 def ratio(rows, a, b):

@@ -47,7 +47,7 @@ TARGET = 0.8
 
 def arguments(p):
     p.add_argument("--docs", action="store_true", help="splice the table into the docs")
-    p.add_argument("rows", nargs="*", default=list(ROWS), choices=[[], *ROWS])
+    p.add_argument("rows", nargs="*", default=list(ROWS), help=", ".join(ROWS))
 
 
 def line(label, rows):
@@ -68,7 +68,7 @@ def line(label, rows):
 def run(b):
     b.args.lean, b.args.old, b.args.noop_rounds, rounds, lines = False, None, 10, b.rounds, []
     for row in b.args.rows:
-        label, scenario, what, peers, row_rounds = ROWS[row]
+        label, scenario, what, peers, row_rounds = ROWS.get(row) or exit(f"bench: no row {row}")
         b.args.tools, b.rounds = f"{peers},fastwrite", 1 if b.smoke else row_rounds or rounds
         if scenario is zip_peers:
             lines.append(line(label, zip_peers.measure(b, what)))
