@@ -33,6 +33,7 @@ Usage:
       [--timeout 60]
   benches/differential.py --compare BEFORE.json AFTER.json
 """
+
 import argparse
 import concurrent.futures
 import hashlib
@@ -50,7 +51,9 @@ REFERENCE_LIMITS = ["prlimit", "--as=2147483648", "--fsize=1073741824"]
 MODES = ("file", "pipe")
 FASTWRITE_OUTS = {"fastwrite-file", "fastwrite-pipe", "fastwrite-pipe-named"}
 # References not run on an archive, as in tests/corpus.rs: what they write is too large.
-NOT_RUN = {("la__libarchive__test__test_read_format_zip_uncompressed_size_off_by_4gib.zip", "bsdtar")}
+NOT_RUN = {
+    ("la__libarchive__test__test_read_format_zip_uncompressed_size_off_by_4gib.zip", "bsdtar")
+}
 TAR_REFERENCES = {
     "tar": lambda a, d: ["tar", "-xpf", a, "-C", d],
     "bsdtar": lambda a, d: ["bsdtar", "-xpf", a, "-C", d],
@@ -66,9 +69,15 @@ def run(cmd, cwd, stdin_bytes=None):
     """Run cmd with TZ=UTC0 and the timeout; (exit code or None if timed out, stderr text).
     A signal gives a negative code. stdin_bytes go through a pipe."""
     env = dict(os.environ, TZ="UTC0")
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, start_new_session=True,
-                            stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+        stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         _, err = proc.communicate(stdin_bytes, timeout=TIMEOUT)
         code = proc.returncode
@@ -147,8 +156,10 @@ def diff(expected, actual):
 
 
 def holds_huge_file(root):
-    return any(entry.is_file(follow_symlinks=False) and entry.stat().st_size > HUGE
-               for _, entry in walk(root))
+    return any(
+        entry.is_file(follow_symlinks=False) and entry.stat().st_size > HUGE
+        for _, entry in walk(root)
+    )
 
 
 def fresh(work, name):
@@ -172,8 +183,9 @@ def run_fastwrite(fastwrite, archive, data, work):
     code, err = run([fastwrite, "extract", "-", "-o", out, "--devices"], work, data)
     if "with no name inside: give it one with --name" in err:
         out = fresh(work, "fastwrite-pipe-named")
-        code, err = run([fastwrite, "extract", "-", "-o", out, "--devices", "--name", "single"],
-                        work, data)
+        code, err = run(
+            [fastwrite, "extract", "-", "-o", out, "--devices", "--name", "single"], work, data
+        )
     runs["pipe"] = (code, err, out, outside(work) - runs["file"][3])
     return runs
 
@@ -203,8 +215,9 @@ def run_references(name, archive, data, work, zip_):
             trees[ref] = dest
     if zip_:
         dest = fresh(work, "ref-bsdtar-pipe")
-        exits["bsdtar-pipe"], _ = run(REFERENCE_LIMITS + ["bsdtar", "-xpf", "-", "-C", dest],
-                                      dest, data)
+        exits["bsdtar-pipe"], _ = run(
+            REFERENCE_LIMITS + ["bsdtar", "-xpf", "-", "-C", dest], dest, data
+        )
         trees["bsdtar-pipe"] = dest if exits["bsdtar-pipe"] == 0 else None
     return exits, trees
 
@@ -212,8 +225,13 @@ def run_references(name, archive, data, work, zip_):
 def judge(agreed, tree, code, zip_):
     """(differs, diff lines) of one fastwrite tree against the agreed one."""
     lines = diff(agreed, tree)
-    single = (not agreed and not zip_ and code == 0 and len(tree) == 1
-              and next(iter(tree.values()))[0] == "file")
+    single = (
+        not agreed
+        and not zip_
+        and code == 0
+        and len(tree) == 1
+        and next(iter(tree.values()))[0] == "file"
+    )
     return bool(lines) and not single, lines
 
 
@@ -229,9 +247,15 @@ def check(fastwrite, archive, root):
         fw = run_fastwrite(fastwrite, archive, data, work)
         for mode, (code, err, _, escapes) in fw.items():
             first = next((l for l in err.splitlines() if l.strip()), "")[:500]
-            result["modes"][mode] = {"exit": code, "stderr": first, "crash": crash(code, err),
-                                     "escapes": sorted(escapes), "differs": False,
-                                     "nonzero": False, "diff": []}
+            result["modes"][mode] = {
+                "exit": code,
+                "stderr": first,
+                "crash": crash(code, err),
+                "escapes": sorted(escapes),
+                "differs": False,
+                "nonzero": False,
+                "diff": [],
+            }
         if any(holds_huge_file(out) for _, _, out, _ in fw.values()):
             result["skipped"] = "fastwrite wrote a file over 64 MiB"
             return name, result
@@ -247,12 +271,14 @@ def check(fastwrite, archive, root):
         if not result["agree"]:
             return name, result
         if zip_:
-            result["bsdtar_pipe_differs"] = (piped is None or holds_huge_file(piped)
-                                             or scan(piped) != first)
+            result["bsdtar_pipe_differs"] = (
+                piped is None or holds_huge_file(piped) or scan(piped) != first
+            )
         for mode, (code, _, out, _) in fw.items():
             differs, lines = judge(first, scan(out), code, zip_)
-            result["modes"][mode].update(differs=differs, nonzero=code != 0,
-                                         diff=lines[:20] if differs else [])
+            result["modes"][mode].update(
+                differs=differs, nonzero=code != 0, diff=lines[:20] if differs else []
+            )
         return name, result
     except TooDeep as e:
         result["skipped"] = str(e)
@@ -282,36 +308,45 @@ def archives_in(dirs):
 
 def summarize(results):
     """{mode: {count: n}} over all archives; plus what bsdtar -xf - loses on zips."""
-    summary = {"archives": len(results),
-               "agree": sum(bool(r.get("agree")) for r in results.values()),
-               "skipped": sum("skipped" in r for r in results.values()),
-               "bsdtar_pipe_differs": sum(bool(r.get("bsdtar_pipe_differs"))
-                                          for r in results.values())}
+    summary = {
+        "archives": len(results),
+        "agree": sum(bool(r.get("agree")) for r in results.values()),
+        "skipped": sum("skipped" in r for r in results.values()),
+        "bsdtar_pipe_differs": sum(bool(r.get("bsdtar_pipe_differs")) for r in results.values()),
+    }
     for mode in MODES:
         rows = [r["modes"][mode] for r in results.values()]
-        summary[mode] = {"differs": sum(m["differs"] for m in rows),
-                         "nonzero": sum(m["nonzero"] for m in rows),
-                         "crashes": sum(bool(m["crash"]) for m in rows),
-                         "escapes": sum(bool(m["escapes"]) for m in rows)}
+        summary[mode] = {
+            "differs": sum(m["differs"] for m in rows),
+            "nonzero": sum(m["nonzero"] for m in rows),
+            "crashes": sum(bool(m["crash"]) for m in rows),
+            "escapes": sum(bool(m["escapes"]) for m in rows),
+        }
     return summary
 
 
 def report(results, summary):
-    print(f"{summary['archives']} archives; the references agree on {summary['agree']}; "
-          f"{summary['skipped']} not compared (listed last)")
+    print(
+        f"{summary['archives']} archives; the references agree on {summary['agree']}; "
+        f"{summary['skipped']} not compared (listed last)"
+    )
     print(f"{'mode':6} {'differs':>8} {'nonzero':>8} {'crashes':>8} {'escapes':>8}")
     for mode in MODES:
         s = summary[mode]
         print(f"{mode:6} {s['differs']:8} {s['nonzero']:8} {s['crashes']:8} {s['escapes']:8}")
-    print(f"zips where the references agree and `bsdtar -xpf -` differs: "
-          f"{summary['bsdtar_pipe_differs']}")
+    print(
+        f"zips where the references agree and `bsdtar -xpf -` differs: "
+        f"{summary['bsdtar_pipe_differs']}"
+    )
     for name, r in sorted(results.items()):
         for mode in MODES:
             m = r["modes"][mode]
             if m["differs"] or m["nonzero"] or m["crash"]:
                 what = "; ".join(m["diff"][:3]) or "same tree"
-                print(f"  {name} [{mode}] exit {m['exit']}{' CRASH ' + m['crash'] if m['crash'] else ''}"
-                      f": {what} | {m['stderr'][:160]}")
+                print(
+                    f"  {name} [{mode}] exit {m['exit']}{' CRASH ' + m['crash'] if m['crash'] else ''}"
+                    f": {what} | {m['stderr'][:160]}"
+                )
             if m["escapes"]:
                 print(f"  {name} [{mode}]: written outside OUT: {m['escapes']}")
     for name, r in sorted(results.items()):
@@ -327,8 +362,13 @@ def compare(before_path, after_path):
         after = json.load(f)
     print(f"the references agree: {before['summary']['agree']} -> {after['summary']['agree']}")
     for key in ("file", "pipe"):
-        print(f"{key}: " + ", ".join(f"{c} {before['summary'][key][c]} -> {after['summary'][key][c]}"
-                                     for c in ("differs", "nonzero", "crashes", "escapes")))
+        print(
+            f"{key}: "
+            + ", ".join(
+                f"{c} {before['summary'][key][c]} -> {after['summary'][key][c]}"
+                for c in ("differs", "nonzero", "crashes", "escapes")
+            )
+        )
     verdict = lambda m: (m["differs"], m["nonzero"], m["crash"], m["exit"], bool(m["escapes"]))
     for name in sorted(set(before["archives"]) | set(after["archives"])):
         b, a = before["archives"].get(name), after["archives"].get(name)
@@ -336,13 +376,17 @@ def compare(before_path, after_path):
             print(f"  {name}: only in {'after' if b is None else 'before'}")
             continue
         if b.get("agree") != a.get("agree"):
-            print(f"  {name}: the references agree {b.get('agree')} -> {a.get('agree')}"
-                  f" (exit codes {b.get('references')} -> {a.get('references')})")
+            print(
+                f"  {name}: the references agree {b.get('agree')} -> {a.get('agree')}"
+                f" (exit codes {b.get('references')} -> {a.get('references')})"
+            )
         for mode in MODES:
             vb, va = verdict(b["modes"][mode]), verdict(a["modes"][mode])
             if vb != va:
-                print(f"  {name} [{mode}]: differs/nonzero/crash/exit/escaped {vb} -> {va}"
-                      f" | {a['modes'][mode]['stderr'][:120]}")
+                print(
+                    f"  {name} [{mode}]: differs/nonzero/crash/exit/escaped {vb} -> {va}"
+                    f" | {a['modes'][mode]['stderr'][:120]}"
+                )
 
 
 def main():
@@ -351,8 +395,9 @@ def main():
     parser.add_argument("--fastwrite", help="the fastwrite binary")
     parser.add_argument("--jobs", type=int, default=1, help="archives at once (default 1)")
     parser.add_argument("--json", help="write every result here")
-    parser.add_argument("--timeout", type=int, default=TIMEOUT,
-                        help=f"seconds a run may take (default {TIMEOUT})")
+    parser.add_argument(
+        "--timeout", type=int, default=TIMEOUT, help=f"seconds a run may take (default {TIMEOUT})"
+    )
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
     parser.add_argument("dirs", nargs="*", help="folders of archives")
     args = parser.parse_args()
@@ -379,8 +424,17 @@ def main():
     if args.json:
         version = subprocess.run([fastwrite, "--version"], capture_output=True, text=True).stdout
         with open(args.json, "w") as f:
-            json.dump({"fastwrite": version.strip(), "dirs": args.dirs, "summary": summary,
-                       "archives": results}, f, indent=1, sort_keys=True)
+            json.dump(
+                {
+                    "fastwrite": version.strip(),
+                    "dirs": args.dirs,
+                    "summary": summary,
+                    "archives": results,
+                },
+                f,
+                indent=1,
+                sort_keys=True,
+            )
 
 
 if __name__ == "__main__":

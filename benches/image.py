@@ -47,6 +47,7 @@ Reported per delay: the median wall time of each tool, its ratio to fastwrite's,
 (GNU time; the largest process of a pipeline), and the entries its tree holds.
 Env: FASTWRITE (default target/release/fastwrite).
 """
+
 import argparse
 import json
 import os
@@ -81,9 +82,17 @@ def wait_port(port, seconds=30):
 
 # Issue 52's bench image: Debian's minbase and its CPython, and these wheels' trees.
 SUITE, MIRROR = "bookworm", "http://deb.debian.org/debian"
-WHEELS = ["numpy==2.3.5", "pandas==2.3.3", "scipy==1.16.3", "matplotlib==3.10.7",
-          "scikit-learn==1.7.2", "sympy==1.14.0", "pyarrow==22.0.0", "plotly==5.24.1",
-          "botocore==1.43.11"]
+WHEELS = [
+    "numpy==2.3.5",
+    "pandas==2.3.3",
+    "scipy==1.16.3",
+    "matplotlib==3.10.7",
+    "scikit-learn==1.7.2",
+    "sympy==1.14.0",
+    "pyarrow==22.0.0",
+    "plotly==5.24.1",
+    "botocore==1.43.11",
+]
 STDLIB = "usr/lib/python3.11"
 SITE = "usr/local/lib/python3.11/dist-packages"
 
@@ -93,18 +102,49 @@ def debian_layers(work):
     rootfs = os.path.join(work, "rootfs")
     if not os.path.exists(os.path.join(rootfs, "usr/bin/python3")):
         shutil.rmtree(rootfs, ignore_errors=True)
-        subprocess.run(["timeout", "1800", "debootstrap", "--variant=minbase", "--include=python3",
-                        SUITE, rootfs, MIRROR], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                "timeout",
+                "1800",
+                "debootstrap",
+                "--variant=minbase",
+                "--include=python3",
+                SUITE,
+                rootfs,
+                MIRROR,
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         # Its bytecode, as an image's Python holds it once it has run.
         subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(rootfs, STDLIB)])
     site = os.path.join(work, "site-packages")
     if not os.path.exists(os.path.join(site, "botocore")):
         shutil.rmtree(site, ignore_errors=True)
         # (Byte-compiled, as pip installs them.)
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                        "--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp",
-                        "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux2014_x86_64",
-                        "--target", site] + WHEELS, check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--python-version",
+                "3.11",
+                "--implementation",
+                "cp",
+                "--platform",
+                "manylinux_2_28_x86_64",
+                "--platform",
+                "manylinux2014_x86_64",
+                "--target",
+                site,
+            ]
+            + WHEELS,
+            check=True,
+        )
     changes = [
         # Slimmed as images are: docs and apt's lists emptied (opaque), manuals gone (a
         # folder whited out), a test package of the standard library gone.
@@ -116,7 +156,11 @@ def debian_layers(work):
         # Hard links to files of lower layers.
         {"path": "usr/local/bin", "type": "dir"},
         {"path": "usr/local/bin/python", "type": "hardlink", "link": "usr/bin/python3.11"},
-        {"path": "usr/local/bin/f2py-numpy", "type": "hardlink", "link": f"{SITE}/numpy/__init__.py"},
+        {
+            "path": "usr/local/bin/f2py-numpy",
+            "type": "hardlink",
+            "link": f"{SITE}/numpy/__init__.py",
+        },
         # A file whited out and written again in one layer: the new one stays.
         {"path": "etc/.wh.motd", "data": ""},
         {"path": "etc/motd", "data": "written again"},
@@ -150,9 +194,12 @@ def python_layers():
     (umoci sets the owner and times of a symlink through it, which SFTP follows: on sshfs it
     fails on one that dangles, and would touch this machine's file on one that does not)."""
     stdlib = "/usr/lib/python3.11"
-    skip = [os.path.relpath(os.path.join(folder, name), stdlib)
-            for folder, dirs, files in os.walk(stdlib)
-            for name in dirs + files if os.path.islink(os.path.join(folder, name))]
+    skip = [
+        os.path.relpath(os.path.join(folder, name), stdlib)
+        for folder, dirs, files in os.walk(stdlib)
+        for name in dirs + files
+        if os.path.islink(os.path.join(folder, name))
+    ]
     changes = [
         {"path": "changes", "type": "dir"},
         {"path": "changes/note", "data": "changes layer"},
@@ -171,14 +218,21 @@ def build_image(work, image):
     work = os.path.join(work, image)
     layout = os.path.join(work, "layout")
     os.makedirs(work, exist_ok=True)
-    layers = {"debian": debian_layers, "local": lambda _: local_layers(), "python": lambda _: python_layers()}[image](work)
+    layers = {
+        "debian": debian_layers,
+        "local": lambda _: local_layers(),
+        "python": lambda _: python_layers(),
+    }[image](work)
     if os.path.exists(os.path.join(layout, "index.json")):
         return layout, len(layers)
     spec = {"layers": layers}
     spec_file = os.path.join(work, "spec.json")
     with open(spec_file, "w") as f:
         json.dump(spec, f)
-    subprocess.run([sys.executable, os.path.join(REPO, "lab/image.py"), spec_file, layout, "--tag", "bench"], check=True)
+    subprocess.run(
+        [sys.executable, os.path.join(REPO, "lab/image.py"), spec_file, layout, "--tag", "bench"],
+        check=True,
+    )
     return layout, len(layers)
 
 
@@ -214,20 +268,32 @@ def main():
     parser.add_argument("-n", type=int, default=3)
     parser.add_argument("--image", choices=["debian", "local", "python"], default="debian")
     parser.add_argument("--delays", default="0,20")
-    parser.add_argument("--tools", default="fastwrite-layout,umoci-layout,fastwrite,skopeo+umoci,crane|tar")
-    parser.add_argument("--keep", action="store_true", help="keep this run's trees (deleted at the end by default)")
+    parser.add_argument(
+        "--tools", default="fastwrite-layout,umoci-layout,fastwrite,skopeo+umoci,crane|tar"
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="keep this run's trees (deleted at the end by default)"
+    )
     parser.add_argument("--mount", default="", help="sshfs:MS or slowfs:OP=MS[,OP=MS...]")
-    parser.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/var/tmp"), "fastwrite-image-bench"))
+    parser.add_argument(
+        "--work",
+        default=os.path.join(os.environ.get("TMPDIR", "/var/tmp"), "fastwrite-image-bench"),
+    )
     ARGS = parser.parse_args()
     work = ARGS.work
     os.makedirs(os.path.join(work, "out"), exist_ok=True)
     layout, layers = build_image(work, ARGS.image)
     proxy_bin = os.path.join(work, "delay-proxy")
     if not os.path.exists(proxy_bin):
-        subprocess.run(["go", "build", "-o", proxy_bin, os.path.join(REPO, "lab/delay-proxy.go")], check=True)
+        subprocess.run(
+            ["go", "build", "-o", proxy_bin, os.path.join(REPO, "lab/delay-proxy.go")], check=True
+        )
     registry_port = free_port()
-    registry = subprocess.Popen(["crane", "registry", "serve", "--address", f"127.0.0.1:{registry_port}"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    registry = subprocess.Popen(
+        ["crane", "registry", "serve", "--address", f"127.0.0.1:{registry_port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     procs = [registry]
     mount = None
     outs = os.path.join(work, "out")
@@ -237,19 +303,30 @@ def main():
             outs = mount
             print(f"writing onto {ARGS.mount}: {mount}")
         wait_port(registry_port)
-        subprocess.run(["crane", "push", "--insecure", layout, f"localhost:{registry_port}/bench:v1"],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            ["crane", "push", "--insecure", layout, f"localhost:{registry_port}/bench:v1"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         reference = os.path.join(work, "out", f"reference-{ARGS.image}")
         if not os.path.exists(reference):
-            subprocess.run(["umoci", "unpack", "--image", f"{layout}:bench", reference], check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(
+                ["umoci", "unpack", "--image", f"{layout}:bench", reference],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         expected = count(os.path.join(reference, "rootfs"))
         print(f"image {ARGS.image}: {layers} gzip layers, {expected} entries in umoci's tree")
         tools = ARGS.tools.split(",")
         for delay in [int(d) for d in ARGS.delays.split(",")]:
             port = free_port()
-            proxy = subprocess.Popen([proxy_bin, str(port), str(registry_port), str(delay)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proxy = subprocess.Popen(
+                [proxy_bin, str(port), str(registry_port), str(delay)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             procs.append(proxy)
             wait_port(port)
             ref = f"localhost:{port}/bench:v1"
@@ -258,7 +335,10 @@ def main():
             for r in range(ARGS.n):
                 for k in range(len(here)):
                     tool = here[(r + k) % len(here)]
-                    out = os.path.join(outs, f"{delay}-{r}-{tool.replace('|', '-').replace('+', '-')}-{os.getpid()}")
+                    out = os.path.join(
+                        outs,
+                        f"{delay}-{r}-{tool.replace('|', '-').replace('+', '-')}-{os.getpid()}",
+                    )
                     tree = out
                     if tool == "fastwrite-layout":
                         took = timed([FASTWRITE, "extract", "-q", f"oci:{layout}:bench", "-o", out])
@@ -269,13 +349,19 @@ def main():
                         took = timed([FASTWRITE, "extract", "-q", f"docker://{ref}", "-o", out])
                     elif tool == "skopeo+umoci":
                         dl = os.path.join(work, "out", os.path.basename(out) + "-dl")
-                        took = timed(f"skopeo copy -q --src-tls-verify=false docker://{ref} oci:{dl}:bench && umoci unpack --image {dl}:bench {out}", shell=True)
+                        took = timed(
+                            f"skopeo copy -q --src-tls-verify=false docker://{ref} oci:{dl}:bench && umoci unpack --image {dl}:bench {out}",
+                            shell=True,
+                        )
                         tree = os.path.join(out, "rootfs")
                     elif tool == "ctr":
                         took, tree = ctr_pull(out, ref)
                     elif tool == "crane|tar":
                         os.makedirs(out)
-                        took = timed(f"set -o pipefail; crane export --insecure {ref} - | tar -x -C {out}", shell=True)
+                        took = timed(
+                            f"set -o pipefail; crane export --insecure {ref} - | tar -x -C {out}",
+                            shell=True,
+                        )
                     else:
                         sys.exit(f"unknown tool {tool}")
                     # (On a mount, counted in its backing folder: the same files, no round trips.)
@@ -309,7 +395,9 @@ def main():
         if not ARGS.keep:
             for root in {os.path.join(work, "out"), (mount + ".backing") if mount else outs}:
                 for name in os.listdir(root):
-                    if name.endswith((f"-{os.getpid()}", f"-{os.getpid()}-dl", f"-{os.getpid()}-state")):
+                    if name.endswith(
+                        (f"-{os.getpid()}", f"-{os.getpid()}-dl", f"-{os.getpid()}-state")
+                    ):
                         shutil.rmtree(os.path.join(root, name), ignore_errors=True)
 
 
@@ -322,19 +410,37 @@ def ctr_pull(out, ref):
     sock = os.path.join(state, "containerd.sock")
     config = os.path.join(state, "config.toml")
     with open(config, "w") as f:
-        f.write(f'version = 2\nroot = "{out}"\nstate = "{state}"\n'
-                f'disabled_plugins = ["io.containerd.grpc.v1.cri"]\n[grpc]\n  address = "{sock}"\n')
-    daemon = subprocess.Popen(["containerd", "--config", config], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        f.write(
+            f'version = 2\nroot = "{out}"\nstate = "{state}"\n'
+            f'disabled_plugins = ["io.containerd.grpc.v1.cri"]\n[grpc]\n  address = "{sock}"\n'
+        )
+    daemon = subprocess.Popen(
+        ["containerd", "--config", config], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 30
         while not os.path.exists(sock) and time.monotonic() < deadline:
             time.sleep(0.05)
-        took = timed(["ctr", "--address", sock, "images", "pull", "--plain-http", "--snapshotter", "native", ref])
+        took = timed(
+            [
+                "ctr",
+                "--address",
+                sock,
+                "images",
+                "pull",
+                "--plain-http",
+                "--snapshotter",
+                "native",
+                ref,
+            ]
+        )
     finally:
         daemon.terminate()
         daemon.wait()
     snapshots = os.path.join(out, "io.containerd.snapshotter.v1.native", "snapshots")
-    numbered = [int(n) for n in os.listdir(snapshots) if n.isdigit()] if os.path.isdir(snapshots) else []
+    numbered = (
+        [int(n) for n in os.listdir(snapshots) if n.isdigit()] if os.path.isdir(snapshots) else []
+    )
     tree = os.path.join(snapshots, str(max(numbered))) if numbered else out
     return took, tree
 
@@ -344,10 +450,17 @@ def mount_up(work, spec):
     kind, _, arg = spec.partition(":")
     mnt = os.path.join(work, f"mnt-{os.getpid()}")
     if kind == "sshfs":
-        subprocess.run([os.path.join(REPO, "lab/netfs"), "up", mnt, arg or "1"], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [os.path.join(REPO, "lab/netfs"), "up", mnt, arg or "1"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     elif kind == "slowfs":
-        subprocess.run([os.path.join(REPO, "lab/slowfs"), "up", mnt] + [a for a in arg.split(",") if a], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [os.path.join(REPO, "lab/slowfs"), "up", mnt] + [a for a in arg.split(",") if a],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     else:
         sys.exit(f"--mount: {spec!r} is neither sshfs:MS nor slowfs:OP=MS,...")
     return mnt
@@ -355,7 +468,9 @@ def mount_up(work, spec):
 
 def mount_down(mnt):
     kind = "netfs" if os.path.exists(mnt + ".state") else "slowfs"
-    subprocess.run([os.path.join(REPO, "lab", kind), "down", mnt], stdout=subprocess.DEVNULL, check=False)
+    subprocess.run(
+        [os.path.join(REPO, "lab", kind), "down", mnt], stdout=subprocess.DEVNULL, check=False
+    )
 
 
 if __name__ == "__main__":

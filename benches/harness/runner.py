@@ -207,7 +207,7 @@ class Bench:
 
     def batch(self, tag, tools, check=None, *, env=None, out_root=None, meters=None,
               before_run=None, reference=None, allowed_exits=None, fill_memory=False, hot=(),
-              rounds=None, settle=True, make_out=True):  # fmt: skip
+              rounds=None, settle=True, make_out=True, sync=True):  # fmt: skip
         """Runs each of TOOLS ({name: slot -> argv}) ROUNDS times round-robin, each into a
         fresh folder, and checks each run: its exit status (0, or one of ALLOWED_EXITS[tool]),
         then CHECK(slot) (a problem, or None). ENV: the runs' environment (or slot -> env);
@@ -237,7 +237,8 @@ class Bench:
                 if make_out:
                     out.mkdir(parents=True)  # fails if it exists: every run's folder is new
                 slot = Slot(tool, r, out, rid)
-                os.sync()  # the previous run's writes land now, untimed
+                if sync:
+                    os.sync()  # the previous run's writes land now, untimed
                 extra = (before_run(slot) if before_run else None) or {}
                 before = {label: m() for label, m in (meters or {}).items()}
                 log = self.work / "logs" / f"{rid}.log"

@@ -8,6 +8,7 @@ ran "new" then "old". Fails if any run exited non-zero. Prints
   | CASE | old | new | new/old | new | old | new/old | both orders: new/old |
 each time a mean in ms (with --stddev: "mean ± stddev", to a tenth of a ms).
 """
+
 import json
 import sys
 
@@ -31,5 +32,7 @@ def cell(x):
 
 first, second = runs
 both = sum(r["new"]["mean"] for r in runs) / sum(r["old"]["mean"] for r in runs)
-print(f"| {case} | {cell(first['old'])} | {cell(first['new'])} | {first['new']['mean'] / first['old']['mean']:.2f}"
-      f" | {cell(second['new'])} | {cell(second['old'])} | {second['new']['mean'] / second['old']['mean']:.2f} | {both:.2f} |")
+print(
+    f"| {case} | {cell(first['old'])} | {cell(first['new'])} | {first['new']['mean'] / first['old']['mean']:.2f}"
+    f" | {cell(second['new'])} | {cell(second['old'])} | {second['new']['mean'] / second['old']['mean']:.2f} | {both:.2f} |"
+)

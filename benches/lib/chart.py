@@ -8,6 +8,7 @@ library at all) are drawn as hollow markers at "none", left of the preloaded 0 m
 axis where a panel spans more than 4x (inline closes at 10 ms are ~100x the fast rows), linear
 from 0 otherwise. Error bars: min-max of the runs.
 """
+
 import argparse
 import json
 import os
@@ -26,6 +27,7 @@ def seconds(v, _pos=None):
     if v == 0:
         return "0"
     return f"{v * 1000:g} ms" if v < 1 else f"{v:g} s"
+
 
 STYLE = {  # tool: (label, colour, marker, line style)
     "fw-never": ("fastwrite never (inline close)", "#d62728", "o", "-"),
@@ -64,7 +66,7 @@ def main():
     cols = 2 if len(panels) > 1 else 1
     rows = (len(panels) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(6.4 * cols, 4.6 * rows), squeeze=False)
-    for ax in axes.flat[len(panels):]:
+    for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
     for ax, (batch, data) in zip(axes.flat, panels):
         xs_all = set()
@@ -76,13 +78,31 @@ def main():
             ys = [r["mean"] for _, r in pts]
             lo = [r["mean"] - r["min"] for _, r in pts]
             hi = [r["max"] - r["mean"] for _, r in pts]
-            ax.errorbar(xs, ys, yerr=[lo, hi], label=label, color=colour, marker=marker,
-                        linestyle=ls, linewidth=1.6, markersize=5, capsize=3)
+            ax.errorbar(
+                xs,
+                ys,
+                yerr=[lo, hi],
+                label=label,
+                color=colour,
+                marker=marker,
+                linestyle=ls,
+                linewidth=1.6,
+                markersize=5,
+                capsize=3,
+            )
             if "none" in by_lat:
                 r = by_lat["none"]
-                ax.errorbar([NONE_X], [r["mean"]], yerr=[[r["mean"] - r["min"]], [r["max"] - r["mean"]]],
-                            marker=marker, color=colour, markerfacecolor="none", markersize=8,
-                            linestyle="none", capsize=3)
+                ax.errorbar(
+                    [NONE_X],
+                    [r["mean"]],
+                    yerr=[[r["mean"] - r["min"]], [r["max"] - r["mean"]]],
+                    marker=marker,
+                    color=colour,
+                    markerfacecolor="none",
+                    markersize=8,
+                    linestyle="none",
+                    capsize=3,
+                )
         ticks = sorted(xs_all)
         ax.set_xticks([NONE_X] + ticks, ["none"] + [f"{x:g}" for x in ticks])
         ax.set_xlim(NONE_X - 0.6, max(ticks + [1]) + 0.6)
@@ -102,15 +122,19 @@ def main():
         ax.grid(True, which="major", alpha=0.4)
         ax.grid(True, which="minor", alpha=0.12)
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    for ax in list(axes.flat)[1:len(panels)]:
+    for ax in list(axes.flat)[1 : len(panels)]:
         for h, l in zip(*ax.get_legend_handles_labels()):
             if l not in labels:
                 handles.append(h)
                 labels.append(l)
-    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 3), frameon=False,
-               fontsize=10)
-    fig.suptitle("Extraction time vs emulated close latency (lab/slowclose.c preload; hollow markers "
-                 "at \"none\": no preload)" + (f"\n{a.title}" if a.title else ""), fontsize=11)
+    fig.legend(
+        handles, labels, loc="lower center", ncol=min(len(labels), 3), frameon=False, fontsize=10
+    )
+    fig.suptitle(
+        "Extraction time vs emulated close latency (lab/slowclose.c preload; hollow markers "
+        'at "none": no preload)' + (f"\n{a.title}" if a.title else ""),
+        fontsize=11,
+    )
     legend_rows = (len(labels) + 2) // 3
     fig.tight_layout(rect=(0, 0.03 + 0.035 * legend_rows, 1, 1))
     fig.savefig(a.out, dpi=110)

@@ -5,6 +5,7 @@ Prints the markdown report of one close-lab.sh batch (hyperfine JSON whose comma
 TOOL@LATENCY, LATENCY = "none" (no preload) or "<N>ms"): mean times, ratios measured side by
 side in that batch, and the issue's targets checked against them.
 """
+
 import argparse
 import json
 import os
@@ -58,9 +59,11 @@ def main():
     p(f"### close-lab {a.batch}: {a.files} files per run")
     p("")
     if a.fastwrite:
-        p(f"fastwrite: {a.fastwrite}. \"none\": no preload library; \"N ms\": every close of a "
-          "written file waits N ms (lab/slowclose.c). Mean wall time ± standard deviation "
-          "(runs).")
+        p(
+            f'fastwrite: {a.fastwrite}. "none": no preload library; "N ms": every close of a '
+            "written file waits N ms (lab/slowclose.c). Mean wall time ± standard deviation "
+            "(runs)."
+        )
         p("")
     p("| tool | " + " | ".join(lat_label(l) for l in lats) + " |")
     p("| --- |" + " ---: |" * len(lats))
@@ -68,8 +71,11 @@ def main():
         cells = []
         for l in lats:
             r = res.get((t, l))
-            cells.append(f"{fmt_time(r['mean'])} ± {fmt_time(r['stddev'] or 0)} ({len(r['times'])})"
-                         if r else "")
+            cells.append(
+                f"{fmt_time(r['mean'])} ± {fmt_time(r['stddev'] or 0)} ({len(r['times'])})"
+                if r
+                else ""
+            )
         p(f"| {LABELS.get(t, t)} | " + " | ".join(cells) + " |")
     p("")
 
@@ -89,15 +95,36 @@ def main():
     def div(x, y):
         return None if x is None or y is None else x / y
 
-    ratio_row("never / always (speed-up of the pool)", lambda l: div(mean("fw-never", l), mean("fw-always", l)))
-    ratio_row("never / auto (speed-up of auto)", lambda l: div(mean("fw-never", l), mean("fw-auto", l)))
+    ratio_row(
+        "never / always (speed-up of the pool)",
+        lambda l: div(mean("fw-never", l), mean("fw-always", l)),
+    )
+    ratio_row(
+        "never / auto (speed-up of auto)", lambda l: div(mean("fw-never", l), mean("fw-auto", l))
+    )
     ratio_row("auto / always", lambda l: div(mean("fw-auto", l), mean("fw-always", l)))
-    ratio_row("always vs no latency (always@L / always@none)", lambda l: div(mean("fw-always", l), mean("fw-always", "none")))
-    ratio_row("auto vs no latency (auto@L / auto@none)", lambda l: div(mean("fw-auto", l), mean("fw-auto", "none")))
-    ratio_row("never vs no latency (never@L / never@none)", lambda l: div(mean("fw-never", l), mean("fw-never", "none")))
-    ratio_row("close_already / plain drop", lambda l: div(mean("ca-fastclose", l), mean("ca-plain", l)))
-    ratio_row("close_already / fastwrite always", lambda l: div(mean("ca-fastclose", l), mean("fw-always", l)))
-    ratio_row("close_already / fastwrite auto", lambda l: div(mean("ca-fastclose", l), mean("fw-auto", l)))
+    ratio_row(
+        "always vs no latency (always@L / always@none)",
+        lambda l: div(mean("fw-always", l), mean("fw-always", "none")),
+    )
+    ratio_row(
+        "auto vs no latency (auto@L / auto@none)",
+        lambda l: div(mean("fw-auto", l), mean("fw-auto", "none")),
+    )
+    ratio_row(
+        "never vs no latency (never@L / never@none)",
+        lambda l: div(mean("fw-never", l), mean("fw-never", "none")),
+    )
+    ratio_row(
+        "close_already / plain drop", lambda l: div(mean("ca-fastclose", l), mean("ca-plain", l))
+    )
+    ratio_row(
+        "close_already / fastwrite always",
+        lambda l: div(mean("ca-fastclose", l), mean("fw-always", l)),
+    )
+    ratio_row(
+        "close_already / fastwrite auto", lambda l: div(mean("ca-fastclose", l), mean("fw-auto", l))
+    )
     if rows:
         p("Ratios of means in this batch (above 1: the first is slower):")
         p("")
@@ -109,8 +136,10 @@ def main():
     # The issue's targets (stated for ~2,000 small files), where this batch has what they need.
     checks = []
     if a.files < 1000:
-        p(f"(The issue's targets are for many small files; with {a.files} files the closes are "
-          "a small share of the time, so they are not checked here.)")
+        p(
+            f"(The issue's targets are for many small files; with {a.files} files the closes are "
+            "a small share of the time, so they are not checked here.)"
+        )
         p("")
     five = "5ms"
     for mode in ("fw-always", "fw-auto") if a.files >= 1000 else ():
@@ -118,26 +147,36 @@ def main():
         name = LABELS[mode]
         if m5 and n5:
             r = n5 / m5
-            checks.append(f"- 5 ms: {name} {r:.1f}x faster than never (target >= 10x): "
-                          f"**{'met' if r >= 10 else 'NOT met'}**")
+            checks.append(
+                f"- 5 ms: {name} {r:.1f}x faster than never (target >= 10x): "
+                f"**{'met' if r >= 10 else 'NOT met'}**"
+            )
         if m5 and m0:
             r = m5 / m0
-            checks.append(f"- 5 ms: {name} at {r:.2f}x its time with no added latency "
-                          f"(target <= 1.5x): **{'met' if r <= 1.5 else 'NOT met'}**")
+            checks.append(
+                f"- 5 ms: {name} at {r:.2f}x its time with no added latency "
+                f"(target <= 1.5x): **{'met' if r <= 1.5 else 'NOT met'}**"
+            )
     an, nn = mean("fw-auto", "none"), mean("fw-never", "none")
     if an and nn and a.files >= 1000:
         r = an / nn
         noise = sd("fw-auto", "none") + sd("fw-never", "none")
-        verdict = "met" if an <= nn else ("tie within the runs' noise" if an - nn <= noise else "NOT met")
+        verdict = (
+            "met" if an <= nn else ("tie within the runs' noise" if an - nn <= noise else "NOT met")
+        )
         checks.append(f"- no added latency: auto / never = {r:.2f} (target <= 1): **{verdict}**")
     # Did the preload bite? Inline closes at the largest latency cannot beat files x L / writers.
     top = [l for l in lats if l != "none"]
     if top and mean("fw-never", top[-1]):
-        floor = a.files * lat_key(top[-1]) / 1000 / (os.cpu_count() or 1)  # -j default: one writer per CPU
+        floor = (
+            a.files * lat_key(top[-1]) / 1000 / (os.cpu_count() or 1)
+        )  # -j default: one writer per CPU
         if mean("fw-never", top[-1]) < 0.5 * floor:
-            checks.append(f"- WARNING: never at {lat_label(top[-1])} took {fmt_time(mean('fw-never', top[-1]))}, "
-                          f"less than half of {a.files} closes x {lat_label(top[-1])} / writers: "
-                          "did the preload library take effect?")
+            checks.append(
+                f"- WARNING: never at {lat_label(top[-1])} took {fmt_time(mean('fw-never', top[-1]))}, "
+                f"less than half of {a.files} closes x {lat_label(top[-1])} / writers: "
+                "did the preload library take effect?"
+            )
     if checks:
         p("Targets (issue 6):")
         p("")

@@ -1,24 +1,25 @@
 #!/usr/bin/env python3
 """Metadata checks for copy benchmarks (used by benches/mirror-peers.sh).
 
-  compare-trees.py compare SRC NAME=DIR... [--strict NAME,NAME...]
-      For each copy DIR of the tree SRC, count what differs from SRC, by kind, and print one
-      table row per copy. Content is not read here (`diff -r` does that); this checks what
-      diff does not: types, sizes, symlink targets, permission bits, owners, mtimes (to the
-      nanosecond; files, directories, symlinks and the top directory itself separately) and
-      hard links (source files sharing an inode must share one in the copy).
-      Exit status 1 when any copy misses entries, has extra ones, or has a different type,
-      size or symlink target; or when a copy named in --strict differs in anything at all.
-      The other copies' metadata differences are reported, not failed: peers differ in what
-      they keep (e.g. fcp keeps no mtimes) and the table shows it.
+compare-trees.py compare SRC NAME=DIR... [--strict NAME,NAME...]
+    For each copy DIR of the tree SRC, count what differs from SRC, by kind, and print one
+    table row per copy. Content is not read here (`diff -r` does that); this checks what
+    diff does not: types, sizes, symlink targets, permission bits, owners, mtimes (to the
+    nanosecond; files, directories, symlinks and the top directory itself separately) and
+    hard links (source files sharing an inode must share one in the copy).
+    Exit status 1 when any copy misses entries, has extra ones, or has a different type,
+    size or symlink target; or when a copy named in --strict differs in anything at all.
+    The other copies' metadata differences are reported, not failed: peers differ in what
+    they keep (e.g. fcp keeps no mtimes) and the table shows it.
 
-  compare-trees.py snapshot DIR FILE
-  compare-trees.py changed DIR FILE
-      Record every entry's (inode, ctime) under DIR; then print how many entries were
-      replaced (other inode), touched (same inode, new ctime: data, mode, owner or times
-      were set, even to the same values), added or removed since. A copy tool's run that
-      finds everything up to date should change none.
+compare-trees.py snapshot DIR FILE
+compare-trees.py changed DIR FILE
+    Record every entry's (inode, ctime) under DIR; then print how many entries were
+    replaced (other inode), touched (same inode, new ctime: data, mode, owner or times
+    were set, even to the same values), added or removed since. A copy tool's run that
+    finds everything up to date should change none.
 """
+
 import json
 import os
 import stat
@@ -37,12 +38,30 @@ def scan(root):
 
 def kind(st):
     m = st.st_mode
-    return ("file" if stat.S_ISREG(m) else "dir" if stat.S_ISDIR(m) else
-            "symlink" if stat.S_ISLNK(m) else "other")
+    return (
+        "file"
+        if stat.S_ISREG(m)
+        else "dir"
+        if stat.S_ISDIR(m)
+        else "symlink"
+        if stat.S_ISLNK(m)
+        else "other"
+    )
 
 
-COLUMNS = ["missing", "extra", "type", "size/target", "mode", "owner",
-           "file mtime", "dir mtime", "top mtime", "link mtime", "hardlinks"]
+COLUMNS = [
+    "missing",
+    "extra",
+    "type",
+    "size/target",
+    "mode",
+    "owner",
+    "file mtime",
+    "dir mtime",
+    "top mtime",
+    "link mtime",
+    "hardlinks",
+]
 STRUCTURAL = {"missing", "extra", "type", "size/target"}
 
 
@@ -69,16 +88,23 @@ def compare(src_root, src, dst_root):
             continue
         if k == "file" and s.st_size != d.st_size:
             note("size/target", p)
-        if k == "symlink" and (os.readlink(os.path.join(src_root, p))
-                               != os.readlink(os.path.join(dst_root, p))):
+        if k == "symlink" and (
+            os.readlink(os.path.join(src_root, p)) != os.readlink(os.path.join(dst_root, p))
+        ):
             note("size/target", p)
         if k != "symlink" and stat.S_IMODE(s.st_mode) != stat.S_IMODE(d.st_mode):
             note("mode", p)
         if (s.st_uid, s.st_gid) != (d.st_uid, d.st_gid):
             note("owner", p)
         if s.st_mtime_ns != d.st_mtime_ns:
-            note("top mtime" if p == "." else {"file": "file mtime", "dir": "dir mtime",
-                                               "symlink": "link mtime"}.get(k, "file mtime"), p)
+            note(
+                "top mtime"
+                if p == "."
+                else {"file": "file mtime", "dir": "dir mtime", "symlink": "link mtime"}.get(
+                    k, "file mtime"
+                ),
+                p,
+            )
         if k == "file" and s.st_nlink > 1:
             groups.setdefault(s.st_ino, set()).add(d.st_ino)
     diff["hardlinks"] = sum(1 for g in groups.values() if len(g) > 1)
@@ -90,13 +116,15 @@ def cmd_compare(args):
     if "--strict" in args:
         i = args.index("--strict")
         strict = {n for n in args[i + 1].split(",") if n}
-        del args[i:i + 2]
+        del args[i : i + 2]
     src_root, pairs = args[0], [a.split("=", 1) for a in args[1:]]
     src = scan(src_root)
     counts = {k: sum(1 for s in src.values() if kind(s) == k) for k in ("file", "dir", "symlink")}
     links = sum(1 for s in src.values() if kind(s) == "file" and s.st_nlink > 1)
-    print(f"fidelity vs {src_root} ({counts['file']} files, {counts['dir']} dirs, "
-          f"{counts['symlink']} symlinks, {links} hard-linked files): entries that differ")
+    print(
+        f"fidelity vs {src_root} ({counts['file']} files, {counts['dir']} dirs, "
+        f"{counts['symlink']} symlinks, {links} hard-linked files): entries that differ"
+    )
     width = max(len(n) for n, _ in pairs) + 1
     print(f"{'tool':<{width}}" + "".join(f"{c:>12}" for c in COLUMNS))
     bad = []
@@ -126,12 +154,15 @@ def cmd_changed(args):
         before = json.load(f)
     now = {p: [s.st_ino, s.st_ctime_ns] for p, s in scan(root).items()}
     replaced = sum(1 for p, v in now.items() if p in before and before[p][0] != v[0])
-    touched = sum(1 for p, v in now.items() if p in before and before[p][0] == v[0]
-                  and before[p][1] != v[1])
+    touched = sum(
+        1 for p, v in now.items() if p in before and before[p][0] == v[0] and before[p][1] != v[1]
+    )
     added = len(now.keys() - before.keys())
     removed = len(before.keys() - now.keys())
-    print(f"{replaced} replaced, {touched} touched, {added} added, {removed} removed "
-          f"(of {len(before)} entries)")
+    print(
+        f"{replaced} replaced, {touched} touched, {added} added, {removed} removed "
+        f"(of {len(before)} entries)"
+    )
     return 0
 
 

@@ -15,6 +15,7 @@ Deterministic: contents come from seeded generators, and every mtime, owner and 
 so the same bytes come out on every machine and every run. Contents are hex text of random
 bytes (deflate halves it: the decoder has real work, unlike stored or all-zero data).
 """
+
 import os
 import random
 import sys
@@ -76,8 +77,9 @@ def main():
     entries.sort()
 
     level = 1 if kind == "big" else 6  # big: 256 MiB to compress, once; keep it quick
-    with zipfile.ZipFile(os.path.join(out, "corpus.zip"), "w", zipfile.ZIP_DEFLATED,
-                         compresslevel=level) as z:
+    with zipfile.ZipFile(
+        os.path.join(out, "corpus.zip"), "w", zipfile.ZIP_DEFLATED, compresslevel=level
+    ) as z:
         for rel in entries:
             path = os.path.join(tree, rel)
             if rel in dirs:
@@ -105,8 +107,10 @@ def main():
 
     with open(os.path.join(out, "manifest"), "w") as f:
         f.write(f"{len(files)} {total}\n")
-    print(f"gen-corpus: {kind}: {len(files)} files, {len(dirs)} dirs, {total} bytes in {out}",
-          file=sys.stderr)
+    print(
+        f"gen-corpus: {kind}: {len(files)} files, {len(dirs)} dirs, {total} bytes in {out}",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":

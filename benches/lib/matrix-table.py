@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """The benchmark matrix's table (benches/matrix.sh).
 
-    matrix-table.py LOG --title TEXT > TABLE.md
-        LOG: ROW<TAB>TAG<TAB>HYPERFINE_JSON lines; each JSON may have a .rss.json twin
-        (lib/batch.sh, BENCH_RSS=1). One table line per batch: fastwrite's mean time, the
-        fastest other tool's, their ratio, and both tools' peak RSS (the largest of any run).
-    matrix-table.py --splice DOC TABLE.md
-        Replaces what lies between the matrix markers in DOC with TABLE.md.
+matrix-table.py LOG --title TEXT > TABLE.md
+    LOG: ROW<TAB>TAG<TAB>HYPERFINE_JSON lines; each JSON may have a .rss.json twin
+    (lib/batch.sh, BENCH_RSS=1). One table line per batch: fastwrite's mean time, the
+    fastest other tool's, their ratio, and both tools' peak RSS (the largest of any run).
+matrix-table.py --splice DOC TABLE.md
+    Replaces what lies between the matrix markers in DOC with TABLE.md.
 """
 
 import json
@@ -71,7 +71,10 @@ def table(log, title):
         except FileNotFoundError:
             rss = {}
         fw = [r for r in results if r["command"] == "fastwrite"]
-        peers = sorted((r for r in results if not r["command"].startswith("fastwrite")), key=lambda r: r["mean"])
+        peers = sorted(
+            (r for r in results if not r["command"].startswith("fastwrite")),
+            key=lambda r: r["mean"],
+        )
         if not fw or not peers:
             print(f"matrix-table: {tag}: no fastwrite row or no peer in {path}", file=sys.stderr)
             sys.exit(1)
