@@ -268,10 +268,13 @@ class Bench:
         return rows
 
     def same_content(self, rows, reference):
+        """Every tool's first good output against REFERENCE's (a tool), or a folder's."""
         first = {}
         for r in rows:
             if r["status"] == "ok":
                 first.setdefault(r["tool"], r)
+        if isinstance(reference, Path):
+            first[reference] = {"out": reference}
         if reference not in first:
             return
         from .trees import same_content
