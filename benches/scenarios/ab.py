@@ -1,16 +1,21 @@
 """Two fastwrite binaries side by side (before and after a change), on the command line's jobs.
 
-    benches/bench.py ab OLD NEW [-n 15] [--jobs wheel,bucket,mirror,small-zip,small-tar]
-                     [--delay-ms 20]
+    benches/bench.py ab OLD NEW [-n 15] [--jobs wheel,bucket,mirror,small-zip,small-tar,holding]
+                     [--delay-ms 20] [--on local,slowfs,netfs]
 
-Jobs: `wheel`, the botocore wheel (2,039 files) extracted into a folder; `bucket`, the same
-wheel into a versitygw bucket behind the delay proxy at --delay-ms each way (requests counted
-by the proxy); `mirror`, the small generated tree (2,000 files of 1-8 KiB) mirrored into an
-empty folder; `small-zip`, `small-tar`, that tree as a zip and a tar extracted. One batch per
-job, OLD and NEW alternating (each round starting with the other), each run into a fresh
-folder or prefix, every output's files and sizes (or keys) checked. The report gives NEW's
-median over OLD's per job: issue 53 accepts a refactor within 1.03 on wheel, bucket and mirror.
+Jobs: `wheel`, the botocore wheel (2,039 files) extracted into a folder; `bucket`, the wheel into
+a versitygw bucket behind the delay proxy at --delay-ms each way (requests counted by it);
+`mirror`, the small generated tree (2,000 files of 1-8 KiB) mirrored into an empty folder;
+`small-zip`, `small-tar`, that tree as a zip and a tar; `holding`, the wheel into a folder that
+already holds a file (every file then written under a temporary name and renamed: issue 28's
+crash safety). --on: where the folders are: this disk, lab/slowfs (FUSE, no delay: a userspace
+filesystem's round trips), lab/netfs (sshfs through the delay proxy, 1 ms each way). One batch
+per job and place, OLD and NEW alternating, each run into a fresh folder or prefix, every
+output's files and sizes (or keys) checked. Issue 53 accepts a refactor within 1.03 on wheel,
+bucket and mirror (the summary says). Default jobs: wheel, bucket, mirror, small-zip, small-tar.
 """
+
+import contextlib
 
 from harness import corpora, fixtures, report, trees
 
@@ -23,6 +28,7 @@ def arguments(p):
     p.add_argument("new")
     p.add_argument("--jobs", default="wheel,bucket,mirror,small-zip,small-tar")
     p.add_argument("--delay-ms", type=float, default=20)
+    p.add_argument("--on", default="local", help="local, slowfs, netfs")
 
 
 def run(b):
@@ -31,6 +37,7 @@ def run(b):
     want_wheel, want_small = trees.zip_manifest(wheel), trees.manifest(small / "tree")[0]
     local = {  # job: (the arguments before the output, what the output must hold)
         "wheel": (["extract", wheel, "-o"], want_wheel),
+        "holding": (["extract", wheel, "-o"], want_wheel | {"mine.txt": 5}),
         "small-zip": (["extract", small / "corpus.zip", "-o"], want_small),
         "small-tar": (["extract", small / "corpus.tar", "-o"], want_small),
         "mirror": (["mirror", small / "tree"], want_small),
@@ -38,24 +45,50 @@ def run(b):
     lines = [report.header(f"A/B: old {b.args.old}, new {b.args.new}, {b.rounds} rounds"), ""]
     summary = ["| job | old | new | new / old | client CPU new / old | accepted at |"]
     summary.append("| --- | ---: | ---: | ---: | ---: | --- |")
-    for job in b.args.jobs.split(","):
-        if job == "bucket":
-            rows = bucket(b, sides, wheel, want_wheel)
-        else:
-            args, want = local[job]
-            tools = {side: binary_with(exe, args) for side, exe in sides.items()}
-            rows = b.batch(job, tools, trees.check_tree(want))
-        lines += [f"### {job}", "", report.table(rows, base="old", meters=["requests"]), ""]
-        med = report.medians(rows)
-        if med["old"]["n"] and med["new"]["n"]:
-            new_old = med["new"]["wall"] / med["old"]["wall"]
-            cpu = med["new"]["cpu"] / med["old"]["cpu"] if med["old"]["cpu"] else 0
-            verdict = "-"
-            if job in ACCEPT:
-                verdict = f"{ACCEPT[job]} ({'within' if new_old <= ACCEPT[job] else 'OVER'})"
-            old, new = (report.seconds(med[side]["wall"]) for side in ("old", "new"))
-            summary.append(f"| {job} | {old} | {new} | {new_old:.2f} | {cpu:.2f} | {verdict} |")
+    for place in b.args.on.split(","):
+        with contextlib.ExitStack() as stack:
+            mnt = None
+            if place != "local":
+                delay = ["1"] if place == "netfs" else []
+                mnt = stack.enter_context(fixtures.mount(place, b.work / f"mnt-{place}", *delay))
+            for job in b.args.jobs.split(","):
+                tag = job if place == "local" else f"{job}-on-{place}"
+                if job == "bucket":
+                    if place == "local":
+                        summary.append(line(job, bucket(b, sides, wheel, want_wheel), lines))
+                    continue
+                args, want = local[job]
+                tools = {side: binary_with(exe, args) for side, exe in sides.items()}
+                check = trees.check_tree(want, mnt.backing_of if mnt else lambda p: p)
+                root = mnt.path if mnt else None
+                rows = b.batch(
+                    tag,
+                    tools,
+                    check,
+                    out_root=root,
+                    before_run=holding if job == "holding" else None,
+                )
+                summary.append(line(tag, rows, lines))
     b.save("\n".join(lines + summary))
+
+
+def holding(slot):
+    """A folder that holds a file of the user's before the run."""
+    (slot.out / "mine.txt").write_text("mine\n")
+
+
+def line(job, rows, lines):
+    """The job's table into LINES; its summary line."""
+    lines += [f"### {job}", "", report.table(rows, base="old", meters=["requests"]), ""]
+    med = report.medians(rows)
+    if not (med["old"]["n"] and med["new"]["n"]):
+        return f"| {job} | FAILED | | | | |"
+    new_old = med["new"]["wall"] / med["old"]["wall"]
+    cpu = med["new"]["cpu"] / med["old"]["cpu"] if med["old"]["cpu"] else 0
+    accept = ACCEPT.get(job)
+    verdict = f"{accept} ({'within' if new_old <= accept else 'OVER'})" if accept else "-"
+    old, new = (report.seconds(med[side]["wall"]) for side in ("old", "new"))
+    return f"| {job} | {old} | {new} | {new_old:.2f} | {cpu:.2f} | {verdict} |"
 
 
 def binary_with(exe, args, into=lambda slot: slot.out):
