@@ -14,6 +14,7 @@ import select
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -156,6 +157,19 @@ def read_line(proc, seconds, what):
 
 
 @contextlib.contextmanager
+def listening(argv, what):
+    """A lab process that says "listening on PORT" first (the delay proxy, range-server.py):
+    (the process, its port) for the block."""
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    proc = subprocess.Popen([str(a) for a in argv], **pipes)
+    try:
+        yield proc, int(read_line(proc, 10, what).split()[-1])
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@contextlib.contextmanager
 def proxy(target_port, delay_ms, stats=None):
     """The lab's delay proxy in front of TARGET_PORT, DELAY_MS each way; with STATS, it counts
     the HTTP requests there (Proxy.requests)."""
@@ -163,15 +177,38 @@ def proxy(target_port, delay_ms, stats=None):
     exe = BUILT / "delay-proxy"
     if not exe.exists():
         raise SystemExit("bench: lab/build made no delay proxy (it needs Go: .ci/setup)")
-    argv = [str(exe)] + (["-stats", str(stats)] if stats else []) + ["0", str(target_port)]
-    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
-    proc = subprocess.Popen(argv + [str(delay_ms)], **pipes)
-    try:
-        port = int(read_line(proc, 10, "the delay proxy").split()[-1])
+    argv = [exe] + (["-stats", stats] if stats else []) + [0, target_port, delay_ms]
+    with listening(argv, "the delay proxy") as (proc, port):
         yield Proxy(proc, port, stats)
-    finally:
-        proc.terminate()
-        proc.wait(10)
+
+
+def s5cmd():
+    """s5cmd (v2.3.0): the one on PATH, else built once from the Go module proxy's copy (`go
+    install ...@v2.3.0` is refused here: it asks the proxy for the version list), in a writable
+    copy of the module with -mod=mod (its zip keeps vendor/modules.txt, not the vendored code)."""
+    if shutil.which("s5cmd"):
+        return shutil.which("s5cmd")
+    exe, go = CACHE / "bin" / "s5cmd", shutil.which("go") or "/usr/local/go/bin/go"
+    if not exe.exists():
+        say("s5cmd is not installed: building s5cmd v2.3.0 with Go into the cache")
+        module = "github.com/peak/s5cmd/v2@v2.3.0"
+        with tempfile.TemporaryDirectory() as tmp:
+            found = json.loads(
+                output(
+                    [go, "mod", "download", "-json", module],
+                    cwd=tmp,
+                    env={**os.environ, "GOFLAGS": "-mod=mod"},
+                )
+            )
+            shutil.copytree(found["Dir"], f"{tmp}/src")
+            run(["chmod", "-R", "u+w", f"{tmp}/src"])
+            flags = "-X=github.com/peak/s5cmd/v2/version.Version=v2.3.0"
+            run(
+                [go, "build", "-mod=mod", "-o", exe, "-ldflags", flags, "."],
+                cwd=f"{tmp}/src",
+                timeout=1800,
+            )
+    return str(exe)
 
 
 class Mount:

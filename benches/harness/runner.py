@@ -23,7 +23,7 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import fixtures
@@ -45,12 +45,14 @@ def shell(command):
 
 @dataclass
 class Slot:
-    """One run: its tool, its round, its fresh output folder (and an id to name a prefix by)."""
+    """One run: its tool, its round, its fresh output folder, an id to name a prefix by, and
+    what a check or BEFORE_RUN finds worth keeping with the run (EXTRA)."""
 
     tool: str
     round: int
     out: Path
     id: str
+    extra: dict = field(default_factory=dict)
 
 
 def timed(argv, log, timeout, env=None, cwd=None):
@@ -253,7 +255,15 @@ class Bench:
                     problem += f": {log.read_text(errors='replace')[-300:].strip()}"
                 elif check:
                     problem = (check[tool] if isinstance(check, dict) else check)(slot)
-                row.update(extra, bench=self.name, batch=tag, round=r, tool=tool, out=str(out))
+                row.update(
+                    extra,
+                    **slot.extra,
+                    bench=self.name,
+                    batch=tag,
+                    round=r,
+                    tool=tool,
+                    out=str(out),
+                )
                 row.update(warmup=r < 0, status="ok" if problem is None else f"FAILED: {problem}")
                 rows.append(row)
                 say(f"{tag} r{r} {tool:<24} {row['wall']:7.2f} s  CPU {row['cpu']:6.2f} s  "
