@@ -289,6 +289,7 @@ class Store:
             AWS_REGION=region,
             AWS_DEFAULT_REGION=region,
             AWS_ENDPOINT_URL=ep,
+            S3_ENDPOINT_URL=ep,  # s5cmd's
             AWS_ALLOW_HTTP="true",
             AWS_EC2_METADATA_DISABLED="true",
             AWS_CONFIG_FILE=os.devnull,

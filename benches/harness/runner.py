@@ -210,8 +210,8 @@ class Bench:
     def batch(self, tag, tools, check=None, *, env=None, out_root=None, meters=None,
               before_run=None, reference=None, allowed_exits=None, fill_memory=False, hot=(),
               rounds=None, settle=True, make_out=True, sync=True):  # fmt: skip
-        """Runs each of TOOLS ({name: slot -> argv}) ROUNDS times round-robin, each into a
-        fresh folder, and checks each run: its exit status (0, or one of ALLOWED_EXITS[tool]),
+        """Runs each of TOOLS ({name: slot -> argv or a command line}) ROUNDS times round-robin,
+        each into a fresh folder, and checks each run: its exit status (0, or one of ALLOWED_EXITS[tool]),
         then CHECK(slot) (a problem, or None). ENV: the runs' environment (or slot -> env);
         METERS ({label: () -> number or {key: count}}): read before and after every run, the
         difference kept; BEFORE_RUN(slot): untimed, what it returns kept with the run;
@@ -246,7 +246,9 @@ class Bench:
                 log = self.work / "logs" / f"{rid}.log"
                 log.parent.mkdir(exist_ok=True)
                 run_env = env(slot) if callable(env) else env
-                row = timed(tools[tool](slot), log, self.args.timeout, run_env)
+                argv = tools[tool](slot)  # a list of words, or a command line to split into them
+                argv = shlex.split(argv) if isinstance(argv, str) else argv
+                row = timed(argv, log, self.args.timeout, run_env)
                 for label, m in (meters or {}).items():
                     row[label] = difference(m(), before[label])
                 problem = None
