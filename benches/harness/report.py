@@ -34,8 +34,8 @@ def medians(rows):
             for k, v in good[0].items():
                 if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "round":
                     m[k] = statistics.median(r[k] for r in good)
-                elif isinstance(v, dict):
-                    m[k] = v  # counts: the first good run's
+                else:
+                    m.setdefault(k, v)  # counts, notes: the first good run's
         out[tool] = m
     return out
 

@@ -149,7 +149,9 @@ def memory(b, fw, store):
     }
     rows = b.batch("memory", run, env=store.env(), rounds=1, allowed_exits={"memory": range(256)})
     taken = len((b.work / "out" / "memory-r0-memory" / "report").read_text().splitlines())
-    b.failures += [] if taken else ["memory: the run reported no source (--shard 0/1000 took none?)"]
+    b.failures += (
+        [] if taken else ["memory: the run reported no source (--shard 0/1000 took none?)"]
+    )
     text = f"{b.args.memory} sources listed, {taken} taken: peak RSS {rows[0]['rss_kib'] / 1024:.0f} MiB"
     b.save(report.header("many-archives --memory") + "\n\n" + text)
 

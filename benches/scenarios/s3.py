@@ -180,16 +180,18 @@ def run(b):
                 else f"{delay} ms each way"
             )
             text += ["", f"### {where}", "", report.table(rows, meters=list(meters), per=len(want))]
-        first = {r["tool"]: r for r in reversed(b.rows) if r["status"] == "ok"}
-        text += [
-            "",
-            f"{SAMPLE} after each tool's first good run:",
-            "",
-            "| tool | metadata |",
-            "| --- | --- |",
-        ]
-        text += [f"| {t} | {r.get('metadata') or r.get('kept', '-')} |" for t, r in first.items()]
+        first = {}
+        for r in b.rows:
+            first.setdefault(r["tool"], r.get("metadata") or r.get("kept") or "-")
+        text += ["", f"{SAMPLE}'s metadata, or the files downloaded whose mtime and mode are kept:"]
+        text += ["", "| tool | after its first run |", "| --- | --- |"]
+        text += [f"| {tool} | {what} |" for tool, what in first.items()]
     b.save("\n".join(text))
+
+
+def metadata(store, key):
+    meta = store.head(BUCKET, key)["Metadata"]
+    return ", ".join(f"{k}: {v}" for k, v in sorted(meta.items())) or "none"
 
 
 def batch(b, mode, store, srv, fw, s5, wheel, tree, want, setup, ep, meters, delay):
@@ -212,9 +214,7 @@ def batch(b, mode, store, srv, fw, s5, wheel, tree, want, setup, ep, meters, del
         listing = store.list(BUCKET, prefix)
         if slot.tool == "fastwrite-markers":  # the folders' `dir/` markers, each empty
             listing = {k: v for k, v in listing.items() if not (k.endswith("/") and v[0] == 0)}
-        slot.extra["metadata"] = (
-            store.head(BUCKET, prefix + SAMPLE)["Metadata"] if SAMPLE in listing else "-"
-        )
+        slot.extra["metadata"] = metadata(store, prefix + SAMPLE) if SAMPLE in listing else "-"
         if mode == "sync":
             if writes := {
                 m: n
@@ -253,10 +253,11 @@ def memory(b, fw, store, srv, text):
     def check(slot):
         prefix = "mem-extract/" if slot.tool == "extract" else "mem-mirror/"
         listing = store.list(BUCKET, prefix)
-        slot.extra["metadata"] = meta = store.head(BUCKET, prefix + "d000/f000.txt")["Metadata"]
+        meta = store.head(BUCKET, prefix + "d000/f000.txt")["Metadata"]
+        slot.extra["metadata"] = metadata(store, prefix + "d000/f000.txt")
         if slot.tool == "mirror":
             before.update(listing)
-        if float(meta.get("mtime", "nan")) != T0 or int(meta.get("mode", "0"), 8) & 0o777 != 0o644:
+        if float(meta.get("mtime", "nan")) != T0 or int(meta.get("mode", "0")) & 0o777 != 0o644:
             return f"the sample's metadata is {meta}"
         if slot.tool == "mirror-noop" and (
             changed := sum(1 for k, v in listing.items() if before.get(k) != v)
