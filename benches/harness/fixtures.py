@@ -18,7 +18,6 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -304,65 +303,27 @@ class Store:
             RCLONE_CONFIG_B_ENDPOINT=ep,
         )
 
-    def aws(self, *args):
-        return json.loads(output(["aws", *args, "--output", "json"], env=self.env()) or "{}")
-
     def make_bucket(self, name):
-        if self.kind == "gcs":
-            body = json.dumps({"name": name}).encode()
-            req = urllib.request.Request(f"{self.direct}/storage/v1/b", body, method="POST")
-            req.add_header("content-type", "application/json")
-            urllib.request.urlopen(req, timeout=60).read()
-        elif self.kind == "azure":  # readable by anyone: the listings need no signature
-            argv = ["rclone", "mkdir", "--azureblob-public-access", "container", f"B:{name}"]
-            run(argv, timeout=60, env=self.env())
-        else:
-            self.aws("s3api", "create-bucket", "--bucket", name)
+        public = ["--azureblob-public-access", "container"] if self.kind == "azure" else []
+        run(["rclone", "mkdir", *public, f"B:{name}"], timeout=60, env=self.env())
 
     def list(self, bucket, prefix=""):
-        """{key under PREFIX: (size, etag, last modified)} of every object, all pages."""
-        got = {}
-        if self.kind == "s3":
-            # (The aws CLI reads every page itself.)
-            listing = self.aws("s3api", "list-objects-v2", "--bucket", bucket, "--prefix", prefix)
-            for o in listing.get("Contents", []):
-                got[o["Key"]] = (o["Size"], o.get("ETag"), o.get("LastModified"))
-        elif self.kind == "gcs":
-            token = ""
-            while True:
-                q = urllib.parse.urlencode({"prefix": prefix, "pageToken": token})
-                url = f"{self.direct}/storage/v1/b/{bucket}/o?{q}"
-                page = json.load(urllib.request.urlopen(url, timeout=60))
-                for o in page.get("items", []):
-                    got[o["name"]] = (int(o["size"]), o.get("etag"), o.get("updated"))
-                if not (token := page.get("nextPageToken", "")):
-                    break
-        else:
-            marker = ""
-            while True:
-                q = {"restype": "container", "comp": "list", "prefix": prefix, "marker": marker}
-                url = f"{self.direct}/{servers.AZURE_ACCOUNT}/{bucket}?{urllib.parse.urlencode(q)}"
-                root = ET.fromstring(urllib.request.urlopen(url, timeout=60).read())
-                for blob in root.iter("Blob"):
-                    props = blob.find("Properties")
-                    size, etag = props.findtext("Content-Length"), props.findtext("Etag")
-                    got[blob.findtext("Name")] = (int(size), etag, props.findtext("Last-Modified"))
-                if not (marker := root.findtext("NextMarker") or ""):
-                    break
-        return {k[len(prefix) :]: v for k, v in got.items()}
+        """{key under PREFIX: (size, last modified)} of every object: rclone's listing (every
+        page, the server's own times), the same for every store."""
+        argv = ["rclone", "lsjson", "-R", "--files-only", "--use-server-modtime", "--no-mimetype"]
+        listing = json.loads(output(argv + [f"B:{bucket}/{prefix}"], env=self.env()) or "[]")
+        return {o["Path"]: (o["Size"], o["ModTime"]) for o in listing}
 
     def head(self, bucket, key):
-        """An object's user metadata and LastModified, in HeadObject's shape."""
+        """An object's user metadata, as the store's own API gives it."""
         if self.kind == "s3":
-            h = self.aws("s3api", "head-object", "--bucket", bucket, "--key", key)
-            return {"Metadata": h.get("Metadata", {}), "LastModified": h.get("LastModified")}
+            argv = ["aws", "s3api", "head-object", "--bucket", bucket, "--key", key]
+            return json.loads(output(argv, env=self.env())).get("Metadata", {})
         if self.kind == "gcs":
             url = f"{self.direct}/storage/v1/b/{bucket}/o/{urllib.parse.quote(key, safe='')}"
-            h = json.load(urllib.request.urlopen(url, timeout=60))
-            return {"Metadata": h.get("metadata", {}), "LastModified": h.get("updated")}
+            return json.load(urllib.request.urlopen(url, timeout=60)).get("metadata", {})
         url = f"{self.direct}/{servers.AZURE_ACCOUNT}/{bucket}/{urllib.parse.quote(key)}"
         answer = urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=60)
-        meta = {
+        return {
             k[10:].lower(): v for k, v in answer.headers.items() if k.lower()[:10] == "x-ms-meta-"
         }
-        return {"Metadata": meta, "LastModified": answer.headers.get("Last-Modified")}

@@ -37,21 +37,17 @@ def run(b):
         peer: lambda s: [peer, *into, wheel, "-d", s.out],
     }
     text = [report.header(f"cache-states: {wheel.name}, {b.rounds} rounds"), ""]
+    check = trees.check_tree(trees.zip_manifest(wheel))
     for state in STATES:
 
         def prepare(slot, state=state):
-            if state == "dirty":
-                return {"dirty MiB": dirty_mib()}
             if state == "dropped":
                 Path("/proc/sys/vm/drop_caches").write_text("3")
             elif state == "filled":
                 runner.fill_free_memory(b.work, keep_mib=512)
-            return {"dirty MiB": dirty_mib()}
+            slot.extra["dirty MiB"] = dirty_mib()
 
-        check = trees.check_tree(trees.zip_manifest(wheel))
         # `dirty`: no sync before a run, so that it starts while the last one is written back.
-        rows = b.batch(
-            f"cache-{state}", tools, check, before_run=prepare, hot=[wheel], sync=state != "dirty"
-        )
+        rows = b.batch(f"cache-{state}", tools, check, before_run=prepare, hot=[wheel], sync=state != "dirty")
         text += [f"### {state}", "", report.table(rows, base=peer, meters=["dirty MiB"]), ""]
     b.save("\n".join(text))
