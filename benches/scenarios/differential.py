@@ -79,9 +79,7 @@ def diff(a, b):
     done = subprocess.run(
         ["diff", "-rq", "--no-dereference", a, b], capture_output=True, timeout=600
     )
-    lines = (
-        done.stdout.decode("utf-8", "backslashreplace").replace(f"{a}/", "").replace(f"{b}/", "")
-    )
+    lines = done.stdout.decode("utf-8", "backslashreplace").replace(a, "REFS").replace(b, "OUT")
     return ["diff could not compare them"] if done.returncode == 2 else lines.splitlines()
 
 
