@@ -260,48 +260,25 @@ class Store:
 
     def env(self, endpoint=None):
         """fastwrite's, rclone's (remote B:) and the aws CLI's settings, pointed at ENDPOINT."""
-        ep = endpoint or self.direct
-        if self.kind == "gcs":
-            return clean_env(
-                STORAGE_EMULATOR_HOST=ep.removeprefix("http://"),
-                RCLONE_CONFIG=os.devnull,
-                RCLONE_CONFIG_B_TYPE="google cloud storage",
-                RCLONE_CONFIG_B_ANONYMOUS="true",
-                RCLONE_CONFIG_B_ENDPOINT=f"{ep}/storage/v1/",
-            )
-        if self.kind == "azure":
-            account, key = servers.AZURE_ACCOUNT, servers.AZURE_KEY
-            return clean_env(
-                AZURE_STORAGE_CONNECTION_STRING=f"DefaultEndpointsProtocol=http;AccountName="
-                f"{account};AccountKey={key};BlobEndpoint={ep}/{account};",
-                RCLONE_CONFIG=os.devnull,
-                RCLONE_CONFIG_B_TYPE="azureblob",
-                RCLONE_CONFIG_B_USE_EMULATOR="true",
-                RCLONE_CONFIG_B_ACCOUNT=account,
-                RCLONE_CONFIG_B_KEY=key,
-                RCLONE_CONFIG_B_ENDPOINT=f"{ep}/{account}",
-            )
+        ep, account = endpoint or self.direct, servers.AZURE_ACCOUNT
         access, secret, region = servers.ACCESS, servers.SECRET, servers.REGION
-        return clean_env(
-            AWS_ACCESS_KEY_ID=access,
-            AWS_SECRET_ACCESS_KEY=secret,
-            AWS_REGION=region,
-            AWS_DEFAULT_REGION=region,
-            AWS_ENDPOINT_URL=ep,
-            S3_ENDPOINT_URL=ep,  # s5cmd's
-            AWS_ALLOW_HTTP="true",
-            AWS_EC2_METADATA_DISABLED="true",
-            AWS_CONFIG_FILE=os.devnull,
-            AWS_SHARED_CREDENTIALS_FILE=os.devnull,
-            AWS_PAGER="",
-            RCLONE_CONFIG=os.devnull,
-            RCLONE_CONFIG_B_TYPE="s3",
-            RCLONE_CONFIG_B_PROVIDER="Other",
-            RCLONE_CONFIG_B_ACCESS_KEY_ID=access,
-            RCLONE_CONFIG_B_SECRET_ACCESS_KEY=secret,
-            RCLONE_CONFIG_B_REGION=region,
-            RCLONE_CONFIG_B_ENDPOINT=ep,
-        )
+        words = {  # (space-separated NAME=VALUE; the values hold no spaces)
+            "gcs": f"STORAGE_EMULATOR_HOST={ep.removeprefix('http://')} RCLONE_CONFIG_B_TYPE=gcs"
+            f" RCLONE_CONFIG_B_ANONYMOUS=true RCLONE_CONFIG_B_ENDPOINT={ep}/storage/v1/",
+            "azure": "AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=http;AccountName="
+            f"{account};AccountKey={servers.AZURE_KEY};BlobEndpoint={ep}/{account};"
+            " RCLONE_CONFIG_B_TYPE=azureblob RCLONE_CONFIG_B_USE_EMULATOR=true"
+            f" RCLONE_CONFIG_B_ACCOUNT={account} RCLONE_CONFIG_B_KEY={servers.AZURE_KEY}"
+            f" RCLONE_CONFIG_B_ENDPOINT={ep}/{account}",
+            "s3": f"AWS_ACCESS_KEY_ID={access} AWS_SECRET_ACCESS_KEY={secret} AWS_REGION={region}"
+            f" AWS_DEFAULT_REGION={region} AWS_ENDPOINT_URL={ep} S3_ENDPOINT_URL={ep} AWS_PAGER="
+            f" AWS_ALLOW_HTTP=true AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE={os.devnull}"
+            f" AWS_SHARED_CREDENTIALS_FILE={os.devnull} RCLONE_CONFIG_B_TYPE=s3"
+            f" RCLONE_CONFIG_B_PROVIDER=Other RCLONE_CONFIG_B_REGION={region}"
+            f" RCLONE_CONFIG_B_ACCESS_KEY_ID={access} RCLONE_CONFIG_B_SECRET_ACCESS_KEY={secret}"
+            f" RCLONE_CONFIG_B_ENDPOINT={ep}",
+        }[self.kind]
+        return clean_env(RCLONE_CONFIG=os.devnull, **dict(w.split("=", 1) for w in words.split()))
 
     def make_bucket(self, name):
         public = ["--azureblob-public-access", "container"] if self.kind == "azure" else []
