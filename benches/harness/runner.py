@@ -173,7 +173,7 @@ class Bench:
     def __init__(self, name, args):
         self.name, self.args, self.smoke = name, args, args.smoke
         self.rounds = 1 if args.smoke else args.rounds
-        self.stamp = time.strftime("%Y%m%d-%H%M%S")
+        self.stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
         self.work, self.results = CACHE / "work" / f"{name}-{self.stamp}", CACHE / "results"
         if not os.path.exists("/usr/bin/time"):
             raise SystemExit("bench: GNU time is required (apt-get install -y time)")
