@@ -2,96 +2,83 @@
 
     benches/bench.py python-peers [--python PY] [--tasks wheel,ufo] [--kernel] [FS ...]
 
-FS: local, slowfs-N, netfs-N (default: local slowfs-1 slowfs-5 netfs-1).
-
-Tasks: `wheel`, the botocore wheel by fastwrite.extract, zipfile.extractall, shutil.unpack_archive;
-`ufo`, 3,366 small files of a UFO font's shape from one thread by fastwrite.Batch.write,
-Batch.open, a plain open/write loop, ThreadPoolExecutor(32); `kernel` (--kernel, local only),
-Debian's kernel .tar.gz by fastwrite.extract, tarfile and shutil (filter="data"). On each FS:
-this disk, lab/slowfs with N ms in every FLUSH (each close), sshfs through the delay proxy at N
-ms each way. Interpreter start-up is in every run, the same for every way. The package is built
-from ./python into a venv in the cache (a release build), unless --python names an interpreter
-that has it. --smoke: local, one round. This file is also the ways themselves: `PY
-python_peers.py WAY WHAT OUT` (no harness imported: the way's own cost only).
+wheel: the botocore wheel by fastwrite.extract, zipfile, shutil.unpack_archive; ufo: 3,366 small
+files of a UFO font's shape from one thread by Batch.write, Batch.open, an open/write loop,
+ThreadPoolExecutor(32); kernel (--kernel, local only): the kernel .tar.gz by fastwrite, tarfile,
+shutil (filter="data"). FS (default local slowfs-1 slowfs-5 netfs-1): this disk, lab/slowfs with
+N ms in every FLUSH, sshfs at N ms each way. The package is built from ./python into a venv in
+the cache, unless --python has it. This file is the ways too (`PY python_peers.py WAY WHAT OUT`,
+no harness imported: each way's own cost). --smoke: local, one round.
 """
 
 import os
 import sys
 
-WAYS = {
-    "wheel": ["fastwrite", "zipfile", "shutil"],
-    "ufo": ["batch", "batch-open", "loop", "threads32"],
-}
-WAYS["kernel"] = ["fastwrite", "tarfile", "shutil"]
+WAYS = {"wheel": "fastwrite zipfile shutil", "ufo": "batch batch-open loop threads32"}
+WAYS = {k: v.split() for k, v in WAYS.items()} | {"kernel": ["fastwrite", "tarfile", "shutil"]}
 UFO_FILES = 3366
 
 
 def glyphs(n):
-    """N files of a UFO's shape (glyphs/NAME.glif of 1-8 KiB, deterministic), made before the
-    clock matters to the way (180 outlines, each glyph its own header around one)."""
+    """N files of a UFO's shape (glyphs/NAME.glif, 1-8 KiB of XML), made before the way's work
+    starts (180 outlines, each glyph its own header around one)."""
+    point = '    <point x="{}" y="{}" type="line"/>\n'
     outlines = [
         "".join(
-            f'    <point x="{(k * 7 + p * 13) % 1000}" y="{(k * 11 + p * 17) % 1000}"/>\n'
-            for p in range(20 + k)
+            point.format((k * 7 + p * 13) % 1000, (k * 11 + p * 17) % 1000) for p in range(20 + k)
         )
         for k in range(180)
     ]
     files = [("metainfo.plist", b"<?xml version='1.0'?><plist><dict/></plist>\n")]
     for i in range(n - 1):
-        xml = f'<?xml version="1.0"?>\n<glyph name="g{i}">\n  <advance width="{500 + i % 300}"/>\n'
+        head = f'<?xml version="1.0" encoding="UTF-8"?>\n<glyph name="g{i}" format="2">\n'
+        body = f'  <advance width="{500 + i % 300}"/>\n  <outline>\n   <contour>\n{outlines[(i * 37) % 180]}'
         files.append(
             (
                 f"glyphs/g{i:05d}.glif",
-                (xml + f"  <outline>\n{outlines[(i * 37) % 180]}  </outline>\n</glyph>\n").encode(),
+                (head + body + "   </contour>\n  </outline>\n</glyph>\n").encode(),
             )
         )
     return files
 
 
-def write_one(out, item):
-    with open(os.path.join(out, item[0]), "wb") as f:
-        f.write(item[1])
-
-
 def way(name, what, out):
     """One way, in this process; raises on any failure."""
-    if name in ("fastwrite", "zipfile", "tarfile", "shutil"):
-        import shutil
-        import tarfile
-        import zipfile
+    import shutil
+    import tarfile
+    import zipfile
 
-        if name == "fastwrite":
-            import fastwrite
+    if name in ("fastwrite", "batch", "batch-open"):
+        import fastwrite
+    if name == "fastwrite":
+        return fastwrite.extract(what, out)
+    if name in ("zipfile", "tarfile"):
+        with zipfile.ZipFile(what) if name == "zipfile" else tarfile.open(what) as archive:
+            return archive.extractall(out, **({"filter": "data"} if name == "tarfile" else {}))
+    if name == "shutil":  # (unpack_archive knows no .whl by name)
+        kind = {"format": "zip"} if what.endswith((".zip", ".whl")) else {"filter": "data"}
+        return shutil.unpack_archive(what, out, **kind)
 
-            return fastwrite.extract(what, out)
-        if name == "zipfile":
-            with zipfile.ZipFile(what) as z:
-                return z.extractall(out)
-        if name == "tarfile":
-            with tarfile.open(what) as t:
-                return t.extractall(out, filter="data")
-        zip_ = what.endswith((".zip", ".whl"))  # unpack_archive knows no .whl by name
-        return shutil.unpack_archive(
-            what, out, **({"format": "zip"} if zip_ else {"filter": "data"})
-        )
+    def write(item):
+        with open(os.path.join(out, item[0]), "wb") as f:
+            f.write(item[1])
+
     files = glyphs(int(what))
     if name in ("loop", "threads32"):
         os.makedirs(os.path.join(out, "glyphs"), exist_ok=True)
         if name == "loop":
-            return [write_one(out, f) for f in files]
+            return [write(f) for f in files]
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(32) as pool:
-            return list(pool.map(lambda f: write_one(out, f), files))  # re-raises a failure
-    import fastwrite
-
+            return list(pool.map(write, files))  # (re-raises a failure)
     with fastwrite.Batch(out) as batch:
         for path, data in files:
             if name == "batch":
                 batch.write(path, data)
-            else:
-                with batch.open(path) as f:
-                    f.write(data)
+                continue
+            with batch.open(path) as f:
+                f.write(data)
 
 
 def arguments(p):
@@ -108,65 +95,44 @@ def run(b):
 
     from harness import corpora, fixtures, report, trees
 
-    py = b.args.python
+    py, venv = b.args.python, fixtures.CACHE / "python-venv"
     if not py:
-        venv = fixtures.CACHE / "python-venv"
         if not (venv / "bin" / "python").exists():
             fixtures.run([sys.executable, "-m", "venv", venv])
-        fixtures.run(
-            [
-                venv / "bin" / "pip",
-                "install",
-                "-q",
-                "--force-reinstall",
-                "--no-deps",
-                fixtures.REPO / "python",
-            ],
-            timeout=7200,
-        )
+        pip = [venv / "bin" / "pip", "install", "-q", "--force-reinstall", "--no-deps"]
+        fixtures.run(pip + [fixtures.REPO / "python"], timeout=7200)
         py = venv / "bin" / "python"
-    wheel, tasks = corpora.wheel(), b.args.tasks.split(",") + (["kernel"] if b.args.kernel else [])
-    inputs = {
-        "wheel": wheel,
-        "ufo": UFO_FILES,
-        "kernel": corpora.linux() / "linux.tar.gz" if "kernel" in tasks else None,
-    }
+    tasks = b.args.tasks.split(",") + (["kernel"] if b.args.kernel else [])
+    wheel, linux = corpora.wheel(), corpora.linux() if "kernel" in tasks else None
+    inputs = {"wheel": wheel, "ufo": UFO_FILES, "kernel": linux and linux / "linux.tar.gz"}
+    only = b.args.tools.split(",") if b.args.tools else None
     text = [report.header(f"python-peers: {py}")]
     for fs in ["local"] if b.smoke else b.args.fs:
         with contextlib.ExitStack() as stack:
-            m = None
+            m, where = None, lambda path: path
             if fs != "local":
                 kind, ms = fs.split("-")
-                m = stack.enter_context(
-                    fixtures.mount(
-                        kind, b.work / f"mnt-{fs}", f"flush={ms}" if kind == "slowfs" else ms
-                    )
-                )
-            where = m.backing_of if m else lambda p: p
+                arg = f"flush={ms}" if kind == "slowfs" else ms
+                m = stack.enter_context(fixtures.mount(kind, b.work / f"mnt-{fs}", arg))
+                where = m.backing_of
             for task in [t for t in tasks if fs == "local" or t != "kernel"]:
-                want = {
-                    "wheel": lambda: trees.zip_manifest(wheel),
-                    "kernel": lambda: trees.tar_manifest(corpora.linux() / "linux.tar"),
-                }
-                check = (
-                    trees.check_tree(want[task](), where)
-                    if task in want
-                    else trees.check_count(UFO_FILES, where=where)
-                )
+                if task == "ufo":
+                    check = trees.check_count(UFO_FILES, where=where)
+                else:
+                    want = (
+                        trees.zip_manifest(wheel)
+                        if task == "wheel"
+                        else trees.tar_manifest(linux / "linux.tar")
+                    )
+                    check = trees.check_tree(want, where)
+                ways = [w for w in WAYS[task] if not only or w in only]
                 tools = {
-                    w: (lambda s, w=w, t=task: [py, __file__, w, inputs[t], s.out])
-                    for w in WAYS[task]
+                    w: (lambda s, w=w, t=task: [py, __file__, w, inputs[t], s.out]) for w in ways
                 }
-                only = b.args.tools.split(",") if b.args.tools else list(tools)
-                tools = {k: v for k, v in tools.items() if k in only}
                 rows = b.batch(
-                    f"python-{fs}-{task}",
-                    tools,
-                    check,
-                    out_root=m.path if m else None,
-                    sync=not m,
+                    f"python-{fs}-{task}", tools, check, out_root=m and m.path, sync=not m
                 )
-                text += ["", f"### {task} on {fs}", "", report.table(rows, base=list(tools)[0])]
+                text += ["", f"### {task} on {fs}", "", report.table(rows, base=ways[0])]
     b.save("\n".join(text))
 
 
