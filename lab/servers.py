@@ -31,9 +31,7 @@ import time
 ACCESS, SECRET, REGION = "fastwrite", "fastwrite-secret", "us-east-1"
 # Azurite's account and key are public (Microsoft's documentation gives them).
 AZURE_ACCOUNT = "devstoreaccount1"
-AZURE_KEY = (
-    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
-)
+AZURE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 MOTO = "/opt/moto/bin/moto_server"
 AZURITE = "/opt/azurite/bin/azurite-blob"
 START_TIMEOUT = 30

@@ -26,9 +26,7 @@ for ax, (name, data) in zip(axes.flat, panels.items(), strict=False):
         by.setdefault(tool, {})[lat] = wall
     for tool, points in by.items():
         xs = sorted((float(lat), wall) for lat, wall in points.items() if lat != "none")
-        (line,) = ax.plot(
-            [x for x, _ in xs], [w for _, w in xs], marker="o", label=spec["labels"].get(tool, tool)
-        )
+        (line,) = ax.plot([x for x, _ in xs], [w for _, w in xs], marker="o", label=spec["labels"].get(tool, tool))
         if "none" in points:
             ax.plot(
                 [NONE_X],

@@ -63,9 +63,7 @@ def wheel(name="botocore"):
     if name == "kernel":
         need("zip", "apt-get install -y zip")
         # Into a file (to stdout, zip writes data descriptors); it adds .zip to a name without.
-        listing = (
-            "find . -mindepth 1 ! -type l | LC_ALL=C sort | zip -q -@ {0}.zip && mv {0}.zip {0}"
-        )
+        listing = "find . -mindepth 1 ! -type l | LC_ALL=C sort | zip -q -@ {0}.zip && mv {0}.zip {0}"
         return once(
             CACHE / "linux" / "linux.zip",
             lambda p: run(["bash", "-c", listing.format(p)], cwd=tree("kernel")),
@@ -145,9 +143,7 @@ def tree(kind):
 
     def random_files(part):
         names = [f"data/part-{i}.bin" for i in (1, 2, 3, 4)] + ["data/more/part-5.bin"]
-        for i, rel in enumerate(
-            names + ["data/more/part-6.bin", "other/part-7.bin", "other/part-8.bin"]
-        ):
+        for i, rel in enumerate(names + ["data/more/part-6.bin", "other/part-7.bin", "other/part-8.bin"]):
             (part / rel).parent.mkdir(parents=True, exist_ok=True)
             rng = random.Random(f"fastwrite-bench-{i}")
             with open(part / rel, "wb") as f:
@@ -167,21 +163,13 @@ def generated(kind):
     are hex of random bytes: deflate halves them, so the decoder has real work."""
     rng = random.Random("fastwrite-close-lab-small-sizes")
     files = [
-        (f"d{t}/s{s}/f{f:03}.txt", rng.randint(1024, 8192))
-        for t in range(5)
-        for s in range(10)
-        for f in range(40)
+        (f"d{t}/s{s}/f{f:03}.txt", rng.randint(1024, 8192)) for t in range(5) for s in range(10) for f in range(40)
     ]
     files = files if kind == "small" else [(f"part{i % 2}/big-{i}.bin", 32 << 20) for i in range(8)]
     dirs = sorted({str(Path(rel).parents[k]) for rel, _ in files for k in range(2)} - {"."})
 
     def content(size, seed):
-        return (
-            random.Random(f"fastwrite-close-lab-{seed}")
-            .randbytes((size + 1) // 2)
-            .hex()
-            .encode()[:size]
-        )
+        return random.Random(f"fastwrite-close-lab-{seed}").randbytes((size + 1) // 2).hex().encode()[:size]
 
     def fixed(ti):
         ti.uid, ti.gid, ti.uname, ti.gname = 0, 0, "root", "root"
@@ -197,9 +185,7 @@ def generated(kind):
         for p in [rel for rel, _ in files] + dirs[::-1]:
             os.utime(part / "tree" / p, (T0, T0))
         level = 1 if kind == "big" else 6  # big: 256 MiB to compress once; keep it quick
-        with zipfile.ZipFile(
-            part / "corpus.zip", "w", zipfile.ZIP_DEFLATED, compresslevel=level
-        ) as z:
+        with zipfile.ZipFile(part / "corpus.zip", "w", zipfile.ZIP_DEFLATED, compresslevel=level) as z:
             for rel in sorted(dirs + [rel for rel, _ in files]):
                 info = zipfile.ZipInfo(rel + "/" * (rel in dirs), (2023, 11, 14, 22, 13, 20))
                 if rel in dirs:

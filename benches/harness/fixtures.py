@@ -282,9 +282,7 @@ class Store:
 
     def make_bucket(self, name):
         if self.kind == "gcs":  # (rclone asks for a project number there)
-            req = urllib.request.Request(
-                f"{self.direct}/storage/v1/b", json.dumps({"name": name}).encode()
-            )
+            req = urllib.request.Request(f"{self.direct}/storage/v1/b", json.dumps({"name": name}).encode())
             return urllib.request.urlopen(req, timeout=60).read()
         public = ["--azureblob-public-access", "container"] if self.kind == "azure" else []
         run(["rclone", "mkdir", *public, f"B:{name}"], timeout=60, env=self.env())
@@ -306,6 +304,4 @@ class Store:
             return json.load(urllib.request.urlopen(url, timeout=60)).get("metadata", {})
         url = f"{self.direct}/{servers.AZURE_ACCOUNT}/{bucket}/{urllib.parse.quote(key)}"
         answer = urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=60)
-        return {
-            k[10:].lower(): v for k, v in answer.headers.items() if k.lower()[:10] == "x-ms-meta-"
-        }
+        return {k[10:].lower(): v for k, v in answer.headers.items() if k.lower()[:10] == "x-ms-meta-"}

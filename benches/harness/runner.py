@@ -115,9 +115,7 @@ def wait_for_fast_creates(work, smoke=False):
 
 
 def free_mib():
-    line = next(
-        x for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("MemFree")
-    )
+    line = next(x for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("MemFree"))
     return int(line.split()[1]) // 1024
 
 
@@ -148,9 +146,7 @@ def fill_free_memory(work, keep_mib=1024):
 
 def arguments_for(name, module):
     raw = argparse.RawDescriptionHelpFormatter
-    parser = argparse.ArgumentParser(
-        f"benches/bench.py {name}", description=module.__doc__, formatter_class=raw
-    )
+    parser = argparse.ArgumentParser(f"benches/bench.py {name}", description=module.__doc__, formatter_class=raw)
     rounds = getattr(module, "ROUNDS", 3)
     parser.add_argument("-n", "--rounds", type=int, default=rounds, help=f"default {rounds}")
     parser.add_argument("--warmup", type=int, default=0, help="untimed rounds first (checked)")
@@ -158,9 +154,7 @@ def arguments_for(name, module):
     parser.add_argument("--tools", help="only these tools (comma-separated names)")
     parser.add_argument("--fastwrite", help="the binary (default: target/release/fastwrite)")
     timeout = getattr(module, "TIMEOUT", 600)
-    parser.add_argument(
-        "--timeout", type=float, default=timeout, help=f"seconds a run may take ({timeout})"
-    )
+    parser.add_argument("--timeout", type=float, default=timeout, help=f"seconds a run may take ({timeout})")
     parser.add_argument("--keep", action="store_true", help="keep the outputs")
     if hasattr(module, "arguments"):
         module.arguments(parser)
@@ -230,9 +224,7 @@ class Bench:
                 argv = tools[tool](slot)  # words, or a command line to split into them
                 argv = shlex.split(argv) if isinstance(argv, str) else argv
                 row = timed(argv, log, self.args.timeout, env(slot) if callable(env) else env)
-                row |= {
-                    label: difference(m(), before[label]) for label, m in (meters or {}).items()
-                }
+                row |= {label: difference(m(), before[label]) for label, m in (meters or {}).items()}
                 problem = None
                 if row["exit"] not in (allowed_exits or {}).get(tool, (0,)):
                     problem = f"exit {row['exit']}" + (" (timed out)" if row["timed_out"] else "")
@@ -253,11 +245,7 @@ class Bench:
         if reference:
             self.same_content(rows, reference)
         self.rows += rows
-        self.failures += [
-            f"{r['batch']} r{r['round']} {r['tool']}: {r['status']}"
-            for r in rows
-            if r["status"] != "ok"
-        ]
+        self.failures += [f"{r['batch']} r{r['round']} {r['tool']}: {r['status']}" for r in rows if r["status"] != "ok"]
         return rows
 
     def same_content(self, rows, reference):

@@ -30,11 +30,7 @@ def zip_manifest(path):
     """The regular files a zip holds (not its folders, not its symlinks)."""
     with zipfile.ZipFile(path) as z:
         infos = z.infolist()
-    return {
-        i.filename: i.file_size
-        for i in infos
-        if not i.is_dir() and not stat.S_ISLNK(i.external_attr >> 16)
-    }
+    return {i.filename: i.file_size for i in infos if not i.is_dir() and not stat.S_ISLNK(i.external_attr >> 16)}
 
 
 def tar_manifest(path):
@@ -42,9 +38,7 @@ def tar_manifest(path):
     files = {}
     with tarfile.open(path) as t:
         for m in (m for m in t if m.isfile() or m.islnk()):
-            files[m.name.removeprefix("./")] = (
-                m.size if m.isfile() else files.get(m.linkname.removeprefix("./"), 0)
-            )
+            files[m.name.removeprefix("./")] = m.size if m.isfile() else files.get(m.linkname.removeprefix("./"), 0)
     return files
 
 
@@ -90,10 +84,7 @@ def same_content(a, b):
 def scan(root):
     out = {".": os.lstat(root)}
     for folder, dirs, names in os.walk(root):
-        out |= {
-            os.path.relpath(os.path.join(folder, n), root): os.lstat(os.path.join(folder, n))
-            for n in dirs + names
-        }
+        out |= {os.path.relpath(os.path.join(folder, n), root): os.lstat(os.path.join(folder, n)) for n in dirs + names}
     return out
 
 
@@ -121,11 +112,7 @@ def differences(src_root, src, dst_root):
         diff["mode"] += k != "symlink" and stat.S_IMODE(s.st_mode) != stat.S_IMODE(d.st_mode)
         diff["owner"] += (s.st_uid, s.st_gid) != (d.st_uid, d.st_gid)
         if s.st_mtime_ns != d.st_mtime_ns:
-            diff[
-                "top-mtime"
-                if p == "."
-                else {"dir": "dir-mtime", "symlink": "link-mtime"}.get(k, "file-mtime")
-            ] += 1
+            diff["top-mtime" if p == "." else {"dir": "dir-mtime", "symlink": "link-mtime"}.get(k, "file-mtime")] += 1
         if k == "file" and s.st_nlink > 1:  # a source inode -> the copy's inodes
             groups.setdefault(s.st_ino, set()).add(d.st_ino)
     diff["hardlinks"] = sum(len(g) > 1 for g in groups.values())

@@ -109,12 +109,7 @@ def bucket(b, sides, wheel, want):
                 got = {k: v[0] for k, v in store.list("bench", slot.id + "/").items()}
                 return trees.describe(got, want)
 
-            tools = {
-                side: binary_with(exe, ["extract", wheel, "-o"], prefix)
-                for side, exe in sides.items()
-            }
+            tools = {side: binary_with(exe, ["extract", wheel, "-o"], prefix) for side, exe in sides.items()}
             tag = f"bucket-{b.args.delay_ms:g}ms"
             meters = {"requests": p.requests}
-            return b.batch(
-                tag, tools, check, env=store.env(p.endpoint), meters=meters, make_out=False
-            )
+            return b.batch(tag, tools, check, env=store.env(p.endpoint), meters=meters, make_out=False)

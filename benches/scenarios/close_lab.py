@@ -40,9 +40,7 @@ def arguments(p):
     p.add_argument("--latencies", default="0,1,5,10")
     p.add_argument("--no-baseline", action="store_true")
     p.add_argument("--chart", default=str(fixtures.REPO / "docs/close-latency.png"))
-    p.add_argument(
-        "batches", nargs="*", default="small-zip small-tar big-zip big-tar floor".split()
-    )
+    p.add_argument("batches", nargs="*", default="small-zip small-tar big-zip big-tar floor".split())
 
 
 def env(lib, lat):
@@ -68,10 +66,7 @@ def batch_report(name, files, rows):
     for ratio in RATIOS:
         a, b = ratio.split("/")
         b, at = (b.split("@") + [None])[:2]
-        cells = [
-            f"{med[a, x] / med[b, at or x]:.2f}" if {(a, x), (b, at or x)} <= med.keys() else ""
-            for x in lats
-        ]
+        cells = [f"{med[a, x] / med[b, at or x]:.2f}" if {(a, x), (b, at or x)} <= med.keys() else "" for x in lats]
         text += [f"| {ratio} | " + " | ".join(cells) + " |"] if any(cells) else []
     if files >= 1000 and {("never", "5"), ("never", "none")} <= med.keys():  # issue 6's targets
         text += ["", "Targets (issue 6, for many small files):"]
@@ -89,10 +84,7 @@ def chart(b, panels):
     if not (venv / "bin" / "python").exists():
         fixtures.run(["python3", "-m", "venv", venv])
         fixtures.run([venv / "bin" / "pip", "install", "-q", "matplotlib"], timeout=1800)
-    data = {
-        name: {f"{t}@{x}": v for (t, x), v in grid(rows)[0].items()}
-        for name, rows in panels.items()
-    }
+    data = {name: {f"{t}@{x}": v for (t, x), v in grid(rows)[0].items()} for name, rows in panels.items()}
     spec = b.work / "chart.json"
     spec.write_text(json.dumps({"panels": data, "labels": LABELS, "out": b.args.chart}))
     fixtures.run([venv / "bin" / "python", fixtures.REPO / "benches/harness/chart.py", spec])
@@ -129,14 +121,10 @@ def run(b):
                 "ca-plain": [baseline, "plain", a],
             }
         tools = {
-            f"{t}@{lat}": (lambda s, c=c, lat=lat: env(lib, lat) + c + [s.out])
-            for lat in lats
-            for t, c in base.items()
+            f"{t}@{lat}": (lambda s, c=c, lat=lat: env(lib, lat) + c + [s.out]) for lat in lats for t, c in base.items()
         }
         check, tree = trees.check_count(files, size), corpus / "tree"
-        rows = b.batch(
-            f"close-lab-{name}", b.wanted(tools), check, reference=tree, fill_memory=kind == "big"
-        )
+        rows = b.batch(f"close-lab-{name}", b.wanted(tools), check, reference=tree, fill_memory=kind == "big")
         text.append(batch_report(name, files, rows))
         panels[name] = rows
         if kind == "big":
@@ -155,11 +143,7 @@ def floor(b, lib, fw, lats):
     )
     calibrate = {"auto": lambda s: [fw, "extract", a, "-o", s.out]}
     work_us = round(
-        report.medians(b.batch("floor-calibrate", calibrate, rounds=1 if b.smoke else 5))["auto"][
-            "cpu"
-        ]
-        * 1e6
-        / files
+        report.medians(b.batch("floor-calibrate", calibrate, rounds=1 if b.smoke else 5))["auto"]["cpu"] * 1e6 / files
     )
     tools = {}
     for lat in lats:
@@ -175,17 +159,11 @@ def floor(b, lib, fw, lats):
             n,
         ]
         tools[f"auto@{lat}"] = lambda s, lat=lat: env(lib, lat) + [fw, "extract", a, "-o", s.out]
-    checks = {
-        t: trees.check_count(files) if t.startswith("auto") else lambda s: None for t in tools
-    }
+    checks = {t: trees.check_count(files) if t.startswith("auto") else lambda s: None for t in tools}
     med, lats = grid(b.batch("floor", tools, checks))
     text = [f"### The floor: {files} files, {work_us} µs of CPU each, {writers} writers", ""]
     text += ["| ms | " + " | ".join(lats) + " |", "| --- |" + " ---: |" * len(lats)]
     for tool in ("floor", "auto"):
         text.append(f"| {tool} | " + " | ".join(report.seconds(med[tool, x]) for x in lats) + " |")
-        text.append(
-            f"| {tool} / none | "
-            + " | ".join(f"{med[tool, x] / med[tool, 'none']:.2f}" for x in lats)
-            + " |"
-        )
+        text.append(f"| {tool} / none | " + " | ".join(f"{med[tool, x] / med[tool, 'none']:.2f}" for x in lats) + " |")
     return "\n".join(text + [""])

@@ -28,9 +28,7 @@ COUNTS = {"differs": "differs", "nonzero": "nonzero", "crashes": "crash", "escap
 LIMITS = "prlimit --as=2147483648 --fsize=1073741824".split()
 OURS = {"fastwrite-file", "fastwrite-pipe", "fastwrite-pipe-named"}
 # Not run, as in tests/corpus.rs: what it writes is too large.
-NOT_RUN = {
-    ("la__libarchive__test__test_read_format_zip_uncompressed_size_off_by_4gib.zip", "bsdtar")
-}
+NOT_RUN = {("la__libarchive__test__test_read_format_zip_uncompressed_size_off_by_4gib.zip", "bsdtar")}
 TAR = {"tar": "tar -xpf {a} -C {d}", "bsdtar": "bsdtar -xpf {a} -C {d}"}
 ZIP = {
     "unzip": "unzip -qo {a} -d {d}",
@@ -50,9 +48,7 @@ def run(cmd, cwd, timeout, data=None):
     """(exit code: None if timed out, a signal negative; stderr); DATA through a pipe."""
     stdin = subprocess.PIPE if data is not None else subprocess.DEVNULL
     io = {"stdin": stdin, "stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE}
-    proc = subprocess.Popen(
-        cmd, cwd=cwd, env=dict(os.environ, TZ="UTC0"), start_new_session=True, **io
-    )
+    proc = subprocess.Popen(cmd, cwd=cwd, env=dict(os.environ, TZ="UTC0"), start_new_session=True, **io)
     try:
         err, code = proc.communicate(data, timeout=timeout)[1], proc.returncode
     except subprocess.TimeoutExpired:
@@ -65,20 +61,14 @@ def not_comparable(root):
     for folder, _, files in os.walk(root):
         if len(os.fsencode(os.path.relpath(folder, root))) > 2900:
             return "a path over 3,000 bytes"
-        if any(
-            os.path.getsize(f"{folder}/{f}") > 64 << 20
-            for f in files
-            if os.path.isfile(f"{folder}/{f}")
-        ):
+        if any(os.path.getsize(f"{folder}/{f}") > 64 << 20 for f in files if os.path.isfile(f"{folder}/{f}")):
             return "a file over 64 MiB"
     return None
 
 
 def diff(a, b):
     """The lines in which trees A and B differ (paths, kinds, contents, symlink targets)."""
-    done = subprocess.run(
-        ["diff", "-rq", "--no-dereference", a, b], capture_output=True, timeout=600
-    )
+    done = subprocess.run(["diff", "-rq", "--no-dereference", a, b], capture_output=True, timeout=600)
     lines = done.stdout.decode("utf-8", "backslashreplace").replace(a, "REFS").replace(b, "OUT")
     return ["diff could not compare them"] if done.returncode == 2 else lines.splitlines()
 
@@ -105,11 +95,7 @@ def check(fastwrite, archive, root, timeout):
         return (*run(cmd, work, timeout, data), f"{work}/{out}")
 
     def beside():
-        return {
-            os.fsencode(n).decode("utf-8", "backslashreplace")
-            for n in os.listdir(work)
-            if n not in OURS
-        }
+        return {os.fsencode(n).decode("utf-8", "backslashreplace") for n in os.listdir(work) if n not in OURS}
 
     try:
         runs = {"file": (*ours("fastwrite-file"), beside())}
@@ -134,9 +120,9 @@ def check(fastwrite, archive, root, timeout):
                 exits[ref] = run(LIMITS + cmd.format(a=archive, d=d).split(" "), d, timeout)[0]
                 trees += [d] if exits[ref] == 0 else []
         if zip_:  # not a reference: what a streaming reader gets
-            exits["bsdtar-pipe"] = run(
-                LIMITS + ["bsdtar", "-xpf", "-", "-C", fresh("ref-pipe")], work, timeout, data
-            )[0]
+            exits["bsdtar-pipe"] = run(LIMITS + ["bsdtar", "-xpf", "-", "-C", fresh("ref-pipe")], work, timeout, data)[
+                0
+            ]
         result["references"] = exits
         for tree in [r[2] for r in runs.values()] + trees:
             if reason := not_comparable(tree):
@@ -145,9 +131,7 @@ def check(fastwrite, archive, root, timeout):
         if not result["agree"]:
             return name, result
         if zip_:
-            result["bsdtar_pipe_differs"] = (
-                exits["bsdtar-pipe"] != 0 or diff(trees[0], f"{work}/ref-pipe") != []
-            )
+            result["bsdtar_pipe_differs"] = exits["bsdtar-pipe"] != 0 or diff(trees[0], f"{work}/ref-pipe") != []
         for mode, (code, _, out, _) in runs.items():
             lines, got = diff(trees[0], out), os.listdir(out)
             # A single compressed file: the tar references write nothing, fastwrite the file.
@@ -222,9 +206,7 @@ def compare(before_path, after_path):
             print(f" (exit codes {b.get('references')} -> {a.get('references')})")
         for mode in MODES:
             if (was := verdict(b["modes"][mode])) != (now := verdict(a["modes"][mode])):
-                print(
-                    f"  {name} [{mode}]: differs/nonzero/crash/exit/escaped {was} -> {now}", end=""
-                )
+                print(f"  {name} [{mode}]: differs/nonzero/crash/exit/escaped {was} -> {now}", end="")
                 print(f" | {a['modes'][mode]['stderr'][:120]}")
 
 
@@ -246,9 +228,7 @@ def main(args):
     )
     try:
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-            results = dict(
-                pool.map(lambda a: check(fastwrite, a, root, args.timeout), archives.values())
-            )
+            results = dict(pool.map(lambda a: check(fastwrite, a, root, args.timeout), archives.values()))
     finally:
         remove(root)
     summary = summarize(results)

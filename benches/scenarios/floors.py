@@ -37,11 +37,7 @@ def create(b):
         "fastwrite-mirror": lambda s: [fw, "mirror", tree, s.out],
         "fastwrite": lambda s: [fw, "extract", "--strip-components", strip, tar, "-o", s.out],
     }
-    tools = {
-        k: v
-        for k, v in b.wanted(tools).items()
-        if "fastwrite" in k or fixtures.have(k.replace("gnu-", ""))
-    }
+    tools = {k: v for k, v in b.wanted(tools).items() if "fastwrite" in k or fixtures.have(k.replace("gnu-", ""))}
     rows = b.batch(
         "floors-create",
         tools,
@@ -71,16 +67,12 @@ def decode(b):
     streams = {".tar.gz": tars / f"{stem}.tar.gz"}
     if not b.smoke:
         cuda = CACHE / "torch-libtorch_cuda.gz"
-        streams["libtorch_cuda.so"] = corpora.entry_as_gz(
-            corpora.wheel("torch"), "torch/lib/libtorch_cuda.so", cuda
-        )
+        streams["libtorch_cuda.so"] = corpora.entry_as_gz(corpora.wheel("torch"), "torch/lib/libtorch_cuda.so", cuda)
     for name, path in streams.items():
         into_null[f"pigz -dc ({name})"] = f"pigz -dc {q(path)}"
         into_null[f"libdeflate-gunzip -c ({name})"] = f"libdeflate-gunzip -c {q(path)}"
         for cores in (1, 2):
-            into_null[f"rapidgzip -P {cores} ({name})"] = (
-                f"{venv}/bin/rapidgzip -P {cores} -d -c {q(path)}"
-            )
+            into_null[f"rapidgzip -P {cores} ({name})"] = f"{venv}/bin/rapidgzip -P {cores} -d -c {q(path)}"
     tools = {k: (lambda s, c=c: shell(f"exec {c} >/dev/null")) for k, c in into_null.items()}
     hot = [tars / f"{stem}.{f}" for f in ("tar.gz", "tar.zst", "tar.xz")] + [
         zip_,

@@ -53,12 +53,8 @@ def run(b):
     summary = ["| latency | " + " | ".join(ways) + " | fastwrite vs close-already | vs rayon-std |"]
     summary.append("| --- |" + " ---: |" * (len(ways) + 2))
     for lat in ["none", "5"] if b.smoke else b.args.latencies.split(","):
-        tools = {
-            w: (lambda s, c=c, lat=lat: env(lib, lat) + c + [s.out, files]) for w, c in ways.items()
-        }
-        rows = b.batch(
-            f"library-{lat}", b.wanted(tools), trees.check_tree(want), reference=reference
-        )
+        tools = {w: (lambda s, c=c, lat=lat: env(lib, lat) + c + [s.out, files]) for w, c in ways.items()}
+        rows = b.batch(f"library-{lat}", b.wanted(tools), trees.check_tree(want), reference=reference)
         text += ["", f"### {lat} ms", "", report.table(rows)]
         med = {t: m["wall"] for t, m in report.medians(rows).items() if m["n"]}
         if {"fastwrite", "close-already", "rayon-std"} <= med.keys():

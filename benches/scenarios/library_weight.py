@@ -42,14 +42,10 @@ def main(args):
 
         def cargo(*args):
             for offline in (["--offline"], []):  # offline first: no registry where it needs none
-                done = subprocess.run(
-                    ["cargo", *args, *offline], cwd=crate, capture_output=True, text=True
-                )
+                done = subprocess.run(["cargo", *args, *offline], cwd=crate, capture_output=True, text=True)
                 if done.returncode == 0:
                     return done.stdout
-            raise SystemExit(
-                f"library-weight: cargo {' '.join(args)} failed:\n{done.stderr[-2000:]}"
-            )
+            raise SystemExit(f"library-weight: cargo {' '.join(args)} failed:\n{done.stderr[-2000:]}")
 
         tree = cargo("tree", "-e", "normal", "--prefix", "none")
         crates = sorted({line.removesuffix(" (*)") for line in tree.splitlines() if line} - {""})
@@ -66,23 +62,9 @@ def main(args):
         )
         files = sum(len(names) for _, _, names in os.walk(Path(work) / "out.ufo"))
         print(f"UFO save: {files} files written (expected {EXPECTED}), exit {stats.returncode}")
-        print(
-            "\n".join(
-                f"  {line}"
-                for line in stats.stdout.splitlines()
-                if line.startswith(("files", "failed"))
-            )
-        )
-    problems = (
-        [f"{len(crates)} crates, more than {args.max_crates}"]
-        if len(crates) > args.max_crates
-        else []
-    )
-    problems += (
-        [f"the UFO save wrote {files} files, not {EXPECTED}"]
-        if files != EXPECTED or stats.returncode
-        else []
-    )
+        print("\n".join(f"  {line}" for line in stats.stdout.splitlines() if line.startswith(("files", "failed"))))
+    problems = [f"{len(crates)} crates, more than {args.max_crates}"] if len(crates) > args.max_crates else []
+    problems += [f"the UFO save wrote {files} files, not {EXPECTED}"] if files != EXPECTED or stats.returncode else []
     for p in problems:
         print(f"library-weight: {p}")
     return 1 if args.check and problems else 0

@@ -30,10 +30,7 @@ def make_archives(root, count):
     rng = random.Random(SEED)
     root.mkdir()
     for i in range(count):
-        files = {
-            f"d{j % 4}/f{j:03d}.bin": rng.randbytes(rng.randint(200, 4000))
-            for j in range(rng.randint(10, 200))
-        }
+        files = {f"d{j % 4}/f{j:03d}.bin": rng.randbytes(rng.randint(200, 4000)) for j in range(rng.randint(10, 200))}
         if i % 2:
             with zipfile.ZipFile(root / f"shard-{i:05d}.zip", "w", zipfile.ZIP_DEFLATED) as z:
                 for name, data in files.items():
@@ -78,16 +75,10 @@ def run(b):
         down += "case $0 in *.zip) unzip -q $d/$0 -d $d/x;; *) tar -xzf $d/$0 -C $d/x;; esac && "
         down += f'{s5} cp "$d/x/*" s3://dst/$1/$s/ >/dev/null'
         ways = {
-            "fastwrite-one": lambda s: (
-                f"{fw} extract 's3://src/a/*' --per-archive -o s3://dst/{s.id}/ -q"
-            ),
-            "loop": lambda s: shell(
-                f"while read -r n; do bash -c {q(one)} $n {s.id} || exit 1; done <{names}"
-            ),
+            "fastwrite-one": lambda s: f"{fw} extract 's3://src/a/*' --per-archive -o s3://dst/{s.id}/ -q",
+            "loop": lambda s: shell(f"while read -r n; do bash -c {q(one)} $n {s.id} || exit 1; done <{names}"),
             "xargs-8": lambda s: shell(f"xargs -P 8 -I{{}} bash -c {q(one)} {{}} {s.id} <{names}"),
-            "get+x+s5cmd": lambda s: shell(
-                f"xargs -P 8 -I{{}} bash -c {q(down)} {{}} {s.id} <{names}"
-            ),
+            "get+x+s5cmd": lambda s: shell(f"xargs -P 8 -I{{}} bash -c {q(down)} {{}} {s.id} <{names}"),
             "s5cmd-tree": lambda s: f"{s5} cp '{work}/tree/*' s3://dst/{s.id}/",
         }
         if b.args.python:
@@ -149,9 +140,7 @@ def memory(b, fw, store):
     }
     rows = b.batch("memory", run, env=store.env(), rounds=1, allowed_exits={"memory": range(256)})
     taken = len((b.work / "out" / "memory-r0-memory" / "report").read_text().splitlines())
-    b.failures += (
-        [] if taken else ["memory: the run reported no source (--shard 0/1000 took none?)"]
-    )
+    b.failures += [] if taken else ["memory: the run reported no source (--shard 0/1000 took none?)"]
     text = f"{b.args.memory} sources listed, {taken} taken: peak RSS {rows[0]['rss_kib'] / 1024:.0f} MiB"
     b.save(report.header("many-archives --memory") + "\n\n" + text)
 
@@ -161,9 +150,7 @@ if __name__ == "__main__":  # the dask way's driver (its workers import this fil
     from distributed import Client, LocalCluster
 
     with (
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-        ) as cluster,
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
         Client(cluster) as client,
     ):
         fastwrite.dask.extract_all(client, ["s3://src/a/*"], f"s3://dst/{sys.argv[1]}/")

@@ -86,8 +86,7 @@ def run(b):
         + " Median of the runs; ratio = fastwrite / the fastest peer (below 1: fastwrite is"
         + f" faster; the target is {TARGET} or below); peak RSS = the largest of any run's.",
         "",
-        "| corpus | fastest peer | peer | fastwrite | ratio | other peers | peak RSS fastwrite"
-        + " | peak RSS peer |",
+        "| corpus | fastest peer | peer | fastwrite | ratio | other peers | peak RSS fastwrite" + " | peak RSS peer |",
         "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: |",
         *lines,
         "",

@@ -44,20 +44,14 @@ def measure(b, name, noop=("rsync", "fastwrite")):
     src = corpora.generated("small") / "tree" if name == "small" else corpora.tree(name)
     want, links = trees.manifest(src)
     tools = b.wanted(fresh_tools(b, src))
-    need = (
-        int(fixtures.output(["du", "-sk", src]).split()[0])
-        * (b.rounds + b.args.warmup)
-        * len(tools)
-    )
+    need = int(fixtures.output(["du", "-sk", src]).split()[0]) * (b.rounds + b.args.warmup) * len(tools)
     free = int(fixtures.output(["df", "-Pk", b.work]).splitlines()[1].split()[3])
     if free < need + (2 << 20):
         raise SystemExit(f"bench: {name}: the outputs need {need >> 20} GiB, {free >> 20} GiB free")
 
     def check(slot):
         got, other = trees.manifest(slot.out)
-        return trees.describe(got, want) or (
-            f"{other} links, expected {links}" if other != links else None
-        )
+        return trees.describe(got, want) or (f"{other} links, expected {links}" if other != links else None)
 
     rows = b.batch(f"mirror-{name}", tools, check, reference="cp", fill_memory=True)
     first = {r["tool"]: r["out"] for r in reversed(rows) if r["status"] == "ok"}
@@ -78,17 +72,11 @@ def measure(b, name, noop=("rsync", "fastwrite")):
 
     def unchanged(slot):
         replaced, touched[slot.tool], added, removed = trees.changed(copy, snaps.pop(slot.id))
-        return (
-            f"{replaced} replaced, {added} added, {removed} removed"
-            if replaced or added or removed
-            else None
-        )
+        return f"{replaced} replaced, {added} added, {removed} removed" if replaced or added or removed else None
 
     exact(b, src, copy, "before")
     tools, rounds = {k: tools[k] for k in noop}, 1 if b.smoke else b.args.noop_rounds
-    noop_rows = b.batch(
-        f"mirror-{name}-noop", tools, unchanged, before_run=snapshot, rounds=rounds, make_out=False
-    )
+    noop_rows = b.batch(f"mirror-{name}-noop", tools, unchanged, before_run=snapshot, rounds=rounds, make_out=False)
     exact(b, src, copy, "after")
     b.clean()
     return rows, table, noop_rows, touched
@@ -97,9 +85,7 @@ def measure(b, name, noop=("rsync", "fastwrite")):
 def exact(b, src, copy, when):
     """The no-op batch's copy must be the source's, in content and in every bit of metadata."""
     name = f"the copy {when} the no-op batch"
-    b.failures += trees.fidelity(src, {name: copy}, {name})[1] + [
-        p for p in [trees.same_content(src, copy)] if p
-    ]
+    b.failures += trees.fidelity(src, {name: copy}, {name})[1] + [p for p in [trees.same_content(src, copy)] if p]
 
 
 def run(b):

@@ -25,25 +25,17 @@ def run(b):
     fw, wheel = b.fastwrite(), corpora.wheel()
     tree, want = corpora.unzipped(wheel), trees.zip_manifest(wheel)
     tools = {"fastwrite": lambda s: [fw, "extract", wheel, "-o", s.out]}
-    tools |= {
-        f"fastwrite -j {j}": (lambda s, j=j: [fw, "-j", j, "extract", wheel, "-o", s.out])
-        for j in (2, 16, 32)
-    }
+    tools |= {f"fastwrite -j {j}": (lambda s, j=j: [fw, "-j", j, "extract", wheel, "-o", s.out]) for j in (2, 16, 32)}
     tools["ripunzip"] = lambda s: ["ripunzip", "unzip-file", wheel, "-d", s.out]
     if b.args.all:
         tools["unzip"] = lambda s: ["unzip", "-q", wheel, "-d", s.out]
         tools["bsdtar"] = lambda s: ["bsdtar", "-xf", wheel, "-C", s.out]
     tools["mirror fastwrite"] = lambda s: [fw, "mirror", tree, s.out]
-    tools |= {
-        f"mirror fastwrite -j {j}": (lambda s, j=j: [fw, "-j", j, "mirror", tree, s.out])
-        for j in (2, 16)
-    }
+    tools |= {f"mirror fastwrite -j {j}": (lambda s, j=j: [fw, "-j", j, "mirror", tree, s.out]) for j in (2, 16)}
     tools["mirror cp -a"] = lambda s: ["cp", "-a", f"{tree}/.", s.out]
     if b.args.all:
         tools["mirror rsync -a"] = lambda s: ["rsync", "-a", f"{tree}/", f"{s.out}/"]
-    tools = {
-        k: v for k, v in tools.items() if k.split()[0] != "ripunzip" or fixtures.have("ripunzip")
-    }
+    tools = {k: v for k, v in tools.items() if k.split()[0] != "ripunzip" or fixtures.have("ripunzip")}
     tools = b.wanted(tools, ["fastwrite", "mirror cp -a"] if b.smoke else None)
     text = [report.header(f"netfs-peers: the botocore wheel ({len(want)} files) onto sshfs")]
     for delay in ["1"] if b.smoke else b.args.delays:

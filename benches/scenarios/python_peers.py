@@ -24,9 +24,7 @@ def glyphs(n):
     starts (180 outlines, each glyph its own header around one)."""
     point = '    <point x="{}" y="{}" type="line"/>\n'
     outlines = [
-        "".join(
-            point.format((k * 7 + p * 13) % 1000, (k * 11 + p * 17) % 1000) for p in range(20 + k)
-        )
+        "".join(point.format((k * 7 + p * 13) % 1000, (k * 11 + p * 17) % 1000) for p in range(20 + k))
         for k in range(180)
     ]
     files = [("metainfo.plist", b"<?xml version='1.0'?><plist><dict/></plist>\n")]
@@ -82,9 +80,7 @@ def way(name, what, out):
 
 
 def arguments(p):
-    p.add_argument(
-        "--python", help="an interpreter with the fastwrite package (default: build one)"
-    )
+    p.add_argument("--python", help="an interpreter with the fastwrite package (default: build one)")
     p.add_argument("--tasks", default="wheel,ufo")
     p.add_argument("--kernel", action="store_true")
     p.add_argument("fs", nargs="*", default=["local", "slowfs-1", "slowfs-5", "netfs-1"])
@@ -119,19 +115,11 @@ def run(b):
                 if task == "ufo":
                     check = trees.check_count(UFO_FILES, where=where)
                 else:
-                    want = (
-                        trees.zip_manifest(wheel)
-                        if task == "wheel"
-                        else trees.tar_manifest(linux / "linux.tar")
-                    )
+                    want = trees.zip_manifest(wheel) if task == "wheel" else trees.tar_manifest(linux / "linux.tar")
                     check = trees.check_tree(want, where)
                 ways = [w for w in WAYS[task] if not only or w in only]
-                tools = {
-                    w: (lambda s, w=w, t=task: [py, __file__, w, inputs[t], s.out]) for w in ways
-                }
-                rows = b.batch(
-                    f"python-{fs}-{task}", tools, check, out_root=m and m.path, sync=not m
-                )
+                tools = {w: (lambda s, w=w, t=task: [py, __file__, w, inputs[t], s.out]) for w in ways}
+                rows = b.batch(f"python-{fs}-{task}", tools, check, out_root=m and m.path, sync=not m)
                 text += ["", f"### {task} on {fs}", "", report.table(rows, base=ways[0])]
     b.save("\n".join(text))
 

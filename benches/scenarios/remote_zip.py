@@ -32,11 +32,7 @@ def arguments(p):
 def counts(path):
     """A range-server's counts so far ({} before its first answer)."""
     with contextlib.suppress(OSError, ValueError):
-        return {
-            k: v
-            for k, v in fixtures.json.loads(path.read_text()).items()
-            if k in ("ranged", "whole")
-        }
+        return {k: v for k, v in fixtures.json.loads(path.read_text()).items() if k in ("ranged", "whole")}
     return {}
 
 
@@ -65,9 +61,7 @@ def run(b):
     os.link(src, site / src.name)
     want, name, size = trees.zip_manifest(src), src.name, src.stat().st_size
     limits = [
-        f"--{k.replace('_', '-')}={v}"
-        for k, v in (("rate", b.args.rate), ("shared_rate", b.args.shared_rate))
-        if v
+        f"--{k.replace('_', '-')}={v}" for k, v in (("rate", b.args.rate), ("shared_rate", b.args.shared_rate)) if v
     ]
     server = [fixtures.sys.executable, fixtures.LAB / "range-server.py", site, *limits]
     stats = {k: b.work / f"{k}.json" for k in ("ranged", "whole")}
@@ -75,29 +69,17 @@ def run(b):
     def requests():
         return {k: sum(counts(p).get(k, 0) for p in stats.values()) for k in ("ranged", "whole")}
 
-    text = [
-        report.header(
-            f"remote-zip: {name} ({size / 1e6:.1f} MB, {len(want)} files), {b.rounds} rounds"
-        )
-    ]
+    text = [report.header(f"remote-zip: {name} ({size / 1e6:.1f} MB, {len(want)} files), {b.rounds} rounds")]
     with contextlib.ExitStack() as stack:
-        _, ranged = stack.enter_context(
-            fixtures.listening(server + ["--stats", stats["ranged"]], "range-server.py")
-        )
+        _, ranged = stack.enter_context(fixtures.listening(server + ["--stats", stats["ranged"]], "range-server.py"))
         _, whole = stack.enter_context(
-            fixtures.listening(
-                server + ["--no-ranges", "--stats", stats["whole"]], "range-server.py"
-            )
+            fixtures.listening(server + ["--no-ranges", "--stats", stats["whole"]], "range-server.py")
         )
         for delay in ["20"] if b.smoke else b.args.delays:
             with fixtures.proxy(ranged, delay) as p1, fixtures.proxy(whole, delay) as p2:
                 ways = tools(b, fw, f"{p1.endpoint}/{name}", f"{p2.endpoint}/{name}", name)
-                checks = {t: trees.check_tree(want) for t in ways} | {
-                    "curl": trees.check_tree({name: size})
-                }
-                rows = b.batch(
-                    f"remote-zip-{delay}ms", ways, checks, meters={"requests": requests}, hot=[src]
-                )
+                checks = {t: trees.check_tree(want) for t in ways} | {"curl": trees.check_tree({name: size})}
+                rows = b.batch(f"remote-zip-{delay}ms", ways, checks, meters={"requests": requests}, hot=[src])
             text += ["", f"### {delay} ms each way", "", report.table(rows, meters=["requests"])]
             ratio = report.ratio(rows, "fastwrite", "curl+fastwrite")
             text += [f"\nfastwrite / curl+fastwrite: {ratio:.2f}"] if ratio else []

@@ -78,9 +78,7 @@ def tools(b, mode, fw, s5, wheel, tree, store):
     asked = {"fastwrite-mirror": lambda s: f"{fw} mirror {tree} {url(s)}"}
     asked["fastwrite-markers"] = lambda s: f"{fw} extract {wheel} -o {url(s)} --folder-markers"
     for n in (8, 32, 128, 256):
-        asked[f"fastwrite-uploads-{n}"] = lambda s, n=n: (
-            f"{fw} extract {wheel} -o {url(s)} --uploads {n}"
-        )
+        asked[f"fastwrite-uploads-{n}"] = lambda s, n=n: f"{fw} extract {wheel} -o {url(s)} --uploads {n}"
     asked |= {"fastwrite-base": lambda s: f"{base} extract {wheel} -o {url(s)}"} if base else {}
     return b.wanted(out | asked, None if b.args.tools else list(out))
 
@@ -135,9 +133,7 @@ def run(b):
             with contextlib.ExitStack() as stack:
                 meters, p = {"server CPU": lambda: fixtures.cpu_seconds(srv.pid)}, None
                 if delay != "direct":
-                    p = stack.enter_context(
-                        fixtures.proxy(srv.port, delay, b.work / f"{delay}.json")
-                    )
+                    p = stack.enter_context(fixtures.proxy(srv.port, delay, b.work / f"{delay}.json"))
                     meters |= {
                         "requests": p.requests,
                         "proxy CPU": lambda p=p: fixtures.cpu_seconds(p.pid),
@@ -170,11 +166,7 @@ def batch(b, mode, store, srv, ways, tree, want, setup, ep, meters, delay):
         listing = store.list(BUCKET, prefix)
         slot.extra["metadata"] = metadata(store, prefix + SAMPLE) if SAMPLE in listing else "-"
         if mode == "sync":
-            if writes := {
-                m: n
-                for m, n in slot.extra.get("requests", {}).items()
-                if m in ("PUT", "POST", "DELETE")
-            }:
+            if writes := {m: n for m, n in slot.extra.get("requests", {}).items() if m in ("PUT", "POST", "DELETE")}:
                 return f"wrote with nothing to do: {writes}"
             if changed := sum(setup[slot.tool].get(k) != v for k, v in listing.items()):
                 return f"{changed} objects rewritten since the setup"
@@ -214,9 +206,7 @@ def memory(b, fw, store, srv, text):
         before.update(listing if slot.tool == "mirror" else {})
         if float(meta.get("mtime", "nan")) != T0 or int(meta.get("mode", "0")) & 0o777 != 0o644:
             return f"the sample's metadata is {meta}"
-        if slot.tool == "mirror-noop" and (
-            changed := sum(before.get(k) != v for k, v in listing.items())
-        ):
+        if slot.tool == "mirror-noop" and (changed := sum(before.get(k) != v for k, v in listing.items())):
             return f"{changed} objects rewritten by a mirror with nothing to do"
         return trees.describe({k: v[0] for k, v in listing.items()}, want)
 

@@ -58,12 +58,8 @@ def run(b):
                 rounds=1,
                 sync=False,
             )
-        counts = {
-            line.split()[0]: int(line.split()[1]) for line in m.counts.splitlines() if line.strip()
-        }
-        text.append(
-            f"| {name} | " + " | ".join(f"{counts.get(op, 0) / len(want):.2f}" for op in OPS) + " |"
-        )
+        counts = {line.split()[0]: int(line.split()[1]) for line in m.counts.splitlines() if line.strip()}
+        text.append(f"| {name} | " + " | ".join(f"{counts.get(op, 0) / len(want):.2f}" for op in OPS) + " |")
     for cost in ["flush"] if b.smoke else COSTS:
         with fixtures.mount("slowfs", b.work / f"time-{cost}", f"{cost}={b.args.delay_ms}") as m:
             rows = b.batch(

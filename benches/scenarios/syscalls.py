@@ -44,11 +44,7 @@ def run(b):
         forms |= {"bsdtar": f"bsdtar -xf {a} -C {out}", "7z": f"7z x -y -o{out} {a}"}
         forms |= {"ripunzip": f"ripunzip unzip-file {a} -d {out}"}
     else:
-        src = (
-            corpora.generated("small") / "tree"
-            if b.smoke
-            else corpora.tree("kernel") / b.args.subtree
-        )
+        src = corpora.generated("small") / "tree" if b.smoke else corpora.tree("kernel") / b.args.subtree
         want, tops = trees.manifest(src)[0], " ".join(q(p) for p in sorted(src.iterdir()))
         forms = {"fastwrite": f"{fw} mirror {q(src)} {out}", "cp": f"cp -a {q(src)}/. {out}"}
         forms |= {"fastwrite-no-defer-close": f"{fw} --no-defer-close mirror {q(src)} {out}"}
@@ -74,6 +70,4 @@ def run(b):
             busiest = sorted(calls.items(), key=lambda kv: -kv[1][0])[: b.args.top]
     text += ["", "fastwrite's busiest calls:", "", "| call | calls | errors | per file |"]
     text += ["| --- | ---: | ---: | ---: |"]
-    b.save(
-        "\n".join(text + [f"| {c} | {n} | {e} | {n / len(want):.2f} |" for c, (n, e) in busiest])
-    )
+    b.save("\n".join(text + [f"| {c} | {n} | {e} | {n / len(want):.2f} |" for c, (n, e) in busiest]))

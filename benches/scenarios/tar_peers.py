@@ -55,9 +55,7 @@ def tools(b, a, fmt):
 
 def measure(b, corpus, fmt):
     """One batch of one format: its rows (the matrix's tar rows too)."""
-    folder, stem = (
-        (corpora.small_tars(), "small") if b.smoke else (getattr(corpora, corpus)(), corpus)
-    )
+    folder, stem = (corpora.small_tars(), "small") if b.smoke else (getattr(corpora, corpus)(), corpus)
     archive = folder / f"{stem}.{fmt}"
     check = trees.check_tree(trees.tar_manifest(folder / f"{stem}.tar"))
     rows = b.batch(

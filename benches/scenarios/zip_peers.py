@@ -31,11 +31,7 @@ def tools(b, archive):
         "ripunzip": lambda s: ["ripunzip", "unzip-file", a, "-d", s.out],
     }
     if b.args.lean:
-        peers = {
-            k: v
-            for k, v in peers.items()
-            if k == ("ripunzip" if fixtures.have("ripunzip") else "unzip")
-        }
+        peers = {k: v for k, v in peers.items() if k == ("ripunzip" if fixtures.have("ripunzip") else "unzip")}
     out = {k: v for k, v in peers.items() if fixtures.have(k)}
     if not b.args.lean:
         out["fastwrite-no-defer-close"] = lambda s: [
@@ -57,15 +53,9 @@ def measure(b, corpus):
     """One batch on CORPUS: its rows (the matrix's zip rows too)."""
     archive = corpora.wheel("botocore" if b.smoke else corpus)
     check = trees.check_tree(trees.zip_manifest(archive))
-    return b.batch(
-        f"zip-peers-{corpus}", b.wanted(tools(b, archive)), check, reference="unzip", hot=[archive]
-    )
+    return b.batch(f"zip-peers-{corpus}", b.wanted(tools(b, archive)), check, reference="unzip", hot=[archive])
 
 
 def run(b):
     rows = measure(b, b.args.corpus)
-    b.save(
-        report.header(f"zip-peers: {b.args.corpus}, {b.rounds} rounds")
-        + "\n\n"
-        + report.table(rows)
-    )
+    b.save(report.header(f"zip-peers: {b.args.corpus}, {b.rounds} rounds") + "\n\n" + report.table(rows))
