@@ -46,7 +46,7 @@ def once(path, make):
 
 def piped(command, **kw):
     """A maker whose PART is what COMMAND writes on its standard output."""
-    return lambda part: run(["bash", "-c", f"{command} > {part}"], timeout=3600, **kw)
+    return lambda part: run(["bash", "-c", f"set -o pipefail; {{ {command}; }} > {part}"], timeout=3600, **kw)
 
 
 def untarred(tar, strip=0):
