@@ -1,18 +1,12 @@
 """Two fastwrite binaries side by side (before and after a change), on the command line's jobs.
 
-    benches/bench.py ab OLD NEW [-n 15] [--jobs wheel,bucket,mirror,small-zip,small-tar,holding]
-                     [--delay-ms 20] [--on local,slowfs,netfs]
+    benches/bench.py ab OLD NEW [-n 15] [--jobs wheel,bucket,mirror,small-zip,small-tar,holding] [--delay-ms 20]
+                     [--on local,slowfs,netfs]
 
-Jobs: `wheel`, the botocore wheel (2,039 files) extracted into a folder; `bucket`, the wheel into
-a versitygw bucket behind the delay proxy at --delay-ms each way (requests counted by it);
-`mirror`, the small generated tree (2,000 files of 1-8 KiB) mirrored into an empty folder;
-`small-zip`, `small-tar`, that tree as a zip and a tar; `holding`, the wheel into a folder that
-already holds a file (every file then written under a temporary name and renamed: issue 28's
-crash safety). --on: where the folders are: this disk, lab/slowfs (FUSE, no delay: a userspace
-filesystem's round trips), lab/netfs (sshfs through the delay proxy, 1 ms each way). One batch
-per job and place, OLD and NEW alternating, each run into a fresh folder or prefix, every
-output's files and sizes (or keys) checked. Issue 53 accepts a refactor within 1.03 on wheel,
-bucket and mirror (the summary says). Default jobs: wheel, bucket, mirror, small-zip, small-tar.
+wheel: the botocore wheel into a folder; bucket: into versitygw behind the delay proxy (requests counted); mirror: the
+small generated tree (2,000 files) into an empty folder; small-zip, small-tar: that tree as a zip, a tar; holding: the
+wheel into a folder that holds a file (issue 28's renames). --on: this disk, lab/slowfs, lab/netfs (1 ms). OLD and NEW
+alternate, every output checked; issue 53 accepts a refactor within 1.03 on wheel, bucket and mirror (the summary says).
 """
 
 import contextlib

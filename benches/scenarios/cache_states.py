@@ -1,14 +1,9 @@
-"""Who pays for the kernel's write-back: fastwrite and a peer on one wheel, in four states of the
-page cache.
+"""Who pays for the kernel's write-back: fastwrite and a peer on one wheel, in four states of the page cache.
 
     benches/bench.py cache-states [--corpus torch] [--peer ripunzip]
 
-Before each run (untimed): `synced` (sync: nothing dirty, the wheel cached), `dirty` (no sync:
-the last run's output still being written back), `dropped` (sync, the page cache dropped: the
-wheel read from disk), `filled` (sync, free memory filled with clean page cache: every page a
-run writes is reclaimed first). One batch per state (each waits for fast creates), the two tools
-alternating; the MiB dirty at each run's start is kept beside its times. Needs root. --smoke:
-the botocore wheel, unzip as the peer where ripunzip is missing.
+Before each run: synced (sync), dirty (no sync: the last run still written back), dropped (the page cache dropped),
+filled (free memory filled with clean page cache); the MiB dirty at each start kept. Root. --smoke: botocore, unzip.
 """
 
 from pathlib import Path

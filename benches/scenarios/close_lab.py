@@ -1,20 +1,14 @@
-"""The close modes when closing a written file is slow (Windows Defender, NFS, FUSE), emulated
-on Linux by the lab's preload library, against close_already's FastClose; and the floor.
+"""The close modes when closing a written file is slow (Defender, NFS, FUSE), emulated by the lab's preload library,
+against close_already's FastClose; and the floor of hiding slow closes.
 
     benches/bench.py close-lab [--latencies 0,1,5,10] [--no-baseline] [--chart PNG]
                                [small-zip small-tar big-zip big-tar floor]
 
-lab/slowclose.c (LD_PRELOAD): FASTWRITE_LAB_CLOSE_MS=N makes every close of a file opened for
-writing wait N ms. A batch per generated corpus (small: 2,000 files of 1-8 KiB; big: 8 files of
-32 MiB) and format: fastwrite --defer-close never, always and auto at every latency, and
-without the preload (`none`), all through `env` (the same extra exec); the zip batches also run
-benches/close-already-baseline (built here: zip + rayon + std File, closed by FastClose or a
-plain drop). Every output holds the corpus's files and bytes, every tool's first the generated
-tree's bytes. The report: times, ratios, issue 6's targets, and the chart (docs/close-latency.png
-by default; matplotlib in a venv in the cache). `floor`: lab/floor.c models perfect deferral
-(fastwrite's CPU per file, calibrated on the small zip, handed to close threads as fastwrite
-hands them) beside fastwrite auto at each latency: what hiding slow closes costs this machine at
-best. --smoke: the small batches and the floor, the latencies 0 and 5, no chart.
+lab/slowclose.c makes every close of a written file wait FASTWRITE_LAB_CLOSE_MS. Per generated corpus (small: 2,000
+files of 1-8 KiB; big: 8 of 32 MiB) and format: --defer-close never, always, auto at each latency and without the
+preload (none), all through `env`; zip batches also run benches/close-already-baseline (FastClose, a plain drop). The
+report: times, ratios, issue 6's targets, the chart (docs/close-latency.png; matplotlib in a venv). floor: lab/floor.c's
+model of perfect deferral beside fastwrite auto. --smoke: the small batches and the floor at 0 and 5 ms, no chart.
 """
 
 import json

@@ -1,17 +1,11 @@
-"""What the kernel-tree rows of the matrix cannot go below here: creating the files alone, and
-decompressing alone.
+"""What the kernel-tree rows of the matrix cannot go below here: creating the files alone, decompressing alone.
 
     benches/bench.py floors [create|decode ...]
 
-create: the kernel tree with every file empty (same names, modes and mtimes: skeleton.tar, and
-that extracted once), written by every tool with a kernel row: fastwrite extract, GNU tar and
-bsdtar of the tar; fastwrite mirror, fcp and xcp of the tree; free memory filled with clean page
-cache first; every output holds the tree's files. decode: pigz -dc, zstd -dc, xz -T2 -dc of the
-kernel tars and unzip -tq of the kernel zip (Info-ZIP inflates on one core), to /dev/null; then
-inflate three ways, on the .tar.gz and on the torch wheel's 900 MB entry (its deflate stream as a
-.gz): pigz (zlib, streaming), libdeflate-gunzip (whole buffer: what fastwrite does for zip
-entries up to 16 MiB), rapidgzip -P 1 and -P 2 (one stream on two cores; PyPI, in a venv in the
-cache). --smoke: the small generated tree, its tars and the botocore wheel; no torch entry.
+create: the kernel tree with every file empty, written by fastwrite extract, GNU tar, bsdtar (of its tar), fastwrite
+mirror, fcp, xcp (of the tree). decode: pigz, zstd, xz -T2 of the kernel tars and unzip -tq of the kernel zip, to
+/dev/null; then inflate by pigz, libdeflate-gunzip, rapidgzip -P 1 and -P 2 (PyPI, a venv) on the .tar.gz and on the
+torch wheel's 900 MB entry as a .gz. --smoke: the small generated tree, its tars and the botocore wheel.
 """
 
 from harness import corpora, fixtures, report, trees

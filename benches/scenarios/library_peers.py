@@ -1,14 +1,10 @@
-"""A program writing ~2,300 small files (a UFO font's shape) four ways, at emulated close
-latencies: the library against what a Rust program does without it.
+"""A program writing ~2,300 small files (a UFO font's shape) four ways, at emulated close latencies.
 
     benches/bench.py library-peers [--latencies none,1,5,10] [--files 2300] [--old CHECKOUT]
 
-benches/library-ways (built here): std-loop (std::fs::write in a loop), rayon-std (rayon +
-std::fs::write), close-already (rayon + close_already's FastClose, as norad writes a UFO),
-fastwrite (rayon + Batch::write); with --old CHECKOUT (a worktree of an earlier commit) its
-library-ways as fastwrite-old. One batch per latency (lab/slowclose.c preloaded; `none`: no
-preload), the ways alternating, every run's files and bytes those of an untimed std-loop run.
---smoke: latencies none and 5, 300 files.
+benches/library-ways (built here): std-loop, rayon-std, close-already (FastClose, as norad writes a UFO), fastwrite
+(Batch::write); --old CHECKOUT's library-ways as fastwrite-old. A batch per latency (lab/slowclose.c; none: no
+preload), every run's files those of an untimed std-loop run. --smoke: none and 5 ms, 300 files.
 """
 
 import os

@@ -2,12 +2,9 @@
 
     benches/bench.py library-weight [--check] [--max-crates 30]
 
-A throwaway crate outside the repository depends on fastwrite with `default-features = false`
-(and on rayon); its main is examples/ufo.rs (a UFO font save, 2,300 glyphs); it is built clean
-in release mode with this repository's Cargo.lock. Prints the crates it builds and the clean
-build's wall time, then runs the save and counts what it wrote. --check (CI runs it): fail if it
-builds more than --max-crates crates or the save did not write every file; the build time is
-printed, never asserted. No server, nothing timed against anything: no lock, no work folder.
+A throwaway crate depends on fastwrite (default-features = false) and rayon, runs examples/ufo.rs (a UFO save of
+2,300 glyphs), built clean in release with this repository's Cargo.lock: its crates, the build's time, the files the
+save wrote. --check (CI): fail over --max-crates crates or on a file missing; the time is printed, never asserted.
 """
 
 import os

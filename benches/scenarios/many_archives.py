@@ -1,19 +1,12 @@
-"""Many archives in a bucket, each extracted into a prefix of its own in another bucket, by the
-ways users have (docs/many-archives.md).
+"""Many archives in a bucket, each extracted into a prefix of its own in another, by the ways users have.
 
     benches/bench.py many-archives [--archives 500] [--delay-ms 20] [--python PY] [--memory N]
 
-versitygw behind the delay proxy (requests counted); --archives archives (seeded: tar.gz and zip
-in turn, 10-200 files of 200-4,000 bytes each) uploaded untimed. Ways, round-robin, each run into
-a fresh prefix: fastwrite-one (`fastwrite extract 's3://src/a/*' --per-archive`: one process),
-loop (one fastwrite run per archive), xargs-8 (the same, 8 at a time), get+x+s5cmd (xargs -P 8:
-s5cmd cp down, unzip or tar, s5cmd cp up: how users script it), s5cmd-tree (the uploads of the
-tree alone: what archive boundaries are measured against), dask (fastwrite.dask.extract_all on
-a LocalCluster of 2 processes; with --python, an interpreter that has fastwrite and
-distributed). Every prefix must hold every file (fastwrite-one's and dask's also a record per
-archive); then `rerun`, fastwrite-one again into each of its prefixes, must find nothing to do.
---memory N: the peak RSS of a run of many over N empty objects listed, --shard 0/1000 taking a
-thousandth: the memory of the listing and the sources. --smoke: 20 archives, one round.
+versitygw behind the delay proxy; seeded archives (tar.gz and zip, 10-200 small files each). Ways: fastwrite-one (one
+`--per-archive` run), loop and xargs-8 (a run per archive), get+x+s5cmd (down, unpack, up: users' scripts), s5cmd-tree
+(the uploads alone), dask (--python with fastwrite and distributed); each prefix must hold every file (and a record per
+archive where fastwrite keeps them); then rerun, which must find nothing to do. --memory N: the peak RSS of a run over N
+listed sources, --shard 0/1000. --smoke: 20 archives.
 """
 
 import random

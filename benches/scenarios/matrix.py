@@ -2,15 +2,11 @@
 
     benches/bench.py matrix [--docs] [ROW ...]
 
-ROW (default all): botocore, scipy, torch, kernel-zip (zip-peers, against ripunzip); tar (bsdtar),
-tar.gz (pigz -dc | tar), tar.zst (zstd -dc | tar), tar.xz (xz -T2 -dc | tar) of the kernel tree,
-npm (GNU tar; tar-peers); mirror-kernel (xcp, fcp) and mirror-bigfiles (cp -a, fcp), each with
-a no-op rerun against rsync -a (mirror-peers). The best peer of a row is the fastest other tool
-in the full per-scenario benches (docs/benchmarks.md); only it and fastwrite run, with
-everything those scenarios check. Rounds: -n (default 3), 10 for botocore, scipy and npm. Each
-row's outputs are deleted after it, so each row waits for fast creates first: about an hour in
-all here. --docs: the table replaces the one between the matrix markers of docs/benchmarks.md
-and README.md. --smoke: every row on its smoke input, one round.
+Rows: botocore, scipy, torch, kernel-zip (zip-peers: ripunzip); tar (bsdtar), tar.gz, tar.zst, tar.xz (the decoder
+piped into tar), npm (GNU tar; tar-peers); mirror-kernel (xcp, fcp), mirror-bigfiles (cp, fcp), each with a no-op
+rerun against rsync (mirror-peers): only the best peer and fastwrite, everything those scenarios check. Rounds: -n, 10
+for botocore, scipy, npm; each row's outputs deleted after it (about an hour in all). --docs: the table into the
+matrix markers of docs/benchmarks.md and README.md. --smoke: every row on its smoke input.
 """
 
 import re

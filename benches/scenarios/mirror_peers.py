@@ -1,17 +1,11 @@
 """`fastwrite mirror` against cp -a, rsync -a, xcp and fcp: a fresh copy, and a no-op rerun.
 
-    benches/bench.py mirror-peers [--noop-rounds 10] [bigfiles|kernel ...]
+    benches/bench.py mirror-peers [--noop-rounds 10] [bigfiles|kernel|small ...]
 
-The trees (benches/bench.py fetch): `bigfiles` (8 x 128 MiB of random bytes) and `kernel`
-(78,579 files, 5,096 folders, 56 symlinks, 1.3 GB). Fresh copy: every run into a new empty
-folder, each tool in the form that puts the tree's contents there (`cp -a SRC/. DIR`, `rsync
--a SRC/ DIR/`, `xcp -r -T`, fcp given the top entries), free memory filled with clean page cache
-first (runner.fill_free_memory: which runs get long-free memory otherwise decides their times);
-every output holds the tree's files and sizes, cp's the tree's bytes and every other's cp's, and
-each tool's first copy's metadata is compared with the source (harness/trees.py: strict for cp
-and fastwrite, an exact copy is their job; shown for the others). No-op: rsync and fastwrite
-mirror again onto cp's copy, which must then be unchanged (no entry replaced, added or removed;
-the same content and metadata before and after the batch). --smoke: the small generated tree.
+bigfiles (8 x 128 MiB), kernel (78,579 files, 56 symlinks). Fresh: a new empty folder each run (each tool in the form
+that fills it), free memory filled with clean page cache first; every copy's files, cp's bytes against the tree, the
+others' against cp's, each first copy's metadata against the tree (strict for cp and fastwrite). No-op: rsync and
+fastwrite onto cp's copy, which no run may change. --smoke: the small generated tree.
 """
 
 from harness import corpora, fixtures, report, trees

@@ -2,13 +2,9 @@
 
     benches/bench.py netfs-peers [--all] [DELAY_MS ...]        (default: 1 5)
 
-For each delay, lab/netfs mounts sshfs (SFTP over FUSE) through lab/delay-proxy.go adding
-DELAY_MS each way, and each run writes into a fresh folder on the mount: the botocore wheel
-extracted by fastwrite (its default: writers sized by the run), fastwrite -j 2 (one per core),
--j 16, -j 32, ripunzip (--all: also unzip and bsdtar, each over a minute a run at 1 ms); the
-wheel's tree mirrored by fastwrite, -j 2, -j 16, cp -a (--all: rsync -a). Every output's files
-and sizes are checked in the mount's backing folder (no round trips). Rounds: -n, default 2 at
-1 ms and 1 above. --smoke: 1 ms, one round, fastwrite's default and cp -a only.
+lab/netfs at each delay (each way); onto it, the botocore wheel by fastwrite, -j 2, -j 16, -j 32, ripunzip (--all:
+unzip, bsdtar), and its tree mirrored by fastwrite, -j 2, -j 16, cp -a (--all: rsync -a); files counted in the backing
+folder. Rounds: 2 at 1 ms, 1 above. --smoke: 1 ms, fastwrite and cp -a.
 """
 
 from harness import corpora, fixtures, report, trees

@@ -1,17 +1,12 @@
-"""A zip at an http:// URL extracted into a folder: fastwrite reading it where it lives against
-the ways users do it today.
+"""A zip at an http:// URL extracted into a folder: fastwrite reading it where it lives against the ways users have.
 
-    benches/bench.py remote-zip [--corpus botocore|torch|kernel] [--rate B] [--shared-rate B]
-                                [--base BINARY] [DELAY_MS ...]          (default: 0 5 20)
+    benches/bench.py remote-zip [--corpus botocore|torch|kernel] [--rate B] [--shared-rate B] [--base BIN]
+                                [DELAY_MS ...]
 
-lab/range-server.py serves the wheel (ranges, ETags; a second one with --no-ranges), each behind
-the delay proxy at DELAY_MS each way. Tools: fastwrite (ranged reads), curl+fastwrite (download,
-then extract), curl|bsdtar (a zip as a stream), ripunzip unzip-uri, fastwrite-stream (the server
-without ranges: the zip read as one stream), curl (the download alone: what no client that
-writes can beat), --base BINARY as fastwrite-base. Every output holds exactly the zip's files;
-the requests are the servers' counts (ranged: 206, whole: 200; a HEAD counts as whole).
---rate, --shared-rate: bytes a second per connection, or shared by all (range-server.py's).
---smoke: the botocore wheel at 20 ms, one round.
+lab/range-server.py (ranges; a second one without) behind the delay proxy at 0 5 20 ms. Tools: fastwrite,
+curl+fastwrite, curl|bsdtar, ripunzip unzip-uri, fastwrite-stream (no ranges: one stream), curl (the download
+alone), fastwrite-base (--base). Requests as the servers count them. --rate, --shared-rate: range-server.py's.
+--smoke: botocore at 20 ms.
 """
 
 import contextlib

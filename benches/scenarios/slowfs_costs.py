@@ -1,14 +1,10 @@
-"""Where a file's time goes on a remote filesystem, one cost at a time, on the lab's FUSE
-filesystem (lab/slowfs), extracting the botocore wheel (2,039 files in 923 folders).
+"""Where a file's time goes on a remote filesystem, one cost at a time, on lab/slowfs, extracting the botocore wheel.
 
     benches/bench.py slowfs-costs [--delay-ms 2]
 
-1. Round trips: each extractor once onto a mount with no delay; the operations the kernel asked
-   of the filesystem (slowfs counts them), per file: on a network filesystem each is a round
-   trip, whatever the machine. 2. Time: for each kind of operation alone (lookup, create, write,
-   setattr, flush, mkdir) made to wait --delay-ms, every extractor into a fresh folder on the
-   mount: fastwrite (default), --no-defer-close, -j 2, ripunzip, unzip, bsdtar. Every output's
-   files and sizes checked in the backing folder. --smoke: the flush cost alone.
+1. The operations the kernel asked of the filesystem per file, each extractor on a mount with no delay (on a network
+filesystem each is a round trip). 2. With one kind of operation (lookup, create, write, setattr, flush, mkdir) waiting
+--delay-ms: fastwrite, --no-defer-close, -j 2, ripunzip, unzip, bsdtar. --smoke: flush alone.
 """
 
 from harness import corpora, fixtures, report, trees

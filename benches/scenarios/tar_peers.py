@@ -1,15 +1,11 @@
 """fastwrite against GNU tar, bsdtar and each format's decoder piped into tar.
 
-    benches/bench.py tar-peers [--corpus linux|npm] [--lean] [--old BINARY] [FORMAT ...]
+    benches/bench.py tar-peers [--corpus linux|npm] [--lean] [--old BINARY] [tar tar.gz tar.zst tar.xz]
 
-The corpus (benches/bench.py fetch): Debian's linux-source-6.1 (78,579 files, 1.3 GB) or an npm
-package tarball (@mui/icons-material: 43,010 small files, no folder entries), each as .tar,
-.tar.gz (pigz), .tar.zst and .tar.xz (FORMAT; default all): one batch each, its outputs deleted
-before the next (which then waits for fast creates). Tools: gnu-tar, bsdtar, `pigz -dc | tar
--x` (pigz-tar), zstd-tar, xz-tar (`xz -dc -T2`), fastwrite and --no-defer-close, --old BINARY
-as fastwrite-old (--lean: gnu-tar, the decoder and fastwrite). Every output holds exactly the
-tar's files and hard links, each tool's first the same bytes as GNU tar's. --smoke: the small
-generated tree (2,000 files) in each format, one round.
+Debian's kernel source (78,579 files) or an npm tarball (43,010 small files, no folder entries), a batch per format,
+its outputs deleted after it. Tools: gnu-tar, bsdtar, pigz-tar, zstd-tar, xz-tar, fastwrite and --no-defer-close,
+--old as fastwrite-old (--lean: GNU tar, the decoder, fastwrite); every tree the tar's files, GNU tar's bytes.
+--smoke: the small generated tree in each format.
 """
 
 from harness import corpora, fixtures, report, trees

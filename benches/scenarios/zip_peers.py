@@ -2,13 +2,9 @@
 
     benches/bench.py zip-peers [--corpus botocore|scipy|torch|kernel] [--lean] [--old BINARY]
 
-The corpus (benches/bench.py fetch): the botocore wheel (2,039 files, 16.6 MB), the scipy
-wheel (1,425 files, 114 MB out), the torch wheel (11,269 files, 1.75 GB out, one entry of 900
-MB) or the kernel tree zipped by Info-ZIP (78,579 files). Tools: fastwrite (default and
---no-defer-close), --old BINARY as fastwrite-old, and the peers installed (--lean: only
-ripunzip, else unzip). Every run into a fresh folder, every output holding exactly the zip's
-files (names and sizes), every tool's first output the same bytes as unzip's. --smoke: the
-botocore wheel, one round.
+The botocore wheel (2,039 files), the scipy wheel (114 MB out), the torch wheel (1.75 GB out, one entry of 900 MB) or
+the kernel tree zipped by Info-ZIP. fastwrite and --no-defer-close, --old as fastwrite-old, the peers installed
+(--lean: the best one); every tree the zip's files, unzip's bytes. --smoke: the botocore wheel.
 """
 
 from harness import corpora, fixtures, report, trees
