@@ -72,11 +72,7 @@ SERVERS = {
         "/storage/v1/b",
         "storage#buckets",
     ),
-    "registry": (
-        lambda port, _: ["crane", "registry", "serve", "--address", f"127.0.0.1:{port}"],
-        "/v2/",
-        "",
-    ),
+    "registry": (lambda port, _: ["crane", "registry", "serve", "--address", f"127.0.0.1:{port}"], "/v2/", ""),
 }
 
 

@@ -28,13 +28,7 @@ for ax, (name, data) in zip(axes.flat, panels.items(), strict=False):
         xs = sorted((float(lat), wall) for lat, wall in points.items() if lat != "none")
         (line,) = ax.plot([x for x, _ in xs], [w for _, w in xs], marker="o", label=spec["labels"].get(tool, tool))
         if "none" in points:
-            ax.plot(
-                [NONE_X],
-                [points["none"]],
-                marker="o",
-                markerfacecolor="none",
-                color=line.get_color(),
-            )
+            ax.plot([NONE_X], [points["none"]], marker="o", markerfacecolor="none", color=line.get_color())
     walls = list(data.values())
     if max(walls) / min(walls) > 4:  # inline closes at 10 ms are ~100x the fast rows
         ax.set_yscale("log")

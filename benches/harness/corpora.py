@@ -64,10 +64,7 @@ def wheel(name="botocore"):
         need("zip", "apt-get install -y zip")
         # Into a file (to stdout, zip writes data descriptors); it adds .zip to a name without.
         listing = "find . -mindepth 1 ! -type l | LC_ALL=C sort | zip -q -@ {0}.zip && mv {0}.zip {0}"
-        return once(
-            CACHE / "linux" / "linux.zip",
-            lambda p: run(["bash", "-c", listing.format(p)], cwd=tree("kernel")),
-        )
+        return once(CACHE / "linux" / "linux.zip", lambda p: run(["bash", "-c", listing.format(p)], cwd=tree("kernel")))
     args, least = WHEELS[name]
     folder = CACHE / "wheels" / name
     if not list(folder.glob("*.whl")):
@@ -106,10 +103,7 @@ def linux():
         say(f"downloading linux-source-6.1 (~140 MB) into {folder}")
         run(["apt-get", "download", "linux-source-6.1"], cwd=folder, timeout=3600)
     deb = f"{folder}/linux-source-6.1_*.deb"
-    once(
-        folder / "linux.tar.xz",
-        piped(f"dpkg-deb --fsys-tarfile {deb} | tar -xO ./usr/src/linux-source-6.1.tar.xz"),
-    )
+    once(folder / "linux.tar.xz", piped(f"dpkg-deb --fsys-tarfile {deb} | tar -xO ./usr/src/linux-source-6.1.tar.xz"))
     return packed(folder, "linux")
 
 
@@ -210,10 +204,7 @@ def skeleton():
     folder = linux()
 
     def emptied(part):
-        with (
-            tarfile.open(folder / "linux.tar") as src,
-            tarfile.open(part, "w", format=tarfile.PAX_FORMAT) as out,
-        ):
+        with tarfile.open(folder / "linux.tar") as src, tarfile.open(part, "w", format=tarfile.PAX_FORMAT) as out:
             for m in src:
                 m.size = 0 if m.isfile() else m.size
                 out.addfile(m)

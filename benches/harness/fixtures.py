@@ -193,20 +193,12 @@ def s5cmd():
         module = "github.com/peak/s5cmd/v2@v2.3.0"
         with tempfile.TemporaryDirectory() as tmp:
             found = json.loads(
-                output(
-                    [go, "mod", "download", "-json", module],
-                    cwd=tmp,
-                    env={**os.environ, "GOFLAGS": "-mod=mod"},
-                )
+                output([go, "mod", "download", "-json", module], cwd=tmp, env={**os.environ, "GOFLAGS": "-mod=mod"})
             )
             shutil.copytree(found["Dir"], f"{tmp}/src")
             run(["chmod", "-R", "u+w", f"{tmp}/src"])
             flags = "-X=github.com/peak/s5cmd/v2/version.Version=v2.3.0"
-            run(
-                [go, "build", "-mod=mod", "-o", exe, "-ldflags", flags, "."],
-                cwd=f"{tmp}/src",
-                timeout=1800,
-            )
+            run([go, "build", "-mod=mod", "-o", exe, "-ldflags", flags, "."], cwd=f"{tmp}/src", timeout=1800)
     return str(exe)
 
 

@@ -232,11 +232,7 @@ class Bench:
                 elif check:
                     problem = (check[tool] if isinstance(check, dict) else check)(slot)
                 row |= slot.extra | {"bench": self.name, "batch": tag, "round": r, "tool": tool}
-                row |= {
-                    "out": str(slot.out),
-                    "warmup": r < 0,
-                    "status": f"FAILED: {problem}" if problem else "ok",
-                }
+                row |= {"out": str(slot.out), "warmup": r < 0, "status": f"FAILED: {problem}" if problem else "ok"}
                 rows.append(row)
                 took = f"{row['wall']:7.2f} s  CPU {row['cpu']:6.2f} s"
                 say(f"{tag} r{r} {tool:<24} {took}  {row['status'][:200]}")

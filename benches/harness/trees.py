@@ -124,10 +124,7 @@ def fidelity(src_root, copies, strict):
     structural difference for anyone, any for a copy in STRICT (an exact copy is its job; the
     others' differences are shown: peers differ in what they keep)."""
     src = scan(src_root)
-    lines, failures = (
-        ["| tool | " + " | ".join(COLUMNS) + " |", "| --- |" + " ---: |" * len(COLUMNS)],
-        [],
-    )
+    lines, failures = (["| tool | " + " | ".join(COLUMNS) + " |", "| --- |" + " ---: |" * len(COLUMNS)], [])
     for name, root in copies.items():
         diff = differences(src_root, src, root)
         lines.append(f"| {name} | " + " | ".join(str(diff[c]) for c in COLUMNS) + " |")
@@ -145,8 +142,5 @@ def changed(root, before):
     inode with a new ctime (data, mode, owner or times set, even to the same values)."""
     now = snapshot(root)
     both = [(before[p], v) for p, v in now.items() if p in before]
-    replaced, touched = (
-        sum(a[0] != b[0] for a, b in both),
-        sum(a[0] == b[0] and a != b for a, b in both),
-    )
+    replaced, touched = (sum(a[0] != b[0] for a, b in both), sum(a[0] == b[0] and a != b for a, b in both))
     return replaced, touched, len(now.keys() - before.keys()), len(before.keys() - now.keys())

@@ -55,13 +55,7 @@ def run(b):
                 tools = {side: binary_with(exe, args) for side, exe in sides.items()}
                 check = trees.check_tree(want, mnt.backing_of if mnt else lambda p: p)
                 root = mnt.path if mnt else None
-                rows = b.batch(
-                    tag,
-                    tools,
-                    check,
-                    out_root=root,
-                    before_run=holding if job == "holding" else None,
-                )
+                rows = b.batch(tag, tools, check, out_root=root, before_run=holding if job == "holding" else None)
                 summary.append(line(tag, rows, lines))
     b.save("\n".join(lines + summary))
 

@@ -110,10 +110,7 @@ def run(b):
         a = corpus / f"corpus.{fmt}"
         base = {m: [fw, "--defer-close", m, "extract", a, "-o"] for m in MODES}
         if baseline and fmt == "zip":
-            base |= {
-                "ca-fastclose": [baseline, "fast-close", a],
-                "ca-plain": [baseline, "plain", a],
-            }
+            base |= {"ca-fastclose": [baseline, "fast-close", a], "ca-plain": [baseline, "plain", a]}
         tools = {
             f"{t}@{lat}": (lambda s, c=c, lat=lat: env(lib, lat) + c + [s.out]) for lat in lats for t, c in base.items()
         }
@@ -130,11 +127,7 @@ def run(b):
 
 def floor(b, lib, fw, lats):
     corpus = corpora.generated("small")
-    a, files, writers = (
-        corpus / "corpus.zip",
-        int((corpus / "manifest").read_text().split()[0]),
-        os.cpu_count(),
-    )
+    a, files, writers = (corpus / "corpus.zip", int((corpus / "manifest").read_text().split()[0]), os.cpu_count())
     calibrate = {"auto": lambda s: [fw, "extract", a, "-o", s.out]}
     work_us = round(
         report.medians(b.batch("floor-calibrate", calibrate, rounds=1 if b.smoke else 5))["auto"]["cpu"] * 1e6 / files
@@ -144,14 +137,7 @@ def floor(b, lib, fw, lats):
         # As many close threads as auto would start (Little's law, + 1, at most 256).
         ms = 0 if lat == "none" else float(lat)
         threads = 0 if lat == "none" else min(256, -(-writers * ms * 1000 // work_us) + 1)
-        tools[f"floor@{lat}"] = lambda s, ms=ms, n=int(threads): [
-            BUILT / "floor",
-            files,
-            writers,
-            work_us,
-            ms,
-            n,
-        ]
+        tools[f"floor@{lat}"] = lambda s, ms=ms, n=int(threads): [BUILT / "floor", files, writers, work_us, ms, n]
         tools[f"auto@{lat}"] = lambda s, lat=lat: env(lib, lat) + [fw, "extract", a, "-o", s.out]
     checks = {t: trees.check_count(files) if t.startswith("auto") else lambda s: None for t in tools}
     med, lats = grid(b.batch("floor", tools, checks))

@@ -30,11 +30,7 @@ OURS = {"fastwrite-file", "fastwrite-pipe", "fastwrite-pipe-named"}
 # Not run, as in tests/corpus.rs: what it writes is too large.
 NOT_RUN = {("la__libarchive__test__test_read_format_zip_uncompressed_size_off_by_4gib.zip", "bsdtar")}
 TAR = {"tar": "tar -xpf {a} -C {d}", "bsdtar": "bsdtar -xpf {a} -C {d}"}
-ZIP = {
-    "unzip": "unzip -qo {a} -d {d}",
-    "bsdtar": "bsdtar -xpf {a} -C {d}",
-    "7z": "7z x -y -p -o{d} {a}",
-}
+ZIP = {"unzip": "unzip -qo {a} -d {d}", "bsdtar": "bsdtar -xpf {a} -C {d}", "7z": "7z x -y -p -o{d} {a}"}
 
 
 def arguments(p):
@@ -107,12 +103,7 @@ def check(fastwrite, archive, root, timeout):
         for mode, (code, err, _, escapes) in runs.items():
             first = next((line for line in err.splitlines() if line.strip()), "")[:500]
             result["modes"][mode] = {"exit": code, "stderr": first, "crash": crash(code, err)}
-            result["modes"][mode] |= {
-                "escapes": sorted(escapes),
-                "differs": False,
-                "nonzero": False,
-                "diff": [],
-            }
+            result["modes"][mode] |= {"escapes": sorted(escapes), "differs": False, "nonzero": False, "diff": []}
         exits, trees = {}, []
         for ref, cmd in (ZIP if zip_ else TAR).items():
             if (name, ref) not in NOT_RUN:
@@ -138,11 +129,7 @@ def check(fastwrite, archive, root, timeout):
             single = not zip_ and not os.listdir(trees[0]) and code == 0 and len(got) == 1
             single = single and os.path.isfile(f"{out}/{got[0]}")
             m = result["modes"][mode]
-            m |= {
-                "differs": bool(lines) and not single,
-                "nonzero": code != 0,
-                "diff": [] if single else lines[:20],
-            }
+            m |= {"differs": bool(lines) and not single, "nonzero": code != 0, "diff": [] if single else lines[:20]}
         return name, result
     finally:
         remove(work)
@@ -222,10 +209,7 @@ def main(args):
                 if n in archives:
                     raise SystemExit(f"two archives named {n}: {archives[n]} and {d}/{n}")
                 archives[n] = f"{d}/{n}"
-    fastwrite, root = (
-        fixtures.fastwrite(args.fastwrite),
-        tempfile.mkdtemp(prefix="fastwrite-differential-"),
-    )
+    fastwrite, root = (fixtures.fastwrite(args.fastwrite), tempfile.mkdtemp(prefix="fastwrite-differential-"))
     try:
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             results = dict(pool.map(lambda a: check(fastwrite, a, root, args.timeout), archives.values()))
@@ -234,9 +218,6 @@ def main(args):
     summary = summarize(results)
     report(results, summary)
     if args.json:
-        out = {
-            "fastwrite": fixtures.version([fastwrite, "--version"]),
-            "dirs": [str(d) for d in dirs],
-        }
+        out = {"fastwrite": fixtures.version([fastwrite, "--version"]), "dirs": [str(d) for d in dirs]}
         with open(args.json, "w") as f:
             json.dump(out | {"summary": summary, "archives": results}, f, indent=1, sort_keys=True)

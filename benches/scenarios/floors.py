@@ -33,11 +33,7 @@ def create(b):
     }
     tools = {k: v for k, v in b.wanted(tools).items() if "fastwrite" in k or fixtures.have(k.replace("gnu-", ""))}
     rows = b.batch(
-        "floors-create",
-        tools,
-        trees.check_tree(trees.manifest(tree)[0]),
-        reference="gnu-tar",
-        fill_memory=True,
+        "floors-create", tools, trees.check_tree(trees.manifest(tree)[0]), reference="gnu-tar", fill_memory=True
     )
     b.clean()
     return rows
@@ -68,10 +64,7 @@ def decode(b):
         for cores in (1, 2):
             into_null[f"rapidgzip -P {cores} ({name})"] = f"{venv}/bin/rapidgzip -P {cores} -d -c {q(path)}"
     tools = {k: (lambda s, c=c: shell(f"exec {c} >/dev/null")) for k, c in into_null.items()}
-    hot = [tars / f"{stem}.{f}" for f in ("tar.gz", "tar.zst", "tar.xz")] + [
-        zip_,
-        *streams.values(),
-    ]
+    hot = [tars / f"{stem}.{f}" for f in ("tar.gz", "tar.zst", "tar.xz")] + [zip_, *streams.values()]
     return b.batch("floors-decode", b.wanted(tools), hot=hot, make_out=False)
 
 

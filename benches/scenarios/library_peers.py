@@ -25,14 +25,7 @@ def arguments(p):
 def build(checkout, name):
     """CHECKOUT's benches/library-ways, built (release, its target folder in the cache): a copy."""
     target = CACHE / f"{name}-target"
-    cargo = [
-        "cargo",
-        "build",
-        "--release",
-        "--quiet",
-        "--manifest-path",
-        f"{checkout}/benches/library-ways/Cargo.toml",
-    ]
+    cargo = ["cargo", "build", "--release", "--quiet", "--manifest-path", f"{checkout}/benches/library-ways/Cargo.toml"]
     fixtures.run(cargo, env={**os.environ, "CARGO_TARGET_DIR": str(target)}, timeout=3600)
     return fixtures.binary(target / "release" / "library-ways", name)
 
@@ -55,9 +48,6 @@ def run(b):
         med = {t: m["wall"] for t, m in report.medians(rows).items() if m["n"]}
         if {"fastwrite", "close-already", "rayon-std"} <= med.keys():
             cells = [report.seconds(med[w]) if w in med else "-" for w in ways]
-            cells += [
-                f"{med['close-already'] / med['fastwrite']:.2f}x",
-                f"{med['rayon-std'] / med['fastwrite']:.2f}x",
-            ]
+            cells += [f"{med['close-already'] / med['fastwrite']:.2f}x", f"{med['rayon-std'] / med['fastwrite']:.2f}x"]
             summary.append(f"| {lat} | " + " | ".join(cells) + " |")
     b.save("\n".join(text + ["", "Medians, and the others' over fastwrite's:", "", *summary]))

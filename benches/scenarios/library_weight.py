@@ -53,9 +53,7 @@ def main(args):
         cargo("build", "--release", "--quiet")
         print(f"clean release build: {time.monotonic() - start:.1f} s")
         stats = subprocess.run(
-            [crate / "target/release/ufo-save", Path(work) / "out.ufo"],
-            capture_output=True,
-            text=True,
+            [crate / "target/release/ufo-save", Path(work) / "out.ufo"], capture_output=True, text=True
         )
         files = sum(len(names) for _, _, names in os.walk(Path(work) / "out.ufo"))
         print(f"UFO save: {files} files written (expected {EXPECTED}), exit {stats.returncode}")

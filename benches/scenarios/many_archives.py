@@ -90,12 +90,7 @@ def run(b):
         with fixtures.proxy(srv.port, b.args.delay_ms, work / "proxy.json") as p:
             env, meters = store.env(p.endpoint), {"requests": p.requests}
             rows = b.batch(
-                "many",
-                b.wanted(ways),
-                lambda s: check(s.id, s.tool),
-                env=env,
-                meters=meters,
-                make_out=False,
+                "many", b.wanted(ways), lambda s: check(s.id, s.tool), env=env, meters=meters, make_out=False
             )
             # fastwrite-one again into each of its prefixes: nothing to do.
             again = {

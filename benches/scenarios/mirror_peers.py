@@ -20,10 +20,7 @@ def arguments(p):
 
 def fresh_tools(b, src):
     fw, tops = b.fastwrite(), sorted(src.iterdir())
-    out = {
-        "cp": lambda s: ["cp", "-a", f"{src}/.", s.out],
-        "rsync": lambda s: ["rsync", "-a", f"{src}/", f"{s.out}/"],
-    }
+    out = {"cp": lambda s: ["cp", "-a", f"{src}/.", s.out], "rsync": lambda s: ["rsync", "-a", f"{src}/", f"{s.out}/"]}
     if fixtures.have("xcp"):
         out["xcp"] = lambda s: ["xcp", "-r", "-T", "--no-progress", src, s.out]
     if fixtures.have("fcp"):  # fcp copies a source into a folder as DIR/ITS NAME, even SRC/.

@@ -31,12 +31,7 @@ def glyphs(n):
     for i in range(n - 1):
         head = f'<?xml version="1.0" encoding="UTF-8"?>\n<glyph name="g{i}" format="2">\n'
         body = f'  <advance width="{500 + i % 300}"/>\n  <outline>\n   <contour>\n{outlines[(i * 37) % 180]}'
-        files.append(
-            (
-                f"glyphs/g{i:05d}.glif",
-                (head + body + "   </contour>\n  </outline>\n</glyph>\n").encode(),
-            )
-        )
+        files.append((f"glyphs/g{i:05d}.glif", (head + body + "   </contour>\n  </outline>\n</glyph>\n").encode()))
     return files
 
 

@@ -37,12 +37,7 @@ def arguments(p):
 
 def tools(b, mode, fw, s5, wheel, tree, store):
     """The mode's tools for a store (S5: s5cmd's command with its endpoint)."""
-    fw, wheel, tree, base = (
-        q(fw),
-        q(wheel),
-        q(tree),
-        b.args.base and q(fixtures.binary(b.args.base)),
-    )
+    fw, wheel, tree, base = (q(fw), q(wheel), q(tree), b.args.base and q(fixtures.binary(b.args.base)))
     s3, down = store.kind == "s3", store.url(BUCKET, "down/")
     if mode == "sync":
         to = f"s3://{BUCKET}/sync"
@@ -134,10 +129,7 @@ def run(b):
                 meters, p = {"server CPU": lambda: fixtures.cpu_seconds(srv.pid)}, None
                 if delay != "direct":
                     p = stack.enter_context(fixtures.proxy(srv.port, delay, b.work / f"{delay}.json"))
-                    meters |= {
-                        "requests": p.requests,
-                        "proxy CPU": lambda p=p: fixtures.cpu_seconds(p.pid),
-                    }
+                    meters |= {"requests": p.requests, "proxy CPU": lambda p=p: fixtures.cpu_seconds(p.pid)}
                 ep = p.endpoint if p else srv.endpoint
                 ways = tools(b, mode, fw, f"{s5} {ep}", wheel, tree, store)
                 rows = batch(b, mode, store, srv, ways, tree, want, setup, ep, meters, delay)
@@ -180,13 +172,7 @@ def batch(b, mode, store, srv, ways, tree, want, setup, ep, meters, delay):
 
     fresh = afresh if store.kind == "azure" else None
     return b.batch(
-        f"{mode}-{delay}",
-        ways,
-        check,
-        env=store.env(ep),
-        meters=meters,
-        before_run=fresh,
-        make_out=mode != "sync",
+        f"{mode}-{delay}", ways, check, env=store.env(ep), meters=meters, before_run=fresh, make_out=mode != "sync"
     )
 
 

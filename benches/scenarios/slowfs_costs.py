@@ -23,14 +23,7 @@ def run(b):
     want = trees.zip_manifest(wheel)
     tools = {
         "fastwrite": lambda s: [fw, "extract", wheel, "-o", s.out],
-        "fastwrite --no-defer-close": lambda s: [
-            fw,
-            "--no-defer-close",
-            "extract",
-            wheel,
-            "-o",
-            s.out,
-        ],
+        "fastwrite --no-defer-close": lambda s: [fw, "--no-defer-close", "extract", wheel, "-o", s.out],
         "fastwrite -j 2": lambda s: [fw, "-j", "2", "extract", wheel, "-o", s.out],
         "ripunzip": lambda s: ["ripunzip", "unzip-file", wheel, "-d", s.out],
         "unzip": lambda s: ["unzip", "-q", wheel, "-d", s.out],
@@ -38,11 +31,7 @@ def run(b):
     }
     tools = b.wanted({k: v for k, v in tools.items() if k != "ripunzip" or fixtures.have(k)})
     text = [report.header(f"slowfs-costs: the botocore wheel ({len(want)} files)"), ""]
-    text += [
-        "Operations the kernel asked of the filesystem, per file:",
-        "",
-        "| tool | " + " | ".join(OPS) + " |",
-    ]
+    text += ["Operations the kernel asked of the filesystem, per file:", "", "| tool | " + " | ".join(OPS) + " |"]
     text.append("| --- |" + " ---: |" * len(OPS))
     for name, tool in tools.items():
         with fixtures.mount("slowfs", b.work / f"count-{len(text)}") as m:
@@ -59,11 +48,7 @@ def run(b):
     for cost in ["flush"] if b.smoke else COSTS:
         with fixtures.mount("slowfs", b.work / f"time-{cost}", f"{cost}={b.args.delay_ms}") as m:
             rows = b.batch(
-                f"{cost}={b.args.delay_ms}ms",
-                tools,
-                trees.check_tree(want, m.backing_of),
-                out_root=m.path,
-                sync=False,
+                f"{cost}={b.args.delay_ms}ms", tools, trees.check_tree(want, m.backing_of), out_root=m.path, sync=False
             )
         text += ["", f"### {cost} waits {b.args.delay_ms} ms", "", report.table(rows)]
     b.save("\n".join(text))

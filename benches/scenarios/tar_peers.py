@@ -11,11 +11,7 @@ its outputs deleted after it. Tools: gnu-tar, bsdtar, pigz-tar, zstd-tar, xz-tar
 from harness import corpora, fixtures, report, trees
 from harness.runner import q, shell
 
-DECODERS = {
-    "tar.gz": ("pigz-tar", "pigz -dc"),
-    "tar.zst": ("zstd-tar", "zstd -dc"),
-    "tar.xz": ("xz-tar", "xz -dc -T2"),
-}
+DECODERS = {"tar.gz": ("pigz-tar", "pigz -dc"), "tar.zst": ("zstd-tar", "zstd -dc"), "tar.xz": ("xz-tar", "xz -dc -T2")}
 
 
 def arguments(p):
@@ -34,14 +30,7 @@ def tools(b, a, fmt):
         name, decoder = DECODERS[fmt]
         out[name] = lambda s: shell(f"{decoder} {q(a)} | tar -x -C {q(s.out)}")
     if not b.args.lean:
-        out["fastwrite-no-defer-close"] = lambda s: [
-            fw,
-            "--no-defer-close",
-            "extract",
-            a,
-            "-o",
-            s.out,
-        ]
+        out["fastwrite-no-defer-close"] = lambda s: [fw, "--no-defer-close", "extract", a, "-o", s.out]
     if b.args.old:
         old = fixtures.binary(b.args.old)
         out["fastwrite-old"] = lambda s: [old, "extract", a, "-o", s.out]
@@ -55,11 +44,7 @@ def measure(b, corpus, fmt):
     archive = folder / f"{stem}.{fmt}"
     check = trees.check_tree(trees.tar_manifest(folder / f"{stem}.tar"))
     rows = b.batch(
-        f"tar-peers-{corpus}-{fmt}",
-        b.wanted(tools(b, archive, fmt)),
-        check,
-        reference="gnu-tar",
-        hot=[archive],
+        f"tar-peers-{corpus}-{fmt}", b.wanted(tools(b, archive, fmt)), check, reference="gnu-tar", hot=[archive]
     )
     b.clean()
     return rows

@@ -30,14 +30,7 @@ def tools(b, archive):
         peers = {k: v for k, v in peers.items() if k == ("ripunzip" if fixtures.have("ripunzip") else "unzip")}
     out = {k: v for k, v in peers.items() if fixtures.have(k)}
     if not b.args.lean:
-        out["fastwrite-no-defer-close"] = lambda s: [
-            fw,
-            "--no-defer-close",
-            "extract",
-            a,
-            "-o",
-            s.out,
-        ]
+        out["fastwrite-no-defer-close"] = lambda s: [fw, "--no-defer-close", "extract", a, "-o", s.out]
     if b.args.old:
         old = fixtures.binary(b.args.old)
         out["fastwrite-old"] = lambda s: [old, "extract", a, "-o", s.out]
