@@ -522,7 +522,7 @@ mod linux {
             require("crane");
             let dir = tempdir();
             let (child, port) =
-                s3::start_lab_server("registry", &dir).unwrap_or_else(|e| panic!("{e}"));
+                s3::start_lab_server("registry", dir.path()).unwrap_or_else(|e| panic!("{e}"));
             Registry {
                 child,
                 port,

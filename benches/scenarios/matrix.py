@@ -66,7 +66,7 @@ def run(b):
         elif scenario is tar_peers:
             lines.append(line(label, tar_peers.measure(b, *what)))
         else:
-            b.args.tools = ",".join(t for t in peers.split(",") if fixtures.have(t)) + ",fastwrite"
+            b.args.tools = ",".join([t for t in peers.split(",") if fixtures.have(t)] + ["fastwrite"])
             fresh, _, noop, _ = mirror_peers.measure(b, "small" if b.smoke else what)
             lines += [line(f"{label}, fresh", fresh), line(f"{label}, no-op rerun", noop)]
     commit = fixtures.output(["git", "-C", fixtures.REPO, "rev-parse", "--short", "HEAD"]).strip()

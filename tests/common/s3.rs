@@ -111,7 +111,8 @@ impl Server {
         }
         let dir = tempdir();
         fs::create_dir(dir.join("scratch")).unwrap();
-        let (child, port) = start_lab_server("versitygw", &dir).unwrap_or_else(|e| panic!("{e}"));
+        let (child, port) =
+            start_lab_server("versitygw", dir.path()).unwrap_or_else(|e| panic!("{e}"));
         Ok(Server {
             child,
             port,
@@ -164,7 +165,7 @@ impl Server {
     fn start_lab(name: &str, store: Store) -> Server {
         let dir = tempdir();
         fs::create_dir_all(dir.join("scratch")).unwrap();
-        let (child, port) = start_lab_server(name, &dir).unwrap_or_else(|e| panic!("{e}"));
+        let (child, port) = start_lab_server(name, dir.path()).unwrap_or_else(|e| panic!("{e}"));
         Server {
             child,
             port,
