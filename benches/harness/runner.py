@@ -236,7 +236,7 @@ class Bench:
                 rows.append(row)
                 took = f"{row['wall']:7.2f} s  CPU {row['cpu']:6.2f} s"
                 say(f"{tag} r{r} {tool:<24} {took}  {row['status'][:200]}")
-        if settle and probe_ms(self.work / ".probe" / f"after-{tag}") > PROBE_MS:
+        if settle and probe_ms(self.work / ".probe" / f"after-{tag}-{len(self.rows)}") > PROBE_MS:
             say(f"{tag}: WARNING: file creation got slow during the batch: suspect these timings")
         if reference:
             self.same_content(rows, reference)

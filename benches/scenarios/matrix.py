@@ -67,7 +67,7 @@ def run(b):
             lines.append(line(label, tar_peers.measure(b, *what)))
         else:
             b.args.tools = ",".join([t for t in peers.split(",") if fixtures.have(t)] + ["fastwrite"])
-            fresh, _, noop, _ = mirror_peers.measure(b, "small" if b.smoke else what)
+            fresh, _, noop, _ = mirror_peers.measure(b, what)
             lines += [line(f"{label}, fresh", fresh), line(f"{label}, no-op rerun", noop)]
     commit = fixtures.output(["git", "-C", fixtures.REPO, "rev-parse", "--short", "HEAD"]).strip()
     binary = b.fastwrite().rsplit("-", 1)[-1]

@@ -32,7 +32,7 @@ def fresh_tools(b, src):
 
 def measure(b, name, noop=("rsync", "fastwrite")):
     """The fresh batch on tree NAME, then the no-op batch of NOOP tools: their rows."""
-    src = corpora.generated("small") / "tree" if name == "small" else corpora.tree(name)
+    src = corpora.generated("small") / "tree" if name == "small" or b.smoke else corpora.tree(name)
     want, links = trees.manifest(src)
     tools = b.wanted(fresh_tools(b, src))
     need = int(fixtures.output(["du", "-sk", src]).split()[0]) * (b.rounds + b.args.warmup) * len(tools)
