@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """An S3 endpoint that misbehaves on purpose: forwards TCP from LISTEN_PORT to
-127.0.0.1:TARGET_PORT (an S3 server, such as the tests' versitygw), holding every chunk DELAY_MS
-in each direction as lab/delay-proxy.py does, and reads the HTTP requests that pass so that it
-can fail some of them, in one of three ways (--fault):
+127.0.0.1:TARGET_PORT (an S3 server, such as the tests' versitygw) and reads the HTTP requests
+that pass so that it can fail some of them, in one of four ways (--fault). It adds no latency:
+that is lab/delay-proxy.go's job (the lab's one delay proxy), which can stand in front of it.
 
   slowdown  answer 503 SlowDown with S3's XML error body, as S3 does when it throttles
             (the request never reaches the server; the connection is closed after it)
@@ -11,7 +11,7 @@ can fail some of them, in one of three ways (--fault):
   lose      pass the whole request on, let the server do it, then reset the client's
             connection without its answer (a PUT that landed, whose client never heard so)
 
-Usage: s3-proxy.py LISTEN_PORT TARGET_PORT [--delay-ms D] [--fault KIND] [--method M]
+Usage: s3-proxy.py LISTEN_PORT TARGET_PORT [--fault KIND] [--method M]
                    [--after M] [--first N | --fraction F [--seed S]] [--stall-s T]
                    [--stats FILE]
 
@@ -32,22 +32,13 @@ bodies by Content-Length or chunked.
 import argparse
 import asyncio
 import collections
-import importlib.util
 import json
 import os
 import random
 import signal
 import socket
 import struct
-import sys
 import time
-from pathlib import Path
-
-# The delaying pipe of lab/delay-proxy.py, for the responses (server to client).
-_spec = importlib.util.spec_from_file_location(
-    "delay_proxy", Path(__file__).with_name("delay-proxy.py"))
-delay_proxy = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(delay_proxy)
 
 SLOWDOWN_BODY = (
     b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
@@ -105,28 +96,36 @@ class Faults:
         return a.fault if self.rng.random() < a.fraction else None
 
 
-class Delayed:
-    """Sends what it is given to `writer` DELAY seconds later, in order (b"" closes)."""
+class Upstream:
+    """Sends what it is given to `writer`, in order, without the caller waiting (b"" closes)."""
 
-    def __init__(self, writer, delay):
-        self.writer, self.delay = writer, delay
+    def __init__(self, writer):
+        self.writer = writer
         self.queue = asyncio.Queue()
         self.task = asyncio.create_task(self._run())
 
     def send(self, data):
-        self.queue.put_nowait((time.monotonic() + self.delay, data))
+        self.queue.put_nowait(data)
 
     async def _run(self):
         while True:
-            due, data = await self.queue.get()
-            wait = due - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
+            data = await self.queue.get()
             if not data:
                 self.writer.close()
                 return
             self.writer.write(data)
             await self.writer.drain()
+
+
+async def downstream_pipe(reader, writer):
+    """The server's answers to the client, as they come."""
+    try:
+        while data := await reader.read(1 << 16):
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, OSError):
+        pass
+    writer.close()
 
 
 async def read_head(reader):
@@ -196,13 +195,11 @@ async def close_gently(reader, writer):
 
 async def fail(kind, args, headers, client_reader, client_writer, upstream, head):
     """Fails the request whose head was just read."""
-    delay = args.delay_ms / 1000
     if kind == "slowdown":
         # With `Expect: 100-continue` the client sends no body before an answer.
         if "100-continue" not in headers.get("expect", "").lower():
             async for _ in body(client_reader, headers):
                 pass
-        await asyncio.sleep(delay)
         client_writer.write(
             b"HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\n"
             + f"Content-Length: {len(SLOWDOWN_BODY)}\r\n".encode()
@@ -214,13 +211,13 @@ async def fail(kind, args, headers, client_reader, client_writer, upstream, head
         half = int(headers.get("content-length", "0")) // 2
         if half and "100-continue" not in headers.get("expect", "").lower():
             upstream.send(await client_reader.readexactly(half))
-        await asyncio.sleep(2 * delay + 0.05)  # what was passed on has arrived
+        await asyncio.sleep(0.05)  # what was passed on has arrived
         reset(client_writer)
     elif kind == "lose":
         upstream.send(head)
         async for piece in body(client_reader, headers):
             upstream.send(piece)
-        await asyncio.sleep(2 * delay + 0.5)  # the server has done it, and answered
+        await asyncio.sleep(0.5)  # the server has done it, and answered
         reset(client_writer)
     elif kind == "stall":
         await asyncio.sleep(args.stall_s)
@@ -228,14 +225,13 @@ async def fail(kind, args, headers, client_reader, client_writer, upstream, head
 
 
 async def handle(client_reader, client_writer, args, stats, faults):
-    delay = args.delay_ms / 1000
     try:
         server_reader, server_writer = await asyncio.open_connection("127.0.0.1", args.target)
     except OSError:
         client_writer.close()
         return
-    upstream = Delayed(server_writer, delay)
-    downstream = asyncio.create_task(delay_proxy.pipe(server_reader, client_writer, delay))
+    upstream = Upstream(server_writer)
+    downstream = asyncio.create_task(downstream_pipe(server_reader, client_writer))
     try:
         while True:
             head = await read_head(client_reader)
@@ -258,7 +254,7 @@ async def handle(client_reader, client_writer, args, stats, faults):
             downstream.cancel()
             upstream.task.cancel()
             if kind == "reset":  # let the server see the torn request, then reset it too
-                upstream = Delayed(server_writer, delay)
+                upstream = Upstream(server_writer)
             await fail(kind, args, headers, client_reader, client_writer, upstream, head)
             if kind == "reset":
                 reset(server_writer)
@@ -277,7 +273,6 @@ async def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("listen", type=int)
     p.add_argument("target", type=int)
-    p.add_argument("--delay-ms", type=float, default=0)
     p.add_argument("--fault", choices=["slowdown", "reset", "stall", "lose"])
     p.add_argument("--after", type=int, default=0)
     p.add_argument("--method", default="PUT")

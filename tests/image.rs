@@ -16,7 +16,7 @@ mod linux {
     use std::collections::BTreeMap;
     use std::path::{Path, PathBuf};
     use std::process::{Child, Command, Stdio};
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     use super::common::*;
 
@@ -509,36 +509,25 @@ mod linux {
         assert!(!dir.join("none").exists());
     }
 
-    /// A registry on this machine, in memory: `crane registry serve`, stopped when dropped.
+    /// A registry on this machine, in memory: `crane registry serve`, started by lab/servers.py
+    /// as the benches start it, stopped when dropped.
     struct Registry {
         child: Child,
         port: u16,
+        _dir: TestDir,
     }
 
     impl Registry {
         fn start() -> Registry {
             require("crane");
-            let port = std::net::TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .map(|a| a.port())
-                .unwrap();
-            let child = Command::new("crane")
-                .args([
-                    "registry",
-                    "serve",
-                    "--address",
-                    &format!("127.0.0.1:{port}"),
-                ])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("start crane registry serve");
-            let deadline = Instant::now() + Duration::from_secs(20);
-            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-                assert!(Instant::now() < deadline, "the registry did not start");
-                std::thread::sleep(Duration::from_millis(50));
+            let dir = tempdir();
+            let (child, port) =
+                s3::start_lab_server("registry", dir.path()).unwrap_or_else(|e| panic!("{e}"));
+            Registry {
+                child,
+                port,
+                _dir: dir,
             }
-            Registry { child, port }
         }
 
         /// Pushes `layout:tag` as `name`; returns its `docker://` reference.

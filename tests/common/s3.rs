@@ -16,8 +16,9 @@
 //! assert_eq!(s3.head("out", "some/prefix/a.txt")["Metadata"]["mtime"], "1700000000");
 //! ```
 //!
-//! The server dies with its fixture (Drop kills and reaps it), and with the test process even
-//! when that is killed (`PR_SET_PDEATHSIG`). A missing server or client is an unmet prerequisite
+//! Each server is started by lab/servers.py, with the command line, free port and readiness check
+//! the benches use too. It dies with its fixture (Drop stops it), and with the test process even
+//! when that is killed (`PR_SET_PDEATHSIG`, set on lab/servers.py and by it on the server). A missing server or client is an unmet prerequisite
 //! ([`unmet`]): use the fixture in a test file run by [`run_tests`], which reports it as ignored
 //! with its reason (a failure under CI).
 //!
@@ -31,12 +32,12 @@ use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr, OsString};
 use std::fs;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, mpsc};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::*;
 
@@ -45,12 +46,11 @@ pub const S3_ACCESS_KEY: &str = "fastwrite";
 pub const S3_SECRET_KEY: &str = "fastwrite-secret";
 pub const S3_REGION: &str = "us-east-1";
 
-/// How long the server may take to answer after it starts (it takes some 30 ms).
-const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long one run of a client (aws, rclone) may take: each moves a few small objects.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
-/// The path of versitygw's health check (`--health`): a GET there answers 200 without a
-/// signature. A bucket named `health` would be shadowed by it: the tests use no such name.
+/// The path of versitygw's health check (lab/servers.py starts it with `--health`): a GET there
+/// answers 200 without a signature. A bucket named `health` would be shadowed by it: the tests
+/// use no such name.
 const HEALTH: &str = "/health";
 /// moto's S3 server, as `.ci/setup` installs it ([`Server::start_moto`]).
 const MOTO: &str = "/opt/moto/bin/moto_server";
@@ -110,59 +110,15 @@ impl Server {
             );
         }
         let dir = tempdir();
-        let root = dir.join("root");
-        fs::create_dir(&root).unwrap();
         fs::create_dir(dir.join("scratch")).unwrap();
-        // A free port is found by binding port 0 and letting it go: another process may take it
-        // before versitygw binds it, in which case versitygw exits and the next port is tried.
-        let mut last_log = String::new();
-        for _ in 0..5 {
-            let port = free_port();
-            let log = fs::File::create(dir.join("server.log")).unwrap();
-            let mut cmd = Command::new("versitygw");
-            cmd.arg("--port")
-                .arg(format!("127.0.0.1:{port}"))
-                .args(["--access", S3_ACCESS_KEY, "--secret", S3_SECRET_KEY])
-                .args(["--region", S3_REGION, "--keep-alive", "--quiet"])
-                .args(["--health", HEALTH])
-                .arg("posix")
-                .arg(&root)
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().unwrap())
-                .stderr(log);
-            // Its own settings only: a VGW_* or ROOT_* variable of the machine's must not
-            // change them.
-            for (k, _) in std::env::vars_os() {
-                let k = k.to_string_lossy();
-                if k.starts_with("VGW_") || k.starts_with("ROOT_") {
-                    cmd.env_remove(&*k);
-                }
-            }
-            let mut child = spawn_dying_with_process(cmd)
-                .unwrap_or_else(|e| panic!("cannot start versitygw: {e}"));
-            match wait_until_ready(&mut child, port) {
-                Ok(()) => {
-                    return Ok(Server {
-                        child,
-                        port,
-                        store: Store::S3,
-                        dir,
-                    });
-                }
-                Err(()) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                }
-            }
-            let log = fs::read_to_string(dir.join("server.log")).unwrap_or_default();
-            assert!(
-                log.contains("address already in use"),
-                "versitygw did not start on 127.0.0.1:{port} within {START_TIMEOUT:?}\n\
-                 --- its log ---\n{log}"
-            );
-            last_log = log;
-        }
-        panic!("versitygw found no free port in 5 tries\n--- its last log ---\n{last_log}")
+        let (child, port) =
+            start_lab_server("versitygw", dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        Ok(Server {
+            child,
+            port,
+            store: Store::S3,
+            dir,
+        })
     }
 
     /// Starts moto's S3 server (moto 4.2.14 from PyPI, in `/opt/moto`: `.ci/setup` installs
@@ -177,32 +133,7 @@ impl Server {
                  (.ci/setup installs moto[server]==4.2.14 into /opt/moto)"
             ));
         }
-        let dir = tempdir();
-        fs::create_dir_all(dir.join("scratch")).unwrap();
-        for _ in 0..5 {
-            let port = free_port();
-            let log = fs::File::create(dir.join("server.log")).unwrap();
-            let mut cmd = Command::new(MOTO);
-            cmd.args(["-H", "127.0.0.1", "-p"])
-                .arg(port.to_string())
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().unwrap())
-                .stderr(log);
-            let mut child = spawn_dying_with_process(cmd)
-                .unwrap_or_else(|e| panic!("cannot start moto_server: {e}"));
-            if wait_until_answers(&mut child, port, "/moto-api/", "moto").is_ok() {
-                return Server {
-                    child,
-                    port,
-                    store: Store::Moto,
-                    dir,
-                };
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let log = fs::read_to_string(dir.join("server.log")).unwrap_or_default();
-        panic!("moto_server did not start in 5 tries\n--- its last log ---\n{log}")
+        Server::start_lab("moto", Store::Moto)
     }
 
     /// Starts Azurite's Blob service (npm `azurite` 3.35.0, in `/opt/azurite`: `.ci/setup`
@@ -211,38 +142,11 @@ impl Server {
     pub fn start_azurite() -> Server {
         if !Path::new(AZURITE).exists() {
             unmet(format!(
-                "{AZURITE} is not there: the object-storage tests need Azurite                  (.ci/setup installs it: npm install -g --prefix /opt/azurite azurite@3.35.0)"
+                "{AZURITE} is not there: the object-storage tests need Azurite \
+                 (.ci/setup installs it: npm install -g --prefix /opt/azurite azurite@3.35.0)"
             ));
         }
-        let dir = tempdir();
-        fs::create_dir_all(dir.join("scratch")).unwrap();
-        for _ in 0..5 {
-            let port = free_port();
-            let log = fs::File::create(dir.join("server.log")).unwrap();
-            let mut cmd = Command::new(AZURITE);
-            cmd.args(["--disableTelemetry", "--inMemoryPersistence", "--silent"])
-                .args(["--blobHost", "127.0.0.1", "--blobPort"])
-                .arg(port.to_string())
-                .current_dir(dir.join("scratch"))
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().unwrap())
-                .stderr(log);
-            let mut child = spawn_dying_with_process(cmd)
-                .unwrap_or_else(|e| panic!("cannot start azurite-blob: {e}"));
-            // Azurite answers a request of no account with an error (and its name).
-            if wait_until_answers(&mut child, port, "/", "Server: Azurite-Blob").is_ok() {
-                return Server {
-                    child,
-                    port,
-                    store: Store::Azure,
-                    dir,
-                };
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let log = fs::read_to_string(dir.join("server.log")).unwrap_or_default();
-        panic!("azurite-blob did not start in 5 tries\n--- its last log ---\n{log}")
+        Server::start_lab("azurite", Store::Azure)
     }
 
     /// Starts fake-gcs-server (v1.56.1, built by `.ci/setup`), in memory, on loopback, over
@@ -253,37 +157,21 @@ impl Server {
             "fake-gcs-server (.ci/setup builds it: GOBIN=/usr/local/bin go install \
              github.com/fsouza/fake-gcs-server@v1.56.1)",
         );
+        Server::start_lab("fake-gcs", Store::Gcs)
+    }
+
+    /// Starts `name` (lab/servers.py's) in a fresh folder; panics, with its log, if it does not
+    /// come up.
+    fn start_lab(name: &str, store: Store) -> Server {
         let dir = tempdir();
         fs::create_dir_all(dir.join("scratch")).unwrap();
-        for _ in 0..5 {
-            let port = free_port();
-            let log = fs::File::create(dir.join("server.log")).unwrap();
-            let mut cmd = Command::new(FAKE_GCS);
-            cmd.args(["-scheme", "http", "-host", "127.0.0.1", "-port"])
-                .arg(port.to_string())
-                // A public host without a port: `/BUCKET/OBJECT` (the XML API's paths) is served
-                // to requests for that host on any port (a proxy's in front, too).
-                .args(["-backend", "memory", "-log-level", "error"])
-                .args(["-public-host", "127.0.0.1"])
-                .current_dir(dir.join("scratch"))
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().unwrap())
-                .stderr(log);
-            let mut child = spawn_dying_with_process(cmd)
-                .unwrap_or_else(|e| panic!("cannot start fake-gcs-server: {e}"));
-            if wait_until_answers(&mut child, port, "/storage/v1/b", "storage#buckets").is_ok() {
-                return Server {
-                    child,
-                    port,
-                    store: Store::Gcs,
-                    dir,
-                };
-            }
-            let _ = child.kill();
-            let _ = child.wait();
+        let (child, port) = start_lab_server(name, dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        Server {
+            child,
+            port,
+            store,
+            dir,
         }
-        let log = fs::read_to_string(dir.join("server.log")).unwrap_or_default();
-        panic!("fake-gcs-server did not start in 5 tries\n--- its last log ---\n{log}")
     }
 
     /// Starts the store `store`.
@@ -324,7 +212,11 @@ impl Server {
     }
 
     fn stop(&mut self) {
-        let _ = self.child.kill();
+        // lab/servers.py stops the server and waits for it on SIGTERM (and it dies with it anyway).
+        // SAFETY: kill(2) on the pid of a child of ours that has not been reaped yet.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
         let _ = self.child.wait();
     }
 
@@ -1039,55 +931,38 @@ impl Drop for Server {
     }
 }
 
-/// Polls the server's health check until it answers 200: `Err` if the server exits first or
-/// does not answer within [`START_TIMEOUT`].
-fn wait_until_ready(child: &mut Child, port: u16) -> Result<(), ()> {
-    wait_until_answers(child, port, HEALTH, "VERSITYGW")
-}
-
-/// Waits until the server `child` answers 200 at `path` on `port`, with `mark` in its answer
-/// (the server's own, not another that took the port), within [`START_TIMEOUT`].
-fn wait_until_answers(child: &mut Child, port: u16, path: &str, mark: &str) -> Result<(), ()> {
-    let start = Instant::now();
-    loop {
-        if child.try_wait().expect("wait for the server").is_some() {
-            return Err(());
+/// Starts lab/servers.py's `name` in `dir`: the command line, the free loopback port and the
+/// readiness check that the benches use too (its log in `dir/server.log`, versitygw's root in
+/// `dir/root`). lab/servers.py prints one JSON line once the server answers, and gives up after
+/// 5 ports of 30 s each, saying why on its standard error: the child and the port, or that.
+pub fn start_lab_server(name: &str, dir: &Path) -> Result<(Child, u16), String> {
+    use std::io::BufRead as _;
+    let mut cmd = Command::new("python3");
+    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/servers.py"))
+        .arg(name)
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child =
+        spawn_dying_with_process(cmd).map_err(|e| format!("cannot run lab/servers.py: {e}"))?;
+    let mut line = String::new();
+    let _ = std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+    let port = serde_json::from_str::<serde_json::Value>(&line)
+        .ok()
+        .and_then(|v| v["port"].as_u64())
+        .and_then(|p| u16::try_from(p).ok());
+    match port {
+        Some(port) => Ok((child, port)),
+        None => {
+            let mut err = String::new();
+            let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+            let _ = child.wait();
+            Err(format!(
+                "lab/servers.py {name} did not start it: {line}{err}"
+            ))
         }
-        if answers_200(port, path, mark) {
-            return Ok(());
-        }
-        if start.elapsed() > START_TIMEOUT {
-            return Err(());
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// Whether the server at `port` answers 200 at `path` (versitygw's health check, moto's API),
-/// with `mark` in the answer; with any status where the mark is a `Server: ` header.
-fn answers_200(port: u16, path: &str, mark: &str) -> bool {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
-    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-    let mut response = Vec::new();
-    s.write_all(request.as_bytes()).is_ok()
-        && s.read_to_end(&mut response).is_ok()
-        && (response.starts_with(b"HTTP/1.1 200")
-            || response.starts_with(b"HTTP/1.0 200")
-            || mark.starts_with("Server: "))
-        && String::from_utf8_lossy(&response).contains(mark)
-}
-
-/// A loopback port free now: port 0 bound and let go (another process may take it before the
-/// server binds it; the servers' starts try again).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("find a free loopback port")
 }
 
 /// Whether `program` is in PATH.

@@ -1,4 +1,4 @@
-//! The baseline extractor for benches/close-lab.sh: a zip extracted "the simple way" -- the zip
+//! The baseline extractor for benches/bench.py close-lab: a zip extracted "the simple way" -- the zip
 //! crate, rayon over the entry indexes (each rayon thread with its own reader of the archive, as
 //! ripunzip does), one `std::fs::File` per entry -- with the file closed either
 //!

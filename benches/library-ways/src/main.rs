@@ -1,4 +1,4 @@
-//! Writes the same files four ways, for benches/library-peers.sh:
+//! Writes the same files four ways, for benches/bench.py library-peers:
 //!
 //!   std-loop       `std::fs::write` in a loop, one thread
 //!   rayon-std      rayon tasks, each `std::fs::write`
@@ -7,7 +7,7 @@
 //!   fastwrite      rayon tasks, each `Batch::write`, inside `Batch::scope` (which finishes the
 //!                  batch and returns every error)
 //!   fastwrite-one-thread  one thread, each file handed over with `Batch::spawn_write` (not in
-//!                  library-peers.sh's table: benches/netfs-peers.sh times it on a mount)
+//!                  library-peers' table; docs/benchmarks.md times it on sshfs, by hand)
 //!
 //! Usage: library-ways WAY OUT [FILES]   (default 2,300 files)
 //!
