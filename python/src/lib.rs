@@ -22,9 +22,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fastwrite::described::{self, Door, Settings, Takes, Value};
-use fastwrite::{
-    Cancel, ErrorKind, FileMeta, Options, Report, Reporter, RunError, Setting,
-};
+use fastwrite::{Cancel, ErrorKind, FileMeta, Options, Report, Reporter, RunError, Setting};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -496,7 +494,9 @@ fn extract<'py>(
     let archive = Archive::from_py(archive, label, name)?;
     let progress = progress_of(progress);
     let mut opts = settings(Door::Extract, options)?.run;
-    opts.progress = progress.as_ref().map(|p| Arc::clone(&p.counts) as Arc<dyn Reporter>);
+    opts.progress = progress
+        .as_ref()
+        .map(|p| Arc::clone(&p.counts) as Arc<dyn Reporter>);
     let strip_components = opts.select.strip_components;
     let cancel = opts.cancel.clone();
     let named = archive.path().map(Path::to_path_buf);
@@ -601,10 +601,15 @@ fn mirror<'py>(
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let progress = progress_of(progress);
-    let Settings { run: mut opts, mirror: mopts } = settings(Door::Mirror, options)?;
+    let Settings {
+        run: mut opts,
+        mirror: mopts,
+    } = settings(Door::Mirror, options)?;
     // A mirror replaces what differs: that is what it is asked for.
     opts.overwrite = fastwrite::Overwrite::Replace;
-    opts.progress = progress.as_ref().map(|p| Arc::clone(&p.counts) as Arc<dyn Reporter>);
+    opts.progress = progress
+        .as_ref()
+        .map(|p| Arc::clone(&p.counts) as Arc<dyn Reporter>);
     let cancel = opts.cancel.clone();
     let (result, stopped) = run(py, &cancel, progress.as_ref(), || {
         ran(fastwrite::mirror(&src, &dst, &opts, &mopts))
@@ -662,11 +667,19 @@ impl Batch {
         let cancel = Cancel::new();
         let mut given = Settings::default();
         given
-            .set(Door::Batch, "overwrite", Value::Text(Some(overwrite.to_string())))
+            .set(
+                Door::Batch,
+                "overwrite",
+                Value::Text(Some(overwrite.to_string())),
+            )
             .map_err(PyValueError::new_err)?;
         if let Some(close) = close {
             given
-                .set(Door::Batch, "close", value_of(close, Takes::Close, "close")?)
+                .set(
+                    Door::Batch,
+                    "close",
+                    value_of(close, Takes::Close, "close")?,
+                )
                 .map_err(PyValueError::new_err)?;
         }
         let mut builder = fastwrite::Batch::builder(&root)
