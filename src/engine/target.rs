@@ -74,6 +74,13 @@ pub(crate) trait Target: Send + Sync {
     /// makes it no marker).
     fn kept_as_is(&self, _dir: &Path) {}
 
+    /// The folder it holds open (a folder target's), for what a source changes there itself
+    /// once every file is closed (a zip from a pipe, what its central directory says); `None`
+    /// where its entries are written whole (a bucket's).
+    fn held(&self) -> Option<std::sync::Arc<crate::platform::OutDir>> {
+        None
+    }
+
     /// Hands over what a writer thread still holds (its closes, its counts).
     fn flush(&self, _state: &mut WriterState) {}
 

@@ -293,7 +293,10 @@ impl<'a> Walk<'a> {
                 };
                 let mut folded = None;
                 for s in entries {
+                    let renames = local.actions.len();
                     let d = self.theirs(&mut local, &rel, &s, theirs.as_mut(), &mut folded);
+                    // A rename changes the folder, and so its mtime.
+                    changed |= local.actions.len() > renames;
                     changed |= self.compare(scope, &mut local, &rel, s, d, &ancestors);
                 }
                 for (name, error) in failed {

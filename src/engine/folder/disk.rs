@@ -408,6 +408,10 @@ impl Target for Disk {
         self.write_entry(state, entry, content)
     }
 
+    fn held(&self) -> Option<Arc<platform::OutDir>> {
+        Some(Arc::clone(&self.out_dir))
+    }
+
     fn flush(&self, state: &mut WriterState) {
         self.flush_state(state);
     }

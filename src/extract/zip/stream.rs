@@ -126,6 +126,9 @@ struct Reading {
     prefix: u64,
     marker: bool,
     between: u64,
+    /// The folder its target holds (`Target::held`), where the central directory's word is
+    /// applied once every file is closed.
+    held: Option<std::sync::Arc<crate::platform::OutDir>>,
 }
 
 /// A zip from a pipe, opened: extracted as it streams, by its local headers; listed and read
@@ -250,6 +253,7 @@ fn extract(
         prefix,
         marker,
         between,
+        held,
     } = read;
     if prefix > 0 && !marker {
         report.warnings.push(format!(
@@ -269,7 +273,7 @@ fn extract(
     match outcome {
         Ok(Some(directory)) => {
             finish::apply(
-                out,
+                held.as_deref(),
                 &written,
                 &seen,
                 prefix,
@@ -367,6 +371,7 @@ impl Stream<'_, '_, '_> {
             prefix,
             marker,
             between: self.between,
+            held: self.engine.held(),
         }
     }
 

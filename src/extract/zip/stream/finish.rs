@@ -29,7 +29,6 @@ use anyhow::{Context, anyhow};
 use crate::engine;
 use crate::error::{Error, ErrorKind};
 use crate::extract::select::{Choice, Chooser};
-use crate::place::Place;
 use crate::plan;
 use crate::platform::{FileKind, OutDir};
 use crate::report::Report;
@@ -79,9 +78,9 @@ struct Settled<'w> {
 
 /// Applies `directory` to what was `written` (each by its local header's offset in the stream;
 /// `seen`: every local header's raw name, by offset; `prefix`: bytes before the zip in the
-/// stream) in `out`, whose entries `chooser` chose.
+/// stream) in the folder the run's target holds (`root`), whose entries `chooser` chose.
 pub(super) fn apply(
-    out: &Place,
+    root: Option<&OutDir>,
     written: &HashMap<u64, Written>,
     seen: &HashMap<u64, Vec<u8>>,
     prefix: u64,
@@ -89,12 +88,9 @@ pub(super) fn apply(
     chooser: &Chooser,
     report: &mut Report,
 ) {
-    // (While the run is staged, its tree is in the staging folder; a store's objects are
-    // as their local headers made them.)
-    let Some(out) = out.work() else {
-        return;
-    };
-    let Ok(root) = OutDir::open(out) else {
+    // (While the run is staged, its tree is in the staging folder, which the target holds; a
+    // store's objects are as their local headers made them.)
+    let Some(root) = root else {
         return;
     };
     let records = &directory.records;
@@ -139,9 +135,9 @@ pub(super) fn apply(
         let record = &records[i];
         match settle(record, written, chooser) {
             Ok(Some(entry)) => settled.push(entry),
-            Ok(None) => remove(&root, written, report),
+            Ok(None) => remove(root, written, report),
             Err(error) => {
-                remove(&root, written, report);
+                remove(root, written, report);
                 report.failures.push(error);
             }
         }
@@ -149,9 +145,9 @@ pub(super) fn apply(
     // Where a name moved, the folders it left and reached were changed: their mtimes are set
     // again last.
     let mut touched: Vec<PathBuf> = Vec::new();
-    rename(&root, &mut settled, report, &mut touched);
-    make_folders(&root, &settled, report, &mut touched);
-    links_and_modes(&root, out, &settled, report, &mut touched);
+    rename(root, &mut settled, report, &mut touched);
+    make_folders(root, &settled, report, &mut touched);
+    links_and_modes(root, &settled, report, &mut touched);
     touched.sort();
     touched.dedup();
     let mtimes: HashMap<&Path, Option<SystemTime>> = settled
@@ -475,7 +471,6 @@ fn make_folders(
 /// level in parallel: on a network filesystem each change is a round trip.
 fn links_and_modes(
     root: &OutDir,
-    out: &Path,
     settled: &[Settled<'_>],
     report: &mut Report,
     touched: &mut Vec<PathBuf>,
@@ -498,7 +493,7 @@ fn links_and_modes(
                 .lock()
                 .unpoisoned()
                 .extend(path.parent().map(Path::to_path_buf));
-            make_symlink(root, out, path, mtime).map(|()| {
+            make_symlink(root, path, mtime).map(|()| {
                 symlinks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             })
         } else if let Some(mode) = s.mode {
@@ -561,13 +556,8 @@ fn restore_mtime(
 
 /// Turns the file at `path`, which holds a symlink's target, into that symlink (if the target
 /// stays inside OUT, as every symlink's must).
-fn make_symlink(
-    root: &OutDir,
-    out: &Path,
-    path: &Path,
-    mtime: Option<SystemTime>,
-) -> anyhow::Result<()> {
-    let target = std::fs::read(out.join(path)).context("reading the symlink's target")?;
+fn make_symlink(root: &OutDir, path: &Path, mtime: Option<SystemTime>) -> anyhow::Result<()> {
+    let target = std::fs::read(root.path().join(path)).context("reading the symlink's target")?;
     let target = String::from_utf8(target)
         .map_err(|_| anyhow!("refused: the symlink target is not UTF-8"))?;
     let removed = root.remove_file(path).context("replacing it by a symlink");
