@@ -12,13 +12,14 @@
 //! - [`Target::finish`] waits for every close, makes the links and empty directories, applies
 //!   directory metadata deepest first, and returns the [`Report`].
 //!
-//! This file is the index and the run's skeleton (`run`, `open`: the one choice of target, by
-//! where the place is). Beside it what every target shares: `target.rs` (the trait),
+//! This file is the index and the run's skeleton (`run`; `open` and `tree`: the one choice of a
+//! place's code, a target to write or a mirror's side, by where the place is). Beside it what every target shares: `target.rs` (the trait),
 //! `writer.rs` and `state.rs` (a writer thread's handle and state), `run.rs` (the run's own
 //! state), `pump.rs` (content as it comes), `feed.rs` and `budget.rs` (writers fed by one
-//! reading thread), `writers.rs` (how many), `kept.rs` and `unverified.rs`. Each target is a
-//! module of its own: `folder/` (directories, files, links, a kill's leftovers and staging,
-//! the end of the run, a file per job) and `bucket/`; the close stage (`crate::close`) decides
+//! reading thread), `writers.rs` (how many), `kept.rs` and `unverified.rs`; `tree.rs`, a place
+//! as a mirror's side. Each place is a module of its own, its target and its side: `folder/`
+//! (directories, files, links, a kill's leftovers and staging, the end of the run, a file per
+//! job, the side) and `bucket/`; the close stage (`crate::close`) decides
 //! where every handle is closed. Data goes one way: source -> entries -> directories -> files
 //! -> close stage -> report.
 
@@ -43,6 +44,8 @@ mod pump;
 mod run;
 mod state;
 mod target;
+#[cfg(feature = "mirror")]
+pub(crate) mod tree;
 mod unverified;
 mod writer;
 mod writers;
@@ -58,7 +61,7 @@ use crate::place::{Place, Where};
 use crate::plan::Plan;
 use crate::report::Report;
 
-pub(crate) use folder::{Disk, Staging, deepest_first, is_run_mark, staged};
+pub(crate) use folder::{Disk, Staging, deepest_first, staged};
 pub(crate) use pump::{CHUNK, Content, HoleRead};
 pub(crate) use pump::{read_full, too_long, truncated};
 pub(crate) use state::WriterState;
@@ -138,6 +141,25 @@ pub(crate) fn open(
             "'{url}' is a store's, and this build has no store client (cargo feature `s3`)"
         ),
     }
+}
+
+/// The side of a mirror `place` names: its source, or (with `destination`) its destination.
+#[cfg(feature = "mirror")]
+pub(crate) fn tree(
+    place: &Place,
+    destination: bool,
+    opts: &crate::options::MirrorOptions,
+) -> anyhow::Result<Box<dyn tree::Tree>> {
+    let named = place.named();
+    Ok(match place.at() {
+        Where::Folder(_) => Box::new(folder::Folder::open(named, destination, opts)?),
+        #[cfg(feature = "s3")]
+        Where::Store(url) => Box::new(bucket::Prefix::open(named, url, destination, opts)?),
+        #[cfg(not(feature = "s3"))]
+        Where::Store(url) => anyhow::bail!(
+            "'{url}' is a store's, and this build has no store client (cargo feature `s3`)"
+        ),
+    })
 }
 
 /// Adds what a source found itself (entries refused before writing, warnings) to the report.

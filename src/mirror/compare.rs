@@ -17,7 +17,7 @@ use std::io;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::tree::{Is, Node, Tree};
+use crate::engine::tree::{Is, Node, Tree};
 
 /// What the destination's entry is to the source's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

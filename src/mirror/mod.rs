@@ -2,10 +2,11 @@
 //! folder or a store's prefix, on the same write stage, close pool and report as an
 //! extraction.
 //!
-//! A run goes one way, the same for every pair of sides (`tree.rs`):
+//! A run goes one way, the same for every pair of sides (`engine/tree.rs`: a folder or a
+//! prefix, each beside its target):
 //! 1. The sides are checked before anything is touched: a source folder must be a directory,
-//!    and neither folder may contain the other (a copy into itself never ends; a `--delete` of
-//!    a folder holding the source would eat it).
+//!    and neither folder may contain the other (`nested.rs`: a copy into itself never ends; a
+//!    `--delete` of a folder holding the source would eat it).
 //! 2. One parallel walk over both sides (`walk.rs`) decides per path: copy, replace, update
 //!    mode or mtime in place, link, delete, or leave alone, by one comparison
 //!    (`compare.rs`: rsync's quick check between folders, `aws s3 sync`'s with a prefix,
@@ -22,10 +23,7 @@
 //! and setgid included, as `cp -a` and `rsync -a` do for a tree one owns.
 
 mod compare;
-mod folder;
-#[cfg(feature = "s3")]
-mod prefix;
-mod tree;
+mod nested;
 mod walk;
 
 use std::collections::HashSet;
@@ -38,11 +36,11 @@ use crate::engine::{self, Engine};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options, Overwrite};
 use crate::patterns::{Patterns, Slash};
-use crate::place::{Place, Where};
+use crate::place::Place;
 use crate::plan::Plan;
 use crate::report::{MirrorCounts, Report, RunError};
 use crate::sync::Unpoisoned;
-use tree::{Node, Tree};
+use crate::engine::tree::{Node, Tree};
 use walk::{Action, Found, Walk};
 
 /// Makes `dst` an exact copy of the contents of `src`, like `rsync -a src/ dst/`: files, modes,
@@ -93,8 +91,8 @@ fn mirror_any(
     let exclude = Patterns::new(&mopts.excludes, Setting::Exclude.name(), Slash::Stops)?;
     // The two sides are read at once: one may be a few round trips away.
     let (source, destination) = std::thread::scope(|scope| {
-        let destination = scope.spawn(|| side(&to, true, mopts));
-        let source = side(&from, false, mopts);
+        let destination = scope.spawn(|| engine::tree(&to, true, mopts));
+        let source = engine::tree(&from, false, mopts);
         let destination = destination
             .join()
             .unwrap_or_else(|_| Err(anyhow!("the destination's listing panicked")));
@@ -105,7 +103,7 @@ fn mirror_any(
         source.local(Path::new("")),
         destination.local(Path::new("")),
     ) {
-        folder::refuse_nested(&a, &b)?;
+        nested::refuse_nested(&a, &b)?;
     }
     let sides = Sides {
         src: source.as_ref(),
@@ -155,20 +153,6 @@ fn mirror_any(
         });
         add_found(&mut report, &mut found);
         Ok(report)
-    })
-}
-
-/// The side `place` names, as the mirror's source or (with `destination`) its destination.
-fn side(place: &Place, destination: bool, opts: &MirrorOptions) -> anyhow::Result<Box<dyn Tree>> {
-    let named = place.named();
-    Ok(match place.at() {
-        Where::Folder(_) => Box::new(folder::Folder::open(named, destination, opts)?),
-        #[cfg(feature = "s3")]
-        Where::Store(url) => Box::new(prefix::Prefix::open(named, url, destination, opts)?),
-        #[cfg(not(feature = "s3"))]
-        Where::Store(url) => anyhow::bail!(
-            "'{url}' is a store's, and this build has no store client (cargo feature `s3`)"
-        ),
     })
 }
 

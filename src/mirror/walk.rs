@@ -1,8 +1,8 @@
 //! The walk: one pass over the source and the destination together, folder by folder, in
 //! parallel, deciding for every path what (if anything) must change, whatever the two sides
-//! are (`tree.rs`). Each folder is listed on both sides; a fresh destination is not listed at
-//! all, and there each folder's files are copied as soon as it is read (where the source can),
-//! so walking overlaps with writing. A destination is never read through a symlink: a folder
+//! are (`engine/tree.rs`). Each folder is listed on both sides; a fresh destination is not
+//! listed at all, and there each folder's files are copied as soon as it is read (where the
+//! source can), so walking overlaps with writing. A destination is never read through a symlink: a folder
 //! there is only walked where its listing says it is a real one.
 
 use std::collections::{HashMap, HashSet};
@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use anyhow::anyhow;
 
 use super::compare::{self, Verdict, same_mtime};
-use super::tree::{Is, Node, Tree};
+use crate::engine::tree::{Is, Node, Tree};
 use crate::cancel::Cancel;
 use crate::engine::Engine;
 use crate::error::{Error, ErrorKind, Setting};

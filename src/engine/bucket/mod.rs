@@ -13,10 +13,18 @@
 //!   at the end, as s3fs and the consoles make them; symlinks become objects holding their
 //!   target (s3fs's convention), hard links copies of their target, made server-side after
 //!   every upload; devices and FIFOs are refused by name.
+//! - As a side of a mirror (`tree.rs`), the prefix is listed once and served a folder at a
+//!   time; its objects are fetched into the engine, its keys deleted, or copied server-side
+//!   from another prefix of the same store.
 
 mod flight;
 mod streamed;
+#[cfg(feature = "mirror")]
+mod tree;
 mod upload;
+
+#[cfg(feature = "mirror")]
+pub(crate) use tree::Prefix;
 
 use streamed::StreamedObject;
 use upload::{Outcome, claim, copy, upload};

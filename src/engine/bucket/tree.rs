@@ -22,8 +22,8 @@ use std::sync::Mutex;
 
 use anyhow::anyhow;
 
-use super::tree::{Is, Node, Tree};
 use crate::engine::feed::{self, Job};
+use crate::engine::tree::{Is, Node, Tree};
 use crate::engine::{Content, Engine};
 use crate::error::{Error, ErrorKind};
 use crate::options::{MirrorOptions, Options};
@@ -32,7 +32,7 @@ use crate::plan::{Entry, EntryKind};
 use crate::store::{Body, Source, md5_of};
 use crate::sync::Unpoisoned;
 
-pub(super) struct Prefix {
+pub(crate) struct Prefix {
     named: PathBuf,
     source: Source,
     /// Each folder's entries, by its path (the root's under the empty path).
@@ -44,7 +44,7 @@ pub(super) struct Prefix {
 }
 
 impl Prefix {
-    pub(super) fn open(
+    pub(crate) fn open(
         named: &Path,
         url: &BucketUrl,
         destination: bool,

@@ -8,21 +8,22 @@
 use std::ffi::OsString;
 use std::fs;
 use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
-use anyhow::{Context, anyhow, bail};
+use anyhow::anyhow;
 use rayon::prelude::*;
 
-use super::tree::{Is, Node, Tree};
-use crate::engine::{self, Content, Engine, Writer};
+use super::leftovers::is_run_mark;
+use crate::engine::tree::{Is, Node, Tree};
+use crate::engine::{Content, Engine, Writer};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options};
 use crate::plan::Entry;
 use crate::platform::{self, OutDir};
 
-pub(super) struct Folder {
+pub(crate) struct Folder {
     root: PathBuf,
     /// As a source: its root's metadata.
     meta: Option<fs::Metadata>,
@@ -35,7 +36,7 @@ pub(super) struct Folder {
 }
 
 impl Folder {
-    pub(super) fn open(
+    pub(crate) fn open(
         root: &Path,
         destination: bool,
         opts: &MirrorOptions,
@@ -111,7 +112,7 @@ impl Folder {
 
 /// Whether `name` is one of fastwrite's own working files in a destination (`top`: in its root).
 fn working_name(name: &std::ffi::OsStr, top: bool) -> bool {
-    (top && engine::is_run_mark(name))
+    (top && is_run_mark(name))
         || name
             .to_str()
             .is_some_and(|n| n.starts_with('.') && n.contains(".fastwrite-"))
@@ -259,7 +260,7 @@ impl Tree for Folder {
 
 impl Folder {
     /// Copies one file with a writer of the engine; failures are recorded there.
-    pub(super) fn copy(&self, engine: &Engine, writer: &mut Writer<'_>, entry: &Entry) {
+    fn copy(&self, engine: &Engine, writer: &mut Writer<'_>, entry: &Entry) {
         if let Err(error) = engine.run().within_limit(entry) {
             if !error.is_cancelled() {
                 engine.run().record(error);
@@ -343,76 +344,4 @@ fn check_source(src: &Path, opts: &MirrorOptions) -> anyhow::Result<fs::Metadata
         return Err(Error::named(src, ErrorKind::Unsupported, why).into());
     }
     Ok(src_meta)
-}
-
-/// Refuses, before anything is written, a pair of folders that cannot be mirrored: the same
-/// folder, or one inside the other.
-pub(super) fn refuse_nested(src: &Path, dst: &Path) -> anyhow::Result<()> {
-    // Each refusal is about one folder, with its kind, and keeps the OS error where there is
-    // one (a program matches `NotFound`).
-    let source = |why: anyhow::Error| Error::named(src, ErrorKind::Source, why);
-    let destination = |why: anyhow::Error| Error::named(dst, ErrorKind::Directory, why);
-    let both = |why: anyhow::Error| Error::named(dst, ErrorKind::Invalid, why);
-    let src_real = fs::canonicalize(src).map_err(|e| {
-        source(anyhow!(e).context(format!("cannot resolve source '{}'", src.display())))
-    })?;
-    let resolve_dst = |e: io::Error| {
-        destination(anyhow!(e).context(format!("cannot resolve destination '{}'", dst.display())))
-    };
-    let dst_real = match fs::canonicalize(dst) {
-        Ok(real) => real,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            resolve_missing(dst).map_err(destination)?
-        }
-        Err(e) => return Err(resolve_dst(e).into()),
-    };
-    let refuse = |why: String| Err(both(anyhow!(why)).into());
-    if dst_real == src_real {
-        return refuse(format!(
-            "source '{}' and destination '{}' are the same directory",
-            src.display(),
-            dst.display()
-        ));
-    }
-    if dst_real.starts_with(&src_real) {
-        return refuse(format!(
-            "destination '{}' is inside source '{}': the copy would copy itself",
-            dst.display(),
-            src.display()
-        ));
-    }
-    if src_real.starts_with(&dst_real) {
-        return refuse(format!(
-            "source '{}' is inside destination '{}': mirroring would overwrite or delete it",
-            src.display(),
-            dst.display()
-        ));
-    }
-    Ok(())
-}
-
-/// Where a destination that does not exist yet will be: its deepest existing ancestor,
-/// resolved, with the rest of the path after it.
-fn resolve_missing(dst: &Path) -> anyhow::Result<PathBuf> {
-    let abs = std::path::absolute(dst)
-        .with_context(|| format!("cannot resolve destination '{}'", dst.display()))?;
-    let parts: Vec<Component<'_>> = abs.components().collect();
-    // (The whole path is known not to resolve.)
-    for known in (1..parts.len()).rev() {
-        let base: PathBuf = parts[..known].iter().collect();
-        let Ok(mut real) = fs::canonicalize(&base) else {
-            continue;
-        };
-        for part in &parts[known..] {
-            match part {
-                Component::ParentDir => {
-                    real.pop();
-                }
-                Component::Normal(name) => real.push(name),
-                _ => {}
-            }
-        }
-        return Ok(real);
-    }
-    bail!("cannot resolve destination '{}'", dst.display())
 }

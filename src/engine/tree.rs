@@ -1,7 +1,8 @@
-//! One side of a mirror, as the comparison sees it ([`Tree`]): a folder (`folder.rs`) or a
-//! store's prefix (`prefix.rs`), listed a folder at a time with what each entry is ([`Node`]);
-//! as a source, how its files reach the engine; as a destination, what is deleted or changed in
-//! place there. `mirror::side` is the one place a mirror asks which a side is.
+//! A place as one side of a mirror, as the mirror's comparison sees it ([`Tree`]): a folder
+//! (`folder/tree.rs`) or a store's prefix (`bucket/tree.rs`), each beside its place's target,
+//! listed a folder at a time with what each entry is ([`Node`]); as a source, how its files
+//! reach the engine; as a destination, what is deleted or changed in place there.
+//! [`super::tree`] is the one place the choice between them is made, by where the place is.
 
 use std::ffi::OsString;
 use std::fs::Metadata;
@@ -16,7 +17,7 @@ use crate::plan::Entry;
 
 /// What an entry of a side is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Is {
+pub(crate) enum Is {
     File,
     Dir,
     Symlink,
@@ -29,7 +30,7 @@ pub(super) enum Is {
 
 /// One entry of a side's folder, with what the side knows of it without another request.
 #[derive(Debug, Clone)]
-pub(super) struct Node {
+pub(crate) struct Node {
     pub name: OsString,
     pub is: Is,
     /// A file's bytes; a symlink's, its target's length.
@@ -76,7 +77,7 @@ impl Node {
 }
 
 /// A side of a mirror. Every call may come from any of the walk's threads.
-pub(super) trait Tree: Send + Sync {
+pub(crate) trait Tree: Send + Sync {
     /// As the user named it.
     fn named(&self) -> &Path;
 
