@@ -130,6 +130,11 @@ mod queue;
 mod report;
 #[cfg(feature = "s3")]
 mod store;
+// A build without stores has their names, none of which can be made (store/absent.rs): the
+// sources that read a store are written once, for every build.
+#[cfg(not(feature = "s3"))]
+#[path = "store/absent.rs"]
+mod store;
 mod sync;
 
 pub use batch::{Batch, BatchBuilder, FileMeta, FileWriter, FinishError};

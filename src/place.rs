@@ -10,6 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
+
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::Options;
 
@@ -86,6 +88,19 @@ pub(crate) fn url_scheme(path: &Path) -> Option<&str> {
     (first.is_ascii_alphabetic()
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
     .then_some(scheme)
+}
+
+/// A URL (`s3://BUCKET/PREFIX:TAG`, `https://HOST:PORT/PATH:TAG`) and the tag after it, split
+/// at the first `:` past the host, as skopeo splits `oci:PATH:TAG`; `None`: not a URL.
+#[cfg(feature = "image")]
+pub(crate) fn split_tag(text: &str) -> Option<(&str, Option<&str>)> {
+    let scheme = url_scheme(Path::new(text))?;
+    let start = scheme.len() + 3;
+    let path = text[start..].find('/').map_or(text.len(), |i| start + i);
+    Some(match text[path..].find(':') {
+        Some(i) => (&text[..path + i], Some(&text[path + i + 1..])),
+        None => (text, None),
+    })
 }
 
 /// What the table says of `path`'s scheme: `None` for a name that is no URL, `Some(None)` for a
@@ -467,6 +482,74 @@ impl Place {
     }
 }
 
+/// Where a source's bytes come from, told once from its name ([`Origin::of`]) and handed down:
+/// nothing below asks again whether a name is a URL. A URL this build cannot read is refused
+/// here by name, never taken for a file called `s3:`.
+#[derive(Debug, Clone)]
+pub(crate) enum Origin {
+    /// Standard input (`-`).
+    Stdin,
+    /// A local path: a file, a pipe, a folder (an image layout's).
+    Local(PathBuf),
+    /// A store's object, or a prefix (a layout's, a glob's): `s3://BUCKET/KEY`.
+    Store { named: PathBuf, url: BucketUrl },
+    /// A web server's file, `https://HOST/PATH`, as written.
+    Web(String),
+    /// A registry's image, `docker://NAME`, as written.
+    Registry(String),
+}
+
+impl Origin {
+    /// What `name` names as a source: `-` standard input, a URL of a scheme this build reads,
+    /// else a local path. A URL of any other scheme, or of one whose cargo feature this build
+    /// lacks, is refused ([`ErrorKind::Unsupported`]).
+    pub(crate) fn of(name: &Path) -> anyhow::Result<Origin> {
+        if name == Path::new("-") {
+            return Ok(Origin::Stdin);
+        }
+        let Some(scheme) = url_scheme(name) else {
+            return Ok(Origin::Local(name.to_path_buf()));
+        };
+        let text = name.to_string_lossy();
+        let known = SCHEMES.iter().find(|s| s.name.eq_ignore_ascii_case(scheme));
+        let refuse = |why: String| -> anyhow::Result<Origin> {
+            Err(Error::named(name, ErrorKind::Unsupported, anyhow::anyhow!(why)).into())
+        };
+        match known {
+            Some(known) if known.built => Ok(match known.names {
+                Names::Store(_) => Origin::Store {
+                    named: name.to_path_buf(),
+                    url: BucketUrl::parse(name)?.context("not a store's URL")?,
+                },
+                Names::Web => Origin::Web(text.into_owned()),
+                Names::Registry => Origin::Registry(text.into_owned()),
+            }),
+            Some(known) => refuse(format!(
+                "'{text}' is a URL ({scheme}://), and this build of fastwrite has no {scheme}:// client (cargo feature `{}`)",
+                known.feature
+            )),
+            None => refuse(format!(
+                "'{text}' is a URL ({scheme}://), and fastwrite reads archives from files, standard input and {} only",
+                stores_named()
+            )),
+        }
+    }
+
+    /// The source as it was named.
+    pub(crate) fn named(&self) -> &Path {
+        match self {
+            Origin::Stdin => Path::new("-"),
+            Origin::Local(path) | Origin::Store { named: path, .. } => path,
+            Origin::Web(text) | Origin::Registry(text) => Path::new(text),
+        }
+    }
+
+    /// Whether it is read over a network, where a source mostly waits for round trips.
+    pub(crate) fn is_remote(&self) -> bool {
+        !matches!(self, Origin::Stdin | Origin::Local(_))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -511,6 +594,24 @@ mod tests {
         let folder = Place::output(Path::new("out/dir")).unwrap();
         assert_eq!(folder.work(), Some(Path::new("out/dir")));
         assert!(folder.can().stage);
+    }
+
+    #[test]
+    fn a_source_of_a_scheme_not_built_is_refused_naming_its_feature() {
+        for scheme in SCHEMES {
+            let url = format!("{}://host/dir/a.zip", scheme.name);
+            match Origin::of(Path::new(&url)) {
+                Ok(origin) => assert!(scheme.built && origin.is_remote(), "{url}"),
+                Err(refused) => {
+                    let feature = format!("cargo feature `{}`", scheme.feature);
+                    assert!(!scheme.built, "{url}: {refused:#}");
+                    assert!(format!("{refused:#}").contains(&feature), "{refused:#}");
+                }
+            }
+        }
+        assert!(matches!(Origin::of(Path::new("-")).unwrap(), Origin::Stdin));
+        assert!(!Origin::of(Path::new("a.zip")).unwrap().is_remote());
+        assert!(Origin::of(Path::new("ftp://host/a.zip")).is_err());
     }
 
     #[test]

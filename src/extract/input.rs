@@ -16,6 +16,7 @@ use super::codec;
 use super::format::NotBuilt;
 use super::format::{Format, checksum_ok, detect, named_like_a_tar};
 pub(super) use super::source::Input;
+use crate::place::Origin;
 
 /// A zip in the file `file` (named `archive`), read from its end.
 #[cfg(feature = "zip")]
@@ -60,41 +61,18 @@ fn tar_stream(_: Box<dyn Read + Send>, label: String, _: Option<codec::Verified>
 
 /// Opens `archive` (`-`: standard input) and tells what it is by its content.
 pub(super) fn open(archive: &Path) -> anyhow::Result<Input> {
-    if archive == Path::new("-") {
-        return open_stream(std::io::stdin(), "standard input".to_string(), None, None);
-    }
     #[cfg(feature = "image")]
     if let Some(reference) = super::image::Reference::parse(archive)? {
         return Ok(Box::new(super::image::Image(reference)));
     }
-    #[cfg(feature = "s3")]
-    match super::remote::open(archive)? {
-        #[cfg(feature = "zip")]
-        Some(super::remote::Opened::Zip(arriving)) => {
-            return Ok(Box::new(super::zip::Arriving(arriving)));
+    let origin = Origin::of(archive)?;
+    let archive = match &origin {
+        Origin::Stdin => {
+            return open_stream(std::io::stdin(), "standard input".to_string(), None, None);
         }
-        #[cfg(not(feature = "zip"))]
-        Some(super::remote::Opened::Zip(arriving)) => {
-            return open_file(archive, arriving.finish()?);
-        }
-        Some(super::remote::Opened::Stream { reader, unranged }) => {
-            let note = unranged.then(|| {
-                "the server does not answer requests for byte ranges: the zip was read as one stream, by its local headers, as from a pipe (docs/security.md says how that differs from a zip read whole)"
-                    .to_string()
-            });
-            let label = format!("'{}'", archive.display());
-            return open_stream(reader, label, None, note);
-        }
-        None => {}
-    }
-    if let Some(scheme) = crate::place::url_scheme(archive) {
-        let why = anyhow::anyhow!(
-            "'{}' is a URL ({scheme}://), and fastwrite reads archives from files, standard input and {} only",
-            archive.display(),
-            crate::place::stores_named(),
-        );
-        return Err(super::format::unsupported(&archive.to_string_lossy(), why));
-    }
+        Origin::Local(path) => path,
+        _ => return open_remote(&origin),
+    };
     let file = File::open(archive)
         .with_context(|| format!("cannot open archive '{}'", archive.display()))?;
     let regular = file.metadata().is_ok_and(|m| m.is_file());
@@ -105,6 +83,33 @@ pub(super) fn open(archive: &Path) -> anyhow::Result<Input> {
         return open_stream(file, label, Some(archive), None);
     }
     open_file(archive, file)
+}
+
+/// An archive in a bucket or on a web server: a zip as it arrives, anything else as a stream.
+fn open_remote(origin: &Origin) -> anyhow::Result<Input> {
+    let archive = origin.named();
+    match super::remote::open(origin)? {
+        #[cfg(feature = "zip")]
+        Some(super::remote::Opened::Zip(arriving)) => Ok(Box::new(super::zip::Arriving(arriving))),
+        #[cfg(not(feature = "zip"))]
+        Some(super::remote::Opened::Zip(arriving)) => open_file(archive, arriving.finish()?),
+        Some(super::remote::Opened::Stream { reader, unranged }) => {
+            let note = unranged.then(|| {
+                "the server does not answer requests for byte ranges: the zip was read as one stream, by its local headers, as from a pipe (docs/security.md says how that differs from a zip read whole)"
+                    .to_string()
+            });
+            let label = format!("'{}'", archive.display());
+            open_stream(reader, label, None, note)
+        }
+        None => {
+            let why = anyhow::anyhow!(
+                "'{}' names nothing fastwrite reads archives from (files, standard input and {})",
+                archive.display(),
+                crate::place::stores_named(),
+            );
+            Err(super::format::unsupported(&archive.to_string_lossy(), why))
+        }
+    }
 }
 
 /// The regular file `file` (named `archive`), told what it is by its first bytes.

@@ -4,8 +4,6 @@
 //! the engine (`crate::engine`), the door a program's [`Batch`](crate::Batch) uses too, so
 //! every format gets the same safety rules, overwrite policy, close stage and report.
 
-#[cfg(any(feature = "s3", feature = "zip"))]
-#[cfg_attr(not(feature = "s3"), allow(dead_code))]
 mod arriving;
 pub(crate) mod codec;
 pub(crate) mod format;
@@ -19,7 +17,6 @@ mod limits;
 pub(crate) mod list;
 pub(crate) mod listed;
 pub(crate) mod read;
-#[cfg(feature = "s3")]
 mod remote;
 mod select;
 mod single;

@@ -62,14 +62,12 @@ pub(crate) struct Records {
 
 enum Place {
     Folder(PathBuf),
-    #[cfg(feature = "s3")]
     Bucket(crate::store::Source),
 }
 
 impl Records {
     /// The records under `out`, listed once (a folder's made if missing).
     pub(crate) fn open(out: &crate::place::Place) -> anyhow::Result<Records> {
-        #[cfg(feature = "s3")]
         if let Some(url) = out.store() {
             let url = url.with_prefix(&format!("{}{DONE}/", url.prefix));
             let bucket = crate::store::Source::open(url)?;
@@ -140,7 +138,6 @@ impl Records {
                         .with_context(|| format!("cannot write the record '{}'", path.display())),
                 }
             }
-            #[cfg(feature = "s3")]
             Place::Bucket(_) => Ok(true),
         }
     }
@@ -168,7 +165,6 @@ impl Records {
                         .with_context(|| format!("cannot write the record '{}'", path.display())),
                 }
             }
-            #[cfg(feature = "s3")]
             Place::Bucket(bucket) => bucket
                 .create(&name, text.as_bytes().to_vec())
                 .with_context(|| format!("cannot write the record '{}{name}'", bucket.url())),

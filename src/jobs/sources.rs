@@ -8,6 +8,7 @@ use std::time::UNIX_EPOCH;
 use anyhow::{Context, anyhow};
 
 use crate::error::{Error, ErrorKind};
+use crate::place::{BucketUrl, Origin};
 
 /// One source of a run of many: an archive's path or URL, and what identifies its content.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,7 +40,7 @@ impl Source {
     /// Whether it is read over a network (a URL: a store's object, a web server's file, a
     /// registry's image), where each source mostly waits for round trips.
     pub(crate) fn is_remote(&self) -> bool {
-        crate::place::url_scheme(Path::new(&self.name)).is_some()
+        Origin::of(Path::new(&self.name)).is_ok_and(|origin| origin.is_remote())
     }
 }
 
@@ -130,15 +131,10 @@ fn slashed(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 fn glob(pattern: &str) -> anyhow::Result<Vec<Source>> {
-    if let Some(scheme) = crate::place::scheme_of(Path::new(pattern)) {
-        if let Some(crate::place::Scheme {
-            names: crate::place::Names::Store(_),
-            ..
-        }) = scheme
-        {
-            return bucket_glob(pattern);
-        }
-        anyhow::bail!("'{pattern}': only store URLs and local paths are expanded as globs");
+    match Origin::of(Path::new(pattern))? {
+        Origin::Local(_) => {}
+        Origin::Store { url, .. } => return bucket_glob(pattern, &url),
+        _ => anyhow::bail!("'{pattern}': only store URLs and local paths are expanded as globs"),
     }
     let pattern = &*slashed(pattern);
     let matcher = matcher(pattern.strip_prefix("./").unwrap_or(pattern))?;
@@ -183,19 +179,16 @@ fn walk(dir: &Path, found: &mut dyn FnMut(&Path)) -> std::io::Result<()> {
     Ok(())
 }
 
-#[cfg(feature = "s3")]
-fn bucket_glob(pattern: &str) -> anyhow::Result<Vec<Source>> {
-    use crate::store::{BucketUrl, Source as Bucket};
-    let scheme_end = pattern.find("://").map_or(0, |i| i + 3);
-    let (bucket, key_pattern) = pattern[scheme_end..]
-        .split_once('/')
-        .ok_or_else(|| anyhow!("'{pattern}': no key to match (s3://BUCKET/GLOB)"))?;
-    let base = base_of(key_pattern);
-    let scheme = &pattern[..scheme_end];
-    let url = BucketUrl::parse(Path::new(&format!("{scheme}{bucket}/{base}")))?
-        .ok_or_else(|| anyhow!("'{pattern}' is not a store's URL"))?;
+/// The keys of `url`'s bucket that the glob in its prefix matches (`pattern`, as written),
+/// from one listing of the prefix before its first glob character.
+fn bucket_glob(pattern: &str, url: &BucketUrl) -> anyhow::Result<Vec<Source>> {
+    let key_pattern = url.prefix.trim_end_matches('/');
+    if key_pattern.is_empty() {
+        anyhow::bail!("'{pattern}': no key to match (s3://BUCKET/GLOB)");
+    }
+    let url = url.with_prefix(base_of(key_pattern));
     let matcher = matcher(key_pattern)?;
-    let listing = Bucket::open(url.clone())?.listing()?;
+    let listing = crate::store::Source::open(url.clone())?.listing()?;
     let mut found: Vec<Source> = listing
         .into_iter()
         .filter(|(key, _)| !key.ends_with('/') && matcher.is_match(key))
@@ -210,14 +203,6 @@ fn bucket_glob(pattern: &str) -> anyhow::Result<Vec<Source>> {
         .collect();
     found.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(found)
-}
-
-#[cfg(not(feature = "s3"))]
-fn bucket_glob(pattern: &str) -> anyhow::Result<Vec<Source>> {
-    let why = anyhow!(
-        "'{pattern}' names archives in a bucket, and this build of fastwrite does not read buckets (cargo feature `s3`)"
-    );
-    Err(Error::named(Path::new(pattern), ErrorKind::Unsupported, why).into())
 }
 
 /// The name a source's own folder (or prefix) gets with one folder per archive: its last

@@ -32,6 +32,7 @@ use std::time::Instant;
 
 use anyhow::anyhow;
 
+use crate::engine::tree::{Node, Tree};
 use crate::engine::{self, Engine};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options, Overwrite};
@@ -40,7 +41,6 @@ use crate::place::Place;
 use crate::plan::Plan;
 use crate::report::{MirrorCounts, Report, RunError};
 use crate::sync::Unpoisoned;
-use crate::engine::tree::{Node, Tree};
 use walk::{Action, Found, Walk};
 
 /// Makes `dst` an exact copy of the contents of `src`, like `rsync -a src/ dst/`: files, modes,

@@ -14,9 +14,9 @@ use std::sync::Mutex;
 use anyhow::anyhow;
 
 use super::compare::{self, Verdict, same_mtime};
-use crate::engine::tree::{Is, Node, Tree};
 use crate::cancel::Cancel;
 use crate::engine::Engine;
+use crate::engine::tree::{Is, Node, Tree};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::MirrorOptions;
 use crate::patterns::Patterns;

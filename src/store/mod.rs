@@ -1,8 +1,9 @@
 //! The store client: what fastwrite knows of an object store, below the write engine and the
 //! sources alike. The bucket target (`engine/bucket`) writes through it; the sources that read
-//! a store (an archive in a bucket, `extract/remote.rs`; a prefix mirrored down,
-//! `mirror/prefix.rs`) and the records of a run of many (`jobs/records.rs`) read through
-//! it. Nothing here knows of entries being written, failures being counted or a run's state.
+//! a store (an archive or an image in a bucket or at a URL, `extract/remote.rs` and
+//! `extract/image/remote.rs`; a prefix mirrored down, `engine/bucket/tree.rs`) and the records
+//! of a run of many (`jobs/records.rs`) read through it. A build without stores has
+//! `absent.rs` instead: the same names, none of which can be made. Nothing here knows of entries being written, failures being counted or a run's state.
 //!
 //! - `connect.rs`: the client of a URL's store, and the runtime its requests run on;
 //!   `client.rs`: what every store's client shares: the HTTP client and its meter (requests in
@@ -19,6 +20,8 @@
 //!   honoured), once a process.
 //! - `stale.rs`: the marks of multipart uploads, and what killed runs left.
 //! - `object.rs`: what a file becomes as an object (its metadata, as rclone and s3fs read it).
+//! - `read.rs`: one object read (an archive, an image's layout), by ranges where that pays,
+//!   the object kept the same from the first byte to the last.
 //! - `source.rs`: a prefix read; for a mirror into one, its keys deleted or copied into it
 //!   server-side (never a file written: that is the bucket target's).
 //! - `flight.rs`: how many requests to keep in flight (Little's law), uploads and downloads.
@@ -29,6 +32,7 @@ mod flight;
 mod looked;
 pub(crate) mod object;
 mod pace;
+mod read;
 pub use pace::set_max_requests_per_second;
 #[cfg(feature = "azure")]
 mod azure;
@@ -48,8 +52,8 @@ pub(crate) use connect::{client_runtime, connect, object};
 pub(crate) use flight::{EVERY, Sizer};
 pub(crate) use keys::{head_with_metadata, md5_hex, md5_of, parse_key, taken};
 pub(crate) use looked::first_look;
+pub(crate) use read::{Answers, Object};
 pub(crate) use requests::Store;
 pub(crate) use requests::{Made, Requests};
 pub(crate) use said::explain;
-pub(crate) use said::says_bucket_missing;
-pub(crate) use source::{Body, Source, body_reader, read_body};
+pub(crate) use source::{Body, Source};

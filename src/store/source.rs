@@ -1,4 +1,4 @@
-//! A bucket prefix as a mirror's side (`mirror/prefix.rs`): listed, its objects' metadata looked
+//! A bucket prefix as a mirror's side (`engine/bucket/tree.rs`): listed, its objects' metadata looked
 //! at (HEAD), their bodies fetched (GET), many at once on the client's runtime while the caller
 //! writes what has arrived. As a source nothing is written to it (no probe, no marks, so
 //! read-only credentials are enough); as a destination a mirror deletes its keys
@@ -520,7 +520,7 @@ impl Read for StreamReader<'_> {
 
 /// One `read` of a body that arrives as a stream of pieces on `runtime`: what is left of the
 /// last piece (`chunk`), else the next piece; a failure said by `say`. The bridge from the
-/// client's streams to the readers the writers take (here and `extract/remote.rs`).
+/// client's streams to the readers the writers take (here and `read.rs`).
 pub(crate) fn read_body(
     runtime: &tokio::runtime::Runtime,
     stream: &mut BoxStream<'static, object_store::Result<Bytes>>,

@@ -74,7 +74,7 @@ impl Reference {
             if rest.is_empty() {
                 bail!("'{text}' names no folder: oci:DIR[:TAG]");
             }
-            if let Some((dir, tag)) = split_url(rest) {
+            if let Some((dir, tag)) = crate::place::split_tag(rest) {
                 return Ok(Some(Reference::Layout {
                     dir: PathBuf::from(dir),
                     tag: tag.map(str::to_string),
@@ -93,7 +93,7 @@ impl Reference {
             }));
         }
         if let Some(rest) = text.strip_prefix("docker-archive:") {
-            if let Some((file, tag)) = split_url(rest) {
+            if let Some((file, tag)) = crate::place::split_tag(rest) {
                 return Ok(Some(Reference::Archive {
                     file: PathBuf::from(file),
                     tag: tag.map(str::to_string),
@@ -208,18 +208,6 @@ impl Reference {
             Reference::Registry(name) => format!("docker://{name}"),
         }
     }
-}
-
-/// A URL (`s3://BUCKET/PREFIX:TAG`, `https://HOST:PORT/PATH:TAG`) and the tag after it, split
-/// at the first `:` past the host, as skopeo splits `oci:PATH:TAG`; `None`: not a URL.
-fn split_url(text: &str) -> Option<(&str, Option<&str>)> {
-    let scheme = crate::place::url_scheme(Path::new(text))?;
-    let start = scheme.len() + 3;
-    let path = text[start..].find('/').map_or(text.len(), |i| start + i);
-    Some(match text[path..].find(':') {
-        Some(i) => (&text[..path + i], Some(&text[path + i + 1..])),
-        None => (text, None),
-    })
 }
 
 /// An image opened: where its blobs come from, its manifest, and the digest of each layer's tar.

@@ -201,10 +201,8 @@ impl super::source::Source for InFile {
 /// A zip in a bucket or at a URL, still arriving: extraction plans it from its central
 /// directory and writes each entry as its bytes come ([`extract_arriving`]); listing and
 /// reading wait for its last byte and read it as a zip in a file.
-#[cfg(feature = "s3")]
 pub(super) struct Arriving(pub super::remote::Arriving);
 
-#[cfg(feature = "s3")]
 impl super::source::Source for Arriving {
     fn kind(&self) -> &'static str {
         "a zip archive"
@@ -260,7 +258,6 @@ fn extract(
 /// written once its bytes are all there, its local header checked then. A zip that cannot be
 /// planned so (see [`arrives_plannable`]) waits for its last byte and is extracted as a local
 /// one.
-#[cfg(feature = "s3")]
 fn extract_arriving(
     path: &Path,
     arriving: super::remote::Arriving,
@@ -309,7 +306,6 @@ fn extract_arriving(
 /// comment whole, and no entry encrypted (a password is checked against an entry's data) nor a
 /// symlink (its target is its data, checked before anything is written). `None`: it waits
 /// for its last byte.
-#[cfg(feature = "s3")]
 fn arrives_plannable(bytes: &[u8]) -> Option<Archive<'_>> {
     if integrity::cut_comment(bytes).is_some() {
         return None;
