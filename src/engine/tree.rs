@@ -2,7 +2,7 @@
 //! (`folder/tree.rs`) or a store's prefix (`bucket/tree.rs`), each beside its place's target,
 //! listed a folder at a time with what each entry is ([`Node`]); as a source, how its files
 //! reach the engine; as a destination, what is deleted or changed in place there.
-//! [`super::tree`] is the one place the choice between them is made, by where the place is.
+//! [`super::tree()`] is the one place the choice between them is made, by where the place is.
 
 use std::ffi::OsString;
 use std::fs::Metadata;
