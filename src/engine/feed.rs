@@ -57,7 +57,7 @@ pub(crate) fn fed<'e, T>(
     memory_budget: u64,
     read: impl for<'q> FnOnce(&mut Feed<'q>, &mut Writer<'e>) -> T,
 ) -> T {
-    let budget = Budget::new(memory_budget.max(4 * crate::engine::CHUNK as u64));
+    let budget = Budget::new(memory_budget.max(4 * super::pump::CHUNK as u64));
     let threads = pool.current_num_threads();
     let queue: Queue<Vec<Job>> = Queue::new(threads * 4, threads, Vec::len);
     let (queue, budget_ref) = (&queue, &budget);

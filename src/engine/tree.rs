@@ -9,7 +9,7 @@ use std::fs::Metadata;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::engine::Engine;
+use crate::engine::target::Engine;
 use crate::error::Error;
 use crate::options::{MirrorOptions, Options};
 use crate::place::BucketUrl;

@@ -24,7 +24,8 @@ use anyhow::anyhow;
 
 use crate::engine::feed::{self, Job};
 use crate::engine::tree::{Is, Node, Tree};
-use crate::engine::{Content, Engine};
+use crate::engine::pump::Content;
+use crate::engine::target::Engine;
 use crate::error::{Error, ErrorKind};
 use crate::options::{MirrorOptions, Options};
 use crate::place::BucketUrl;
