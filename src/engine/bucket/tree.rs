@@ -23,9 +23,9 @@ use std::sync::Mutex;
 use anyhow::anyhow;
 
 use crate::engine::feed::{self, Job};
-use crate::engine::tree::{Is, Node, Tree};
 use crate::engine::pump::Content;
 use crate::engine::target::Engine;
+use crate::engine::tree::{Is, Node, Tree};
 use crate::error::{Error, ErrorKind};
 use crate::options::{MirrorOptions, Options};
 use crate::place::BucketUrl;

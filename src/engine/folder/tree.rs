@@ -16,9 +16,9 @@ use anyhow::anyhow;
 use rayon::prelude::*;
 
 use super::leftovers::is_run_mark;
-use crate::engine::tree::{Is, Node, Tree};
 use crate::engine::pump::Content;
 use crate::engine::target::Engine;
+use crate::engine::tree::{Is, Node, Tree};
 use crate::engine::writer::Writer;
 use crate::error::{Error, ErrorKind, Setting};
 use crate::options::{MirrorOptions, Options};
