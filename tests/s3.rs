@@ -60,6 +60,8 @@ fn main() {
             an_archive_at_a_url_is_read_as_a_stream,
             a_zip_at_a_url_is_read_by_ranges_and_resumed,
             a_zip_at_a_url_is_written_as_it_arrives,
+            a_zip_at_a_url_is_listed_from_its_central_directory,
+            an_encrypted_zip_with_a_symlink_at_a_url_is_written_as_it_arrives,
             every_zip_of_the_corpus_is_extracted_by_url_as_from_a_file,
             a_server_without_ranges_is_read_as_a_stream_and_said,
             an_archive_that_changes_while_it_is_read_is_refused,
@@ -2536,6 +2538,158 @@ mod linux {
         );
         assert_eq!(std::fs::read(out.join("middle.bin")).unwrap(), middle);
         assert_eq!(mode_of(&out.join("last.txt")), 0o640);
+    }
+
+    /// `list` of a zip at a URL reads its central directory alone (with the end, in the first
+    /// answers), and a symlink's target by a range of its own: a part of the zip held back by
+    /// the server, between the GET from the start and the symlink, is never waited for.
+    pub fn a_zip_at_a_url_is_listed_from_its_central_directory() {
+        let t = tempdir();
+        let src = t.join("src");
+        std::fs::create_dir_all(&src).unwrap();
+        // Random bytes, stored as they are: the held part lies in middle.bin's data, and
+        // after.bin keeps the symlink out of the end the first answers bring.
+        let middle = random(46, 600_000);
+        std::fs::write(src.join("first.txt"), b"first\n").unwrap();
+        std::fs::write(src.join("middle.bin"), &middle).unwrap();
+        std::os::unix::fs::symlink("first.txt", src.join("link")).unwrap();
+        std::fs::write(src.join("after.bin"), random(47, 300_000)).unwrap();
+        let site = t.join("site");
+        std::fs::create_dir_all(&site).unwrap();
+        let zip = site.join("a.zip");
+        let mut cmd = Command::new("zip");
+        cmd.args(osv![
+            "-q",
+            "-X",
+            "-y",
+            "-0",
+            &zip,
+            "first.txt",
+            "middle.bin",
+            "link",
+            "after.bin"
+        ])
+        .current_dir(&src);
+        run_command(cmd).assert_code(0);
+        let bytes = std::fs::read(&zip).unwrap();
+        let data = bytes
+            .windows(64)
+            .position(|w| w == &middle[..64])
+            .expect("middle.bin stored");
+        let release = t.join("release");
+        let hold = format!("{}-{}", data + 100_000, data + 200_000);
+        let web = Web::serve(
+            &site,
+            &["--hold", &hold, "--hold-until", release.to_str().unwrap()],
+        );
+        let run = {
+            let args = osv!["list", web.url("a.zip")];
+            std::thread::spawn(move || run_fastwrite(&args))
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !run.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let listed_early = run.is_finished();
+        std::fs::write(&release, b"").unwrap();
+        let listed = run.join().unwrap();
+        assert!(
+            listed_early,
+            "the listing waited for the held part: {}",
+            listed.dump()
+        );
+        listed.assert_code(0);
+        for name in ["first.txt", "middle.bin", "after.bin"] {
+            assert!(listed.stdout.contains(name), "{}", listed.dump());
+        }
+        assert!(
+            listed.stdout.contains("link -> first.txt"),
+            "{}",
+            listed.dump()
+        );
+    }
+
+    /// An encrypted zip with a symlink at a URL: the symlink's bytes (its target is its data,
+    /// checked before anything is written) and the first encrypted entry's (the password is
+    /// checked against it) are fetched by ranges of their own, and the rest written as it
+    /// arrives: a part held back by the server is not waited for by the entries before it and
+    /// in the zip's last bytes. (after.bin keeps the symlink out of those last bytes.)
+    pub fn an_encrypted_zip_with_a_symlink_at_a_url_is_written_as_it_arrives() {
+        let t = tempdir();
+        let src = t.join("src");
+        std::fs::create_dir_all(&src).unwrap();
+        let middle = random(48, 600_000);
+        std::fs::write(src.join("first.txt"), b"first\n").unwrap();
+        std::fs::write(src.join("middle.bin"), &middle).unwrap();
+        std::os::unix::fs::symlink("first.txt", src.join("link")).unwrap();
+        std::fs::write(src.join("after.bin"), random(49, 300_000)).unwrap();
+        std::fs::write(src.join("last.txt"), b"last\n").unwrap();
+        let site = t.join("site");
+        std::fs::create_dir_all(&site).unwrap();
+        let zip = site.join("a.zip");
+        let names = ["first.txt", "middle.bin", "link", "after.bin", "last.txt"];
+        let mut cmd = Command::new("zip");
+        cmd.args(osv!["-q", "-X", "-y", "-0", "-P", "hunter2", &zip])
+            .args(names)
+            .current_dir(&src);
+        run_command(cmd).assert_code(0);
+        // ZipCrypto's bytes are not the file's: the held part is found by the local header of
+        // the entry after middle.bin, 100 KB to 200 KB before it.
+        let bytes = std::fs::read(&zip).unwrap();
+        let link_at = bytes
+            .windows(4 + 26 + 4)
+            .position(|w| w.starts_with(b"PK\x03\x04") && &w[30..] == b"link")
+            .expect("the symlink's local header");
+        let release = t.join("release");
+        let hold = format!("{}-{}", link_at - 200_000, link_at - 100_000);
+        let web = Web::serve(
+            &site,
+            &["--hold", &hold, "--hold-until", release.to_str().unwrap()],
+        );
+        // A folder that holds a file: each file is moved into place after its close.
+        let out = t.join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join("kept.txt"), b"kept").unwrap();
+        let run = {
+            let args = osv![
+                "extract",
+                web.url("a.zip"),
+                "-o",
+                &out,
+                "--password",
+                "hunter2"
+            ];
+            std::thread::spawn(move || run_fastwrite(&args))
+        };
+        let written = |name: &str| std::fs::read(out.join(name)).ok();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while ["first.txt", "last.txt"]
+            .iter()
+            .any(|name| written(name).is_none())
+            && std::time::Instant::now() < deadline
+            && !run.is_finished()
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let early: Vec<bool> = ["first.txt", "last.txt", "middle.bin"]
+            .iter()
+            .map(|name| written(name).is_some())
+            .collect();
+        std::fs::write(&release, b"").unwrap();
+        let run = run.join().unwrap();
+        run.assert_code(0);
+        assert_eq!(
+            early,
+            [true, true, false],
+            "written early (first, last, middle): {}",
+            run.dump()
+        );
+        assert_eq!(std::fs::read(out.join("middle.bin")).unwrap(), middle);
+        assert_eq!(
+            std::fs::read_link(out.join("link")).unwrap(),
+            std::path::Path::new("first.txt")
+        );
+        assert_eq!(std::fs::read(out.join("last.txt")).unwrap(), b"last\n");
     }
 
     fn now_secs() -> i64 {

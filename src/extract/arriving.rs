@@ -6,7 +6,9 @@
 //! whose bytes are all there, in the order they complete, so that writing goes on while the
 //! rest arrives. Which part of the archive comes first is the download's affair: the GET from
 //! the start and the ranges from the end fill it in several places at once, and an entry is
-//! ready whichever of them brought it.
+//! ready whichever of them brought it. What must be read before anything can be planned (a
+//! symlink's target, an encrypted entry's first bytes) is asked for by its span
+//! ([`Arrivals::want`]), which the download fetches with a range of its own at once.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -47,6 +49,9 @@ struct State {
     writers: usize,
     /// Whether the download has ended, and how.
     ended: Option<Ended>,
+    /// Spans asked for before the rest (what must be read before anything is planned), not
+    /// yet handed to the download.
+    wanted: Vec<Range<u64>>,
 }
 
 enum Ended {
@@ -113,6 +118,26 @@ impl Arrivals {
             }
             state = self.wait(state);
         }
+    }
+
+    /// Asks the download for `range` before the rest, with a range request of its own (what
+    /// must be read before anything is planned); [`Arrivals::wait_for`] waits for it.
+    pub fn want(&self, range: Range<u64>) {
+        let mut state = self.lock();
+        if !state.has(&range) && state.ended.is_none() {
+            state.wanted.push(range);
+        }
+    }
+
+    /// Whether `range` has arrived whole.
+    pub fn has(&self, range: &Range<u64>) -> bool {
+        self.lock().has(range)
+    }
+
+    /// The spans asked for before the rest since the download last asked: it fetches each
+    /// with a range request of its own, at once.
+    pub fn wanted(&self) -> Vec<Range<u64>> {
+        std::mem::take(&mut self.lock().wanted)
     }
 
     /// Starts waiting for `spans` on behalf of `writers` writers; those already whole are

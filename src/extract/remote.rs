@@ -96,14 +96,15 @@ fn arrive(answers: Answers) -> anyhow::Result<Opened> {
         std::thread::Builder::new()
             .name("fastwrite-download".into())
             .spawn(move || {
-                let fetched = answers.fetch(first, |at, piece| {
+                let land = |at, piece: &[u8]| {
                     if stop.load(Ordering::Relaxed) {
                         anyhow::bail!("stopped");
                     }
                     crate::platform::write_at(&sink, piece, at).map_err(held)?;
                     arrivals.add(at..at + piece.len() as u64);
                     Ok(())
-                });
+                };
+                let fetched = answers.fetch(first, land, || arrivals.wanted());
                 arrivals.end(fetched);
             })
             .context("cannot start the download's thread")?

@@ -9,7 +9,8 @@
 //!   byte fetched into a place of its own ([`Answers::fetch`]): the whole object's GET read on;
 //!   a range asked for at once where the caller needs it first; and ranges from the end
 //!   backwards while that one connection alone would take more than two round trips to get
-//!   where they begin, up to [`IN_FLIGHT`] requests in flight.
+//!   where they begin, up to [`IN_FLIGHT`] requests in flight; and, at once, a range of its
+//!   own for each part the caller needs before the rest.
 //! - The two first answers must agree (ETag, else Last-Modified, and size), and every request
 //!   after them carries the object's ETag (`If-Match`), or is compared the same way: an object
 //!   replaced while it is read is an error that says so, never a mix of two. The client
@@ -267,12 +268,14 @@ impl Answers {
     /// answers' time) to get where the ranges begin, ranges asked for from there backwards,
     /// up to [`IN_FLIGHT`] in flight. The front stops where the ranges begin. On a link where
     /// one connection is fast, that is one GET, as `curl -o` makes; where each connection is
-    /// slow (a long, lossy way), as many as keep it busy. Only with last bytes
-    /// ([`Answers::tail`]).
+    /// slow (a long, lossy way), as many as keep it busy. What `wanted` says the caller needs
+    /// before the rest (asked each time something lands) is asked for at once, a range each,
+    /// whatever is in flight. Only with last bytes ([`Answers::tail`]).
     pub(crate) fn fetch(
         self,
         first: u64,
         mut land: impl FnMut(u64, &[u8]) -> anyhow::Result<()>,
+        mut wanted: impl FnMut() -> Vec<Range<u64>>,
     ) -> anyhow::Result<()> {
         let Answers {
             object,
@@ -320,6 +323,12 @@ impl Answers {
         let (mut front_at, mut front_began) = (0u64, None::<Instant>);
         object.runtime.block_on(async {
             loop {
+                for range in wanted() {
+                    let range = object.range(range, &expected);
+                    let range = range.map_ok(|(at, p)| Arrived::Range(at, p));
+                    all.push(range.chain(done(false)).boxed());
+                    in_flight += 1;
+                }
                 while in_flight < IN_FLIGHT - 1 && !first_coming {
                     let below = low.load(Ordering::Relaxed);
                     if below <= front_at + chunk / 4 {

@@ -21,7 +21,7 @@ pub(super) mod stream;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Cursor, Read};
-use std::ops::Deref;
+use std::ops::{Deref, Range};
 use std::path::Path;
 
 use anyhow::Context;
@@ -199,8 +199,9 @@ impl super::source::Source for InFile {
 }
 
 /// A zip in a bucket or at a URL, still arriving: extraction plans it from its central
-/// directory and writes each entry as its bytes come ([`extract_arriving`]); listing and
-/// reading wait for its last byte and read it as a zip in a file.
+/// directory and writes each entry as its bytes come ([`extract_arriving`]); listing reads its
+/// central directory alone, and its symlinks' targets by their own ranges ([`list_arriving`]);
+/// reading waits for its last byte and reads it as a zip in a file.
 pub(super) struct Arriving(pub super::remote::Arriving);
 
 impl super::source::Source for Arriving {
@@ -221,12 +222,12 @@ impl super::source::Source for Arriving {
     fn list(
         self: Box<Self>,
         archive: &Path,
-        _: &crate::options::Options,
+        opts: &crate::options::Options,
         chooser: &Chooser,
         each: &mut dyn FnMut(&Listed),
         failures: &mut Vec<Error>,
     ) -> anyhow::Result<()> {
-        list(archive, self.0.finish()?, chooser, each, failures)
+        list_arriving(archive, self.0, opts, chooser, each, failures)
     }
 
     fn read(
@@ -254,10 +255,12 @@ fn extract(
 }
 
 /// Extracts a zip that is still arriving (a remote one, `remote.rs`): planned and checked from
-/// its central directory as soon as that is in, before anything is written; then each entry
-/// written once its bytes are all there, its local header checked then. A zip that cannot be
-/// planned so (see [`arrives_plannable`]) waits for its last byte and is extracted as a local
-/// one.
+/// its central directory as soon as that is in, before anything is written (its symlinks'
+/// bytes fetched first, a range each: a target is data, checked before anything is written;
+/// and the first encrypted entry's, against which the password is checked); then each entry
+/// written once its bytes are all there, its local header checked then. A zip whose end
+/// records do not say plainly where its directory is, or whose comment is cut short, waits
+/// for its last byte and is extracted as a local one.
 fn extract_arriving(
     path: &Path,
     arriving: super::remote::Arriving,
@@ -266,76 +269,129 @@ fn extract_arriving(
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
     let stop = || opts.cancel.is_cancelled();
-    if let Some(directory) = arriving.directory() {
-        arriving
-            .arrivals()
-            .wait_for(directory, &stop)
-            .with_context(|| format!("cannot read archive '{}'", path.display()))?;
-        let file = arriving.file().context("cannot read the temporary file")?;
-        // Mapped, never read into memory: the bytes still to come must be seen as they land.
-        if let Some(bytes) = mapped(&file)
-            && let Some(archive) = arrives_plannable(&bytes)
-        {
-            let arrivals = arriving.arrivals();
-            let mut report = write_zip(
-                path,
-                &bytes,
-                archive,
-                None,
-                Some(arrivals),
-                out,
-                opts,
-                chooser,
-            )?;
-            if let Some((error, left)) = arrivals.failure() {
-                let files = if left == 1 { "file was" } else { "files were" };
-                let why = error.context(format!(
-                    "the download broke off: {left} {files} not written (those written before are whole and checked)"
-                ));
-                report
-                    .failures
-                    .push(Error::new(path, ErrorKind::Source, why));
-            }
-            return Ok(report);
-        }
+    let file = arriving.file().context("cannot read the temporary file")?;
+    let Some(bytes) = directory_in(path, &arriving, &file, &stop)? else {
+        return extract(path, arriving.finish()?, out, opts, chooser);
+    };
+    let Ok(archive) = open_archive(&bytes) else {
+        return extract(path, arriving.finish()?, out, opts, chooser);
+    };
+    let fetching = Fetching::new(arriving.arrivals(), &archive, &stop);
+    fetching.bring_symlinks(&archive, path)?;
+    let mut report = write_zip(
+        path,
+        &bytes,
+        archive,
+        None,
+        Some(&fetching),
+        out,
+        opts,
+        chooser,
+    )?;
+    if let Some((error, left)) = arriving.arrivals().failure() {
+        let files = if left == 1 { "file was" } else { "files were" };
+        let why = error.context(format!(
+            "the download broke off: {left} {files} not written (those written before are whole and checked)"
+        ));
+        report
+            .failures
+            .push(Error::new(path, ErrorKind::Source, why));
     }
-    extract(path, arriving.finish()?, out, opts, chooser)
+    Ok(report)
 }
 
-/// The arriving zip's central directory, read, if the zip can be planned from it alone: its
-/// comment whole, and no entry encrypted (a password is checked against an entry's data) nor a
-/// symlink (its target is its data, checked before anything is written). `None`: it waits
-/// for its last byte.
-fn arrives_plannable(bytes: &[u8]) -> Option<Archive<'_>> {
-    if integrity::cut_comment(bytes).is_some() {
-        return None;
+/// Waits for the arriving zip's central directory; then the zip's bytes, its file mapped
+/// (never read into memory: the bytes still to come must be seen as they land). `None` where
+/// it must wait for its last byte: its end records do not say plainly where its directory is,
+/// or its comment is cut short.
+fn directory_in(
+    path: &Path,
+    arriving: &super::remote::Arriving,
+    file: &File,
+    stop: &dyn Fn() -> bool,
+) -> anyhow::Result<Option<memmap2::Mmap>> {
+    let Some(directory) = arriving.directory() else {
+        return Ok(None);
+    };
+    arriving
+        .arrivals()
+        .wait_for(directory, stop)
+        .with_context(|| format!("cannot read archive '{}'", path.display()))?;
+    Ok(mapped(file).filter(|bytes| integrity::cut_comment(bytes).is_none()))
+}
+
+/// A zip being fetched, entry by entry: what has arrived, where each entry's bytes lie, and
+/// how to ask for an entry's before the rest ([`planning::Arrived`]).
+struct Fetching<'a> {
+    arrivals: &'a Arrivals,
+    /// Each entry's span, by index ([`spans`]).
+    spans: Vec<Range<u64>>,
+    stop: &'a dyn Fn() -> bool,
+}
+
+impl<'a> Fetching<'a> {
+    fn new(arrivals: &'a Arrivals, archive: &Archive<'_>, stop: &'a dyn Fn() -> bool) -> Self {
+        Fetching {
+            arrivals,
+            spans: spans(archive),
+            stop,
+        }
     }
-    let archive = open_archive(bytes).ok()?;
-    let plain = (0..archive.len()).all(|i| {
-        archive
-            .by_index_data(i)
-            .is_ok_and(|zf| !zf.encrypted() && planning::kind_of(&zf) != planning::ZipKind::Symlink)
-    });
-    plain.then_some(archive)
+
+    /// Brings every symlink's bytes (its target is its data), each by a range of its own, all
+    /// asked for at once.
+    fn bring_symlinks(&self, archive: &Archive<'_>, path: &Path) -> anyhow::Result<()> {
+        let links: Vec<&Range<u64>> = (0..archive.len())
+            .filter(|&i| {
+                archive
+                    .by_index_data(i)
+                    .is_ok_and(|zf| planning::kind_of(&zf) == planning::ZipKind::Symlink)
+            })
+            .filter_map(|i| self.spans.get(i))
+            .collect();
+        for span in &links {
+            self.arrivals.want((*span).clone());
+        }
+        for span in links {
+            self.arrivals
+                .wait_for(span.clone(), self.stop)
+                .with_context(|| format!("cannot read archive '{}'", path.display()))?;
+        }
+        Ok(())
+    }
+}
+
+impl planning::Arrived for Fetching<'_> {
+    fn has(&self, index: usize) -> bool {
+        self.spans
+            .get(index)
+            .is_some_and(|span| self.arrivals.has(span))
+    }
+
+    fn bring(&self, index: usize) -> anyhow::Result<()> {
+        let span = self.spans.get(index).cloned().unwrap_or_default();
+        self.arrivals.want(span.clone());
+        self.arrivals.wait_for(span, self.stop)
+    }
 }
 
 /// Plans the zip `archive`, whose bytes are `bytes` (`cut`: the warning of a comment cut
 /// short), and writes its files: in the schedule's order, or, for one still arriving
-/// (`arrivals`), as their bytes come.
+/// (`fetching`), as their bytes come.
 #[allow(clippy::too_many_arguments)]
 fn write_zip(
     path: &Path,
     bytes: &[u8],
     archive: Archive<'_>,
     cut: Option<String>,
-    arrivals: Option<&Arrivals>,
+    fetching: Option<&Fetching<'_>>,
     out: &Place,
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
     let mut password = Password::new(opts);
-    let locals = match arrivals {
-        Some(_) => planning::Locals::Later,
+    let locals = match fetching {
+        Some(fetching) => planning::Locals::Later(fetching),
         None => planning::Locals::Here,
     };
     let mut plan = planning::plan_with(&mut archive.clone(), bytes, chooser, &mut password, locals)
@@ -355,13 +411,7 @@ fn write_zip(
             .run()
             .reporter()
             .planned(files.len() as u64, costs.iter().sum());
-        let work = Work::new(
-            &archive,
-            &files,
-            &costs,
-            writers.current_num_threads(),
-            arrivals,
-        );
+        let work = Work::new(&files, &costs, writers.current_num_threads(), fetching);
         writers.broadcast(|_| {
             let (mut archive, mut writer) = (archive.clone(), engine.writer());
             let mut direct = Direct::new();
@@ -391,6 +441,27 @@ fn write_zip(
     Ok(report)
 }
 
+/// Where each entry's bytes lie in the archive, by its index: from its local header to where
+/// the next entry begins (or the central directory), whatever order the entries are in.
+fn spans(archive: &Archive<'_>) -> Vec<Range<u64>> {
+    let directory = archive.central_directory_start();
+    let start_of = |index| {
+        archive
+            .by_index_data(index)
+            .map_or(directory, |zf| zf.header_start())
+    };
+    // Every entry's start, to find where each one's span ends.
+    let mut starts: Vec<u64> = (0..archive.len()).map(start_of).collect();
+    starts.sort_unstable();
+    (0..archive.len())
+        .map(|index| {
+            let start = start_of(index);
+            let next = starts.partition_point(|&s| s <= start);
+            start..starts.get(next).copied().unwrap_or(directory).max(start)
+        })
+        .collect()
+}
+
 /// How the writers take the files: by the [`Schedule`], or, for a zip still arriving, as the
 /// bytes of each come, each local header checked before its entry is written.
 enum Work<'a> {
@@ -405,36 +476,25 @@ enum Work<'a> {
 
 impl<'a> Work<'a> {
     fn new(
-        archive: &Archive<'_>,
         files: &[&Entry],
         costs: &[u64],
         writers: usize,
-        arrivals: Option<&'a Arrivals>,
+        fetching: Option<&Fetching<'a>>,
     ) -> Work<'a> {
-        let Some(arrivals) = arrivals else {
+        let Some(fetching) = fetching else {
             return Work::Planned(Schedule::new(costs, writers));
         };
-        // Every entry's start, the files' and the others', to find where each file's
-        // span ends.
-        let mut starts: Vec<u64> = (0..archive.len())
-            .filter_map(|i| archive.by_index_data(i).ok().map(|zf| zf.header_start()))
-            .collect();
-        starts.sort_unstable();
-        let directory = archive.central_directory_start();
+        let arrivals = fetching.arrivals;
         let big = schedule::big_enough(costs, writers);
         let mut limits = Vec::with_capacity(files.len());
         let spans: Vec<Span> = files
             .iter()
             .enumerate()
             .map(|(item, entry)| {
-                let start = archive
-                    .by_index_data(entry.index)
-                    .map_or(directory, |zf| zf.header_start());
-                let next = starts.partition_point(|&s| s <= start);
-                let end = starts.get(next).copied().unwrap_or(directory).max(start);
-                limits.push(end);
+                let range = fetching.spans.get(entry.index).cloned().unwrap_or_default();
+                limits.push(range.end);
                 Span {
-                    range: start..end,
+                    range,
                     item,
                     cost: costs[item],
                     first: costs[item] >= big,
@@ -599,68 +659,135 @@ fn list(
     // What extract refuses before writing anything, list refuses the same way (exit 2).
     let (bytes, _) = load(path, file)?;
     let archive = open_archive(&bytes).map_err(|what| what.of(path))?;
-    // Listing reads no data: encrypted entries are listed as they are, password or not.
-    let mut password = Password::for_listing();
-    let plan = build_plan(&mut archive.clone(), &bytes, chooser, &mut password)
+    let listing = Listing {
+        path,
+        bytes: &bytes,
+        locals: planning::Locals::Here,
+    };
+    listing.list(archive, chooser, each, refused)
+}
+
+/// Lists a zip still arriving from its central directory alone, as soon as that is in: the
+/// checks its records allow (those of the local headers wait for their entries' bytes, which
+/// a listing never reads), each symlink's target fetched by a range of its own; then the
+/// download stops. A zip whose directory cannot be read so (see [`directory_in`]) waits for
+/// its last byte and is listed as a zip in a file.
+fn list_arriving(
+    path: &Path,
+    arriving: super::remote::Arriving,
+    opts: &Options,
+    chooser: &Chooser,
+    each: &mut dyn FnMut(&Listed),
+    refused: &mut Vec<Error>,
+) -> anyhow::Result<()> {
+    let stop = || opts.cancel.is_cancelled();
+    let file = arriving.file().context("cannot read the temporary file")?;
+    let Some(bytes) = directory_in(path, &arriving, &file, &stop)? else {
+        return list(path, arriving.finish()?, chooser, each, refused);
+    };
+    let Ok(archive) = open_archive(&bytes) else {
+        return list(path, arriving.finish()?, chooser, each, refused);
+    };
+    // A symlink's target is its data, which the listing shows and the plan checks.
+    let fetching = Fetching::new(arriving.arrivals(), &archive, &stop);
+    fetching.bring_symlinks(&archive, path)?;
+    let listing = Listing {
+        path,
+        bytes: &bytes,
+        locals: planning::Locals::Later(&fetching),
+    };
+    listing.list(archive, chooser, each, refused)
+}
+
+/// A zip's listing from its central directory: its bytes, and whether the local headers are
+/// among them.
+struct Listing<'b> {
+    path: &'b Path,
+    bytes: &'b [u8],
+    locals: planning::Locals<'b>,
+}
+
+impl Listing<'_> {
+    fn list(
+        &self,
+        archive: Archive<'_>,
+        chooser: &Chooser,
+        each: &mut dyn FnMut(&Listed),
+        refused: &mut Vec<Error>,
+    ) -> anyhow::Result<()> {
+        let (path, bytes) = (self.path, self.bytes);
+        // Listing reads no data: encrypted entries are listed as they are, password or not.
+        let mut password = Password::for_listing();
+        let plan = planning::plan_with(
+            &mut archive.clone(),
+            bytes,
+            chooser,
+            &mut password,
+            self.locals,
+        )
         .with_context(|| format!("refused '{}': extract would write nothing", path.display()))?;
-    let planned: HashMap<usize, &Entry> = plan.entries.iter().map(|e| (e.index, e)).collect();
-    let problems: HashMap<&Path, String> = plan
-        .rejected
-        .iter()
-        .map(|e| (e.path(), e.message()))
-        .collect();
-    let mut clock = planning::DosClock::default();
-    let mut archive = archive;
-    for index in 0..archive.len() {
-        let name = entry_name(&archive, index);
-        let entry = planned.get(&index);
-        let problem = problems.get(Path::new(&name)).cloned();
-        if entry.is_none() && problem.is_none() {
-            // Not selected, or the output folder itself (`./`).
-            continue;
+        let planned: HashMap<usize, &Entry> = plan.entries.iter().map(|e| (e.index, e)).collect();
+        let problems: HashMap<&Path, String> = plan
+            .rejected
+            .iter()
+            .map(|e| (e.path(), e.message()))
+            .collect();
+        let mut clock = planning::DosClock::default();
+        let mut archive = archive;
+        for index in 0..archive.len() {
+            let name = entry_name(&archive, index);
+            let entry = planned.get(&index);
+            let problem = problems.get(Path::new(&name)).cloned();
+            if entry.is_none() && problem.is_none() {
+                // Not selected, or the output folder itself (`./`).
+                continue;
+            }
+            // (An entry whose local header cannot be read is left out where it is here.)
+            if matches!(self.locals, planning::Locals::Here) && archive.by_index_raw(index).is_err()
+            {
+                continue;
+            }
+            let Ok(record) = archive.by_index_data(index) else {
+                continue;
+            };
+            let extra = integrity::central_extra(bytes, record.central_header_start());
+            let owner = planning::unix_owner(extra);
+            // Read here, not from the plan: a refused entry has its time too.
+            let mtime = planning::mtime_of(&record, extra, &mut clock);
+            let kind = match planning::kind_of(&record) {
+                planning::ZipKind::Symlink => ListedKind::Symlink,
+                planning::ZipKind::Dir => ListedKind::Dir,
+                planning::ZipKind::File => ListedKind::File,
+            };
+            let mode = unix_mode(&record);
+            let size = if kind == ListedKind::File {
+                record.size()
+            } else {
+                0
+            };
+            drop(record);
+            let target = (kind == ListedKind::Symlink)
+                .then(|| symlink_target(&mut archive, index))
+                .flatten();
+            each(&Listed {
+                kind,
+                mode,
+                size,
+                mtime,
+                uid: owner.map(|(uid, _)| uid),
+                gid: owner.map(|(_, gid)| gid),
+                user: String::new(),
+                group: String::new(),
+                name,
+                path: entry.map(|e| e.path.clone()),
+                target,
+                fails: problem.is_some(),
+                problem,
+            });
         }
-        let Ok(zf) = archive.by_index_raw(index) else {
-            continue;
-        };
-        let extra = integrity::central_extra(&bytes, zf.central_header_start());
-        let owner = planning::unix_owner(extra);
-        let record = zf.entry();
-        // Read here, not from the plan: a refused entry has its time too.
-        let mtime = planning::mtime_of(&record, extra, &mut clock);
-        let kind = match planning::kind_of(&record) {
-            planning::ZipKind::Symlink => ListedKind::Symlink,
-            planning::ZipKind::Dir => ListedKind::Dir,
-            planning::ZipKind::File => ListedKind::File,
-        };
-        let mode = unix_mode(&record);
-        let size = if kind == ListedKind::File {
-            zf.size()
-        } else {
-            0
-        };
-        drop(record);
-        drop(zf);
-        let target = (kind == ListedKind::Symlink)
-            .then(|| symlink_target(&mut archive, index))
-            .flatten();
-        each(&Listed {
-            kind,
-            mode,
-            size,
-            mtime,
-            uid: owner.map(|(uid, _)| uid),
-            gid: owner.map(|(_, gid)| gid),
-            user: String::new(),
-            group: String::new(),
-            name,
-            path: entry.map(|e| e.path.clone()),
-            target,
-            fails: problem.is_some(),
-            problem,
-        });
+        refused.extend(plan.rejected);
+        Ok(())
     }
-    refused.extend(plan.rejected);
-    Ok(())
 }
 
 /// A symlink's target: its data, a short path (at most 4 KiB is read).
@@ -751,6 +878,11 @@ impl<'a> Password<'a> {
             Some(false) => Err(WrongPassword),
             _ => Ok(self.known.as_deref()),
         }
+    }
+
+    /// Whether the password was checked against an entry already (right or wrong).
+    pub(super) fn is_checked(&self) -> bool {
+        self.checked.is_some()
     }
 
     /// The password, asking for it if it is not known yet.

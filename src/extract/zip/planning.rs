@@ -36,15 +36,25 @@ pub(super) const DAMAGED: &str = "its local header or central directory record i
 pub(super) const OVERLAPS_ARE_BOMBS: &str = "overlapping entries are how a zip bomb multiplies a small file into gigabytes, and no zip writer makes them (Info-ZIP's unzip refuses them too)";
 
 /// Whether the local headers are in `bytes` when the plan is made.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Locals {
+#[derive(Clone, Copy)]
+pub(super) enum Locals<'a> {
     /// They are: each is checked against its record as the plan is made.
     Here,
     /// Only the central directory has arrived (a remote zip, written as it arrives): the plan
     /// is made from the records alone, and each local header is checked as its entry is
-    /// written ([`check_local`]). Such a zip has no encrypted entry and no symlink, whose
-    /// planning reads their data.
-    Later,
+    /// written ([`check_local`]); those of the entries already there (the symlinks, whose
+    /// targets are data, fetched first) are checked now, as `Here`. The first encrypted entry
+    /// planned, against which the password is checked, is brought first.
+    Later(&'a dyn Arrived),
+}
+
+/// What of a zip still arriving is there, entry by entry.
+pub(super) trait Arrived {
+    /// Whether all of entry `index`'s bytes are there.
+    fn has(&self, index: usize) -> bool;
+
+    /// Brings entry `index`'s bytes before the rest's, and waits for them.
+    fn bring(&self, index: usize) -> anyhow::Result<()>;
 }
 
 /// [`build_plan`], where the local headers are `locals`.
@@ -53,7 +63,7 @@ pub(super) fn plan_with(
     bytes: &[u8],
     chooser: &Chooser,
     password: &mut Password<'_>,
-    locals: Locals,
+    locals: Locals<'_>,
 ) -> anyhow::Result<Plan> {
     let mut plan = Plan::default();
     let mut planner = Planner {
@@ -70,7 +80,7 @@ pub(super) fn plan_with(
     };
     let mut unreadable = Vec::new();
     for index in 0..archive.len() {
-        if locals == Locals::Here
+        if matches!(locals, Locals::Here)
             && let Err(e) = archive.by_index_raw(index)
         {
             unreadable.push((index, e));
@@ -154,7 +164,7 @@ enum Planned {
 
 /// What planning carries from entry to entry.
 struct Planner<'a, 'p> {
-    locals: Locals,
+    locals: Locals<'a>,
     bytes: &'a [u8],
     chooser: &'a Chooser,
     password: &'a mut Password<'p>,
@@ -259,8 +269,12 @@ impl Planner<'_, '_> {
         name: &str,
     ) -> Option<Planned> {
         let start = zf.header_start();
-        match self.locals {
-            Locals::Here => {
+        let here = match self.locals {
+            Locals::Here => true,
+            Locals::Later(arrived) => arrived.has(index),
+        };
+        match here {
+            true => {
                 let (end, disagreement) = match check_local(self.bytes, zf, central) {
                     Local::Damaged => {
                         let error = anyhow::anyhow!(DAMAGED);
@@ -281,7 +295,7 @@ impl Planner<'_, '_> {
             // The local header's extra field is not known yet: the span is at least the
             // header's fixed part, the name the record gives and the data; the rest is
             // checked as the entry is written.
-            Locals::Later => self.spans.push(integrity::Span {
+            false => self.spans.push(integrity::Span {
                 entry: index,
                 start,
                 end: start
@@ -295,6 +309,13 @@ impl Planner<'_, '_> {
     /// An encrypted entry's password, checked once for all entries: a refusal where there is
     /// none, or it does not open this one.
     fn unlock(&mut self, index: usize, name: &str) -> Option<Planned> {
+        if let Locals::Later(arrived) = self.locals
+            && !self.password.is_checked()
+            && let Err(error) = arrived.bring(index)
+        {
+            let error = error.context("cannot read it to check the password");
+            return Some(Planned::Reject(name.to_string(), ErrorKind::Source, error));
+        }
         let archive = &mut self.archive;
         let opens = |password: &[u8]| {
             !matches!(
