@@ -36,6 +36,7 @@ fn main() {
             a_prefix_is_mirrored_into_a_folder_incrementally,
             every_pair_of_sides_mirrors_alike,
             update_replaces_only_older_objects,
+            update_and_skip_existing_take_a_multipart_upload_as_a_put,
             an_archive_in_a_bucket_is_read_as_a_stream,
             many_archives_from_a_bucket_each_once_and_resumed_by_their_tag,
             a_mirror_with_nothing_to_do_costs_a_few_lists,
@@ -2193,6 +2194,78 @@ mod linux {
             out.stderr.contains("'young.txt'"),
             "kept, and said: {}",
             out.dump()
+        );
+    }
+
+    /// A file past one PUT's size is a multipart upload: `-u` replaces an older object and
+    /// keeps a newer one (the completion looks again before it replaces), `--skip-existing`
+    /// keeps what is there, and neither leaves an upload open.
+    pub fn update_and_skip_existing_take_a_multipart_upload_as_a_put(store: s3::Store) {
+        let server = s3::Server::start_store(store);
+        server.make_bucket("big-update");
+        let t = tempdir();
+        // 17 MiB each (one PUT holds 16), dated 1,650,000,000: between the two objects'.
+        let data: Vec<u8> = (0..17u32 << 20)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect();
+        let archive = t.join("big.tar");
+        let entries: Vec<TarEntry> = ["old.bin", "young.bin", "new.bin"]
+            .iter()
+            .map(|name| TarEntry {
+                mtime: "1650000000".into(),
+                ..TarEntry::file(name, data.clone(), 0o644)
+            })
+            .collect();
+        make_tar(&archive, "gnu", &entries);
+        let old = [("mtime", "1500000000")];
+        let young = [("mtime", "1700000000")];
+        server.put_with_metadata("big-update", "u/old.bin", b"old", &old);
+        server.put_with_metadata("big-update", "u/young.bin", b"young", &young);
+        let out = fastwrite_on(
+            &server,
+            &osv![
+                "extract",
+                &archive,
+                "-o",
+                &server.url("big-update", "u"),
+                "-u"
+            ],
+        );
+        out.assert_code(0);
+        assert!(
+            server.get("big-update", "u/old.bin") == data,
+            "{}",
+            out.dump()
+        );
+        assert_eq!(server.get("big-update", "u/young.bin"), b"young");
+        assert!(server.get("big-update", "u/new.bin") == data);
+        assert!(
+            out.stderr.contains("'young.bin'"),
+            "kept, and said: {}",
+            out.dump()
+        );
+        server.put_with_metadata("big-update", "s/old.bin", b"old", &old);
+        let out = fastwrite_on(
+            &server,
+            &osv![
+                "extract",
+                &archive,
+                "-o",
+                &server.url("big-update", "s"),
+                "--skip-existing"
+            ],
+        );
+        out.assert_code(0);
+        assert!(
+            out.stderr.contains("kept 1 existing file"),
+            "{}",
+            out.dump()
+        );
+        assert_eq!(server.get("big-update", "s/old.bin"), b"old");
+        assert!(server.get("big-update", "s/young.bin") == data);
+        assert_eq!(
+            server.multipart_uploads("big-update"),
+            Vec::<(String, String)>::new()
         );
     }
 

@@ -9,7 +9,7 @@ use object_store::multipart::PartId;
 use object_store::path::Path as Key;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutPayload};
 
-use super::upload::{Outcome, carries, claim, older};
+use super::upload::{Outcome, carries, claim, older, older_than};
 use super::{Bucket, Job, Shared};
 use crate::engine::state::WriterState;
 use crate::engine::target::StreamedFile;
@@ -63,8 +63,9 @@ impl<'e> StreamedObject<'e> {
         }
     }
     /// Starts the multipart upload: unless the key may be replaced, a look at it first (an
-    /// existing key is not uploaded at all; the completion's `If-None-Match` still guards the
-    /// time in between), then the upload, marked as this run's before it begins (`stale.rs`).
+    /// existing key is not uploaded at all, nor, with `-u`, one no older than the entry; the
+    /// completion's `If-None-Match` still guards the time in between), then the upload, marked
+    /// as this run's before it begins (`stale.rs`).
     fn begin(&mut self) -> anyhow::Result<()> {
         let bucket = self.bucket;
         let shared = &bucket.shared;
@@ -90,6 +91,16 @@ impl<'e> StreamedObject<'e> {
                 .runtime
                 .block_on(shared.store.get_opts(&key, head_with_metadata()))
             {
+                // `-u`: an object as new as the entry is kept, its bytes never sent; an older
+                // one is replaced at the completion (which looks again).
+                Ok(found)
+                    if shared.overwrite == Overwrite::Update
+                        && !older_than(&found, self.entry.mtime) =>
+                {
+                    self.exists = Some((job, false));
+                    self.buf = Vec::new();
+                    return Ok(());
+                }
                 Ok(found) if shared.overwrite != Overwrite::Update => {
                     // An earlier attempt at the same source of a run of many left it: its own
                     // (`claim`), counted as written once the content is read past.

@@ -151,16 +151,28 @@ pub(super) async fn older(
     key: &Key,
     mtime: Option<std::time::SystemTime>,
 ) -> Result<bool, object_store::Error> {
-    let Some(mtime) = mtime else {
+    if mtime.is_none() {
         return Ok(false);
-    };
+    }
     let found = shared.store.get_opts(key, head_with_metadata()).await?;
+    Ok(older_than(&found, mtime))
+}
+
+/// Whether the object `found` (a HEAD's answer, its metadata asked for) is older than `mtime`:
+/// its recorded `mtime`, else its upload time. An entry with no time is never newer.
+pub(super) fn older_than(
+    found: &object_store::GetResult,
+    mtime: Option<std::time::SystemTime>,
+) -> bool {
+    let Some(mtime) = mtime else {
+        return false;
+    };
     let recorded = found
         .attributes
         .get(&object_store::Attribute::Metadata("mtime".into()))
         .and_then(|value| object::parse_mtime(value));
     let theirs = recorded.unwrap_or_else(|| found.meta.last_modified.into());
-    Ok(theirs < mtime)
+    theirs < mtime
 }
 
 /// A server-side copy for a hard link.
