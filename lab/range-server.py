@@ -5,7 +5,7 @@
 Usage: range-server.py ROOT [--port P] [--no-ranges] [--cut-after N] [--cuts K]
                        [--change-after M] [--redirect FROM=TO ...] [--rate BYTES_PER_S]
                        [--shared-rate BYTES_PER_S] [--hold A-B --hold-until FILE]
-                       [--stats FILE]
+                       [--stats FILE] [--tls CERT KEY]
 
   GET and HEAD of ROOT's files, over HTTP/1.1 with keep-alive. One range per request
   ("bytes=A-B", "bytes=A-", "bytes=-N"): 206 with Content-Range, or 416 past the end. Every
@@ -26,6 +26,7 @@ Usage: range-server.py ROOT [--port P] [--no-ranges] [--cut-after N] [--cuts K]
   --hold A-B        no byte of any file from offset A up to B is sent until the file named by
   --hold-until F    --hold-until exists (a part of the way that is slow to come, for a client
                     that should be busy with what came before and after it meanwhile)
+  --tls CERT KEY    HTTPS, with this certificate (PEM, its chain after it) and key
   A request whose target is a whole URL ("GET http://host/path", as a client sends it to an
   HTTP proxy) is served by its path and counted as "proxied".
 
@@ -40,6 +41,7 @@ import http.server
 import json
 import os
 import re
+import ssl
 import sys
 import threading
 import time
@@ -62,6 +64,7 @@ def main():
     ap.add_argument("--hold")
     ap.add_argument("--hold-until")
     ap.add_argument("--stats")
+    ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     args = ap.parse_args()
     held = tuple(int(n) for n in args.hold.split("-")) if args.hold else None
 
@@ -217,6 +220,10 @@ def main():
 
     server = Server(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
+    if args.tls:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*args.tls)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     print("listening on %d" % server.server_address[1], flush=True)
     try:
         server.serve_forever()

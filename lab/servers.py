@@ -12,7 +12,8 @@ server) or the server ends. The server dies with this process even when it is ki
 (PR_SET_PDEATHSIG). It exits 1, the log's end on stderr, when the server does not answer in 30 s
 on any of 5 ports. The benches import it (`serve`, a context manager).
 
-NAME: versitygw (S3, posix backend, --keep-alive), moto (S3 that ignores If-None-Match,
+NAME: versitygw (S3, posix backend, --keep-alive), versitygw-tls (the same over TLS, with the
+certificate DIR/cert.pem and key DIR/key.pem; endpoint https://), moto (S3 that ignores If-None-Match,
 /opt/moto), azurite (Azure Blob, in memory, /opt/azurite), fake-gcs (Google Cloud Storage, in
 memory), registry (`crane registry serve`, in memory). All on 127.0.0.1, plain HTTP.
 """
@@ -24,6 +25,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -37,11 +39,14 @@ AZURITE = "/opt/azurite/bin/azurite-blob"
 START_TIMEOUT = 30
 
 
-def _versitygw(port, folder):
+def _versitygw(port, folder, tls=False):
     root = os.path.join(folder, "root")
     os.makedirs(root, exist_ok=True)
+    # Behind TLS: the certificate and key the caller put in FOLDER (a private CA's, say).
+    certificate = ["--cert", os.path.join(folder, "cert.pem"), "--key", os.path.join(folder, "key.pem")]
     return (
         ["versitygw", "--port", f"127.0.0.1:{port}", "--access", ACCESS, "--secret", SECRET]
+        + (certificate if tls else [])
         + f"--region {REGION} --keep-alive --quiet --health /health posix".split()
         + [root]
     )
@@ -51,6 +56,7 @@ def _versitygw(port, folder):
 # holds: the server's own, not another that took the port).
 SERVERS = {
     "versitygw": (_versitygw, "/health", "VERSITYGW"),
+    "versitygw-tls": (lambda port, folder: _versitygw(port, folder, tls=True), "/health", "VERSITYGW"),
     "moto": (lambda port, _: [MOTO, "-H", "127.0.0.1", "-p", str(port)], "/moto-api/", "moto"),
     "azurite": (
         lambda port, _: (
@@ -83,9 +89,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-def _answers(port, path, mark):
+def _answers(port, path, mark, tls=False):
     try:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        if tls:  # whoever's certificate it is: only whether it answers
+            context = ssl._create_unverified_context()
+            conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=2, context=context)
+        else:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
         conn.request("GET", path)
         answer = conn.getresponse()
         text = f"{answer.getheaders()}{answer.read(1 << 16)!r}"
@@ -125,7 +135,7 @@ def start(name, folder, port=None):
             )
         deadline = time.monotonic() + START_TIMEOUT
         while proc.poll() is None and time.monotonic() < deadline:
-            if _answers(port, path, mark):
+            if _answers(port, path, mark, tls=name.endswith("-tls")):
                 return proc, port
             time.sleep(0.02)
         stop(proc)
@@ -181,7 +191,8 @@ def main():
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, ask_to_stop)
     signal.signal(signal.SIGALRM, lambda *_: proc.kill())
-    line = {"name": name, "port": port, "endpoint": f"http://127.0.0.1:{port}", "pid": proc.pid}
+    scheme = "https" if name.endswith("-tls") else "http"
+    line = {"name": name, "port": port, "endpoint": f"{scheme}://127.0.0.1:{port}", "pid": proc.pid}
     print(json.dumps(line), flush=True)
     code = proc.wait()
     sys.exit(0 if asked else code)

@@ -55,6 +55,7 @@ fn main() {
         // across two stores.
         tests.extend(tests![
             a_store_that_ignores_the_condition_still_never_replaces,
+            a_private_ca_is_trusted_where_users_name_it,
             a_killed_upload_is_aborted_by_the_next_run,
             a_key_taken_during_a_multipart_upload_is_not_replaced,
             settings_come_from_an_aws_profile,
@@ -2763,6 +2764,92 @@ mod linux {
             std::path::Path::new("first.txt")
         );
         assert_eq!(std::fs::read(out.join("last.txt")).unwrap(), b"last\n");
+    }
+
+    /// A store and a web server behind a private CA's certificate (a company's TLS proxy, a
+    /// MinIO with TLS): refused in one line that names the certificate's problem, at once (no
+    /// try again trusts it), nothing written; trusted wherever users name the CA for their
+    /// other tools: `AWS_CA_BUNDLE`, the aws profile's `ca_bundle`, `REQUESTS_CA_BUNDLE`,
+    /// `SSL_CERT_FILE`, `SSL_CERT_DIR`. A bundle named that cannot be read is named.
+    pub fn a_private_ca_is_trusted_where_users_name_it() {
+        let server = s3::Server::start_tls();
+        server.make_bucket("tls");
+        let ca = server.ca().unwrap().to_path_buf();
+        let t = tempdir();
+        let archive = zip_of(&t, &[("a.txt", b"a")]);
+        let run = |out: &str, with: &[(&str, &std::path::Path)]| {
+            let mut cmd = fastwrite_command(&osv!["extract", &archive, "-o", out]);
+            server.apply_env(&mut cmd);
+            for (name, value) in with {
+                cmd.env(name, value);
+            }
+            run_command(cmd)
+        };
+        let refused = run(&server.url("tls", "none"), &[]);
+        refused.assert_code(2);
+        let said =
+            "is not trusted: it is signed by a CA this machine does not trust (UnknownIssuer)";
+        assert!(refused.stderr.contains(said), "{}", refused.dump());
+        assert_eq!(refused.stderr.lines().count(), 1, "{}", refused.dump());
+        assert!(server.keys("tls", "none/").is_empty());
+        let cas = t.join("cas");
+        std::fs::create_dir(&cas).unwrap();
+        std::fs::copy(&ca, cas.join("ca.pem")).unwrap();
+        let config = t.join("config");
+        std::fs::write(
+            &config,
+            format!("[default]\nca_bundle = {}\n", ca.display()),
+        )
+        .unwrap();
+        for (prefix, setting, value) in [
+            ("aws", "AWS_CA_BUNDLE", &ca),
+            ("profile", "AWS_CONFIG_FILE", &config),
+            ("requests", "REQUESTS_CA_BUNDLE", &ca),
+            ("ssl-file", "SSL_CERT_FILE", &ca),
+            ("ssl-dir", "SSL_CERT_DIR", &cas),
+        ] {
+            let out = run(&server.url("tls", prefix), &[(setting, value.as_path())]);
+            out.assert_code(0);
+            assert_eq!(
+                server.get("tls", &format!("{prefix}/a.txt")),
+                b"a",
+                "{setting}"
+            );
+        }
+        let missing = t.join("no-such.pem");
+        let out = run(
+            &server.url("tls", "missing"),
+            &[("AWS_CA_BUNDLE", &missing)],
+        );
+        out.assert_code(2);
+        assert!(out.stderr.contains("AWS_CA_BUNDLE"), "{}", out.dump());
+        assert!(out.stderr.contains("no-such.pem"), "{}", out.dump());
+        // An https:// archive, on a web server with the same certificate.
+        let site = t.join("site");
+        std::fs::create_dir(&site).unwrap();
+        std::fs::copy(&archive, site.join("a.zip")).unwrap();
+        let dir = ca.parent().unwrap();
+        let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+        let web = Web::serve(
+            &site,
+            &["--tls", cert.to_str().unwrap(), key.to_str().unwrap()],
+        );
+        let url = web.url("a.zip").replace("http://", "https://");
+        let refused = {
+            let out = t.join("web-refused");
+            let mut cmd = fastwrite_command(&osv!["extract", &url, "-o", &out]);
+            for setting in ["SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE"] {
+                cmd.env_remove(setting);
+            }
+            run_command(cmd)
+        };
+        refused.assert_code(2);
+        assert!(refused.stderr.contains(said), "{}", refused.dump());
+        let out = t.join("web");
+        let mut cmd = fastwrite_command(&osv!["extract", &url, "-o", &out]);
+        cmd.env("SSL_CERT_FILE", &ca);
+        run_command(cmd).assert_code(0);
+        assert_eq!(std::fs::read(out.join("a.txt")).unwrap(), b"a");
     }
 
     fn now_secs() -> i64 {

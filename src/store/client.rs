@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use object_store::client::{
-    HttpClient, HttpConnector, HttpError, HttpRequest, HttpResponse, HttpService, ReqwestConnector,
+    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpService,
+    ReqwestConnector,
 };
 use object_store::{BackoffConfig, ClientOptions, RetryConfig};
 
@@ -67,7 +68,11 @@ impl HttpService for Metered {
         // A PUT of an object (no query: not a part): its URL, should its answer be lost.
         let put = (request.method() == http::Method::PUT && request.uri().query().is_none())
             .then(|| request.uri().to_string());
-        let response = self.inner.execute(request).await;
+        let response = self
+            .inner
+            .execute(request)
+            .await
+            .map_err(once_if_certificate);
         // The run that made the client is over: nothing left to meter.
         let Some(meter) = self.meter.upgrade() else {
             return response;
@@ -90,6 +95,21 @@ impl HttpService for Metered {
             meter.uncertain.lock().unpoisoned().insert(url);
         }
         response
+    }
+}
+
+/// A request's failure, tried again by the client unless it is a server's TLS certificate that
+/// is not trusted: no second try trusts it, and the run says so at once.
+fn once_if_certificate(error: HttpError) -> HttpError {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    match super::said::certificate_problem(&text) {
+        Some(_) => HttpError::new(HttpErrorKind::Unknown, error),
+        None => error,
     }
 }
 
@@ -129,11 +149,15 @@ pub(super) fn is_true(value: &str) -> bool {
     matches!(value.to_ascii_lowercase().as_str(), "true" | "1" | "yes")
 }
 
-/// A store's HTTP settings: plain HTTP only where the user named an `http://` endpoint.
-pub(super) fn options(plain_http: bool) -> ClientOptions {
-    ClientOptions::new()
+/// A store's HTTP settings: plain HTTP only where the user named an `http://` endpoint; the
+/// CA certificates a user named trusted beside the system's (`tls.rs`: `roots`).
+pub(super) fn options(plain_http: bool, roots: Vec<object_store::Certificate>) -> ClientOptions {
+    let options = ClientOptions::new()
         .with_allow_http(plain_http)
         .with_connect_timeout(Duration::from_secs(10))
         .with_timeout(Duration::from_secs(300))
-        .with_pool_idle_timeout(Duration::from_secs(60))
+        .with_pool_idle_timeout(Duration::from_secs(60));
+    roots
+        .into_iter()
+        .fold(options, |options, root| options.with_root_certificate(root))
 }

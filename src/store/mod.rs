@@ -24,6 +24,8 @@
 //!   the object kept the same from the first byte to the last.
 //! - `source.rs`: a prefix read; for a mirror into one, its keys deleted or copied into it
 //!   server-side (never a file written: that is the bucket target's).
+//! - `tls.rs`: the CA certificates users name for their other tools (`AWS_CA_BUNDLE`,
+//!   `REQUESTS_CA_BUNDLE`, `SSL_CERT_FILE`...), trusted beside the system's.
 //! - `flight.rs`: how many requests to keep in flight (Little's law), uploads and downloads.
 
 mod client;
@@ -44,6 +46,7 @@ mod s3;
 pub(crate) mod said;
 mod source;
 pub(crate) mod stale;
+pub(crate) mod tls;
 mod wire;
 
 pub(crate) use crate::place::BucketUrl;

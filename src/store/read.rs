@@ -467,14 +467,14 @@ fn web(text: &str) -> anyhow::Result<(Arc<dyn ObjectStore>, Key)> {
     }
     // The environment's proxies (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY) apply, and
     // redirects are followed, as the HTTP client does by default.
+    let plain_http = scheme.eq_ignore_ascii_case("http");
+    // Metered as a store's client is (the process's cap on requests; a certificate that is not
+    // trusted said at once, not tried again).
+    let meter = Arc::new(super::client::Meter::default());
     let store = object_store::http::HttpBuilder::new()
         .with_url(format!("{scheme}://{host}"))
-        .with_client_options(
-            object_store::ClientOptions::new()
-                .with_allow_http(scheme.eq_ignore_ascii_case("http"))
-                .with_connect_timeout(Duration::from_secs(10))
-                .with_timeout(Duration::from_secs(300)),
-        )
+        .with_client_options(super::client::options(plain_http, super::tls::roots(None)?))
+        .with_http_connector(super::client::MeteredConnector(meter))
         .build()?;
     Ok((Arc::new(store), Key::from_url_path(path)?))
 }

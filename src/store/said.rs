@@ -26,7 +26,8 @@
 //! | a name not found | cannot find the host HOST (DNS) |
 //! | a connection cut | the connection to http://HOST:PORT was cut (reset) after N tries in T s |
 //! | no answer in time | no answer from http://HOST:PORT in time after N tries in T s |
-//! | a certificate refused | the TLS certificate of https://HOST was refused |
+//! | a certificate not trusted | the TLS certificate of https://HOST is not trusted: it is signed by a CA this machine does not trust (UnknownIssuer): give that CA's certificate with AWS_CA_BUNDLE (S3), REQUESTS_CA_BUNDLE or SSL_CERT_FILE (likewise a certificate for another name, expired, not valid yet) |
+//! | another certificate failure | the TLS certificate of https://HOST was refused |
 //!
 //! Anything else is the client's text, with URLs cut to their host and what repeats said once.
 
@@ -80,10 +81,34 @@ pub(crate) fn readable(text: &str) -> String {
     if lower.contains("timed out") || lower.contains("timeout") {
         return format!("no answer from {endpoint} in time{tries}");
     }
+    if let Some(problem) = certificate_problem(&text) {
+        return format!("the TLS certificate of {endpoint} is not trusted: {problem}");
+    }
     if lower.contains("certificate") {
         return format!("the TLS certificate of {endpoint} was refused{tries}");
     }
     plain(&text)
+}
+
+/// What the TLS client found wrong with a server's certificate (rustls's words, "invalid peer
+/// certificate: UnknownIssuer"), said with what to do; `None` for any other failure.
+pub(crate) fn certificate_problem(text: &str) -> Option<String> {
+    let at = text.find("invalid peer certificate: ")? + "invalid peer certificate: ".len();
+    let word: String = text[at..]
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect();
+    Some(match word.as_str() {
+        "UnknownIssuer" => "it is signed by a CA this machine does not trust (UnknownIssuer): give that CA's certificate with AWS_CA_BUNDLE (S3), REQUESTS_CA_BUNDLE or SSL_CERT_FILE".to_string(),
+        w if w.starts_with("NotValidForName") => {
+            "it was made for another host name (NotValidForName): use the name it was made for".to_string()
+        }
+        w if w.starts_with("Expired") => "it has expired (Expired)".to_string(),
+        w if w.starts_with("NotValidYet") => {
+            "it is not valid yet (NotValidYet): is this machine's clock right?".to_string()
+        }
+        w => format!("{w} (the TLS client's word)"),
+    })
 }
 
 /// Whether `said` (a line of `readable`'s) says the bucket itself is missing, which a store
@@ -307,6 +332,18 @@ pub(crate) fn explain(e: &object_store::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_certificate_not_trusted_is_said_with_what_to_do() {
+        let text = "Generic S3 error: Error performing list request: Error performing GET https://127.0.0.1:9000/b?list-type=2 in 2ms - HTTP error: error sending request: client error (Connect): invalid peer certificate: UnknownIssuer";
+        assert_eq!(
+            readable(text),
+            "the TLS certificate of https://127.0.0.1:9000 is not trusted: it is signed by a CA this machine does not trust (UnknownIssuer): give that CA's certificate with AWS_CA_BUNDLE (S3), REQUESTS_CA_BUNDLE or SSL_CERT_FILE"
+        );
+        let other_name = text.replace("UnknownIssuer", "NotValidForNameContext { expected: .. }");
+        assert!(readable(&other_name).contains("made for another host name"));
+        assert_eq!(certificate_problem("connection refused"), None);
+    }
 
     const NO_BUCKET: &str = r#"Generic S3 error: Error performing list request: Error performing GET http://127.0.0.1:7071/nosuch?list-type=2&prefix=p%2F in 3.129237ms - Server returned non-2xx status code: 404 Not Found: <?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist.</Message><BucketName>nosuch</BucketName><RequestId>SFNKPE18VL5PKPY4</RequestId></Error>"#;
 

@@ -87,6 +87,8 @@ pub struct Server {
     child: Child,
     port: u16,
     store: Store,
+    /// Behind TLS: the private CA's certificate its own is signed by ([`Server::start_tls`]).
+    ca: Option<PathBuf>,
     // Dropped after the server is killed (fields drop after `Drop::drop`).
     dir: TestDir,
 }
@@ -117,8 +119,37 @@ impl Server {
             child,
             port,
             store: Store::S3,
+            ca: None,
             dir,
         })
+    }
+
+    /// Starts versitygw behind TLS, its certificate (for 127.0.0.1 and localhost) signed by a
+    /// private CA made for it ([`private_ca`]), as a company's MinIO or a TLS proxy is:
+    /// [`Server::ca`] is that CA's certificate. Unmet where versitygw or openssl is missing.
+    pub fn start_tls() -> Server {
+        need("versitygw", "versitygw (.ci/setup builds it)");
+        need(
+            "openssl",
+            "openssl, to make a private CA (.ci/setup installs it)",
+        );
+        let dir = tempdir();
+        fs::create_dir(dir.join("scratch")).unwrap();
+        let ca = private_ca(dir.path());
+        let (child, port) =
+            start_lab_server("versitygw-tls", dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        Server {
+            child,
+            port,
+            store: Store::S3,
+            ca: Some(ca),
+            dir,
+        }
+    }
+
+    /// The private CA's certificate (PEM) of a server behind TLS.
+    pub fn ca(&self) -> Option<&Path> {
+        self.ca.as_deref()
     }
 
     /// Starts moto's S3 server (moto 4.2.14 from PyPI, in `/opt/moto`: `.ci/setup` installs
@@ -170,6 +201,7 @@ impl Server {
             child,
             port,
             store,
+            ca: None,
             dir,
         }
     }
@@ -220,10 +252,12 @@ impl Server {
         let _ = self.child.wait();
     }
 
-    /// `http://127.0.0.1:PORT` (Azurite's account under it: `/devstoreaccount1`).
+    /// `http://127.0.0.1:PORT` (Azurite's account under it: `/devstoreaccount1`; behind TLS,
+    /// `https://`).
     pub fn endpoint(&self) -> String {
         match self.store {
             Store::Azure => format!("http://127.0.0.1:{}/{AZURE_ACCOUNT}", self.port),
+            _ if self.ca.is_some() => format!("https://127.0.0.1:{}", self.port),
             _ => format!("http://127.0.0.1:{}", self.port),
         }
     }
@@ -352,6 +386,9 @@ impl Server {
         need("aws", "the aws CLI (.ci/setup installs awscli from PyPI)");
         let mut cmd = Command::new("aws");
         cmd.arg("--endpoint-url").arg(self.endpoint());
+        if let Some(ca) = &self.ca {
+            cmd.arg("--ca-bundle").arg(ca);
+        }
         cmd.args(args);
         self.apply_env(&mut cmd);
         run_command_full(cmd, Stdio::null(), CLIENT_TIMEOUT)
@@ -963,6 +1000,69 @@ pub fn start_lab_server(name: &str, dir: &Path) -> Result<(Child, u16), String> 
             ))
         }
     }
+}
+
+/// Makes a private CA in `dir` and, signed by it, a server certificate for 127.0.0.1 and
+/// localhost (`dir/cert.pem`, its key `dir/key.pem`, as lab/servers.py's `versitygw-tls` and
+/// lab/range-server.py's `--tls` take them), with the openssl command; the CA's certificate.
+pub fn private_ca(dir: &Path) -> PathBuf {
+    let openssl = |args: &[&str]| {
+        let mut cmd = Command::new("openssl");
+        cmd.args(args).current_dir(dir);
+        let out = run_command_full(cmd, Stdio::null(), CLIENT_TIMEOUT);
+        assert!(out.status.success(), "openssl {args:?}: {}", out.dump());
+    };
+    let days = ["-days", "2"];
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-subj",
+        "/CN=fastwrite test CA",
+        days[0],
+        days[1],
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "key.pem",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "cert.pem",
+        "-extfile",
+        "server.ext",
+        days[0],
+        days[1],
+    ]);
+    dir.join("ca.pem")
 }
 
 /// Whether `program` is in PATH.

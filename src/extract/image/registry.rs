@@ -138,9 +138,15 @@ impl Registry {
         } else {
             "https"
         };
+        // The CA certificates users name for their other tools, beside the system's.
+        let mut roots = Vec::new();
+        for pem in crate::store::tls::bundles(None)? {
+            roots.extend(reqwest::Certificate::from_pem_bundle(&pem)?);
+        }
         let http = reqwest::Client::builder()
             .user_agent(concat!("fastwrite/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(std::time::Duration::from_secs(30))
+            .tls_certs_merge(roots)
             .build()
             .context("cannot start the HTTP client")?;
         let runtime = crate::store::client_runtime("fastwrite-registry")?;
@@ -503,6 +509,12 @@ fn unreachable(name: &Name, error: reqwest::Error) -> String {
     while let Some(inner) = source {
         cause = inner.to_string();
         source = inner.source();
+    }
+    if let Some(problem) = crate::store::said::certificate_problem(&cause) {
+        return format!(
+            "the TLS certificate of the registry {} is not trusted: {problem}",
+            name.registry
+        );
     }
     format!("cannot reach the registry {} ({cause})", name.registry)
 }

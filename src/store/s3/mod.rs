@@ -7,7 +7,8 @@
 //! environment; else the profile `AWS_PROFILE` names (or `default`) in `~/.aws/credentials`
 //! and `~/.aws/config` (`AWS_SHARED_CREDENTIALS_FILE`, `AWS_CONFIG_FILE` move them); else
 //! container and instance credentials, which `object_store` asks for itself. An endpoint given
-//! as `http://` is allowed plain HTTP: the user named it.
+//! as `http://` is allowed plain HTTP: the user named it. A private CA: `AWS_CA_BUNDLE`, else
+//! the profile's `ca_bundle` (and what every store takes, `tls.rs`).
 
 mod requests;
 
@@ -20,6 +21,7 @@ use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
 
 use super::client::{self, Meter, MeteredConnector};
 use super::requests::{Requests, Store};
+use super::tls;
 use crate::place::BucketUrl;
 
 /// The client of `url`'s bucket, with the run's meter on every request, and the requests of
@@ -42,11 +44,34 @@ pub(super) fn connect(
 pub(super) fn store(url: &BucketUrl, meter: Arc<Meter>) -> anyhow::Result<(AmazonS3, String)> {
     let mut builder = AmazonS3Builder::from_env();
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    if env("AWS_ACCESS_KEY_ID").is_none() {
-        for (key, value) in profile_settings()? {
-            builder = builder.with_config(key, value);
+    // The profile's keys where the environment has none; its CA bundle in any case (as the
+    // aws CLI reads it, AWS_CA_BUNDLE first).
+    let profile = profile();
+    let profile = match env("AWS_ACCESS_KEY_ID") {
+        None => {
+            let profile = profile?;
+            if let Some(missing) = &profile.missing {
+                anyhow::bail!(
+                    "the profile '{missing}' (AWS_PROFILE) is in neither ~/.aws/credentials nor ~/.aws/config"
+                );
+            }
+            for (key, value) in profile.settings {
+                builder = builder.with_config(key, value);
+            }
+            profile.ca_bundle
         }
-    }
+        Some(_) => profile.ok().and_then(|profile| profile.ca_bundle),
+    };
+    let ca_bundle = match env("AWS_CA_BUNDLE") {
+        Some(path) => Some(tls::Named {
+            setting: "AWS_CA_BUNDLE",
+            path: path.into(),
+        }),
+        None => profile.map(|path| tls::Named {
+            setting: "the aws profile's ca_bundle",
+            path,
+        }),
+    };
     let plain_http = builder
         .get_config_value(&AmazonS3ConfigKey::Endpoint)
         .is_some_and(|endpoint| endpoint.starts_with("http://"))
@@ -60,18 +85,28 @@ pub(super) fn store(url: &BucketUrl, meter: Arc<Meter>) -> anyhow::Result<(Amazo
     builder
         .with_bucket_name(&url.bucket)
         .with_retry(client::retry())
-        .with_client_options(client::options(plain_http))
+        .with_client_options(client::options(plain_http, tls::roots(ca_bundle)?))
         .with_http_connector(MeteredConnector(meter))
         .build()
         .map(|store| (store, region))
         .with_context(|| format!("cannot use bucket '{}'", url.bucket))
 }
 
-/// The settings of the aws CLI's profile (`AWS_PROFILE`, else `default`): keys and token from
-/// the credentials file, region and endpoint from the config file (where a profile other than
-/// `default` is `[profile NAME]`). Missing files give nothing; a profile named and absent is
-/// an error, as for the aws CLI.
-fn profile_settings() -> anyhow::Result<Vec<(AmazonS3ConfigKey, String)>> {
+/// What the aws CLI's profile (`AWS_PROFILE`, else `default`) says.
+struct Profile {
+    /// Keys and token from the credentials file, region and endpoint from the config file.
+    settings: Vec<(AmazonS3ConfigKey, String)>,
+    /// Its `ca_bundle`, from the config file.
+    ca_bundle: Option<PathBuf>,
+    /// The profile named (`AWS_PROFILE`) where neither file has it: an error where its keys
+    /// are needed, as for the aws CLI.
+    missing: Option<String>,
+}
+
+/// The aws CLI's profile: keys and token from the credentials file, region, endpoint and CA
+/// bundle from the config file (where a profile other than `default` is `[profile NAME]`).
+/// Missing files give nothing; a file that cannot be read is an error.
+fn profile() -> anyhow::Result<Profile> {
     let named = std::env::var("AWS_PROFILE").ok().filter(|p| !p.is_empty());
     let profile = named.clone().unwrap_or_else(|| "default".to_string());
     let home = std::env::var_os("HOME").map(PathBuf::from);
@@ -95,11 +130,7 @@ fn profile_settings() -> anyhow::Result<Vec<(AmazonS3ConfigKey, String)>> {
     };
     let from_credentials = credentials.get(&profile);
     let from_config = config.get(&in_config);
-    if named.is_some() && from_credentials.is_none() && from_config.is_none() {
-        anyhow::bail!(
-            "the profile '{profile}' (AWS_PROFILE) is in neither ~/.aws/credentials nor ~/.aws/config"
-        );
-    }
+    let missing = named.filter(|_| from_credentials.is_none() && from_config.is_none());
     let mut settings = Vec::new();
     for section in [from_config, from_credentials].into_iter().flatten() {
         for (name, key) in [
@@ -121,7 +152,12 @@ fn profile_settings() -> anyhow::Result<Vec<(AmazonS3ConfigKey, String)>> {
             }
         }
     }
-    Ok(settings)
+    let ca_bundle = from_config.and_then(|section| section.get("ca_bundle").map(PathBuf::from));
+    Ok(Profile {
+        settings,
+        ca_bundle,
+        missing,
+    })
 }
 
 type Sections = HashMap<String, HashMap<String, String>>;
