@@ -177,16 +177,19 @@ pub fn is_root(name: &str) -> bool {
     !name.is_empty() && components(name).all(|part| part.is_empty() || part == ".")
 }
 
-/// The most names a path may have (its folders and itself), as node-tar's `maxDepth` (npm's
-/// answer to CVE-2024-28863). The engine keeps every folder it makes by its whole path, so a
-/// chain of N folders costs memory and time in N squared: a 110 KB tar 50,000 folders deep took
-/// 68 s and 9.7 GB to extract. No real tree comes near this depth; GNU tar and bsdtar extract
-/// deeper ones, and fastwrite refuses the entry, saying why (docs/security.md).
-pub const MAX_DEPTH: usize = 1024;
+/// The longest path fastwrite makes, in bytes: its names and the separators between them. The
+/// engine keeps every folder it makes by its whole path, so a chain of folders costs memory in
+/// the sum of their paths' lengths; bounded so, that stays under about 64 MB whatever the names
+/// (8,192 folders of one letter, 64 of 255 letters), where a bound on depth alone let 1,024
+/// folders of 255 letters cost half a gigabyte. Paths past PATH_MAX (4,096 bytes on Linux) are
+/// made from the output folder held open, a name at a time. No real tree comes near it; bsdtar
+/// extracts longer ones (node-tar's `excessively-deep.tar`, 222,370 folders), GNU tar does not,
+/// and fastwrite refuses the entry, saying why (docs/security.md).
+pub const MAX_PATH_BYTES: usize = 16 * 1024;
 
-fn too_deep() -> Refusal {
+fn too_long() -> Refusal {
     refuse(format!(
-        "the path is more than {MAX_DEPTH} folders deep (the most fastwrite makes)"
+        "the path is longer than {MAX_PATH_BYTES} bytes (the longest fastwrite makes: 8,192 one-letter folders deep)"
     ))
 }
 
@@ -205,21 +208,19 @@ pub fn safe_relative_path(name: &str) -> Result<PathBuf, Refusal> {
     // Built as one string (what `PathBuf::push` per component makes, for a third of the work:
     // this runs for every entry of every archive).
     let mut path = String::with_capacity(name.len());
-    let mut depth = 0;
     for part in components(name) {
         match part {
             "" | "." => {}
             ".." => return Err(refuse("path escapes the output folder ('..' component)")),
             _ => {
-                depth += 1;
-                if depth > MAX_DEPTH {
-                    return Err(too_deep());
-                }
                 crate::platform::check_component(part).map_err(refuse)?;
                 if !path.is_empty() {
                     path.push(std::path::MAIN_SEPARATOR);
                 }
                 path.push_str(part);
+                if path.len() > MAX_PATH_BYTES {
+                    return Err(too_long());
+                }
             }
         }
     }
@@ -237,13 +238,11 @@ pub fn safe_relative_os_path(path: &Path) -> Result<PathBuf, Refusal> {
         return safe_relative_path(name);
     }
     let mut rel = PathBuf::new();
-    let mut depth = 0;
     for part in path.components() {
         match part {
             std::path::Component::Normal(name) => {
-                depth += 1;
-                if depth > MAX_DEPTH {
-                    return Err(too_deep());
+                if rel.as_os_str().len() + 1 + name.len() > MAX_PATH_BYTES {
+                    return Err(too_long());
                 }
                 match name.to_str() {
                     Some(spelled) => crate::platform::check_component(spelled).map_err(refuse)?,
@@ -320,7 +319,6 @@ fn posix_relative(name: &[u8]) -> Result<PathBuf, Refusal> {
         return Err(refuse("path starts with a drive letter"));
     }
     let mut path = Vec::with_capacity(name.len());
-    let mut depth = 0;
     // Only `/` separates: in a legacy multi-byte encoding `\` is the second byte of many
     // characters (Shift-JIS), and GNU tar, bsdtar and unzip keep it as one. Such a name is
     // refused on Windows (below), so it cannot climb out there.
@@ -329,14 +327,13 @@ fn posix_relative(name: &[u8]) -> Result<PathBuf, Refusal> {
             b"" | b"." => {}
             b".." => return Err(refuse("path escapes the output folder ('..' component)")),
             _ => {
-                depth += 1;
-                if depth > MAX_DEPTH {
-                    return Err(too_deep());
-                }
                 if !path.is_empty() {
                     path.push(b'/');
                 }
                 path.extend_from_slice(part);
+                if path.len() > MAX_PATH_BYTES {
+                    return Err(too_long());
+                }
             }
         }
     }
@@ -655,26 +652,28 @@ mod tests {
     }
 
     #[test]
-    fn paths_deeper_than_the_limit_are_refused() {
-        let at_limit = vec!["d"; MAX_DEPTH].join("/");
+    fn paths_longer_than_the_limit_are_refused() {
+        // 8,192 one-letter folders: the deepest path there is room for.
+        let at_limit = vec!["d"; MAX_PATH_BYTES / 2].join("/");
+        assert_eq!(at_limit.len(), MAX_PATH_BYTES - 1);
         assert_eq!(
             safe_relative_path(&at_limit).unwrap().components().count(),
-            MAX_DEPTH
+            MAX_PATH_BYTES / 2
         );
-        // `.` and empty names are not folders.
+        // `.` and empty names are no part of it.
         safe_relative_path(&format!("./{at_limit}//.")).unwrap();
-        let deeper = format!("{at_limit}/x");
+        let longer = format!("{at_limit}/x");
         let mut refused = vec![
-            safe_relative_path(&deeper),
-            safe_relative_os_path(Path::new(&deeper)),
+            safe_relative_path(&longer),
+            safe_relative_os_path(Path::new(&longer)),
         ];
         // Windows refuses a name that is not UTF-8 for that first.
         if cfg!(unix) {
-            refused.push(safe_relative_bytes(&[deeper.as_bytes(), b"\xff"].concat()));
+            refused.push(safe_relative_bytes(&[longer.as_bytes(), b"\xff"].concat()));
         }
         for refused in refused {
             let why = refused.unwrap_err().to_string();
-            assert!(why.contains("more than 1024 folders deep"), "{why}");
+            assert!(why.contains("longer than 16384 bytes"), "{why}");
         }
     }
 

