@@ -28,6 +28,9 @@ use crate::extract::format::{BLOCK, checksum_ok, number};
 /// The most bytes of a GNU long name or pax header kept in memory.
 const MAX_EXTENSION: u64 = 8 << 20;
 
+/// The longest comment line a GNU sparse 1.0 map may hold (libarchive reads 100 bytes of one).
+const MAX_MAP_COMMENT: usize = 512;
+
 /// What a member is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -527,11 +530,14 @@ impl<R: Read> Reader<R> {
     }
 
     /// GNU sparse 1.0: the map is decimal numbers, each ending in a newline (the count of
-    /// runs, then an offset and a length per run), padded to a block; the data follows.
+    /// runs, then an offset and a length per run), padded to a block; the data follows. A line
+    /// that begins with `#` is a comment (`#!gnu-sparse-format`, as libarchive writes and
+    /// passes over; at most [`MAX_MAP_COMMENT`] bytes).
     fn map_in_data(&mut self, stored: u64) -> anyhow::Result<Vec<(u64, u64)>> {
         let mut numbers = Vec::new();
         let mut count: Option<u64> = None;
         let mut text = Vec::new();
+        let mut comment: Option<usize> = None;
         let mut used = 0u64;
         loop {
             if count.is_some_and(|c| numbers.len() as u64 == c.saturating_mul(2)) {
@@ -546,6 +552,19 @@ impl<R: Read> Reader<R> {
                 if count.is_some_and(|c| numbers.len() as u64 == c.saturating_mul(2)) {
                     // The rest of the block is padding.
                     break;
+                }
+                if let Some(length) = &mut comment {
+                    *length += 1;
+                    if b == b'\n' {
+                        comment = None;
+                    } else if *length > MAX_MAP_COMMENT {
+                        bail!("a sparse map's comment line is longer than {MAX_MAP_COMMENT} bytes");
+                    }
+                    continue;
+                }
+                if b == b'#' && text.is_empty() {
+                    comment = Some(1);
+                    continue;
                 }
                 if b != b'\n' {
                     text.push(b);

@@ -41,6 +41,7 @@ use direct::Direct;
 use schedule::Schedule;
 
 mod integrity;
+mod mended;
 
 pub(super) use planning::build_plan;
 use planning::{entry_name, unix_mode};
@@ -61,20 +62,17 @@ impl Deref for Bytes {
     }
 }
 
-/// The archive's bytes, and a warning if its comment was cut short (see
-/// [`integrity::cut_comment`]): then the bytes are a copy whose comment length fits.
-fn load(path: &Path, file: File) -> anyhow::Result<(Bytes, Option<String>)> {
+/// The archive's bytes, and what mending them said: where the end record or the central
+/// directory holds what the `zip` crate refuses and unzip and 7-Zip read past (`mended.rs`),
+/// the bytes are a mended copy.
+fn load(path: &Path, file: File) -> anyhow::Result<(Bytes, Vec<String>)> {
     let bytes = map(path, file)?;
-    let Some(cut) = integrity::cut_comment(&bytes) else {
-        return Ok((bytes, None));
+    let Some(mends) = mended::find(&bytes) else {
+        return Ok((bytes, Vec::new()));
     };
-    let mut copy = bytes.to_vec();
-    copy[cut.length_at..cut.length_at + 2].copy_from_slice(&cut.fits.to_le_bytes());
-    let warning = format!(
-        "the zip's comment is cut short ({} of its {} bytes are there): read as Info-ZIP's unzip, bsdtar and Python read it",
-        cut.fits, cut.declared
-    );
-    Ok((Bytes::Owned(copy), Some(warning)))
+    let copy = mended::apply(&bytes, &mends)
+        .with_context(|| format!("cannot make a mended copy of '{}'", path.display()))?;
+    Ok((Bytes::Mapped(copy), mends.said))
 }
 
 /// The archive mapped; else read into memory.
@@ -249,9 +247,9 @@ fn extract(
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
-    let (bytes, cut) = load(path, file)?;
+    let (bytes, mended) = load(path, file)?;
     let archive = open_archive(&bytes).map_err(|what| what.of(path))?;
-    write_zip(path, &bytes, archive, cut, None, out, opts, chooser)
+    write_zip(path, &bytes, archive, mended, None, out, opts, chooser)
 }
 
 /// Extracts a zip that is still arriving (a remote one, `remote.rs`): planned and checked from
@@ -282,7 +280,7 @@ fn extract_arriving(
         path,
         &bytes,
         archive,
-        None,
+        Vec::new(),
         Some(&fetching),
         out,
         opts,
@@ -303,7 +301,7 @@ fn extract_arriving(
 /// Waits for the arriving zip's central directory; then the zip's bytes, its file mapped
 /// (never read into memory: the bytes still to come must be seen as they land). `None` where
 /// it must wait for its last byte: its end records do not say plainly where its directory is,
-/// or its comment is cut short.
+/// or they or the directory need mending (`mended.rs`).
 fn directory_in(
     path: &Path,
     arriving: &super::remote::Arriving,
@@ -317,7 +315,7 @@ fn directory_in(
         .arrivals()
         .wait_for(directory, stop)
         .with_context(|| format!("cannot read archive '{}'", path.display()))?;
-    Ok(mapped(file).filter(|bytes| integrity::cut_comment(bytes).is_none()))
+    Ok(mapped(file).filter(|bytes| mended::find(bytes).is_none()))
 }
 
 /// A zip being fetched, entry by entry: what has arrived, where each entry's bytes lie, and
@@ -375,15 +373,15 @@ impl planning::Arrived for Fetching<'_> {
     }
 }
 
-/// Plans the zip `archive`, whose bytes are `bytes` (`cut`: the warning of a comment cut
-/// short), and writes its files: in the schedule's order, or, for one still arriving
+/// Plans the zip `archive`, whose bytes are `bytes` (`mended`: what mending them said), and
+/// writes its files: in the schedule's order, or, for one still arriving
 /// (`fetching`), as their bytes come.
 #[allow(clippy::too_many_arguments)]
 fn write_zip(
     path: &Path,
     bytes: &[u8],
     archive: Archive<'_>,
-    cut: Option<String>,
+    mended: Vec<String>,
     fetching: Option<&Fetching<'_>>,
     out: &Place,
     opts: &Options,
@@ -396,7 +394,7 @@ fn write_zip(
     };
     let mut plan = planning::plan_with(&mut archive.clone(), bytes, chooser, &mut password, locals)
         .with_context(|| format!("refused '{}': nothing was extracted", path.display()))?;
-    plan.warnings.extend(cut);
+    plan.warnings.extend(mended);
     super::limits::check_declared(&plan, out, opts)?;
 
     let (mut report, ()) = engine::run(out, Some(path), opts, |engine, writers| {
@@ -574,12 +572,12 @@ fn read_files(
     chooser: &Chooser,
     each: &mut super::give::Each<'_>,
 ) -> anyhow::Result<Report> {
-    let (bytes, cut) = load(path, file)?;
+    let (bytes, mended) = load(path, file)?;
     let mut archive = open_archive(&bytes).map_err(|what| what.of(path))?;
     let mut password = Password::new(opts);
     let mut plan = build_plan(&mut archive.clone(), &bytes, chooser, &mut password)
         .with_context(|| format!("refused '{}': nothing was read", path.display()))?;
-    plan.warnings.extend(cut);
+    plan.warnings.extend(mended);
     let mut report = Report::default();
     let mut direct = Direct::new();
     plan.entries.sort_by_key(|e| e.index);
