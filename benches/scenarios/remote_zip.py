@@ -5,8 +5,8 @@
 
 lab/range-server.py (ranges; a second one without) behind the delay proxy at 0 5 20 ms. Tools: fastwrite,
 curl+fastwrite, curl|bsdtar, ripunzip unzip-uri, fastwrite-stream (no ranges: one stream), curl (the download
-alone), fastwrite-base (--base). Requests as the servers count them. --rate, --shared-rate: range-server.py's.
---smoke: botocore at 20 ms.
+alone), fastwrite-base (--base); listing it: fastwrite-list (from the central directory), curl+unzip-l. Requests as
+the servers count them. --rate, --shared-rate: range-server.py's. --smoke: botocore at 20 ms.
 """
 
 import contextlib
@@ -31,6 +31,17 @@ def counts(path):
     return {}
 
 
+def listed(entries):
+    """A check of a listing tool: its listing.txt has a line per entry (fastwrite's and unzip's
+    name folders too; a wheel has none)."""
+
+    def check(slot):
+        lines = (slot.out / "listing.txt").read_text().splitlines()
+        return None if len(lines) == entries else f"{len(lines)} lines listed, not {entries}"
+
+    return check
+
+
 def tools(b, fw, url, url2, name):
     q_url = q(url)
     tools = {
@@ -42,6 +53,10 @@ def tools(b, fw, url, url2, name):
         "ripunzip": lambda s: ["ripunzip", "unzip-uri", "-d", s.out, url],
         "fastwrite-stream": lambda s: [fw, "extract", "-q", url2, "-o", s.out],
         "curl": lambda s: ["curl", "-sS", "-o", f"{s.out}/{name}", url],
+        "fastwrite-list": lambda s: shell(f"{q(fw)} list {q_url} > {q(s.out)}/listing.txt"),
+        "curl+unzip-l": lambda s: shell(
+            f"curl -sS -o {q(s.out)}.zip {q_url} && unzip -Z1 {q(s.out)}.zip > {q(s.out)}/listing.txt"
+        ),
     }
     if b.args.base:
         base = fixtures.binary(b.args.base)
@@ -74,6 +89,7 @@ def run(b):
             with fixtures.proxy(ranged, delay) as p1, fixtures.proxy(whole, delay) as p2:
                 ways = tools(b, fw, f"{p1.endpoint}/{name}", f"{p2.endpoint}/{name}", name)
                 checks = {t: trees.check_tree(want) for t in ways} | {"curl": trees.check_tree({name: size})}
+                checks |= {t: listed(len(want)) for t in ("fastwrite-list", "curl+unzip-l")}
                 rows = b.batch(f"remote-zip-{delay}ms", ways, checks, meters={"requests": requests}, hot=[src])
             text += ["", f"### {delay} ms each way", "", report.table(rows, meters=["requests"])]
             ratio = report.ratio(rows, "fastwrite", "curl+fastwrite")

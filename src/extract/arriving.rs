@@ -52,6 +52,8 @@ struct State {
     /// Spans asked for before the rest (what must be read before anything is planned), not
     /// yet handed to the download.
     wanted: Vec<Range<u64>>,
+    /// Only those are wanted (a listing): the download asks for nothing more by ranges.
+    only_wanted: bool,
 }
 
 enum Ended {
@@ -134,10 +136,17 @@ impl Arrivals {
         self.lock().has(range)
     }
 
+    /// From now on only the spans asked for are wanted (a listing needs nothing else): the
+    /// download asks for no other range.
+    pub fn only_wanted(&self) {
+        self.lock().only_wanted = true;
+    }
+
     /// The spans asked for before the rest since the download last asked: it fetches each
-    /// with a range request of its own, at once.
-    pub fn wanted(&self) -> Vec<Range<u64>> {
-        std::mem::take(&mut self.lock().wanted)
+    /// with a range request of its own, at once; and whether the rest is wanted.
+    pub fn wanted(&self) -> (Vec<Range<u64>>, bool) {
+        let mut state = self.lock();
+        (std::mem::take(&mut state.wanted), !state.only_wanted)
     }
 
     /// Starts waiting for `spans` on behalf of `writers` writers; those already whole are

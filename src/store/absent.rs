@@ -89,7 +89,7 @@ impl Answers {
         self,
         _: u64,
         _: impl FnMut(u64, &[u8]) -> anyhow::Result<()>,
-        _: impl FnMut() -> Vec<std::ops::Range<u64>>,
+        _: impl FnMut() -> (Vec<std::ops::Range<u64>>, bool),
     ) -> anyhow::Result<()> {
         match self {}
     }

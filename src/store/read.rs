@@ -270,12 +270,13 @@ impl Answers {
     /// one connection is fast, that is one GET, as `curl -o` makes; where each connection is
     /// slow (a long, lossy way), as many as keep it busy. What `wanted` says the caller needs
     /// before the rest (asked each time something lands) is asked for at once, a range each,
-    /// whatever is in flight. Only with last bytes ([`Answers::tail`]).
+    /// whatever is in flight; and whether it wants the rest at all (a listing does not: then
+    /// no range from the end is asked for). Only with last bytes ([`Answers::tail`]).
     pub(crate) fn fetch(
         self,
         first: u64,
         mut land: impl FnMut(u64, &[u8]) -> anyhow::Result<()>,
-        mut wanted: impl FnMut() -> Vec<Range<u64>>,
+        mut wanted: impl FnMut() -> (Vec<Range<u64>>, bool),
     ) -> anyhow::Result<()> {
         let Answers {
             object,
@@ -323,13 +324,14 @@ impl Answers {
         let (mut front_at, mut front_began) = (0u64, None::<Instant>);
         object.runtime.block_on(async {
             loop {
-                for range in wanted() {
+                let (first_ranges, rest) = wanted();
+                for range in first_ranges {
                     let range = object.range(range, &expected);
                     let range = range.map_ok(|(at, p)| Arrived::Range(at, p));
                     all.push(range.chain(done(false)).boxed());
                     in_flight += 1;
                 }
-                while in_flight < IN_FLIGHT - 1 && !first_coming {
+                while rest && in_flight < IN_FLIGHT - 1 && !first_coming {
                     let below = low.load(Ordering::Relaxed);
                     if below <= front_at + chunk / 4 {
                         break;

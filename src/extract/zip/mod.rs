@@ -679,6 +679,8 @@ fn list_arriving(
     refused: &mut Vec<Error>,
 ) -> anyhow::Result<()> {
     let stop = || opts.cancel.is_cancelled();
+    // A listing needs the central directory and the symlinks alone, asked for by their ranges.
+    arriving.arrivals().only_wanted();
     let file = arriving.file().context("cannot read the temporary file")?;
     let Some(bytes) = directory_in(path, &arriving, &file, &stop)? else {
         return list(path, arriving.finish()?, chooser, each, refused);
