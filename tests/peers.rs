@@ -439,7 +439,7 @@ fn a_path_deeper_than_the_limit_is_refused_not_a_crash() {
     let got = extract(&peer_archive("excessively-deep.tar"), &out, &[]);
     got.assert_code(1);
     assert!(
-        got.stderr.contains("longer than 16384 bytes"),
+        got.stderr.contains("longer than 8192 bytes"),
         "{}",
         got.dump()
     );
@@ -454,7 +454,7 @@ fn a_path_deeper_than_the_limit_is_refused_not_a_crash() {
 
 /// A path thousands of folders deep, past PATH_MAX (4,096 bytes), is written, as bsdtar writes
 /// it (GNU tar fails: "File name too long"), each folder made from its parent's held open; a
-/// sibling longer than 16 KiB is refused (the memory a chain of folders costs is bounded).
+/// sibling longer than 8 KiB is refused (the memory a chain of folders costs is bounded).
 #[test]
 #[cfg(unix)] // a 6 KB path: past what Windows takes without its long-path prefix
 fn a_path_thousands_of_folders_deep_is_extracted() {
@@ -470,7 +470,7 @@ fn a_path_thousands_of_folders_deep_is_extracted() {
     let out = work.join("out");
     let got = extract(&archive, &out, &[]);
     got.assert_code(1);
-    got.assert_stderr_names(&deeper, &["longer than 16384 bytes"]);
+    got.assert_stderr_names(&deeper, &["longer than 8192 bytes"]);
     // Read back a folder at a time: the whole path is more than open(2) takes.
     let mut dir = fs::File::open(&out).unwrap();
     for _ in 0..3000 {
