@@ -1388,12 +1388,7 @@ mod linux {
             let text = side.to_string_lossy();
             if let Some(prefix) = text.strip_prefix(&server.url("sides", "")) {
                 let prefix = format!("{}/", prefix.trim_end_matches('/'));
-                return server
-                    .keys("sides", &prefix)
-                    .into_iter()
-                    .filter(|k| !k.ends_with('/'))
-                    .map(|k| (k[prefix.len()..].to_string(), server.get("sides", &k)))
-                    .collect();
+                return server.download("sides", &prefix);
             }
             let root = std::path::Path::new(side);
             let mut found = std::collections::BTreeMap::new();

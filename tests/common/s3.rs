@@ -453,6 +453,47 @@ impl Server {
             .unwrap_or_default()
     }
 
+    /// Every object under `prefix` (ending in `/`) of `bucket`, by its key after the prefix, with
+    /// its bytes; folder markers left out. S3's in one `aws s3 cp --recursive` (one client, not
+    /// one a key); the others' by plain HTTP.
+    #[track_caller]
+    pub fn download(&self, bucket: &str, prefix: &str) -> BTreeMap<String, Vec<u8>> {
+        if matches!(self.store, Store::Azure | Store::Gcs) {
+            return self
+                .keys(bucket, prefix)
+                .into_iter()
+                .filter(|k| !k.ends_with('/'))
+                .map(|k| (k[prefix.len()..].to_string(), self.get(bucket, &k)))
+                .collect();
+        }
+        let folder = self.scratch();
+        let out = self.aws(&osv![
+            "s3",
+            "cp",
+            "--recursive",
+            "--only-show-errors",
+            format!("s3://{bucket}/{prefix}"),
+            &folder
+        ]);
+        self.assert_ok(&out);
+        let mut found = BTreeMap::new();
+        let mut folders = vec![folder.clone()];
+        while let Some(at) = folders.pop() {
+            for item in fs::read_dir(&at).into_iter().flatten().flatten() {
+                let path = item.path();
+                if path.is_dir() {
+                    folders.push(path);
+                } else {
+                    let rel = path.strip_prefix(&folder).unwrap();
+                    let rel = rel.to_string_lossy().replace('\\', "/");
+                    found.insert(rel, fs::read(&path).unwrap());
+                }
+            }
+        }
+        let _ = fs::remove_dir_all(&folder);
+        found
+    }
+
     /// Every key in `bucket` with its size (one listing, every page).
     #[track_caller]
     pub fn sizes(&self, bucket: &str) -> BTreeMap<String, u64> {
