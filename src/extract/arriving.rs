@@ -136,10 +136,10 @@ impl Arrivals {
         self.lock().has(range)
     }
 
-    /// From now on only the spans asked for are wanted (a listing needs nothing else): the
-    /// download asks for no other range.
-    pub fn only_wanted(&self) {
-        self.lock().only_wanted = true;
+    /// From now on only the spans asked for are wanted (`true`: a listing needs nothing else),
+    /// and the download asks for no other range; or everything is again (`false`).
+    pub fn only_wanted(&self, only: bool) {
+        self.lock().only_wanted = only;
     }
 
     /// The spans asked for before the rest since the download last asked: it fetches each

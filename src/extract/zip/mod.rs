@@ -267,25 +267,21 @@ fn extract_arriving(
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
     let stop = || opts.cancel.is_cancelled();
-    let file = arriving.file().context("cannot read the temporary file")?;
-    let Some(bytes) = directory_in(path, &arriving, &file, &stop)? else {
+    let written = when_planned(path, &arriving, &stop, |bytes, archive, fetching| {
+        write_zip(
+            path,
+            bytes,
+            archive,
+            Vec::new(),
+            Some(fetching),
+            out,
+            opts,
+            chooser,
+        )
+    })?;
+    let Some(mut report) = written else {
         return extract(path, arriving.finish()?, out, opts, chooser);
     };
-    let Ok(archive) = open_archive(&bytes) else {
-        return extract(path, arriving.finish()?, out, opts, chooser);
-    };
-    let fetching = Fetching::new(arriving.arrivals(), &archive, &stop);
-    fetching.bring_symlinks(&archive, path)?;
-    let mut report = write_zip(
-        path,
-        &bytes,
-        archive,
-        Vec::new(),
-        Some(&fetching),
-        out,
-        opts,
-        chooser,
-    )?;
     if let Some((error, left)) = arriving.arrivals().failure() {
         let files = if left == 1 { "file was" } else { "files were" };
         let why = error.context(format!(
@@ -298,10 +294,9 @@ fn extract_arriving(
     Ok(report)
 }
 
-/// Waits for the arriving zip's central directory; then the zip's bytes, its file mapped
-/// (never read into memory: the bytes still to come must be seen as they land). `None` where
-/// it must wait for its last byte: its end records do not say plainly where its directory is,
-/// or they or the directory need mending (`mended.rs`).
+/// Waits for the arriving zip's central directory; then the zip's bytes, its file mapped. `None`
+/// where it must wait for its last byte: its end records do not say plainly where its directory
+/// is, or they or the directory need mending (`mended.rs`).
 fn directory_in(
     path: &Path,
     arriving: &super::remote::Arriving,
@@ -680,23 +675,44 @@ fn list_arriving(
 ) -> anyhow::Result<()> {
     let stop = || opts.cancel.is_cancelled();
     // A listing needs the central directory and the symlinks alone, asked for by their ranges.
-    arriving.arrivals().only_wanted();
-    let file = arriving.file().context("cannot read the temporary file")?;
-    let Some(bytes) = directory_in(path, &arriving, &file, &stop)? else {
+    arriving.arrivals().only_wanted(true);
+    let listed = when_planned(path, &arriving, &stop, |bytes, archive, fetching| {
+        let listing = Listing {
+            path,
+            bytes,
+            locals: planning::Locals::Later(fetching),
+        };
+        listing.list(archive, chooser, each, refused)
+    })?;
+    if listed.is_none() {
+        arriving.arrivals().only_wanted(false);
         return list(path, arriving.finish()?, chooser, each, refused);
+    }
+    Ok(())
+}
+
+/// Reads an arriving zip as far as planning it needs, as soon as that is in: its central
+/// directory, then its symlinks' bytes (a target is data, checked before anything is written),
+/// each by a range of its own; then `then` is given the zip's bytes (mapped: what is still to
+/// come is seen as it lands), its directory and how to ask for more. `None` where it must wait
+/// for its last byte ([`directory_in`]; or a directory the crate cannot read from what has
+/// come).
+fn when_planned<T>(
+    path: &Path,
+    arriving: &super::remote::Arriving,
+    stop: &dyn Fn() -> bool,
+    then: impl FnOnce(&[u8], Archive<'_>, &Fetching<'_>) -> anyhow::Result<T>,
+) -> anyhow::Result<Option<T>> {
+    let file = arriving.file().context("cannot read the temporary file")?;
+    let Some(bytes) = directory_in(path, arriving, &file, stop)? else {
+        return Ok(None);
     };
     let Ok(archive) = open_archive(&bytes) else {
-        return list(path, arriving.finish()?, chooser, each, refused);
+        return Ok(None);
     };
-    // A symlink's target is its data, which the listing shows and the plan checks.
-    let fetching = Fetching::new(arriving.arrivals(), &archive, &stop);
+    let fetching = Fetching::new(arriving.arrivals(), &archive, stop);
     fetching.bring_symlinks(&archive, path)?;
-    let listing = Listing {
-        path,
-        bytes: &bytes,
-        locals: planning::Locals::Later(&fetching),
-    };
-    listing.list(archive, chooser, each, refused)
+    then(&bytes, archive, &fetching).map(Some)
 }
 
 /// A zip's listing from its central directory: its bytes, and whether the local headers are
