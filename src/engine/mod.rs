@@ -13,15 +13,15 @@
 //!   directory metadata deepest first, and returns the [`Report`].
 //!
 //! This file is the index and the run's skeleton (`run`; `open` and `tree`: the one choice of a
-//! place's code, a target to write or a mirror's side, by where the place is). Beside it what every target shares: `target.rs` (the trait),
-//! `writer.rs` and `state.rs` (a writer thread's handle and state), `run.rs` (the run's own
-//! state), `pump.rs` (content as it comes), `feed.rs` and `budget.rs` (writers fed by one
-//! reading thread), `writers.rs` (how many), `kept.rs` and `unverified.rs`; `tree.rs`, a place
-//! as a mirror's side. Each place is a module of its own, its target and its side: `folder/`
-//! (directories, files, links, a kill's leftovers and staging, the end of the run, a file per
-//! job, the side) and `bucket/`; the close stage (`crate::close`) decides
-//! where every handle is closed. Data goes one way: source -> entries -> directories -> files
-//! -> close stage -> report.
+//! place's code, a target to write or a mirror's side, by where the place is). Beside it what
+//! every target shares: `target.rs` (the trait), `writer.rs` and `state.rs` (a writer thread's
+//! handle and state), `run.rs` (the run's own state), `pump.rs` (content as it comes), `feed.rs`
+//! and `budget.rs` (writers fed by one reading thread), `writers.rs` (how many), `kept.rs` and
+//! `unverified.rs`; `tree.rs`, a place as a mirror's side. Each place is a module of its own,
+//! its target and its side: `folder/` (directories, files, links, a kill's leftovers and
+//! staging, the end of the run, a file per job, the side) and `bucket/`; the close stage
+//! (`crate::close`) decides where every handle is closed. Data goes one way: source -> entries
+//! -> directories -> files -> close stage -> report.
 
 #[cfg(feature = "s3")]
 pub(crate) mod bucket;

@@ -101,13 +101,7 @@ impl HttpService for Metered {
 /// A request's failure, tried again by the client unless it is a server's TLS certificate that
 /// is not trusted: no second try trusts it, and the run says so at once.
 fn once_if_certificate(error: HttpError) -> HttpError {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(&error);
-    while let Some(cause) = source {
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    match super::said::certificate_problem(&text) {
+    match super::said::certificate_problem(&super::said::chain(&error)) {
         Some(_) => HttpError::new(HttpErrorKind::Unknown, error),
         None => error,
     }

@@ -3,7 +3,8 @@
 //! a store (an archive or an image in a bucket or at a URL, `extract/remote.rs` and
 //! `extract/image/remote.rs`; a prefix mirrored down, `engine/bucket/tree.rs`) and the records
 //! of a run of many (`jobs/records.rs`) read through it. A build without stores has
-//! `absent.rs` instead: the same names, none of which can be made. Nothing here knows of entries being written, failures being counted or a run's state.
+//! `absent.rs` instead: the same names, none of which can be made. Nothing here knows of
+//! entries being written, failures being counted or a run's state.
 //!
 //! - `connect.rs`: the client of a URL's store, and the runtime its requests run on;
 //!   `client.rs`: what every store's client shares: the HTTP client and its meter (requests in

@@ -316,7 +316,11 @@ fn plain(text: &str) -> String {
 /// The store's error in a line a person can read (`said.rs`): the store's code and what to do,
 /// without the client's layers of request detail, URLs or XML.
 pub(crate) fn explain(e: &object_store::Error) -> String {
-    use std::error::Error as _;
+    readable(&chain(e))
+}
+
+/// An error and its causes in one text, each cause that adds something after a `: `.
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(cause) = source {
@@ -326,7 +330,7 @@ pub(crate) fn explain(e: &object_store::Error) -> String {
         }
         source = cause.source();
     }
-    readable(&text)
+    text
 }
 
 #[cfg(test)]

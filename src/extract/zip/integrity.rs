@@ -263,20 +263,27 @@ pub(super) struct CutComment {
     pub fits: u16,
 }
 
+/// The end of central directory record's fixed length (its comment follows).
+pub(super) const END_RECORD_LEN: usize = 22;
+
+/// Where the last end of central directory record begins, within the longest comment of the
+/// zip's end; `None` where there is none, or it is cut short of its fixed fields.
+pub(super) fn end_record(bytes: &[u8]) -> Option<usize> {
+    let from = bytes
+        .len()
+        .saturating_sub(END_RECORD_LEN + usize::from(u16::MAX));
+    let at = from + bytes[from..].windows(4).rposition(|w| w == b"PK\x05\x06")?;
+    (at + END_RECORD_LEN <= bytes.len()).then_some(at)
+}
+
 /// Finds the last end-of-central-directory record (searching back from the end, as Info-ZIP's
 /// unzip does), and says if its comment runs past the end of the file. The zip crate would
 /// then look further back for a record whose comment fits, and may find another archive's
 /// (Go's `comment-truncated.zip` hides one there): unzip, bsdtar, 7-Zip and Python read the
 /// last record, with its comment cut short, and fastwrite reads what they read.
 pub(super) fn cut_comment(bytes: &[u8]) -> Option<CutComment> {
-    const EOCD: &[u8] = b"PK\x05\x06";
-    const EOCD_LEN: usize = 22;
-    let search_from = bytes.len().saturating_sub(EOCD_LEN + usize::from(u16::MAX));
-    let at = search_from
-        + bytes[search_from..]
-            .windows(EOCD.len())
-            .rposition(|w| w == EOCD)?;
-    let after = at.checked_add(EOCD_LEN).filter(|&end| end <= bytes.len())?;
+    let at = end_record(bytes)?;
+    let after = at + END_RECORD_LEN;
     let declared = u16_at(&bytes[at..after], 20)?;
     let fits = u16::try_from(bytes.len() - after).ok()?;
     (declared > fits).then_some(CutComment {

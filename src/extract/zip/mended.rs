@@ -16,11 +16,9 @@
 
 use std::io::{Seek, Write};
 
-use super::integrity::{cut_comment, u16_at, u32_at, u64_at};
+use super::integrity::{cut_comment, end_record, u16_at, u32_at, u64_at};
 
-/// The end of central directory record's signature, its fixed length, and the zip64 locator's.
-const END: &[u8] = b"PK\x05\x06";
-const END_LEN: usize = 22;
+/// The zip64 end record locator's signature.
 const LOCATOR: &[u8] = b"PK\x06\x07";
 
 /// The ID a field passed over gets: none of the ones the `zip` crate or fastwrite reads.
@@ -74,14 +72,6 @@ pub(super) fn apply(bytes: &[u8], mends: &Mends) -> std::io::Result<memmap2::Mma
     }
     file.flush()?;
     super::mapped(&file).ok_or_else(|| std::io::Error::other("cannot map the mended copy"))
-}
-
-/// Where the last end of central directory record begins, within the longest comment of the
-/// zip's end.
-fn end_record(bytes: &[u8]) -> Option<usize> {
-    let from = bytes.len().saturating_sub(END_LEN + usize::from(u16::MAX));
-    let at = from + bytes[from..].windows(END.len()).rposition(|w| w == END)?;
-    (at + END_LEN <= bytes.len()).then_some(at)
 }
 
 /// Where the central directory lies: it ends where the end record (or zip64's, before its
@@ -218,7 +208,7 @@ mod tests {
     #[test]
     fn a_single_disk_zip_that_says_disk_one_is_read_as_disk_zero() {
         let mut zip = zip_with_central_extra(&[]);
-        let end = zip.len() - END_LEN;
+        let end = zip.len() - super::super::integrity::END_RECORD_LEN;
         zip[end + 4] = 1;
         let mends = find(&zip).unwrap();
         assert!(
