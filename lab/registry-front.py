@@ -4,7 +4,7 @@ registries ask, and breaks what real networks break, so that fastwrite's registr
 tested against them; the registry behind it stays a real one.
 
     registry-front.py LISTEN_PORT TARGET_PORT [--bearer] [--user USER:PASSWORD]
-                      [--cut-blobs-after N] [--stats FILE]
+                      [--cut-blobs-after N] [--endless WHAT] [--stats FILE]
 
 --bearer     every /v2/ request needs `Authorization: Bearer TOKEN`; without it the answer is
              401 with the challenge Docker Hub sends (`WWW-Authenticate: Bearer
@@ -14,6 +14,13 @@ tested against them; the registry behind it stays a real one.
 --cut-blobs-after N
              the first GET of each blob sends its headers and N bytes of its body, then closes
              the connection; later GETs (a client taking it up again with a Range) pass.
+--endless WHAT
+             a hostile registry whose answer never ends (chunked, no Content-Length; each stops
+             by itself after ENDLESS_SECONDS or ENDLESS_BYTES, or when the client hangs up):
+             `manifests`, every manifest's answer is 200 and endless JSON; `token`, the token's
+             answer (with --bearer); `errors`, every manifest's answer is 500 with an endless
+             body; `layers`, every gzip blob's answer (a layer's) is its bytes, then zeros
+             without end.
 --stats FILE the requests seen, as JSON, rewritten after each one:
              {"requests": N, "unauthorized": N, "tokens": N, "ranged": N, "cut": N, "blobs": N}
              ("blobs": the GETs of a blob, a config or a layer, answered 200 or 206)
@@ -30,9 +37,12 @@ import re
 import secrets
 import sys
 import threading
+import time
 
+ENDLESS_SECONDS = 60
+ENDLESS_BYTES = 4 << 30
 LOCK = threading.Lock()
-STATS = {"requests": 0, "unauthorized": 0, "tokens": 0, "ranged": 0, "cut": 0, "blobs": 0}
+STATS = {"requests": 0, "unauthorized": 0, "tokens": 0, "ranged": 0, "cut": 0, "blobs": 0, "endless": 0}
 TOKENS = set()
 CUT = set()
 
@@ -61,7 +71,29 @@ def handler(args, port):
             if self.command != "HEAD":
                 self.wfile.write(body)
 
+        def endless(self, status, first=b"", filler=b" "):
+            """Answers `status` with `first` and then `filler` without end, chunked, until the
+            client hangs up or the bounds are reached."""
+            self.send_response(status)
+            self.send_header("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            count("endless", args)
+            piece = filler * (64 << 10)
+            started, sent = time.monotonic(), 0
+            try:
+                for chunk in [first] if first else []:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                while time.monotonic() - started < ENDLESS_SECONDS and sent < ENDLESS_BYTES:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    sent += len(piece)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
+
         def token(self):
+            if args.endless == "token":
+                return self.endless(200, b'{"token": "', b"a")
             if args.user:
                 expected = "Basic " + base64.b64encode(args.user.encode()).decode()
                 if self.headers.get("Authorization") != expected:
@@ -98,6 +130,11 @@ def handler(args, port):
                 return self.token()
             if not self.authorized():
                 return
+            if self.command == "GET" and re.match(r"/v2/.+/manifests/", self.path):
+                if args.endless == "manifests":
+                    return self.endless(200, b'{"schemaVersion": 2, "layers": [')
+                if args.endless == "errors":
+                    return self.endless(500, b'{"errors": [{"code": "UNKNOWN", "message": "')
             headers = {k: v for k, v in self.headers.items() if k.lower() not in ("authorization", "host")}
             if "Range" in self.headers:
                 count("ranged", args)
@@ -113,6 +150,9 @@ def handler(args, port):
                 with LOCK:
                     cut = blob.group(1) not in CUT and len(body) > args.cut_blobs_after
                     CUT.add(blob.group(1))
+            gzip = body.startswith(b"\x1f\x8b")
+            if blob and self.command == "GET" and args.endless == "layers" and answer.status == 200 and gzip:
+                return self.endless(200, body, b"\0")
             self.send_response(answer.status)
             for name, value in answer.getheaders():
                 if name.lower() not in ("transfer-encoding", "connection", "content-length"):
@@ -143,6 +183,7 @@ def main():
     parser.add_argument("--bearer", action="store_true")
     parser.add_argument("--user")
     parser.add_argument("--cut-blobs-after", type=int)
+    parser.add_argument("--endless", choices=["manifests", "token", "errors", "layers"])
     parser.add_argument("--stats")
     args = parser.parse_args()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", args.listen_port), None)

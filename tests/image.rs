@@ -761,6 +761,89 @@ mod linux {
         }
     }
 
+    /// A layer bomb (a few hundred KB of gzip, 64 MiB of one file) with `--max-output 8M`: the
+    /// layer's file is refused by its declared size as the layer is read, before a byte of it
+    /// is spooled, naming the file and its layer; nothing is written.
+    pub fn a_layer_bomb_stops_at_the_output_cap() {
+        require("python3");
+        let dir = tempdir();
+        let layout = dir.join("layout");
+        let spec = serde_json::json!({"layers": [
+            [file("a", "a")],
+            [{"path": "bomb", "size": 64 << 20}],
+        ]});
+        build(&layout, "v1", &spec, "gzip");
+        let out = dir.join("out");
+        let image = format!("oci:{}:v1", layout.display());
+        let run = run_fastwrite(&osv!["extract", &image, "-o", &out, "--max-output", "8M"]);
+        run.assert_code(2);
+        assert_eq!(
+            run.stderr_lines_with("layer 2 of 2 (sha256:")
+                .iter()
+                .filter(|line| line.contains("'bomb': refused: its 64.0 MiB would take"))
+                .count(),
+            1,
+            "{}",
+            run.dump()
+        );
+        assert_stderr_contains(&run, "past the cap of 8.0 MiB (--max-output)");
+        assert!(!out.exists());
+        // Under the cap, the same image is applied.
+        run_fastwrite(&osv!["extract", &image, "-o", &out, "--max-output", "65M"]).assert_success();
+        assert_eq!(std::fs::metadata(out.join("bomb")).unwrap().len(), 64 << 20);
+    }
+
+    /// A registry whose answers never end (lab/registry-front.py `--endless`): a manifest, a
+    /// token's answer, an error's body, a layer that goes on past its descriptor's size. Each is
+    /// refused in one line at once, fastwrite's memory stays under 100 MB, and nothing is
+    /// written.
+    pub fn a_registry_whose_answers_never_end_is_refused_with_memory_bounded() {
+        require("python3");
+        let registry = Registry::start();
+        let dir = tempdir();
+        let layout = dir.join("layout");
+        let spec = serde_json::json!({"layers": [
+            [file("a", "a"), {"path": "big", "size": 100_000}],
+        ]});
+        build(&layout, "v1", &spec, "gzip");
+        registry.push(&layout, "hostile/image:v1");
+        let cases: [(&str, &[&str], &str); 4] = [
+            (
+                "manifests",
+                &[],
+                "goes on past 4.0 MiB, more than a manifest or an index may be",
+            ),
+            (
+                "token",
+                &["--bearer"],
+                "goes on past 1.0 MiB, more than a token's answer may be",
+            ),
+            ("errors", &[], "/manifests/v1: 500 Internal Server Error"),
+            ("layers", &[], "bytes the manifest says: refused"),
+        ];
+        for (mode, more, said) in cases {
+            let mut args = vec!["--endless", mode];
+            args.extend(more);
+            let front = Front::start(registry.port, &args);
+            let image = format!("docker://localhost:{}/hostile/image:v1", front.port);
+            let out = dir.join(mode);
+            let started = std::time::Instant::now();
+            let (run, peak) = run_measuring_peak_rss(&osv!["extract", &image, "-o", &out], None);
+            let took = started.elapsed();
+            run.assert_code(2);
+            assert_eq!(
+                run.stderr_lines_with(said).len(),
+                1,
+                "{mode}: {}",
+                run.dump()
+            );
+            assert!(peak < 100 << 20, "{mode}: peak RSS {} MiB", peak >> 20);
+            // (The front gives up by itself after 60 s.)
+            assert!(took < Duration::from_secs(30), "{mode}: took {took:?}");
+            assert!(!out.exists(), "{mode}: {}", run.dump());
+        }
+    }
+
     /// A registry that asks for a Bearer token (given only for the credentials docker login or
     /// podman login stored, or a credential helper gives) and cuts every blob's first download
     /// short: refused in one line without the credentials; with them, each cut download is
@@ -1192,6 +1275,8 @@ fn main() {
         a_layers_cache_fetches_a_shared_base_once,
         hostile_layers_write_nothing_outside_the_root,
         a_registry_that_asks_for_a_token_and_cuts_downloads,
+        a_registry_whose_answers_never_end_is_refused_with_memory_bounded,
+        a_layer_bomb_stops_at_the_output_cap,
         a_docker_save_tar_is_the_layouts_tree,
         an_image_in_a_bucket_is_the_layouts_tree,
         without_root_what_cannot_be_done_is_said_once,

@@ -2351,47 +2351,6 @@ fn archive_of_only_end_blocks() {
 // Memory stays bounded, whatever the size of an entry
 // -------------------------------------------------------------------------------------------
 
-/// Runs `fastwrite ARGS` with stdin piped from `cat INPUT`, under a small Python parent that
-/// reports the peak RSS of its children (fastwrite, cat) in bytes. Measured there, not with
-/// wait4 from this test process: Linux carries a process's peak RSS across exec, and a child
-/// spawned from this (large, multi-threaded) test binary starts with the binary's own peak.
-#[cfg(target_os = "linux")] // see run_measuring_peak_rss
-const PY_PEAK_RSS: &str = r#"
-import resource, subprocess, sys
-rss_file, archive, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
-with open(archive, "rb") as f:
-    cat = subprocess.Popen(["cat"], stdin=f, stdout=subprocess.PIPE)
-    code = subprocess.call(cmd, stdin=cat.stdout, timeout=170)
-    cat.stdout.close()
-    cat.wait()
-with open(rss_file, "w") as r:
-    r.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
-if code < 0:
-    sys.stderr.write("fastwrite died from signal %d\n" % -code)
-    sys.exit(100)
-sys.exit(code)
-"#;
-
-#[cfg(target_os = "linux")] // python3 and cat; ru_maxrss in KiB is Linux's
-fn run_measuring_peak_rss(args: &[OsString], input: &Path) -> (Output, u64) {
-    let t = tempdir();
-    let rss_file = t.join("rss");
-    let mut a = osv!["-c", PY_PEAK_RSS, &rss_file, input, BIN];
-    a.extend(args.iter().cloned());
-    require_tool("python3");
-    let mut cmd = std::process::Command::new("python3");
-    cmd.args(&a).env("TZ", TEST_TZ);
-    let out = run_command(cmd);
-    assert_no_panic(&out);
-    let kib: u64 = fs::read_to_string(&rss_file)
-        .unwrap_or_else(|e| panic!("no RSS reported ({e})\n{}", out.dump()))
-        .trim()
-        .parse()
-        .unwrap();
-    // ru_maxrss is in KiB on Linux.
-    (out, kib * 1024)
-}
-
 /// A 3 GiB entry (zeros: the .tar.zst is tiny) streamed on stdin: the file is written whole,
 /// and fastwrite's peak RSS stays far below the entry's size.
 #[cfg(target_os = "linux")] // bash, GNU tar and zstd make the archive; see run_measuring_peak_rss
@@ -2425,7 +2384,7 @@ fn memory_bounded_for_a_multi_gib_entry() {
     assert!(fs::metadata(&archive).unwrap().len() < 10 << 20);
 
     let out = t.join("out");
-    let (r, peak) = run_measuring_peak_rss(&osv!["extract", "-", "-o", &out], &archive);
+    let (r, peak) = run_measuring_peak_rss(&osv!["extract", "-", "-o", &out], Some(&archive));
     r.assert_success();
     eprintln!("fastwrite peak RSS: {} MiB", peak >> 20);
     let huge = out.join("huge");

@@ -142,7 +142,8 @@ pub struct Options {
     /// declares more up front (a zip) is refused before anything is written; otherwise the
     /// first file that would pass the cap fails with
     /// [`ErrorKind::Limit`](crate::ErrorKind::Limit) and the run stops there. A defence
-    /// against decompression bombs in any format (a `.tar.gz` of zeros is one too).
+    /// against decompression bombs in any format (a `.tar.gz` of zeros is one too). An image
+    /// counts every layer's files as its layers are read, before the merge (docs/images.md).
     pub max_output: Option<u64>,
     /// Before writing an archive whose sizes are known up front (a zip), compare them with the
     /// free space of the output's filesystem and refuse to start if they cannot fit. Turn it

@@ -571,3 +571,47 @@ pub fn infozip_dir(src_dir: &Path, archive: &Path, extra: &[&str]) {
 pub fn unzip_to(archive: &Path, dest: &Path) {
     run_tool("unzip", &osv!["-q", archive, "-d", dest], None);
 }
+
+/// Runs `fastwrite ARGS` (its standard input piped from `cat INPUT`, or none) under a small
+/// Python parent that reports the peak RSS of its children (fastwrite, cat) in bytes. Measured
+/// there, not with wait4 from this test process: Linux carries a process's peak RSS across
+/// exec, and a child spawned from this (large, multi-threaded) test binary starts with the
+/// binary's own peak.
+#[cfg(target_os = "linux")] // python3 and cat; ru_maxrss in KiB is Linux's
+pub fn run_measuring_peak_rss(args: &[OsString], input: Option<&Path>) -> (Output, u64) {
+    const PY_PEAK_RSS: &str = r#"
+import resource, subprocess, sys
+rss_file, archive, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+if archive:
+    with open(archive, "rb") as f:
+        cat = subprocess.Popen(["cat"], stdin=f, stdout=subprocess.PIPE)
+        code = subprocess.call(cmd, stdin=cat.stdout, timeout=170)
+        cat.stdout.close()
+        cat.wait()
+else:
+    code = subprocess.call(cmd, stdin=subprocess.DEVNULL, timeout=170)
+with open(rss_file, "w") as r:
+    r.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+if code < 0:
+    sys.stderr.write("fastwrite died from signal %d\n" % -code)
+    sys.exit(100)
+sys.exit(code)
+"#;
+    let t = tempdir();
+    let rss_file = t.join("rss");
+    let input = input.map_or(OsString::new(), |p| p.as_os_str().to_owned());
+    let mut a = osv!["-c", PY_PEAK_RSS, &rss_file, input, BIN];
+    a.extend(args.iter().cloned());
+    require_tool("python3");
+    let mut cmd = Command::new("python3");
+    cmd.args(&a).env("TZ", TEST_TZ);
+    let out = run_command(cmd);
+    assert_no_panic(&out);
+    let kib: u64 = fs::read_to_string(&rss_file)
+        .unwrap_or_else(|e| panic!("no RSS reported ({e})\n{}", out.dump()))
+        .trim()
+        .parse()
+        .unwrap();
+    // ru_maxrss is in KiB on Linux.
+    (out, kib * 1024)
+}

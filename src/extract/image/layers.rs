@@ -13,6 +13,7 @@
 
 use std::fs::File;
 use std::io::{self, BufRead, Read, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use anyhow::{Context, anyhow, bail};
@@ -22,8 +23,10 @@ use super::digest::{Hashing, checkable};
 use super::manifest::Descriptor;
 use super::pipe;
 use crate::engine::read_full;
+use crate::error::{Error, ErrorKind, Setting};
 use crate::extract::codec::{Codec, Verified};
 use crate::extract::tar::{Kind, Reader};
+use crate::report::human_bytes;
 
 /// One member of a layer, as the merge and the writers need it.
 #[derive(Debug, Clone)]
@@ -71,15 +74,66 @@ pub(super) struct Layer {
     pub warnings: Vec<String>,
 }
 
+/// The output cap (`--max-output`) as the spools count it: the files of every layer, whichever
+/// layer they are in, each counted by its declared size before a byte of it is spooled (the tar
+/// reader gives no more than a member declares). A layer of one huge file of zeros (a few MB of
+/// gzip) is so refused at the cap, before the spool holds more than the cap.
+#[derive(Default)]
+pub(super) struct Cap {
+    max: Option<u64>,
+    spooled: AtomicU64,
+}
+
+impl Cap {
+    pub(super) fn new(max: Option<u64>) -> Cap {
+        Cap {
+            max,
+            spooled: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts `size` bytes of the member `name`: refused past the cap.
+    fn take(&self, size: u64, name: &[u8]) -> anyhow::Result<()> {
+        let Some(max) = self.max else {
+            return Ok(());
+        };
+        let total = self
+            .spooled
+            .fetch_add(size, Ordering::Relaxed)
+            .saturating_add(size);
+        if total <= max {
+            return Ok(());
+        }
+        let name = String::from_utf8_lossy(name).into_owned();
+        let error = anyhow!(
+            "refused: its {} would take the image's files to {}, past the cap of {} ({})",
+            human_bytes(size),
+            human_bytes(total),
+            human_bytes(max),
+            Setting::MaxOutput
+        );
+        Err(Error::new(name, ErrorKind::Limit, error).into())
+    }
+}
+
+/// Whether `error` is a refusal at the output cap ([`Cap`]).
+pub(super) fn past_the_cap(error: &anyhow::Error) -> bool {
+    error.chain().any(|e| {
+        e.downcast_ref::<Error>()
+            .is_some_and(|e| e.kind() == ErrorKind::Limit)
+    })
+}
+
 /// Reads the layer `blob` whose descriptor is `descriptor` and whose tar's digest the config
 /// says is `diff_id`; `label` names it. An error refuses the image: nothing of a layer that
 /// fails its digest is trusted.
-/// `keeper`, if given, is written every byte of the blob as it is read (the layers cache).
+/// `keeper`, if given, is written every byte of the blob as it is read (the layers cache); the
+/// files' bytes count against `cap`.
 pub(super) fn read(
     blob: Box<dyn Read + Send + '_>,
     descriptor: &Descriptor,
     diff_id: Option<&str>,
-    label: String,
+    (label, cap): (String, &Cap),
     keeper: Option<&mut Keeper>,
 ) -> anyhow::Result<Layer> {
     let wrap = |e: anyhow::Error| e.context(format!("{label} cannot be applied"));
@@ -90,14 +144,14 @@ pub(super) fn read(
         }),
         None => blob,
     };
-    read_checked(blob, descriptor, diff_id, label.clone()).map_err(wrap)
+    read_checked(blob, descriptor, diff_id, (label.clone(), cap)).map_err(wrap)
 }
 
 fn read_checked(
     blob: Box<dyn Read + Send + '_>,
     descriptor: &Descriptor,
     diff_id: Option<&str>,
-    label: String,
+    (label, cap): (String, &Cap),
 ) -> anyhow::Result<Layer> {
     // (A `docker save` tar names some layers by path alone: their tar's diff_id checks them.)
     let blob_digest = !descriptor.digest.is_empty();
@@ -119,14 +173,15 @@ fn read_checked(
     // and this one reads the tar (its digest, headers, spool).
     let (blob_maker, blob_taker) = pipe::pipe();
     let (tar_maker, tar_taker) = pipe::pipe();
+    let size = descriptor.size;
     let (fetched, inflated, spooled) = std::thread::scope(|scope| {
         let fetching = std::thread::Builder::new()
             .name("fastwrite-fetch".into())
-            .spawn_scoped(scope, move || fetch(blob, &blob_maker));
+            .spawn_scoped(scope, move || fetch(blob, size, &blob_maker));
         let inflating = std::thread::Builder::new()
             .name("fastwrite-inflate".into())
             .spawn_scoped(scope, move || inflate(blob_taker, &tar_maker));
-        let spooled = spool_tar(tar_taker);
+        let spooled = spool_tar(tar_taker, cap);
         (joined(fetching), joined(inflating), spooled)
     });
     // The blob's own errors first (its start, its codec, its end); then the tar's, which
@@ -185,16 +240,52 @@ struct BlobRead {
 }
 
 /// Reads the blob to its end, hashing it, into `maker`. `None`: its reader stopped, or was
-/// given the blob's error, and the tar's reader says why.
-fn fetch(blob: Box<dyn Read + Send + '_>, maker: &pipe::Maker) -> anyhow::Result<Option<BlobRead>> {
-    let mut blob = Hashing::new(blob);
-    Ok(match maker.pump(&mut blob) {
-        pipe::Pumped::Ended => Some(BlobRead {
-            read: blob.read,
-            digest: blob.digest(),
-        }),
+/// given the blob's error, and the tar's reader says why. A blob that goes on past `size` (its
+/// descriptor's) is cut there, not read to its end (a source whose answer never ends is refused
+/// at once), and that is the error, whatever the readers made of the cut.
+fn fetch(
+    blob: Box<dyn Read + Send + '_>,
+    size: u64,
+    maker: &pipe::Maker,
+) -> anyhow::Result<Option<BlobRead>> {
+    let mut bounded = NoLonger {
+        inner: blob,
+        left: size,
+        past: false,
+    };
+    let mut blob = Hashing::new(&mut bounded);
+    let pumped = maker.pump(&mut blob);
+    let (read, digest) = (blob.read, blob.digest());
+    if bounded.past {
+        bail!("it goes on past the {size} bytes the manifest says: refused");
+    }
+    Ok(match pumped {
+        pipe::Pumped::Ended => Some(BlobRead { read, digest }),
         pipe::Pumped::ReaderGone | pipe::Pumped::Failed => None,
     })
+}
+
+/// A blob's reader that fails once its source gives more than it has `left`.
+struct NoLonger<R> {
+    inner: R,
+    left: u64,
+    /// It did.
+    past: bool,
+}
+
+impl<R: Read> Read for NoLonger<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n as u64 > self.left {
+            self.past = true;
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the blob goes on past its size",
+            ));
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
 }
 
 /// Inflates the blob `blob` gives by what its bytes are, pumps the tar into `maker`, and
@@ -221,11 +312,12 @@ fn inflate(mut blob: pipe::Taker, maker: &pipe::Maker) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Reads the tar `taker` gives: its members, the spool of their data, and its digest.
-fn spool_tar(taker: pipe::Taker) -> anyhow::Result<(Vec<Member>, File, String)> {
+/// Reads the tar `taker` gives: its members, the spool of their data (counted against `cap`),
+/// and its digest.
+fn spool_tar(taker: pipe::Taker, cap: &Cap) -> anyhow::Result<(Vec<Member>, File, String)> {
     let mut tar = Hashing::new(taker);
     let mut reader = Reader::new(&mut tar).with_owners(true);
-    let (members, spool) = spool_members(&mut reader)?;
+    let (members, spool) = spool_members(&mut reader, cap)?;
     // The rest of the tar (its end blocks, tape padding), for its digest and the decoder's own
     // check.
     io::copy(&mut reader.into_inner(), &mut io::sink()).context("reading its end")?;
@@ -233,8 +325,17 @@ fn spool_tar(taker: pipe::Taker) -> anyhow::Result<(Vec<Member>, File, String)> 
 }
 
 /// Reads every member's header, and copies each file's data into a new spool.
-fn spool_members<R: Read>(reader: &mut Reader<R>) -> anyhow::Result<(Vec<Member>, File)> {
-    let spool = tempfile::tempfile().context("cannot make a temporary file to hold its data")?;
+fn spool_members<R: Read>(
+    reader: &mut Reader<R>,
+    cap: &Cap,
+) -> anyhow::Result<(Vec<Member>, File)> {
+    // (Where: said in every error about it, for a TMPDIR too small for the image.)
+    let spooled_in = format!(
+        "a temporary file in '{}' (TMPDIR)",
+        std::env::temp_dir().display()
+    );
+    let spool = tempfile::tempfile()
+        .with_context(|| format!("cannot make {spooled_in} to hold its data"))?;
     let mut out = SpoolWriter::new(spool);
     let mut at = 0u64;
     let mut members = Vec::new();
@@ -259,6 +360,7 @@ fn spool_members<R: Read>(reader: &mut Reader<R>) -> anyhow::Result<(Vec<Member>
             size: 0,
         };
         if kept.kind == Kind::File {
+            cap.take(member.size, &kept.name)?;
             let copied = out.take_from(&mut reader.data()).map_err(|error| {
                 let name = String::from_utf8_lossy(&kept.name);
                 match error {
@@ -266,7 +368,7 @@ fn spool_members<R: Read>(reader: &mut Reader<R>) -> anyhow::Result<(Vec<Member>
                         anyhow!(error).context(format!("reading the data of '{name}'"))
                     }
                     Failed::Spooling(error) => anyhow!(error)
-                        .context(format!("writing the data of '{name}' to a temporary file")),
+                        .context(format!("writing the data of '{name}' to {spooled_in}")),
                 }
             })?;
             if copied != member.size {
@@ -283,7 +385,7 @@ fn spool_members<R: Read>(reader: &mut Reader<R>) -> anyhow::Result<(Vec<Member>
     }
     let spool = out
         .finish()
-        .context("writing its data to a temporary file")?;
+        .with_context(|| format!("writing its data to {spooled_in}"))?;
     Ok((members, spool))
 }
 

@@ -28,8 +28,10 @@ impl Layout {
                 dir.display()
             );
         }
-        let bytes =
-            std::fs::read(&index).with_context(|| format!("cannot read '{}'", index.display()))?;
+        let file =
+            File::open(&index).with_context(|| format!("cannot read '{}'", index.display()))?;
+        let what = format!("'{}'", index.display());
+        let bytes = super::blobs::read_capped(file, super::blobs::MAX_MANIFEST, &what)?;
         let chosen = chosen(&bytes, tag, &dir.display().to_string())?;
         let layout = Layout {
             dir: dir.to_path_buf(),

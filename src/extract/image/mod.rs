@@ -323,6 +323,7 @@ fn read_layers(image: &Opened, opts: &Options) -> anyhow::Result<Vec<Layer>> {
         Some(dir) if image.blobs.remote() => Some(cache::Cache::open(dir)?),
         _ => None,
     };
+    let cap = layers::Cap::new(opts.max_output);
     pool.install(|| {
         use rayon::prelude::*;
         image
@@ -337,7 +338,7 @@ fn read_layers(image: &Opened, opts: &Options) -> anyhow::Result<Vec<Layer>> {
                 if opts.cancel.is_cancelled() {
                     bail!("{label} was not read: the run was cancelled");
                 }
-                read_layer(image, cache.as_ref(), descriptor, diff_id, label)
+                read_layer(image, cache.as_ref(), descriptor, diff_id, (label, &cap))
             })
             .collect()
     })
@@ -350,20 +351,29 @@ fn read_layer(
     cache: Option<&cache::Cache>,
     descriptor: &Descriptor,
     diff_id: &str,
-    label: String,
+    (label, cap): (String, &layers::Cap),
 ) -> anyhow::Result<Layer> {
     if let Some((file, path)) = cache.and_then(|cache| cache.get(descriptor)) {
         let named = label.clone();
-        return layers::read(Box::new(file), descriptor, Some(diff_id), label, None).map_err(
-            |error| {
-                // (Fetched anew by the next run: a blob is kept only once it passed.)
-                let _ = std::fs::remove_file(&path);
-                error.context(format!(
-                    "{named} was read from the layers cache ('{}'), which no longer holds it: run again to fetch it anew",
-                    path.display()
-                ))
-            },
+        let read = layers::read(
+            Box::new(file),
+            descriptor,
+            Some(diff_id),
+            (label, cap),
+            None,
         );
+        return read.map_err(|error| {
+            // (The output cap is the run's, not the blob's fault.)
+            if layers::past_the_cap(&error) {
+                return error;
+            }
+            // (Fetched anew by the next run: a blob is kept only once it passed.)
+            let _ = std::fs::remove_file(&path);
+            error.context(format!(
+                "{named} was read from the layers cache ('{}'), which no longer holds it: run again to fetch it anew",
+                path.display()
+            ))
+        });
     }
     let blob = image
         .blobs
@@ -371,7 +381,7 @@ fn read_layer(
         .with_context(|| format!("{label} cannot be read"))?;
     let mut keeper = cache.map(|cache| cache.keeper(descriptor));
     let keeping = keeper.as_mut().and_then(|k| k.as_mut().ok());
-    let mut layer = layers::read(blob, descriptor, Some(diff_id), label, keeping)?;
+    let mut layer = layers::read(blob, descriptor, Some(diff_id), (label, cap), keeping)?;
     let kept = match keeper {
         Some(Ok(keeper)) => keeper.keep(),
         Some(Err(why)) => Err(why),

@@ -13,6 +13,11 @@
 //!
 //! A blob's download that breaks off is taken up again where it stopped, by a range request,
 //! a few times: a layer of gigabytes is not fetched again from its start.
+//!
+//! Every answer is read within a bound, so that a registry that never ends one costs a few MB:
+//! a manifest or an index at most 4 MiB ([`MAX_MANIFEST`], as the distribution spec's registry
+//! and containerd cap them), a token's answer 1 MiB, an error's body 64 KiB (what is past it is
+//! not read), a blob no more than its descriptor's size (`layers.rs`).
 
 use std::io::{self, Read};
 use std::sync::{Arc, Mutex};
@@ -22,7 +27,7 @@ use base64::Engine as _;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, RANGE, WWW_AUTHENTICATE};
 
-use super::blobs::Blobs;
+use super::blobs::{Blobs, MAX_MANIFEST};
 use super::credentials::{CREDENTIAL_FILES, Stored};
 use super::manifest::{ACCEPTED, Descriptor};
 use crate::options::Options;
@@ -30,6 +35,12 @@ use crate::sync::Unpoisoned;
 
 /// How often a blob's download that breaks off is taken up again.
 const RESUMES: u32 = 5;
+
+/// The most bytes of a token's answer read (real ones are a few KB: a JWT and its expiry).
+const MAX_TOKEN: u64 = 1 << 20;
+
+/// The most bytes of an error's answer read, for the registry's own words in the refusal.
+const MAX_ERROR: u64 = 64 << 10;
 
 /// An image's name in a registry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,11 +194,13 @@ impl Registry {
                 .get(CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
                 .map(|v| v.split(';').next().unwrap_or(v).trim().to_string());
-            let bytes = response
-                .bytes()
-                .await
-                .with_context(|| format!("the answer to {url} broke off"))?;
-            Ok((bytes.to_vec(), media_type))
+            let bytes = capped(response, MAX_MANIFEST).await.map_err(|cut| {
+                cut.said(
+                    &url,
+                    "more than a manifest or an index may be (the distribution spec's registries and containerd cap them there)",
+                )
+            })?;
+            Ok((bytes, media_type))
         })
     }
 
@@ -226,7 +239,7 @@ impl Registry {
         if status.is_success() {
             return Ok(response);
         }
-        let body = response.text().await.unwrap_or_default();
+        let body = error_body(response).await;
         Err(anyhow!(
             "{}",
             refusal(&self.name, url, status, &body, self.stored.is_some())
@@ -306,8 +319,8 @@ impl Registry {
             )
         })?;
         let status = response.status();
-        let body = response.text().await.unwrap_or_default();
         if !status.is_success() {
+            let body = error_body(response).await;
             let who = if credentials.is_some() {
                 "with the credentials stored for it"
             } else {
@@ -318,8 +331,11 @@ impl Registry {
                 registry_says(&body)
             );
         }
+        let body = capped(response, MAX_TOKEN)
+            .await
+            .map_err(|cut| cut.said(realm, "more than a token's answer may be"))?;
         let value: serde_json::Value =
-            serde_json::from_str(&body).context("the token's answer is not JSON")?;
+            serde_json::from_slice(&body).context("the token's answer is not JSON")?;
         let token = value
             .get("token")
             .or_else(|| value.get("access_token"))
@@ -421,6 +437,58 @@ impl Read for Download<'_> {
         self.pending = self.pending.slice(n..);
         Ok(n)
     }
+}
+
+/// How reading an answer whole stopped short.
+enum Cut {
+    /// It goes on past the cap (or says it would: its `Content-Length`).
+    Past(u64),
+    /// It broke off.
+    Broke(reqwest::Error),
+}
+
+impl Cut {
+    /// The refusal in one line: the answer to `url`, and `then` (what it is more than, and
+    /// what it means for the run).
+    fn said(self, url: &str, then: &str) -> anyhow::Error {
+        match self {
+            Cut::Past(cap) => anyhow!(
+                "the answer to {url} goes on past {}, {then}: refused",
+                crate::report::human_bytes(cap)
+            ),
+            Cut::Broke(error) => anyhow!(error).context(format!("the answer to {url} broke off")),
+        }
+    }
+}
+
+/// An answer's body read whole, refused once it goes past `cap` bytes (unread if its
+/// `Content-Length` says so): a registry whose answer never ends costs `cap` bytes.
+async fn capped(mut response: reqwest::Response, cap: u64) -> Result<Vec<u8>, Cut> {
+    if response.content_length().is_some_and(|n| n > cap) {
+        return Err(Cut::Past(cap));
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(Cut::Broke)? {
+        if (bytes.len() + chunk.len()) as u64 > cap {
+            return Err(Cut::Past(cap));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
+/// The first [`MAX_ERROR`] bytes of an error's answer (the registry's own words), the rest not
+/// read; what cannot be read is no words.
+async fn error_body(mut response: reqwest::Response) -> String {
+    let mut bytes = Vec::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        let room = MAX_ERROR as usize - bytes.len();
+        bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if bytes.len() == MAX_ERROR as usize {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 fn basic(user: &str, password: &str) -> String {

@@ -17,7 +17,7 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use super::blobs::{Blobs, MAX_DOCUMENT};
+use super::blobs::{Blobs, MAX_MANIFEST, read_capped};
 use super::manifest::Descriptor;
 use crate::place::Origin;
 use crate::store::Object;
@@ -52,15 +52,11 @@ impl RemoteLayout {
             root,
             label: location.display().to_string(),
         };
-        let mut index = Vec::new();
-        layout
+        let what = format!("the index.json of '{}'", layout.label);
+        let index = layout
             .root
             .get("index.json")
-            .and_then(|body| {
-                body.take(MAX_DOCUMENT + 1)
-                    .read_to_end(&mut index)
-                    .map_err(anyhow::Error::from)
-            })
+            .and_then(|body| read_capped(body, MAX_MANIFEST, &what))
             .with_context(|| {
                 format!(
                     "'{}' is no OCI image layout: cannot read its index.json (skopeo copy docker://... oci:DIR:TAG makes one, to copy there)",
