@@ -4,7 +4,8 @@ registries ask, and breaks what real networks break, so that fastwrite's registr
 tested against them; the registry behind it stays a real one.
 
     registry-front.py LISTEN_PORT TARGET_PORT [--bearer] [--user USER:PASSWORD]
-                      [--cut-blobs-after N] [--endless WHAT] [--stats FILE]
+                      [--cut-blobs-after N] [--stall-layers-after N] [--endless WHAT]
+                      [--stats FILE]
 
 --bearer     every /v2/ request needs `Authorization: Bearer TOKEN`; without it the answer is
              401 with the challenge Docker Hub sends (`WWW-Authenticate: Bearer
@@ -14,6 +15,10 @@ tested against them; the registry behind it stays a real one.
 --cut-blobs-after N
              the first GET of each blob sends its headers and N bytes of its body, then closes
              the connection; later GETs (a client taking it up again with a Range) pass.
+--stall-layers-after N
+             every gzip blob's answer (a layer's) sends its headers and N bytes of its body,
+             then holds the connection without a word (ENDLESS_SECONDS at most): a layer still
+             arriving, for a client to be killed meanwhile.
 --endless WHAT
              a hostile registry whose answer never ends (chunked, no Content-Length; each stops
              by itself after ENDLESS_SECONDS or ENDLESS_BYTES, or when the client hangs up):
@@ -91,6 +96,16 @@ def handler(args, port):
                 pass
             self.close_connection = True
 
+        def stall(self, body, after):
+            """Answers with `body`'s length, sends `after` bytes of it, then holds on."""
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body[:after])
+            self.wfile.flush()
+            time.sleep(ENDLESS_SECONDS)
+            self.close_connection = True
+
         def token(self):
             if args.endless == "token":
                 return self.endless(200, b'{"token": "', b"a")
@@ -151,6 +166,8 @@ def handler(args, port):
                     cut = blob.group(1) not in CUT and len(body) > args.cut_blobs_after
                     CUT.add(blob.group(1))
             gzip = body.startswith(b"\x1f\x8b")
+            if blob and self.command == "GET" and args.stall_layers_after is not None and gzip:
+                return self.stall(body, args.stall_layers_after)
             if blob and self.command == "GET" and args.endless == "layers" and answer.status == 200 and gzip:
                 return self.endless(200, body, b"\0")
             self.send_response(answer.status)
@@ -183,6 +200,7 @@ def main():
     parser.add_argument("--bearer", action="store_true")
     parser.add_argument("--user")
     parser.add_argument("--cut-blobs-after", type=int)
+    parser.add_argument("--stall-layers-after", type=int)
     parser.add_argument("--endless", choices=["manifests", "token", "errors", "layers"])
     parser.add_argument("--stats")
     args = parser.parse_args()

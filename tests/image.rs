@@ -761,6 +761,159 @@ mod linux {
         }
     }
 
+    /// A run killed while its layers are still arriving (the registry holds each back after
+    /// 270,000 of its ~400,000 bytes: a layer's bytes are handed on 256 KiB at a time), into a folder that holds a file of the user's: the files already written wait
+    /// under the run's temporary names, so nothing of the image is under a final name; the
+    /// next run removes them, says so, and applies the image whole. Into a new folder the same
+    /// kill leaves no folder at all.
+    pub fn a_killed_apply_leaves_nothing_under_a_final_name_and_the_next_run_cleans_up() {
+        require("python3");
+        let registry = Registry::start();
+        let dir = tempdir();
+        let layout = dir.join("layout");
+        let many = |prefix: &str| -> Vec<serde_json::Value> {
+            // (Random hex: about 400 bytes of gzip a file, so 1,000 make ~400 KB.)
+            let files = (0..1000).map(|i| {
+                let hex: String = random(i, 400).iter().map(|b| format!("{b:02x}")).collect();
+                serde_json::json!({"path": format!("{prefix}/f{i}"), "data": hex})
+            });
+            std::iter::once(entry(prefix, "dir")).chain(files).collect()
+        };
+        let spec = serde_json::json!({"layers": [many("base"), many("top")]});
+        build(&layout, "v1", &spec, "gzip");
+        registry.push(&layout, "held/image:v1");
+        let front = Front::start(registry.port, &["--stall-layers-after", "270000"]);
+        let image = format!("docker://localhost:{}/held/image:v1", front.port);
+        let expected = dir.join("expected");
+        extract(&format!("oci:{}:v1", layout.display()), &expected).assert_success();
+
+        let out = dir.join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join("mine"), "the user's").unwrap();
+        let parked = |out: &Path| -> Vec<String> {
+            all_paths(out)
+                .into_iter()
+                .filter(|p| p.starts_with(".parked.fastwrite-") && p.contains('/'))
+                .collect()
+        };
+        let mut run = fastwrite_command(&osv!["extract", &image, "-o", &out])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while parked(&out).is_empty() && started.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        run.kill().unwrap();
+        run.wait().unwrap();
+        assert!(!parked(&out).is_empty(), "nothing was parked in 60 s");
+        let under_final_names: Vec<String> = all_paths(&out)
+            .into_iter()
+            .filter(|p| {
+                p != "mine"
+                    && !p.starts_with(".parked.fastwrite-")
+                    && !p.starts_with(".fastwrite-run-")
+            })
+            .collect();
+        assert_eq!(under_final_names, Vec::<String>::new());
+
+        let again = run_fastwrite(&osv![
+            "extract",
+            format!("oci:{}:v1", layout.display()),
+            "-o",
+            &out
+        ]);
+        again.assert_success();
+        assert_stderr_contains(&again, ".parked.fastwrite-");
+        let mut whole = state(&expected);
+        whole.remove(Path::new(""));
+        let mut found = state(&out);
+        found.remove(Path::new(""));
+        assert!(found.remove(Path::new("mine")).is_some());
+        assert_eq!(found, whole);
+
+        // Into a new folder: it never appears.
+        let new = dir.join("new");
+        let mut run = fastwrite_command(&osv!["extract", &image, "-o", &new])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let staging = dir.join(".new.fastwrite-staging");
+        let started = std::time::Instant::now();
+        while parked(&staging).is_empty() && started.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        run.kill().unwrap();
+        run.wait().unwrap();
+        assert!(!parked(&staging).is_empty(), "nothing was parked in 60 s");
+        assert!(!new.exists());
+    }
+
+    /// Closes that fail (every fifth, EIO, from the lab's close library; 1 ms each, so that
+    /// they go to the close pool) while an image's files are parked: each failure is said with
+    /// the entry's name, exit 1, exactly those files are missing from the tree, every other
+    /// file is whole, and nothing parked is left behind.
+    pub fn failed_closes_of_parked_files_are_named_and_their_files_left_out() {
+        require("python3");
+        let dir = tempdir();
+        let layout = dir.join("layout");
+        let files: Vec<serde_json::Value> = (0..60)
+            .map(|i| file(&format!("etc/f{i:02}"), &format!("file {i}")))
+            .collect();
+        let spec = serde_json::json!({ "layers": [files] });
+        build(&layout, "v1", &spec, "gzip");
+        let image = format!("oci:{}:v1", layout.display());
+        let expected = dir.join("expected");
+        extract(&image, &expected).assert_success();
+        let out = dir.join("out");
+        let lab = lab_library();
+        let run = run_fastwrite_env(
+            &osv!["extract", &image, "-o", &out, "--json"],
+            &[
+                ("LD_PRELOAD", lab.to_str().unwrap()),
+                ("FASTWRITE_LAB_FAIL_EVERY", "5"),
+                ("FASTWRITE_LAB_CLOSE_MS", "1"),
+            ],
+        );
+        run.assert_code(1);
+        let report: serde_json::Value =
+            serde_json::from_str(run.stdout.lines().last().unwrap_or_default()).unwrap();
+        let failures = report["failures"].as_array().cloned().unwrap_or_default();
+        for failure in &failures {
+            let reason = failure["reason"].as_str().unwrap_or_default();
+            assert!(reason.contains("Input/output error"), "{reason}");
+        }
+        let failed: Vec<String> = failures
+            .iter()
+            .filter_map(|f| f["path"].as_str().map(str::to_string))
+            .collect();
+        assert!(!failed.is_empty(), "no close failed:\n{}", run.dump());
+        let (want, got) = (state(&expected), state(&out));
+        let missing: Vec<String> = want
+            .keys()
+            .filter(|p| !got.contains_key(*p))
+            .map(|p| p.display().to_string())
+            .collect();
+        let mut named = failed.clone();
+        named.sort();
+        assert_eq!(named, missing, "{}", run.dump());
+        // The files written are the files in place: a parked file whose close failed was
+        // never counted.
+        assert_eq!(report["files"].as_u64(), Some(60 - failed.len() as u64));
+        for (path, what) in &got {
+            if !path.as_os_str().is_empty() {
+                assert_eq!(Some(what), want.get(path), "{}", path.display());
+            }
+        }
+        assert!(
+            !all_paths(&out).iter().any(|p| p.contains("fastwrite-")),
+            "{:?}",
+            all_paths(&out)
+        );
+    }
+
     /// A layer bomb (a few hundred KB of gzip, 64 MiB of one file) with `--max-output 8M`: the
     /// layer's file is refused by its declared size as the layer is read, before a byte of it
     /// is spooled, naming the file and its layer; nothing is written.
@@ -1277,6 +1430,8 @@ fn main() {
         a_registry_that_asks_for_a_token_and_cuts_downloads,
         a_registry_whose_answers_never_end_is_refused_with_memory_bounded,
         a_layer_bomb_stops_at_the_output_cap,
+        a_killed_apply_leaves_nothing_under_a_final_name_and_the_next_run_cleans_up,
+        failed_closes_of_parked_files_are_named_and_their_files_left_out,
         a_docker_save_tar_is_the_layouts_tree,
         an_image_in_a_bucket_is_the_layouts_tree,
         without_root_what_cannot_be_done_is_said_once,

@@ -57,6 +57,10 @@ impl Closer for SystemCloser {
 pub(crate) enum Finalize {
     /// It was written under its final name.
     Keep,
+    /// It was written under a temporary name of the run's before its path was known, and is
+    /// moved there later by its source (`engine/folder/park.rs`); it counts as written only
+    /// then, so its failure here takes nothing back from the files written.
+    Parked,
     /// It was written under a temporary name (in the same directory) to be renamed into place,
     /// at this path under the output folder.
     RenameTo(PathBuf),
@@ -77,6 +81,12 @@ pub(crate) struct CloseJob {
     pub finalize: Finalize,
 }
 
+/// Whether the job's file counts among the files written already (a failed close takes it
+/// back): all but a parked one.
+fn counted(job: &CloseJob) -> bool {
+    !matches!(job.finalize, Finalize::Parked)
+}
+
 /// Closes the job's handle and completes its file under the output folder `root`. On failure
 /// the file is removed, so a file whose content may not have reached the disk never stays
 /// under its final name.
@@ -95,7 +105,7 @@ fn complete(job: CloseJob, closer: &dyn Closer, out_dir: &OutDir) -> Result<(), 
         .close(file, &path)
         .with_context(|| format!("closing '{}'", out_dir.path().join(&path).display()))
         .and_then(|()| match &finalize {
-            Finalize::Keep => Ok(()),
+            Finalize::Keep | Finalize::Parked => Ok(()),
             Finalize::RenameTo(dest) => out_dir.rename(&path, dest).with_context(|| {
                 format!(
                     "renaming '{}' into place as '{}'",
@@ -154,12 +164,13 @@ impl CloseTally {
         failures: &Failures,
     ) -> Duration {
         let start = Instant::now();
+        let counted = counted(&job);
         let result = complete(job, closer, out_dir);
         let took = start.elapsed();
         self.busy += took;
         self.closed += 1;
         if let Err(failure) = result {
-            self.failed += 1;
+            self.failed += u64::from(counted);
             failures.push(failure);
         }
         took
@@ -416,13 +427,24 @@ impl CloseStage {
 
     fn close_inline(&self, job: CloseJob) -> Duration {
         let start = Instant::now();
+        let counted = counted(&job);
         let result = complete(job, self.shared.closer.as_ref(), &self.shared.out_dir);
         let took = start.elapsed();
         if let Err(failure) = result {
-            self.inline_failed.fetch_add(1, Ordering::Relaxed);
+            self.inline_failed
+                .fetch_add(u64::from(counted), Ordering::Relaxed);
             self.shared.failures.push(failure);
         }
         took
+    }
+
+    /// Waits until every close handed over so far is done, and the run goes on: each file
+    /// complete (or its failure recorded, and the file removed). Every writer whose files
+    /// count must have flushed its batch first.
+    pub(crate) fn settle(&self) {
+        if let Some(pool) = self.running_pool() {
+            pool.settle();
+        }
     }
 
     /// Waits for every close handed over and says what they came to (failures are already

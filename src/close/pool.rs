@@ -14,7 +14,7 @@
 
 use std::io;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -51,6 +51,27 @@ pub(crate) struct ClosePool {
     failures: Arc<Failures>,
     /// Closes that had to be done by the submitter because every pool thread had gone.
     orphans: Mutex<CloseTally>,
+    /// Closes handed over and not yet done, for [`ClosePool::settle`].
+    pending: Arc<Pending>,
+}
+
+/// Closes handed over and not yet done: counted without a lock on the closes' path; the lock
+/// and the condition are only for a waiter.
+#[derive(Default)]
+struct Pending {
+    count: AtomicU64,
+    lock: Mutex<()>,
+    settled: Condvar,
+}
+
+impl Pending {
+    fn done(&self, n: u64) {
+        if self.count.fetch_sub(n, Ordering::AcqRel) == n {
+            // (Under the lock: a waiter holds it from its look at the count to its wait.)
+            let _held = self.lock.lock().unpoisoned();
+            self.settled.notify_all();
+        }
+    }
 }
 
 impl ClosePool {
@@ -72,6 +93,7 @@ impl ClosePool {
             measured: Arc::default(),
             failures,
             orphans: Default::default(),
+            pending: Arc::default(),
         };
         if let Err(e) = pool.grow_to(threads.max(1)) {
             // Stop the threads already started before giving up.
@@ -89,12 +111,13 @@ impl ClosePool {
         }
         let mut handles = self.threads.lock().unpoisoned();
         while handles.len() < threads {
-            let (q, closer, out_dir, measured, failures) = (
+            let (q, closer, out_dir, measured, failures, pending) = (
                 Arc::clone(&self.queue),
                 Arc::clone(&self.closer),
                 Arc::clone(&self.out_dir),
                 Arc::clone(&self.measured),
                 Arc::clone(&self.failures),
+                Arc::clone(&self.pending),
             );
             self.queue.add_receiver();
             let spawned = std::thread::Builder::new()
@@ -119,6 +142,7 @@ impl ClosePool {
                         let took = took.as_nanos() as u64;
                         measured.nanos.fetch_add(took, Ordering::Relaxed);
                         measured.closes.fetch_add(1, Ordering::Relaxed);
+                        pending.done(1);
                     }
                     tally
                 });
@@ -148,12 +172,24 @@ impl ClosePool {
     /// Queues handles for closing, emptying `batch` (its allocation stays with the caller);
     /// blocks while the queue is full.
     pub fn submit(&self, batch: &mut Vec<CloseJob>) {
+        let n = batch.len() as u64;
+        self.pending.count.fetch_add(n, Ordering::AcqRel);
         if !self.queue.push_all(batch) {
             // Only possible if every close thread died; the closes must still happen and count.
             let mut orphans = self.orphans.lock().unpoisoned();
             for job in batch.drain(..) {
                 orphans.close(job, self.closer.as_ref(), &self.out_dir, &self.failures);
             }
+            self.pending.done(n);
+        }
+    }
+
+    /// Waits until every close submitted so far is done (its file complete, or its failure
+    /// recorded): what a source that moves files after their close waits for.
+    pub fn settle(&self) {
+        let mut held = self.pending.lock.lock().unpoisoned();
+        while self.pending.count.load(Ordering::Acquire) != 0 {
+            held = self.pending.settled.wait(held).unpoisoned();
         }
     }
 

@@ -10,9 +10,9 @@
 //! [`Run`], and is made by `engine::open` from the place (`crate::place::Place`) that names it.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::plan::{Entry, Plan};
 use crate::report::Report;
 
@@ -80,6 +80,46 @@ pub(crate) trait Target: Send + Sync {
     fn held(&self) -> Option<std::sync::Arc<crate::platform::OutDir>> {
         None
     }
+
+    /// Whether it can park files ([`Target::park`]): a folder can; a bucket, whose objects
+    /// are not renamed, cannot, and a source keeps such data itself.
+    fn parks(&self) -> bool {
+        false
+    }
+
+    /// Writes a whole file whose path is not known yet, under a temporary name of the run's,
+    /// with `entry`'s content and metadata (mode, mtime, owner, attributes; its path is only
+    /// for messages), handed to the close stage; [`Target::place`] moves it to its path once
+    /// known. Returns where it is. Counted as written when it is placed.
+    fn park(
+        &self,
+        _state: &mut WriterState,
+        entry: &Entry,
+        _content: Content<'_>,
+    ) -> Result<PathBuf, Error> {
+        Err(Error::new(
+            &entry.name,
+            ErrorKind::Write,
+            anyhow::anyhow!("this place cannot hold a file before its path is known"),
+        ))
+    }
+
+    /// Waits until every file handed to the close stage so far is closed (complete, or its
+    /// failure recorded and the file removed). The writers that wrote them must have flushed.
+    fn settle(&self) {}
+
+    /// Moves the parked file `parked` to `entry`'s path (its parents made) as writing it there
+    /// would, and counts it written. The closes must be settled first.
+    fn place(&self, _state: &mut WriterState, _parked: &Path, entry: &Entry) -> Result<(), Error> {
+        Err(Error::new(
+            &entry.name,
+            ErrorKind::Write,
+            anyhow::anyhow!("this place holds no parked files"),
+        ))
+    }
+
+    /// Removes what is still parked: what no path took.
+    fn unpark(&self) {}
 
     /// Hands over what a writer thread still holds (its closes, its counts).
     fn flush(&self, _state: &mut WriterState) {}

@@ -51,6 +51,27 @@ impl<'e> Writer<'e> {
     }
 }
 
+impl Writer<'_> {
+    /// Parks a file whose path is not known yet ([`Target::park`](super::Target::park)):
+    /// where it is.
+    pub(crate) fn park(
+        &mut self,
+        entry: &Entry,
+        content: Content<'_>,
+    ) -> Result<std::path::PathBuf, Error> {
+        self.target.park(&mut self.state, entry, content)
+    }
+
+    /// Places a parked file at `entry`'s path; a failure is recorded in the run.
+    pub(crate) fn place(&mut self, parked: &std::path::Path, entry: &Entry) {
+        match self.target.place(&mut self.state, parked, entry) {
+            Ok(()) => {}
+            Err(error) if error.is_cancelled() => {}
+            Err(error) => self.target.run().record(error),
+        }
+    }
+}
+
 impl Drop for Writer<'_> {
     fn drop(&mut self) {
         self.target.flush(&mut self.state);

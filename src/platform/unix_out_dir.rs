@@ -65,6 +65,15 @@ impl OpenDir {
         kind_at(self.0.as_raw_fd(), &c_string(name.as_bytes())?)
     }
 
+    /// Creates the file `name` here, never over anything (`O_EXCL`), for writing.
+    pub fn create_new(&self, name: &OsStr, mode: u32) -> io::Result<File> {
+        let name = c_string(name.as_bytes())?;
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC;
+        // SAFETY: an open folder and a valid C string.
+        let fd = unsafe { libc::openat(self.0.as_raw_fd(), name.as_ptr(), flags, mode) };
+        owned(fd).map(File::from)
+    }
+
     /// Opens the folder `name` here, never through a symlink: one call, however deep this
     /// folder is.
     pub fn open_dir(&self, name: &OsStr) -> io::Result<OpenDir> {
@@ -283,39 +292,60 @@ impl OutDir {
     pub fn move_new(&self, from: &Path, to: &Path) -> io::Result<()> {
         let ends = self.two_parents(from, to)?;
         let (from_fd, from_name, to_fd, to_name) = ends.fds();
-        let unsupported = |e: &io::Error| {
-            matches!(
-                e.raw_os_error(),
-                Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP | libc::EPERM | libc::EXDEV)
-            )
-        };
-        match rename_no_replace(from_fd, from_name, to_fd, to_name) {
-            Err(e) if unsupported(&e) => {}
-            done => return done,
-        }
-        // SAFETY: open folders and valid C strings.
-        match check(unsafe {
-            libc::linkat(from_fd, from_name.as_ptr(), to_fd, to_name.as_ptr(), 0)
-        }) {
-            Ok(()) => {
-                // The file is in place; a temporary name left behind is only a leftover,
-                // which the next run into this folder removes.
-                // SAFETY: an open folder and a valid C string.
-                let _ = unsafe { libc::unlinkat(from_fd, from_name.as_ptr(), 0) };
-                return Ok(());
-            }
-            Err(e) if unsupported(&e) || e.raw_os_error() == Some(libc::EMLINK) => {}
-            Err(e) => return Err(e),
-        }
-        match kind_at(to_fd, to_name) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Ok(_) => return Err(io::Error::from(io::ErrorKind::AlreadyExists)),
-            Err(e) => return Err(e),
-        }
-        // SAFETY: open folders and valid C strings.
-        check(unsafe { libc::renameat(from_fd, from_name.as_ptr(), to_fd, to_name.as_ptr()) })
+        move_new_at((from_fd, from_name), (to_fd, to_name))
     }
 
+    /// As [`OutDir::move_new`], from `name` in the folder `from` to `to_name` in the folder
+    /// `to` (this folder itself where `None`), both held open: nothing is looked up but the
+    /// two names.
+    pub fn move_new_held(
+        &self,
+        (from, name): (&OpenDir, &OsStr),
+        (to, to_name): (Option<&OpenDir>, &OsStr),
+    ) -> io::Result<()> {
+        let to_fd = to.map_or(self.fd.as_raw_fd(), |dir| dir.0.as_raw_fd());
+        let (name, to_name) = (c_string(name.as_bytes())?, c_string(to_name.as_bytes())?);
+        move_new_at((from.0.as_raw_fd(), &name), (to_fd, &to_name))
+    }
+}
+
+/// [`OutDir::move_new`] between two open folders.
+fn move_new_at(
+    (from_fd, from_name): (RawFd, &CStr),
+    (to_fd, to_name): (RawFd, &CStr),
+) -> io::Result<()> {
+    let unsupported = |e: &io::Error| {
+        matches!(
+            e.raw_os_error(),
+            Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP | libc::EPERM | libc::EXDEV)
+        )
+    };
+    match rename_no_replace(from_fd, from_name, to_fd, to_name) {
+        Err(e) if unsupported(&e) => {}
+        done => return done,
+    }
+    // SAFETY: open folders and valid C strings.
+    match check(unsafe { libc::linkat(from_fd, from_name.as_ptr(), to_fd, to_name.as_ptr(), 0) }) {
+        Ok(()) => {
+            // The file is in place; a temporary name left behind is only a leftover,
+            // which the next run into this folder removes.
+            // SAFETY: an open folder and a valid C string.
+            let _ = unsafe { libc::unlinkat(from_fd, from_name.as_ptr(), 0) };
+            return Ok(());
+        }
+        Err(e) if unsupported(&e) || e.raw_os_error() == Some(libc::EMLINK) => {}
+        Err(e) => return Err(e),
+    }
+    match kind_at(to_fd, to_name) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Ok(_) => return Err(io::Error::from(io::ErrorKind::AlreadyExists)),
+        Err(e) => return Err(e),
+    }
+    // SAFETY: open folders and valid C strings.
+    check(unsafe { libc::renameat(from_fd, from_name.as_ptr(), to_fd, to_name.as_ptr()) })
+}
+
+impl OutDir {
     /// Creates a symlink at `rel` holding `target` as it is.
     pub fn symlink(&self, target: &Path, rel: &Path) -> io::Result<()> {
         let target = c_string(target.as_os_str().as_bytes())?;

@@ -148,18 +148,36 @@ impl OutDir {
     /// Moves `from` to `to` without ever replacing what is at `to` (an `AlreadyExists` error
     /// then): `MoveFileExW` without `MOVEFILE_REPLACE_EXISTING`.
     pub fn move_new(&self, from: &Path, to: &Path) -> io::Result<()> {
-        use std::os::windows::ffi::OsStrExt;
-        use windows_sys::Win32::Storage::FileSystem::MoveFileExW;
-        let wide = |p: &Path| -> Vec<u16> { p.as_os_str().encode_wide().chain([0]).collect() };
-        let (from, to) = (wide(&self.at(from)), wide(&self.at(to)));
-        // SAFETY: NUL-terminated wide strings.
-        if unsafe { MoveFileExW(from.as_ptr(), to.as_ptr(), 0) } != 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        move_new_at(&self.at(from), &self.at(to))
     }
 
+    /// As [`OutDir::move_new`], from `name` in the folder `from` to `to_name` in the folder
+    /// `to` (this folder itself where `None`).
+    pub fn move_new_held(
+        &self,
+        (from, name): (&OpenDir, &std::ffi::OsStr),
+        (to, to_name): (Option<&OpenDir>, &std::ffi::OsStr),
+    ) -> io::Result<()> {
+        let to = to.map_or_else(|| self.at(Path::new("")), |dir| dir.0.clone());
+        move_new_at(&from.0.join(name), &to.join(to_name))
+    }
+}
+
+/// [`OutDir::move_new`] between two whole paths: `MoveFileExW` without replacing.
+fn move_new_at(from: &Path, to: &Path) -> io::Result<()> {
+    use std::os::windows::ffi::OsStrExt;
+    use windows_sys::Win32::Storage::FileSystem::MoveFileExW;
+    let wide = |p: &Path| -> Vec<u16> { p.as_os_str().encode_wide().chain([0]).collect() };
+    let (from, to) = (wide(from), wide(to));
+    // SAFETY: NUL-terminated wide strings.
+    if unsafe { MoveFileExW(from.as_ptr(), to.as_ptr(), 0) } != 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+impl OutDir {
     /// Owners are not restored on Windows (see `chown_file`).
     /// Extended attributes are set on Linux only.
     pub fn set_xattr(&self, _rel: &Path, _name: &[u8], _value: &[u8]) -> io::Result<()> {
@@ -265,6 +283,13 @@ impl OpenDir {
 
     pub fn open_dir(&self, name: &std::ffi::OsStr) -> io::Result<OpenDir> {
         Ok(OpenDir(self.0.join(name)))
+    }
+
+    pub fn create_new(&self, name: &std::ffi::OsStr, _mode: u32) -> io::Result<File> {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(self.0.join(name))
     }
 }
 

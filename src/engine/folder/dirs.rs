@@ -39,7 +39,7 @@ pub(super) struct DirState {
     pub busy: Duration,
     /// Every ready directory, parents first (for `fsync`).
     pub order: Vec<PathBuf>,
-    /// Folders held open to make their subfolders in (see [`Dirs::parent`]).
+    /// Folders held open to make their subfolders in (see [`Dirs::held`]).
     open: HashMap<PathBuf, Arc<OpenDir>>,
     /// Directories a thread is making now: others wait for it (see [`Dirs::make`]).
     making: HashMap<PathBuf, Arc<Making>>,
@@ -279,7 +279,7 @@ impl Dirs {
     /// each, and never through a symlink. A folder moved elsewhere during the run (by another
     /// program) still gets the subfolders asked for in it, there: never anything through a
     /// symlink, and files go by their whole path from the root (see `platform::OutDir`).
-    fn parent(&self, dir: &Path) -> std::io::Result<Arc<OpenDir>> {
+    pub fn held(&self, dir: &Path) -> std::io::Result<Arc<OpenDir>> {
         let above = {
             let state = self.lock();
             if let Some(open) = state.open.get(dir) {
@@ -310,7 +310,7 @@ impl Dirs {
     fn create_one(&self, rel: &Path) -> anyhow::Result<bool> {
         let path = || self.root.path().join(rel);
         let parent = match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-            Some(parent) => Some(self.parent(parent).with_context(|| {
+            Some(parent) => Some(self.held(parent).with_context(|| {
                 format!(
                     "opening directory '{}'",
                     self.root.path().join(parent).display()

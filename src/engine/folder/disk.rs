@@ -82,6 +82,14 @@ pub(crate) struct Disk {
     /// This run's marker in the folder, made before its first file (a run that makes no file
     /// leaves the folder untouched), removed when it ends; or why it could not be made.
     pub(super) mark: std::sync::OnceLock<Result<leftovers::RunMark, String>>,
+    /// Whether files are parked here (`park.rs`): on a local disk. On a network or FUSE
+    /// filesystem each create is a round trip, and the one thread that reads a layer would
+    /// make them one after another: there the source keeps the data itself, and the writers
+    /// write in parallel.
+    pub(super) parks: bool,
+    /// The folder of files written before their path was known (`park.rs`), once made; or
+    /// why it could not be.
+    pub(super) parked: std::sync::OnceLock<Result<(PathBuf, platform::OpenDir), String>>,
 }
 
 pub(super) fn nanos(d: Duration) -> u64 {
@@ -134,6 +142,7 @@ impl Disk {
             staged: work != root,
             plain_mkdir: !out_dir.is_setgid(),
             symlink_times: platform::remote_filesystem(work) != Some("FUSE"),
+            parks: platform::remote_filesystem(work).is_none(),
             symlink_times_left: AtomicU64::new(0),
             dirs: dirs::Dirs::new(Arc::clone(&out_dir), opts.overwrite),
             out_dir,
@@ -152,6 +161,7 @@ impl Disk {
             resumed: AtomicU64::new(0),
             redone: AtomicU64::new(0),
             mark: std::sync::OnceLock::new(),
+            parked: std::sync::OnceLock::new(),
         };
         if engine.staged {
             // A staging folder is marked at once, so that another run never takes it for a
@@ -410,6 +420,31 @@ impl Target for Disk {
 
     fn held(&self) -> Option<Arc<platform::OutDir>> {
         Some(Arc::clone(&self.out_dir))
+    }
+
+    fn parks(&self) -> bool {
+        self.parks
+    }
+
+    fn park(
+        &self,
+        state: &mut WriterState,
+        entry: &Entry,
+        content: Content<'_>,
+    ) -> Result<PathBuf, Error> {
+        self.park_file(state, entry, content)
+    }
+
+    fn settle(&self) {
+        self.close.settle();
+    }
+
+    fn place(&self, state: &mut WriterState, parked: &Path, entry: &Entry) -> Result<(), Error> {
+        self.place_file(state, parked, entry)
+    }
+
+    fn unpark(&self) {
+        self.unpark_all();
     }
 
     fn flush(&self, state: &mut WriterState) {

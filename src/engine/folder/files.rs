@@ -198,6 +198,19 @@ impl Disk {
         entry: &Entry,
         bytes: u64,
     ) -> Result<(), Error> {
+        let open = self.dress(open, entry)?;
+        let counts = &mut state.counts;
+        counts.files += 1;
+        counts.bytes += bytes;
+        self.run.reporter.file_written();
+        self.run.reporter.entry_written(&entry.name);
+        self.close_later(state, open, entry);
+        Ok(())
+    }
+
+    /// Gives a filled file the entry's metadata on its open handle: mtime, owner, extended
+    /// attributes, mode. On failure the file is removed.
+    pub(super) fn dress(&self, open: OpenFile, entry: &Entry) -> Result<OpenFile, Error> {
         let set = || -> anyhow::Result<()> {
             if let Some(mtime) = entry.mtime {
                 open.file.set_modified(mtime).with_context(|| {
@@ -235,25 +248,29 @@ impl Disk {
             self.discard(open);
             return Err(error);
         }
-        let counts = &mut state.counts;
-        counts.write_nanos += nanos(open.started.elapsed());
-        counts.files += 1;
-        counts.bytes += bytes;
-        self.run.reporter.file_written();
-        self.run.reporter.entry_written(&entry.name);
+        Ok(open)
+    }
+
+    /// Hands a finished file to the close stage.
+    pub(super) fn close_later(&self, state: &mut WriterState, open: OpenFile, entry: &Entry) {
+        state.counts.write_nanos += nanos(open.started.elapsed());
         let job = CloseJob {
             file: open.file,
             path: open.path,
             name: entry.name.clone().into(),
             finalize: open.finalize,
         };
-        let mine = *counts;
+        let mine = state.counts;
         self.close
             .hand_over(&mut state.close, job, || self.mean_write(&mine));
+        self.publish_now_and_then(state);
+    }
+
+    /// Adds a writer's counts to the engine's every [`PUBLISH_EVERY`] files.
+    pub(super) fn publish_now_and_then(&self, state: &mut WriterState) {
         if state.counts.files >= PUBLISH_EVERY {
             self.publish(&mut state.counts);
         }
-        Ok(())
     }
 
     /// Gives up on a file: closed and removed, so nothing half-written stays under any name.
@@ -283,7 +300,7 @@ impl Disk {
     }
 
     /// Copies the content into the file, checked against the declared size.
-    fn fill(
+    pub(super) fn fill(
         &self,
         open: &OpenFile,
         entry: &Entry,

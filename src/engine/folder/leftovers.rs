@@ -5,7 +5,9 @@
 //! locked until the run ends, and removed then. The kernel drops a process's locks when it dies,
 //! however it dies, so a marker that can be locked is a killed run's. A run that finds one:
 //! - removes the temporary files the killed run left (`.NAME.fastwrite-PID-N`: a file that
-//!   took more than one write, or a replacement, not yet moved into place), and says so;
+//!   took more than one write, or a replacement, not yet moved into place; a folder of that
+//!   name goes whole: an image's files parked before their path was known, `park.rs`), and
+//!   says so;
 //! - treats every file made or changed since the killed run began (its ctime is not older than
 //!   the marker's) as that run's: kept if it is complete (the entry's size and mtime, set last),
 //!   written again if not, whatever the overwrite policy. A file written with one write can be
@@ -297,15 +299,18 @@ fn remove_temporaries(
                 continue;
             };
             let path = dir.join(entry.file_name());
-            if kind.is_dir() {
+            let temporary = entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| is_temporary(n, pids));
+            if kind.is_dir() && temporary {
+                // A folder of files not yet in place (`park.rs`): it goes whole.
+                if out_dir.remove_tree(&path).is_ok() {
+                    removed.push(path);
+                }
+            } else if kind.is_dir() {
                 stack.push(path);
-            } else if kind.is_file()
-                && entry
-                    .file_name()
-                    .to_str()
-                    .is_some_and(|n| is_temporary(n, pids))
-                && out_dir.remove_file(&path).is_ok()
-            {
+            } else if kind.is_file() && temporary && out_dir.remove_file(&path).is_ok() {
                 removed.push(path);
             }
         }

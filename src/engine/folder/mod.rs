@@ -12,6 +12,7 @@ mod finish;
 mod later;
 mod leftovers;
 mod links;
+mod park;
 mod stage;
 mod stream;
 #[cfg(feature = "mirror")]

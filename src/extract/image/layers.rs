@@ -1,18 +1,23 @@
 //! Each layer read once: its bytes checked against their digest (and size) as they pass, decoded
 //! by what its bytes are (gzip, zstd, or a plain tar), its tar checked against the config's
-//! `diff_id`, its headers kept and its files' data spooled into an unnamed temporary file of
-//! its own, from which the writers read what the merged tree keeps.
+//! `diff_id`, its headers kept, and its files' data kept where [`Keep`] says until the merge.
 //!
-//! Why spool: the tree an image makes is known only once every layer's headers are read (a
-//! later layer may delete or replace anything, and a lower layer's symlink decides where an
-//! upper layer's name lands), and each final path is written once. Decoding every layer twice
-//! (headers, then data) would double the CPU of the slowest stage; holding the data in memory
-//! would not bound memory. The spool is written in order, in big chunks, to a local temporary
-//! folder (`TMPDIR`), and read back by position, so the writers work in parallel whatever the
-//! layer's order.
+//! Why the data is kept aside at all: the tree an image makes is known only once every layer's
+//! headers are read (a later layer may delete or replace anything, and a lower layer's symlink
+//! decides where an upper layer's name lands), and each final path is made once. Decoding every
+//! layer twice (headers, then data) would double the CPU of the slowest stage; holding the data
+//! in memory would not bound memory. So each file is written whole as it arrives, where the
+//! target can hold it before its path is known: into the output's own filesystem under a
+//! temporary name (`Keep::Park`, a local folder: `engine/folder/park.rs`), and moved to its
+//! path after the merge; every byte is written once. Where the target cannot (a bucket, whose
+//! objects are not renamed; a network filesystem, where one thread's creates would be round
+//! trips one after another) and for listing and reading, the data is spooled in order into an
+//! unnamed temporary file of the layer's own in `TMPDIR` (`Keep::Spool`), from which the
+//! writers read what the merged tree keeps, in parallel.
 
 use std::fs::File;
 use std::io::{self, BufRead, Read, Write};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
@@ -22,10 +27,11 @@ use super::cache::{Keeper, Tee};
 use super::digest::{Hashing, checkable};
 use super::manifest::Descriptor;
 use super::pipe;
-use crate::engine::read_full;
+use crate::engine::{Content, Engine, Writer, read_full};
 use crate::error::{Error, ErrorKind, Setting};
 use crate::extract::codec::{Codec, Verified};
 use crate::extract::tar::{Kind, Reader};
+use crate::plan::Entry;
 use crate::report::human_bytes;
 
 /// One member of a layer, as the merge and the writers need it.
@@ -43,6 +49,8 @@ pub(super) struct Member {
     /// A file's data: where it starts in the layer's spool, and its length.
     pub offset: u64,
     pub size: u64,
+    /// Where a file was parked in the output, if it was ([`Keep::Park`]).
+    pub parked: Option<PathBuf>,
 }
 
 impl Default for Member {
@@ -59,6 +67,7 @@ impl Default for Member {
             xattrs: Vec::new(),
             offset: 0,
             size: 0,
+            parked: None,
         }
     }
 }
@@ -124,18 +133,26 @@ pub(super) fn past_the_cap(error: &anyhow::Error) -> bool {
     })
 }
 
+/// How a layer is read: its name in messages (`layer 2 of 4 (sha256:0123456789ab)`), the
+/// output cap its files count against, and where its files' data waits.
+pub(super) struct Reading<'a> {
+    pub label: String,
+    pub cap: &'a Cap,
+    pub keep: &'a Keep<'a>,
+}
+
 /// Reads the layer `blob` whose descriptor is `descriptor` and whose tar's digest the config
-/// says is `diff_id`; `label` names it. An error refuses the image: nothing of a layer that
+/// says is `diff_id`, as `reading` says. An error refuses the image: nothing of a layer that
 /// fails its digest is trusted.
-/// `keeper`, if given, is written every byte of the blob as it is read (the layers cache); the
-/// files' bytes count against `cap`.
+/// `keeper`, if given, is written every byte of the blob as it is read (the layers cache).
 pub(super) fn read(
     blob: Box<dyn Read + Send + '_>,
     descriptor: &Descriptor,
     diff_id: Option<&str>,
-    (label, cap): (String, &Cap),
+    reading: Reading<'_>,
     keeper: Option<&mut Keeper>,
 ) -> anyhow::Result<Layer> {
+    let label = reading.label.clone();
     let wrap = |e: anyhow::Error| e.context(format!("{label} cannot be applied"));
     let blob: Box<dyn Read + Send + '_> = match keeper {
         Some(keeper) => Box::new(Tee {
@@ -144,14 +161,14 @@ pub(super) fn read(
         }),
         None => blob,
     };
-    read_checked(blob, descriptor, diff_id, (label.clone(), cap)).map_err(wrap)
+    read_checked(blob, descriptor, diff_id, reading).map_err(wrap)
 }
 
 fn read_checked(
     blob: Box<dyn Read + Send + '_>,
     descriptor: &Descriptor,
     diff_id: Option<&str>,
-    (label, cap): (String, &Cap),
+    Reading { label, cap, keep }: Reading<'_>,
 ) -> anyhow::Result<Layer> {
     // (A `docker save` tar names some layers by path alone: their tar's diff_id checks them.)
     let blob_digest = !descriptor.digest.is_empty();
@@ -181,7 +198,7 @@ fn read_checked(
         let inflating = std::thread::Builder::new()
             .name("fastwrite-inflate".into())
             .spawn_scoped(scope, move || inflate(blob_taker, &tar_maker));
-        let spooled = spool_tar(tar_taker, cap);
+        let spooled = spool_tar(tar_taker, (cap, keep));
         (joined(fetching), joined(inflating), spooled)
     });
     // The blob's own errors first (its start, its codec, its end); then the tar's, which
@@ -215,7 +232,7 @@ fn read_checked(
     }
     Ok(Layer {
         members,
-        spool: Some(spool),
+        spool,
         label,
         warnings: Vec::new(),
     })
@@ -314,30 +331,25 @@ fn inflate(mut blob: pipe::Taker, maker: &pipe::Maker) -> anyhow::Result<()> {
 
 /// Reads the tar `taker` gives: its members, the spool of their data (counted against `cap`),
 /// and its digest.
-fn spool_tar(taker: pipe::Taker, cap: &Cap) -> anyhow::Result<(Vec<Member>, File, String)> {
+fn spool_tar(
+    taker: pipe::Taker,
+    held: (&Cap, &Keep<'_>),
+) -> anyhow::Result<(Vec<Member>, Option<File>, String)> {
     let mut tar = Hashing::new(taker);
     let mut reader = Reader::new(&mut tar).with_owners(true);
-    let (members, spool) = spool_members(&mut reader, cap)?;
+    let (members, spool) = hold_members(&mut reader, held)?;
     // The rest of the tar (its end blocks, tape padding), for its digest and the decoder's own
     // check.
     io::copy(&mut reader.into_inner(), &mut io::sink()).context("reading its end")?;
     Ok((members, spool, tar.digest()))
 }
 
-/// Reads every member's header, and copies each file's data into a new spool.
-fn spool_members<R: Read>(
+/// Reads every member's header, and keeps each file's data as `keep` says.
+fn hold_members<R: Read>(
     reader: &mut Reader<R>,
-    cap: &Cap,
-) -> anyhow::Result<(Vec<Member>, File)> {
-    // (Where: said in every error about it, for a TMPDIR too small for the image.)
-    let spooled_in = format!(
-        "a temporary file in '{}' (TMPDIR)",
-        std::env::temp_dir().display()
-    );
-    let spool = tempfile::tempfile()
-        .with_context(|| format!("cannot make {spooled_in} to hold its data"))?;
-    let mut out = SpoolWriter::new(spool);
-    let mut at = 0u64;
+    (cap, keep): (&Cap, &Keep<'_>),
+) -> anyhow::Result<(Vec<Member>, Option<File>)> {
+    let mut holder = Holder::new(keep)?;
     let mut members = Vec::new();
     while let Some(member) = reader.next().with_context(|| match members.last() {
         Some(Member { name, .. }) => format!(
@@ -356,37 +368,119 @@ fn spool_members<R: Read>(
             gid: member.owner.gid,
             device: member.device,
             xattrs: member.xattrs,
-            offset: at,
+            offset: 0,
             size: 0,
+            parked: None,
         };
         if kept.kind == Kind::File {
             cap.take(member.size, &kept.name)?;
-            let copied = out.take_from(&mut reader.data()).map_err(|error| {
-                let name = String::from_utf8_lossy(&kept.name);
-                match error {
-                    Failed::Reading(error) => {
-                        anyhow!(error).context(format!("reading the data of '{name}'"))
-                    }
-                    Failed::Spooling(error) => anyhow!(error)
-                        .context(format!("writing the data of '{name}' to {spooled_in}")),
-                }
-            })?;
-            if copied != member.size {
-                bail!(
-                    "the data of '{}' ends after {copied} of its {} bytes",
-                    String::from_utf8_lossy(&kept.name),
-                    member.size
-                );
-            }
-            kept.size = copied;
-            at += copied;
+            kept.size = member.size;
+            holder.hold(&mut kept, &mut reader.data())?;
         }
         members.push(kept);
     }
-    let spool = out
-        .finish()
-        .with_context(|| format!("writing its data to {spooled_in}"))?;
-    Ok((members, spool))
+    Ok((members, holder.finish()?))
+}
+
+/// Where a layer's files' data waits until the merge has decided what each becomes.
+pub(super) enum Keep<'a> {
+    /// In a spool of the layer's own, in `TMPDIR`: for listing and reading an image, and for a
+    /// target that cannot park files (a bucket).
+    Spool,
+    /// In the output itself, each file written whole as it arrives, under a temporary name
+    /// (`Target::park`), with the metadata `entry_of` gives it; moved to its path once the
+    /// merge has decided (docs/design.md, "Each file written once, as it arrives").
+    Park {
+        engine: &'a Engine,
+        entry_of: &'a (dyn Fn(&Member) -> Entry + Sync),
+    },
+}
+
+/// A layer's files' data on its way to where it waits ([`Keep`]).
+enum Holder<'a> {
+    Spool {
+        out: SpoolWriter,
+        at: u64,
+        /// Where the spool is, for its errors (a `TMPDIR` too small for the image).
+        spooled_in: String,
+    },
+    Park {
+        writer: Writer<'a>,
+        entry_of: &'a (dyn Fn(&Member) -> Entry + Sync),
+    },
+}
+
+impl<'a> Holder<'a> {
+    fn new(keep: &Keep<'a>) -> anyhow::Result<Holder<'a>> {
+        Ok(match *keep {
+            Keep::Spool => {
+                let spooled_in = format!(
+                    "a temporary file in '{}' (TMPDIR)",
+                    std::env::temp_dir().display()
+                );
+                let spool = tempfile::tempfile()
+                    .with_context(|| format!("cannot make {spooled_in} to hold its data"))?;
+                Holder::Spool {
+                    out: SpoolWriter::new(spool),
+                    at: 0,
+                    spooled_in,
+                }
+            }
+            Keep::Park { engine, entry_of } => Holder::Park {
+                writer: engine.writer(),
+                entry_of,
+            },
+        })
+    }
+
+    /// Keeps the data of the file `kept` (its declared size in `kept.size`), all of it:
+    /// where it is goes into `kept`.
+    fn hold(&mut self, kept: &mut Member, data: &mut dyn Read) -> anyhow::Result<()> {
+        let name = || String::from_utf8_lossy(&kept.name).into_owned();
+        match self {
+            Holder::Park { writer, entry_of } => {
+                let entry = entry_of(kept);
+                kept.parked = Some(writer.park(&entry, Content::Reader(data))?);
+            }
+            Holder::Spool {
+                out,
+                at,
+                spooled_in,
+            } => {
+                let copied = out.take_from(data).map_err(|error| match error {
+                    Failed::Reading(error) => {
+                        anyhow!(error).context(format!("reading the data of '{}'", name()))
+                    }
+                    Failed::Spooling(error) => anyhow!(error)
+                        .context(format!("writing the data of '{}' to {spooled_in}", name())),
+                })?;
+                if copied != kept.size {
+                    bail!(
+                        "the data of '{}' ends after {copied} of its {} bytes",
+                        name(),
+                        kept.size
+                    );
+                }
+                kept.offset = *at;
+                *at += copied;
+            }
+        }
+        Ok(())
+    }
+
+    /// The spool, written whole (`None` where the files were parked).
+    fn finish(self) -> anyhow::Result<Option<File>> {
+        match self {
+            Holder::Spool {
+                out, spooled_in, ..
+            } => out
+                .finish()
+                .map(Some)
+                .with_context(|| format!("writing its data to {spooled_in}")),
+            // (Dropping the writer hands its closes over.)
+            Holder::Park { .. } => Ok(None),
+        }
+    }
 }
 
 /// Writes a spool in big pieces, its data read straight into its buffer: `io::copy` into a

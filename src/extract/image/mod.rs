@@ -47,7 +47,7 @@ use crate::place::Place;
 use crate::plan::{self, Entry, EntryKind, Plan, Special};
 use crate::report::Report;
 use blobs::Blobs;
-use layers::{Layer, Spooled};
+use layers::{Keep, Layer, Spooled};
 use manifest::{Descriptor, Document, Manifest, Platform};
 use merge::{Merged, Node};
 
@@ -303,7 +303,8 @@ const REMOTE_LAYERS: usize = 16;
 /// each layer's first bytes take round trips (a token, a redirect to the registry's storage)
 /// best overlapped, and one waiting on the network costs three idle threads and its pipes'
 /// 4 MiB. From disk, as many as `-j` or the cores, at least two: there each is CPU work.
-fn read_layers(image: &Opened, opts: &Options) -> anyhow::Result<Vec<Layer>> {
+/// Each layer's files wait where `keep` says until the merge.
+fn read_layers(image: &Opened, opts: &Options, keep: &Keep<'_>) -> anyhow::Result<Vec<Layer>> {
     let count = image.manifest.layers.len();
     let at_once = match image.blobs.remote() {
         true => REMOTE_LAYERS,
@@ -338,7 +339,12 @@ fn read_layers(image: &Opened, opts: &Options) -> anyhow::Result<Vec<Layer>> {
                 if opts.cancel.is_cancelled() {
                     bail!("{label} was not read: the run was cancelled");
                 }
-                read_layer(image, cache.as_ref(), descriptor, diff_id, (label, &cap))
+                let reading = layers::Reading {
+                    label,
+                    cap: &cap,
+                    keep,
+                };
+                read_layer(image, cache.as_ref(), descriptor, diff_id, reading)
             })
             .collect()
     })
@@ -351,17 +357,12 @@ fn read_layer(
     cache: Option<&cache::Cache>,
     descriptor: &Descriptor,
     diff_id: &str,
-    (label, cap): (String, &layers::Cap),
+    reading: layers::Reading<'_>,
 ) -> anyhow::Result<Layer> {
+    let label = reading.label.clone();
     if let Some((file, path)) = cache.and_then(|cache| cache.get(descriptor)) {
         let named = label.clone();
-        let read = layers::read(
-            Box::new(file),
-            descriptor,
-            Some(diff_id),
-            (label, cap),
-            None,
-        );
+        let read = layers::read(Box::new(file), descriptor, Some(diff_id), reading, None);
         return read.map_err(|error| {
             // (The output cap is the run's, not the blob's fault.)
             if layers::past_the_cap(&error) {
@@ -381,7 +382,7 @@ fn read_layer(
         .with_context(|| format!("{label} cannot be read"))?;
     let mut keeper = cache.map(|cache| cache.keeper(descriptor));
     let keeping = keeper.as_mut().and_then(|k| k.as_mut().ok());
-    let mut layer = layers::read(blob, descriptor, Some(diff_id), (label, cap), keeping)?;
+    let mut layer = layers::read(blob, descriptor, Some(diff_id), reading, keeping)?;
     let kept = match keeper {
         Some(Ok(keeper)) => keeper.keep(),
         Some(Err(why)) => Err(why),
@@ -396,12 +397,30 @@ fn read_layer(
     Ok(layer)
 }
 
-/// Where a final file's data is: its layer and its place in that layer's spool.
+/// Where a final file's data is: its layer and member (parked in the output, or in its
+/// layer's spool).
 #[derive(Clone, Copy)]
 struct Source {
     layer: u32,
-    offset: u64,
-    size: u64,
+    member: u32,
+}
+
+impl Source {
+    /// The member whose data it is.
+    fn of<'l>(&self, layers: &'l [Layer]) -> &'l layers::Member {
+        &layers[self.layer as usize].members[self.member as usize]
+    }
+
+    /// Its data in its layer's spool.
+    fn spooled<'l>(&self, layers: &'l [Layer]) -> Option<Spooled<'l>> {
+        let member = self.of(layers);
+        let spool = layers[self.layer as usize].spool.as_ref()?;
+        Some(Spooled {
+            spool,
+            at: member.offset,
+            end: member.offset + member.size,
+        })
+    }
 }
 
 /// What this process can give an image's entries.
@@ -479,11 +498,7 @@ fn plan_of(merged: &Merged, layers: &[Layer], powers: &Powers) -> (Plan, Vec<Opt
                 None => {
                     primary.insert((layer, m), path);
                     entry.size = member.size;
-                    source = Some(Source {
-                        layer,
-                        offset: member.offset,
-                        size: member.size,
-                    });
+                    source = Some(Source { layer, member: m });
                     EntryKind::File
                 }
             },
@@ -649,8 +664,8 @@ fn merged(
     let label = reference.label();
     let image =
         open(reference, opts).with_context(|| format!("cannot read the image '{label}'"))?;
-    let layers =
-        read_layers(&image, opts).with_context(|| format!("refused the image '{label}'{then}"))?;
+    let layers = read_layers(&image, opts, &Keep::Spool)
+        .with_context(|| format!("refused the image '{label}'{then}"))?;
     let merged = Merged::of(&layers);
     Ok((layers, merged))
 }
@@ -699,53 +714,105 @@ impl super::source::Source for Image {
     }
 }
 
-/// Applies the image `reference` names into `out`.
+/// Applies the image `reference` names into `out`: every layer read at once, each file
+/// written as it arrives where the target can park it (a folder: `engine/folder/park.rs`), else
+/// spooled; then the merge, and each final path made once.
 fn extract(
     reference: &Reference,
     out: &Place,
     opts: &Options,
     chooser: &Chooser,
 ) -> anyhow::Result<Report> {
-    let (layers, merged) = merged(reference, opts, chooser, ": nothing was written")?;
+    refuse_selection(reference, chooser)?;
+    let label = reference.label();
+    let image =
+        open(reference, opts).with_context(|| format!("cannot read the image '{label}'"))?;
     let powers = Powers::here();
-    let (mut plan, sources) = plan_of(&merged, &layers, &powers);
-    let opts = &image_options(opts, &powers);
-    super::limits::check_declared(&plan, out, opts)?;
-    let (mut report, ()) = engine::run(out, None, opts, |engine, writers| {
-        writers.install(|| engine.prepare(&mut plan));
-        // (Only the files are left in the plan.) The largest first: one big file taken last
-        // would leave the other writers idle.
-        let files = &plan.entries;
-        let mut order: Vec<usize> = (0..files.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(files[i].size));
-        let bytes = files.iter().map(|e| e.size).sum();
-        engine.run().reporter().planned(files.len() as u64, bytes);
-        let next = AtomicUsize::new(0);
-        writers.broadcast(|_| {
-            let mut writer = engine.writer();
-            while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
-                if engine.run().stopped() {
-                    break;
-                }
-                let entry = &files[i];
-                let Some(Some(source)) = sources.get(entry.index) else {
-                    continue;
-                };
-                let layer = &layers[source.layer as usize];
-                let Some(spool) = &layer.spool else {
-                    continue;
-                };
-                let mut data = Spooled {
-                    spool,
-                    at: source.offset,
-                    end: source.offset + source.size,
-                };
-                writer.write(entry, Content::Reader(&mut data));
+    let image_opts = &image_options(opts, &powers);
+    let (mut report, applied) = engine::run(out, None, image_opts, |engine, writers| {
+        let entry_of = |member: &layers::Member| parked_entry(member, &powers);
+        let keep = match engine.parks() {
+            true => Keep::Park {
+                engine,
+                entry_of: &entry_of,
+            },
+            false => Keep::Spool,
+        };
+        let read = read_layers(&image, opts, &keep);
+        // (Every parked file closed: complete, or its failure recorded and the file gone.)
+        engine.settle();
+        let layers = match read {
+            Ok(layers) => layers,
+            Err(error) => {
+                engine.unpark();
+                let refused = format!("refused the image '{label}': nothing was written");
+                return Err(error.context(refused));
             }
-        });
+        };
+        let merged = Merged::of(&layers);
+        let (mut plan, sources) = plan_of(&merged, &layers, &powers);
+        if !engine.parks() {
+            super::limits::check_declared(&plan, out, image_opts)?;
+        }
+        write_plan(engine, writers, &mut plan, &sources, &layers);
+        engine.unpark();
+        Ok(plan)
     })?;
+    let mut plan = applied?;
     engine::add_plan(&mut report, &mut plan);
     Ok(report)
+}
+
+/// A parked file's entry: the member's own metadata, as far as this process can give it (what
+/// it cannot is counted where the plan is made); its path only names it in messages.
+fn parked_entry(member: &layers::Member, powers: &Powers) -> Entry {
+    let name = String::from_utf8_lossy(&member.name).into_owned();
+    let path = plan::safe_relative_posix_bytes(&member.name).unwrap_or_default();
+    let mut entry = folder(name, path, 0);
+    entry.kind = EntryKind::File;
+    entry.size = member.size;
+    Missed::default().dress(&mut entry, member, powers);
+    entry
+}
+
+/// Writes the merged tree's `plan`: folders and links registered, then each final file placed
+/// (parked) or written (from its spool) on every writer, largest first.
+fn write_plan(
+    engine: &engine::Engine,
+    writers: &rayon::ThreadPool,
+    plan: &mut Plan,
+    sources: &[Option<Source>],
+    layers: &[Layer],
+) {
+    writers.install(|| engine.prepare(plan));
+    // (Only the files are left in the plan.) Written from a spool, the largest first: one big
+    // file taken last would leave the other writers idle. Parked, in path order: each move
+    // costs the same, and a folder's files follow each other, its handle held.
+    let files = &plan.entries;
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    if !engine.parks() {
+        order.sort_by_key(|&i| std::cmp::Reverse(files[i].size));
+    }
+    let bytes = files.iter().map(|e| e.size).sum();
+    engine.run().reporter().planned(files.len() as u64, bytes);
+    let next = AtomicUsize::new(0);
+    writers.broadcast(|_| {
+        let mut writer = engine.writer();
+        while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+            if engine.run().stopped() {
+                break;
+            }
+            let entry = &files[i];
+            let Some(Some(source)) = sources.get(entry.index) else {
+                continue;
+            };
+            if let Some(parked) = &source.of(layers).parked {
+                writer.place(parked, entry);
+            } else if let Some(mut data) = source.spooled(layers) {
+                writer.write(entry, Content::Reader(&mut data));
+            }
+        }
+    });
 }
 
 /// Lists the tree the image `reference` names would make, in path order: what `extract`
@@ -833,13 +900,8 @@ fn read_files(
         let Some(Some(source)) = sources.get(entry.index) else {
             continue;
         };
-        let Some(spool) = &layers[source.layer as usize].spool else {
+        let Some(mut data) = source.spooled(&layers) else {
             continue;
-        };
-        let mut data = Spooled {
-            spool,
-            at: source.offset,
-            end: source.offset + source.size,
         };
         match super::give::give(entry, &mut data, each) {
             Ok(n) => {
