@@ -91,6 +91,8 @@ pub(super) struct Layer {
 pub(super) struct Cap {
     max: Option<u64>,
     spooled: AtomicU64,
+    /// A layer failed: the others stop at their next file (the image is refused whole).
+    stopped: std::sync::atomic::AtomicBool,
 }
 
 impl Cap {
@@ -98,22 +100,38 @@ impl Cap {
         Cap {
             max,
             spooled: AtomicU64::new(0),
+            stopped: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
-    /// Counts `size` bytes of the member `name`: refused past the cap.
+    /// A layer failed: the others stop reading.
+    pub(super) fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+    }
+
+    /// Counts `size` bytes of the member `name`: refused past the cap, or stopped where
+    /// another layer failed.
     fn take(&self, size: u64, name: &[u8]) -> anyhow::Result<()> {
+        if self.stopped.load(Ordering::Relaxed) {
+            let error = anyhow!("stopped: another layer failed");
+            let name = String::from_utf8_lossy(name).into_owned();
+            return Err(Error::new(name, ErrorKind::Cancelled, error).into());
+        }
         let Some(max) = self.max else {
             return Ok(());
         };
-        let total = self
-            .spooled
-            .fetch_add(size, Ordering::Relaxed)
-            .saturating_add(size);
+        let before = self.spooled.fetch_add(size, Ordering::Relaxed);
+        let total = before.saturating_add(size);
         if total <= max {
             return Ok(());
         }
         let name = String::from_utf8_lossy(name).into_owned();
+        if before > max {
+            // Another layer's file took the count past the cap (layers are read at once):
+            // that one is the refusal said; this layer only stops.
+            let error = anyhow!("stopped: the image's files went past the cap in another layer");
+            return Err(Error::new(name, ErrorKind::Cancelled, error).into());
+        }
         let error = anyhow!(
             "refused: its {} would take the image's files to {}, past the cap of {} ({})",
             human_bytes(size),

@@ -3,14 +3,16 @@
 //! or at a URL, applied as a root filesystem into OUT through the same engine as every archive
 //! (writers sized by latency, the close pool, `--atomic`, the report).
 //!
-//! What this module owns: naming an image (`Reference`), reading its documents (`manifest.rs`:
-//! index, manifest, config, the platform), fetching its blobs (`layout.rs`, `registry.rs` with
-//! `credentials.rs`, `remote.rs` for a bucket or a URL, behind [`Blobs`]; `archive.rs` for
-//! `docker save`'s tar), keeping them in the layers cache (`cache.rs`), reading each layer once with its
-//! digests checked (`layers.rs`, on three threads joined by `pipe.rs`), and the layer rules
-//! (`merge.rs`: whiteouts, opaque folders, links across layers, every name resolved inside the
-//! root). Then the merged tree is one plan, and each final path is written once, from the layer
-//! that last put it there.
+//! What this module owns: naming an image (`name.rs`: [`Reference`]), reading its documents
+//! (`manifest.rs`: index, manifest, config, the platform), fetching its blobs (`layout.rs`,
+//! `registry.rs` with `credentials.rs`, `remote.rs` for a bucket or a URL, behind [`Blobs`];
+//! `archive.rs` for `docker save`'s tar), keeping them in the layers cache (`cache.rs`), reading
+//! each layer once with its digests checked (`layers.rs`, on three threads joined by `pipe.rs`;
+//! its files written as they arrive), and the layer rules (`merge.rs`: whiteouts, opaque
+//! folders, links across layers, every name resolved inside the root). Then the merged tree is
+//! one plan (`tree.rs`, with what this process can give it), and each final path is made once,
+//! from the layer that last put it there. This file opens an image, reads its layers, and
+//! extracts, lists and reads it.
 //!
 //! Unlike an archive from anywhere, an image is applied as the runtimes apply it: setuid and
 //! setgid bits kept, absolute symlinks kept, owners (by number) and device nodes made where
@@ -27,188 +29,32 @@ mod layers;
 mod layout;
 mod manifest;
 mod merge;
+mod name;
 mod pipe;
 #[cfg(feature = "http")]
 mod registry;
 mod remote;
+mod tree;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use anyhow::{Context, anyhow, bail};
+use anyhow::{Context, bail};
 
 use crate::engine::{self, Content};
 use crate::error::{Error, ErrorKind};
 use crate::extract::listed::{Listed, ListedKind};
 use crate::extract::select::Chooser;
-use crate::extract::tar::Kind;
 use crate::options::Options;
 use crate::place::Place;
-use crate::plan::{self, Entry, EntryKind, Plan, Special};
+use crate::plan::{EntryKind, Plan, Special};
 use crate::report::Report;
 use blobs::Blobs;
-use layers::{Keep, Layer, Spooled};
+use layers::{Keep, Layer};
 use manifest::{Descriptor, Document, Manifest, Platform};
 use merge::{Merged, Node};
-
-/// An image, as skopeo, crane and Apptainer users name one.
-#[derive(Debug, Clone)]
-pub(crate) enum Reference {
-    /// `oci:DIR[:REF]`.
-    Layout { dir: PathBuf, tag: Option<String> },
-    /// `docker-archive:FILE[:NAME:TAG]`: what `docker save` writes.
-    Archive { file: PathBuf, tag: Option<String> },
-    /// `docker://[REGISTRY/]NAME[:TAG|@DIGEST]`.
-    #[cfg(feature = "http")]
-    Registry(registry::Name),
-}
-
-impl Reference {
-    /// The image `archive` names, if it names one (`oci:`, `docker://`); `None`: a file or a
-    /// URL of another kind. A file whose name starts so is reached as `./oci:NAME`.
-    pub(crate) fn parse(archive: &Path) -> anyhow::Result<Option<Reference>> {
-        let Some(text) = archive.to_str() else {
-            return Ok(None);
-        };
-        if let Some(rest) = text.strip_prefix("oci:") {
-            if rest.is_empty() {
-                bail!("'{text}' names no folder: oci:DIR[:TAG]");
-            }
-            if let Some((dir, tag)) = crate::place::split_tag(rest) {
-                return Ok(Some(Reference::Layout {
-                    dir: PathBuf::from(dir),
-                    tag: tag.map(str::to_string),
-                }));
-            }
-            // The folder as a whole, if it is one; else a tag after the last ':'.
-            let (dir, tag) = match rest.rsplit_once(':') {
-                Some((dir, tag)) if !Path::new(rest).is_dir() && !dir.is_empty() => {
-                    (dir, Some(tag.to_string()))
-                }
-                _ => (rest, None),
-            };
-            return Ok(Some(Reference::Layout {
-                dir: PathBuf::from(dir),
-                tag,
-            }));
-        }
-        if let Some(rest) = text.strip_prefix("docker-archive:") {
-            if let Some((file, tag)) = crate::place::split_tag(rest) {
-                return Ok(Some(Reference::Archive {
-                    file: PathBuf::from(file),
-                    tag: tag.map(str::to_string),
-                }));
-            }
-            // The file, then the image's NAME:TAG if the archive holds several (the file is
-            // the longest prefix before a ':' that is one).
-            let split = rest
-                .match_indices(':')
-                .map(|(i, _)| i)
-                .rev()
-                .find(|&i| Path::new(&rest[..i]).is_file());
-            let (file, tag) = match split {
-                Some(i) if !Path::new(rest).is_file() => {
-                    (&rest[..i], Some(rest[i + 1..].to_string()))
-                }
-                _ => (rest, None),
-            };
-            if file.is_empty() {
-                bail!("'{text}' names no file: docker-archive:FILE[:NAME:TAG]");
-            }
-            return Ok(Some(Reference::Archive {
-                file: PathBuf::from(file),
-                tag,
-            }));
-        }
-        if let Some(rest) = text.strip_prefix("docker://") {
-            #[cfg(feature = "http")]
-            return Ok(Some(Reference::Registry(registry::Name::parse(rest)?)));
-            #[cfg(not(feature = "http"))]
-            {
-                let _ = rest;
-                return Err(crate::extract::format::not_built(
-                    &format!("'{text}'"),
-                    "an image in a registry",
-                    "images from registries",
-                    "http",
-                ));
-            }
-        }
-        Ok(None)
-    }
-
-    /// The name of the image's own folder with one folder per archive (`--per-archive`), as
-    /// Apptainer names what it pulls: the repository's last name and the tag
-    /// (`docker://ghcr.io/team/app:1.4` -> `app_1.4`), or the digest's first twelve digits
-    /// (`app_sha256-0123456789ab`); a layout's folder name and its tag; a `docker save` tar's
-    /// image name and tag, or the file's name without `.tar`.
-    pub(crate) fn folder_name(&self) -> Option<String> {
-        let last_name = |path: &Path| {
-            path.components()
-                .next_back()
-                .and_then(|c| c.as_os_str().to_str().map(str::to_string))
-        };
-        let named = |name: &str, tag: Option<&str>| {
-            let name = name.rsplit('/').next().unwrap_or(name);
-            let tag = tag.map(|tag| match tag.split_once(':') {
-                Some((algorithm, hex)) => {
-                    format!("{algorithm}-{}", hex.get(..12).unwrap_or(hex))
-                }
-                None => tag.to_string(),
-            });
-            match tag {
-                Some(tag) => format!("{name}_{tag}"),
-                None => name.to_string(),
-            }
-        };
-        let name = match self {
-            Reference::Layout { dir, tag } => named(&last_name(dir)?, tag.as_deref()),
-            Reference::Archive {
-                tag: Some(tag),
-                file: _,
-            } => match tag.rsplit_once(':') {
-                Some((name, tag)) => named(name, Some(tag)),
-                None => named(tag, None),
-            },
-            Reference::Archive { file, tag: None } => {
-                let file = last_name(file)?;
-                match file.len().checked_sub(4) {
-                    Some(end)
-                        if file
-                            .get(end..)
-                            .is_some_and(|s| s.eq_ignore_ascii_case(".tar")) =>
-                    {
-                        file[..end].into()
-                    }
-                    _ => file,
-                }
-            }
-            #[cfg(feature = "http")]
-            Reference::Registry(name) => named(&name.repository, Some(&name.reference)),
-        };
-        (!name.is_empty() && name != "." && name != "..").then_some(name)
-    }
-
-    /// How messages name the image.
-    pub(crate) fn label(&self) -> String {
-        match self {
-            Reference::Layout {
-                dir,
-                tag: Some(tag),
-            } => format!("oci:{}:{tag}", dir.display()),
-            Reference::Layout { dir, tag: None } => format!("oci:{}", dir.display()),
-            Reference::Archive {
-                file,
-                tag: Some(tag),
-            } => {
-                format!("docker-archive:{}:{tag}", file.display())
-            }
-            Reference::Archive { file, tag: None } => format!("docker-archive:{}", file.display()),
-            #[cfg(feature = "http")]
-            Reference::Registry(name) => format!("docker://{name}"),
-        }
-    }
-}
+pub(crate) use name::Reference;
+use tree::{Powers, Source, image_options, parked_entry, plan_of};
 
 /// An image opened: where its blobs come from, its manifest, and the digest of each layer's tar.
 struct Opened {
@@ -325,7 +171,7 @@ fn read_layers(image: &Opened, opts: &Options, keep: &Keep<'_>) -> anyhow::Resul
         _ => None,
     };
     let cap = layers::Cap::new(opts.max_output);
-    pool.install(|| {
+    let results = pool.install(|| {
         use rayon::prelude::*;
         image
             .manifest
@@ -344,10 +190,39 @@ fn read_layers(image: &Opened, opts: &Options, keep: &Keep<'_>) -> anyhow::Resul
                     cap: &cap,
                     keep,
                 };
-                read_layer(image, cache.as_ref(), descriptor, diff_id, reading)
+                let read = read_layer(image, cache.as_ref(), descriptor, diff_id, reading);
+                if read.is_err() {
+                    cap.stop();
+                }
+                read
             })
-            .collect()
-    })
+            .collect::<Vec<_>>()
+    });
+    // The refusal worth saying: the file that took the image past the output cap (the other
+    // layers then only stopped), else the first layer's error that is not a stop.
+    let mut failed: Vec<anyhow::Error> = Vec::new();
+    let mut read = Vec::with_capacity(count);
+    for result in results {
+        match result {
+            Ok(layer) => read.push(layer),
+            Err(error) => failed.push(error),
+        }
+    }
+    let stopped = |e: &anyhow::Error| {
+        e.chain().any(|e| {
+            e.downcast_ref::<Error>()
+                .is_some_and(|e| e.kind() == ErrorKind::Cancelled)
+        })
+    };
+    let worth = failed
+        .iter()
+        .position(layers::past_the_cap)
+        .or_else(|| failed.iter().position(|e| !stopped(e)))
+        .or((!failed.is_empty()).then_some(0));
+    match worth {
+        Some(i) => Err(failed.swap_remove(i)),
+        None => Ok(read),
+    }
 }
 
 /// Reads one layer: from the layers cache if it holds the blob, else from where the image's
@@ -395,249 +270,6 @@ fn read_layer(
         ));
     }
     Ok(layer)
-}
-
-/// Where a final file's data is: its layer and member (parked in the output, or in its
-/// layer's spool).
-#[derive(Clone, Copy)]
-struct Source {
-    layer: u32,
-    member: u32,
-}
-
-impl Source {
-    /// The member whose data it is.
-    fn of<'l>(&self, layers: &'l [Layer]) -> &'l layers::Member {
-        &layers[self.layer as usize].members[self.member as usize]
-    }
-
-    /// Its data in its layer's spool.
-    fn spooled<'l>(&self, layers: &'l [Layer]) -> Option<Spooled<'l>> {
-        let member = self.of(layers);
-        let spool = layers[self.layer as usize].spool.as_ref()?;
-        Some(Spooled {
-            spool,
-            at: member.offset,
-            end: member.offset + member.size,
-        })
-    }
-}
-
-/// What this process can give an image's entries.
-struct Powers {
-    /// Owners and device nodes (root).
-    root: bool,
-    own: (u32, u32),
-}
-
-impl Powers {
-    /// Everything the image says, as root would make it: what listing and reading show.
-    const AS_ROOT: Powers = Powers {
-        root: true,
-        own: (0, 0),
-    };
-
-    fn here() -> Powers {
-        let own = crate::platform::effective_ids();
-        Powers {
-            root: cfg!(unix) && own.0 == 0,
-            own,
-        }
-    }
-}
-
-/// The merged tree as the engine's plan: folders and links, and the files (each hard-link group
-/// one file and links to it), with where each file's data is (by entry index).
-fn plan_of(merged: &Merged, layers: &[Layer], powers: &Powers) -> (Plan, Vec<Option<Source>>) {
-    let mut plan = Plan::default();
-    let mut sources = Vec::new();
-    let mut primary: std::collections::HashMap<(u32, u32), &[u8]> = Default::default();
-    let mut missed = Missed::default();
-    plan.rejected = refusals(merged, layers);
-    // The root's own entry (`./`): OUT takes its mode, mtime and owner, as GNU tar gives
-    // them to `.` and umoci to its rootfs.
-    if let Some((layer, m)) = merged.root {
-        let mut root = folder(String::from("./"), PathBuf::new(), 0);
-        missed.dress(
-            &mut root,
-            &layers[layer as usize].members[m as usize],
-            powers,
-        );
-        plan.entries.push(root);
-        sources.push(None);
-    }
-    for (path, node) in &merged.nodes {
-        let name = String::from_utf8_lossy(path).into_owned();
-        let rel = match plan::safe_relative_posix_bytes(path) {
-            Ok(rel) => rel,
-            Err(refusal) => {
-                let error = anyhow!("refused: {refusal}");
-                plan.rejected
-                    .push(Error::new(&name, ErrorKind::Refused, error));
-                continue;
-            }
-        };
-        let mut entry = folder(name, rel, plan.entries.len());
-        let (layer, m) = match *node {
-            Node::Implicit => {
-                plan.entries.push(entry);
-                sources.push(None);
-                continue;
-            }
-            Node::Member { layer, member } => (layer, member),
-        };
-        let member = &layers[layer as usize].members[m as usize];
-        missed.dress(&mut entry, member, powers);
-        let mut source = None;
-        entry.kind = match member.kind {
-            Kind::Dir => EntryKind::Dir,
-            Kind::File | Kind::HardLink => match primary.get(&(layer, m)) {
-                Some(first) => EntryKind::Hardlink {
-                    target: plan::safe_relative_posix_bytes(first).unwrap_or_default(),
-                },
-                None => {
-                    primary.insert((layer, m), path);
-                    entry.size = member.size;
-                    source = Some(Source { layer, member: m });
-                    EntryKind::File
-                }
-            },
-            Kind::Symlink => match plan::path_from_bytes(&member.link) {
-                Ok(target) => EntryKind::Symlink { target },
-                Err(refusal) => {
-                    let error = anyhow!("refused: {refusal}");
-                    plan.rejected
-                        .push(Error::new(&entry.name, ErrorKind::Refused, error));
-                    continue;
-                }
-            },
-            Kind::Fifo => EntryKind::Special {
-                kind: Special::Fifo,
-                major: 0,
-                minor: 0,
-            },
-            Kind::CharDevice | Kind::BlockDevice if !powers.root => {
-                missed.devices += 1;
-                continue;
-            }
-            Kind::CharDevice | Kind::BlockDevice => {
-                let (major, minor) = member.device.unwrap_or((0, 0));
-                let kind = if member.kind == Kind::CharDevice {
-                    Special::CharDevice
-                } else {
-                    Special::BlockDevice
-                };
-                EntryKind::Special { kind, major, minor }
-            }
-            // (The merge refuses every other kind.)
-            Kind::Other(_) => continue,
-        };
-        plan.entries.push(entry);
-        sources.push(source);
-    }
-    plan.warnings = layers.iter().flat_map(|l| l.warnings.clone()).collect();
-    plan.warnings.extend(missed.said());
-    (plan, sources)
-}
-
-/// A folder of the plan, as an implicit one is made: what a member's metadata then dresses.
-fn folder(name: String, path: PathBuf, index: usize) -> Entry {
-    Entry {
-        name,
-        path,
-        kind: EntryKind::Dir,
-        mode: Some(0o755),
-        mtime: None,
-        size: 0,
-        index,
-        sparse: false,
-        replaces: false,
-        owner: None,
-        absent: false,
-        xattrs: Vec::new(),
-    }
-}
-
-/// What a run without root could not give the image, counted.
-#[derive(Default)]
-struct Missed {
-    not_owned: u64,
-    not_set: u64,
-    devices: u64,
-}
-
-impl Missed {
-    /// Gives `entry` the metadata `member` has that `powers` can give: mode and mtime; owners
-    /// as root; `user.` attributes always, the others (`security.capability`, `trusted.`) as
-    /// root. What cannot be given is counted.
-    fn dress(&mut self, entry: &mut Entry, member: &layers::Member, powers: &Powers) {
-        entry.mode = member.mode;
-        entry.mtime = member.mtime;
-        for (name, value) in &member.xattrs {
-            if powers.root || name.starts_with(b"user.") {
-                entry.xattrs.push((name.clone(), value.clone()));
-            } else {
-                self.not_set += 1;
-            }
-        }
-        let owner = (member.uid.unwrap_or(0), member.gid.unwrap_or(0));
-        if powers.root {
-            entry.owner = Some(owner);
-        } else if owner != powers.own {
-            self.not_owned += 1;
-        }
-    }
-
-    /// Each kind said once with its count (as umoci's `--rootless` says it).
-    fn said(&self) -> Vec<String> {
-        let Missed {
-            not_owned,
-            not_set,
-            devices,
-        } = *self;
-        let mut said = Vec::new();
-        if not_owned > 0 {
-            said.push(format!(
-                "not root: {not_owned} entries keep this user's owner instead of the image's (as umoci --rootless does)"
-            ));
-        }
-        if not_set > 0 {
-            said.push(format!(
-                "not root: {not_set} extended attributes other than user.* (security.capability, trusted.*) were not set (as umoci --rootless does)"
-            ));
-        }
-        if devices > 0 {
-            said.push(format!(
-                "not root: {devices} device nodes of the image were not made (as umoci --rootless does)"
-            ));
-        }
-        said
-    }
-}
-
-/// What the merge refused, each named with its layer.
-fn refusals(merged: &Merged, layers: &[Layer]) -> Vec<Error> {
-    let refused = merged.refused.iter().map(|(l, name, why)| {
-        let label = &layers[*l as usize].label;
-        Error::new(
-            name,
-            ErrorKind::Refused,
-            anyhow!("refused in {label}: {why}"),
-        )
-    });
-    refused.collect()
-}
-
-/// The options an image is applied with: as the runtimes apply one (setuid and setgid kept;
-/// owners by number and devices as root).
-fn image_options(opts: &Options, powers: &Powers) -> Options {
-    Options {
-        keep_setid: true,
-        same_owner: powers.root,
-        numeric_owner: true,
-        devices: powers.root,
-        ..opts.clone()
-    }
 }
 
 /// A selection does not apply to an image yet: refused rather than ignored.
@@ -761,18 +393,6 @@ fn extract(
     let mut plan = applied?;
     engine::add_plan(&mut report, &mut plan);
     Ok(report)
-}
-
-/// A parked file's entry: the member's own metadata, as far as this process can give it (what
-/// it cannot is counted where the plan is made); its path only names it in messages.
-fn parked_entry(member: &layers::Member, powers: &Powers) -> Entry {
-    let name = String::from_utf8_lossy(&member.name).into_owned();
-    let path = plan::safe_relative_posix_bytes(&member.name).unwrap_or_default();
-    let mut entry = folder(name, path, 0);
-    entry.kind = EntryKind::File;
-    entry.size = member.size;
-    Missed::default().dress(&mut entry, member, powers);
-    entry
 }
 
 /// Writes the merged tree's `plan`: folders and links registered, then each final file placed
