@@ -6,6 +6,9 @@ measures the same way.
 - A fresh folder (or bucket prefix) for every run, never deleted during the bench: on these
   machines' journal-less ext4 a delete makes creating files 4-14x slower for up to 6 minutes
   (FIELD-NOTES, "Benchmark trap"); so before each batch the creation probe must be fast again.
+  Or, with `fresh_fs` (`--fresh-fs SIZE`), a freshly made ext4 for every run (a sparse loop
+  file, `mkfs.ext4`, mounted, checked, then unmounted and thrown away): no earlier delete can
+  slow it, whatever ran before, and the fastest tool's ratio is not bent by the disk's age.
 - Every exit status checked, and every output (its files and sizes, or a prefix's keys) against
   what it must be; a failed check fails the bench at its end, loudly, its outputs kept.
 - Timed here, in Python, rather than by hyperfine: hyperfine runs one command's runs back to
@@ -114,6 +117,23 @@ def wait_for_fast_creates(work, smoke=False):
         time.sleep(15)
 
 
+@contextlib.contextmanager
+def fresh_filesystem(slot, size):
+    """A freshly made ext4 of SIZE (a sparse loop file beside SLOT's folder) mounted for the
+    run, with SLOT's folder inside it; unmounted and thrown away after the run's check."""
+    image, mount = slot.out.parent / f"{slot.id}.ext4", slot.out.parent / f"{slot.id}.fs"
+    mount.mkdir(parents=True)
+    subprocess.run(["truncate", "-s", size, image], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", image], check=True)
+    subprocess.run(["mount", "-o", "loop", image, mount], check=True)
+    slot.out = mount / "out"
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", mount], check=False)
+        image.unlink(missing_ok=True)
+
+
 def free_mib():
     line = next(x for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("MemFree"))
     return int(line.split()[1]) // 1024
@@ -156,6 +176,9 @@ def arguments_for(name, module):
     timeout = getattr(module, "TIMEOUT", 600)
     parser.add_argument("--timeout", type=float, default=timeout, help=f"seconds a run may take ({timeout})")
     parser.add_argument("--keep", action="store_true", help="keep the outputs")
+    parser.add_argument(
+        "--fresh-fs", metavar="SIZE", help="each run into a freshly made ext4 of SIZE (root; e.g. 8G)"
+    )
     if hasattr(module, "arguments"):
         module.arguments(parser)
     return parser
@@ -196,7 +219,10 @@ class Bench:
         slot -> env). METERS ({label: () -> number or {key: count}}): read before and after each
         run, the difference kept. BEFORE_RUN(slot): untimed, before each. REFERENCE: a tool, or
         a folder, whose content every tool's first output must be. Its rows."""
-        if settle:
+        fresh_fs = getattr(self.args, "fresh_fs", None)
+        if fresh_fs and reference:
+            raise SystemExit("bench: --fresh-fs throws each tree away: no reference to compare")
+        if settle and not fresh_fs:
             wait_for_fast_creates(self.work, self.smoke)
         if fill_memory and not self.smoke:  # (a smoke run measures nothing)
             fill_free_memory(self.work)
@@ -212,37 +238,46 @@ class Bench:
                 tool = names[(r + k) % len(names)]
                 rid = f"{tag}-r{r}-{tool}".translate(str.maketrans(" |+/", "____"))
                 slot = Slot(tool, r, Path(out_root or self.work / "out") / rid, rid)
-                if make_out:
-                    slot.out.mkdir(parents=True)  # fails if it exists: every run's folder is new
-                if sync:
-                    os.sync()  # the previous run's writes land now, untimed
-                if before_run:
-                    before_run(slot)
-                before = {label: m() for label, m in (meters or {}).items()}
-                (self.work / "logs").mkdir(exist_ok=True)
-                log = self.work / "logs" / f"{rid}.log"
-                argv = tools[tool](slot)  # words, or a command line to split into them
-                argv = shlex.split(argv) if isinstance(argv, str) else argv
-                row = timed(argv, log, self.args.timeout, env(slot) if callable(env) else env)
-                row |= {label: difference(m(), before[label]) for label, m in (meters or {}).items()}
-                problem = None
-                if row["exit"] not in (allowed_exits or {}).get(tool, (0,)):
-                    problem = f"exit {row['exit']}" + (" (timed out)" if row["timed_out"] else "")
-                    problem += f": {log.read_text(errors='replace')[-300:].strip()}"
-                elif check:
-                    problem = (check[tool] if isinstance(check, dict) else check)(slot)
+                filesystem = fresh_filesystem(slot, fresh_fs) if fresh_fs else contextlib.nullcontext()
+                with filesystem:
+                    row = self._run(slot, tools, check, env=env, meters=meters, before_run=before_run,
+                                    allowed_exits=allowed_exits, make_out=make_out, sync=sync)  # fmt: skip
                 row |= slot.extra | {"bench": self.name, "batch": tag, "round": r, "tool": tool}
-                row |= {"out": str(slot.out), "warmup": r < 0, "status": f"FAILED: {problem}" if problem else "ok"}
+                row |= {"out": str(slot.out), "warmup": r < 0, "status": row.pop("problem")}
                 rows.append(row)
                 took = f"{row['wall']:7.2f} s  CPU {row['cpu']:6.2f} s"
                 say(f"{tag} r{r} {tool:<24} {took}  {row['status'][:200]}")
-        if settle and probe_ms(self.work / ".probe" / f"after-{tag}-{len(self.rows)}") > PROBE_MS:
+        if settle and not fresh_fs and probe_ms(self.work / ".probe" / f"after-{tag}-{len(self.rows)}") > PROBE_MS:
             say(f"{tag}: WARNING: file creation got slow during the batch: suspect these timings")
         if reference:
             self.same_content(rows, reference)
         self.rows += rows
         self.failures += [f"{r['batch']} r{r['round']} {r['tool']}: {r['status']}" for r in rows if r["status"] != "ok"]
         return rows
+
+    def _run(self, slot, tools, check, *, env, meters, before_run, allowed_exits, make_out, sync):
+        """One timed run into SLOT, checked: its row, with `problem` ("ok" or why not)."""
+        tool, rid = slot.tool, slot.id
+        if make_out:
+            slot.out.mkdir(parents=True)  # fails if it exists: every run's folder is new
+        if sync:
+            os.sync()  # the previous run's writes land now, untimed
+        if before_run:
+            before_run(slot)
+        before = {label: m() for label, m in (meters or {}).items()}
+        (self.work / "logs").mkdir(exist_ok=True)
+        log = self.work / "logs" / f"{rid}.log"
+        argv = tools[tool](slot)  # words, or a command line to split into them
+        argv = shlex.split(argv) if isinstance(argv, str) else argv
+        row = timed(argv, log, self.args.timeout, env(slot) if callable(env) else env)
+        row |= {label: difference(m(), before[label]) for label, m in (meters or {}).items()}
+        problem = None
+        if row["exit"] not in (allowed_exits or {}).get(tool, (0,)):
+            problem = f"exit {row['exit']}" + (" (timed out)" if row["timed_out"] else "")
+            problem += f": {log.read_text(errors='replace')[-300:].strip()}"
+        elif check:
+            problem = (check[tool] if isinstance(check, dict) else check)(slot)
+        return row | {"problem": f"FAILED: {problem}" if problem else "ok"}
 
     def same_content(self, rows, reference):
         from .trees import same_content

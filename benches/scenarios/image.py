@@ -1,15 +1,17 @@
 """Container images applied as a root filesystem: fastwrite against the tools people use for it.
 
-    benches/bench.py image [--image debian|local|python] [--delays 0,20] [--mount sshfs:MS |
-                           slowfs:OP=MS[,OP=MS...]]
+    benches/bench.py image [--image debian|ml|local|python] [--delays 0,20] [--mount sshfs:MS |
+                           slowfs:OP=MS[,OP=MS...]] [--fresh-fs 8G]
 
 The image (built once by lab/image.py): debian (a debootstrap minbase, its Python's standard
 library, nine wheels from PyPI, a layer of whiteouts, opaque folders and hard links to lower
-layers), local (this machine's docs, Python and locales), python (this machine's Python without
+layers), ml (the same minbase and standard library, and the torch 2.5.1 wheel unzipped into
+site-packages as one layer: 1.77 GB of tar, the shape of a machine-learning image), local (this machine's docs, Python and locales), python (this machine's Python without
 symlinks: what umoci can apply on sshfs); pushed to `crane registry serve`, behind the delay
 proxy. Tools: fastwrite-layout and umoci-layout (delay 0), fastwrite, skopeo+umoci, crane|tar (it
 exits 2 here: a hard link before its target), ctr (in --tools only: containerd, a daemon of its
-own). Every tree must hold umoci's entries. --smoke: the python image at 0 ms.
+own). Every tree must hold umoci's entries. --smoke: the python image at 0 ms. --fresh-fs 8G:
+each run into a freshly made ext4 (root), as issue 62 asks of every timed image run.
 """
 
 import contextlib
@@ -37,7 +39,7 @@ DEBIAN += " etc/motd=written_again"
 
 
 def arguments(p):
-    p.add_argument("--image", default="debian", choices=["debian", "local", "python"])
+    p.add_argument("--image", default="debian", choices=["debian", "ml", "local", "python"])
     p.add_argument("--delays", default="0,20")
     p.add_argument("--mount", default="", help="sshfs:MS or slowfs:OP=MS[,OP=MS...]")
 
@@ -73,18 +75,23 @@ def layers(image, work):
             layer(CHANGES + " .wh.os.py= os.py=written_again"),
         ]
     rootfs, site = work / "rootfs", work / "site-packages"
+    if image == "ml":
+        site = work / "torch"
     if not (rootfs / "usr/bin/python3").exists():
         fixtures.delete(rootfs)
         debootstrap = f"debootstrap --variant=minbase --include=python3 bookworm {rootfs} {MIRROR}"
         fixtures.run(debootstrap.split(), timeout=1800, stdout=subprocess.DEVNULL)
         # Byte-compiled, as an image's Python is once it has run.
         fixtures.run([sys.executable, "-m", "compileall", "-q", rootfs / STDLIB], timeout=1800)
-    if not (site / "botocore").exists():
+    wheels, last = (["torch==2.5.1"], "torch") if image == "ml" else (WHEELS, "botocore")
+    if not (site / last).exists():
         fixtures.delete(site)
         pip = "-m pip install -q --no-deps --only-binary=:all: --python-version 3.11 --implementation cp"
-        pip += f" --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --target {site}"
-        fixtures.run([sys.executable, *pip.split(), *WHEELS], timeout=3600)
+        pip += " --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64"
+        fixtures.run([sys.executable, *pip.split(), "--target", site, *wheels], timeout=3600)
     trees = [{"dir": str(rootfs), "skip": [STDLIB]}, {"dir": str(rootfs / STDLIB), "prefix": STDLIB}]
+    if image == "ml":
+        return trees + [{"dir": str(site), "prefix": SITE}]
     return trees + [{"dir": str(site), "prefix": SITE}, layer(DEBIAN)]
 
 

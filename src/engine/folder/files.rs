@@ -68,8 +68,15 @@ impl Disk {
         state: &mut WriterState,
         entry: &Entry,
     ) -> Result<Option<OpenFile>, Error> {
+        self.ready_for(state, entry)?;
+        self.open(entry)
+    }
+
+    /// Before a file is made at the entry's path: nothing if the run is cancelled (not
+    /// started, so nothing to undo), else its parents made (unless they are the writer's
+    /// last).
+    pub(super) fn ready_for(&self, state: &mut WriterState, entry: &Entry) -> Result<(), Error> {
         if self.run.cancelled() {
-            // Not started, so nothing to undo.
             return Err(cancelled(entry));
         }
         let parent = parent_bytes(&entry.path);
@@ -77,7 +84,7 @@ impl Disk {
             self.make_parents(entry)?;
             state.ready_dir = Some(parent.to_vec());
         }
-        self.open(entry)
+        Ok(())
     }
 
     /// Creates the entry's file (its parents must exist), honouring the overwrite policy.

@@ -22,7 +22,7 @@ use std::time::Instant;
 use anyhow::{Context, anyhow};
 
 use super::disk::Disk;
-use super::files::{OpenFile, parent_bytes};
+use super::files::OpenFile;
 use crate::close::Finalize;
 use crate::engine::kept::already_exists;
 use crate::engine::pump::Content;
@@ -96,14 +96,7 @@ impl Disk {
         parked: &Path,
         entry: &Entry,
     ) -> Result<(), Error> {
-        if self.run.cancelled() {
-            return Err(cancelled(entry));
-        }
-        let parent = parent_bytes(&entry.path);
-        if state.ready_dir.as_deref() != Some(parent) {
-            self.make_parents(entry)?;
-            state.ready_dir = Some(parent.to_vec());
-        }
+        self.ready_for(state, entry)?;
         let dest = &entry.path;
         let moving = |e: io::Error| {
             let (from, to) = (self.full(parked), self.full(dest));

@@ -359,7 +359,7 @@ fn extract(
     let label = reference.label();
     let image =
         open(reference, opts).with_context(|| format!("cannot read the image '{label}'"))?;
-    let powers = Powers::here();
+    let powers = Powers::at(out);
     let image_opts = &image_options(opts, &powers);
     let (mut report, applied) = engine::run(out, None, image_opts, |engine, writers| {
         let entry_of = |member: &layers::Member| parked_entry(member, &powers);

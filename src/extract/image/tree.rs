@@ -12,6 +12,7 @@ use super::merge::{Merged, Node};
 use crate::error::{Error, ErrorKind};
 use crate::extract::tar::Kind;
 use crate::options::Options;
+use crate::place::Place;
 use crate::plan::{self, Entry, EntryKind, Plan, Special};
 
 /// Where a final file's data is: its layer and member (parked in the output, or in its
@@ -45,6 +46,8 @@ pub(super) struct Powers {
     /// Owners and device nodes (root).
     root: bool,
     own: (u32, u32),
+    /// Where the tree goes holds device nodes and FIFOs (a bucket holds neither).
+    specials: bool,
 }
 
 impl Powers {
@@ -52,13 +55,16 @@ impl Powers {
     pub(super) const AS_ROOT: Powers = Powers {
         root: true,
         own: (0, 0),
+        specials: true,
     };
 
-    pub(super) fn here() -> Powers {
+    /// What this process can give an image's entries at `place`.
+    pub(super) fn at(place: &Place) -> Powers {
         let own = crate::platform::effective_ids();
         Powers {
             root: cfg!(unix) && own.0 == 0,
             own,
+            specials: place.can().devices,
         }
     }
 }
@@ -132,6 +138,10 @@ pub(super) fn plan_of(
                     continue;
                 }
             },
+            Kind::Fifo | Kind::CharDevice | Kind::BlockDevice if !powers.specials => {
+                missed.not_held += 1;
+                continue;
+            }
             Kind::Fifo => EntryKind::Special {
                 kind: Special::Fifo,
                 major: 0,
@@ -185,6 +195,8 @@ struct Missed {
     not_owned: u64,
     not_set: u64,
     devices: u64,
+    /// Device nodes and FIFOs where none can be (a bucket).
+    not_held: u64,
 }
 
 impl Missed {
@@ -215,6 +227,7 @@ impl Missed {
             not_owned,
             not_set,
             devices,
+            not_held,
         } = *self;
         let mut said = Vec::new();
         if not_owned > 0 {
@@ -230,6 +243,11 @@ impl Missed {
         if devices > 0 {
             said.push(format!(
                 "not root: {devices} device nodes of the image were not made (as umoci --rootless does)"
+            ));
+        }
+        if not_held > 0 {
+            said.push(format!(
+                "{not_held} device nodes and FIFOs of the image were not made: a bucket holds neither"
             ));
         }
         said
@@ -250,13 +268,13 @@ fn refusals(merged: &Merged, layers: &[Layer]) -> Vec<Error> {
 }
 
 /// The options an image is applied with: as the runtimes apply one (setuid and setgid kept;
-/// owners by number and devices as root).
+/// owners by number and devices as root, where devices can be).
 pub(super) fn image_options(opts: &Options, powers: &Powers) -> Options {
     Options {
         keep_setid: true,
         same_owner: powers.root,
         numeric_owner: true,
-        devices: powers.root,
+        devices: powers.root && powers.specials,
         ..opts.clone()
     }
 }
