@@ -180,6 +180,11 @@ impl<T> Queue<T> {
         }
     }
 
+    /// Whether any receiver is left to take items.
+    pub fn has_receivers(&self) -> bool {
+        self.lock().receivers > 0
+    }
+
     /// The most weight that was ever waiting in the queue at once.
     pub fn peak_weight(&self) -> usize {
         self.lock().peak_weight
