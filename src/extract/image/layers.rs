@@ -18,7 +18,7 @@
 use std::fs::File;
 use std::io::{self, BufRead, Read, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use anyhow::{Context, anyhow, bail};
@@ -83,24 +83,23 @@ pub(super) struct Layer {
     pub warnings: Vec<String>,
 }
 
-/// The output cap (`--max-output`) as the spools count it: the files of every layer, whichever
-/// layer they are in, each counted by its declared size before a byte of it is spooled (the tar
-/// reader gives no more than a member declares). A layer of one huge file of zeros (a few MB of
-/// gzip) is so refused at the cap, before the spool holds more than the cap.
-#[derive(Default)]
-pub(super) struct Cap {
+/// What the layers read at once share: the output cap (`--max-output`), over the files of
+/// every layer, each counted by its declared size before a byte of it is written, parked or
+/// spooled (the tar reader gives no more than a member declares), so that a layer of one huge
+/// file of zeros (a few MB of gzip) is refused at the cap with no more than the cap written;
+/// and a stop, once one layer has failed (the image is refused whole).
+pub(super) struct Shared {
     max: Option<u64>,
-    spooled: AtomicU64,
-    /// A layer failed: the others stop at their next file (the image is refused whole).
-    stopped: std::sync::atomic::AtomicBool,
+    counted: AtomicU64,
+    stopped: AtomicBool,
 }
 
-impl Cap {
-    pub(super) fn new(max: Option<u64>) -> Cap {
-        Cap {
+impl Shared {
+    pub(super) fn new(max: Option<u64>) -> Shared {
+        Shared {
             max,
-            spooled: AtomicU64::new(0),
-            stopped: std::sync::atomic::AtomicBool::new(false),
+            counted: AtomicU64::new(0),
+            stopped: AtomicBool::new(false),
         }
     }
 
@@ -120,7 +119,7 @@ impl Cap {
         let Some(max) = self.max else {
             return Ok(());
         };
-        let before = self.spooled.fetch_add(size, Ordering::Relaxed);
+        let before = self.counted.fetch_add(size, Ordering::Relaxed);
         let total = before.saturating_add(size);
         if total <= max {
             return Ok(());
@@ -143,7 +142,7 @@ impl Cap {
     }
 }
 
-/// Whether `error` is a refusal at the output cap ([`Cap`]).
+/// Whether `error` is a refusal at the output cap ([`Shared`]).
 pub(super) fn past_the_cap(error: &anyhow::Error) -> bool {
     error.chain().any(|e| {
         e.downcast_ref::<Error>()
@@ -151,11 +150,11 @@ pub(super) fn past_the_cap(error: &anyhow::Error) -> bool {
     })
 }
 
-/// How a layer is read: its name in messages (`layer 2 of 4 (sha256:0123456789ab)`), the
-/// output cap its files count against, and where its files' data waits.
+/// How a layer is read: its name in messages (`layer 2 of 4 (sha256:0123456789ab)`), what it
+/// shares with the other layers (the output cap, the stop), and where its files' data waits.
 pub(super) struct Reading<'a> {
     pub label: String,
-    pub cap: &'a Cap,
+    pub shared: &'a Shared,
     pub keep: &'a Keep<'a>,
 }
 
@@ -186,7 +185,11 @@ fn read_checked(
     blob: Box<dyn Read + Send + '_>,
     descriptor: &Descriptor,
     diff_id: Option<&str>,
-    Reading { label, cap, keep }: Reading<'_>,
+    Reading {
+        label,
+        shared,
+        keep,
+    }: Reading<'_>,
 ) -> anyhow::Result<Layer> {
     // (A `docker save` tar names some layers by path alone: their tar's diff_id checks them.)
     let blob_digest = !descriptor.digest.is_empty();
@@ -216,7 +219,7 @@ fn read_checked(
         let inflating = std::thread::Builder::new()
             .name("fastwrite-inflate".into())
             .spawn_scoped(scope, move || inflate(blob_taker, &tar_maker));
-        let spooled = spool_tar(tar_taker, (cap, keep));
+        let spooled = spool_tar(tar_taker, (shared, keep));
         (joined(fetching), joined(inflating), spooled)
     });
     // The blob's own errors first (its start, its codec, its end); then the tar's, which
@@ -351,7 +354,7 @@ fn inflate(mut blob: pipe::Taker, maker: &pipe::Maker) -> anyhow::Result<()> {
 /// and its digest.
 fn spool_tar(
     taker: pipe::Taker,
-    held: (&Cap, &Keep<'_>),
+    held: (&Shared, &Keep<'_>),
 ) -> anyhow::Result<(Vec<Member>, Option<File>, String)> {
     let mut tar = Hashing::new(taker);
     let mut reader = Reader::new(&mut tar).with_owners(true);
@@ -365,7 +368,7 @@ fn spool_tar(
 /// Reads every member's header, and keeps each file's data as `keep` says.
 fn hold_members<R: Read>(
     reader: &mut Reader<R>,
-    (cap, keep): (&Cap, &Keep<'_>),
+    (shared, keep): (&Shared, &Keep<'_>),
 ) -> anyhow::Result<(Vec<Member>, Option<File>)> {
     let mut holder = Holder::new(keep)?;
     let mut members = Vec::new();
@@ -391,7 +394,7 @@ fn hold_members<R: Read>(
             parked: None,
         };
         if kept.kind == Kind::File {
-            cap.take(member.size, &kept.name)?;
+            shared.take(member.size, &kept.name)?;
             kept.size = member.size;
             holder.hold(&mut kept, &mut reader.data())?;
         }

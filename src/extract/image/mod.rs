@@ -170,7 +170,7 @@ fn read_layers(image: &Opened, opts: &Options, keep: &Keep<'_>) -> anyhow::Resul
         Some(dir) if image.blobs.remote() => Some(cache::Cache::open(dir)?),
         _ => None,
     };
-    let cap = layers::Cap::new(opts.max_output);
+    let shared = layers::Shared::new(opts.max_output);
     let results = pool.install(|| {
         use rayon::prelude::*;
         image
@@ -187,12 +187,12 @@ fn read_layers(image: &Opened, opts: &Options, keep: &Keep<'_>) -> anyhow::Resul
                 }
                 let reading = layers::Reading {
                     label,
-                    cap: &cap,
+                    shared: &shared,
                     keep,
                 };
                 let read = read_layer(image, cache.as_ref(), descriptor, diff_id, reading);
                 if read.is_err() {
-                    cap.stop();
+                    shared.stop();
                 }
                 read
             })
