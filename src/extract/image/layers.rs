@@ -142,12 +142,13 @@ impl Shared {
     }
 }
 
-/// Whether `error` is a refusal at the output cap ([`Shared`]).
-pub(super) fn past_the_cap(error: &anyhow::Error) -> bool {
-    error.chain().any(|e| {
-        e.downcast_ref::<Error>()
-            .is_some_and(|e| e.kind() == ErrorKind::Limit)
-    })
+/// Whether `error` is, or holds, a failure of `kind`: a refusal at the output cap
+/// (`ErrorKind::Limit`) or a stop because another layer failed (`ErrorKind::Cancelled`), both
+/// [`Shared`]'s, which are the run's and not the layer's blob's.
+pub(super) fn is_of(error: &anyhow::Error, kind: ErrorKind) -> bool {
+    error
+        .chain()
+        .any(|e| e.downcast_ref::<Error>().is_some_and(|e| e.kind() == kind))
 }
 
 /// How a layer is read: its name in messages (`layer 2 of 4 (sha256:0123456789ab)`), what it

@@ -208,16 +208,14 @@ fn read_layers(image: &Opened, opts: &Options, keep: &Keep<'_>) -> anyhow::Resul
             Err(error) => failed.push(error),
         }
     }
-    let stopped = |e: &anyhow::Error| {
-        e.chain().any(|e| {
-            e.downcast_ref::<Error>()
-                .is_some_and(|e| e.kind() == ErrorKind::Cancelled)
-        })
-    };
     let worth = failed
         .iter()
-        .position(layers::past_the_cap)
-        .or_else(|| failed.iter().position(|e| !stopped(e)))
+        .position(|e| layers::is_of(e, ErrorKind::Limit))
+        .or_else(|| {
+            failed
+                .iter()
+                .position(|e| !layers::is_of(e, ErrorKind::Cancelled))
+        })
         .or((!failed.is_empty()).then_some(0));
     match worth {
         Some(i) => Err(failed.swap_remove(i)),
@@ -239,8 +237,10 @@ fn read_layer(
         let named = label.clone();
         let read = layers::read(Box::new(file), descriptor, Some(diff_id), reading, None);
         return read.map_err(|error| {
-            // (The output cap is the run's, not the blob's fault.)
-            if layers::past_the_cap(&error) {
+            // (The output cap, or a stop because another layer failed: the run's, not the
+            // blob's fault.)
+            let the_runs = [ErrorKind::Limit, ErrorKind::Cancelled];
+            if the_runs.iter().any(|&kind| layers::is_of(&error, kind)) {
                 return error;
             }
             // (Fetched anew by the next run: a blob is kept only once it passed.)
