@@ -796,18 +796,22 @@ mod linux {
                 .filter(|p| p.starts_with(".parked.fastwrite-") && p.contains('/'))
                 .collect()
         };
-        let mut run = fastwrite_command(&osv!["extract", &image, "-o", &out])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let started = std::time::Instant::now();
-        while parked(&out).is_empty() && started.elapsed() < Duration::from_secs(60) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        run.kill().unwrap();
-        run.wait().unwrap();
-        assert!(!parked(&out).is_empty(), "nothing was parked in 60 s");
+        // Extracts the held image into `out`, killed once `watched` holds a parked file.
+        let kill_once_parked = |out: &Path, watched: &Path| {
+            let mut run = fastwrite_command(&osv!["extract", &image, "-o", out])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let started = std::time::Instant::now();
+            while parked(watched).is_empty() && started.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            run.kill().unwrap();
+            run.wait().unwrap();
+            assert!(!parked(watched).is_empty(), "nothing was parked in 60 s");
+        };
+        kill_once_parked(&out, &out);
         let under_final_names: Vec<String> = all_paths(&out)
             .into_iter()
             .filter(|p| {
@@ -835,19 +839,7 @@ mod linux {
 
         // Into a new folder: it never appears.
         let new = dir.join("new");
-        let mut run = fastwrite_command(&osv!["extract", &image, "-o", &new])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let staging = dir.join(".new.fastwrite-staging");
-        let started = std::time::Instant::now();
-        while parked(&staging).is_empty() && started.elapsed() < Duration::from_secs(60) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        run.kill().unwrap();
-        run.wait().unwrap();
-        assert!(!parked(&staging).is_empty(), "nothing was parked in 60 s");
+        kill_once_parked(&new, &dir.join(".new.fastwrite-staging"));
         assert!(!new.exists());
     }
 
