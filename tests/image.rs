@@ -762,19 +762,22 @@ mod linux {
     }
 
     /// A run killed while its layers are still arriving (the registry holds each back after
-    /// 270,000 of its ~400,000 bytes: a layer's bytes are handed on 256 KiB at a time), into a folder that holds a file of the user's: the files already written wait
-    /// under the run's temporary names, so nothing of the image is under a final name; the
-    /// next run removes them, says so, and applies the image whole. Into a new folder the same
-    /// kill leaves no folder at all.
+    /// 270,000 of its ~800,000 bytes: a layer's bytes are handed on 256 KiB at a time), into a
+    /// folder that holds a file of the user's: the files already written wait under the run's
+    /// temporary names (parked, or in a spool in the parking folder), so nothing of the image
+    /// is under a final name; the next run removes them, says so, and applies the image whole.
+    /// Into a new folder the same kill leaves no folder at all.
     pub fn a_killed_apply_leaves_nothing_under_a_final_name_and_the_next_run_cleans_up() {
         require("python3");
         let registry = Registry::start();
         let dir = tempdir();
         let layout = dir.join("layout");
         let many = |prefix: &str| -> Vec<serde_json::Value> {
-            // (Random hex: about 400 bytes of gzip a file, so 1,000 make ~400 KB.)
+            // (Random hex: about 400 bytes of gzip a file, so 1,000 make ~400 KB; every 50th
+            // is 40 KB, parked where the others are spooled in the output.)
             let files = (0..1000).map(|i| {
-                let hex: String = random(i, 400).iter().map(|b| format!("{b:02x}")).collect();
+                let size = if i % 50 == 0 { 20_480 } else { 400 };
+                let hex: String = random(i, size).iter().map(|b| format!("{b:02x}")).collect();
                 serde_json::json!({"path": format!("{prefix}/f{i}"), "data": hex})
             });
             std::iter::once(entry(prefix, "dir")).chain(files).collect()
@@ -851,8 +854,9 @@ mod linux {
         require("python3");
         let dir = tempdir();
         let layout = dir.join("layout");
+        // (Each past the size below which a file is spooled in the output rather than parked.)
         let files: Vec<serde_json::Value> = (0..60)
-            .map(|i| file(&format!("etc/f{i:02}"), &format!("file {i}")))
+            .map(|i| file(&format!("etc/f{i:02}"), &format!("file {i}\n").repeat(5000)))
             .collect();
         let spec = serde_json::json!({ "layers": [files] });
         build(&layout, "v1", &spec, "gzip");

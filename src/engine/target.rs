@@ -104,6 +104,16 @@ pub(crate) trait Target: Send + Sync {
         ))
     }
 
+    /// A file in the output's own filesystem, for data a source holds until it knows where it
+    /// goes (small parked files' data: `extract/image/layers.rs`), removed with what is parked
+    /// ([`Target::unpark`], or by the next run after a kill). Where [`Target::parks`].
+    fn spool(&self) -> io::Result<std::fs::File> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this place holds no data before its path is known",
+        ))
+    }
+
     /// Waits until every file handed to the close stage so far is closed (complete, or its
     /// failure recorded and the file removed). The writers that wrote them must have flushed.
     fn settle(&self) {}

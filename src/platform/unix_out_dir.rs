@@ -74,6 +74,16 @@ impl OpenDir {
         owned(fd).map(File::from)
     }
 
+    /// Creates the file `name` here, for reading and writing, readable by its owner alone: a
+    /// scratch file of the run's.
+    pub fn create_scratch(&self, name: &OsStr) -> io::Result<File> {
+        let name = c_string(name.as_bytes())?;
+        let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC;
+        // SAFETY: an open folder and a valid C string.
+        let fd = unsafe { libc::openat(self.0.as_raw_fd(), name.as_ptr(), flags, 0o600) };
+        owned(fd).map(File::from)
+    }
+
     /// Opens the folder `name` here, never through a symlink: one call, however deep this
     /// folder is.
     pub fn open_dir(&self, name: &OsStr) -> io::Result<OpenDir> {

@@ -285,6 +285,15 @@ impl OpenDir {
         Ok(OpenDir(self.0.join(name)))
     }
 
+    /// Creates the file `name` here, for reading and writing: a scratch file of the run's.
+    pub fn create_scratch(&self, name: &std::ffi::OsStr) -> io::Result<File> {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(self.0.join(name))
+    }
+
     pub fn create_new(&self, name: &std::ffi::OsStr, _mode: u32) -> io::Result<File> {
         OpenOptions::new()
             .write(true)

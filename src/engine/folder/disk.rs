@@ -435,6 +435,10 @@ impl Target for Disk {
         self.park_file(state, entry, content)
     }
 
+    fn spool(&self) -> std::io::Result<std::fs::File> {
+        self.spool_file()
+    }
+
     fn settle(&self) {
         self.close.settle();
     }

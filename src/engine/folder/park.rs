@@ -88,6 +88,14 @@ impl Disk {
         Ok(path)
     }
 
+    /// A file of the run's in the parking folder, for a source's data (`Target::spool`):
+    /// it goes with the folder.
+    pub(super) fn spool_file(&self) -> io::Result<std::fs::File> {
+        let (dir, open_dir) = self.parking().map_err(io::Error::other)?;
+        let path = self.temp_path(&dir.join("spool"));
+        open_dir.create_scratch(path.file_name().unwrap_or_default())
+    }
+
     /// Moves the parked file `parked` to `entry`'s path, its parents made, as writing it there
     /// would: never over anything unless the overwrite policy says so.
     pub(super) fn place_file(

@@ -46,11 +46,21 @@ pub(super) struct Member {
     pub gid: Option<u32>,
     pub device: Option<(u32, u32)>,
     pub xattrs: Vec<(Vec<u8>, Vec<u8>)>,
-    /// A file's data: where it starts in the layer's spool, and its length.
-    pub offset: u64,
+    /// A file's length, and where its data waits until the merge.
     pub size: u64,
-    /// Where a file was parked in the output, if it was ([`Keep::Park`]).
-    pub parked: Option<PathBuf>,
+    pub data: Data,
+}
+
+/// Where a file's data waits until the merge ([`Keep`]).
+#[derive(Debug, Clone, Default)]
+pub(super) enum Data {
+    /// Nowhere: not a file, or a file not kept.
+    #[default]
+    None,
+    /// In the layer's spool, from this offset.
+    Spooled(u64),
+    /// Parked in the output, at this path ([`Keep::Park`]).
+    Parked(PathBuf),
 }
 
 impl Default for Member {
@@ -65,9 +75,8 @@ impl Default for Member {
             gid: None,
             device: None,
             xattrs: Vec::new(),
-            offset: 0,
             size: 0,
-            parked: None,
+            data: Data::None,
         }
     }
 }
@@ -371,7 +380,7 @@ fn hold_members<R: Read>(
     reader: &mut Reader<R>,
     (shared, keep): (&Shared, &Keep<'_>),
 ) -> anyhow::Result<(Vec<Member>, Option<File>)> {
-    let mut holder = Holder::new(keep)?;
+    let mut holder = Holder::new(keep);
     let mut members = Vec::new();
     while let Some(member) = reader.next().with_context(|| match members.last() {
         Some(Member { name, .. }) => format!(
@@ -390,9 +399,8 @@ fn hold_members<R: Read>(
             gid: member.owner.gid,
             device: member.device,
             xattrs: member.xattrs,
-            offset: 0,
             size: 0,
-            parked: None,
+            data: Data::None,
         };
         if kept.kind == Kind::File {
             shared.take(member.size, &kept.name)?;
@@ -418,90 +426,134 @@ pub(super) enum Keep<'a> {
     },
 }
 
-/// A layer's files' data on its way to where it waits ([`Keep`]).
-enum Holder<'a> {
-    Spool {
-        out: SpoolWriter,
-        at: u64,
-        /// Where the spool is, for its errors (a `TMPDIR` too small for the image).
-        spooled_in: String,
-    },
-    Park {
-        writer: Writer<'a>,
-        entry_of: &'a (dyn Fn(&Member) -> Entry + Sync),
-    },
+/// The largest file spooled, not parked, where files are parked: a small file's parking (a
+/// create in the parking folder, a rename out of it, each a change of two folders' entries)
+/// costs more than writing its bytes twice, of which the second time is mostly still in
+/// memory.
+pub(super) const SPOOLED_MAX: u64 = 32 << 10;
+
+/// A layer's files' data on its way to where it waits ([`Keep`]): parked, or in the layer's
+/// spool (made on first use).
+struct Holder<'a> {
+    /// Where files are parked, and the metadata each is given there.
+    park: Option<(Writer<'a>, &'a (dyn Fn(&Member) -> Entry + Sync))>,
+    /// Where the spool is made: `TMPDIR`, or the output's own filesystem.
+    spool_in: SpoolIn<'a>,
+    spool: Option<Spool>,
+}
+
+/// Where a layer's spool is made.
+#[derive(Clone, Copy)]
+enum SpoolIn<'a> {
+    TempDir,
+    Output(&'a Engine),
+}
+
+/// A layer's spool: its files' data one after another.
+struct Spool {
+    out: SpoolWriter,
+    at: u64,
+    /// Where the spool is, for its errors (a `TMPDIR` too small for the image).
+    spooled_in: String,
 }
 
 impl<'a> Holder<'a> {
-    fn new(keep: &Keep<'a>) -> anyhow::Result<Holder<'a>> {
-        Ok(match *keep {
-            Keep::Spool => {
-                let spooled_in = format!(
-                    "a temporary file in '{}' (TMPDIR)",
-                    std::env::temp_dir().display()
-                );
-                let spool = tempfile::tempfile()
-                    .with_context(|| format!("cannot make {spooled_in} to hold its data"))?;
-                Holder::Spool {
-                    out: SpoolWriter::new(spool),
-                    at: 0,
-                    spooled_in,
-                }
-            }
-            Keep::Park { engine, entry_of } => Holder::Park {
-                writer: engine.writer(),
-                entry_of,
+    fn new(keep: &Keep<'a>) -> Holder<'a> {
+        match *keep {
+            Keep::Spool => Holder {
+                park: None,
+                spool_in: SpoolIn::TempDir,
+                spool: None,
             },
-        })
+            Keep::Park { engine, entry_of } => Holder {
+                park: Some((engine.writer(), entry_of)),
+                spool_in: SpoolIn::Output(engine),
+                spool: None,
+            },
+        }
     }
 
     /// Keeps the data of the file `kept` (its declared size in `kept.size`), all of it:
-    /// where it is goes into `kept`.
+    /// where it is goes into `kept`. Where files are parked, a small one ([`SPOOLED_MAX`]) is
+    /// spooled in the output's own filesystem instead.
     fn hold(&mut self, kept: &mut Member, data: &mut dyn Read) -> anyhow::Result<()> {
         let name = || String::from_utf8_lossy(&kept.name).into_owned();
-        match self {
-            Holder::Park { writer, entry_of } => {
+        let ends_early = |got: u64| {
+            anyhow!(
+                "the data of '{}' ends after {got} of its {} bytes",
+                name(),
+                kept.size
+            )
+        };
+        match &mut self.park {
+            Some((writer, entry_of)) if kept.size > SPOOLED_MAX => {
                 let entry = entry_of(kept);
-                kept.parked = Some(writer.park(&entry, Content::Reader(data))?);
+                kept.data = Data::Parked(writer.park(&entry, Content::Reader(data))?);
             }
-            Holder::Spool {
-                out,
-                at,
-                spooled_in,
-            } => {
-                let copied = out.take_from(data).map_err(|error| match error {
+            _ => {
+                let spool = match &mut self.spool {
+                    Some(spool) => spool,
+                    None => self.spool.insert(Spool::new(self.spool_in)?),
+                };
+                let copied = spool.out.take_from(data).map_err(|error| match error {
                     Failed::Reading(error) => {
                         anyhow!(error).context(format!("reading the data of '{}'", name()))
                     }
-                    Failed::Spooling(error) => anyhow!(error)
-                        .context(format!("writing the data of '{}' to {spooled_in}", name())),
+                    Failed::Spooling(error) => anyhow!(error).context(format!(
+                        "writing the data of '{}' to {}",
+                        name(),
+                        spool.spooled_in
+                    )),
                 })?;
                 if copied != kept.size {
-                    bail!(
-                        "the data of '{}' ends after {copied} of its {} bytes",
-                        name(),
-                        kept.size
-                    );
+                    return Err(ends_early(copied));
                 }
-                kept.offset = *at;
-                *at += copied;
+                kept.data = Data::Spooled(spool.at);
+                spool.at += copied;
             }
         }
         Ok(())
     }
 
-    /// The spool, written whole (`None` where the files were parked).
+    /// The spool, written whole, if there is one. (Dropping the parking writer hands its
+    /// closes over.)
     fn finish(self) -> anyhow::Result<Option<File>> {
-        match self {
-            Holder::Spool {
-                out, spooled_in, ..
-            } => out
-                .finish()
-                .map(Some)
-                .with_context(|| format!("writing its data to {spooled_in}")),
-            // (Dropping the writer hands its closes over.)
-            Holder::Park { .. } => Ok(None),
-        }
+        let Some(Spool {
+            out, spooled_in, ..
+        }) = self.spool
+        else {
+            return Ok(None);
+        };
+        out.finish()
+            .map(Some)
+            .with_context(|| format!("writing its data to {spooled_in}"))
+    }
+}
+
+impl Spool {
+    fn new(spool_in: SpoolIn<'_>) -> anyhow::Result<Spool> {
+        let (spooled_in, made) = match spool_in {
+            SpoolIn::TempDir => (
+                format!(
+                    "a temporary file in '{}' (TMPDIR)",
+                    std::env::temp_dir().display()
+                ),
+                tempfile::tempfile(),
+            ),
+            SpoolIn::Output(engine) => (
+                format!(
+                    "a temporary file in the output '{}'",
+                    engine.run().root().display()
+                ),
+                engine.spool(),
+            ),
+        };
+        let file = made.with_context(|| format!("cannot make {spooled_in} to hold its data"))?;
+        Ok(Spool {
+            out: SpoolWriter::new(file),
+            at: 0,
+            spooled_in,
+        })
     }
 }
 

@@ -50,7 +50,7 @@ use crate::place::Place;
 use crate::plan::{EntryKind, Plan, Special};
 use crate::report::Report;
 use blobs::Blobs;
-use layers::{Keep, Layer};
+use layers::{Data, Keep, Layer};
 use manifest::{Descriptor, Document, Manifest, Platform};
 use merge::{Merged, Node};
 pub(crate) use name::Reference;
@@ -426,10 +426,13 @@ fn write_plan(
             let Some(Some(source)) = sources.get(entry.index) else {
                 continue;
             };
-            if let Some(parked) = &source.of(layers).parked {
-                writer.place(parked, entry);
-            } else if let Some(mut data) = source.spooled(layers) {
-                writer.write(entry, Content::Reader(&mut data));
+            match &source.of(layers).data {
+                Data::Parked(parked) => writer.place(parked, entry),
+                _ => {
+                    if let Some(mut data) = source.spooled(layers) {
+                        writer.write(entry, Content::Reader(&mut data));
+                    }
+                }
             }
         }
     });

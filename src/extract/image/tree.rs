@@ -33,10 +33,13 @@ impl Source {
     pub(super) fn spooled<'l>(&self, layers: &'l [Layer]) -> Option<Spooled<'l>> {
         let member = self.of(layers);
         let spool = layers[self.layer as usize].spool.as_ref()?;
+        let layers::Data::Spooled(at) = member.data else {
+            return None;
+        };
         Some(Spooled {
             spool,
-            at: member.offset,
-            end: member.offset + member.size,
+            at,
+            end: at + member.size,
         })
     }
 }
