@@ -84,4 +84,21 @@ impl Engine {
     pub(crate) fn writer(&self) -> Writer<'_> {
         Writer::new(self)
     }
+
+    /// The start of writing from a plan, whatever the source: registers `plan` on the writers'
+    /// `pool` ([`Target::prepare`]: its folders and links; only its files are left in it) and,
+    /// with `announce`, tells the reporter how many files and bytes there are to write.
+    pub(crate) fn prepare_planned(
+        &self,
+        pool: &rayon::ThreadPool,
+        plan: &mut crate::plan::Plan,
+        announce: bool,
+    ) {
+        pool.install(|| self.prepare(plan));
+        if announce {
+            let files = &plan.entries;
+            let bytes = files.iter().map(|e| e.size).sum();
+            self.run().reporter().planned(files.len() as u64, bytes);
+        }
+    }
 }

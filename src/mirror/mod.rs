@@ -310,14 +310,8 @@ impl Sides<'_> {
                 engine.kept_as_is(dir);
             }
         }
-        writers.install(|| engine.prepare(&mut plan));
+        engine.prepare_planned(writers, &mut plan, !found.streamed);
         let files = plan.entries;
-        if !found.streamed {
-            engine
-                .run()
-                .reporter()
-                .planned(files.len() as u64, files.iter().map(|e| e.size).sum());
-        }
         match self.dst.copy_from(self.src, &files) {
             Some((copied, bytes, failures)) => {
                 (counts.files, counts.bytes) = (copied, bytes);

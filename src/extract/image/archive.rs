@@ -11,7 +11,6 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek};
-use std::path::Path;
 
 use anyhow::{Context, anyhow, bail};
 use serde_json::Value;
@@ -22,6 +21,7 @@ use super::manifest::{Descriptor, Document, Manifest};
 use crate::extract::codec::{Codec, Verified};
 use crate::extract::source::Counted;
 use crate::extract::tar::{Kind, Reader};
+use crate::place::Origin;
 
 /// A `docker save` tar, indexed.
 pub(super) struct DockerArchive {
@@ -39,10 +39,11 @@ impl DockerArchive {
     /// The archive at `path`, and the manifest of the image `tag` names in it (with no tag,
     /// its only one).
     pub(super) fn open(
-        path: &Path,
+        origin: &Origin,
         tag: Option<&str>,
     ) -> anyhow::Result<(DockerArchive, Document)> {
-        let mut file = match super::remote::fetched(path)? {
+        let path = origin.named();
+        let mut file = match super::remote::fetched(origin)? {
             Some(file) => file,
             None => {
                 File::open(path).with_context(|| format!("cannot open '{}'", path.display()))?

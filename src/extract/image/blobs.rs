@@ -7,7 +7,11 @@ use std::io::Read;
 use anyhow::{Context, bail};
 
 use super::digest;
+use super::layers::Layer;
 use super::manifest::Descriptor;
+
+/// What reads a layer's blob whole and checks it against its digests (`layers::read`).
+pub(super) type ReadLayer<'r> = dyn FnMut(Box<dyn Read + Send + '_>) -> anyhow::Result<Layer> + 'r;
 
 /// The most bytes a manifest or an index may have: 4 MiB, the cap of the distribution spec's
 /// registry and of containerd (real ones are a few KB). A larger one is refused unread, and
@@ -43,6 +47,21 @@ pub(super) trait Blobs: Sync {
 
     /// The blob `descriptor` names, as a stream (its digest is checked by whoever reads it).
     fn open(&self, descriptor: &Descriptor) -> anyhow::Result<Box<dyn Read + Send + '_>>;
+
+    /// The layer `descriptor` names (`label` in messages), its blob given to `read`: where the
+    /// blobs come from; the layers cache (`cache.rs`) first looks in its folder, and keeps
+    /// what it fetches once `read` has checked it.
+    fn layer(
+        &self,
+        descriptor: &Descriptor,
+        label: &str,
+        read: &mut ReadLayer<'_>,
+    ) -> anyhow::Result<Layer> {
+        let blob = self
+            .open(descriptor)
+            .with_context(|| format!("{label} cannot be read"))?;
+        read(blob)
+    }
 
     /// A manifest or an index, by its descriptor (a registry serves them apart from blobs),
     /// read whole (at most [`MAX_MANIFEST`]) and checked against its digest.

@@ -21,11 +21,83 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Context;
 
+use super::blobs::{Blobs, ReadLayer};
+use super::layers::{self, Layer};
 use super::manifest::Descriptor;
+use crate::error::ErrorKind;
 
 /// The layers cache's folder of blobs.
 pub(super) struct Cache {
     blobs: PathBuf,
+}
+
+/// Where an image's blobs come from, with the layers cache before it: a layer it holds is read
+/// from there, and one it does not is kept there as it is fetched.
+pub(super) struct Cached {
+    pub inner: Box<dyn Blobs>,
+    pub cache: Cache,
+}
+
+impl Blobs for Cached {
+    fn remote(&self) -> bool {
+        self.inner.remote()
+    }
+
+    fn open(&self, descriptor: &Descriptor) -> anyhow::Result<Box<dyn Read + Send + '_>> {
+        self.inner.open(descriptor)
+    }
+
+    fn manifest(&self, descriptor: &Descriptor) -> anyhow::Result<Vec<u8>> {
+        self.inner.manifest(descriptor)
+    }
+
+    fn fetch(&self, descriptor: &Descriptor) -> anyhow::Result<Vec<u8>> {
+        self.inner.fetch(descriptor)
+    }
+
+    fn layer(
+        &self,
+        descriptor: &Descriptor,
+        label: &str,
+        read: &mut ReadLayer<'_>,
+    ) -> anyhow::Result<Layer> {
+        if let Some((file, path)) = self.cache.get(descriptor) {
+            return read(Box::new(file)).map_err(|error| {
+                // (The output cap, or a stop because another layer failed: the run's, not the
+                // blob's fault.)
+                let the_runs = [ErrorKind::Limit, ErrorKind::Cancelled];
+                if the_runs.iter().any(|&kind| layers::is_of(&error, kind)) {
+                    return error;
+                }
+                // (Fetched anew by the next run: a blob is kept only once it passed.)
+                let _ = std::fs::remove_file(&path);
+                error.context(format!(
+                    "{label} was read from the layers cache ('{}'), which no longer holds it: run again to fetch it anew",
+                    path.display()
+                ))
+            });
+        }
+        let blob = self
+            .inner
+            .open(descriptor)
+            .with_context(|| format!("{label} cannot be read"))?;
+        let (mut layer, kept) = match self.cache.keeper(descriptor) {
+            Ok(mut keeper) => {
+                let layer = read(Box::new(Tee {
+                    inner: blob,
+                    keeper: &mut keeper,
+                }))?;
+                (layer, keeper.keep())
+            }
+            Err(why) => (read(blob)?, Err(why)),
+        };
+        if let Err(why) = kept {
+            layer
+                .warnings
+                .push(format!("{label} was not kept in the layers cache: {why}"));
+        }
+        Ok(layer)
+    }
 }
 
 /// A blob being kept: written as it is fetched, renamed to its digest once checked.

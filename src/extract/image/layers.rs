@@ -23,7 +23,6 @@ use std::time::SystemTime;
 
 use anyhow::{Context, anyhow, bail};
 
-use super::cache::{Keeper, Tee};
 use super::digest::{Hashing, checkable};
 use super::manifest::Descriptor;
 use super::pipe;
@@ -162,6 +161,7 @@ pub(super) fn is_of(error: &anyhow::Error, kind: ErrorKind) -> bool {
 
 /// How a layer is read: its name in messages (`layer 2 of 4 (sha256:0123456789ab)`), what it
 /// shares with the other layers (the output cap, the stop), and where its files' data waits.
+#[derive(Clone)]
 pub(super) struct Reading<'a> {
     pub label: String,
     pub shared: &'a Shared,
@@ -171,23 +171,14 @@ pub(super) struct Reading<'a> {
 /// Reads the layer `blob` whose descriptor is `descriptor` and whose tar's digest the config
 /// says is `diff_id`, as `reading` says. An error refuses the image: nothing of a layer that
 /// fails its digest is trusted.
-/// `keeper`, if given, is written every byte of the blob as it is read (the layers cache).
 pub(super) fn read(
     blob: Box<dyn Read + Send + '_>,
     descriptor: &Descriptor,
     diff_id: Option<&str>,
     reading: Reading<'_>,
-    keeper: Option<&mut Keeper>,
 ) -> anyhow::Result<Layer> {
     let label = reading.label.clone();
     let wrap = |e: anyhow::Error| e.context(format!("{label} cannot be applied"));
-    let blob: Box<dyn Read + Send + '_> = match keeper {
-        Some(keeper) => Box::new(Tee {
-            inner: blob,
-            keeper,
-        }),
-        None => blob,
-    };
     read_checked(blob, descriptor, diff_id, reading).map_err(wrap)
 }
 
@@ -422,9 +413,12 @@ pub(super) enum Keep<'a> {
     /// merge has decided (docs/design.md, "Each file written once, as it arrives").
     Park {
         engine: &'a Engine,
-        entry_of: &'a (dyn Fn(&Member) -> Entry + Sync),
+        entry_of: &'a EntryOf<'a>,
     },
 }
+
+/// The metadata a parked file is given, from its member.
+pub(super) type EntryOf<'a> = dyn Fn(&Member) -> Entry + Sync + 'a;
 
 /// The largest file spooled, not parked, where files are parked: a small file's parking (a
 /// create in the parking folder, a rename out of it, each a change of two folders' entries)
@@ -436,7 +430,7 @@ pub(super) const SPOOLED_MAX: u64 = 32 << 10;
 /// spool (made on first use).
 struct Holder<'a> {
     /// Where files are parked, and the metadata each is given there.
-    park: Option<(Writer<'a>, &'a (dyn Fn(&Member) -> Entry + Sync))>,
+    park: Option<(Writer<'a>, &'a EntryOf<'a>)>,
     /// Where the spool is made: `TMPDIR`, or the output's own filesystem.
     spool_in: SpoolIn<'a>,
     spool: Option<Spool>,

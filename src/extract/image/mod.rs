@@ -75,7 +75,8 @@ fn open(reference: &Reference, opts: &Options) -> anyhow::Result<Opened> {
                 match remote::RemoteLayout::open(dir, tag.as_deref())? {
                     Some((remote, descriptor)) => (Box::new(remote), descriptor),
                     None => {
-                        let (layout, descriptor) = layout::Layout::open(dir, tag.as_deref())?;
+                        let (layout, descriptor) =
+                            layout::Layout::open(dir.named(), tag.as_deref())?;
                         (Box::new(layout), descriptor)
                     }
                 };
@@ -133,6 +134,14 @@ fn open(reference: &Reference, opts: &Options) -> anyhow::Result<Opened> {
             diff_ids.len()
         );
     }
+    // (The cache keeps what a registry serves: an image's own layout or archive is on disk.)
+    let blobs: Box<dyn Blobs> = match &opts.layers_cache {
+        Some(dir) if blobs.remote() => Box::new(cache::Cached {
+            inner: blobs,
+            cache: cache::Cache::open(dir)?,
+        }),
+        _ => blobs,
+    };
     Ok(Opened {
         blobs,
         manifest,
@@ -165,11 +174,6 @@ fn read_layers(image: &Opened, opts: &Options, keep: &Keep<'_>) -> anyhow::Resul
         .thread_name(|i| format!("fastwrite-layer-{i}"))
         .build()
         .context("cannot start the layers' threads")?;
-    // (The cache keeps what a registry serves: an image's own layout or archive is on disk.)
-    let cache = match &opts.layers_cache {
-        Some(dir) if image.blobs.remote() => Some(cache::Cache::open(dir)?),
-        _ => None,
-    };
     let shared = layers::Shared::new(opts.max_output);
     let results = pool.install(|| {
         use rayon::prelude::*;
@@ -186,11 +190,13 @@ fn read_layers(image: &Opened, opts: &Options, keep: &Keep<'_>) -> anyhow::Resul
                     bail!("{label} was not read: the run was cancelled");
                 }
                 let reading = layers::Reading {
-                    label,
+                    label: label.clone(),
                     shared: &shared,
                     keep,
                 };
-                let read = read_layer(image, cache.as_ref(), descriptor, diff_id, reading);
+                let read = image.blobs.layer(descriptor, &label, &mut |blob| {
+                    layers::read(blob, descriptor, Some(diff_id), reading.clone())
+                });
                 if read.is_err() {
                     shared.stop();
                 }
@@ -221,55 +227,6 @@ fn read_layers(image: &Opened, opts: &Options, keep: &Keep<'_>) -> anyhow::Resul
         Some(i) => Err(failed.swap_remove(i)),
         None => Ok(read),
     }
-}
-
-/// Reads one layer: from the layers cache if it holds the blob, else from where the image's
-/// blobs come (kept in the cache once checked, if there is one).
-fn read_layer(
-    image: &Opened,
-    cache: Option<&cache::Cache>,
-    descriptor: &Descriptor,
-    diff_id: &str,
-    reading: layers::Reading<'_>,
-) -> anyhow::Result<Layer> {
-    let label = reading.label.clone();
-    if let Some((file, path)) = cache.and_then(|cache| cache.get(descriptor)) {
-        let named = label.clone();
-        let read = layers::read(Box::new(file), descriptor, Some(diff_id), reading, None);
-        return read.map_err(|error| {
-            // (The output cap, or a stop because another layer failed: the run's, not the
-            // blob's fault.)
-            let the_runs = [ErrorKind::Limit, ErrorKind::Cancelled];
-            if the_runs.iter().any(|&kind| layers::is_of(&error, kind)) {
-                return error;
-            }
-            // (Fetched anew by the next run: a blob is kept only once it passed.)
-            let _ = std::fs::remove_file(&path);
-            error.context(format!(
-                "{named} was read from the layers cache ('{}'), which no longer holds it: run again to fetch it anew",
-                path.display()
-            ))
-        });
-    }
-    let blob = image
-        .blobs
-        .open(descriptor)
-        .with_context(|| format!("{label} cannot be read"))?;
-    let mut keeper = cache.map(|cache| cache.keeper(descriptor));
-    let keeping = keeper.as_mut().and_then(|k| k.as_mut().ok());
-    let mut layer = layers::read(blob, descriptor, Some(diff_id), reading, keeping)?;
-    let kept = match keeper {
-        Some(Ok(keeper)) => keeper.keep(),
-        Some(Err(why)) => Err(why),
-        None => Ok(()),
-    };
-    if let Err(why) = kept {
-        layer.warnings.push(format!(
-            "{} was not kept in the layers cache: {why}",
-            layer.label
-        ));
-    }
-    Ok(layer)
 }
 
 /// A selection does not apply to an image yet: refused rather than ignored.
@@ -404,17 +361,15 @@ fn write_plan(
     sources: &[Option<Source>],
     layers: &[Layer],
 ) {
-    writers.install(|| engine.prepare(plan));
-    // (Only the files are left in the plan.) Written from a spool, the largest first: one big
-    // file taken last would leave the other writers idle. Parked, in path order: each move
-    // costs the same, and a folder's files follow each other, its handle held.
+    engine.prepare_planned(writers, plan, true);
+    // Written from a spool, the largest first: one big file taken last would leave the other
+    // writers idle. Parked, in path order: each move costs the same, and a folder's files
+    // follow each other, its handle held.
     let files = &plan.entries;
     let mut order: Vec<usize> = (0..files.len()).collect();
     if !engine.parks() {
         order.sort_by_key(|&i| std::cmp::Reverse(files[i].size));
     }
-    let bytes = files.iter().map(|e| e.size).sum();
-    engine.run().reporter().planned(files.len() as u64, bytes);
     let next = AtomicUsize::new(0);
     writers.broadcast(|_| {
         let mut writer = engine.writer();

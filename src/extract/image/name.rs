@@ -2,9 +2,11 @@
 //! `docker-archive:FILE[:NAME:TAG]`, `docker://[REGISTRY/]NAME[:TAG|@DIGEST]`; how messages name
 //! it, and the folder a run of many gives it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::bail;
+
+use crate::place::Origin;
 
 #[cfg(feature = "http")]
 use super::registry;
@@ -12,13 +14,32 @@ use super::registry;
 /// An image, as skopeo, crane and Apptainer users name one.
 #[derive(Debug, Clone)]
 pub(crate) enum Reference {
-    /// `oci:DIR[:REF]`.
-    Layout { dir: PathBuf, tag: Option<String> },
-    /// `docker-archive:FILE[:NAME:TAG]`: what `docker save` writes.
-    Archive { file: PathBuf, tag: Option<String> },
+    /// `oci:DIR[:REF]`: a folder, or a prefix of a store or a web server.
+    Layout { dir: Origin, tag: Option<String> },
+    /// `docker-archive:FILE[:NAME:TAG]`: what `docker save` writes, a file or an object.
+    Archive { file: Origin, tag: Option<String> },
     /// `docker://[REGISTRY/]NAME[:TAG|@DIGEST]`.
     #[cfg(feature = "http")]
     Registry(registry::Name),
+}
+
+/// Where a layout named `dir` is: a folder, or a prefix of a store or a web server, named with
+/// or without its trailing `/`.
+fn layout_at(dir: &str) -> anyhow::Result<Origin> {
+    Ok(match at(dir.trim_end_matches('/'))? {
+        // (A folder keeps its name as written.)
+        Origin::Local(_) => Origin::Local(dir.into()),
+        other => other,
+    })
+}
+
+/// Where a layout or a `docker save` tar named `name` is: a local path (`-` too: neither is
+/// read from standard input), or a store's or a web server's.
+fn at(name: &str) -> anyhow::Result<Origin> {
+    Ok(match Origin::of(Path::new(name))? {
+        Origin::Stdin => Origin::Local(name.into()),
+        other => other,
+    })
 }
 
 impl Reference {
@@ -34,7 +55,7 @@ impl Reference {
             }
             if let Some((dir, tag)) = crate::place::split_tag(rest) {
                 return Ok(Some(Reference::Layout {
-                    dir: PathBuf::from(dir),
+                    dir: layout_at(dir)?,
                     tag: tag.map(str::to_string),
                 }));
             }
@@ -46,14 +67,14 @@ impl Reference {
                 _ => (rest, None),
             };
             return Ok(Some(Reference::Layout {
-                dir: PathBuf::from(dir),
+                dir: layout_at(dir)?,
                 tag,
             }));
         }
         if let Some(rest) = text.strip_prefix("docker-archive:") {
             if let Some((file, tag)) = crate::place::split_tag(rest) {
                 return Ok(Some(Reference::Archive {
-                    file: PathBuf::from(file),
+                    file: at(file)?,
                     tag: tag.map(str::to_string),
                 }));
             }
@@ -74,7 +95,7 @@ impl Reference {
                 bail!("'{text}' names no file: docker-archive:FILE[:NAME:TAG]");
             }
             return Ok(Some(Reference::Archive {
-                file: PathBuf::from(file),
+                file: at(file)?,
                 tag,
             }));
         }
@@ -120,7 +141,7 @@ impl Reference {
             }
         };
         let name = match self {
-            Reference::Layout { dir, tag } => named(&last_name(dir)?, tag.as_deref()),
+            Reference::Layout { dir, tag } => named(&last_name(dir.named())?, tag.as_deref()),
             Reference::Archive {
                 tag: Some(tag),
                 file: _,
@@ -129,7 +150,7 @@ impl Reference {
                 None => named(tag, None),
             },
             Reference::Archive { file, tag: None } => {
-                let file = last_name(file)?;
+                let file = last_name(file.named())?;
                 match file.len().checked_sub(4) {
                     Some(end)
                         if file
@@ -153,15 +174,17 @@ impl Reference {
             Reference::Layout {
                 dir,
                 tag: Some(tag),
-            } => format!("oci:{}:{tag}", dir.display()),
-            Reference::Layout { dir, tag: None } => format!("oci:{}", dir.display()),
+            } => format!("oci:{}:{tag}", dir.named().display()),
+            Reference::Layout { dir, tag: None } => format!("oci:{}", dir.named().display()),
             Reference::Archive {
                 file,
                 tag: Some(tag),
             } => {
-                format!("docker-archive:{}:{tag}", file.display())
+                format!("docker-archive:{}:{tag}", file.named().display())
             }
-            Reference::Archive { file, tag: None } => format!("docker-archive:{}", file.display()),
+            Reference::Archive { file, tag: None } => {
+                format!("docker-archive:{}", file.named().display())
+            }
             #[cfg(feature = "http")]
             Reference::Registry(name) => format!("docker://{name}"),
         }

@@ -13,7 +13,6 @@
 
 use std::fs::File;
 use std::io::{Read, Seek};
-use std::path::Path;
 
 use anyhow::Context;
 
@@ -29,28 +28,19 @@ pub(super) struct RemoteLayout {
     label: String,
 }
 
-/// The object or prefix `location` names, if it names one (`None`: a local path); its
-/// requests on threads named `threads`.
-fn locate(location: &Path, threads: &str) -> anyhow::Result<Option<Object>> {
-    // (A prefix is named with or without its trailing `/`.)
-    let text = location.to_str().unwrap_or_default();
-    let origin = Origin::of(Path::new(text.trim_end_matches('/')))?;
-    Object::locate(&origin, Some(threads))
-}
-
 impl RemoteLayout {
     /// The layout under `location`, and the descriptor of the manifest (or index) `tag` names
     /// in its `index.json`; `None` when `location` is a local path.
     pub(super) fn open(
-        location: &Path,
+        location: &Origin,
         tag: Option<&str>,
     ) -> anyhow::Result<Option<(RemoteLayout, Descriptor)>> {
-        let Some(root) = locate(location, "fastwrite-layout")? else {
+        let Some(root) = Object::locate(location, Some("fastwrite-layout"))? else {
             return Ok(None);
         };
         let layout = RemoteLayout {
             root,
-            label: location.display().to_string(),
+            label: location.named().display().to_string(),
         };
         let what = format!("the index.json of '{}'", layout.label);
         let index = layout
@@ -81,8 +71,8 @@ impl Blobs for RemoteLayout {
 
 /// The `docker save` tar at `location`, fetched whole into an unnamed temporary file; `None`
 /// when `location` is a local path.
-pub(super) fn fetched(location: &Path) -> anyhow::Result<Option<File>> {
-    let Some(object) = locate(location, "fastwrite-download")? else {
+pub(super) fn fetched(location: &Origin) -> anyhow::Result<Option<File>> {
+    let Some(object) = Object::locate(location, Some("fastwrite-download"))? else {
         return Ok(None);
     };
     let mut file = tempfile::tempfile().context("cannot make a temporary file")?;
@@ -98,11 +88,12 @@ mod tests {
 
     #[test]
     fn a_local_path_is_no_store() {
+        let local = |name: &str| Origin::of(Path::new(name)).unwrap();
         assert!(
-            RemoteLayout::open(Path::new("layouts/app"), None)
+            RemoteLayout::open(&local("layouts/app"), None)
                 .unwrap()
                 .is_none()
         );
-        assert!(fetched(Path::new("saved.tar")).unwrap().is_none());
+        assert!(fetched(&local("saved.tar")).unwrap().is_none());
     }
 }

@@ -393,17 +393,9 @@ fn write_zip(
     super::limits::check_declared(&plan, out, opts)?;
 
     let (mut report, ()) = engine::run(out, Some(path), opts, |engine, writers| {
-        writers.install(|| engine.prepare(&mut plan));
-        let files: Vec<&Entry> = plan
-            .entries
-            .iter()
-            .filter(|e| e.kind == EntryKind::File)
-            .collect();
+        engine.prepare_planned(writers, &mut plan, true);
+        let files: Vec<&Entry> = plan.entries.iter().collect();
         let costs: Vec<u64> = files.iter().map(|e| e.size).collect();
-        engine
-            .run()
-            .reporter()
-            .planned(files.len() as u64, costs.iter().sum());
         let work = Work::new(&files, &costs, writers.current_num_threads(), fetching);
         writers.broadcast(|_| {
             let (mut archive, mut writer) = (archive.clone(), engine.writer());
