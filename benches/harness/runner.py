@@ -120,18 +120,42 @@ def wait_for_fast_creates(work, smoke=False):
 @contextlib.contextmanager
 def fresh_filesystem(slot, size):
     """A freshly made ext4 of SIZE (a sparse loop file beside SLOT's folder) mounted for the
-    run, with SLOT's folder inside it; unmounted and thrown away after the run's check."""
+    run, with SLOT's folder inside it; unmounted and thrown away after the run's check. Keeps
+    in SLOT's extra `written/data`: what the device was written (ext4's lifetime_write_kbytes,
+    after a sync) over the bytes of the files left in it, each inode once; a temporary file
+    deleted before the kernel wrote it back costs nothing there."""
     image, mount = slot.out.parent / f"{slot.id}.ext4", slot.out.parent / f"{slot.id}.fs"
     mount.mkdir(parents=True)
     subprocess.run(["truncate", "-s", size, image], check=True)
     subprocess.run(["mkfs.ext4", "-q", "-F", image], check=True)
     subprocess.run(["mount", "-o", "loop", image, mount], check=True)
+    source = subprocess.run(["findmnt", "-n", "-o", "SOURCE", mount], capture_output=True, text=True)
+    lifetime = Path("/sys/fs/ext4") / os.path.basename(source.stdout.strip()) / "lifetime_write_kbytes"
+    written = lambda: int(lifetime.read_text()) if lifetime.exists() else 0  # noqa: E731
+    os.sync()
+    before = written()
     slot.out = mount / "out"
     try:
         yield
     finally:
+        os.sync()
+        data = file_bytes(mount)
+        if data and lifetime.exists():
+            slot.extra["written/data"] = round((written() - before) * 1024 / data, 2)
         subprocess.run(["umount", mount], check=False)
         image.unlink(missing_ok=True)
+
+
+def file_bytes(root):
+    """The bytes of the regular files under ROOT, each inode once."""
+    seen, total = set(), 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            st = os.lstat(os.path.join(folder, name))
+            if (st.st_mode & 0o170000) == 0o100000 and (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_size
+    return total
 
 
 def free_mib():

@@ -1,13 +1,15 @@
 """Container images applied as a root filesystem: fastwrite against the tools people use for it.
 
-    benches/bench.py image [--image debian|ml|local|python] [--delays 0,20] [--mount sshfs:MS |
+    benches/bench.py image [--image debian|ml|base|local|python] [--delays 0,20] [--mount sshfs:MS |
                            slowfs:OP=MS[,OP=MS...]] [--fresh-fs 8G]
 
 The image (built once by lab/image.py): debian (a debootstrap minbase, its Python's standard
 library, nine wheels from PyPI, a layer of whiteouts, opaque folders and hard links to lower
 layers), ml (the same minbase and standard library, and the torch 2.5.1 wheel unzipped into
-site-packages as one layer: 1.77 GB of tar, the shape of a machine-learning image), local (this machine's docs, Python and locales), python (this machine's Python without
-symlinks: what umoci can apply on sshfs); pushed to `crane registry serve`, behind the delay
+site-packages as one layer: 1.77 GB of tar, the shape of a machine-learning image), base (the
+debian image's first layer alone, its minbase without the standard library nor /dev: issue 62's
+image onto sshfs), local (this machine's docs, Python and locales), python (this machine's Python
+without symlinks: what umoci can apply on sshfs); pushed to `crane registry serve`, behind the delay
 proxy. Tools: fastwrite-layout and umoci-layout (delay 0), fastwrite, skopeo+umoci, crane|tar (it
 exits 2 here: a hard link before its target), ctr (in --tools only: containerd, a daemon of its
 own). Every tree must hold umoci's entries. --smoke: the python image at 0 ms. --fresh-fs 8G:
@@ -39,7 +41,7 @@ DEBIAN += " etc/motd=written_again"
 
 
 def arguments(p):
-    p.add_argument("--image", default="debian", choices=["debian", "ml", "local", "python"])
+    p.add_argument("--image", default="debian", choices=["debian", "ml", "base", "local", "python"])
     p.add_argument("--delays", default="0,20")
     p.add_argument("--mount", default="", help="sshfs:MS or slowfs:OP=MS[,OP=MS...]")
 
@@ -74,7 +76,9 @@ def layers(image, work):
             {"dir": std, "skip": skip},
             layer(CHANGES + " .wh.os.py= os.py=written_again"),
         ]
-    rootfs, site = work / "rootfs", work / "site-packages"
+    # (The base image is the debian image's first layer: the same minbase, made once.)
+    rootfs = (work.parent / "debian" if image == "base" else work) / "rootfs"
+    site = work / "site-packages"
     if image == "ml":
         site = work / "torch"
     if not (rootfs / "usr/bin/python3").exists():
@@ -83,6 +87,8 @@ def layers(image, work):
         fixtures.run(debootstrap.split(), timeout=1800, stdout=subprocess.DEVNULL)
         # Byte-compiled, as an image's Python is once it has run.
         fixtures.run([sys.executable, "-m", "compileall", "-q", rootfs / STDLIB], timeout=1800)
+    if image == "base":  # (no device nodes: an SFTP server makes none)
+        return [{"dir": str(rootfs), "skip": [STDLIB, "dev"]}]
     wheels, last = (["torch==2.5.1"], "torch") if image == "ml" else (WHEELS, "botocore")
     if not (site / last).exists():
         fixtures.delete(site)
@@ -179,5 +185,6 @@ def run(b):
             for proc in daemons:
                 proc.terminate()
                 proc.wait()
-            text += ["", f"### {delay} ms each way", "", report.table(rows, meters=["entries"])]
+            meters = ["entries"] + (["written/data"] if b.args.fresh_fs else [])
+            text += ["", f"### {delay} ms each way", "", report.table(rows, meters=meters)]
     b.save("\n".join(text))

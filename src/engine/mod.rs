@@ -16,7 +16,8 @@
 //! place's code, a target to write or a mirror's side, by where the place is). Beside it what
 //! every target shares: `target.rs` (the trait), `writer.rs` and `state.rs` (a writer thread's
 //! handle and state), `run.rs` (the run's own state), `pump.rs` (content as it comes), `feed.rs`
-//! and `budget.rs` (writers fed by one reading thread), `writers.rs` (how many), `kept.rs` and
+//! and `budget.rs` (writers fed by one reading thread), `writers.rs` (how many), `spread.rs`
+//! (a plan's files a folder at a time, where creates in one folder wait), `kept.rs` and
 //! `unverified.rs`; `tree.rs`, a place as a mirror's side. Each place is a module of its own,
 //! its target and its side: `folder/` (directories, files, links, a kill's leftovers and
 //! staging, the end of the run, a file per job, the side) and `bucket/`; the close stage
@@ -42,6 +43,7 @@ mod folder;
 mod kept;
 mod pump;
 mod run;
+pub(crate) mod spread;
 mod state;
 mod target;
 #[cfg(feature = "mirror")]

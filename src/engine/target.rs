@@ -81,6 +81,13 @@ pub(crate) trait Target: Send + Sync {
         None
     }
 
+    /// Whether creates in one folder wait for each other, so that a source spreads its writers
+    /// over folders ([`Spread`](super::spread::Spread)): a folder on a network or FUSE
+    /// filesystem, where each create holds its folder's lock across its round trips.
+    fn folders_wait(&self) -> bool {
+        false
+    }
+
     /// Whether it can park files ([`Target::park`]): a folder can; a bucket, whose objects
     /// are not renamed, cannot, and a source keeps such data itself.
     fn parks(&self) -> bool {

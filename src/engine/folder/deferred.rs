@@ -47,6 +47,17 @@ pub(super) struct Links {
     pub(super) specials: u64,
 }
 
+impl Links {
+    /// Both counts together.
+    pub(super) fn plus(self, other: Links) -> Links {
+        Links {
+            symlinks: self.symlinks + other.symlinks,
+            hardlinks: self.hardlinks + other.hardlinks,
+            specials: self.specials + other.specials,
+        }
+    }
+}
+
 /// The unverified entries of a run, by index, and what their check said.
 pub(super) struct Pending {
     pub(super) entries: HashMap<usize, Unverified>,

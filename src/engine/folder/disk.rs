@@ -426,6 +426,11 @@ impl Target for Disk {
         self.parks
     }
 
+    fn folders_wait(&self) -> bool {
+        // (Where it does not park: a network or FUSE filesystem.)
+        !self.parks
+    }
+
     fn park(
         &self,
         state: &mut WriterState,

@@ -41,6 +41,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, bail};
 
+use crate::engine::spread::Spread;
 use crate::engine::{self, Content};
 use crate::error::{Error, ErrorKind};
 use crate::extract::listed::{Listed, ListedKind};
@@ -370,10 +371,20 @@ fn write_plan(
     if !engine.parks() {
         order.sort_by_key(|&i| std::cmp::Reverse(files[i].size));
     }
+    // (Onto a network filesystem, no two writers in one folder: `engine/spread.rs`.)
+    let spread = engine.folders_wait().then(|| Spread::new(files, &order));
     let next = AtomicUsize::new(0);
     writers.broadcast(|_| {
         let mut writer = engine.writer();
-        while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+        let mut held = None;
+        let mut take = || match &spread {
+            Some(spread) => spread.next(held.take()).map(|(i, folder)| {
+                held = Some(folder);
+                i
+            }),
+            None => order.get(next.fetch_add(1, Ordering::Relaxed)).copied(),
+        };
+        while let Some(i) = take() {
             if engine.run().stopped() {
                 break;
             }
