@@ -86,8 +86,9 @@ impl Engine {
     }
 
     /// The start of writing from a plan, whatever the source: registers `plan` on the writers'
-    /// `pool` ([`Target::prepare`]: its folders and links; only its files are left in it) and,
-    /// with `announce`, tells the reporter how many files and bytes there are to write.
+    /// `pool` ([`Target::prepare`](super::Target::prepare): its folders and links; only its
+    /// files are left in it) and, with `announce`, tells the reporter how many files and bytes
+    /// there are to write.
     pub(crate) fn prepare_planned(
         &self,
         pool: &rayon::ThreadPool,

@@ -9,11 +9,14 @@
 //! in memory would not bound memory. So each file is written whole as it arrives, where the
 //! target can hold it before its path is known: into the output's own filesystem under a
 //! temporary name (`Keep::Park`, a local folder: `engine/folder/park.rs`), and moved to its
-//! path after the merge; every byte is written once. Where the target cannot (a bucket, whose
-//! objects are not renamed; a network filesystem, where one thread's creates would be round
-//! trips one after another) and for listing and reading, the data is spooled in order into an
-//! unnamed temporary file of the layer's own in `TMPDIR` (`Keep::Spool`), from which the
-//! writers read what the merged tree keeps, in parallel.
+//! path after the merge, its bytes written once. A small file ([`SPOOLED_MAX`]) is instead
+//! appended to a spool of the layer's in the output's own filesystem (`Target::spool`), and
+//! written to its path from there after the merge: its parking would cost more than its bytes.
+//! Where the target cannot (a bucket, whose objects are not renamed; a network filesystem,
+//! where one thread's creates would be round trips one after another) and for listing and
+//! reading, the data is spooled in order into an unnamed temporary file of the layer's own in
+//! `TMPDIR` (`Keep::Spool`), from which the writers read what the merged tree keeps, in
+//! parallel.
 
 use std::fs::File;
 use std::io::{self, BufRead, Read, Write};
