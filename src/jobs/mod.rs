@@ -371,11 +371,14 @@ fn destinations(sources: &[&Source], out: &Place, per_archive: bool) -> Result<V
     Ok(found)
 }
 
-/// Who wrote each path in a run of many into one OUT (a hash of the path's name: about 30 bytes a
+/// Who wrote each path in a run of many into one OUT (a hash of the path's name: about 40 bytes a
 /// file), and the [`Reporter`] that notes it on the way to the caller's own.
 #[derive(Default)]
 struct Writers {
-    paths: Mutex<HashMap<u64, usize>>,
+    /// The first source that wrote a path, and another, if one did. (Noted as each file is
+    /// sealed, before it is moved into place: the first noted is not always the one in place,
+    /// so the one that failed is named with the other, whichever came first.)
+    paths: Mutex<HashMap<u64, (usize, Option<usize>)>>,
 }
 
 struct Noting {
@@ -401,7 +404,12 @@ impl Reporter for Noting {
             .lock()
             .unpoisoned()
             .entry(key)
-            .or_insert(self.source);
+            .and_modify(|(first, other)| {
+                if *first != self.source && other.is_none() {
+                    *other = Some(self.source);
+                }
+            })
+            .or_insert((self.source, None));
         self.inner.iter().for_each(|r| r.entry_written(name));
     }
     fn finished(&self) {
@@ -415,8 +423,12 @@ fn name_the_other(failure: Error, writers: &Writers, source: usize, sources: &[&
         return failure;
     }
     let key = records::stable_hash(&failure.path().to_string_lossy());
-    let other = writers.paths.lock().unpoisoned().get(&key).copied();
-    match other.filter(|&o| o != source).and_then(|o| sources.get(o)) {
+    let noted = writers.paths.lock().unpoisoned().get(&key).copied();
+    let other = noted.and_then(|(first, other)| match first == source {
+        true => other,
+        false => Some(first),
+    });
+    match other.and_then(|o| sources.get(o)) {
         Some(other) => failure.context(format!(
             "'{}' of this run holds it too, and wrote it first: two archives, one path (ManyOptions::per_archive gives each its own folder)",
             other.name

@@ -345,6 +345,9 @@ fn extract(
             super::limits::check_declared(&plan, out, image_opts)?;
         }
         write_plan(engine, writers, &mut plan, &sources, &layers);
+        // (The layers' spools closed first: Windows removes no folder that holds an open
+        // file.)
+        drop(layers);
         engine.unpark();
         Ok(plan)
     })?;
