@@ -77,19 +77,19 @@ impl Blobs for Cached {
                 ))
             });
         }
-        let blob = self
-            .inner
-            .open(descriptor)
-            .with_context(|| format!("{label} cannot be read"))?;
+        // (From where the blobs come, as without a cache: through the inner source's own
+        // `layer`, the bytes written to the keeper as they pass.)
         let (mut layer, kept) = match self.cache.keeper(descriptor) {
             Ok(mut keeper) => {
-                let layer = read(Box::new(Tee {
-                    inner: blob,
-                    keeper: &mut keeper,
-                }))?;
+                let layer = self.inner.layer(descriptor, label, &mut |blob| {
+                    read(Box::new(Tee {
+                        inner: blob,
+                        keeper: &mut keeper,
+                    }))
+                })?;
                 (layer, keeper.keep())
             }
-            Err(why) => (read(blob)?, Err(why)),
+            Err(why) => (self.inner.layer(descriptor, label, read)?, Err(why)),
         };
         if let Err(why) = kept {
             layer
