@@ -145,13 +145,14 @@ pub(super) fn is_true(value: &str) -> bool {
 
 /// A store's HTTP settings: plain HTTP only where the user named an `http://` endpoint; the
 /// CA certificates a user named trusted beside the system's (`tls.rs`: `roots`).
-pub(super) fn options(plain_http: bool, roots: Vec<object_store::Certificate>) -> ClientOptions {
-    let options = ClientOptions::new()
+pub(super) fn options(plain_http: bool, roots: &[Vec<u8>]) -> anyhow::Result<ClientOptions> {
+    let mut options = ClientOptions::new()
         .with_allow_http(plain_http)
         .with_connect_timeout(Duration::from_secs(10))
         .with_timeout(Duration::from_secs(300))
         .with_pool_idle_timeout(Duration::from_secs(60));
-    roots
-        .into_iter()
-        .fold(options, |options, root| options.with_root_certificate(root))
+    for der in roots {
+        options = options.with_root_certificate(object_store::Certificate::from_der(der)?);
+    }
+    Ok(options)
 }

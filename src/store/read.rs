@@ -475,7 +475,10 @@ fn web(text: &str) -> anyhow::Result<(Arc<dyn ObjectStore>, Key)> {
     let meter = Arc::new(super::client::Meter::default());
     let store = object_store::http::HttpBuilder::new()
         .with_url(format!("{scheme}://{host}"))
-        .with_client_options(super::client::options(plain_http, super::tls::roots(None)?))
+        .with_client_options(super::client::options(
+            plain_http,
+            &super::tls::roots(None)?,
+        )?)
         .with_http_connector(super::client::MeteredConnector(meter))
         .build()?;
     Ok((Arc::new(store), Key::from_url_path(path)?))

@@ -150,10 +150,10 @@ impl Registry {
             "https"
         };
         // The CA certificates users name for their other tools, beside the system's.
-        let mut roots = Vec::new();
-        for pem in crate::store::tls::bundles(None)? {
-            roots.extend(reqwest::Certificate::from_pem_bundle(&pem)?);
-        }
+        let roots = crate::store::tls::roots(None)?
+            .iter()
+            .map(|der| reqwest::Certificate::from_der(der))
+            .collect::<Result<Vec<_>, _>>()?;
         let http = reqwest::Client::builder()
             .user_agent(concat!("fastwrite/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(std::time::Duration::from_secs(30))

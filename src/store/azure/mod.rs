@@ -62,7 +62,7 @@ pub(super) fn connect(
         .with_account(&account)
         .with_container_name(&url.bucket)
         .with_retry(client::retry())
-        .with_client_options(client::options(plain_http, super::tls::roots(None)?))
+        .with_client_options(client::options(plain_http, &super::tls::roots(None)?)?)
         .with_http_connector(MeteredConnector(Arc::clone(meter)))
         .build()
         .with_context(|| format!("cannot use the container '{}'", url.bucket))?;

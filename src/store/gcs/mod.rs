@@ -52,7 +52,7 @@ pub(super) fn connect(
         || builder
             .get_config_value(&GoogleConfigKey::SkipSignature)
             .is_some_and(|v| client::is_true(&v));
-    let options = client::options(base.starts_with("http://"), super::tls::roots(None)?);
+    let options = client::options(base.starts_with("http://"), &super::tls::roots(None)?)?;
     let store = builder
         .with_bucket_name(&url.bucket)
         .with_retry(client::retry())

@@ -85,7 +85,7 @@ pub(super) fn store(url: &BucketUrl, meter: Arc<Meter>) -> anyhow::Result<(Amazo
     builder
         .with_bucket_name(&url.bucket)
         .with_retry(client::retry())
-        .with_client_options(client::options(plain_http, tls::roots(ca_bundle)?))
+        .with_client_options(client::options(plain_http, &tls::roots(ca_bundle)?)?)
         .with_http_connector(MeteredConnector(meter))
         .build()
         .map(|store| (store, region))
