@@ -43,6 +43,7 @@ fn main() {
             the_request_cap_holds_in_every_second,
             a_throttling_store_is_waited_for_and_every_key_lands,
             an_upload_that_keeps_failing_is_named_with_its_key,
+            retries_are_as_the_user_sets_them,
             kills_at_random_points_leave_nothing_partial_and_the_rerun_finishes,
             a_put_whose_answer_was_lost_is_recognised_on_its_retry,
             refused_credentials_stop_the_run_before_anything_is_written,
@@ -2072,7 +2073,10 @@ mod linux {
                 "-o",
                 &server.url("reset", "p"),
                 "--overwrite",
-                "--json"
+                "--json",
+                // Each request tried 3 times, not 11: the same failure, sooner.
+                "--retries",
+                "2"
             ],
         );
         out.assert_code(1);
@@ -2087,6 +2091,79 @@ mod linux {
         assert!(reason.contains("reset"), "{json}");
         assert!(!reason.contains("in time"), "a reset is no timeout: {json}");
         assert!(!server.exists("reset", "p/a.txt"));
+    }
+
+    /// `--retries N` (and for S3 the aws CLI's `AWS_MAX_ATTEMPTS`): a store that answers 503 to
+    /// every PUT after the run's first look sees each request N + 1 times (a PUT of a file, whose
+    /// answer may have been lost, looked for and sent again at most min(3, N) times more), and
+    /// the file that did not land is named with its key.
+    pub fn retries_are_as_the_user_sets_them(store: s3::Store) {
+        let server = s3::Server::start_store(store);
+        server.make_bucket("retry");
+        let t = tempdir();
+        let archive = zip_of(&t, &[("a.txt", b"a")]);
+        // The PUTs the store answered 503, with `flags` and `env`.
+        let faults = |prefix: &str, flags: &[&str], env: &[(&str, &str)]| {
+            let proxy = Proxy::start(
+                &server,
+                &["--fault", "slowdown", "--after", "1", "--fraction", "1"],
+            );
+            let mut args = osv![
+                "extract",
+                &archive,
+                "-o",
+                &server.url("retry", prefix),
+                "--json"
+            ];
+            args.extend(flags.iter().map(std::ffi::OsString::from));
+            let mut cmd = fastwrite_command(&args);
+            server.apply_env(&mut cmd);
+            for (name, value) in proxy.env(&server) {
+                cmd.env(name, value);
+            }
+            for (name, value) in env {
+                cmd.env(name, value);
+            }
+            let out = run_command(cmd);
+            assert_no_panic(&out);
+            out.assert_code(1);
+            let json = json_of(&out);
+            let key = format!("{prefix}/a.txt");
+            assert_eq!(
+                json["failures"][0]["key"],
+                server.url("retry", &key),
+                "{json}"
+            );
+            assert!(!server.exists("retry", &key));
+            proxy.counts()["faults"]["slowdown"].as_u64().unwrap()
+        };
+        // Tried once: the file's PUT, and the first look's second PUT (its first passes).
+        let once = faults("once", &["--retries", "0"], &[]);
+        // Each of those tried 3 times, the file's sent 3 times.
+        let probes = once - 1;
+        assert_eq!(faults("three", &["--retries", "2"], &[]), 3 * probes + 9);
+        if store == s3::Store::S3 {
+            // The aws CLI's setting counts the first try; the command line's wins over it.
+            let tries = [("AWS_MAX_ATTEMPTS", "2")];
+            assert_eq!(faults("aws", &[], &tries), 2 * probes + 4);
+            assert_eq!(faults("both", &["--retries", "0"], &tries), once);
+            let bad = [("AWS_MAX_ATTEMPTS", "0")];
+            let mut cmd = fastwrite_command(&osv![
+                "extract",
+                &archive,
+                "-o",
+                &server.url("retry", "bad")
+            ]);
+            server.apply_env(&mut cmd);
+            cmd.env(bad[0].0, bad[0].1);
+            let out = run_command(cmd);
+            out.assert_code(2);
+            assert!(
+                out.stderr.contains("AWS_MAX_ATTEMPTS is '0'"),
+                "{}",
+                out.dump()
+            );
+        }
     }
 
     pub fn kills_at_random_points_leave_nothing_partial_and_the_rerun_finishes(store: s3::Store) {

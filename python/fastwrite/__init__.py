@@ -239,6 +239,8 @@ def extract(
     devices: bool = False,
     progress: Callable[[Progress], object] | None = None,
     folder_markers: bool = False,
+    retries: int | None = None,
+    retry_timeout: int | None = None,
     platform: str | None = None,
     insecure_registry: bool = False,
     layers_cache: StrPath | None = None,
@@ -277,6 +279,11 @@ def extract(
       ``dir/`` object with its mode and mtime for every folder, not only the empty ones
       (rclone's ``--s3-directory-markers``), so that s3fs and the consoles show the folders'
       times and a mirror down restores them; one request a folder.
+    - ``retries``: into or from a store (a bucket, an ``https://`` archive), how many times a
+      request that failed (no answer, a 5xx, a 429) is tried again, with backoff (rclone's
+      ``--retries``; default: for S3 ``AWS_MAX_ATTEMPTS`` or the aws profile's
+      ``max_attempts``, less one, else 10; ``0``: once only). ``retry_timeout``: the longest a
+      request is tried again for, in seconds (default 180).
     - ``platform`` (``"linux/arm64"``, ``"linux/arm/v7"``): which image of a multi-platform
       image (``archive`` ``docker://...``, ``oci:DIR``, ``docker-archive:FILE``: docs/images.md);
       default: this machine's. ``insecure_registry``: speak plain HTTP to a registry that is not
@@ -366,6 +373,8 @@ def mirror(
     fsync: bool = False,
     progress: Callable[[Progress], object] | None = None,
     folder_markers: bool = False,
+    retries: int | None = None,
+    retry_timeout: int | None = None,
 ) -> Report:
     """Makes ``dst`` an exact copy of the contents of ``src``, like ``rsync -a src/ dst/``:
     files, modes, mtimes, symlinks, empty directories. A second run copies only what changed
@@ -378,7 +387,7 @@ def mirror(
     - ``hard_links``: files hard-linked together in ``src`` are so in ``dst``.
       ``copy_links``: follow symlinks in ``src``.
     - ``threads``, ``close``, ``fsync``, ``progress``, ``folder_markers`` (``dst`` a bucket
-      prefix): as for `extract`.
+      prefix), ``retries``, ``retry_timeout``: as for `extract`.
 
     Raises `Error` (kind ``start``) if it cannot start (``src`` missing, one folder inside the
     other), `ErrorGroup` with every failure and the `Report`, or `KeyboardInterrupt`.

@@ -123,6 +123,8 @@ def extract_many(
     fsync: bool = False,
     space_check: bool = True,
     devices: bool = False,
+    retries: int | None = None,
+    retry_timeout: int | None = None,
     platform: str | None = None,
     insecure_registry: bool = False,
     layers_cache: StrPath | None = None,

@@ -150,11 +150,11 @@ pub(crate) fn open(
 pub(crate) fn tree(
     place: &Place,
     destination: bool,
-    opts: &crate::options::MirrorOptions,
+    (opts, mopts): (&Options, &crate::options::MirrorOptions),
 ) -> anyhow::Result<Box<dyn tree::Tree>> {
     let named = place.named();
     Ok(match place.at() {
-        Where::Folder(_) => Box::new(folder::Folder::open(named, destination, opts)?),
+        Where::Folder(_) => Box::new(folder::Folder::open(named, destination, mopts)?),
         #[cfg(feature = "s3")]
         Where::Store(url) => Box::new(bucket::Prefix::open(named, url, destination, opts)?),
         #[cfg(not(feature = "s3"))]

@@ -16,6 +16,7 @@ use super::codec;
 use super::format::NotBuilt;
 use super::format::{Format, checksum_ok, detect, named_like_a_tar};
 pub(super) use super::source::Input;
+use crate::Options;
 use crate::place::Origin;
 
 /// A zip in the file `file` (named `archive`), read from its end.
@@ -60,7 +61,7 @@ fn tar_stream(_: Box<dyn Read + Send>, label: String, _: Option<codec::Verified>
 }
 
 /// Opens `archive` (`-`: standard input) and tells what it is by its content.
-pub(super) fn open(archive: &Path) -> anyhow::Result<Input> {
+pub(super) fn open(archive: &Path, opts: &Options) -> anyhow::Result<Input> {
     #[cfg(feature = "image")]
     if let Some(reference) = super::image::Reference::parse(archive)? {
         return Ok(Box::new(super::image::Image(reference)));
@@ -71,7 +72,7 @@ pub(super) fn open(archive: &Path) -> anyhow::Result<Input> {
             return open_stream(std::io::stdin(), "standard input".to_string(), None, None);
         }
         Origin::Local(path) => path,
-        _ => return open_remote(&origin),
+        _ => return open_remote(&origin, opts),
     };
     let file = File::open(archive)
         .with_context(|| format!("cannot open archive '{}'", archive.display()))?;
@@ -86,9 +87,9 @@ pub(super) fn open(archive: &Path) -> anyhow::Result<Input> {
 }
 
 /// An archive in a bucket or on a web server: a zip as it arrives, anything else as a stream.
-fn open_remote(origin: &Origin) -> anyhow::Result<Input> {
+fn open_remote(origin: &Origin, opts: &Options) -> anyhow::Result<Input> {
     let archive = origin.named();
-    match super::remote::open(origin)? {
+    match super::remote::open(origin, opts)? {
         #[cfg(feature = "zip")]
         Some(super::remote::Opened::Zip(arriving)) => Ok(Box::new(super::zip::Arriving(arriving))),
         #[cfg(not(feature = "zip"))]

@@ -33,7 +33,7 @@ use crate::report::RunError;
 /// # Ok::<(), fastwrite::RunError>(())
 /// ```
 pub fn list(archive: &Path, opts: &Options, each: &mut dyn FnMut(&Listed)) -> Result<(), RunError> {
-    let failures = list_input(archive, || open(archive), opts, each)
+    let failures = list_input(archive, || open(archive, opts), opts, each)
         .map_err(|e| RunError::Start(Error::start(archive, ErrorKind::Source, e)))?;
     listed(failures)
 }

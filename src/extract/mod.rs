@@ -69,7 +69,7 @@ pub fn extract(archive: &Path, out: &Path, opts: &Options) -> Result<Report, Run
 
 /// [`extract`] into a place already decided (a run of many decides its output once).
 pub(crate) fn extract_to(archive: &Path, out: &Place, opts: &Options) -> Result<Report, RunError> {
-    run(archive, || open(archive), out, opts)
+    run(archive, || open(archive, opts), out, opts)
 }
 
 /// Where an extraction writes, decided once, as the library is handed it; a refusal is the

@@ -56,7 +56,7 @@ pub fn read_files(archive: &Path, opts: &Options, each: &mut Each<'_>) -> Result
 fn read_any(archive: &Path, opts: &Options, each: &mut Each<'_>) -> anyhow::Result<Report> {
     let start = Instant::now();
     let chooser = Chooser::new(&opts.select)?;
-    let input = open(archive)?;
+    let input = open(archive, opts)?;
     input.refuse(archive, opts, &chooser)?;
     let mut report = input.read(archive, opts, &chooser, each)?;
     report.warnings.extend(chooser.warnings());

@@ -26,6 +26,7 @@ use std::thread::JoinHandle;
 use anyhow::Context;
 
 use super::arriving::Arrivals;
+use crate::Options;
 use crate::place::Origin;
 use crate::store::{Answers, Object};
 
@@ -47,8 +48,8 @@ pub(super) enum Opened {
 
 /// The object `origin` names (a store's, or with feature `http` a web server's), opened;
 /// `None` for anything else.
-pub(super) fn open(origin: &Origin) -> anyhow::Result<Option<Opened>> {
-    let Some(object) = Object::locate(origin, None)? else {
+pub(super) fn open(origin: &Origin, opts: &Options) -> anyhow::Result<Option<Opened>> {
+    let Some(object) = Object::locate(origin, None, opts)? else {
         return Ok(None);
     };
     let opened = object.first_answers(TAIL).and_then(|answers| {

@@ -224,7 +224,7 @@ pub fn extract_all(
     summary.other_shards = (sources.len() - taken.len()) as u64;
     let out = output(out)?;
     let destinations = destinations(&taken, &out, many.per_archive)?;
-    let records = Records::open(&out).map_err(start_error)?;
+    let records = Records::open(&out, opts).map_err(start_error)?;
     let remote = out.can().each_a_request || taken.iter().any(|s| s.is_remote());
     let cores = crate::options::default_threads();
     let lanes = many
@@ -310,8 +310,8 @@ pub fn extract_one(
 ) -> Result<SourceReport, Error> {
     let out = output(out)?;
     let destination = destinations(&[source], &out, per_archive)?.remove(0);
-    let records =
-        Records::open(&out).map_err(|e| Error::start(out.named(), ErrorKind::Directory, e))?;
+    let records = Records::open(&out, opts)
+        .map_err(|e| Error::start(out.named(), ErrorKind::Directory, e))?;
     Ok(run_one(source, &destination, opts, &records, None))
 }
 

@@ -67,10 +67,13 @@ enum Place {
 
 impl Records {
     /// The records under `out`, listed once (a folder's made if missing).
-    pub(crate) fn open(out: &crate::place::Place) -> anyhow::Result<Records> {
+    pub(crate) fn open(
+        out: &crate::place::Place,
+        opts: &crate::Options,
+    ) -> anyhow::Result<Records> {
         if let Some(url) = out.store() {
             let url = url.with_prefix(&format!("{}{DONE}/", url.prefix));
-            let bucket = crate::store::Source::open(url)?;
+            let bucket = crate::store::Source::open(url, opts)?;
             let names = bucket
                 .listing()?
                 .into_keys()
@@ -190,11 +193,19 @@ mod tests {
             name: "a.zip".into(),
             identity: "size 1".into(),
         };
-        let records = Records::open(&crate::place::Place::folder(dir.path())).unwrap();
+        let records = Records::open(
+            &crate::place::Place::folder(dir.path()),
+            &crate::Options::default(),
+        )
+        .unwrap();
         assert_eq!(records.find(&source), Found::New);
         records.add(&source, "a").unwrap();
         records.add(&source, "again").unwrap();
-        let records = Records::open(&crate::place::Place::folder(dir.path())).unwrap();
+        let records = Records::open(
+            &crate::place::Place::folder(dir.path()),
+            &crate::Options::default(),
+        )
+        .unwrap();
         assert_eq!(records.find(&source), Found::Done);
         let changed = Source {
             identity: "size 2".into(),

@@ -188,7 +188,9 @@ fn bucket_glob(pattern: &str, url: &BucketUrl) -> anyhow::Result<Vec<Source>> {
     }
     let url = url.with_prefix(base_of(key_pattern));
     let matcher = matcher(key_pattern)?;
-    let listing = crate::store::Source::open(url.clone())?.listing()?;
+    // The run's options are not known yet: the listing tries again as the default does.
+    let opts = crate::Options::default();
+    let listing = crate::store::Source::open(url.clone(), &opts)?.listing()?;
     let mut found: Vec<Source> = listing
         .into_iter()
         .filter(|(key, _)| !key.ends_with('/') && matcher.is_match(key))

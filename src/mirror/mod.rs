@@ -91,8 +91,8 @@ fn mirror_any(
     let exclude = Patterns::new(&mopts.excludes, Setting::Exclude.name(), Slash::Stops)?;
     // The two sides are read at once: one may be a few round trips away.
     let (source, destination) = std::thread::scope(|scope| {
-        let destination = scope.spawn(|| engine::tree(&to, true, mopts));
-        let source = engine::tree(&from, false, mopts);
+        let destination = scope.spawn(|| engine::tree(&to, true, (opts, mopts)));
+        let source = engine::tree(&from, false, (opts, mopts));
         let destination = destination
             .join()
             .unwrap_or_else(|_| Err(anyhow!("the destination's listing panicked")));

@@ -392,6 +392,26 @@ pub const DESCRIBED: &[Described] = &[
         summary: "into or from a bucket: the most requests this process sends a second",
     },
     Described {
+        name: "Options::retries",
+        flags: &["--retries"],
+        commands: WRITES,
+        global: true,
+        keyword: Some("retries"),
+        functions: &[Door::Extract, Door::Mirror, Door::Many],
+        takes: Takes::Number,
+        summary: "into or from a store: how many times a failed request is tried again",
+    },
+    Described {
+        name: "Options::retry_timeout",
+        flags: &["--retry-timeout"],
+        commands: WRITES,
+        global: true,
+        keyword: Some("retry_timeout"),
+        functions: &[Door::Extract, Door::Mirror, Door::Many],
+        takes: Takes::Number,
+        summary: "into or from a store: the longest a request is tried again for, in seconds",
+    },
+    Described {
         name: "Options::close",
         flags: &["--defer-close", "--no-defer-close", "--close-threads"],
         commands: WRITES,
@@ -552,6 +572,15 @@ impl Settings {
                 }
             }
             ("Options::folder_markers", Value::Switch(v)) => run.folder_markers = v,
+            ("Options::retries", Value::Number(n)) => {
+                run.retries = n.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+            }
+            ("Options::retry_timeout", Value::Number(n)) => {
+                run.retry_timeout = match n {
+                    Some(0) => return Err("retry_timeout must be at least 1 s (or None)".into()),
+                    n => n.map(std::time::Duration::from_secs),
+                }
+            }
             ("Options::close", value) => run.close = close(value)?,
             ("Options::fsync", Value::Switch(v)) => run.fsync = v,
             ("Options::atomic", Value::Switch(v)) => run.atomic = v,

@@ -8,6 +8,7 @@ pub mod described;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::cancel::Cancel;
 use crate::progress::Reporter;
@@ -96,6 +97,18 @@ pub struct Options {
     /// files under it (an archive without its entry) gets mode 0755 and the run's time, as a
     /// folder on disk does.
     pub folder_markers: bool,
+    /// Into or from a store (a bucket, an `https://` archive): how many times a request that
+    /// failed in a way worth trying again (no answer, a 5xx, a 429) is tried again, with
+    /// backoff: rclone's `--retries`, s5cmd's `--retry-count` (the aws CLI's `max_attempts`
+    /// counts the first try too). `None` (the default): for S3, `AWS_MAX_ATTEMPTS` or the aws
+    /// profile's `max_attempts`, less one, as the aws CLI reads them; else 10. `Some(0)`:
+    /// every request tried once. A PUT whose answer was lost (it may have landed) is looked
+    /// for and sent again at most min(3, N) times more, each with its own retries. An image
+    /// registry's requests are not retried.
+    pub retries: Option<u32>,
+    /// Into or from a store: the longest a request is tried again for, counted from its first
+    /// try. `None` (the default): 180 s.
+    pub retry_timeout: Option<Duration>,
     /// How written files are closed.
     pub close: CloseMode,
     /// Make every file durable (fsync) before closing it, and every directory written into
@@ -203,6 +216,8 @@ impl Default for Options {
             threads: None,
             uploads: None,
             folder_markers: false,
+            retries: None,
+            retry_timeout: None,
             close: CloseMode::default(),
             fsync: false,
             atomic: false,
@@ -234,6 +249,8 @@ impl fmt::Debug for Options {
             .field("threads", &self.threads)
             .field("uploads", &self.uploads)
             .field("folder_markers", &self.folder_markers)
+            .field("retries", &self.retries)
+            .field("retry_timeout", &self.retry_timeout)
             .field("close", &self.close)
             .field("fsync", &self.fsync)
             .field("atomic", &self.atomic)

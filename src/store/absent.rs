@@ -21,7 +21,7 @@ pub(crate) struct Listed {
 pub(crate) enum Source {}
 
 impl Source {
-    pub(crate) fn open(url: BucketUrl) -> anyhow::Result<Source> {
+    pub(crate) fn open(url: BucketUrl, _: &crate::Options) -> anyhow::Result<Source> {
         anyhow::bail!(
             "'{url}' is a store's, and this build has no store client (cargo feature `s3`)"
         )
@@ -44,7 +44,11 @@ impl Source {
 pub(crate) enum Object {}
 
 impl Object {
-    pub(crate) fn locate(_: &Origin, _: Option<&str>) -> anyhow::Result<Option<Object>> {
+    pub(crate) fn locate(
+        _: &Origin,
+        _: Option<&str>,
+        _: &crate::Options,
+    ) -> anyhow::Result<Option<Object>> {
         Ok(None)
     }
 

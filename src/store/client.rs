@@ -124,17 +124,60 @@ impl HttpConnector for MeteredConnector {
     }
 }
 
-/// How a store's client retries: `object_store`'s backoff, longer than its default, since a
-/// run of many files meets a throttling store more often than one request does.
-pub(super) fn retry() -> RetryConfig {
-    RetryConfig {
-        backoff: BackoffConfig {
-            init_backoff: Duration::from_millis(100),
-            max_backoff: Duration::from_secs(15),
-            base: 2.0,
-        },
-        max_retries: 10,
-        retry_timeout: Duration::from_secs(180),
+/// How often, and for how long, a store's failed request (no answer, a 5xx, a 429) is tried
+/// again: [`Options::retries`](crate::Options::retries) and
+/// [`Options::retry_timeout`](crate::Options::retry_timeout), `None` each for the default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Retries {
+    pub times: Option<u32>,
+    pub timeout: Option<Duration>,
+}
+
+impl Retries {
+    /// Tries again by default: a run of many files meets a throttling store more often than
+    /// one request does.
+    pub const TIMES: u32 = 10;
+    /// The longest a request is tried again for, by default.
+    pub const TIMEOUT: Duration = Duration::from_secs(180);
+
+    /// A run's, for `url`'s store: where the run sets none, the store's own setting (S3's
+    /// `AWS_MAX_ATTEMPTS` or the aws profile's `max_attempts`, less one, as the aws CLI reads
+    /// them).
+    pub(crate) fn of(
+        opts: &crate::Options,
+        url: &crate::place::BucketUrl,
+    ) -> anyhow::Result<Retries> {
+        let times = match (opts.retries, url.store) {
+            (Some(times), _) => Some(times),
+            (None, crate::place::StoreKind::S3) => super::s3::retries()?,
+            (None, _) => None,
+        };
+        Ok(Retries {
+            times,
+            timeout: opts.retry_timeout,
+        })
+    }
+
+    /// A web server's (an `https://` archive): the run's.
+    pub(crate) fn of_web(opts: &crate::Options) -> Retries {
+        Retries {
+            times: opts.retries,
+            timeout: opts.retry_timeout,
+        }
+    }
+
+    /// `object_store`'s retry settings: `times`, else [`Retries::TIMES`]; its backoff longer
+    /// than `object_store`'s default.
+    pub(super) fn config(self) -> RetryConfig {
+        RetryConfig {
+            backoff: BackoffConfig {
+                init_backoff: Duration::from_millis(100),
+                max_backoff: Duration::from_secs(15),
+                base: 2.0,
+            },
+            max_retries: self.times.unwrap_or(Retries::TIMES) as usize,
+            retry_timeout: self.timeout.unwrap_or(Retries::TIMEOUT),
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::{Context, anyhow};
 use object_store::ObjectStore;
 
-use super::client::Meter;
+use super::client::{Meter, Retries};
 use super::keys::parse_key;
 use super::requests::{Requests, Store};
 use super::said::explain;
@@ -17,18 +17,18 @@ use crate::place::{BucketUrl, StoreKind};
 pub(crate) type Client = (Arc<dyn Store>, Arc<dyn Requests>, Arc<Meter>);
 
 /// The client of `url`'s store.
-pub(crate) fn connect(url: &BucketUrl) -> anyhow::Result<Client> {
+pub(crate) fn connect(url: &BucketUrl, retries: Retries) -> anyhow::Result<Client> {
     let meter = Arc::new(Meter::default());
     let (store, requests) = match url.store {
-        StoreKind::S3 => super::s3::connect(url, &meter)?,
+        StoreKind::S3 => super::s3::connect(url, &meter, retries)?,
         #[cfg(feature = "azure")]
-        StoreKind::Azure => super::azure::connect(url, &meter)?,
+        StoreKind::Azure => super::azure::connect(url, &meter, retries)?,
         #[cfg(not(feature = "azure"))]
         StoreKind::Azure => anyhow::bail!(
             "'{url}' is in Azure Blob Storage, and this build of fastwrite has no Azure client (cargo feature `azure`)"
         ),
         #[cfg(feature = "gcp")]
-        StoreKind::Gcs => super::gcs::connect(url, &meter)?,
+        StoreKind::Gcs => super::gcs::connect(url, &meter, retries)?,
         #[cfg(not(feature = "gcp"))]
         StoreKind::Gcs => anyhow::bail!(
             "'{url}' is in Google Cloud Storage, and this build of fastwrite has no GCS client (cargo feature `gcp`)"
@@ -52,8 +52,9 @@ pub(crate) fn client_runtime(name: &str) -> anyhow::Result<tokio::runtime::Runti
 pub(crate) fn object(
     url: &BucketUrl,
     key: &str,
+    retries: Retries,
 ) -> anyhow::Result<(Arc<dyn ObjectStore>, object_store::path::Path)> {
-    let (store, _, _) = connect(url)?;
+    let (store, _, _) = connect(url, retries)?;
     let path = parse_key(key).map_err(|e| anyhow!(explain(&e)))?;
     Ok((store, path))
 }

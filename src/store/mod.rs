@@ -51,7 +51,7 @@ pub(crate) mod tls;
 mod wire;
 
 pub(crate) use crate::place::BucketUrl;
-pub(crate) use client::Meter;
+pub(crate) use client::{Meter, Retries};
 pub(crate) use connect::{client_runtime, connect, object};
 pub(crate) use flight::{EVERY, Sizer};
 pub(crate) use keys::{head_with_metadata, md5_hex, md5_of, parse_key, taken};

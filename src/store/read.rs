@@ -76,12 +76,16 @@ impl Object {
     /// for anything else. A name that ends in `/`, or a whole bucket, names no object. Its
     /// requests run on the thread that waits for them, or, where several threads read at once
     /// (`shared`), on threads of their own named so.
-    pub(crate) fn locate(origin: &Origin, shared: Option<&str>) -> anyhow::Result<Option<Object>> {
+    pub(crate) fn locate(
+        origin: &Origin,
+        shared: Option<&str>,
+        opts: &crate::Options,
+    ) -> anyhow::Result<Option<Object>> {
         let label = origin.named().display().to_string();
         let (store, key, missing): (_, _, &'static str) = match origin {
             #[cfg(feature = "http")]
             Origin::Web(url) => {
-                let (store, key) = web(url)?;
+                let (store, key) = web(url, super::Retries::of_web(opts))?;
                 (store, key, "the server has no such file (404)")
             }
             Origin::Store { url, .. } => {
@@ -93,7 +97,11 @@ impl Object {
                         "'{label}' names a {word} or a prefix, not an archive ({scheme}://{upper}/KEY)"
                     );
                 }
-                let (store, key) = super::connect::object(&url.with_prefix(""), key)?;
+                let (store, key) = super::connect::object(
+                    &url.with_prefix(""),
+                    key,
+                    super::Retries::of(opts, url)?,
+                )?;
                 (store, key, "no such object")
             }
             _ => return Ok(None),
@@ -455,7 +463,7 @@ impl Read for Remote {
 /// The store and path of an `https://` (or `http://`) URL, the path's percent-escapes read as
 /// the URL has them.
 #[cfg(feature = "http")]
-fn web(text: &str) -> anyhow::Result<(Arc<dyn ObjectStore>, Key)> {
+fn web(text: &str, retries: super::Retries) -> anyhow::Result<(Arc<dyn ObjectStore>, Key)> {
     let (scheme, rest) = text.split_once("://").unwrap_or(("https", text));
     let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
     let path = path.split('#').next().unwrap_or_default();
@@ -475,6 +483,7 @@ fn web(text: &str) -> anyhow::Result<(Arc<dyn ObjectStore>, Key)> {
     let meter = Arc::new(super::client::Meter::default());
     let store = object_store::http::HttpBuilder::new()
         .with_url(format!("{scheme}://{host}"))
+        .with_retry(retries.config())
         .with_client_options(super::client::options(
             plain_http,
             &super::tls::roots(None)?,

@@ -217,8 +217,9 @@ impl Flight {
 impl Source {
     /// The client of `url`'s store. Nothing is asked of the server yet: a missing bucket or
     /// refused credentials are said by the first listing.
-    pub(crate) fn open(url: BucketUrl) -> anyhow::Result<Source> {
-        let (store, requests, meter) = super::connect::connect(&url)?;
+    pub(crate) fn open(url: BucketUrl, opts: &crate::Options) -> anyhow::Result<Source> {
+        let retries = super::Retries::of(opts, &url)?;
+        let (store, requests, meter) = super::connect::connect(&url, retries)?;
         let flight = Flight {
             sizer: Mutex::new(Sizer::new(START, None).watching_the_queue()),
             meter,

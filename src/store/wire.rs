@@ -2,8 +2,9 @@
 //! retried as the client retries its own, and reading the XML of its answer.
 
 use std::future::Future;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
+use object_store::RetryConfig;
 use object_store::client::{HttpClient, HttpRequest};
 use object_store::multipart::PartId;
 
@@ -45,18 +46,28 @@ impl Answer {
 /// A request's signer: adds what the store checks (headers, a query) to the request.
 pub(crate) type Sign<'a> = &'a (dyn Fn(&mut HttpRequest) -> anyhow::Result<()> + Send + Sync);
 
+/// The run's metered HTTP client, and how the store's own client retries, which its requests
+/// of our own retry alike.
+#[derive(Debug, Clone)]
+pub(crate) struct Client {
+    pub http: HttpClient,
+    pub retry: RetryConfig,
+}
+
 /// Sends one request, signed by `sign` on each try, retried on a dropped connection, 5xx and
-/// 429 with backoff, six tries at most.
+/// 429 with backoff, as often and for as long as `client.retry` says.
 pub(crate) async fn send(
-    client: &HttpClient,
+    client: &Client,
     method: http::Method,
     url: &str,
     headers: &[(String, String)],
     body: &str,
     sign: Sign<'_>,
 ) -> anyhow::Result<Answer> {
-    let mut backoff = Duration::from_millis(100);
+    let Client { http, retry } = client;
+    let mut backoff = retry.backoff.init_backoff;
     let mut tries = 0;
+    let start = std::time::Instant::now();
     loop {
         tries += 1;
         let mut request = http::Request::builder().method(method.clone()).uri(url);
@@ -65,7 +76,7 @@ pub(crate) async fn send(
         }
         let mut request: HttpRequest = request.body(body.to_string().into())?;
         sign(&mut request)?;
-        let answer = match client.execute(request).await {
+        let answer = match http.execute(request).await {
             Ok(response) => {
                 let status = response.status().as_u16();
                 let headers = response
@@ -84,15 +95,18 @@ pub(crate) async fn send(
             }
             Err(e) => Err(anyhow::Error::new(e)),
         };
-        let retry = match &answer {
+        let again_asked = match &answer {
             Ok(a) => a.status >= 500 || a.status == 429,
             Err(_) => true,
         };
-        if !retry || tries >= 6 {
+        let again = tries <= retry.max_retries && start.elapsed() + backoff <= retry.retry_timeout;
+        if !again_asked || !again {
             return answer;
         }
         tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(10));
+        backoff = backoff
+            .mul_f64(retry.backoff.base)
+            .min(retry.backoff.max_backoff);
     }
 }
 

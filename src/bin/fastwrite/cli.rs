@@ -68,7 +68,7 @@ const TUNING: &str = "Tuning (extract and mirror)";
 
 /// The global flags, by clap's id and as a user types them, with the commands that use each.
 /// A command refuses the ones it does not use (see [`unused_flag`]).
-const GLOBALS: [(&str, &str, &[&str]); 12] = [
+const GLOBALS: [(&str, &str, &[&str]); 14] = [
     ("defer_close", "--defer-close", &["extract", "mirror"]),
     ("no_defer_close", "--no-defer-close", &["extract", "mirror"]),
     ("threads", "-j/--threads", &["extract", "mirror"]),
@@ -79,6 +79,8 @@ const GLOBALS: [(&str, &str, &[&str]); 12] = [
         "--max-requests-per-second",
         &["extract", "mirror"],
     ),
+    ("retries", "--retries", &["extract", "mirror"]),
+    ("retry_timeout", "--retry-timeout", &["extract", "mirror"]),
     ("fsync", "--fsync", &["extract", "mirror"]),
     ("atomic", "--atomic", &["extract", "mirror"]),
     ("quiet", "--quiet", &["extract", "mirror"]),
@@ -141,6 +143,18 @@ pub struct Global {
     /// 3,500 PUT/s: docs/many-archives.md says what to set) [default: no cap]
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = TUNING)]
     pub max_requests_per_second: Option<u32>,
+
+    /// Into or from a store (a bucket, an https:// archive): how many times a request that
+    /// failed (no answer, a 5xx, a 429) is tried again, with backoff, as rclone's --retries;
+    /// 0: once only [default: for S3, AWS_MAX_ATTEMPTS or the aws profile's max_attempts, less
+    /// one, as the aws CLI reads them; else 10]
+    #[arg(long, global = true, value_name = "N", help_heading = TUNING)]
+    pub retries: Option<u32>,
+
+    /// Into or from a store: the longest a request is tried again for, in seconds from its
+    /// first try [default: 180]
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..), help_heading = TUNING)]
+    pub retry_timeout: Option<u64>,
 
     /// Threads in the close pool: with --defer-close always, how many [default: 4; 16 on
     /// Windows]; with auto, the most it may start [default: 256]
@@ -623,6 +637,8 @@ impl Cli {
         }
         opts.uploads = g.uploads.map(usize::from);
         opts.folder_markers = g.folder_markers;
+        opts.retries = g.retries;
+        opts.retry_timeout = g.retry_timeout.map(std::time::Duration::from_secs);
         let when = if g.no_defer_close {
             DeferClose::Never
         } else {

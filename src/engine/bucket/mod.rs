@@ -68,6 +68,10 @@ struct Shared {
     failures: Arc<Failures>,
     reporter: Arc<dyn Reporter>,
     overwrite: Overwrite,
+    /// How many times a PUT whose answer was lost (or a 5xx) is looked for and sent again,
+    /// each with the client's own retries: three, or fewer where the user asked fewer retries
+    /// (`--retries 0`: every request sent once).
+    resends: u32,
     /// `Options::resume_tag`: carried by every object, and an existing key that carries it is
     /// this source's own.
     tag: Option<String>,
@@ -144,7 +148,8 @@ impl Bucket {
         let root = place.named();
         let url = url.clone();
         let start = |e: anyhow::Error| Error::start(root, ErrorKind::Directory, e);
-        let (store, requests, meter) = connect(&url).map_err(start)?;
+        let retries = crate::store::Retries::of(opts, &url).map_err(start)?;
+        let (store, requests, meter) = connect(&url, retries).map_err(start)?;
         let runtime = client_runtime("fastwrite-upload")?;
         let writers = opts.threads.unwrap_or_else(crate::options::default_threads);
         let budget = opts.memory_budget.max(64 << 20);
@@ -187,6 +192,7 @@ impl Bucket {
             failures: Arc::clone(&run.failures),
             reporter: Arc::clone(&run.reporter),
             overwrite: opts.overwrite,
+            resends: retries.times.map_or(3, |times| times.min(3)),
             tag: opts.resume_tag.clone(),
             conditional,
             files: AtomicU64::new(0),

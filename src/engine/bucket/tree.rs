@@ -49,7 +49,7 @@ impl Prefix {
         named: &Path,
         url: &BucketUrl,
         destination: bool,
-        _: &MirrorOptions,
+        opts: &crate::Options,
     ) -> anyhow::Result<Prefix> {
         let kind = match destination {
             true => ErrorKind::Directory,
@@ -59,7 +59,7 @@ impl Prefix {
             let why = e.context(format!("cannot list '{}'", named.display()));
             Error::named(named, kind, why)
         };
-        let source = Source::open(url.clone()).map_err(|e| Error::start(named, kind, e))?;
+        let source = Source::open(url.clone(), opts).map_err(|e| Error::start(named, kind, e))?;
         let listed = source.listing().map_err(failed)?;
         let mut prefix = Prefix {
             named: named.to_path_buf(),

@@ -64,7 +64,7 @@ pub(super) async fn upload(
             uncertain().await;
             break put;
         };
-        if taken(e) || tries >= 3 || !uncertain().await {
+        if taken(e) || tries >= shared.resends || !uncertain().await {
             break put;
         }
         // Its answer was lost: the PUT may have landed all the same. Look before sending it

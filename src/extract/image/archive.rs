@@ -41,9 +41,10 @@ impl DockerArchive {
     pub(super) fn open(
         origin: &Origin,
         tag: Option<&str>,
+        opts: &crate::Options,
     ) -> anyhow::Result<(DockerArchive, Document)> {
         let path = origin.named();
-        let mut file = match super::remote::fetched(origin)? {
+        let mut file = match super::remote::fetched(origin, opts)? {
             Some(file) => file,
             None => {
                 File::open(path).with_context(|| format!("cannot open '{}'", path.display()))?

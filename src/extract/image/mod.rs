@@ -73,7 +73,7 @@ fn open(reference: &Reference, opts: &Options) -> anyhow::Result<Opened> {
     let (blobs, top): (Box<dyn Blobs>, Document) = match reference {
         Reference::Layout { dir, tag } => {
             let (layout, descriptor): (Box<dyn Blobs>, Descriptor) =
-                match remote::RemoteLayout::open(dir, tag.as_deref())? {
+                match remote::RemoteLayout::open(dir, tag.as_deref(), opts)? {
                     Some((remote, descriptor)) => (Box::new(remote), descriptor),
                     None => {
                         let (layout, descriptor) =
@@ -87,7 +87,7 @@ fn open(reference: &Reference, opts: &Options) -> anyhow::Result<Opened> {
             (layout, document)
         }
         Reference::Archive { file, tag } => {
-            let (archive, document) = archive::DockerArchive::open(file, tag.as_deref())?;
+            let (archive, document) = archive::DockerArchive::open(file, tag.as_deref(), opts)?;
             (Box::new(archive), document)
         }
         #[cfg(feature = "http")]

@@ -34,8 +34,9 @@ impl RemoteLayout {
     pub(super) fn open(
         location: &Origin,
         tag: Option<&str>,
+        opts: &crate::Options,
     ) -> anyhow::Result<Option<(RemoteLayout, Descriptor)>> {
-        let Some(root) = Object::locate(location, Some("fastwrite-layout"))? else {
+        let Some(root) = Object::locate(location, Some("fastwrite-layout"), opts)? else {
             return Ok(None);
         };
         let layout = RemoteLayout {
@@ -71,8 +72,8 @@ impl Blobs for RemoteLayout {
 
 /// The `docker save` tar at `location`, fetched whole into an unnamed temporary file; `None`
 /// when `location` is a local path.
-pub(super) fn fetched(location: &Origin) -> anyhow::Result<Option<File>> {
-    let Some(object) = Object::locate(location, Some("fastwrite-download"))? else {
+pub(super) fn fetched(location: &Origin, opts: &crate::Options) -> anyhow::Result<Option<File>> {
+    let Some(object) = Object::locate(location, Some("fastwrite-download"), opts)? else {
         return Ok(None);
     };
     let mut file = tempfile::tempfile().context("cannot make a temporary file")?;
@@ -90,10 +91,14 @@ mod tests {
     fn a_local_path_is_no_store() {
         let local = |name: &str| Origin::of(Path::new(name)).unwrap();
         assert!(
-            RemoteLayout::open(&local("layouts/app"), None)
+            RemoteLayout::open(&local("layouts/app"), None, &crate::Options::default())
                 .unwrap()
                 .is_none()
         );
-        assert!(fetched(&local("saved.tar")).unwrap().is_none());
+        assert!(
+            fetched(&local("saved.tar"), &crate::Options::default())
+                .unwrap()
+                .is_none()
+        );
     }
 }

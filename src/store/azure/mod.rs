@@ -17,7 +17,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 
-use super::client::{self, Meter, MeteredConnector};
+use super::client::{self, Meter, MeteredConnector, Retries};
 use super::requests::{Requests, Store};
 use crate::place::BucketUrl;
 
@@ -29,6 +29,7 @@ const EMULATOR_ACCOUNT: &str = "devstoreaccount1";
 pub(super) fn connect(
     url: &BucketUrl,
     meter: &Arc<Meter>,
+    retries: Retries,
 ) -> anyhow::Result<(Arc<dyn Store>, Arc<dyn Requests>)> {
     let mut builder = MicrosoftAzureBuilder::from_env();
     for (key, value) in cli_settings()? {
@@ -58,10 +59,11 @@ pub(super) fn connect(
     let plain_http = emulator
         || service.scheme() == "http"
         || std::env::var("AZURE_ALLOW_HTTP").is_ok_and(|v| client::is_true(&v));
+    let retry = retries.config();
     let store = builder
         .with_account(&account)
         .with_container_name(&url.bucket)
-        .with_retry(client::retry())
+        .with_retry(retry.clone())
         .with_client_options(client::options(plain_http, &super::tls::roots(None)?)?)
         .with_http_connector(MeteredConnector(Arc::clone(meter)))
         .build()
@@ -71,7 +73,8 @@ pub(super) fn connect(
         .get()
         .cloned()
         .context("the store made no HTTP client")?;
-    let requests = requests::AzureRequests::new(store.clone(), http, account, service, url);
+    let client = super::wire::Client { http, retry };
+    let requests = requests::AzureRequests::new(store.clone(), client, account, service, url);
     Ok((Arc::new(store), Arc::new(requests)))
 }
 

@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use object_store::azure::{AzureAuthorizer, MicrosoftAzure};
-use object_store::client::{HttpClient, HttpRequest};
+use object_store::client::HttpRequest;
 use object_store::multipart::PartId;
 use object_store::path::Path as Key;
 
@@ -30,7 +30,7 @@ const META: &str = "x-ms-meta-";
 
 pub(super) struct AzureRequests {
     store: MicrosoftAzure,
-    client: HttpClient,
+    client: wire::Client,
     account: String,
     /// The container's URL, as the client forms it.
     container: url::Url,
@@ -39,7 +39,7 @@ pub(super) struct AzureRequests {
 impl AzureRequests {
     pub(super) fn new(
         store: MicrosoftAzure,
-        client: HttpClient,
+        client: wire::Client,
         account: String,
         service: url::Url,
         url: &BucketUrl,

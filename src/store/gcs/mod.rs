@@ -18,7 +18,7 @@ use anyhow::Context;
 use object_store::client::HttpConnector;
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 
-use super::client::{self, Meter, MeteredConnector};
+use super::client::{self, Meter, MeteredConnector, Retries};
 use super::requests::{Requests, Store};
 use crate::place::BucketUrl;
 
@@ -35,6 +35,7 @@ const NO_CREDENTIALS: &str =
 pub(super) fn connect(
     url: &BucketUrl,
     meter: &Arc<Meter>,
+    retries: Retries,
 ) -> anyhow::Result<(Arc<dyn Store>, Arc<dyn Requests>)> {
     let emulator = emulator_host();
     let builder = match &emulator {
@@ -53,9 +54,10 @@ pub(super) fn connect(
             .get_config_value(&GoogleConfigKey::SkipSignature)
             .is_some_and(|v| client::is_true(&v));
     let options = client::options(base.starts_with("http://"), &super::tls::roots(None)?)?;
+    let retry = retries.config();
     let store = builder
         .with_bucket_name(&url.bucket)
-        .with_retry(client::retry())
+        .with_retry(retry.clone())
         .with_client_options(options.clone())
         .with_http_connector(MeteredConnector(Arc::clone(meter)))
         .build()
@@ -63,7 +65,8 @@ pub(super) fn connect(
     // A client of our own: the first one the builder made may be its metadata server's, whose
     // connections time out after a second.
     let http = MeteredConnector(Arc::clone(meter)).connect(&options)?;
-    let requests = requests::GcsRequests::new(store.clone(), http, base, unsigned, url);
+    let client = super::wire::Client { http, retry };
+    let requests = requests::GcsRequests::new(store.clone(), client, base, unsigned, url);
     Ok((Arc::new(store), Arc::new(requests)))
 }
 

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use object_store::client::{HttpClient, HttpRequest};
+use object_store::client::HttpRequest;
 use object_store::gcp::GoogleCloudStorage;
 use object_store::multipart::PartId;
 use object_store::path::Path as Key;
@@ -29,7 +29,7 @@ const BOUNDARY: &str = "fastwrite-marker-boundary";
 
 pub(super) struct GcsRequests {
     store: GoogleCloudStorage,
-    client: HttpClient,
+    client: wire::Client,
     /// Where the store answers (no `/` at the end).
     base: String,
     /// Whether no token is sent (an emulator; `GOOGLE_SKIP_SIGNATURE`).
@@ -40,7 +40,7 @@ pub(super) struct GcsRequests {
 impl GcsRequests {
     pub(super) fn new(
         store: GoogleCloudStorage,
-        client: HttpClient,
+        client: wire::Client,
         base: String,
         unsigned: bool,
         url: &BucketUrl,

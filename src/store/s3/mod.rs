@@ -17,9 +17,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
+use object_store::RetryConfig;
 use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
 
-use super::client::{self, Meter, MeteredConnector};
+use super::client::{self, Meter, MeteredConnector, Retries};
 use super::requests::{Requests, Store};
 use super::tls;
 use crate::place::BucketUrl;
@@ -29,19 +30,26 @@ use crate::place::BucketUrl;
 pub(super) fn connect(
     url: &BucketUrl,
     meter: &Arc<Meter>,
+    retries: Retries,
 ) -> anyhow::Result<(Arc<dyn Store>, Arc<dyn Requests>)> {
-    let (store, region) = store(url, Arc::clone(meter))?;
+    let (store, region, retry) = store(url, Arc::clone(meter), retries)?;
     let http = meter
         .client
         .get()
         .cloned()
         .context("the store made no HTTP client")?;
-    let requests = requests::S3Requests::new(store.clone(), http, region);
+    let client = super::wire::Client { http, retry };
+    let requests = requests::S3Requests::new(store.clone(), client, region);
     Ok((Arc::new(store), Arc::new(requests)))
 }
 
-/// The store for `url`'s bucket, with the run's meter on every request, and its region.
-pub(super) fn store(url: &BucketUrl, meter: Arc<Meter>) -> anyhow::Result<(AmazonS3, String)> {
+/// The store for `url`'s bucket, with the run's meter on every request; its region, and how it
+/// retries (`retries`, else the aws CLI's `AWS_MAX_ATTEMPTS` or the profile's `max_attempts`).
+pub(super) fn store(
+    url: &BucketUrl,
+    meter: Arc<Meter>,
+    retries: Retries,
+) -> anyhow::Result<(AmazonS3, String, RetryConfig)> {
     let mut builder = AmazonS3Builder::from_env();
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     // The profile's keys where the environment has none; its CA bundle in any case (as the
@@ -82,13 +90,14 @@ pub(super) fn store(url: &BucketUrl, meter: Arc<Meter>) -> anyhow::Result<(Amazo
         // The aws CLI's default, which S3-compatible servers ignore.
         .unwrap_or_else(|| "us-east-1".to_string());
     builder = builder.with_region(&region);
+    let retry = retries.config();
     builder
         .with_bucket_name(&url.bucket)
-        .with_retry(client::retry())
+        .with_retry(retry.clone())
         .with_client_options(client::options(plain_http, &tls::roots(ca_bundle)?)?)
         .with_http_connector(MeteredConnector(meter))
         .build()
-        .map(|store| (store, region))
+        .map(|store| (store, region, retry))
         .with_context(|| format!("cannot use bucket '{}'", url.bucket))
 }
 
@@ -98,9 +107,33 @@ struct Profile {
     settings: Vec<(AmazonS3ConfigKey, String)>,
     /// Its `ca_bundle`, from the config file.
     ca_bundle: Option<PathBuf>,
+    /// Its `max_attempts` (tries, the first included), from the config file.
+    max_attempts: Option<String>,
     /// The profile named (`AWS_PROFILE`) where neither file has it: an error where its keys
     /// are needed, as for the aws CLI.
     missing: Option<String>,
+}
+
+/// How many times the aws CLI's settings say a request is tried again: `AWS_MAX_ATTEMPTS`, else
+/// the profile's `max_attempts` (tries, the first included), less one; `None` where neither is
+/// set.
+pub(super) fn retries() -> anyhow::Result<Option<u32>> {
+    let env = std::env::var("AWS_MAX_ATTEMPTS")
+        .ok()
+        .filter(|v| !v.is_empty());
+    let (setting, value) = match env {
+        Some(value) => ("AWS_MAX_ATTEMPTS", value),
+        None => match profile().ok().and_then(|p| p.max_attempts) {
+            Some(value) => ("the aws profile's max_attempts", value),
+            None => return Ok(None),
+        },
+    };
+    match value.parse::<u32>() {
+        Ok(tries) if tries >= 1 => Ok(Some(tries - 1)),
+        _ => anyhow::bail!(
+            "{setting} is '{value}': a number of tries, the first included (at least 1), as the aws CLI takes it"
+        ),
+    }
 }
 
 /// The aws CLI's profile: keys and token from the credentials file, region, endpoint and CA
@@ -153,9 +186,11 @@ fn profile() -> anyhow::Result<Profile> {
         }
     }
     let ca_bundle = from_config.and_then(|section| section.get("ca_bundle").map(PathBuf::from));
+    let max_attempts = from_config.and_then(|section| section.get("max_attempts").cloned());
     Ok(Profile {
         settings,
         ca_bundle,
+        max_attempts,
         missing,
     })
 }

@@ -14,7 +14,7 @@
 use std::time::Duration;
 
 use object_store::aws::{AmazonS3, AwsAuthorizer};
-use object_store::client::{HttpClient, HttpRequest};
+use object_store::client::HttpRequest;
 use object_store::multipart::PartId;
 use object_store::path::Path as Key;
 use object_store::signer::Signer;
@@ -25,12 +25,12 @@ use crate::store::wire::{self, Answer, elements, query_escape, xml_unescape};
 #[derive(Clone)]
 pub(super) struct S3Requests {
     store: AmazonS3,
-    client: HttpClient,
+    client: wire::Client,
     region: String,
 }
 
 impl S3Requests {
-    pub(super) fn new(store: AmazonS3, client: HttpClient, region: String) -> S3Requests {
+    pub(super) fn new(store: AmazonS3, client: wire::Client, region: String) -> S3Requests {
         S3Requests {
             store,
             client,
