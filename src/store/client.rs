@@ -193,7 +193,8 @@ pub(super) fn options(plain_http: bool, roots: &[Vec<u8>]) -> anyhow::Result<Cli
         .with_allow_http(plain_http)
         .with_connect_timeout(Duration::from_secs(10))
         .with_timeout(Duration::from_secs(300))
-        .with_pool_idle_timeout(Duration::from_secs(60));
+        .with_pool_idle_timeout(Duration::from_secs(60))
+        .with_no_system_certificates(super::tls::SYSTEM_INCLUDED);
     for der in roots {
         options = options.with_root_certificate(object_store::Certificate::from_der(der)?);
     }

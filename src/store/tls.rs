@@ -53,10 +53,17 @@ fn common() -> Vec<Named> {
     named
 }
 
-/// The certificates (DER) to trust beside the system's: those of `more` (a store's own setting,
-/// S3's `AWS_CA_BUNDLE`) and of every common one, each certificate once however many settings
-/// name it (a machine that points every tool's setting at the system's bundle names each of its
-/// CAs five times over).
+/// Whether [`roots`] holds the system's CA certificates too, so that a client trusts those
+/// alone: on Linux, where the TLS verifier would read the same files (`SSL_CERT_FILE`,
+/// `SSL_CERT_DIR`, else the distribution's bundle) again for every client it builds, and a
+/// run of many archives builds two an archive. Elsewhere the system is asked (macOS's
+/// keychain, Windows' certificate store), and `roots` holds what users name beside it.
+pub(crate) const SYSTEM_INCLUDED: bool = cfg!(target_os = "linux");
+
+/// The certificates (DER) to trust: those of `more` (a store's own setting, S3's
+/// `AWS_CA_BUNDLE`) and of every common one, and with [`SYSTEM_INCLUDED`] the system's, each
+/// certificate once however many settings name it (a machine that points every tool's setting
+/// at the system's bundle names each of its CAs five times over).
 ///
 /// Read once a process for the settings as they stand: a run of many archives connects to its
 /// stores once for each, and reading the system's bundle and folder every time was most of such
@@ -88,6 +95,13 @@ pub(crate) fn roots(more: Option<Named>) -> anyhow::Result<Arc<[Vec<u8>]>> {
                 });
             }
         }
+    }
+    // The system's, as the verifier reads them (unreadable ones passed over, as it does).
+    #[cfg(target_os = "linux")]
+    {
+        let system = rustls_native_certs::load_native_certs().certs;
+        let system = system.into_iter().map(|der| der.to_vec());
+        ders.extend(system.filter(|der| seen.insert(der.clone())));
     }
     let ders: Arc<[Vec<u8>]> = ders.into();
     read.push((settings, Arc::clone(&ders)));

@@ -149,17 +149,20 @@ impl Registry {
         } else {
             "https"
         };
-        // The CA certificates users name for their other tools, beside the system's.
+        // The CA certificates users name for their other tools, and the system's (read once a
+        // process where `tls::SYSTEM_INCLUDED`; else the system is asked).
         let roots = crate::store::tls::roots(None)?
             .iter()
             .map(|der| reqwest::Certificate::from_der(der))
             .collect::<Result<Vec<_>, _>>()?;
-        let http = reqwest::Client::builder()
+        let builder = reqwest::Client::builder()
             .user_agent(concat!("fastwrite/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(std::time::Duration::from_secs(30))
-            .tls_certs_merge(roots)
-            .build()
-            .context("cannot start the HTTP client")?;
+            .connect_timeout(std::time::Duration::from_secs(30));
+        let builder = match crate::store::tls::SYSTEM_INCLUDED {
+            true => builder.tls_certs_only(roots),
+            false => builder.tls_certs_merge(roots),
+        };
+        let http = builder.build().context("cannot start the HTTP client")?;
         let runtime = crate::store::client_runtime("fastwrite-registry")?;
         Ok(Registry {
             base: format!("{scheme}://{}/v2/{}", name.host(), name.repository),
