@@ -158,9 +158,12 @@ pub(crate) fn tree(
         #[cfg(feature = "s3")]
         Where::Store(url) => Box::new(bucket::Prefix::open(named, url, destination, opts)?),
         #[cfg(not(feature = "s3"))]
-        Where::Store(url) => anyhow::bail!(
-            "'{url}' is a store's, and this build has no store client (cargo feature `s3`)"
-        ),
+        Where::Store(url) => {
+            let _ = opts; // (what a store's listing tries again by)
+            anyhow::bail!(
+                "'{url}' is a store's, and this build has no store client (cargo feature `s3`)"
+            )
+        }
     })
 }
 
