@@ -2147,7 +2147,6 @@ mod linux {
             let tries = [("AWS_MAX_ATTEMPTS", "2")];
             assert_eq!(faults("aws", &[], &tries), 2 * probes + 4);
             assert_eq!(faults("both", &["--retries", "0"], &tries), once);
-            let bad = [("AWS_MAX_ATTEMPTS", "0")];
             let mut cmd = fastwrite_command(&osv![
                 "extract",
                 &archive,
@@ -2155,7 +2154,7 @@ mod linux {
                 &server.url("retry", "bad")
             ]);
             server.apply_env(&mut cmd);
-            cmd.env(bad[0].0, bad[0].1);
+            cmd.env("AWS_MAX_ATTEMPTS", "0");
             let out = run_command(cmd);
             out.assert_code(2);
             assert!(

@@ -35,6 +35,37 @@ fn normal(name: &str) -> &str {
     name.trim_start_matches("./")
 }
 
+/// The archive at `origin` as a plain tar in a file: fetched where it is a store's or a web
+/// server's, decompressed into a temporary file where it is compressed.
+fn tar_file(origin: &Origin, opts: &crate::Options) -> anyhow::Result<File> {
+    let path = origin.named();
+    let mut file = match super::remote::fetched(origin, opts)? {
+        Some(file) => file,
+        None => File::open(path).with_context(|| format!("cannot open '{}'", path.display()))?,
+    };
+    let mut head = [0u8; 8];
+    let n = file
+        .read(&mut head)
+        .with_context(|| format!("cannot read '{}'", path.display()))?;
+    file.rewind()?;
+    let file = match Codec::detect(&head[..n]) {
+        None => file,
+        Some(codec) => {
+            let verified = Verified::default();
+            let input = Box::new(BufReader::new(file)) as Box<dyn BufRead + Send>;
+            let mut decoded = codec
+                .decoder(input, &verified)
+                .map_err(|_| anyhow!("this build has no {} decoder", codec.name()))?;
+            let mut spool = tempfile::tempfile().context("cannot make a temporary file")?;
+            std::io::copy(&mut decoded, &mut spool)
+                .with_context(|| format!("cannot decompress '{}'", path.display()))?;
+            spool.rewind()?;
+            spool
+        }
+    };
+    Ok(file)
+}
+
 impl DockerArchive {
     /// The archive at `path`, and the manifest of the image `tag` names in it (with no tag,
     /// its only one).
@@ -44,32 +75,7 @@ impl DockerArchive {
         opts: &crate::Options,
     ) -> anyhow::Result<(DockerArchive, Document)> {
         let path = origin.named();
-        let mut file = match super::remote::fetched(origin, opts)? {
-            Some(file) => file,
-            None => {
-                File::open(path).with_context(|| format!("cannot open '{}'", path.display()))?
-            }
-        };
-        let mut head = [0u8; 8];
-        let n = file
-            .read(&mut head)
-            .with_context(|| format!("cannot read '{}'", path.display()))?;
-        file.rewind()?;
-        let file = match Codec::detect(&head[..n]) {
-            None => file,
-            Some(codec) => {
-                let verified = Verified::default();
-                let input = Box::new(BufReader::new(file)) as Box<dyn BufRead + Send>;
-                let mut decoded = codec
-                    .decoder(input, &verified)
-                    .map_err(|_| anyhow!("this build has no {} decoder", codec.name()))?;
-                let mut spool = tempfile::tempfile().context("cannot make a temporary file")?;
-                std::io::copy(&mut decoded, &mut spool)
-                    .with_context(|| format!("cannot decompress '{}'", path.display()))?;
-                spool.rewind()?;
-                spool
-            }
-        };
+        let file = tar_file(origin, opts)?;
         let members =
             index(&file).with_context(|| format!("'{}' is no readable tar", path.display()))?;
         let archive = DockerArchive { file, members };
