@@ -5,7 +5,7 @@ tested against them; the registry behind it stays a real one.
 
     registry-front.py LISTEN_PORT TARGET_PORT [--bearer] [--user USER:PASSWORD]
                       [--cut-blobs-after N] [--stall-layers-after N] [--endless WHAT]
-                      [--stats FILE]
+                      [--throttle N [--retry-after VALUE]] [--stats FILE]
 
 --bearer     every /v2/ request needs `Authorization: Bearer TOKEN`; without it the answer is
              401 with the challenge Docker Hub sends (`WWW-Authenticate: Bearer
@@ -26,8 +26,12 @@ tested against them; the registry behind it stays a real one.
              answer (with --bearer); `errors`, every manifest's answer is 500 with an endless
              body; `layers`, every gzip blob's answer (a layer's) is its bytes, then zeros
              without end.
+--throttle N the first N GETs of a manifest are answered 429 Too Many Requests with Docker Hub's
+             error body (TOOMANYREQUESTS), as Docker Hub answers pulls past its rate limit;
+             with --retry-after VALUE, each with `Retry-After: VALUE` (seconds, or an HTTP date).
 --stats FILE the requests seen, as JSON, rewritten after each one:
-             {"requests": N, "unauthorized": N, "tokens": N, "ranged": N, "cut": N, "blobs": N}
+             {"requests": N, "unauthorized": N, "tokens": N, "ranged": N, "cut": N, "blobs": N,
+              "throttled": N, "endless": N}
              ("blobs": the GETs of a blob, a config or a layer, answered 200 or 206)
 
 LISTEN_PORT 0 takes a free port: the first line on stdout is "listening on PORT" either way.
@@ -47,7 +51,7 @@ import time
 ENDLESS_SECONDS = 60
 ENDLESS_BYTES = 4 << 30
 LOCK = threading.Lock()
-STATS = {"requests": 0, "unauthorized": 0, "tokens": 0, "ranged": 0, "cut": 0, "blobs": 0, "endless": 0}
+STATS = {"requests": 0, "unauthorized": 0, "tokens": 0, "ranged": 0, "cut": 0, "blobs": 0, "endless": 0, "throttled": 0}
 TOKENS = set()
 CUT = set()
 
@@ -146,6 +150,17 @@ def handler(args, port):
             if not self.authorized():
                 return
             if self.command == "GET" and re.match(r"/v2/.+/manifests/", self.path):
+                with LOCK:
+                    throttle = STATS["throttled"] < args.throttle
+                if throttle:
+                    count("throttled", args)
+                    headers = [("Content-Type", "application/json")]
+                    if args.retry_after is not None:
+                        headers.append(("Retry-After", args.retry_after))
+                    body = (b'{"errors":[{"code":"TOOMANYREQUESTS","message":"You have reached '
+                            b'your pull rate limit. You may increase the limit by authenticating '
+                            b'and upgrading: https://www.docker.com/increase-rate-limit"}]}')
+                    return self.reply(429, body, headers)
                 if args.endless == "manifests":
                     return self.endless(200, b'{"schemaVersion": 2, "layers": [')
                 if args.endless == "errors":
@@ -202,6 +217,8 @@ def main():
     parser.add_argument("--cut-blobs-after", type=int)
     parser.add_argument("--stall-layers-after", type=int)
     parser.add_argument("--endless", choices=["manifests", "token", "errors", "layers"])
+    parser.add_argument("--throttle", type=int, default=0)
+    parser.add_argument("--retry-after")
     parser.add_argument("--stats")
     args = parser.parse_args()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", args.listen_port), None)

@@ -5,7 +5,8 @@ that pass so that it can fail some of them, in one of four ways (--fault). It ad
 that is lab/delay-proxy.go's job (the lab's one delay proxy), which can stand in front of it.
 
   slowdown  answer 503 SlowDown with S3's XML error body, as S3 does when it throttles
-            (the request never reaches the server; the connection is closed after it)
+            (the request never reaches the server; the connection is closed after it);
+            with --retry-after VALUE, a `Retry-After: VALUE` header too
   reset     pass the request's head and half its body on, then reset both connections
   stall     swallow the request and answer nothing for --stall-s seconds, then close
   lose      pass the whole request on, let the server do it, then reset the client's
@@ -13,6 +14,7 @@ that is lab/delay-proxy.go's job (the lab's one delay proxy), which can stand in
 
 Usage: s3-proxy.py LISTEN_PORT TARGET_PORT [--fault KIND] [--method M]
                    [--after M] [--first N | --fraction F [--seed S]] [--stall-s T]
+                   [--retry-after VALUE]
                    [--stats FILE]
 
 LISTEN_PORT 0 takes a free port: the first line on stdout is "listening on PORT" either way.
@@ -203,6 +205,7 @@ async def fail(kind, args, headers, client_reader, client_writer, upstream, head
         client_writer.write(
             b"HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\n"
             + f"Content-Length: {len(SLOWDOWN_BODY)}\r\n".encode()
+            + (f"Retry-After: {args.retry_after}\r\n".encode() if args.retry_after else b"")
             + b"Connection: close\r\nx-amz-request-id: S3PROXY\r\n\r\n" + SLOWDOWN_BODY)
         await client_writer.drain()
         await close_gently(client_reader, client_writer)
@@ -281,6 +284,7 @@ async def main():
     g.add_argument("--fraction", type=float, default=0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--stall-s", type=float, default=120)
+    p.add_argument("--retry-after")
     p.add_argument("--stats")
     args = p.parse_args()
     stats, faults = Stats(args.stats), Faults(args)

@@ -68,6 +68,9 @@ pub struct Report {
     pub failures_taken: usize,
     /// Things worth telling that are not failures (an entry type skipped, duplicate names).
     pub warnings: Vec<String>,
+    /// For an image from a registry: where it was pulled from (`docker://NAME`, and why there
+    /// where registries.conf chose it: a mirror, a search registry, an alias).
+    pub pulled_from: Option<String>,
     /// Wall-clock time of the whole run.
     pub wall: Duration,
     /// Time spent creating directories.

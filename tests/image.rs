@@ -977,7 +977,11 @@ mod linux {
             let image = format!("docker://localhost:{}/hostile/image:v1", front.port);
             let out = dir.join(mode);
             let started = std::time::Instant::now();
-            let (run, peak) = run_measuring_peak_rss(&osv!["extract", &image, "-o", &out], None);
+            // (An error's answer is tried again: once here.)
+            let (run, peak) = run_measuring_peak_rss(
+                &osv!["extract", "--retries", "1", &image, "-o", &out],
+                None,
+            );
             let took = started.elapsed();
             run.assert_code(2);
             assert_eq!(
@@ -990,6 +994,198 @@ mod linux {
             // (The front gives up by itself after 60 s.)
             assert!(took < Duration::from_secs(30), "{mode}: took {took:?}");
             assert!(!out.exists(), "{mode}: {}", run.dump());
+        }
+    }
+
+    /// registries.conf as podman and skopeo read it, against two registries of the lab (the
+    /// second a mirror of the first that holds only some of its images, and its own build of
+    /// one): a name without a registry resolves through the unqualified-search registry and
+    /// comes from the mirror; an image the mirror lacks falls through to the registry; a
+    /// blocked registry is refused by name; a file that cannot be parsed is named with its
+    /// line. Where each image came from is in `--json` and the many-archives report.
+    pub fn registries_conf_mirrors_search_registries_and_blocks() {
+        require("python3");
+        let registry = Registry::start();
+        let mirror = Registry::start();
+        let dir = tempdir();
+        let made = |name: &str, data: &str| {
+            let layout = dir.join(name);
+            let spec = serde_json::json!({"layers": [[file("made-by", data)]]});
+            build(&layout, "v1", &spec, "gzip");
+            layout
+        };
+        registry.push(&made("one-registry", "registry"), "test/one:v1");
+        registry.push(&made("two-registry", "registry"), "test/two:v1");
+        mirror.push(&made("one-mirror", "mirror"), "test/one:v1");
+        let home = dir.join("home");
+        std::fs::create_dir(&home).unwrap();
+        let conf = dir.join("registries.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "unqualified-search-registries = [\"localhost:{a}\"]\n\
+                 [[registry]]\nlocation = \"localhost:{a}\"\n\
+                 [[registry.mirror]]\nlocation = \"localhost:{b}\"\n\
+                 [[registry]]\nlocation = \"localhost:{b}\"\nprefix = \"blocked.example\"\nblocked = true\n",
+                a = registry.port,
+                b = mirror.port
+            ),
+        )
+        .unwrap();
+        let env = [
+            ("CONTAINERS_REGISTRIES_CONF", conf.to_str().unwrap()),
+            ("HOME", home.to_str().unwrap()),
+        ];
+        let made_by = |out: &Path| std::fs::read_to_string(out.join("made-by")).unwrap();
+
+        let out = dir.join("one");
+        let args = osv!["extract", "docker://test/one:v1", "-o", &out, "--json"];
+        let run = run_fastwrite_env(&args, &env);
+        run.assert_success();
+        assert_eq!(made_by(&out), "mirror");
+        let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        let from = json["pulled_from"].as_str().unwrap_or_default();
+        let want = format!(
+            "docker://localhost:{}/test/one:v1 (a mirror of localhost:{} in {})",
+            mirror.port,
+            registry.port,
+            conf.display()
+        );
+        assert_eq!(from, want, "{}", run.dump());
+
+        // A run of many: the image the mirror lacks comes from the registry.
+        let list = dir.join("images.txt");
+        std::fs::write(&list, "docker://test/two:v1\ndocker://test/one:v1\n").unwrap();
+        let report = dir.join("report.jsonl");
+        let many = dir.join("many");
+        let args = osv![
+            "extract",
+            "--from-list",
+            &list,
+            "--per-archive",
+            "-o",
+            &many,
+            "--report",
+            &report
+        ];
+        run_fastwrite_env(&args, &env).assert_success();
+        assert_eq!(made_by(&many.join("two_v1")), "registry");
+        assert_eq!(made_by(&many.join("one_v1")), "mirror");
+        let lines: Vec<serde_json::Value> = std::fs::read_to_string(&report)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let two = lines
+            .iter()
+            .find(|l| l["source"] == "docker://test/two:v1")
+            .expect("test/two's line");
+        let want = format!(
+            "docker://localhost:{}/test/two:v1 (an unqualified-search registry of {})",
+            registry.port,
+            conf.display()
+        );
+        assert_eq!(two["pulled_from"], want.as_str(), "{lines:?}");
+
+        // Blocked, by name; nothing asked of the registry behind the name.
+        let out = dir.join("blocked");
+        let args = osv![
+            "extract",
+            "docker://blocked.example/test/one:v1",
+            "-o",
+            &out
+        ];
+        let run = run_fastwrite_env(&args, &env);
+        run.assert_code(2);
+        let said = format!(
+            "the registry blocked.example is blocked in {}",
+            conf.display()
+        );
+        assert_eq!(run.stderr_lines_with(&said).len(), 1, "{}", run.dump());
+        assert!(!out.exists());
+
+        // A file that cannot be parsed: named, with its line.
+        std::fs::write(
+            &conf,
+            "[[registry]]\nlocation = \"a.example\"\nblocked = maybe\n",
+        )
+        .unwrap();
+        let run = run_fastwrite_env(&osv!["extract", "docker://test/one:v1", "-o", &out], &env);
+        run.assert_code(2);
+        assert!(
+            run.stderr.contains(&conf.display().to_string()) && run.stderr.contains("line 3"),
+            "{}",
+            run.dump()
+        );
+        assert!(!out.exists());
+    }
+
+    /// A registry past its rate limit, as Docker Hub answers (lab/registry-front.py
+    /// `--throttle`: 429 Too Many Requests and a `Retry-After`): the waits it asks for are
+    /// made, counted and said in one line, and the image applied; a limit that outlasts the
+    /// retries (their number, or their time limit against the wait asked) is the cause named.
+    pub fn a_registry_that_throttles_is_waited_for_as_it_asks() {
+        require("python3");
+        let registry = Registry::start();
+        let dir = tempdir();
+        let layout = dir.join("layout");
+        let spec = serde_json::json!({"layers": [[file("a", "a")]]});
+        build(&layout, "v1", &spec, "gzip");
+        registry.push(&layout, "busy/image:v1");
+        let stats = dir.join("stats.json");
+        let args = ["--throttle", "2", "--retry-after", "2", "--stats"];
+        let mut args = args.to_vec();
+        args.push(stats.to_str().unwrap());
+        let front = Front::start(registry.port, &args);
+        let image = format!("docker://localhost:{}/busy/image:v1", front.port);
+        let out = dir.join("waited");
+        let started = std::time::Instant::now();
+        let run = run_fastwrite(&osv!["extract", &image, "-o", &out]);
+        let took = started.elapsed();
+        run.assert_success();
+        assert!(out.join("a").exists());
+        let host = format!("localhost:{}", front.port);
+        let said = format!(
+            "{host} answered 429 Too Many Requests 2 times: waited 4.0 s in all, as it asked"
+        );
+        assert_eq!(run.stderr_lines_with(&said).len(), 1, "{}", run.dump());
+        let seen: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        assert_eq!(seen["throttled"], 2, "{seen}");
+        // The waits asked, and the run's own second or so at most on a loaded machine.
+        assert!(
+            took >= Duration::from_secs(4) && took < Duration::from_secs(9),
+            "took {took:?}"
+        );
+        drop(front);
+
+        let cases: [(&[&str], &str); 2] = [
+            (
+                &["--retries", "1"],
+                "answered 429 Too Many Requests 2 times, asking last to wait 1.0 s: its rate limit outlasted the retries",
+            ),
+            (
+                &["--retry-timeout", "5"],
+                "answered 429 Too Many Requests, asking last to wait 3600.0 s: its rate limit outlasted the retries",
+            ),
+        ];
+        for (i, (more, said)) in cases.into_iter().enumerate() {
+            let after = ["1", "3600"][i];
+            let front = Front::start(
+                registry.port,
+                &["--throttle", "100", "--retry-after", after],
+            );
+            let image = format!("docker://localhost:{}/busy/image:v1", front.port);
+            let out = dir.join(format!("refused-{i}"));
+            let started = std::time::Instant::now();
+            let mut args = osv!["extract", &image, "-o", &out];
+            args.extend(more.iter().map(std::ffi::OsString::from));
+            let run = run_fastwrite(&args);
+            let took = started.elapsed();
+            run.assert_code(2);
+            assert_eq!(run.stderr_lines_with(said).len(), 1, "{}", run.dump());
+            assert!(took < Duration::from_secs(5), "{i}: took {took:?}");
+            assert!(!out.exists(), "{}", run.dump());
         }
     }
 
@@ -1425,6 +1621,8 @@ fn main() {
         hostile_layers_write_nothing_outside_the_root,
         a_registry_that_asks_for_a_token_and_cuts_downloads,
         a_registry_whose_answers_never_end_is_refused_with_memory_bounded,
+        a_registry_that_throttles_is_waited_for_as_it_asks,
+        registries_conf_mirrors_search_registries_and_blocks,
         a_layer_bomb_stops_at_the_output_cap,
         a_killed_apply_leaves_nothing_under_a_final_name_and_the_next_run_cleans_up,
         failed_closes_of_parked_files_are_named_and_their_files_left_out,

@@ -2163,6 +2163,46 @@ mod linux {
                 out.dump()
             );
         }
+        // A store that asks to wait (`Retry-After`) is waited for as it asks, and said once.
+        let proxy = Proxy::start(
+            &server,
+            &[
+                "--fault",
+                "slowdown",
+                "--after",
+                "1",
+                "--first",
+                "2",
+                "--retry-after",
+                "1",
+            ],
+        );
+        let args = osv![
+            "extract",
+            &archive,
+            "-o",
+            &server.url("retry", "waited"),
+            "--json"
+        ];
+        let mut cmd = fastwrite_command(&args);
+        server.apply_env(&mut cmd);
+        for (name, value) in proxy.env(&server) {
+            cmd.env(name, value);
+        }
+        let started = std::time::Instant::now();
+        let out = run_command(cmd);
+        let took = started.elapsed();
+        out.assert_success();
+        assert!(server.exists("retry", "waited/a.txt"));
+        let json = json_of(&out);
+        let said = json["warnings"].to_string();
+        assert!(
+            said.contains(
+                "answered 503 Service Unavailable 2 times: waited 2.0 s in all, as it asked"
+            ),
+            "{json}"
+        );
+        assert!(took >= std::time::Duration::from_secs(2), "took {took:?}");
     }
 
     pub fn kills_at_random_points_leave_nothing_partial_and_the_rerun_finishes(store: s3::Store) {

@@ -96,6 +96,9 @@ class Report:
     deleted: int = 0
     #: For a mirror with ``dry_run``: what would be done, one line each.
     actions: tuple[str, ...] = ()
+    #: For an image from a registry: where it was pulled from (``docker://NAME``, and why
+    #: there where registries.conf chose it: a mirror, a search registry, an alias).
+    pulled_from: str | None = None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from ._types import ClosePolicy, OverwritePolicy, StrPath
 #: ``identity``, ``destination``, ``status`` (``done``, ``skipped-done``, ``failed``,
 #: ``changed``), ``files``, ``bytes``, ``seconds``, ``reason`` (why it failed or was left
 #: alone, else ``None``), ``failures`` (a dict each: ``path``, ``kind``, ``reason``, and ``key``
-#: into a bucket) and ``warnings``.
+#: into a bucket), ``warnings`` and ``pulled_from`` (an image from a registry: where it came from,
+#: else ``None``).
 Row = dict[str, Any]
 
 

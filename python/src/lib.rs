@@ -406,6 +406,9 @@ fn report_of<'py>(
         .map(|e| py_error(py, root, e))
         .collect::<PyResult<Vec<_>>>()?;
     d.set_item("failures", PyTuple::new(py, errors)?)?;
+    if let Some(from) = &report.pulled_from {
+        d.set_item("pulled_from", from)?;
+    }
     if let Some(m) = &report.mirror {
         d.set_item("unchanged", m.unchanged)?;
         d.set_item("updated", m.updated)?;

@@ -95,6 +95,7 @@ fn row<'py>(py: Python<'py>, report: &SourceReport) -> PyResult<Bound<'py, PyDic
     }
     d.set_item("failures", failures)?;
     d.set_item("warnings", &report.warnings)?;
+    d.set_item("pulled_from", &report.pulled_from)?;
     Ok(d)
 }
 

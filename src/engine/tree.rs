@@ -175,6 +175,12 @@ pub(crate) trait Tree: Send + Sync {
         None
     }
 
+    /// Things worth telling about its requests that are not failures (the waits a throttling
+    /// store asked for), for the report's warnings.
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Its bucket and prefix, where it is a store's (a copy between two of one store).
     fn bucket(&self) -> Option<&BucketUrl> {
         None

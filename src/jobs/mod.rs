@@ -144,6 +144,8 @@ pub struct SourceReport {
     pub reason: Option<String>,
     /// Things worth telling that are not failures.
     pub warnings: Vec<String>,
+    /// For an image from a registry: where it was pulled from ([`Report::pulled_from`](crate::Report::pulled_from)).
+    pub pulled_from: Option<String>,
 }
 
 /// What a run of many sources did, counted.
@@ -456,6 +458,7 @@ fn run_one(
         failures: Vec::new(),
         reason: None,
         warnings: Vec::new(),
+        pulled_from: None,
     };
     let redo = matches!(opts.overwrite, Overwrite::Replace | Overwrite::Update);
     match records.find(source) {
@@ -511,6 +514,7 @@ fn run_one(
     report.files = run.files;
     report.bytes = run.bytes;
     report.warnings = run.warnings;
+    report.pulled_from = run.pulled_from;
     report.failures = match &noting {
         Some((writers, index, sources)) => run
             .failures

@@ -146,6 +146,7 @@ fn mirror_any(
         if let Some(said) = source.said() {
             report.writers_why = format!("{}; {said}", report.writers_why);
         }
+        report.warnings.extend(source.warnings());
         report.mirror = Some(MirrorCounts {
             updated: counts.updated,
             deleted: counts.deleted,

@@ -29,6 +29,13 @@ pub(crate) struct Meter {
     /// tries again, and a later attempt may meet the first one's object. Forgotten when the
     /// upload ends.
     uncertain: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// How the store's client tries again: a `Retry-After` is waited for within it.
+    pub retries: Retries,
+    /// The waits servers asked for with a `Retry-After`, said at the end of the run.
+    pub waits: super::throttle::Waits,
+    /// The requests (method and URL) a server asked to wait, and how often in a row: the last
+    /// try the client makes is not waited for.
+    asked: std::sync::Mutex<std::collections::HashMap<String, u32>>,
 }
 
 impl Meter {
@@ -40,6 +47,39 @@ impl Meter {
     /// Whether an attempt to PUT `url` went unanswered (or failed with a 5xx or 429); forgets it.
     pub(crate) fn was_uncertain(&self, url: &str) -> bool {
         self.uncertain.lock().unpoisoned().remove(url)
+    }
+
+    /// A meter for a client that tries again as `retries` say.
+    pub(crate) fn new(retries: Retries) -> Meter {
+        Meter {
+            retries,
+            ..Meter::default()
+        }
+    }
+
+    /// How long the request `key` waits before its client tries it again, as `response`
+    /// (`host`'s) asks with a `Retry-After`: none unless it asks and the client will try
+    /// again, and no longer than the retry time limit (the wait refused then, and said).
+    fn asked_wait(&self, key: String, host: &str, response: &HttpResponse) -> Option<Duration> {
+        let status = response.status();
+        let mut asked_in_a_row = self.asked.lock().unpoisoned();
+        if !super::throttle::asks_to_wait(status) {
+            asked_in_a_row.remove(&key);
+            return None;
+        }
+        let wait = super::throttle::retry_after(response.headers())?;
+        let times = asked_in_a_row.entry(key).or_insert(0);
+        *times += 1;
+        if *times > self.retries.tries_again() {
+            return None;
+        }
+        let limit = self.retries.time_limit();
+        if wait > limit {
+            self.waits.refused(host, status, wait, limit);
+            return None;
+        }
+        self.waits.waited(host, status, wait);
+        Some(wait)
     }
 
     /// The mean time a request took so far.
@@ -68,6 +108,12 @@ impl HttpService for Metered {
         // A PUT of an object (no query: not a part): its URL, should its answer be lost.
         let put = (request.method() == http::Method::PUT && request.uri().query().is_none())
             .then(|| request.uri().to_string());
+        let key = format!("{} {}", request.method(), request.uri());
+        let host = request
+            .uri()
+            .authority()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
         let response = self
             .inner
             .execute(request)
@@ -93,6 +139,13 @@ impl HttpService for Metered {
         };
         if let Some(url) = put.filter(|_| unanswered) {
             meter.uncertain.lock().unpoisoned().insert(url);
+        }
+        // What a throttling store asks is waited for here, before the client's own backoff.
+        if let Ok(answer) = &response
+            && let Some(wait) = meter.asked_wait(key, &host, answer)
+        {
+            drop(meter);
+            tokio::time::sleep(wait).await;
         }
         response
     }
@@ -166,17 +219,39 @@ impl Retries {
         }
     }
 
+    /// The first wait before a request is tried again, doubled each time up to [`Retries::MAX_BACKOFF`].
+    pub const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+    /// The longest wait between two tries (unless a server asks for more).
+    pub const MAX_BACKOFF: Duration = Duration::from_secs(15);
+
+    /// How often a failed request is tried again: `times`, else [`Retries::TIMES`].
+    pub(crate) fn tries_again(self) -> u32 {
+        self.times.unwrap_or(Retries::TIMES)
+    }
+
+    /// How long a request is tried again for: `timeout`, else [`Retries::TIMEOUT`].
+    pub(crate) fn time_limit(self) -> Duration {
+        self.timeout.unwrap_or(Retries::TIMEOUT)
+    }
+
+    /// The wait before the try after `tried` tries (1: the first retry): the backoff
+    /// `object_store` uses too, without its jitter.
+    pub(crate) fn backoff(tried: u32) -> Duration {
+        let doubled = Retries::FIRST_BACKOFF.saturating_mul(1 << tried.saturating_sub(1).min(16));
+        doubled.min(Retries::MAX_BACKOFF)
+    }
+
     /// `object_store`'s retry settings: `times`, else [`Retries::TIMES`]; its backoff longer
     /// than `object_store`'s default.
     pub(super) fn config(self) -> RetryConfig {
         RetryConfig {
             backoff: BackoffConfig {
-                init_backoff: Duration::from_millis(100),
-                max_backoff: Duration::from_secs(15),
+                init_backoff: Retries::FIRST_BACKOFF,
+                max_backoff: Retries::MAX_BACKOFF,
                 base: 2.0,
             },
-            max_retries: self.times.unwrap_or(Retries::TIMES) as usize,
-            retry_timeout: self.timeout.unwrap_or(Retries::TIMEOUT),
+            max_retries: self.tries_again() as usize,
+            retry_timeout: self.time_limit(),
         }
     }
 }

@@ -18,7 +18,7 @@ pub(crate) type Client = (Arc<dyn Store>, Arc<dyn Requests>, Arc<Meter>);
 
 /// The client of `url`'s store.
 pub(crate) fn connect(url: &BucketUrl, retries: Retries) -> anyhow::Result<Client> {
-    let meter = Arc::new(Meter::default());
+    let meter = Arc::new(Meter::new(retries));
     let (store, requests) = match url.store {
         StoreKind::S3 => super::s3::connect(url, &meter, retries)?,
         #[cfg(feature = "azure")]

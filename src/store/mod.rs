@@ -9,7 +9,8 @@
 //! - `connect.rs`: the client of a URL's store, and the runtime its requests run on;
 //!   `client.rs`: what every store's client shares: the HTTP client and its meter (requests in
 //!   flight, answers lost, throttling), how it retries; `pace.rs` the process's cap on
-//!   requests a second; `keys.rs`: keys and digests as the client takes them.
+//!   requests a second; `throttle.rs` the waits a throttling server asks for (`Retry-After`);
+//!   `keys.rs`: keys and digests as the client takes them.
 //! - `requests.rs`: what fastwrite asks of a store's client (`Store`), and the requests a store
 //!   makes its own way beside it (keys as they are, writes that never replace, server-side
 //!   copy, the open uploads of a key); `wire.rs` sends them and reads their answers.
@@ -47,6 +48,7 @@ mod s3;
 pub(crate) mod said;
 mod source;
 pub(crate) mod stale;
+pub(crate) mod throttle;
 pub(crate) mod tls;
 mod wire;
 

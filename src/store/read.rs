@@ -480,7 +480,7 @@ fn web(text: &str, retries: super::Retries) -> anyhow::Result<(Arc<dyn ObjectSto
     let plain_http = scheme.eq_ignore_ascii_case("http");
     // Metered as a store's client is (the process's cap on requests; a certificate that is not
     // trusted said at once, not tried again).
-    let meter = Arc::new(super::client::Meter::default());
+    let meter = Arc::new(super::client::Meter::new(retries));
     let store = object_store::http::HttpBuilder::new()
         .with_url(format!("{scheme}://{host}"))
         .with_retry(retries.config())

@@ -241,6 +241,11 @@ impl Source {
         (sizer.peak, sizer.why.clone())
     }
 
+    /// The waits the store asked for with a `Retry-After`, one line a server.
+    pub(crate) fn waits(&self) -> Vec<String> {
+        self.flight.meter.waits.said()
+    }
+
     pub(crate) fn url(&self) -> &BucketUrl {
         &self.url
     }

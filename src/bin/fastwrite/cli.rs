@@ -144,15 +144,16 @@ pub struct Global {
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = TUNING)]
     pub max_requests_per_second: Option<u32>,
 
-    /// Into or from a store (a bucket, an https:// archive): how many times a request that
-    /// failed (no answer, a 5xx, a 429) is tried again, with backoff, as rclone's --retries;
-    /// 0: once only [default: for S3, AWS_MAX_ATTEMPTS or the aws profile's max_attempts, less
-    /// one, as the aws CLI reads them; else 10]
+    /// Into or from a store (a bucket, an https:// archive) or a registry: how many times a
+    /// request that failed (no answer, a 5xx, a 429) is tried again, with backoff, or after the
+    /// wait a server's Retry-After asks for, as rclone's --retries; 0: once only [default: for
+    /// S3, AWS_MAX_ATTEMPTS or the aws profile's max_attempts, less one, as the aws CLI reads
+    /// them; else 10]
     #[arg(long, global = true, value_name = "N", help_heading = TUNING)]
     pub retries: Option<u32>,
 
-    /// Into or from a store: the longest a request is tried again for, in seconds from its
-    /// first try [default: 180]
+    /// Into or from a store or a registry: the longest a request is tried again for, in
+    /// seconds from its first try (a Retry-After asking more is not waited for) [default: 180]
     #[arg(long, global = true, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..), help_heading = TUNING)]
     pub retry_timeout: Option<u64>,
 

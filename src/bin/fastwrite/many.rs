@@ -181,5 +181,6 @@ fn source_json(report: &SourceReport) -> serde_json::Value {
         "reason": report.reason.as_deref().map(show::for_people),
         "failures": failures,
         "warnings": report.warnings,
+        "pulled_from": report.pulled_from,
     })
 }

@@ -275,6 +275,7 @@ fn report_value(report: &Report) -> serde_json::Value {
             "peak_queue": report.peak_close_queue,
         },
         "mirror": mirror,
+        "pulled_from": report.pulled_from,
         "warnings": report.warnings,
         "failures": failures,
     })

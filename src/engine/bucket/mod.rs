@@ -537,6 +537,7 @@ impl Bucket {
         }
         let kept = std::mem::take(&mut *shared.kept.lock().unpoisoned());
         warnings.extend(kept.warning(shared.overwrite));
+        warnings.extend(shared.meter.waits.said());
         let count = |n: &AtomicU64| n.load(Ordering::Relaxed);
         Report {
             files: count(&shared.files),

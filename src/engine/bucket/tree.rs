@@ -362,6 +362,10 @@ impl Tree for Prefix {
         (peak > 0).then(|| format!("downloads in flight: up to {peak}, the limit last {why}"))
     }
 
+    fn warnings(&self) -> Vec<String> {
+        self.source.waits()
+    }
+
     fn bucket(&self) -> Option<&BucketUrl> {
         Some(self.url())
     }

@@ -45,6 +45,12 @@ pub(super) trait Blobs: Sync {
         false
     }
 
+    /// What fetching the blobs met that is worth telling, not a failure (the waits a
+    /// registry asked for), for the run's warnings.
+    fn said(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// The blob `descriptor` names, as a stream (its digest is checked by whoever reads it).
     fn open(&self, descriptor: &Descriptor) -> anyhow::Result<Box<dyn Read + Send + '_>>;
 

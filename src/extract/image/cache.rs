@@ -43,6 +43,10 @@ impl Blobs for Cached {
         self.inner.remote()
     }
 
+    fn said(&self) -> Vec<String> {
+        self.inner.said()
+    }
+
     fn open(&self, descriptor: &Descriptor) -> anyhow::Result<Box<dyn Read + Send + '_>> {
         self.inner.open(descriptor)
     }

@@ -23,6 +23,8 @@ mod archive;
 mod blobs;
 mod cache;
 #[cfg(feature = "http")]
+mod conf;
+#[cfg(feature = "http")]
 mod credentials;
 mod digest;
 mod layers;
@@ -62,6 +64,8 @@ struct Opened {
     blobs: Box<dyn Blobs>,
     manifest: Manifest,
     diff_ids: Vec<String>,
+    /// Where a registry's image came from, for the report (`Report::pulled_from`).
+    pulled_from: Option<String>,
 }
 
 /// Opens the image `reference` names for `platform`, reading its index, manifest and config.
@@ -70,7 +74,8 @@ fn open(reference: &Reference, opts: &Options) -> anyhow::Result<Opened> {
         Some(text) => Platform::parse(text)?,
         None => Platform::here(),
     };
-    let (blobs, top): (Box<dyn Blobs>, Document) = match reference {
+    // (Where a registry's image came from: registries.conf may have chosen a mirror.)
+    let (blobs, top, pulled_from): (Box<dyn Blobs>, Document, _) = match reference {
         Reference::Layout { dir, tag } => {
             let (layout, descriptor): (Box<dyn Blobs>, Descriptor) =
                 match remote::RemoteLayout::open(dir, tag.as_deref(), opts)? {
@@ -84,19 +89,23 @@ fn open(reference: &Reference, opts: &Options) -> anyhow::Result<Opened> {
             let bytes = layout.manifest(&descriptor)?;
             let document = manifest::parse(&bytes, Some(&descriptor.media_type))
                 .with_context(|| format!("cannot read the manifest {}", descriptor.digest))?;
-            (layout, document)
+            (layout, document, None)
         }
         Reference::Archive { file, tag } => {
             let (archive, document) = archive::DockerArchive::open(file, tag.as_deref(), opts)?;
-            (Box::new(archive), document)
+            (Box::new(archive), document, None)
         }
         #[cfg(feature = "http")]
         Reference::Registry(name) => {
-            let registry = registry::Registry::connect(name, opts)?;
-            let (bytes, media_type) = registry.top()?;
-            let document = manifest::parse(&bytes, media_type.as_deref())
-                .with_context(|| format!("cannot read the manifest of docker://{name}"))?;
-            (Box::new(registry), document)
+            let pulled = conf::pull(name, opts)?;
+            let document = manifest::parse(&pulled.top, pulled.media_type.as_deref())
+                .with_context(|| {
+                    format!(
+                        "cannot read the manifest of docker://{}",
+                        pulled.registry.name()
+                    )
+                })?;
+            (Box::new(pulled.registry), document, Some(pulled.from))
         }
     };
     let chose = matches!(top, Document::Index(_));
@@ -147,6 +156,7 @@ fn open(reference: &Reference, opts: &Options) -> anyhow::Result<Opened> {
         blobs,
         manifest,
         diff_ids,
+        pulled_from,
     })
 }
 
@@ -353,6 +363,8 @@ fn extract(
     })?;
     let mut plan = applied?;
     engine::add_plan(&mut report, &mut plan);
+    report.warnings.extend(image.blobs.said());
+    report.pulled_from = image.pulled_from;
     Ok(report)
 }
 

@@ -21,6 +21,7 @@
 
 use std::io::{self, Read};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
 use base64::Engine as _;
@@ -31,6 +32,7 @@ use super::blobs::{Blobs, MAX_MANIFEST};
 use super::credentials::{CREDENTIAL_FILES, Stored};
 use super::manifest::{ACCEPTED, Descriptor};
 use crate::options::Options;
+use crate::store::{Retries, throttle};
 use crate::sync::Unpoisoned;
 
 /// How often a blob's download that breaks off is taken up again.
@@ -51,6 +53,9 @@ pub(crate) struct Name {
     pub repository: String,
     /// A tag, or a digest (`sha256:...`).
     pub reference: String,
+    /// The name as given, where it names no registry (`ubuntu`, `org/tool`): a short name,
+    /// which registries.conf may resolve otherwise (`conf.rs`).
+    pub short: Option<String>,
 }
 
 impl std::fmt::Display for Name {
@@ -83,13 +88,17 @@ impl Name {
             Some((path, tag)) if !tag.contains('/') => (path, Some(tag.to_string())),
             _ => (rest, None),
         };
-        let (registry, repository) = match path.split_once('/') {
+        let (registry, repository, short) = match path.split_once('/') {
             Some((first, rest))
                 if first.contains('.') || first.contains(':') || first == "localhost" =>
             {
-                (first.to_string(), rest.to_string())
+                (first.to_string(), rest.to_string(), None)
             }
-            _ => ("docker.io".to_string(), path.to_string()),
+            _ => (
+                "docker.io".to_string(),
+                path.to_string(),
+                Some(path.to_string()),
+            ),
         };
         let repository = if registry == "docker.io" && !repository.contains('/') {
             format!("library/{repository}")
@@ -107,6 +116,7 @@ impl Name {
             registry,
             repository,
             reference,
+            short,
         })
     }
 
@@ -140,11 +150,17 @@ pub(super) struct Registry {
     /// The user name and password, once asked for (a helper is run at most once).
     credentials: tokio::sync::OnceCell<Result<Option<(String, String)>, String>>,
     authorization: Mutex<Option<String>>,
+    /// How requests are tried again: the run's (`--retries`, `--retry-timeout`).
+    retries: Retries,
+    /// The waits the registry asked for, said at the end of the run.
+    waits: throttle::Waits,
 }
 
 impl Registry {
-    pub(super) fn connect(name: &Name, opts: &Options) -> anyhow::Result<Registry> {
-        let scheme = if name.is_local() || opts.insecure_registry {
+    /// A client for `name`'s registry: plain HTTP where it is on this machine, `insecure`
+    /// (registries.conf) or [`Options::insecure_registry`] says.
+    pub(super) fn connect(name: &Name, insecure: bool, opts: &Options) -> anyhow::Result<Registry> {
+        let scheme = if name.is_local() || insecure || opts.insecure_registry {
             "http"
         } else {
             "https"
@@ -172,7 +188,14 @@ impl Registry {
             stored: Stored::find(&name.registry),
             credentials: tokio::sync::OnceCell::new(),
             authorization: Mutex::new(None),
+            retries: Retries::of_web(opts),
+            waits: throttle::Waits::default(),
         })
+    }
+
+    /// The image's name at this registry.
+    pub(super) fn name(&self) -> &Name {
+        &self.name
     }
 
     /// The document the name's tag or digest names, and its media type.
@@ -214,7 +237,7 @@ impl Registry {
         url: &str,
         headers: &[(reqwest::header::HeaderName, String)],
     ) -> anyhow::Result<reqwest::Response> {
-        let send = |authorization: Option<String>| {
+        let request = |authorization: Option<String>| {
             let mut request = self.http.get(url);
             for (name, value) in headers {
                 request = request.header(name, value);
@@ -222,11 +245,10 @@ impl Registry {
             if let Some(authorization) = authorization {
                 request = request.header(AUTHORIZATION, authorization);
             }
-            request.send()
+            request
         };
-        let said = |e: reqwest::Error| anyhow!("{}", unreachable(&self.name, e));
         let known = self.authorization.lock().unpoisoned().clone();
-        let mut response = send(known.clone()).await.map_err(said)?;
+        let (mut response, mut tries) = self.sent(|| request(known.clone())).await?;
         if response.status() == StatusCode::UNAUTHORIZED {
             let challenge = response
                 .headers()
@@ -236,17 +258,90 @@ impl Registry {
                 .to_string();
             let authorization = self.answer(&challenge).await?;
             *self.authorization.lock().unpoisoned() = Some(authorization.clone());
-            response = send(Some(authorization)).await.map_err(said)?;
+            (response, tries) = self.sent(|| request(Some(authorization.clone()))).await?;
         }
         let status = response.status();
         if status.is_success() {
             return Ok(response);
         }
+        let asked = throttle::retry_after(response.headers());
         let body = error_body(response).await;
-        Err(anyhow!(
-            "{}",
-            refusal(&self.name, url, status, &body, self.stored.is_some())
-        ))
+        let refused = Refused {
+            url,
+            status,
+            body: &body,
+            credentials: self.stored.is_some(),
+            tries,
+            asked,
+        };
+        Err(anyhow!("{}", refused.said(&self.name)))
+    }
+
+    /// Sends what `make` builds, tried again as the run's retries say ([`Retries`]): on no
+    /// answer (but a certificate not trusted), and on a 5xx, a 408 or a 429, after the wait a
+    /// `Retry-After` asks for (counted, and said at the end of the run), else after a
+    /// backoff. The last answer comes back whatever it is, with the tries it took.
+    async fn sent(
+        &self,
+        make: impl Fn() -> reqwest::RequestBuilder,
+    ) -> anyhow::Result<(reqwest::Response, u32)> {
+        let started = Instant::now();
+        let host = &self.name.registry;
+        let limit = self.retries.time_limit();
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let again = tries <= self.retries.tries_again();
+            let left = limit.saturating_sub(started.elapsed());
+            let backoff = Retries::backoff(tries);
+            let response = match make().send().await {
+                Ok(response) => response,
+                Err(error) => {
+                    let said = unreachable(&self.name, error);
+                    let trusted = !said.contains("TLS certificate");
+                    if !(again && trusted && backoff <= left) {
+                        let tried = if tries > 1 {
+                            format!(
+                                " after {tries} tries in {:.1} s",
+                                started.elapsed().as_secs_f64()
+                            )
+                        } else {
+                            String::new()
+                        };
+                        bail!("{said}{tried}");
+                    }
+                    tokio::time::sleep(backoff).await;
+                    continue;
+                }
+            };
+            let status = response.status();
+            let failed = status.is_server_error()
+                || matches!(
+                    status,
+                    StatusCode::TOO_MANY_REQUESTS | StatusCode::REQUEST_TIMEOUT
+                );
+            if !(failed && again) {
+                return Ok((response, tries));
+            }
+            let asked = throttle::asks_to_wait(status)
+                .then(|| throttle::retry_after(response.headers()))
+                .flatten();
+            let wait = match asked {
+                Some(asked) if asked > left => {
+                    self.waits.refused(host, status, asked, limit);
+                    return Ok((response, tries));
+                }
+                Some(asked) => asked,
+                None if backoff > left => return Ok((response, tries)),
+                None => backoff,
+            };
+            // (Its body unread: the connection is not kept.)
+            drop(response);
+            tokio::time::sleep(wait).await;
+            if asked.is_some() {
+                self.waits.waited(host, status, wait);
+            }
+        }
     }
 
     /// The user name and password stored for the registry, asked for once (a credential
@@ -311,16 +406,17 @@ impl Registry {
         if let Some(service) = param("service") {
             url.query_pairs_mut().append_pair("service", service);
         }
-        let mut request = self.http.get(url);
-        if let Some((user, password)) = &credentials {
-            request = request.header(AUTHORIZATION, basic(user, password));
-        }
-        let response = request.send().await.map_err(|e| {
-            anyhow!(
-                "cannot get a token from {realm}: {}",
-                unreachable(&self.name, e)
-            )
-        })?;
+        let request = || {
+            let request = self.http.get(url.clone());
+            match &credentials {
+                Some((user, password)) => request.header(AUTHORIZATION, basic(user, password)),
+                None => request,
+            }
+        };
+        let (response, _) = self
+            .sent(request)
+            .await
+            .with_context(|| format!("cannot get a token from {realm}"))?;
         let status = response.status();
         if !status.is_success() {
             let body = error_body(response).await;
@@ -351,6 +447,10 @@ impl Registry {
 impl Blobs for Registry {
     fn remote(&self) -> bool {
         true
+    }
+
+    fn said(&self) -> Vec<String> {
+        self.waits.said()
     }
 
     fn open(&self, descriptor: &Descriptor) -> anyhow::Result<Box<dyn Read + Send + '_>> {
@@ -552,23 +652,59 @@ fn registry_says(body: &str) -> String {
     }
 }
 
-/// A registry's refusal in one line: what it means for the user.
-fn refusal(name: &Name, url: &str, status: StatusCode, body: &str, credentials: bool) -> String {
-    let says = registry_says(body);
-    match status {
-        StatusCode::NOT_FOUND => {
-            format!("docker://{name}: the registry has no such image or blob ({status}{says})")
+/// A registry's answer that is not a success, and how it came.
+struct Refused<'a> {
+    url: &'a str,
+    status: StatusCode,
+    body: &'a str,
+    /// Whether credentials were stored for the registry (and so sent).
+    credentials: bool,
+    /// The tries it took (a 5xx, a 408 or a 429 is tried again).
+    tries: u32,
+    /// The wait its `Retry-After` asked for.
+    asked: Option<Duration>,
+}
+
+impl Refused<'_> {
+    /// The refusal in one line: what it means for the user.
+    fn said(&self, name: &Name) -> String {
+        let Refused { url, status, .. } = *self;
+        let says = registry_says(self.body);
+        let tries = match self.tries {
+            1 => String::new(),
+            n => format!(" {n} times"),
+        };
+        match status {
+            StatusCode::NOT_FOUND => {
+                format!("docker://{name}: the registry has no such image or blob ({status}{says})")
+            }
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN if self.credentials => {
+                format!(
+                    "docker://{name}: the registry refused the credentials stored for it ({status}{says})"
+                )
+            }
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => format!(
+                "docker://{name}: the registry wants credentials, and none are stored for {} ({status}{says}; looked in {CREDENTIAL_FILES})",
+                name.registry
+            ),
+            StatusCode::TOO_MANY_REQUESTS => {
+                let asked = match self.asked {
+                    Some(asked) => format!(", asking last to wait {:.1} s", asked.as_secs_f64()),
+                    None => String::new(),
+                };
+                format!(
+                    "docker://{name}: {} answered {status}{tries}{asked}: its rate limit outlasted the retries (--retries, --retry-timeout){says}",
+                    name.registry
+                )
+            }
+            _ => format!(
+                "{url}: {status}{says}{}",
+                match self.tries {
+                    1 => String::new(),
+                    n => format!(" (tried {n} times)"),
+                }
+            ),
         }
-        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN if credentials => {
-            format!(
-                "docker://{name}: the registry refused the credentials stored for it ({status}{says})"
-            )
-        }
-        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => format!(
-            "docker://{name}: the registry wants credentials, and none are stored for {} ({status}{says}; looked in {CREDENTIAL_FILES})",
-            name.registry
-        ),
-        _ => format!("{url}: {status}{says}"),
     }
 }
 
