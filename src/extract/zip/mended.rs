@@ -8,8 +8,13 @@
 //!   on that disk): read as disk 0, as bsdtar and unzip read it;
 //! - an extra field in a central record that runs past the record's extra area, or an empty
 //!   extended timestamp: passed over (its ID made one nobody reads), as unzip and 7-Zip pass
-//!   over it; the entry keeps its DOS time. A zip64 or AES field is never mended: the sizes, the
-//!   offset and the encryption they carry cannot be guessed, and the crate refuses the zip.
+//!   over it; the entry keeps its DOS time. An AES field is never mended: the encryption it
+//!   carries cannot be guessed, and the crate refuses the zip;
+//! - a zip64 field that declares fewer bytes than the 8-byte values its record saturates call
+//!   for (yauzl's three "zip64 extended information extra field does not include ..." zips):
+//!   the values are read from the bytes that follow it in the record's extra area, as unzip
+//!   reads them (its length made what is left of the area; 7-Zip and bsdtar refuse such a zip).
+//!   Where the area does not hold them, it is not mended, and the crate refuses the zip.
 //!
 //! Reading ourselves only what the crate refuses, rather than carrying a patched copy of the
 //! crate, keeps the crate as published (docs/design.md, "Reading the zip").
@@ -24,8 +29,11 @@ const LOCATOR: &[u8] = b"PK\x06\x07";
 /// The ID a field passed over gets: none of the ones the `zip` crate or fastwrite reads.
 const PASSED_OVER: u16 = 0x4e46;
 
-/// The extra fields that are never mended: zip64's sizes and offset, AES's encryption.
-const NEVER_MENDED: [u16; 2] = [0x0001, 0x9901];
+/// The extra fields that are never passed over: zip64's sizes and offset, AES's encryption.
+const NEVER_MENDED: [u16; 2] = [ZIP64, 0x9901];
+
+/// The zip64 extra field's ID.
+const ZIP64: u16 = 0x0001;
 
 /// What mending a zip changes: bytes put at offsets, and what the report says of it.
 #[derive(Debug, Default)]
@@ -99,6 +107,7 @@ fn directory(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
 /// extended timestamp is passed over. Stops at anything that is no central record.
 fn mend_extras(bytes: &[u8], start: usize, end: usize, mends: &mut Mends) {
     let mut named = Vec::new();
+    let mut widened = Vec::new();
     let mut record = start;
     while record + 46 <= end && bytes[record..].starts_with(b"PK\x01\x02") {
         let (Some(name_len), Some(extra_len), Some(comment_len)) = (
@@ -121,6 +130,21 @@ fn mend_extras(bytes: &[u8], start: usize, end: usize, mends: &mut Mends) {
             };
             let left = extra_end - field - 4;
             let overruns = usize::from(len) > left;
+            // The 8-byte values a zip64 field holds: one for each of the record's uncompressed
+            // size, compressed size and local header's offset that is all ones.
+            let saturated = [24, 20, 42]
+                .iter()
+                .filter(|&&at| u32_at(bytes, record + at) == Some(u32::MAX))
+                .count();
+            let needed = 8 * saturated;
+            if id == ZIP64 && !overruns && usize::from(len) < needed && needed <= left {
+                let mut patch = ZIP64.to_le_bytes().to_vec();
+                patch.extend_from_slice(&(left as u16).to_le_bytes());
+                mends.patches.push((field, patch));
+                let name = String::from_utf8_lossy(&bytes[name_at..extra_at]).into_owned();
+                widened.push(format!("'{name}' ({len} of its {needed} bytes)"));
+                break;
+            }
             let empty_time = id == 0x5455 && len == 0;
             if NEVER_MENDED.contains(&id) || !(overruns || empty_time) {
                 if overruns {
@@ -143,15 +167,27 @@ fn mend_extras(bytes: &[u8], start: usize, end: usize, mends: &mut Mends) {
         record = extra_end + usize::from(comment_len);
     }
     if !named.is_empty() {
-        let more = named.len().saturating_sub(5);
-        let mut shown = named.into_iter().take(5).collect::<Vec<_>>().join(", ");
-        if more > 0 {
-            shown.push_str(&format!(" and {more} more"));
-        }
+        let shown = listed(named);
         mends.said.push(format!(
             "damaged extra fields in the zip's central directory were passed over, as unzip and 7-Zip pass over them (the entries keep their DOS times): {shown}"
         ));
     }
+    if !widened.is_empty() {
+        mends.said.push(format!(
+            "zip64 fields in the zip's central directory declare fewer bytes than their records' sizes and offset need: their values were read from the bytes that follow, as unzip reads them: {}",
+            listed(widened)
+        ));
+    }
+}
+
+/// At most five of `named`, and how many more.
+fn listed(named: Vec<String>) -> String {
+    let more = named.len().saturating_sub(5);
+    let mut shown = named.into_iter().take(5).collect::<Vec<_>>().join(", ");
+    if more > 0 {
+        shown.push_str(&format!(" and {more} more"));
+    }
+    shown
 }
 
 #[cfg(test)]
@@ -203,6 +239,38 @@ mod tests {
         // A sound one needs nothing; zip64's field is never mended.
         assert!(find(&zip_with_central_extra(&[0x55, 0x54, 5, 0, 1, 0, 0, 0, 0])).is_none());
         assert!(find(&zip_with_central_extra(&[1, 0, 16, 0, 0])).is_none());
+    }
+
+    #[test]
+    fn a_short_zip64_field_is_read_on_into_the_bytes_that_follow_as_unzip_reads_it() {
+        // The record's sizes and offset saturated; its zip64 field declares 7 bytes of the 24
+        // they need, and 24 are there.
+        let mut extra = vec![1, 0, 7, 0];
+        extra.extend([0; 24]);
+        let mut zip = zip_with_central_extra(&extra);
+        let record = zip.windows(4).position(|w| w == b"PK\x01\x02").unwrap();
+        for at in [20, 24, 42] {
+            zip[record + at..record + at + 4].copy_from_slice(&[0xff; 4]);
+        }
+        assert!(zip::ZipArchive::new(std::io::Cursor::new(&zip)).is_err());
+        let mends = find(&zip).unwrap();
+        assert!(
+            mends.said[0].contains("'a' (7 of its 24 bytes)"),
+            "{:?}",
+            mends.said
+        );
+        let mut mended = zip.clone();
+        for (at, patch) in &mends.patches {
+            mended[*at..*at + patch.len()].copy_from_slice(patch);
+        }
+        let mut archive = zip::ZipArchive::new(std::io::Cursor::new(&mended)).unwrap();
+        assert_eq!(archive.by_index(0).unwrap().size(), 0);
+        // The values not there at all: not mended.
+        let mut cut = zip_with_central_extra(&[1, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let record = cut.windows(4).position(|w| w == b"PK\x01\x02").unwrap();
+        cut[record + 24..record + 28].copy_from_slice(&[0xff; 4]);
+        cut[record + 20..record + 24].copy_from_slice(&[0xff; 4]);
+        assert!(find(&cut).is_none());
     }
 
     #[test]

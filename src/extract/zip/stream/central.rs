@@ -211,11 +211,7 @@ fn record(input: &mut Ahead<'_>) -> Option<(Record, Option<&'static str>)> {
     rest.truncate(name_len + extra_len);
     let extra = rest.split_off(name_len);
     // The zip64 field holds, in this order, each value whose own field is all ones.
-    let zip64 = super::super::planning::extra_fields(&extra)
-        .find(|(id, _)| *id == 0x0001)
-        .map(|(_, data)| data)
-        .unwrap_or_default();
-    let mut wide = zip64
+    let mut wide = zip64_values(&extra)
         .chunks_exact(8)
         .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
     let mut lacks = None;
@@ -245,6 +241,24 @@ fn record(input: &mut Ahead<'_>) -> Option<(Record, Option<&'static str>)> {
         offset,
     };
     Some((record, lacks))
+}
+
+/// The bytes a central record's zip64 field (0x0001) holds its values in, read as unzip reads
+/// them: from the field's data on to the end of the extra area, so that a field that declares
+/// fewer bytes than its record's saturated sizes and offset need gives them from the bytes
+/// that follow (yauzl's "zip64 extended information extra field does not include ..." zips;
+/// a zip from a file is mended so, `mended.rs`). Empty: no such field.
+fn zip64_values(extra: &[u8]) -> &[u8] {
+    let mut at = 0;
+    while let Some(header) = extra.get(at..at + 4) {
+        let id = u16::from_le_bytes([header[0], header[1]]);
+        let len = usize::from(u16::from_le_bytes([header[2], header[3]]));
+        if id == 0x0001 {
+            return &extra[at + 4..];
+        }
+        at += 4 + len;
+    }
+    &[]
 }
 
 /// A zip64 end record (its signature read), its locator, then the end record; the signature
