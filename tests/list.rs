@@ -331,3 +331,38 @@ fn a_single_file_and_a_zip_on_stdin_are_listed() {
     assert_eq!(piped.stdout, from_file.stdout);
     assert_eq!(piped.stdout.lines().count(), 2, "{}", piped.dump());
 }
+
+/// Issue 64, item 5: `list` says what extract would warn of, once, after the entries: a zip's
+/// central directory mended (yauzl's zip64 field shorter than its record needs), a .tar.gz
+/// with bytes after its gzip data; `-q` says nothing.
+#[test]
+fn list_warns_as_extract_warns() {
+    let zip = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "tests/data/corpus/yz__test__failure__zip64 extended information extra field does not include compressed size.zip",
+    );
+    let r = common::run_fastwrite(&osv!["list", &zip]);
+    r.assert_code(0);
+    assert!(r.stdout.contains("empty.txt"), "{}", r.dump());
+    let said = "'empty.txt' (15 of its 24 bytes)";
+    assert_eq!(r.stderr_lines_with(said).len(), 1, "{}", r.dump());
+    let quiet = common::run_fastwrite(&osv!["list", "-q", &zip]);
+    quiet.assert_code(0);
+    assert!(quiet.stderr.is_empty(), "{}", quiet.dump());
+
+    let t = common::tempdir();
+    let tar = t.join("a.tar");
+    let entries = [common::TarEntry::file("a.txt", b"a".to_vec(), 0o644)];
+    common::make_tar(&tar, "gnu", &entries);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &std::fs::read(&tar).unwrap()).unwrap();
+    let mut bytes = gz.finish().unwrap();
+    bytes.extend(b"junk after the gzip data");
+    let tar = t.join("a.tar.gz");
+    std::fs::write(&tar, &bytes).unwrap();
+    let out = t.join("out");
+    let extracted = common::run_fastwrite(&osv!["extract", &tar, "-o", &out]);
+    let listed = common::run_fastwrite(&osv!["list", &tar]);
+    let warned = |r: &common::Output| -> Vec<String> { r.stderr_lines_with("warning") };
+    assert!(!warned(&extracted).is_empty(), "{}", extracted.dump());
+    assert_eq!(warned(&listed), warned(&extracted), "{}", listed.dump());
+}

@@ -334,10 +334,11 @@ def list(
     Raises `Error` (kind ``start``) if the archive cannot be read at all, and `ErrorGroup`
     (with ``entries``: those listed, every one) where `extract` would fail too: an entry it
     would refuse (listed with its ``problem``), an archive that breaks part-way, a pattern that
-    matches nothing.
+    matches nothing. What `extract` would warn of (a zip's directory mended, an entry stored
+    twice) is issued as `RunWarning`, as `extract` issues it.
     """
     source, label, name = _archive(archive, "list")
-    rows, failures = _native.list(
+    rows, failures, said = _native.list(
         source, label=label, name=name, **_types.options(locals(), "list")
     )
     entries = [
@@ -354,6 +355,8 @@ def list(
         )
         for (kind, name, size, mode, mtime, target, path, problem, owner) in rows
     ]
+    for warning in said:
+        warnings.warn(warning, RunWarning, stacklevel=2)
     if failures:
         errors: builtins.list[Error] = builtins.list(failures)
         what = f"listing {label or repr(_path(archive))}"  # type: ignore[arg-type]

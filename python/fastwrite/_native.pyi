@@ -45,9 +45,10 @@ def list(
         ]
     ],
     tuple[Any, ...],
+    tuple[str, ...],
 ]:
     """The entries (kind, name, size, mode, mtime, target, path, problem, (uid, gid, user,
-    group)) and the failures."""
+    group)), the failures, and the warnings."""
 
 def mirror(
     src: str,

@@ -523,7 +523,8 @@ fn extract<'py>(
 }
 
 /// Lists `archive`: one tuple per entry (kind, name, size, mode, mtime, target, path, problem),
-/// and the failures of the listing. `options`: the keywords `KEYWORDS["list"]` names.
+/// the failures of the listing, and what extract would warn of. `options`: the keywords
+/// `KEYWORDS["list"]` names.
 #[pyfunction]
 #[pyo3(signature = (archive, *, label=None, name=None, **options))]
 fn list<'py>(
@@ -532,7 +533,7 @@ fn list<'py>(
     label: Option<String>,
     name: Option<PathBuf>,
     options: Option<&Bound<'py, PyDict>>,
-) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyTuple>)> {
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyTuple>, Bound<'py, PyTuple>)> {
     let archive = Archive::from_py(archive, label, name)?;
     let opts = settings(Door::List, options)?.run;
     let named = archive.path().map(Path::to_path_buf);
@@ -580,16 +581,22 @@ fn list<'py>(
     if let Some(stopped) = stopped {
         return Err(stopped);
     }
-    let failures = match result {
-        Ok(()) => Vec::new(),
-        Err(RunError::Failed(report)) => report.failures,
+    let listing = match result {
+        Ok(report) => report,
+        Err(RunError::Failed(report)) => *report,
         Err(error) => return Err(start_error(py, &error, named.as_deref(), stream.as_deref())),
     };
-    let errors = failures
+    let errors = listing
+        .failures
         .iter()
         .map(|e| py_error(py, None, e))
         .collect::<PyResult<Vec<_>>>()?;
-    Ok((PyList::new(py, rows)?, PyTuple::new(py, errors)?))
+    let warnings = listing.warnings.iter().map(|w| for_python(w));
+    Ok((
+        PyList::new(py, rows)?,
+        PyTuple::new(py, errors)?,
+        PyTuple::new(py, warnings)?,
+    ))
 }
 
 /// Makes `dst` an exact copy of `src`; returns the report as a dict. `options`: the keywords

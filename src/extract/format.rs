@@ -370,7 +370,7 @@ impl super::source::Source for NotBuilt {
         _: &crate::options::Options,
         _: &super::select::Chooser,
         _: &mut dyn FnMut(&super::listed::Listed),
-        _: &mut Vec<crate::error::Error>,
+        _: &mut crate::report::Report,
     ) -> anyhow::Result<()> {
         Err(self.error())
     }

@@ -9,17 +9,20 @@ use super::listed::Listed;
 use super::select::Chooser;
 use crate::error::{Error, ErrorKind};
 use crate::options::Options;
-use crate::report::RunError;
+use crate::report::{Report, RunError};
 
 /// Lists `archive` (`-`: standard input), calling `each` for every entry `opts.select` takes,
 /// in archive order, as it is read. Of the rest of `opts`, what chooses an image and how it is
 /// fetched counts ([`Options::platform`], [`Options::insecure_registry`],
 /// [`Options::layers_cache`]: refused with an input that is not an image, as
-/// [`extract`](crate::extract()) refuses them); what writes does not. [`RunError::Failed`] carries the failures of the listing, in
-/// a report that holds nothing else: each entry [`extract`](crate::extract()) would refuse
-/// (listed all the same, with its [`problem`](Listed::problem)), a pattern that matched
-/// nothing, a stream that broke part-way (after the entries before it were listed), so that
-/// `list` fails where `extract` would. [`RunError::Start`] means it could not start, where
+/// [`extract`](crate::extract()) refuses them); what writes does not. The listing's
+/// [`Report`] holds what [`extract`](crate::extract()) would warn of in its
+/// [`warnings`](Report::warnings) (a zip's directory mended, an entry stored twice, data after
+/// a tar's end), and nothing else but its failures: [`RunError::Failed`] carries them, each
+/// entry [`extract`](crate::extract()) would refuse (listed all the same, with its
+/// [`problem`](Listed::problem)), a pattern that matched nothing, a stream that broke
+/// part-way (after the entries before it were listed), so that `list` fails where `extract`
+/// would. [`RunError::Start`] means it could not start, where
 /// [`extract`](crate::extract()) could not either: the archive is missing, unreadable or
 /// unrecognised, a pattern is invalid, or a zip is refused whole (overlapping entries). A zip
 /// on standard input is kept in a temporary file and listed from its central directory; a
@@ -32,19 +35,14 @@ use crate::report::RunError;
 /// })?;
 /// # Ok::<(), fastwrite::RunError>(())
 /// ```
-pub fn list(archive: &Path, opts: &Options, each: &mut dyn FnMut(&Listed)) -> Result<(), RunError> {
-    let failures = list_input(archive, || open(archive, opts), opts, each)
+pub fn list(
+    archive: &Path,
+    opts: &Options,
+    each: &mut dyn FnMut(&Listed),
+) -> Result<Report, RunError> {
+    let listing = list_input(archive, || open(archive, opts), opts, each)
         .map_err(|e| RunError::Start(Error::start(archive, ErrorKind::Source, e)))?;
-    listed(failures)
-}
-
-/// The end of a listing: its failures, as a run's.
-fn listed(failures: Vec<Error>) -> Result<(), RunError> {
-    let report = crate::report::Report {
-        failures,
-        ..Default::default()
-    };
-    RunError::check(report).map(drop)
+    RunError::check(listing)
 }
 
 /// Lists the archive `reader` yields, as [`list`] lists standard input: read once, from its
@@ -87,10 +85,10 @@ pub fn list_reader(
     label: &str,
     opts: &Options,
     each: &mut dyn FnMut(&Listed),
-) -> Result<(), RunError> {
-    let failures = list_input(Path::new(label), || open_reader(reader, label), opts, each)
+) -> Result<Report, RunError> {
+    let listing = list_input(Path::new(label), || open_reader(reader, label), opts, each)
         .map_err(|e| RunError::Start(Error::start(Path::new(label), ErrorKind::Source, e)))?;
-    listed(failures)
+    RunError::check(listing)
 }
 
 /// `archive` names the input in messages; `open` opens it.
@@ -99,13 +97,14 @@ fn list_input(
     open: impl FnOnce() -> anyhow::Result<Input>,
     opts: &Options,
     each: &mut dyn FnMut(&Listed),
-) -> anyhow::Result<Vec<Error>> {
+) -> anyhow::Result<Report> {
     let chooser = Chooser::new(&opts.select)?;
     // Entries extract would refuse: failures of the listing too, so that both exit alike.
-    let mut failures = Vec::new();
+    let mut listing = Report::default();
     let input = open()?;
     input.refuse(archive, opts, &chooser)?;
-    input.list(archive, opts, &chooser, each, &mut failures)?;
-    failures.extend(chooser.unmatched());
-    Ok(failures)
+    input.list(archive, opts, &chooser, each, &mut listing)?;
+    listing.failures.extend(chooser.unmatched());
+    listing.warnings.extend(chooser.warnings());
+    Ok(listing)
 }

@@ -74,7 +74,7 @@ impl Source for Single {
         _: &crate::options::Options,
         chooser: &Chooser,
         each: &mut dyn FnMut(&Listed),
-        failures: &mut Vec<Error>,
+        listing: &mut Report,
     ) -> anyhow::Result<()> {
         refuse_choosing(archive, chooser)?;
         let Single {
@@ -84,7 +84,7 @@ impl Source for Single {
             path,
         } = *self;
         if let Err(error) = listed(decoded, codec, &gzip, archive, path.as_deref(), each) {
-            failures.push(error);
+            listing.failures.push(error);
         }
         Ok(())
     }

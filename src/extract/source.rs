@@ -44,14 +44,15 @@ pub(crate) trait Source: Send {
     ) -> anyhow::Result<Report>;
 
     /// Lists what it holds: each entry to `each`; what extraction would refuse, and a read that
-    /// broke part-way, to `failures`; `Err` when it cannot be listed at all.
+    /// broke part-way, to `listing`'s failures, and what extraction would warn of to its
+    /// warnings; `Err` when it cannot be listed at all.
     fn list(
         self: Box<Self>,
         archive: &Path,
         opts: &Options,
         chooser: &Chooser,
         each: &mut dyn FnMut(&Listed),
-        failures: &mut Vec<Error>,
+        listing: &mut Report,
     ) -> anyhow::Result<()>;
 
     /// Reads its files, each checked, to `each`, writing nothing.

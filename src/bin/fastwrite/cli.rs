@@ -79,11 +79,11 @@ const GLOBALS: [(&str, &str, &[&str]); 14] = [
         "--max-requests-per-second",
         &["extract", "mirror"],
     ),
-    ("retries", "--retries", &["extract", "mirror"]),
-    ("retry_timeout", "--retry-timeout", &["extract", "mirror"]),
+    ("retries", "--retries", &["extract", "mirror", "list"]),
+    ("retry_timeout", "--retry-timeout", &["extract", "mirror", "list"]),
     ("fsync", "--fsync", &["extract", "mirror"]),
     ("atomic", "--atomic", &["extract", "mirror"]),
-    ("quiet", "--quiet", &["extract", "mirror"]),
+    ("quiet", "--quiet", &["extract", "mirror", "list"]),
     ("verbose", "--verbose", &["extract", "mirror"]),
     ("stats", "--stats", &["extract", "mirror"]),
     ("json", "--json", &["extract", "mirror", "list"]),
@@ -317,8 +317,9 @@ impl ImageArgs {
 }
 
 impl ListArgs {
-    /// What `list` is asked: the entries chosen, and the image's platform and fetching.
-    pub fn options(&self) -> Options {
+    /// What `list` is asked: the entries chosen, the image's platform and fetching, and how a
+    /// store's or a registry's requests are tried again (`global`'s).
+    pub fn options(&self, global: &Global) -> Options {
         let mut opts = Options {
             select: Selection {
                 patterns: self.patterns.clone(),
@@ -328,6 +329,8 @@ impl ListArgs {
             ..Options::default()
         };
         self.image.apply(&mut opts);
+        opts.retries = global.retries;
+        opts.retry_timeout = global.retry_timeout.map(std::time::Duration::from_secs);
         opts
     }
 }

@@ -37,7 +37,7 @@ fn run(cli: Cli) -> i32 {
     match &cli.command {
         Command::Completions { shell } => return print_completions(*shell),
         Command::Man { command } => return print_man_page(command.as_deref()),
-        Command::List(args) => return list(args, cli.global.json),
+        Command::List(args) => return list(args, &cli.global),
         Command::Extract(args) => {
             if let Some(refusal) = refuse_extract(args, &cli.global) {
                 return cannot_start(refusal, cli.global.json);
@@ -355,11 +355,13 @@ fn write_out(bytes: &[u8]) -> i32 {
     }
 }
 
-/// `fastwrite list`: a line per entry as it is read (a tar is never held whole), failures after.
-fn list(args: &crate::cli::ListArgs, json: bool) -> i32 {
+/// `fastwrite list`: a line per entry as it is read (a tar is never held whole); after them,
+/// what extract would warn of (unless `quiet`), then failures.
+fn list(args: &crate::cli::ListArgs, global: &crate::cli::Global) -> i32 {
+    let (json, quiet) = (global.json, global.quiet);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut broken_pipe = false;
-    let listed = fastwrite::list(&args.archive, &args.options(), &mut |entry| {
+    let listed = fastwrite::list(&args.archive, &args.options(global), &mut |entry| {
         let text = if json {
             show::listed_json(entry)
         } else {
@@ -371,8 +373,13 @@ fn list(args: &crate::cli::ListArgs, json: bool) -> i32 {
         }
     });
     let _ = out.flush();
-    match ran(listed.map(|()| fastwrite::Report::default())) {
+    match ran(listed) {
         Ok(mut report) => {
+            if !quiet {
+                for warning in &report.warnings {
+                    say!("fastwrite: warning: {}", for_terminal(warning));
+                }
+            }
             // As extract tells them (entries it would refuse among them): a few of each kind.
             for line in show::failure_summary(&mut report, FAILURES_SHOWN_PER_KIND) {
                 say!("fastwrite: {line}");

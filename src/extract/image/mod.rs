@@ -298,9 +298,9 @@ impl super::source::Source for Image {
         opts: &Options,
         chooser: &Chooser,
         each: &mut dyn FnMut(&Listed),
-        failures: &mut Vec<Error>,
+        listing: &mut Report,
     ) -> anyhow::Result<()> {
-        list(&self.0, opts, chooser, each, failures)
+        list(&self.0, opts, chooser, each, listing)
     }
 
     fn read(
@@ -420,13 +420,13 @@ fn write_plan(
 }
 
 /// Lists the tree the image `reference` names would make, in path order: what `extract`
-/// writes, each final path once.
+/// writes, each final path once; what reading its layers warned of in `listing`.
 fn list(
     reference: &Reference,
     opts: &Options,
     chooser: &Chooser,
     each: &mut dyn FnMut(&Listed),
-    failures: &mut Vec<Error>,
+    listing: &mut Report,
 ) -> anyhow::Result<()> {
     let (layers, merged) = merged(reference, opts, chooser, "")?;
     let (plan, _) = plan_of(&merged, &layers, &Powers::AS_ROOT);
@@ -478,7 +478,9 @@ fn list(
         };
         each(&listed);
     }
-    failures.extend(plan.rejected);
+    listing.failures.extend(plan.rejected);
+    // (Listed as root would make it: the notes of a run without root are extract's alone.)
+    listing.warnings.extend(plan.warnings);
     Ok(())
 }
 

@@ -13,16 +13,18 @@ use crate::extract::listed::{Listed, ListedKind};
 use crate::extract::select::{Choice, Chooser};
 use crate::plan::path_key;
 use crate::plan::{self, EntryKind};
+use crate::report::Report;
 
 /// Lists a tar stream as it is read: every member the selection takes, with what extracting
-/// it would do; each member extract would refuse is also a failure in `refused`. `Err`: the
+/// it would do; each member extract would refuse is also a failure in `listing`, and what
+/// extract would warn of (an entry stored twice, data after the end) a warning. `Err`: the
 /// stream broke (the members before it were listed).
 pub(in crate::extract) fn list(
     decoded: Box<dyn Read + Send + '_>,
     label: &str,
     chooser: &Chooser,
     each: &mut dyn FnMut(&Listed),
-    refused: &mut Vec<Error>,
+    listing: &mut Report,
 ) -> Result<(), Error> {
     let mut archive = Reader::new(decoded).with_owners(true);
     let mut members = 0u64;
@@ -54,7 +56,7 @@ pub(in crate::extract) fn list(
             Ok(None) => (None, check.warnings.drain(warned..).next(), false),
             Err(error) => {
                 let problem = error.message();
-                refused.push(error);
+                listing.failures.push(error);
                 (None, Some(problem), true)
             }
         };
@@ -89,7 +91,9 @@ pub(in crate::extract) fn list(
             fails,
         });
     }
-    // As extraction reads it (a listing has no warnings to give).
-    after_the_end(archive.into_inner(), members).map_err(broke)?;
+    // As extraction reads it, and warns of it.
+    let after = after_the_end(archive.into_inner(), members).map_err(broke)?;
+    listing.warnings.append(&mut check.warnings);
+    listing.warnings.extend(after);
     Ok(())
 }

@@ -69,10 +69,10 @@ impl super::source::Source for Archive {
         _: &crate::options::Options,
         chooser: &Chooser,
         each: &mut dyn FnMut(&super::listed::Listed),
-        failures: &mut Vec<Error>,
+        listing: &mut Report,
     ) -> anyhow::Result<()> {
-        if let Err(error) = list(self.decoded, &self.label, chooser, each, failures) {
-            failures.push(error);
+        if let Err(error) = list(self.decoded, &self.label, chooser, each, listing) {
+            listing.failures.push(error);
         }
         Ok(())
     }

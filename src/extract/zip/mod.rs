@@ -180,9 +180,9 @@ impl super::source::Source for InFile {
         _: &crate::options::Options,
         chooser: &Chooser,
         each: &mut dyn FnMut(&Listed),
-        failures: &mut Vec<Error>,
+        listing: &mut Report,
     ) -> anyhow::Result<()> {
-        list(archive, self.0, chooser, each, failures)
+        list(archive, self.0, chooser, each, listing)
     }
 
     fn read(
@@ -223,9 +223,9 @@ impl super::source::Source for Arriving {
         opts: &crate::options::Options,
         chooser: &Chooser,
         each: &mut dyn FnMut(&Listed),
-        failures: &mut Vec<Error>,
+        listing: &mut Report,
     ) -> anyhow::Result<()> {
-        list_arriving(archive, self.0, opts, chooser, each, failures)
+        list_arriving(archive, self.0, opts, chooser, each, listing)
     }
 
     fn read(
@@ -632,24 +632,26 @@ fn open_entry<'b, 'a>(
 
 /// Lists a zip from its central directory: every entry the selection takes, with what
 /// extracting it would do (the same plan and checks as [`extract`]); each entry extract would
-/// refuse is also a failure in `refused`. `Err` for a zip refused whole (overlapping entries,
-/// an unreadable central directory) is an `anyhow` error: nothing is listed then.
+/// refuse is also a failure in `report`, and what extract would warn of (a mended directory,
+/// the plan's notes) a warning. `Err` for a zip refused whole (overlapping entries, an
+/// unreadable central directory) is an `anyhow` error: nothing is listed then.
 fn list(
     path: &Path,
     file: File,
     chooser: &Chooser,
     each: &mut dyn FnMut(&Listed),
-    refused: &mut Vec<Error>,
+    report: &mut Report,
 ) -> anyhow::Result<()> {
     // What extract refuses before writing anything, list refuses the same way (exit 2).
-    let (bytes, _) = load(path, file)?;
+    let (bytes, mended) = load(path, file)?;
     let archive = open_archive(&bytes).map_err(|what| what.of(path))?;
     let listing = Listing {
         path,
         bytes: &bytes,
         locals: planning::Locals::Here,
     };
-    listing.list(archive, chooser, each, refused)
+    report.warnings.extend(mended);
+    listing.list(archive, chooser, each, report)
 }
 
 /// Lists a zip still arriving from its central directory alone, as soon as that is in: the
@@ -663,7 +665,7 @@ fn list_arriving(
     opts: &Options,
     chooser: &Chooser,
     each: &mut dyn FnMut(&Listed),
-    refused: &mut Vec<Error>,
+    report: &mut Report,
 ) -> anyhow::Result<()> {
     let stop = || opts.cancel.is_cancelled();
     // A listing needs the central directory and the symlinks alone, asked for by their ranges.
@@ -674,11 +676,11 @@ fn list_arriving(
             bytes,
             locals: planning::Locals::Later(fetching),
         };
-        listing.list(archive, chooser, each, refused)
+        listing.list(archive, chooser, each, report)
     })?;
     if listed.is_none() {
         arriving.arrivals().only_wanted(false);
-        return list(path, arriving.finish()?, chooser, each, refused);
+        return list(path, arriving.finish()?, chooser, each, report);
     }
     Ok(())
 }
@@ -721,7 +723,7 @@ impl Listing<'_> {
         archive: Archive<'_>,
         chooser: &Chooser,
         each: &mut dyn FnMut(&Listed),
-        refused: &mut Vec<Error>,
+        report: &mut Report,
     ) -> anyhow::Result<()> {
         let (path, bytes) = (self.path, self.bytes);
         // Listing reads no data: encrypted entries are listed as they are, password or not.
@@ -793,7 +795,8 @@ impl Listing<'_> {
                 problem,
             });
         }
-        refused.extend(plan.rejected);
+        report.failures.extend(plan.rejected);
+        report.warnings.extend(plan.warnings);
         Ok(())
     }
 }

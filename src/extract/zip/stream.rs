@@ -173,10 +173,11 @@ impl super::super::source::Source for Piped {
         _: &crate::options::Options,
         chooser: &Chooser,
         each: &mut dyn FnMut(&super::super::listed::Listed),
-        failures: &mut Vec<Error>,
+        listing: &mut crate::report::Report,
     ) -> anyhow::Result<()> {
+        listing.warnings.extend(self.note.clone());
         let (name, file) = self.spooled()?;
-        super::list(&name, file, chooser, each, failures)
+        super::list(&name, file, chooser, each, listing)
     }
 
     fn read(
