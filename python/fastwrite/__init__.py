@@ -282,8 +282,9 @@ def extract(
       ``dir/`` object with its mode and mtime for every folder, not only the empty ones
       (rclone's ``--s3-directory-markers``), so that s3fs and the consoles show the folders'
       times and a mirror down restores them; one request a folder.
-    - ``retries``: into or from a store (a bucket, an ``https://`` archive), how many times a
-      request that failed (no answer, a 5xx, a 429) is tried again, with backoff (rclone's
+    - ``retries``: into or from a store (a bucket, an ``https://`` archive) or a registry, how
+      many times a request that failed (no answer, a 5xx, a 429) is tried again, with backoff
+      or after the wait its ``Retry-After`` asks for (rclone's
       ``--retries``; default: for S3 ``AWS_MAX_ATTEMPTS`` or the aws profile's
       ``max_attempts``, less one, else 10; ``0``: once only). ``retry_timeout``: the longest a
       request is tried again for, in seconds (default 180).
@@ -323,13 +324,16 @@ def list(
     platform: str | None = None,
     insecure_registry: bool = False,
     layers_cache: StrPath | None = None,
+    retries: int | None = None,
+    retry_timeout: int | None = None,
 ) -> builtins.list[Entry]:
     """The entries of ``archive`` (a path or a binary file object, as for `extract`), in
     archive order, with what `extract` would do to each (``path``, ``problem``); nothing is
     written. ``patterns``, ``exclude`` and ``strip_components`` choose as for `extract`; an
     image is listed as the tree it makes, in path order, and ``platform``,
-    ``insecure_registry`` and ``layers_cache`` choose it and how it is fetched, as for
-    `extract`.
+    ``insecure_registry`` and ``layers_cache`` choose it and how it is fetched, and
+    ``retries`` and ``retry_timeout`` how a store's or a registry's requests are tried again,
+    as for `extract`.
 
     Raises `Error` (kind ``start``) if the archive cannot be read at all, and `ErrorGroup`
     (with ``entries``: those listed, every one) where `extract` would fail too: an entry it

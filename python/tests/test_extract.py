@@ -4,6 +4,7 @@ and from file objects; hostile and corrupt archives; what exists is kept."""
 from __future__ import annotations
 
 import errno
+import gzip
 import io
 import os
 import pickle
@@ -177,6 +178,11 @@ def test_list(tmp_path: Path) -> None:
         t.addfile(info, io.BytesIO(b""))
     [entry] = fastwrite.list(owned)
     assert (entry.uid, entry.gid, entry.user, entry.group) == (1234, 5678, "ann", "staff")
+    # What extract would warn of, issued as extract issues it.
+    trailing = tmp_path / "trailing.tar.gz"
+    trailing.write_bytes(gzip.compress(owned.read_bytes()) + b"junk after the gzip data")
+    with pytest.warns(fastwrite.RunWarning, match="after the end of the gzip data"):
+        assert [e.name for e in fastwrite.list(trailing)] == ["x.txt"]
 
 
 @pytest.mark.parametrize("name", ["zip-slip.zip", "zip-slip.tar"])
