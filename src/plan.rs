@@ -86,6 +86,27 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// An entry of `kind` named `name`, at `path` (checked by the caller), every other field
+    /// at its default: no mode, mtime or size, index 0, not sparse, replacing nothing, no
+    /// owner, not known to be absent, no attributes. The one place the defaults are spelled:
+    /// a source sets what it knows over them (`Entry { mode, ..Entry::new(name, path, kind) }`).
+    pub(crate) fn new(name: String, path: PathBuf, kind: EntryKind) -> Entry {
+        Entry {
+            name,
+            path,
+            kind,
+            mode: None,
+            mtime: None,
+            size: 0,
+            index: 0,
+            sparse: false,
+            replaces: false,
+            owner: None,
+            absent: false,
+            xattrs: Vec::new(),
+        }
+    }
+
     /// An entry for a path already checked (one a walk of a folder found, a key's checked
     /// name), named as the path is; no owner, no attributes.
     pub(crate) fn trusted(
@@ -94,19 +115,11 @@ impl Entry {
         mtime: Option<SystemTime>,
         size: u64,
     ) -> Entry {
+        let name = path.to_string_lossy().into_owned();
         Entry {
-            name: path.to_string_lossy().into_owned(),
-            path: path.to_path_buf(),
-            kind,
-            mode: None,
             mtime,
             size,
-            index: 0,
-            sparse: false,
-            replaces: false,
-            owner: None,
-            absent: false,
-            xattrs: Vec::new(),
+            ..Entry::new(name, path.to_path_buf(), kind)
         }
     }
 
@@ -127,18 +140,10 @@ impl Entry {
             )
         })?;
         Ok(Entry {
-            name: path.to_string_lossy().into_owned(),
-            path: rel,
-            kind,
             mode,
             mtime,
             size,
-            index: 0,
-            sparse: false,
-            replaces: false,
-            owner: None,
-            absent: false,
-            xattrs: Vec::new(),
+            ..Entry::new(path.to_string_lossy().into_owned(), rel, kind)
         })
     }
 }
@@ -735,20 +740,7 @@ mod tests {
     }
 
     fn entry(path: &str, kind: EntryKind) -> Entry {
-        Entry {
-            name: path.to_string(),
-            path: PathBuf::from(path),
-            kind,
-            mode: None,
-            mtime: None,
-            size: 0,
-            index: 0,
-            sparse: false,
-            replaces: false,
-            owner: None,
-            absent: false,
-            xattrs: Vec::new(),
-        }
+        Entry::new(path.to_string(), PathBuf::from(path), kind)
     }
 
     #[test]

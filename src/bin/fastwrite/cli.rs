@@ -80,7 +80,11 @@ const GLOBALS: [(&str, &str, &[&str]); 14] = [
         &["extract", "mirror"],
     ),
     ("retries", "--retries", &["extract", "mirror", "list"]),
-    ("retry_timeout", "--retry-timeout", &["extract", "mirror", "list"]),
+    (
+        "retry_timeout",
+        "--retry-timeout",
+        &["extract", "mirror", "list"],
+    ),
     ("fsync", "--fsync", &["extract", "mirror"]),
     ("atomic", "--atomic", &["extract", "mirror"]),
     ("quiet", "--quiet", &["extract", "mirror", "list"]),

@@ -501,18 +501,9 @@ mod tests {
 
     fn file_entry(name: &str, content: &[u8]) -> Entry {
         Entry {
-            name: name.to_string(),
-            path: PathBuf::from(name),
-            kind: EntryKind::File,
             mode: Some(0o640),
-            mtime: None,
             size: content.len() as u64,
-            index: 0,
-            sparse: false,
-            replaces: false,
-            owner: None,
-            absent: false,
-            xattrs: Vec::new(),
+            ..Entry::new(name.to_string(), PathBuf::from(name), EntryKind::File)
         }
     }
 

@@ -177,18 +177,9 @@ pub(super) fn plan_of(
 /// A folder of the plan, as an implicit one is made: what a member's metadata then dresses.
 fn folder(name: String, path: PathBuf, index: usize) -> Entry {
     Entry {
-        name,
-        path,
-        kind: EntryKind::Dir,
         mode: Some(0o755),
-        mtime: None,
-        size: 0,
         index,
-        sparse: false,
-        replaces: false,
-        owner: None,
-        absent: false,
-        xattrs: Vec::new(),
+        ..Entry::new(name, path, EntryKind::Dir)
     }
 }
 

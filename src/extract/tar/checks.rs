@@ -141,24 +141,18 @@ impl<'s> Checker<'s> {
         for note in &member.notes {
             self.warnings.push(format!("'{name}': {note}"));
         }
-        let entry = |path: PathBuf, kind, order, owner| Entry {
-            name: name.to_string(),
+        let entry = |path: PathBuf, kind, order, owner| {
             // (The root, `./`, is no file.)
-            sparse: member.sparse.is_some() && !path.as_os_str().is_empty(),
-            size: if path.as_os_str().is_empty() {
-                0
-            } else {
-                member.size
-            },
-            path,
-            kind,
-            mode: member.mode,
-            mtime: member.mtime,
-            index: order,
-            replaces: false,
-            owner,
-            absent: false,
-            xattrs: Vec::new(),
+            let root = path.as_os_str().is_empty();
+            Entry {
+                sparse: member.sparse.is_some() && !root,
+                size: if root { 0 } else { member.size },
+                mode: member.mode,
+                mtime: member.mtime,
+                index: order,
+                owner,
+                ..Entry::new(name.to_string(), path, kind)
+            }
         };
         // `./` is the output folder itself: nothing to create, but its mode and mtime are the
         // folder's, as GNU tar gives them to `.` (applied last, as every folder's).

@@ -245,18 +245,11 @@ impl Planner<'_, '_> {
         };
         let mtime = mtime_of(zf, central.extra, &mut self.clock);
         Planned::Take(Entry {
-            name,
-            path,
-            kind,
             mode: unix_mode(zf),
             mtime,
             size: zf.size(),
             index,
-            sparse: false,
-            replaces: false,
-            owner: None,
-            absent: false,
-            xattrs: Vec::new(),
+            ..Entry::new(name, path, kind)
         })
     }
     /// Notes where the entry's bytes are (its local header, where the zip is here, is checked
