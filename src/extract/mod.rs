@@ -6,6 +6,7 @@
 
 mod arriving;
 pub(crate) mod codec;
+mod end_records;
 pub(crate) mod format;
 mod give;
 #[cfg(feature = "image")]

@@ -180,29 +180,17 @@ impl Drop for Arriving {
 /// its offsets do not count, or any oddity, waits for its last byte and is read as a local
 /// zip is.
 fn directory_of(tail: &[u8], tail_at: u64, size: u64) -> Option<Range<u64>> {
-    let u16_at = |at: usize| Some(u16::from_le_bytes(tail.get(at..at + 2)?.try_into().ok()?));
-    let u32_at = |at: usize| Some(u32::from_le_bytes(tail.get(at..at + 4)?.try_into().ok()?));
-    let u64_at = |at: usize| Some(u64::from_le_bytes(tail.get(at..at + 8)?.try_into().ok()?));
+    let comment = |at: usize| {
+        tail.get(at + 20..at + 22)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+    };
     let end = tail
         .windows(4)
         .rposition(|w| w == b"PK\x05\x06")
-        .filter(|&at| at + 22 + usize::from(u16_at(at + 20).unwrap_or(0)) == tail.len())?;
-    let (mut length, mut start) = (u64::from(u32_at(end + 12)?), u64::from(u32_at(end + 16)?));
-    let mut records = tail_at + end as u64;
-    // A zip64 end record (more than 65,535 entries, or offsets past 4 GiB) lies before the
-    // locator that ends just where the end record begins: the directory ends where it begins.
-    let locator = end
-        .checked_sub(20)
-        .filter(|&at| tail[at..].starts_with(b"PK\x06\x07"));
-    if let Some(locator) = locator {
-        let at64 = u64_at(locator + 8)?;
-        let local = usize::try_from(at64.checked_sub(tail_at)?).ok()?;
-        if !tail.get(local..)?.starts_with(b"PK\x06\x06") {
-            return None;
-        }
-        (length, start, records) = (u64_at(local + 40)?, u64_at(local + 48)?, at64);
-    }
-    (start.checked_add(length)? == records && records <= size).then_some(start..size)
+        .filter(|&at| at + 22 + usize::from(comment(at).unwrap_or(0)) == tail.len())?;
+    let said = super::end_records::read(tail, tail_at, end)?;
+    let ends = said.start.checked_add(said.length)? == said.records;
+    (ends && said.records <= size).then_some(said.start..size)
 }
 
 /// Whether `tail`, the object's last bytes, holds a zip's end of central directory record.

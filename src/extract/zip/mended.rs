@@ -21,7 +21,7 @@
 
 use std::io::{Seek, Write};
 
-use super::integrity::{cut_comment, end_record, u16_at, u32_at, u64_at};
+use super::integrity::{cut_comment, end_record, u16_at, u32_at};
 
 /// The zip64 end record locator's signature.
 const LOCATOR: &[u8] = b"PK\x06\x07";
@@ -86,20 +86,9 @@ pub(super) fn apply(bytes: &[u8], mends: &Mends) -> std::io::Result<memmap2::Mma
 /// locator) begins, as every writer leaves it, and is as long as the record says; `None` where
 /// those do not add up.
 fn directory(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
-    let (end, size) = match at
-        .checked_sub(20)
-        .filter(|&l| bytes[l..].starts_with(LOCATOR))
-    {
-        Some(locator) => {
-            let record = usize::try_from(u64_at(bytes, locator + 8)?).ok()?;
-            if !bytes.get(record..)?.starts_with(b"PK\x06\x06") {
-                return None;
-            }
-            (record, usize::try_from(u64_at(bytes, record + 40)?).ok()?)
-        }
-        None => (at, usize::try_from(u32_at(bytes, at + 12)?).ok()?),
-    };
-    Some((end.checked_sub(size)?, end))
+    let said = super::super::end_records::read(bytes, 0, at)?;
+    let end = usize::try_from(said.records).ok()?;
+    Some((end.checked_sub(usize::try_from(said.length).ok()?)?, end))
 }
 
 /// Mends the extra fields of every central record from `start` to `end`: a field that runs
