@@ -33,7 +33,14 @@ pub fn in_ci() -> bool {
 /// The `main` of a test file built with `harness = false`: runs `tests` (name, function) as
 /// libtest does (same arguments and output), except that a test that calls [`unmet`] is
 /// reported as ignored with its reason, or failed under CI.
-pub fn run_tests(mut tests: Vec<(&'static str, fn())>) -> ! {
+pub fn run_tests(tests: Vec<(&'static str, fn())>) -> ! {
+    run_tests_at_once(tests, None)
+}
+
+/// [`run_tests`], `at_once` of them side by side unless `--test-threads` says otherwise (libtest's
+/// default: one a core): for tests that mostly wait on servers and their retries (`tests/s3.rs`),
+/// not on the cores.
+pub fn run_tests_at_once(mut tests: Vec<(&'static str, fn())>, at_once: Option<usize>) -> ! {
     if std::env::var_os(HARNESS_PROBE).is_some() {
         tests.push(("harness_probe", || unmet("the probe's prerequisite")));
     }
@@ -44,7 +51,10 @@ pub fn run_tests(mut tests: Vec<(&'static str, fn())>) -> ! {
             default_hook(info);
         }
     }));
-    let args = libtest_mimic::Arguments::from_args();
+    let mut args = libtest_mimic::Arguments::from_args();
+    if args.test_threads.is_none() {
+        args.test_threads = at_once;
+    }
     let trials = tests
         .into_iter()
         .map(|(name, test)| {
