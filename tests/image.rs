@@ -999,8 +999,9 @@ mod linux {
 
     /// registries.conf as podman and skopeo read it, against two registries of the lab (the
     /// second a mirror of the first that holds only some of its images, and its own build of
-    /// one): a name without a registry resolves through the unqualified-search registry and
-    /// comes from the mirror; an image the mirror lacks falls through to the registry; a
+    /// one; a mirror that is down before it): a name without a registry resolves through the
+    /// unqualified-search registry and comes from the mirror (the one that is down passed over
+    /// at once); an image the mirror lacks falls through to the registry; a
     /// blocked registry is refused by name; a file that cannot be parsed is named with its
     /// line. Where each image came from is in `--json` and the many-archives report.
     pub fn registries_conf_mirrors_search_registries_and_blocks() {
@@ -1019,12 +1020,19 @@ mod linux {
         mirror.push(&made("one-mirror", "mirror"), "test/one:v1");
         let home = dir.join("home");
         std::fs::create_dir(&home).unwrap();
+        // A mirror that is down (a port nothing listens on) first: passed over at once.
+        let down = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let conf = dir.join("registries.conf");
         std::fs::write(
             &conf,
             format!(
                 "unqualified-search-registries = [\"localhost:{a}\"]\n\
                  [[registry]]\nlocation = \"localhost:{a}\"\n\
+                 [[registry.mirror]]\nlocation = \"localhost:{down}\"\n\
                  [[registry.mirror]]\nlocation = \"localhost:{b}\"\n\
                  [[registry]]\nlocation = \"localhost:{b}\"\nprefix = \"blocked.example\"\nblocked = true\n",
                 a = registry.port,
@@ -1040,8 +1048,11 @@ mod linux {
 
         let out = dir.join("one");
         let args = osv!["extract", "docker://test/one:v1", "-o", &out, "--json"];
+        let started = std::time::Instant::now();
         let run = run_fastwrite_env(&args, &env);
         run.assert_success();
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(10), "took {took:?}");
         assert_eq!(made_by(&out), "mirror");
         let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
         let from = json["pulled_from"].as_str().unwrap_or_default();

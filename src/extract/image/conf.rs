@@ -35,6 +35,7 @@ use anyhow::{Context, anyhow, bail};
 
 use super::registry::{Name, Registry};
 use crate::options::Options;
+use crate::store::Retries;
 
 /// An image found: the registry that has it, its top document (a manifest or an index) and
 /// that document's media type, and where it came from, said for the report.
@@ -57,8 +58,23 @@ pub(super) fn pull(name: &Name, opts: &Options) -> anyhow::Result<Pulled> {
     for (i, candidate) in candidates.into_iter().enumerate() {
         let tried = match &candidate.blocked {
             Some(why) => Err(anyhow!("{why}")),
-            None => Registry::connect(&candidate.name, candidate.insecure, opts)
-                .and_then(|registry| Ok((registry.top()?, registry))),
+            None => Registry::connect(&candidate.name, candidate.insecure, opts).and_then(
+                |mut registry| {
+                    // A place with another after it is asked once: a mirror that is down or
+                    // busy is passed over at once, not after the retries' minute. The one
+                    // that answers is asked as the run's retries say.
+                    let last = i + 1 == count;
+                    if !last {
+                        registry.retrying(Retries {
+                            times: Some(0),
+                            timeout: None,
+                        });
+                    }
+                    let top = registry.top()?;
+                    registry.retrying(Retries::of_web(opts));
+                    Ok((top, registry))
+                },
+            ),
         };
         let from = match candidate.why.is_empty() {
             true => format!("docker://{}", candidate.name),

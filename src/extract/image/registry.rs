@@ -193,6 +193,11 @@ impl Registry {
         })
     }
 
+    /// Tries its requests again as `retries` say from now on (the run's, by default).
+    pub(super) fn retrying(&mut self, retries: Retries) {
+        self.retries = retries;
+    }
+
     /// The image's name at this registry.
     pub(super) fn name(&self) -> &Name {
         &self.name
@@ -297,8 +302,10 @@ impl Registry {
             let response = match make().send().await {
                 Ok(response) => response,
                 Err(error) => {
+                    // (A certificate not trusted is not trusted the next time either.)
+                    let trusted =
+                        crate::store::said::certificate_problem(&innermost(&error)).is_none();
                     let said = unreachable(&self.name, error);
-                    let trusted = !said.contains("TLS certificate");
                     if !(again && trusted && backoff <= left) {
                         let tried = if tries > 1 {
                             format!(
@@ -708,8 +715,8 @@ impl Refused<'_> {
     }
 }
 
-/// A request that got no answer, in one line.
-fn unreachable(name: &Name, error: reqwest::Error) -> String {
+/// The innermost cause of a request's failure (the client's own layers say less).
+fn innermost(error: &reqwest::Error) -> String {
     use std::error::Error as _;
     let mut cause = error.to_string();
     let mut source = error.source();
@@ -717,6 +724,12 @@ fn unreachable(name: &Name, error: reqwest::Error) -> String {
         cause = inner.to_string();
         source = inner.source();
     }
+    cause
+}
+
+/// A request that got no answer, in one line.
+fn unreachable(name: &Name, error: reqwest::Error) -> String {
+    let cause = innermost(&error);
     if let Some(problem) = crate::store::said::certificate_problem(&cause) {
         return format!(
             "the TLS certificate of the registry {} is not trusted: {problem}",
