@@ -1098,6 +1098,15 @@ mod linux {
         );
         assert_eq!(two["pulled_from"], want.as_str(), "{lines:?}");
 
+        // A registry that refuses the connection is said at once, as crane and skopeo say it.
+        let started = std::time::Instant::now();
+        let image = format!("docker://localhost:{down}/test/one:v1");
+        let run = run_fastwrite_env(&osv!["extract", &image, "-o", dir.join("down")], &env);
+        run.assert_code(2);
+        assert_stderr_contains(&run, &format!("cannot reach the registry localhost:{down}"));
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(5), "took {took:?}");
+
         // Blocked, by name; nothing asked of the registry behind the name.
         let out = dir.join("blocked");
         let args = osv![

@@ -283,7 +283,8 @@ impl Registry {
     }
 
     /// Sends what `make` builds, tried again as the run's retries say ([`Retries`]): on no
-    /// answer (but a certificate not trusted), and on a 5xx, a 408 or a 429, after the wait a
+    /// answer (a connection that timed out or broke; not one refused, a name not found or a
+    /// certificate not trusted), and on a 5xx, a 408 or a 429, after the wait a
     /// `Retry-After` asks for (counted, and said at the end of the run), else after a
     /// backoff. The last answer comes back whatever it is, with the tries it took.
     async fn sent(
@@ -302,11 +303,15 @@ impl Registry {
             let response = match make().send().await {
                 Ok(response) => response,
                 Err(error) => {
-                    // (A certificate not trusted is not trusted the next time either.)
+                    // A certificate not trusted is not trusted the next time either; a
+                    // connection refused or a name not found is an answer, which crane and
+                    // skopeo give at once too. A connection that timed out or broke is tried
+                    // again.
                     let trusted =
                         crate::store::said::certificate_problem(&innermost(&error)).is_none();
+                    let answered = error.is_connect() && !error.is_timeout();
                     let said = unreachable(&self.name, error);
-                    if !(again && trusted && backoff <= left) {
+                    if !(again && trusted && !answered && backoff <= left) {
                         let tried = if tries > 1 {
                             format!(
                                 " after {tries} tries in {:.1} s",

@@ -206,6 +206,24 @@ mod tests {
         zip
     }
 
+    /// `zip` with `mends` made, as `apply` makes them in its copy.
+    fn mended(zip: &[u8], mends: &Mends) -> Vec<u8> {
+        let mut mended = zip.to_vec();
+        for (at, patch) in &mends.patches {
+            mended[*at..*at + patch.len()].copy_from_slice(patch);
+        }
+        mended
+    }
+
+    /// The central record's 32-bit fields at `offsets` (sizes 20 and 24, the offset 42) made
+    /// all ones: their values are in a zip64 field.
+    fn saturate(zip: &mut [u8], offsets: &[usize]) {
+        let record = zip.windows(4).position(|w| w == b"PK\x01\x02").unwrap();
+        for at in offsets {
+            zip[record + at..record + at + 4].copy_from_slice(&[0xff; 4]);
+        }
+    }
+
     #[test]
     fn a_field_past_its_record_and_an_empty_timestamp_are_passed_over() {
         // 0x7875 declares 12 bytes; 11 are there.
@@ -216,16 +234,13 @@ mod tests {
             "{:?}",
             mends.said
         );
-        let mut mended = zip.clone();
-        for (at, patch) in &mends.patches {
-            mended[*at..*at + patch.len()].copy_from_slice(patch);
-        }
         assert!(zip::ZipArchive::new(std::io::Cursor::new(&zip)).is_err());
+        let mended = mended(&zip, &mends);
         let archive = zip::ZipArchive::new(std::io::Cursor::new(&mended)).unwrap();
         assert_eq!(archive.len(), 1);
         let zip = zip_with_central_extra(&[0x55, 0x54, 0, 0]);
         assert!(find(&zip).unwrap().said[0].contains("an empty extended timestamp"));
-        // A sound one needs nothing; zip64's field is never mended.
+        // A sound one needs nothing, nor a zip64 field its record does not need.
         assert!(find(&zip_with_central_extra(&[0x55, 0x54, 5, 0, 1, 0, 0, 0, 0])).is_none());
         assert!(find(&zip_with_central_extra(&[1, 0, 16, 0, 0])).is_none());
     }
@@ -237,10 +252,7 @@ mod tests {
         let mut extra = vec![1, 0, 7, 0];
         extra.extend([0; 24]);
         let mut zip = zip_with_central_extra(&extra);
-        let record = zip.windows(4).position(|w| w == b"PK\x01\x02").unwrap();
-        for at in [20, 24, 42] {
-            zip[record + at..record + at + 4].copy_from_slice(&[0xff; 4]);
-        }
+        saturate(&mut zip, &[20, 24, 42]);
         assert!(zip::ZipArchive::new(std::io::Cursor::new(&zip)).is_err());
         let mends = find(&zip).unwrap();
         assert!(
@@ -248,17 +260,12 @@ mod tests {
             "{:?}",
             mends.said
         );
-        let mut mended = zip.clone();
-        for (at, patch) in &mends.patches {
-            mended[*at..*at + patch.len()].copy_from_slice(patch);
-        }
+        let mended = mended(&zip, &mends);
         let mut archive = zip::ZipArchive::new(std::io::Cursor::new(&mended)).unwrap();
         assert_eq!(archive.by_index(0).unwrap().size(), 0);
         // The values not there at all: not mended.
         let mut cut = zip_with_central_extra(&[1, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0]);
-        let record = cut.windows(4).position(|w| w == b"PK\x01\x02").unwrap();
-        cut[record + 24..record + 28].copy_from_slice(&[0xff; 4]);
-        cut[record + 20..record + 24].copy_from_slice(&[0xff; 4]);
+        saturate(&mut cut, &[20, 24]);
         assert!(find(&cut).is_none());
     }
 
