@@ -57,29 +57,42 @@ impl Meter {
         }
     }
 
-    /// How long the request `key` waits before its client tries it again, as `response`
-    /// (`host`'s) asks with a `Retry-After`: none unless it asks and the client will try
-    /// again, and no longer than the retry time limit (the wait refused then, and said).
-    fn asked_wait(&self, key: String, host: &str, response: &HttpResponse) -> Option<Duration> {
+    /// How long the request `method` `uri` waits before its client tries it again, as
+    /// `response` asks with a `Retry-After`: none unless it asks and the client will try
+    /// again, and no longer than the retry time limit (the wait refused then, and said). An
+    /// answer that asks nothing costs a look at an empty map, its strings made only when a
+    /// server throttles.
+    fn asked_wait(
+        &self,
+        method: &http::Method,
+        uri: &http::Uri,
+        response: &HttpResponse,
+    ) -> Option<Duration> {
         let status = response.status();
+        let asks = super::throttle::asks_to_wait(status);
         let mut asked_in_a_row = self.asked.lock().unpoisoned();
-        if !super::throttle::asks_to_wait(status) {
+        if !asks && asked_in_a_row.is_empty() {
+            return None;
+        }
+        let key = format!("{method} {uri}");
+        if !asks {
             asked_in_a_row.remove(&key);
             return None;
         }
-        let wait = super::throttle::retry_after(response.headers())?;
         let times = asked_in_a_row.entry(key).or_insert(0);
         *times += 1;
         if *times > self.retries.tries_again() {
             return None;
         }
+        let host = uri.authority().map(|a| a.to_string()).unwrap_or_default();
         let limit = self.retries.time_limit();
-        if wait > limit {
-            self.waits.refused(host, status, wait, limit);
-            return None;
+        let asked = self
+            .waits
+            .asked(&host, status, response.headers(), limit, limit);
+        match asked {
+            super::throttle::Asked::Wait(wait) => Some(wait),
+            _ => None,
         }
-        self.waits.waited(host, status, wait);
-        Some(wait)
     }
 
     /// The mean time a request took so far.
@@ -108,12 +121,7 @@ impl HttpService for Metered {
         // A PUT of an object (no query: not a part): its URL, should its answer be lost.
         let put = (request.method() == http::Method::PUT && request.uri().query().is_none())
             .then(|| request.uri().to_string());
-        let key = format!("{} {}", request.method(), request.uri());
-        let host = request
-            .uri()
-            .authority()
-            .map(|a| a.to_string())
-            .unwrap_or_default();
+        let (method, uri) = (request.method().clone(), request.uri().clone());
         let response = self
             .inner
             .execute(request)
@@ -142,7 +150,7 @@ impl HttpService for Metered {
         }
         // What a throttling store asks is waited for here, before the client's own backoff.
         if let Ok(answer) = &response
-            && let Some(wait) = meter.asked_wait(key, &host, answer)
+            && let Some(wait) = meter.asked_wait(&method, &uri, answer)
         {
             drop(meter);
             tokio::time::sleep(wait).await;

@@ -34,6 +34,17 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     Some(at.duration_since(SystemTime::now()).unwrap_or_default())
 }
 
+/// What an answer asked of the request's next try.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asked {
+    /// Nothing: it does not ask to wait (no throttling status, or no `Retry-After`).
+    Nothing,
+    /// This wait, counted as made.
+    Wait(Duration),
+    /// A wait longer than the time the request has left: not made, and said.
+    TooLong,
+}
+
 /// The waits a run made as servers asked, and the ones it would not make, said at its end.
 #[derive(Debug, Default)]
 pub(crate) struct Waits(Mutex<BTreeMap<String, Waited>>);
@@ -62,8 +73,30 @@ impl Waits {
         })
     }
 
+    /// What `host`'s answer (`status`, `headers`) asks of a request that has `left` of its
+    /// retries' time `limit`: the wait it asks for, counted; or one longer than `left`, said as
+    /// refused.
+    pub(crate) fn asked(
+        &self,
+        host: &str,
+        status: StatusCode,
+        headers: &HeaderMap,
+        left: Duration,
+        limit: Duration,
+    ) -> Asked {
+        let Some(wait) = asks_to_wait(status).then(|| retry_after(headers)).flatten() else {
+            return Asked::Nothing;
+        };
+        if wait > left {
+            self.refused(host, status, wait, limit);
+            return Asked::TooLong;
+        }
+        self.waited(host, status, wait);
+        Asked::Wait(wait)
+    }
+
     /// `host` answered `status`, and the request waited `wait` as it asked.
-    pub(crate) fn waited(&self, host: &str, status: StatusCode, wait: Duration) {
+    fn waited(&self, host: &str, status: StatusCode, wait: Duration) {
         let mut map = self.0.lock().unpoisoned();
         let waited = Self::of(&mut map, host, status);
         waited.status = status;
@@ -73,7 +106,7 @@ impl Waits {
 
     /// `host` answered `status` and asked for a wait of `asked`, longer than the `limit` the
     /// run's retries have: the request was not tried again after it.
-    pub(crate) fn refused(&self, host: &str, status: StatusCode, asked: Duration, limit: Duration) {
+    fn refused(&self, host: &str, status: StatusCode, asked: Duration, limit: Duration) {
         let mut map = self.0.lock().unpoisoned();
         let waited = Self::of(&mut map, host, status);
         waited.status = status;
@@ -103,7 +136,7 @@ impl Waits {
                 };
                 if let Some((asked, limit)) = w.refused {
                     line.push_str(&format!(
-                        "{}asked to wait {}, longer than the retry time limit ({}, --retry-timeout): its limit outlasted the retries",
+                        "{}asked to wait {}, longer than what was left of the retry time limit ({}, --retry-timeout): its limit outlasted the retries",
                         if w.times == 0 { " and " } else { "; then " },
                         secs(asked),
                         secs(limit)
@@ -143,6 +176,38 @@ mod tests {
     }
 
     #[test]
+    fn a_wait_is_made_only_where_asked_and_within_the_time_left() {
+        let waits = Waits::default();
+        let mut headers = HeaderMap::new();
+        headers.insert(http::header::RETRY_AFTER, "2".parse().unwrap());
+        let (left, limit) = (Duration::from_secs(3), Duration::from_secs(180));
+        let busy = StatusCode::TOO_MANY_REQUESTS;
+        assert_eq!(
+            waits.asked("h", StatusCode::OK, &headers, left, limit),
+            Asked::Nothing
+        );
+        assert_eq!(
+            waits.asked("h", busy, &HeaderMap::new(), left, limit),
+            Asked::Nothing
+        );
+        let two = Duration::from_secs(2);
+        assert_eq!(
+            waits.asked("h", busy, &headers, left, limit),
+            Asked::Wait(two)
+        );
+        assert_eq!(
+            waits.asked("h", busy, &headers, Duration::from_secs(1), limit),
+            Asked::TooLong
+        );
+        assert_eq!(
+            waits.said(),
+            [
+                "h answered 429 Too Many Requests: waited 2.0 s as it asked; then asked to wait 2.0 s, longer than what was left of the retry time limit (180.0 s, --retry-timeout): its limit outlasted the retries"
+            ]
+        );
+    }
+
+    #[test]
     fn waits_are_said_once_a_server() {
         let waits = Waits::default();
         assert!(waits.said().is_empty());
@@ -162,7 +227,7 @@ mod tests {
         assert_eq!(
             waits.said(),
             [
-                "b.example answered 429 Too Many Requests and asked to wait 3600.0 s, longer than the retry time limit (180.0 s, --retry-timeout): its limit outlasted the retries",
+                "b.example answered 429 Too Many Requests and asked to wait 3600.0 s, longer than what was left of the retry time limit (180.0 s, --retry-timeout): its limit outlasted the retries",
                 "docker.io answered 429 Too Many Requests 2 times: waited 60.0 s in all, as it asked",
             ]
         );

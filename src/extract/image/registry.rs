@@ -32,7 +32,8 @@ use super::blobs::{Blobs, MAX_MANIFEST};
 use super::credentials::{CREDENTIAL_FILES, Stored};
 use super::manifest::{ACCEPTED, Descriptor};
 use crate::options::Options;
-use crate::store::{Retries, throttle};
+use crate::store::Retries;
+use crate::store::throttle::{self, Asked};
 use crate::sync::Unpoisoned;
 
 /// How often a blob's download that breaks off is taken up again.
@@ -335,24 +336,18 @@ impl Registry {
             if !(failed && again) {
                 return Ok((response, tries));
             }
-            let asked = throttle::asks_to_wait(status)
-                .then(|| throttle::retry_after(response.headers()))
-                .flatten();
+            let asked = self
+                .waits
+                .asked(host, status, response.headers(), left, limit);
             let wait = match asked {
-                Some(asked) if asked > left => {
-                    self.waits.refused(host, status, asked, limit);
-                    return Ok((response, tries));
-                }
-                Some(asked) => asked,
-                None if backoff > left => return Ok((response, tries)),
-                None => backoff,
+                Asked::TooLong => return Ok((response, tries)),
+                Asked::Wait(wait) => wait,
+                Asked::Nothing if backoff > left => return Ok((response, tries)),
+                Asked::Nothing => backoff,
             };
             // (Its body unread: the connection is not kept.)
             drop(response);
             tokio::time::sleep(wait).await;
-            if asked.is_some() {
-                self.waits.waited(host, status, wait);
-            }
         }
     }
 
