@@ -157,11 +157,7 @@ fn told(
     archive: Option<&std::path::Path>,
     done: &str,
 ) -> i32 {
-    if !cli.global.quiet {
-        for warning in &report.warnings {
-            say!("fastwrite: warning: {}", for_terminal(warning));
-        }
-    }
+    warn(&report.warnings, cli.global.quiet);
     if let Some(mirror) = report.mirror.as_ref().filter(|_| !cli.global.json) {
         let mut out = std::io::stdout().lock();
         for line in &mirror.actions {
@@ -375,11 +371,7 @@ fn list(args: &crate::cli::ListArgs, global: &crate::cli::Global) -> i32 {
     let _ = out.flush();
     match ran(listed) {
         Ok(mut report) => {
-            if !quiet {
-                for warning in &report.warnings {
-                    say!("fastwrite: warning: {}", for_terminal(warning));
-                }
-            }
+            warn(&report.warnings, quiet);
             // As extract tells them (entries it would refuse among them): a few of each kind.
             for line in show::failure_summary(&mut report, FAILURES_SHOWN_PER_KIND) {
                 say!("fastwrite: {line}");
@@ -387,6 +379,15 @@ fn list(args: &crate::cli::ListArgs, global: &crate::cli::Global) -> i32 {
             show::exit_code(&report)
         }
         Err(error) => cannot_start(&error.to_string(), json),
+    }
+}
+
+/// A run's warnings on stderr, one line each, unless `quiet` (`-q`).
+fn warn(warnings: &[String], quiet: bool) {
+    if !quiet {
+        for warning in warnings {
+            say!("fastwrite: warning: {}", for_terminal(warning));
+        }
     }
 }
 
